@@ -1,0 +1,47 @@
+#pragma once
+/// @file config.hpp
+/// Version, the one host/device macro, and which backends this build contains.
+
+#include <cstddef>
+
+#define RESIDENT_VERSION_MAJOR 0
+#define RESIDENT_VERSION_MINOR 1
+#define RESIDENT_VERSION_PATCH 0
+
+/// Marks a function callable from host and device code. Empty when not compiled by nvcc, so the same
+/// user function serves the CPU backend (g++) and the CUDA backend (nvcc).
+#if defined(__CUDACC__)
+#define RESIDENT_HD __host__ __device__
+#else
+#define RESIDENT_HD
+#endif
+
+namespace resident {
+
+/// True when this build contains the CUDA backend (CMake sets RESIDENT_HAS_CUDA=1 on the target).
+#if defined(RESIDENT_HAS_CUDA) && RESIDENT_HAS_CUDA
+inline constexpr bool cuda_compiled = true;
+#else
+inline constexpr bool cuda_compiled = false;
+#endif
+
+/// True in debug builds: array_view bounds checks and a synchronize + check after every launch.
+#if defined(RESIDENT_DEBUG) && RESIDENT_DEBUG
+inline constexpr bool debug_checks = true;
+#else
+inline constexpr bool debug_checks = false;
+#endif
+
+/// "major.minor.patch".
+const char* version() noexcept;
+
+}  // namespace resident
+
+// Opaque CUDA handle types, declared without the CUDA headers so that .hpp files build with g++ alone.
+// They are the very types cudaStream_t and cudaEvent_t name.
+struct CUstream_st;
+struct CUevent_st;
+namespace resident {
+using cuda_stream_t = CUstream_st*;
+using cuda_event_t = CUevent_st*;
+}  // namespace resident

@@ -1,0 +1,56 @@
+#pragma once
+/// @file cuda_runtime.hpp
+/// The narrow interface between resident's host code and the CUDA runtime. Implemented by
+/// src/cuda/runtime.cpp when the build has the CUDA backend, by src/cuda/absent.cpp otherwise (every
+/// call then throws device_unavailable). Keeps the CUDA headers out of every public .hpp.
+
+#include <cstddef>
+#include <string>
+
+#include "resident/config.hpp"
+#include "resident/device/device.hpp"
+
+namespace resident::detail::cuda {
+
+int device_count(std::string* why) noexcept;
+device_properties properties(int dev);
+void synchronize_device(int dev);
+
+cuda_stream_t stream_create(int dev);
+void stream_destroy(cuda_stream_t s) noexcept;
+void stream_synchronize(cuda_stream_t s);
+bool stream_is_capturing(cuda_stream_t s);
+
+cuda_event_t event_create(int dev);
+void event_destroy(cuda_event_t e) noexcept;
+void event_record(cuda_event_t e, cuda_stream_t s);
+void event_synchronize(cuda_event_t e);
+void stream_wait_event(cuda_stream_t s, cuda_event_t e);
+float event_elapsed_ms(cuda_event_t a, cuda_event_t b);
+
+/// Stream-ordered allocation from the device's pool. Returns nullptr on out-of-memory (no throw).
+void* pool_allocate(int dev, std::size_t bytes, cuda_stream_t s);
+void pool_deallocate(int dev, void* p, cuda_stream_t s);
+std::size_t pool_reserved(int dev);
+std::size_t pool_used(int dev);
+/// Releases the pool's cached memory back to the device (synchronizes the device first unless a
+/// capture is under way on s).
+void pool_trim(int dev, cuda_stream_t s);
+void mem_info(int dev, std::size_t* free_bytes, std::size_t* total_bytes);
+
+enum class copy_kind { host_to_device, device_to_host, device_to_device, host_to_host };
+void memcpy_async(void* dst, const void* src, std::size_t bytes, copy_kind k, cuda_stream_t s);
+void memset_async(void* dst, int value, std::size_t bytes, cuda_stream_t s);
+
+void* host_pinned_allocate(std::size_t bytes);
+void host_pinned_free(void* p) noexcept;
+/// True when p points into page-locked host memory that the device can copy at full rate.
+bool is_pinned(const void* p) noexcept;
+
+/// Checks the error state after a kernel launch (throws cuda_error / device_lost).
+void check_launch(const char* what);
+
+/// Makes dev current for the calling thread.
+void set_device(int dev);
+
+}  // namespace resident::detail::cuda

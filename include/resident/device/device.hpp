@@ -1,0 +1,77 @@
+#pragma once
+/// @file device.hpp
+/// Where code runs: the CPU or a CUDA device, chosen at run time.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "resident/config.hpp"
+
+namespace resident {
+
+enum class device_kind { cpu, cuda };
+
+/// A place where arrays live and work runs: `cpu` or `cuda:N`. A plain value.
+class device {
+ public:
+  constexpr device() = default;
+  static constexpr device cpu() noexcept { return device{device_kind::cpu, 0}; }
+  static constexpr device cuda(int index = 0) noexcept { return device{device_kind::cuda, index}; }
+
+  constexpr device_kind kind() const noexcept { return kind_; }
+  constexpr int index() const noexcept { return index_; }
+  constexpr bool is_cpu() const noexcept { return kind_ == device_kind::cpu; }
+  constexpr bool is_cuda() const noexcept { return kind_ == device_kind::cuda; }
+  /// "cpu" or "cuda:N".
+  std::string name() const;
+
+  friend constexpr bool operator==(device a, device b) noexcept {
+    return a.kind_ == b.kind_ && a.index_ == b.index_;
+  }
+
+ private:
+  constexpr device(device_kind k, int i) : kind_(k), index_(i) {}
+  device_kind kind_ = device_kind::cpu;
+  int index_ = 0;
+};
+
+/// What a device is and what it allows.
+struct device_properties {
+  std::string name;             ///< e.g. "NVIDIA H200" or the CPU model
+  int multiprocessors = 0;      ///< SMs on a GPU, hardware threads on the CPU
+  std::size_t memory_bytes = 0; ///< global memory (GPU) or physical memory (CPU)
+  int cc_major = 0, cc_minor = 0;
+  int warp_size = 1;
+  int max_threads_per_block = 1024;
+  int max_block_dim[3] = {1024, 1024, 64};
+  int max_grid_dim[3] = {2147483647, 65535, 65535};
+  std::size_t shared_per_block = 48 * 1024;        ///< without opt-in
+  std::size_t shared_per_block_optin = 48 * 1024;  ///< with cudaFuncAttributeMaxDynamicSharedMemorySize
+  std::size_t l2_bytes = 0;
+};
+
+/// Parses "cpu", "cuda" (= cuda:0) or "cuda:N". @throws invalid_argument for anything else.
+device parse_device(std::string_view text);
+
+/// Number of CUDA devices that answer (0 when the build has no CUDA backend, no driver or no GPU).
+int cuda_device_count() noexcept;
+
+/// Why no CUDA device answers ("" when one does): no backend compiled, no driver, no device.
+std::string cuda_unavailable_reason();
+
+/// The device used when none is named: RESIDENT_DEVICE if set (cpu | cuda | cuda:N), else cuda:0 when a
+/// GPU answers, else the CPU. @throws device_unavailable when RESIDENT_DEVICE names a device that
+/// cannot be used; invalid_argument when it cannot be parsed.
+device default_device();
+
+/// Checks that d can be used. @throws device_unavailable saying why not.
+void require(device d);
+
+/// Properties of d. @throws device_unavailable.
+device_properties properties(device d);
+
+/// Blocks until all work on d has finished. @throws cuda_error / device_lost on a pending fault.
+void synchronize(device d);
+
+}  // namespace resident

@@ -1,0 +1,38 @@
+#pragma once
+/// @file event.hpp
+/// Events: points in a stream to wait on and to time between.
+
+#include <chrono>
+
+#include "resident/device/stream.hpp"
+
+namespace resident {
+
+/// The owner of an event (timing enabled). On the CPU it records the host clock. Move-only.
+class event {
+ public:
+  explicit event(device d = default_device());
+  ~event();
+  event(event&& other) noexcept;
+  event& operator=(event&& other) noexcept;
+  event(const event&) = delete;
+  event& operator=(const event&) = delete;
+
+  /// Records the event at the current end of s (asynchronous).
+  void record(stream_ref s);
+  /// Blocks until the recorded work has finished.
+  void synchronize() const;
+  /// Makes s wait for this event before running later work (asynchronous).
+  void wait_on(stream_ref s) const;
+  cuda_event_t native() const noexcept { return handle_; }
+
+  /// Milliseconds between two recorded events; synchronizes on `end`.
+  friend double elapsed_ms(const event& start, const event& end);
+
+ private:
+  device device_;
+  cuda_event_t handle_ = nullptr;
+  std::chrono::steady_clock::time_point cpu_time_{};
+};
+
+}  // namespace resident

@@ -1,0 +1,49 @@
+#pragma once
+/// @file stream.hpp
+/// Streams: ordered queues of work on one device. On the CPU backend work runs as it is issued.
+
+#include "resident/device/device.hpp"
+
+namespace resident {
+
+/// A non-owning, trivially copyable reference to a stream (like rmm::cuda_stream_view). The default
+/// value is the default stream of the default device at the time of use.
+class stream_ref {
+ public:
+  constexpr stream_ref() = default;
+  constexpr stream_ref(resident::device d, cuda_stream_t handle) noexcept : device_(d), handle_(handle) {}
+  constexpr resident::device device() const noexcept { return device_; }
+  /// The cudaStream_t (nullptr = the legacy default stream; always nullptr on the CPU).
+  constexpr cuda_stream_t native() const noexcept { return handle_; }
+  /// Blocks until the work queued so far has finished.
+  void synchronize() const;
+
+ private:
+  resident::device device_{};
+  cuda_stream_t handle_ = nullptr;
+};
+
+/// The default stream of d (the legacy default stream on CUDA devices).
+stream_ref default_stream(device d);
+
+/// The owner of a stream: created non-blocking on its device, destroyed with the object. Move-only.
+class stream {
+ public:
+  explicit stream(resident::device d = default_device());
+  ~stream();
+  stream(stream&& other) noexcept;
+  stream& operator=(stream&& other) noexcept;
+  stream(const stream&) = delete;
+  stream& operator=(const stream&) = delete;
+
+  stream_ref ref() const noexcept { return {device_, handle_}; }
+  operator stream_ref() const noexcept { return ref(); }
+  resident::device device() const noexcept { return device_; }
+  void synchronize() const { ref().synchronize(); }
+
+ private:
+  resident::device device_;
+  cuda_stream_t handle_ = nullptr;
+};
+
+}  // namespace resident

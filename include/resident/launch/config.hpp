@@ -1,0 +1,45 @@
+#pragma once
+/// @file config.hpp
+/// Launch configurations: Numba's kernel[blocks, threads] as a value, validated against the device.
+
+#include <cstddef>
+#include <string>
+
+#include "resident/config.hpp"
+#include "resident/device/device.hpp"
+
+namespace resident {
+
+/// Up to three extents, like CUDA's dim3 (unset extents are 1).
+struct dims {
+  unsigned x = 1, y = 1, z = 1;
+  RESIDENT_HD constexpr dims() {}
+  RESIDENT_HD constexpr dims(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+  RESIDENT_HD constexpr std::size_t count() const { return std::size_t(x) * y * z; }
+  std::string str() const;
+};
+
+/// [grid, block] plus dynamic shared memory in bytes.
+struct launch_config {
+  dims grid{1};
+  dims block{1};
+  std::size_t shared_bytes = 0;
+  std::string str() const;  ///< "[grid (2,1,1), block (4,1,1), shared 0 B]"
+};
+
+/// Checks cfg against d's limits (threads per block, each block and grid extent, shared memory with
+/// the opt-in maximum; no extent may be 0). @throws invalid_launch saying which limit and by how much.
+void validate(const launch_config& cfg, device d);
+
+/// Where a thread is: its block and thread indices and the launch's extents. On the GPU it reads
+/// blockIdx/threadIdx; the CPU backend fills it in for each emulated thread.
+struct thread_index {
+  dims block, thread, block_dim, grid_dim;
+  /// x-index of this thread in the whole grid: block.x * block_dim.x + thread.x.
+  RESIDENT_HD constexpr std::size_t global_x() const { return std::size_t(block.x) * block_dim.x + thread.x; }
+  RESIDENT_HD constexpr std::size_t global_y() const { return std::size_t(block.y) * block_dim.y + thread.y; }
+  /// Threads in the whole grid along x: the stride of a grid-stride loop.
+  RESIDENT_HD constexpr std::size_t grid_stride() const { return std::size_t(grid_dim.x) * block_dim.x; }
+};
+
+}  // namespace resident

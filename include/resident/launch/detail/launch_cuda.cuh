@@ -1,0 +1,99 @@
+#pragma once
+/// @file launch_cuda.cuh
+/// The CUDA side of launch.hpp: kernel templates and the checked launch (nvcc only).
+
+#include <cuda_runtime.h>
+
+#include "resident/detail/cuda_check.hpp"
+#include "resident/detail/cuda_runtime.hpp"
+#include "resident/launch/launch.hpp"
+
+namespace resident {
+
+namespace detail {
+
+template <class F, class... Args>
+__global__ void functor_kernel(F f, Args... args) {
+  thread_index t;
+  t.block = dims(blockIdx.x, blockIdx.y, blockIdx.z);
+  t.thread = dims(threadIdx.x, threadIdx.y, threadIdx.z);
+  t.block_dim = dims(blockDim.x, blockDim.y, blockDim.z);
+  t.grid_dim = dims(gridDim.x, gridDim.y, gridDim.z);
+  f(t, args...);
+}
+
+template <class F>
+__global__ void grid_stride_kernel(std::size_t n, F f) {
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    f(i);
+}
+
+/// Block size and a grid that fills the device at full occupancy for kernel, chosen once per kernel.
+struct occupancy {
+  int block = 256;
+  int max_grid = 1;  ///< resident blocks on the whole device: a multiple of the SM count
+};
+
+template <class Kernel>
+occupancy occupancy_for(Kernel kernel, std::size_t dynamic_shared = 0) {
+  occupancy o;
+  RESIDENT_CUDA_TRY(cudaOccupancyMaxPotentialBlockSize(&o.max_grid, &o.block, kernel, dynamic_shared, 0));
+  return o;
+}
+
+/// A 1-D configuration covering n items with the occupancy-chosen block, capped at one full wave.
+inline launch_config wave_config(const occupancy& o, std::size_t n, std::size_t per_thread = 1) {
+  std::size_t threads = (n + per_thread - 1) / per_thread;
+  std::size_t blocks = (threads + unsigned(o.block) - 1) / unsigned(o.block);
+  if (blocks > std::size_t(o.max_grid)) blocks = std::size_t(o.max_grid);
+  if (blocks == 0) blocks = 1;
+  return launch_config{dims(unsigned(blocks)), dims(unsigned(o.block)), 0};
+}
+
+template <class Kernel>
+void raise_shared_limit(Kernel kernel, std::size_t shared_bytes) {
+  if (shared_bytes > 48 * 1024)
+    RESIDENT_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(shared_bytes)));
+}
+
+inline ::dim3 to_dim3(dims d) { return ::dim3(d.x, d.y, d.z); }
+
+template <class F, class... Args>
+void launch_cuda(stream_ref s, const launch_config& cfg, F f, Args... args) {
+  auto k = functor_kernel<F, Args...>;
+  raise_shared_limit(k, cfg.shared_bytes);
+  k<<<to_dim3(cfg.grid), to_dim3(cfg.block), cfg.shared_bytes, s.native()>>>(f, args...);
+  detail::cuda::check_launch("launch");
+  record_kernel(s.device());
+}
+
+template <class F>
+void for_each_cuda(stream_ref s, std::size_t n, F f) {
+  auto k = grid_stride_kernel<F>;
+  static const occupancy o = occupancy_for(k);
+  launch_config cfg = wave_config(o, n);
+  k<<<to_dim3(cfg.grid), to_dim3(cfg.block), 0, s.native()>>>(n, f);
+  detail::cuda::check_launch("for_each_index");
+  record_kernel(s.device());
+}
+
+}  // namespace detail
+
+/// Launches a __global__ kernel as kernel[cfg.grid, cfg.block] on s, validated first and checked
+/// after, counted in the ledger. CUDA devices only (the CPU backend uses launch() with a functor).
+/// @throws invalid_launch, device_mismatch (a CPU stream), cuda_error, device_lost.
+template <class... KArgs, class... Args>
+void launch_kernel(void (*kernel)(KArgs...), stream_ref s, const launch_config& cfg, Args&&... args) {
+  if (!s.device().is_cuda())
+    throw device_mismatch("launch_kernel needs a CUDA stream; on the CPU use launch() with a functor");
+  validate(cfg, s.device());
+  detail::raise_shared_limit(kernel, cfg.shared_bytes);
+  kernel<<<detail::to_dim3(cfg.grid), detail::to_dim3(cfg.block), cfg.shared_bytes, s.native()>>>(
+      std::forward<Args>(args)...);
+  detail::cuda::check_launch("launch_kernel");
+  detail::record_kernel(s.device());
+}
+
+}  // namespace resident

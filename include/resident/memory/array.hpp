@@ -1,0 +1,250 @@
+#pragma once
+/// @file array.hpp
+/// Device-resident arrays (1-D and 2-D) and the explicit transfers that fill and read them.
+/// Nothing moves between host and device unless one of these calls is made; each is counted in the
+/// ledger.
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "resident/error.hpp"
+#include "resident/memory/array_view.hpp"
+#include "resident/memory/pinned.hpp"
+#include "resident/memory/pool.hpp"
+#include "resident/memory/transfer.hpp"
+
+namespace resident {
+
+/// A 1-D array of n elements of T on one device, allocated from that device's pool on a stream.
+/// Move-only; uninitialized until filled. Operations are ordered on the array's stream and are
+/// asynchronous unless documented otherwise. A moved-from array is empty and its use throws.
+template <class T>
+class array {
+  static_assert(std::is_trivially_copyable_v<T>, "array<T> needs a trivially copyable T");
+
+ public:
+  using value_type = T;
+
+  /// An empty array on the CPU.
+  array() = default;
+  /// n uninitialized elements on s's device, ordered on s.
+  explicit array(std::size_t n, stream_ref s) : stream_(s), size_(n) {
+    require(s.device());
+    RESIDENT_EXPECTS(n <= max_size(), "array size " + std::to_string(n) + " overflows the byte count");
+    data_ = static_cast<T*>(detail::pool_allocate(n * sizeof(T), s));
+  }
+  /// n uninitialized elements on d (default: the default device), on d's default stream.
+  explicit array(std::size_t n, device d = default_device()) : array(n, default_stream(d)) {}
+
+  ~array() { release(); }
+  array(array&& o) noexcept
+      : stream_(o.stream_), data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)),
+        moved_(std::exchange(o.moved_, true)) {}
+  array& operator=(array&& o) noexcept {
+    if (this != &o) {
+      release();
+      stream_ = o.stream_;
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+      moved_ = std::exchange(o.moved_, true);
+    }
+    return *this;
+  }
+  array(const array&) = delete;
+  array& operator=(const array&) = delete;
+
+  static constexpr std::size_t max_size() noexcept { return std::size_t(-1) / sizeof(T); }
+
+  T* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  std::size_t bytes() const noexcept { return size_ * sizeof(T); }
+  bool empty() const noexcept { return size_ == 0; }
+  resident::device device() const noexcept { return stream_.device(); }
+  stream_ref stream() const noexcept { return stream_; }
+  /// Orders later operations on s (which must be on the same device).
+  void set_stream(stream_ref s) {
+    if (!(s.device() == device()))
+      throw device_mismatch("set_stream: stream on " + s.device().name() + ", array on " + device().name());
+    stream_ = s;
+  }
+
+  /// What kernels receive. @throws invalid_argument on a moved-from array.
+  array_view<T> view() const {
+    check_live();
+    return {data_, size_};
+  }
+
+  /// Copies the array into a new host vector. Synchronizes.
+  std::vector<T> to_host() const {
+    std::vector<T> h(size_);
+    to_host(std::span<T>(h));
+    return h;
+  }
+  /// Copies the array into host memory of the same size. Synchronizes.
+  /// @throws shape_mismatch when the sizes differ.
+  void to_host(std::span<T> out) const {
+    check_live();
+    if (out.size() != size_)
+      throw shape_mismatch("to_host: host buffer holds " + std::to_string(out.size()) + " elements, array " +
+                           std::to_string(size_));
+    detail::copy_device_to_host(out.data(), data_, bytes(), stream_, sync::blocking);
+  }
+  /// Starts copying the array into a pinned buffer and returns; synchronize the array's stream before
+  /// reading the buffer. @throws shape_mismatch when the sizes differ.
+  void to_host_async(pinned_buffer<T>& out) const {
+    check_live();
+    if (out.size() != size_)
+      throw shape_mismatch("to_host_async: pinned buffer holds " + std::to_string(out.size()) +
+                           " elements, array " + std::to_string(size_));
+    detail::copy_device_to_host(out.data(), data_, bytes(), stream_, sync::async);
+  }
+
+  /// Throws invalid_argument when the array was moved from.
+  void check_live() const {
+    if (moved_) throw invalid_argument("use of a moved-from array: it no longer owns memory");
+  }
+
+ private:
+  void release() noexcept {
+    detail::pool_deallocate(data_, bytes(), stream_);
+    data_ = nullptr;
+  }
+
+  stream_ref stream_{};
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+  bool moved_ = false;
+};
+
+/// A 2-D row-major array: rows x cols elements with leading dimension ld >= cols (elements between
+/// row starts). Storage is one 1-D array of rows * ld elements.
+template <class T>
+class array2d {
+ public:
+  using value_type = T;
+  array2d() = default;
+  array2d(std::size_t rows, std::size_t cols, stream_ref s, std::size_t ld = 0)
+      : rows_(rows), cols_(cols), ld_(ld ? ld : cols), storage_(checked_elements(rows, cols, ld), s) {}
+  array2d(std::size_t rows, std::size_t cols, device d = default_device(), std::size_t ld = 0)
+      : array2d(rows, cols, default_stream(d), ld) {}
+
+  std::size_t rows() const noexcept { return rows_; }
+  std::size_t cols() const noexcept { return cols_; }
+  std::size_t ld() const noexcept { return ld_; }
+  std::size_t size() const noexcept { return rows_ * cols_; }
+  T* data() const noexcept { return storage_.data(); }
+  resident::device device() const noexcept { return storage_.device(); }
+  stream_ref stream() const noexcept { return storage_.stream(); }
+  void set_stream(stream_ref s) { storage_.set_stream(s); }
+  /// The rows * ld elements behind the array, padding included.
+  const array<T>& storage() const noexcept { return storage_; }
+  array<T>& storage() noexcept { return storage_; }
+
+  array2d_view<T> view() const {
+    storage_.check_live();
+    return {storage_.data(), rows_, cols_, ld_};
+  }
+
+  /// rows * cols elements, row-major and packed (padding dropped). Synchronizes.
+  std::vector<T> to_host() const {
+    std::vector<T> all = storage_.to_host();
+    if (ld_ == cols_) return all;
+    std::vector<T> packed(rows_ * cols_);
+    for (std::size_t r = 0; r < rows_; ++r)
+      std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(r * ld_), cols_,
+                  packed.begin() + static_cast<std::ptrdiff_t>(r * cols_));
+    return packed;
+  }
+
+ private:
+  static std::size_t checked_elements(std::size_t rows, std::size_t cols, std::size_t ld) {
+    std::size_t l = ld ? ld : cols;
+    if (ld && ld < cols)
+      throw invalid_argument("array2d: leading dimension " + std::to_string(ld) + " is smaller than cols " +
+                             std::to_string(cols));
+    if (l != 0 && rows > array<T>::max_size() / l)
+      throw invalid_argument("array2d: " + std::to_string(rows) + " x " + std::to_string(l) +
+                             " elements overflow the byte count");
+    return rows * l;
+  }
+
+  std::size_t rows_ = 0, cols_ = 0, ld_ = 0;
+  array<T> storage_;
+};
+
+/// Uploads host memory into a new array on s's device: the one explicit host-to-device transfer.
+/// Pageable memory is staged through pinned buffers (returns once it has been read); pinned memory is
+/// copied asynchronously on s.
+template <class T>
+array<T> to_device(std::span<const T> host, stream_ref s) {
+  array<T> a(host.size(), s);
+  detail::copy_host_to_device(a.data(), host.data(), a.bytes(), s);
+  return a;
+}
+template <class T>
+array<T> to_device(std::span<const T> host, device d = default_device()) {
+  return to_device(host, default_stream(d));
+}
+template <class T>
+array<T> to_device(const std::vector<T>& host, device d = default_device()) {
+  return to_device(std::span<const T>(host), default_stream(d));
+}
+template <class T>
+array<T> to_device(const std::vector<T>& host, stream_ref s) {
+  return to_device(std::span<const T>(host), s);
+}
+template <class T>
+array<T> to_device(const pinned_buffer<T>& host, stream_ref s) {
+  return to_device(host.span(), s);
+}
+
+/// Uploads a packed rows x cols host matrix into a new 2-D array (leading dimension cols).
+/// @throws shape_mismatch when host does not hold rows * cols elements.
+template <class T>
+array2d<T> to_device(std::span<const T> host, std::size_t rows, std::size_t cols, device d = default_device()) {
+  if (host.size() != rows * cols)
+    throw shape_mismatch("to_device: host buffer holds " + std::to_string(host.size()) + " elements, " +
+                         std::to_string(rows) + " x " + std::to_string(cols) + " needs " +
+                         std::to_string(rows * cols));
+  array2d<T> a(rows, cols, d);
+  detail::copy_host_to_device(a.data(), host.data(), host.size_bytes(), a.stream());
+  return a;
+}
+
+/// Copies src into dst (same size): device-to-device when both are on one device, otherwise an
+/// explicit host<->device transfer (counted as such). Ordered on dst's stream after src's work.
+/// @throws shape_mismatch, device_mismatch (two different GPUs).
+template <class T>
+void copy(const array<T>& src, array<T>& dst) {
+  src.check_live();
+  dst.check_live();
+  if (src.size() != dst.size())
+    throw shape_mismatch("copy: source has " + std::to_string(src.size()) + " elements, destination " +
+                         std::to_string(dst.size()));
+  device s = src.device(), d = dst.device();
+  if (s == d) {
+    if (!(src.stream().native() == dst.stream().native())) src.stream().synchronize();
+    detail::copy_device_to_device(dst.data(), src.data(), src.bytes(), dst.stream());
+  } else if (s.is_cpu() && d.is_cuda()) {
+    detail::copy_host_to_device(dst.data(), src.data(), src.bytes(), dst.stream());
+  } else if (s.is_cuda() && d.is_cpu()) {
+    detail::copy_device_to_host(dst.data(), src.data(), src.bytes(), src.stream(), sync::blocking);
+  } else {
+    throw device_mismatch("copy: from " + s.name() + " to " + d.name() +
+                          " between two GPUs is not supported; copy through the host");
+  }
+}
+
+/// A new array on `to` holding a copy of a (one explicit transfer, or a device-to-device copy).
+template <class T>
+array<T> copy_to(const array<T>& a, device to) {
+  array<T> r(a.size(), to);
+  copy(a, r);
+  return r;
+}
+
+}  // namespace resident

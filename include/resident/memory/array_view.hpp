@@ -1,0 +1,88 @@
+#pragma once
+/// @file array_view.hpp
+/// Trivially copyable views: what kernels and pipeline stages receive. Bounds-checked in debug builds.
+
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+
+#include "resident/config.hpp"
+
+namespace resident {
+namespace detail {
+/// Reports an out-of-bounds index and stops: a trap on the device, abort on the host (no exception
+/// can cross a kernel boundary).
+RESIDENT_HD inline void bounds_fail(std::size_t i, std::size_t n) {
+  std::printf("resident: index %llu out of bounds for extent %llu\n", static_cast<unsigned long long>(i),
+              static_cast<unsigned long long>(n));
+#if defined(__CUDA_ARCH__)
+  __trap();
+#else
+  std::abort();
+#endif
+}
+}  // namespace detail
+
+/// A 1-D view: pointer and size. Does not own; copy it freely into kernels.
+template <class T>
+class array_view {
+ public:
+  using value_type = T;
+  constexpr array_view() = default;
+  RESIDENT_HD constexpr array_view(T* data, std::size_t size) : data_(data), size_(size) {}
+  /// A view of const elements from a view of mutable ones.
+  template <class U>
+  RESIDENT_HD constexpr array_view(array_view<U> v) : data_(v.data()), size_(v.size()) {}
+
+  RESIDENT_HD constexpr T* data() const { return data_; }
+  RESIDENT_HD constexpr std::size_t size() const { return size_; }
+  RESIDENT_HD constexpr bool empty() const { return size_ == 0; }
+  RESIDENT_HD T& operator[](std::size_t i) const {
+    if constexpr (debug_checks) {
+      if (i >= size_) detail::bounds_fail(i, size_);
+    }
+    return data_[i];
+  }
+  /// Elements [offset, offset + count). Checked in debug builds.
+  RESIDENT_HD array_view subview(std::size_t offset, std::size_t count) const {
+    if constexpr (debug_checks) {
+      if (offset + count > size_) detail::bounds_fail(offset + count, size_);
+    }
+    return {data_ + offset, count};
+  }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// A 2-D row-major view: element (r, c) at data[r * ld + c], ld >= cols.
+template <class T>
+class array2d_view {
+ public:
+  using value_type = T;
+  constexpr array2d_view() = default;
+  RESIDENT_HD constexpr array2d_view(T* data, std::size_t rows, std::size_t cols, std::size_t ld)
+      : data_(data), rows_(rows), cols_(cols), ld_(ld) {}
+  template <class U>
+  RESIDENT_HD constexpr array2d_view(array2d_view<U> v)
+      : data_(v.data()), rows_(v.rows()), cols_(v.cols()), ld_(v.ld()) {}
+
+  RESIDENT_HD constexpr T* data() const { return data_; }
+  RESIDENT_HD constexpr std::size_t rows() const { return rows_; }
+  RESIDENT_HD constexpr std::size_t cols() const { return cols_; }
+  RESIDENT_HD constexpr std::size_t ld() const { return ld_; }
+  RESIDENT_HD T& operator()(std::size_t r, std::size_t c) const {
+    if constexpr (debug_checks) {
+      if (r >= rows_) detail::bounds_fail(r, rows_);
+      if (c >= cols_) detail::bounds_fail(c, cols_);
+    }
+    return data_[r * ld_ + c];
+  }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t rows_ = 0, cols_ = 0, ld_ = 0;
+};
+
+}  // namespace resident

@@ -1,0 +1,82 @@
+#pragma once
+/// @file ledger.hpp
+/// The ledger: every host<->device transfer, kernel launch and pool allocation, counted per device.
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "resident/device/device.hpp"
+
+namespace resident {
+
+/// Counts for one device. Bytes and copies per direction; kernels launched; pool traffic.
+struct ledger_counts {
+  std::uint64_t h2d_bytes = 0, h2d_copies = 0;
+  std::uint64_t d2h_bytes = 0, d2h_copies = 0;
+  std::uint64_t d2d_bytes = 0, d2d_copies = 0;
+  std::uint64_t kernels = 0;
+  std::uint64_t allocations = 0;  ///< pool allocations (hits included)
+  std::uint64_t pool_hits = 0;    ///< allocations served from memory the pool already held
+  std::uint64_t peak_bytes = 0;   ///< the most bytes in use at once (a level, not a count)
+
+  ledger_counts operator-(const ledger_counts& before) const;
+  /// One line: "H2D 1 copy 256.0 MiB, D2H ..., kernels 1, ...".
+  std::string summary() const;
+  std::string json() const;
+};
+
+/// A snapshot of the counts for every device that has been used.
+struct ledger_snapshot {
+  std::vector<std::pair<device, ledger_counts>> devices;
+  const ledger_counts& of(device d) const;  ///< zeros for a device with no entry
+  std::string json() const;
+};
+
+/// The counts for d since the process started.
+ledger_counts ledger(device d);
+/// The counts for every device since the process started.
+ledger_snapshot ledger();
+std::ostream& operator<<(std::ostream& os, const ledger_snapshot& s);
+
+/// Counts over a region: construction takes a snapshot, delta() returns what happened since.
+class scoped_ledger {
+ public:
+  explicit scoped_ledger(device d = default_device());
+  ledger_counts delta() const;
+
+ private:
+  device device_;
+  ledger_counts start_;
+};
+
+/// What a host<->device transfer is allowed to do: allow silently, log it to stderr, or throw
+/// transfer_forbidden. Device-to-device copies are not transfers across the bus and always pass.
+enum class transfer_policy { allow, log, forbid };
+
+/// Sets the process-wide transfer policy for the lifetime of the object, then restores the old one.
+class scoped_transfer_policy {
+ public:
+  explicit scoped_transfer_policy(transfer_policy p);
+  ~scoped_transfer_policy();
+  scoped_transfer_policy(const scoped_transfer_policy&) = delete;
+  scoped_transfer_policy& operator=(const scoped_transfer_policy&) = delete;
+
+ private:
+  transfer_policy previous_;
+};
+
+transfer_policy current_transfer_policy() noexcept;
+
+namespace detail {
+enum class direction { h2d, d2h, d2d };
+/// Applies the transfer policy (may throw transfer_forbidden) and counts the copy.
+void record_transfer(device d, direction dir, std::uint64_t bytes);
+void record_kernel(device d, std::uint64_t count = 1);
+void record_allocation(device d, bool pool_hit, std::uint64_t bytes_in_use);
+/// Human-readable bytes: "256.0 MiB".
+std::string format_bytes(double bytes);
+}  // namespace detail
+
+}  // namespace resident

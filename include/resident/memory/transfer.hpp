@@ -1,0 +1,33 @@
+#pragma once
+/// @file transfer.hpp
+/// The byte movers behind every explicit transfer. Each counts itself in the ledger and obeys the
+/// transfer policy. Users call to_device / array::to_host / copy instead.
+
+#include <cstddef>
+
+#include "resident/device/stream.hpp"
+
+namespace resident {
+
+/// Whether a call waits for its copy to finish before returning.
+enum class sync { blocking, async };
+
+namespace detail {
+
+/// Host memory -> memory of s's device. Pageable host memory is staged through pinned double
+/// buffers in chunks (the call returns once the host memory has been read); pinned memory is copied
+/// directly and asynchronously (keep it alive until s is synchronized).
+void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s);
+
+/// Memory of s's device -> host memory. Pageable destinations are staged and the call blocks;
+/// pinned destinations are copied asynchronously unless mode is sync::blocking.
+void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_ref s, sync mode);
+
+/// Within one device, ordered on s.
+void copy_device_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s);
+
+/// Parallel host memcpy (OpenMP threads over 1 MiB pieces).
+void parallel_memcpy(void* dst, const void* src, std::size_t bytes) noexcept;
+
+}  // namespace detail
+}  // namespace resident

@@ -1,0 +1,15 @@
+#pragma once
+/// @file resident.hpp
+/// Everything resident offers, in one include. `namespace rs = resident;` reads well.
+
+#include "resident/config.hpp"
+#include "resident/device/device.hpp"
+#include "resident/device/event.hpp"
+#include "resident/device/stream.hpp"
+#include "resident/error.hpp"
+#include "resident/launch/config.hpp"
+#include "resident/launch/launch.hpp"
+#include "resident/memory/array.hpp"
+#include "resident/memory/ledger.hpp"
+#include "resident/memory/pinned.hpp"
+#include "resident/memory/pool.hpp"

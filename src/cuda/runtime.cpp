@@ -1,0 +1,241 @@
+// The CUDA backend's runtime calls (host code, built with the host compiler against cudart).
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+
+#include "resident/detail/cuda_check.hpp"
+#include "resident/detail/cuda_runtime.hpp"
+
+namespace resident::detail {
+
+bool is_sticky(cudaError_t e) noexcept {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void throw_cuda(cudaError_t e, const char* call, const char* file, int line) {
+  std::string msg = std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                    cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+  if (is_sticky(e)) {
+    throw device_lost(static_cast<int>(e), cudaGetErrorName(e),
+                      msg + ". The device's context is lost: restart the process to use the GPU again.");
+  }
+  throw cuda_error(static_cast<int>(e), cudaGetErrorName(e), msg);
+}
+
+}  // namespace resident::detail
+
+namespace resident::detail::cuda {
+namespace {
+
+// Runs f with dev current, restoring the caller's device afterwards.
+template <class F>
+auto on_device(int dev, F&& f) {
+  int old = 0;
+  RESIDENT_CUDA_TRY(cudaGetDevice(&old));
+  if (old != dev) RESIDENT_CUDA_TRY(cudaSetDevice(dev));
+  struct restore {
+    int old, dev;
+    ~restore() {
+      if (old != dev) cudaSetDevice(old);
+    }
+  } r{old, dev};
+  return f();
+}
+
+constexpr int max_devices = 64;
+
+cudaMemPool_t pool_of(int dev) {
+  static std::array<cudaMemPool_t, max_devices> pools{};
+  static std::mutex m;
+  std::lock_guard lock(m);
+  if (!pools[dev]) {
+    cudaMemPool_t p;
+    RESIDENT_CUDA_TRY(cudaDeviceGetDefaultMemPool(&p, dev));
+    // Keep freed memory in the pool for reuse instead of returning it at each synchronization.
+    std::uint64_t threshold = UINT64_MAX;
+    RESIDENT_CUDA_TRY(cudaMemPoolSetAttribute(p, cudaMemPoolAttrReleaseThreshold, &threshold));
+    pools[dev] = p;
+  }
+  return pools[dev];
+}
+
+}  // namespace
+
+int device_count(std::string* why) noexcept {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // clear the non-sticky error
+    if (why) {
+      if (e == cudaErrorNoDevice)
+        *why = "the CUDA driver answers but reports no GPU (cudaErrorNoDevice)";
+      else if (e == cudaErrorInsufficientDriver)
+        *why = "no CUDA driver is installed, or it is older than this build's runtime "
+               "(cudaErrorInsufficientDriver)";
+      else
+        *why = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorName(e) + " (" +
+               cudaGetErrorString(e) + ")";
+    }
+    return 0;
+  }
+  if (n == 0 && why) *why = "the CUDA driver reports no GPU";
+  return n;
+}
+
+device_properties properties(int dev) {
+  cudaDeviceProp p{};
+  RESIDENT_CUDA_TRY(cudaGetDeviceProperties(&p, dev));
+  device_properties r;
+  r.name = p.name;
+  r.multiprocessors = p.multiProcessorCount;
+  r.memory_bytes = p.totalGlobalMem;
+  r.cc_major = p.major;
+  r.cc_minor = p.minor;
+  r.warp_size = p.warpSize;
+  r.max_threads_per_block = p.maxThreadsPerBlock;
+  for (int i = 0; i < 3; ++i) {
+    r.max_block_dim[i] = p.maxThreadsDim[i];
+    r.max_grid_dim[i] = p.maxGridSize[i];
+  }
+  r.shared_per_block = p.sharedMemPerBlock;
+  r.shared_per_block_optin = p.sharedMemPerBlockOptin;
+  r.l2_bytes = static_cast<std::size_t>(p.l2CacheSize);
+  return r;
+}
+
+void synchronize_device(int dev) {
+  on_device(dev, [] {
+    RESIDENT_CUDA_TRY(cudaDeviceSynchronize());
+    return 0;
+  });
+}
+
+cuda_stream_t stream_create(int dev) {
+  return on_device(dev, [] {
+    cudaStream_t s;
+    RESIDENT_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    return s;
+  });
+}
+void stream_destroy(cuda_stream_t s) noexcept { cudaStreamDestroy(s); }
+void stream_synchronize(cuda_stream_t s) { RESIDENT_CUDA_TRY(cudaStreamSynchronize(s)); }
+bool stream_is_capturing(cuda_stream_t s) {
+  cudaStreamCaptureStatus st;
+  RESIDENT_CUDA_TRY(cudaStreamIsCapturing(s, &st));
+  return st != cudaStreamCaptureStatusNone;
+}
+
+cuda_event_t event_create(int dev) {
+  return on_device(dev, [] {
+    cudaEvent_t e;
+    RESIDENT_CUDA_TRY(cudaEventCreate(&e));
+    return e;
+  });
+}
+void event_destroy(cuda_event_t e) noexcept { cudaEventDestroy(e); }
+void event_record(cuda_event_t e, cuda_stream_t s) { RESIDENT_CUDA_TRY(cudaEventRecord(e, s)); }
+void event_synchronize(cuda_event_t e) { RESIDENT_CUDA_TRY(cudaEventSynchronize(e)); }
+void stream_wait_event(cuda_stream_t s, cuda_event_t e) {
+  RESIDENT_CUDA_TRY(cudaStreamWaitEvent(s, e, 0));
+}
+float event_elapsed_ms(cuda_event_t a, cuda_event_t b) {
+  float ms = 0;
+  RESIDENT_CUDA_TRY(cudaEventSynchronize(b));
+  RESIDENT_CUDA_TRY(cudaEventElapsedTime(&ms, a, b));
+  return ms;
+}
+
+void* pool_allocate(int dev, std::size_t bytes, cuda_stream_t s) {
+  cudaMemPool_t pool = pool_of(dev);
+  void* p = nullptr;
+  cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool, s);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  if (e != cudaSuccess) throw_cuda(e, "cudaMallocFromPoolAsync", __FILE__, __LINE__);
+  return p;
+}
+
+void pool_deallocate(int, void* p, cuda_stream_t s) { RESIDENT_CUDA_TRY(cudaFreeAsync(p, s)); }
+
+std::size_t pool_reserved(int dev) {
+  std::uint64_t v = 0;
+  RESIDENT_CUDA_TRY(cudaMemPoolGetAttribute(pool_of(dev), cudaMemPoolAttrReservedMemCurrent, &v));
+  return v;
+}
+std::size_t pool_used(int dev) {
+  std::uint64_t v = 0;
+  RESIDENT_CUDA_TRY(cudaMemPoolGetAttribute(pool_of(dev), cudaMemPoolAttrUsedMemCurrent, &v));
+  return v;
+}
+
+void pool_trim(int dev, cuda_stream_t s) {
+  // Synchronizing inside a graph capture would invalidate it; trim only what is already free then.
+  if (!stream_is_capturing(s)) synchronize_device(dev);
+  RESIDENT_CUDA_TRY(cudaMemPoolTrimTo(pool_of(dev), 0));
+}
+
+void mem_info(int dev, std::size_t* free_bytes, std::size_t* total_bytes) {
+  on_device(dev, [&] {
+    RESIDENT_CUDA_TRY(cudaMemGetInfo(free_bytes, total_bytes));
+    return 0;
+  });
+}
+
+void memcpy_async(void* dst, const void* src, std::size_t bytes, copy_kind k, cuda_stream_t s) {
+  cudaMemcpyKind kind = k == copy_kind::host_to_device   ? cudaMemcpyHostToDevice
+                        : k == copy_kind::device_to_host ? cudaMemcpyDeviceToHost
+                        : k == copy_kind::device_to_device ? cudaMemcpyDeviceToDevice
+                                                           : cudaMemcpyHostToHost;
+  RESIDENT_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kind, s));
+}
+
+void memset_async(void* dst, int value, std::size_t bytes, cuda_stream_t s) {
+  RESIDENT_CUDA_TRY(cudaMemsetAsync(dst, value, bytes, s));
+}
+
+void* host_pinned_allocate(std::size_t bytes) {
+  void* p = nullptr;
+  RESIDENT_CUDA_TRY(cudaMallocHost(&p, bytes));
+  return p;
+}
+void host_pinned_free(void* p) noexcept { cudaFreeHost(p); }
+
+bool is_pinned(const void* p) noexcept {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeHost;
+}
+
+void check_launch(const char* what) {
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) throw_cuda(e, what, __FILE__, __LINE__);
+  if constexpr (debug_checks) {
+    e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) throw_cuda(e, what, __FILE__, __LINE__);
+  }
+}
+
+void set_device(int dev) { RESIDENT_CUDA_TRY(cudaSetDevice(dev)); }
+
+}  // namespace resident::detail::cuda

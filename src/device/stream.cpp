@@ -1,0 +1,68 @@
+#include "resident/device/stream.hpp"
+
+#include <utility>
+
+#include "resident/detail/cuda_runtime.hpp"
+#include "resident/device/event.hpp"
+
+namespace resident {
+
+void stream_ref::synchronize() const {
+  if (device_.is_cuda()) detail::cuda::stream_synchronize(handle_);
+}
+
+stream_ref default_stream(device d) { return {d, nullptr}; }
+
+stream::stream(resident::device d) : device_(d) {
+  require(d);
+  if (d.is_cuda()) handle_ = detail::cuda::stream_create(d.index());
+}
+stream::~stream() {
+  if (handle_) detail::cuda::stream_destroy(handle_);
+}
+stream::stream(stream&& o) noexcept : device_(o.device_), handle_(std::exchange(o.handle_, nullptr)) {}
+stream& stream::operator=(stream&& o) noexcept {
+  if (this != &o) {
+    if (handle_) detail::cuda::stream_destroy(handle_);
+    device_ = o.device_;
+    handle_ = std::exchange(o.handle_, nullptr);
+  }
+  return *this;
+}
+
+event::event(device d) : device_(d) {
+  require(d);
+  if (d.is_cuda()) handle_ = detail::cuda::event_create(d.index());
+}
+event::~event() {
+  if (handle_) detail::cuda::event_destroy(handle_);
+}
+event::event(event&& o) noexcept
+    : device_(o.device_), handle_(std::exchange(o.handle_, nullptr)), cpu_time_(o.cpu_time_) {}
+event& event::operator=(event&& o) noexcept {
+  if (this != &o) {
+    if (handle_) detail::cuda::event_destroy(handle_);
+    device_ = o.device_;
+    handle_ = std::exchange(o.handle_, nullptr);
+    cpu_time_ = o.cpu_time_;
+  }
+  return *this;
+}
+void event::record(stream_ref s) {
+  if (device_.is_cuda())
+    detail::cuda::event_record(handle_, s.native());
+  else
+    cpu_time_ = std::chrono::steady_clock::now();  // CPU work is done by the time it is issued
+}
+void event::synchronize() const {
+  if (handle_) detail::cuda::event_synchronize(handle_);
+}
+void event::wait_on(stream_ref s) const {
+  if (handle_) detail::cuda::stream_wait_event(s.native(), handle_);
+}
+double elapsed_ms(const event& a, const event& b) {
+  if (a.handle_ && b.handle_) return detail::cuda::event_elapsed_ms(a.handle_, b.handle_);
+  return std::chrono::duration<double, std::milli>(b.cpu_time_ - a.cpu_time_).count();
+}
+
+}  // namespace resident

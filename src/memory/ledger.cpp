@@ -1,0 +1,188 @@
+#include "resident/memory/ledger.hpp"
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "resident/error.hpp"
+
+namespace resident {
+namespace {
+
+struct atomic_counts {
+  std::atomic<std::uint64_t> h2d_bytes{0}, h2d_copies{0}, d2h_bytes{0}, d2h_copies{0};
+  std::atomic<std::uint64_t> d2d_bytes{0}, d2d_copies{0}, kernels{0}, allocations{0}, pool_hits{0};
+  std::atomic<std::uint64_t> peak_bytes{0};
+  std::atomic<bool> used{false};
+};
+
+constexpr int max_cuda = 64;
+// Slot 0 is the CPU, slot 1 + i is cuda:i.
+std::array<atomic_counts, max_cuda + 1>& table() {
+  static std::array<atomic_counts, max_cuda + 1> t;
+  return t;
+}
+atomic_counts& slot(device d) {
+  int i = d.is_cpu() ? 0 : 1 + d.index();
+  RESIDENT_EXPECTS(i >= 0 && i <= max_cuda, "device index out of range for the ledger");
+  auto& c = table()[static_cast<std::size_t>(i)];
+  c.used.store(true, std::memory_order_relaxed);
+  return c;
+}
+ledger_counts read(const atomic_counts& a) {
+  ledger_counts c;
+  c.h2d_bytes = a.h2d_bytes;
+  c.h2d_copies = a.h2d_copies;
+  c.d2h_bytes = a.d2h_bytes;
+  c.d2h_copies = a.d2h_copies;
+  c.d2d_bytes = a.d2d_bytes;
+  c.d2d_copies = a.d2d_copies;
+  c.kernels = a.kernels;
+  c.allocations = a.allocations;
+  c.pool_hits = a.pool_hits;
+  c.peak_bytes = a.peak_bytes;
+  return c;
+}
+
+std::atomic<transfer_policy> g_policy{transfer_policy::allow};
+
+const char* plural(std::uint64_t n, const char* one, const char* many) { return n == 1 ? one : many; }
+
+}  // namespace
+
+ledger_counts ledger_counts::operator-(const ledger_counts& b) const {
+  ledger_counts r;
+  r.h2d_bytes = h2d_bytes - b.h2d_bytes;
+  r.h2d_copies = h2d_copies - b.h2d_copies;
+  r.d2h_bytes = d2h_bytes - b.d2h_bytes;
+  r.d2h_copies = d2h_copies - b.d2h_copies;
+  r.d2d_bytes = d2d_bytes - b.d2d_bytes;
+  r.d2d_copies = d2d_copies - b.d2d_copies;
+  r.kernels = kernels - b.kernels;
+  r.allocations = allocations - b.allocations;
+  r.pool_hits = pool_hits - b.pool_hits;
+  r.peak_bytes = peak_bytes;  // a level: the later value stands
+  return r;
+}
+
+std::string ledger_counts::summary() const {
+  std::ostringstream os;
+  os << "H2D " << h2d_copies << plural(h2d_copies, " copy ", " copies ") << detail::format_bytes(double(h2d_bytes))
+     << ", D2H " << d2h_copies << plural(d2h_copies, " copy ", " copies ") << detail::format_bytes(double(d2h_bytes))
+     << ", D2D " << d2d_copies << plural(d2d_copies, " copy ", " copies ") << detail::format_bytes(double(d2d_bytes))
+     << ", kernels " << kernels << ", allocations " << allocations << " (" << pool_hits
+     << " from the pool), peak " << detail::format_bytes(double(peak_bytes));
+  return os.str();
+}
+
+std::string ledger_counts::json() const {
+  std::ostringstream os;
+  os << "{\"h2d_bytes\":" << h2d_bytes << ",\"h2d_copies\":" << h2d_copies << ",\"d2h_bytes\":" << d2h_bytes
+     << ",\"d2h_copies\":" << d2h_copies << ",\"d2d_bytes\":" << d2d_bytes << ",\"d2d_copies\":" << d2d_copies
+     << ",\"kernels\":" << kernels << ",\"allocations\":" << allocations << ",\"pool_hits\":" << pool_hits
+     << ",\"peak_bytes\":" << peak_bytes << "}";
+  return os.str();
+}
+
+const ledger_counts& ledger_snapshot::of(device d) const {
+  static const ledger_counts zero{};
+  for (auto& [dev, c] : devices)
+    if (dev == d) return c;
+  return zero;
+}
+
+std::string ledger_snapshot::json() const {
+  std::string s = "{";
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    if (i) s += ",";
+    s += "\"" + devices[i].first.name() + "\":" + devices[i].second.json();
+  }
+  return s + "}";
+}
+
+std::ostream& operator<<(std::ostream& os, const ledger_snapshot& s) {
+  if (s.devices.empty()) return os << "ledger: nothing recorded\n";
+  for (auto& [d, c] : s.devices) os << "ledger " << d.name() << ": " << c.summary() << "\n";
+  return os;
+}
+
+ledger_counts ledger(device d) { return read(slot(d)); }
+
+ledger_snapshot ledger() {
+  ledger_snapshot s;
+  auto& t = table();
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (!t[i].used.load(std::memory_order_relaxed)) continue;
+    device d = i == 0 ? device::cpu() : device::cuda(static_cast<int>(i - 1));
+    s.devices.emplace_back(d, read(t[i]));
+  }
+  return s;
+}
+
+scoped_ledger::scoped_ledger(device d) : device_(d), start_(ledger(d)) {}
+ledger_counts scoped_ledger::delta() const { return ledger(device_) - start_; }
+
+scoped_transfer_policy::scoped_transfer_policy(transfer_policy p) : previous_(g_policy.exchange(p)) {}
+scoped_transfer_policy::~scoped_transfer_policy() { g_policy.store(previous_); }
+transfer_policy current_transfer_policy() noexcept { return g_policy.load(); }
+
+namespace detail {
+
+std::string format_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024.0 && u < 4) {
+    b /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return buf;
+}
+
+void record_transfer(device d, direction dir, std::uint64_t bytes) {
+  auto& c = slot(d);
+  if (dir != direction::d2d) {
+    const char* name = dir == direction::h2d ? "host-to-device" : "device-to-host";
+    transfer_policy p = g_policy.load();
+    if (p == transfer_policy::forbid) {
+      throw transfer_forbidden(std::string("a ") + name + " transfer of " + format_bytes(double(bytes)) +
+                               " on " + d.name() +
+                               " was attempted inside a scope whose transfer policy is forbid; move "
+                               "the transfer out of that scope or relax the policy");
+    }
+    if (p == transfer_policy::log)
+      std::cerr << "resident: " << name << " transfer of " << format_bytes(double(bytes)) << " on "
+                << d.name() << "\n";
+  }
+  switch (dir) {
+    case direction::h2d:
+      c.h2d_bytes += bytes;
+      ++c.h2d_copies;
+      break;
+    case direction::d2h:
+      c.d2h_bytes += bytes;
+      ++c.d2h_copies;
+      break;
+    case direction::d2d:
+      c.d2d_bytes += bytes;
+      ++c.d2d_copies;
+      break;
+  }
+}
+
+void record_kernel(device d, std::uint64_t count) { slot(d).kernels += count; }
+
+void record_allocation(device d, bool pool_hit, std::uint64_t bytes_in_use) {
+  auto& c = slot(d);
+  ++c.allocations;
+  if (pool_hit) ++c.pool_hits;
+  std::uint64_t peak = c.peak_bytes.load();
+  while (bytes_in_use > peak && !c.peak_bytes.compare_exchange_weak(peak, bytes_in_use)) {
+  }
+}
+
+}  // namespace detail
+}  // namespace resident

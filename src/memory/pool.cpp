@@ -1,0 +1,200 @@
+#include "resident/memory/pool.hpp"
+
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "resident/detail/cuda_runtime.hpp"
+#include "resident/error.hpp"
+#include "resident/memory/ledger.hpp"
+
+namespace resident {
+namespace {
+
+struct pool_state {
+  std::atomic<std::size_t> in_use{0}, peak{0};
+  std::atomic<std::uint64_t> allocations{0}, hits{0}, outstanding{0};
+  std::atomic<bool> caching{true};
+
+  void count(std::size_t bytes, bool hit, device d) {
+    std::size_t now = in_use += bytes;
+    std::size_t p = peak.load();
+    while (now > p && !peak.compare_exchange_weak(p, now)) {
+    }
+    ++allocations;
+    if (hit) ++hits;
+    ++outstanding;
+    detail::record_allocation(d, hit, now);
+  }
+  void uncount(std::size_t bytes) {
+    in_use -= bytes;
+    --outstanding;
+  }
+};
+
+constexpr int max_cuda = 64;
+pool_state& state(device d) {
+  static std::array<pool_state, max_cuda + 1> s;
+  int i = d.is_cpu() ? 0 : 1 + d.index();
+  RESIDENT_EXPECTS(i >= 0 && i <= max_cuda, "device index out of range for the pool");
+  return s[static_cast<std::size_t>(i)];
+}
+
+// The CPU pool caches freed blocks by their rounded size and hands them out again for the same size.
+class host_pool {
+ public:
+  static std::size_t rounded(std::size_t bytes) {
+    std::size_t g = bytes <= (1u << 20) ? pool_alignment : 4096;
+    return (bytes + g - 1) / g * g;
+  }
+  void* allocate(std::size_t bytes, bool* hit) {
+    std::size_t r = rounded(bytes);
+    {
+      std::lock_guard lock(m_);
+      auto it = free_.find(r);
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_ -= r;
+        *hit = true;
+        return p;
+      }
+    }
+    *hit = false;
+    void* p = std::aligned_alloc(pool_alignment, r);
+    if (p) reserved_ += r;
+    return p;
+  }
+  void deallocate(void* p, std::size_t bytes, bool caching) {
+    std::size_t r = rounded(bytes);
+    if (!caching) {
+      std::free(p);
+      reserved_ -= r;
+      return;
+    }
+    std::lock_guard lock(m_);
+    free_[r].push_back(p);
+    cached_ += r;
+  }
+  void trim() {
+    std::lock_guard lock(m_);
+    for (auto& [r, v] : free_) {
+      for (void* p : v) std::free(p);
+      reserved_ -= r * v.size();
+    }
+    free_.clear();
+    cached_ = 0;
+  }
+  std::size_t reserved() const { return reserved_; }
+
+ private:
+  std::mutex m_;
+  std::map<std::size_t, std::vector<void*>> free_;
+  std::size_t cached_ = 0;
+  std::atomic<std::size_t> reserved_{0};
+};
+
+host_pool& cpu_pool() {
+  static host_pool p;
+  return p;
+}
+
+[[noreturn]] void throw_oom(device d, std::size_t bytes) {
+  std::size_t free_b = 0, total = 0, reserved = 0;
+  if (d.is_cuda()) {
+    detail::cuda::mem_info(d.index(), &free_b, &total);
+    reserved = detail::cuda::pool_reserved(d.index());
+  } else {
+    reserved = cpu_pool().reserved();
+  }
+  std::size_t used = state(d).in_use;
+  throw out_of_memory(
+      "out of memory on " + d.name() + ": asked for " + detail::format_bytes(double(bytes)) + " (" +
+          std::to_string(bytes) + " bytes); the device has " + detail::format_bytes(double(free_b)) +
+          " free of " + detail::format_bytes(double(total)) + "; the pool holds " +
+          detail::format_bytes(double(reserved)) + " of which " + detail::format_bytes(double(used)) +
+          " in use. The pool was trimmed and the allocation retried once; free arrays or use smaller ones",
+      bytes, free_b, reserved, used);
+}
+
+}  // namespace
+
+pool_statistics pool_stats(device d) {
+  auto& s = state(d);
+  pool_statistics r;
+  r.bytes_in_use = s.in_use;
+  r.peak_bytes = s.peak;
+  r.allocations = s.allocations;
+  r.pool_hits = s.hits;
+  r.outstanding = s.outstanding;
+  r.bytes_reserved = d.is_cuda() ? detail::cuda::pool_reserved(d.index()) : cpu_pool().reserved();
+  return r;
+}
+
+void trim_pool(device d) {
+  if (d.is_cuda())
+    detail::cuda::pool_trim(d.index(), nullptr);
+  else
+    cpu_pool().trim();
+}
+
+void set_pool_caching(device d, bool enabled) {
+  state(d).caching = enabled;
+  if (!enabled) trim_pool(d);
+}
+
+namespace detail {
+
+void* pool_allocate(std::size_t bytes, stream_ref s) {
+  if (bytes == 0) return nullptr;
+  device d = s.device();
+  auto& st = state(d);
+  if (d.is_cpu()) {
+    bool hit = false;
+    void* p = cpu_pool().allocate(bytes, &hit);
+    if (!p) {
+      cpu_pool().trim();
+      p = cpu_pool().allocate(bytes, &hit);
+    }
+    if (!p) throw_oom(d, bytes);
+    st.count(bytes, hit, d);
+    return p;
+  }
+  int dev = d.index();
+  std::size_t before = cuda::pool_reserved(dev);
+  void* p = cuda::pool_allocate(dev, bytes, s.native());
+  if (!p) {
+    cuda::pool_trim(dev, s.native());
+    p = cuda::pool_allocate(dev, bytes, s.native());
+    if (!p) throw_oom(d, bytes);
+  }
+  st.count(bytes, cuda::pool_reserved(dev) == before, d);
+  return p;
+}
+
+void pool_deallocate(void* p, std::size_t bytes, stream_ref s) noexcept {
+  if (!p) return;
+  device d = s.device();
+  auto& st = state(d);
+  st.uncount(bytes);
+  try {
+    if (d.is_cpu()) {
+      cpu_pool().deallocate(p, bytes, st.caching);
+    } else {
+      cuda::pool_deallocate(d.index(), p, s.native());
+      if (!st.caching) cuda::pool_trim(d.index(), s.native());
+    }
+  } catch (const std::exception& e) {
+    // Destructors must not throw; a failure here means the context is already gone (driver shutdown
+    // or a lost device), and the memory goes with it.
+    std::cerr << "resident: freeing " << format_bytes(double(bytes)) << " on " << d.name()
+              << " failed: " << e.what() << "\n";
+  }
+}
+
+}  // namespace detail
+}  // namespace resident

@@ -1,0 +1,155 @@
+#include "resident/memory/transfer.hpp"
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "resident/error.hpp"
+#include <mutex>
+
+#include "resident/detail/cuda_runtime.hpp"
+#include "resident/device/event.hpp"
+#include "resident/memory/ledger.hpp"
+#include "resident/memory/pinned.hpp"
+#include "resident/memory/pool.hpp"
+
+namespace resident::detail {
+namespace cu = detail::cuda;
+
+void parallel_memcpy(void* dst, const void* src, std::size_t bytes) noexcept {
+  constexpr std::size_t piece = std::size_t(1) << 20;
+  if (bytes <= 4 * piece) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  auto* d = static_cast<char*>(dst);
+  auto* s = static_cast<const char*>(src);
+  const long n = static_cast<long>((bytes + piece - 1) / piece);
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < n; ++i) {
+    std::size_t off = static_cast<std::size_t>(i) * piece;
+    std::memcpy(d + off, s + off, std::min(piece, bytes - off));
+  }
+}
+
+void* pinned_allocate(std::size_t bytes, bool* page_locked) {
+  *page_locked = false;
+  if (bytes == 0) return nullptr;
+  if (cuda_device_count() > 0) {
+    *page_locked = true;
+    return cu::host_pinned_allocate(bytes);
+  }
+  std::size_t r = (bytes + pool_alignment - 1) / pool_alignment * pool_alignment;
+  void* p = std::aligned_alloc(pool_alignment, r);
+  if (!p) throw out_of_memory("pinned_buffer: host allocation of " + std::to_string(bytes) + " bytes failed",
+                              bytes, 0, 0, 0);
+  return p;
+}
+
+void pinned_free(void* p, bool page_locked) noexcept {
+  if (!p) return;
+  if (page_locked)
+    cu::host_pinned_free(p);
+  else
+    std::free(p);
+}
+
+namespace {
+
+// Pinned staging buffers for pageable transfers: two chunks per device, so the CPU copies one chunk
+// while the DMA engine moves the other.
+constexpr std::size_t stage_bytes = std::size_t(16) << 20;
+constexpr std::size_t direct_below = std::size_t(1) << 20;  // small copies: the driver's own staging
+
+struct stager {
+  std::mutex m;
+  std::array<pinned_buffer<char>, 2> buf;
+  std::array<event, 2> done;
+  explicit stager(device d)
+      : buf{pinned_buffer<char>(stage_bytes), pinned_buffer<char>(stage_bytes)}, done{event(d), event(d)} {}
+};
+
+stager& stager_of(device d) {
+  static std::mutex m;
+  static std::array<std::unique_ptr<stager>, 64> all;
+  std::lock_guard lock(m);
+  auto& s = all[static_cast<std::size_t>(d.index())];
+  if (!s) s = std::make_unique<stager>(d);
+  return *s;
+}
+
+}  // namespace
+
+void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s) {
+  device d = s.device();
+  record_transfer(d, direction::h2d, bytes);
+  if (bytes == 0) return;
+  if (d.is_cpu()) {
+    parallel_memcpy(dst, src, bytes);
+    return;
+  }
+  if (bytes < direct_below || cu::is_pinned(src)) {
+    cu::memcpy_async(dst, src, bytes, cu::copy_kind::host_to_device, s.native());
+    return;
+  }
+  stager& st = stager_of(d);
+  std::lock_guard lock(st.m);
+  auto* out = static_cast<char*>(dst);
+  auto* in = static_cast<const char*>(src);
+  for (std::size_t off = 0, k = 0; off < bytes; off += stage_bytes, k ^= 1) {
+    std::size_t n = std::min(stage_bytes, bytes - off);
+    st.done[k].synchronize();  // the DMA that last read this buffer has finished
+    parallel_memcpy(st.buf[k].data(), in + off, n);
+    cu::memcpy_async(out + off, st.buf[k].data(), n, cu::copy_kind::host_to_device, s.native());
+    st.done[k].record(s);
+  }
+}
+
+void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_ref s, sync mode) {
+  device d = s.device();
+  record_transfer(d, direction::d2h, bytes);
+  if (bytes == 0) return;
+  if (d.is_cpu()) {
+    parallel_memcpy(dst, src, bytes);
+    return;
+  }
+  if (bytes < direct_below || cu::is_pinned(dst)) {
+    cu::memcpy_async(dst, src, bytes, cu::copy_kind::device_to_host, s.native());
+    if (mode == sync::blocking) cu::stream_synchronize(s.native());
+    return;
+  }
+  stager& st = stager_of(d);
+  std::lock_guard lock(st.m);
+  auto* out = static_cast<char*>(dst);
+  auto* in = static_cast<const char*>(src);
+  // Chunk i goes device -> buffer i%2 while the CPU drains chunk i-1 from the other buffer.
+  std::size_t prev_off = 0, prev_n = 0;
+  std::size_t k = 0;
+  for (std::size_t off = 0; off < bytes; off += stage_bytes, k ^= 1) {
+    std::size_t n = std::min(stage_bytes, bytes - off);
+    cu::memcpy_async(st.buf[k].data(), in + off, n, cu::copy_kind::device_to_host, s.native());
+    st.done[k].record(s);
+    if (prev_n) {
+      st.done[k ^ 1].synchronize();
+      parallel_memcpy(out + prev_off, st.buf[k ^ 1].data(), prev_n);
+    }
+    prev_off = off;
+    prev_n = n;
+  }
+  st.done[k ^ 1].synchronize();
+  parallel_memcpy(out + prev_off, st.buf[k ^ 1].data(), prev_n);
+}
+
+void copy_device_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s) {
+  device d = s.device();
+  record_transfer(d, direction::d2d, bytes);
+  if (bytes == 0 || dst == src) return;
+  if (d.is_cpu())
+    parallel_memcpy(dst, src, bytes);
+  else
+    cu::memcpy_async(dst, src, bytes, cu::copy_kind::device_to_device, s.native());
+}
+
+}  // namespace resident::detail

@@ -1,0 +1,114 @@
+#include <cstdlib>
+
+#include "support.hpp"
+
+namespace rs = resident;
+
+namespace {
+
+struct env_guard {
+  std::string old;
+  bool had;
+  explicit env_guard(const char* value) {
+    const char* o = std::getenv("RESIDENT_DEVICE");
+    had = o != nullptr;
+    if (had) old = o;
+    if (value)
+      setenv("RESIDENT_DEVICE", value, 1);
+    else
+      unsetenv("RESIDENT_DEVICE");
+  }
+  ~env_guard() {
+    if (had)
+      setenv("RESIDENT_DEVICE", old.c_str(), 1);
+    else
+      unsetenv("RESIDENT_DEVICE");
+  }
+};
+
+TEST(device, parses_names) {
+  EXPECT_EQ(rs::parse_device("cpu"), rs::device::cpu());
+  EXPECT_EQ(rs::parse_device("cuda"), rs::device::cuda(0));
+  EXPECT_EQ(rs::parse_device("cuda:3"), rs::device::cuda(3));
+  EXPECT_EQ(rs::device::cuda(2).name(), "cuda:2");
+  EXPECT_EQ(rs::device::cpu().name(), "cpu");
+  for (const char* bad : {"", "gpu:1", "cuda:", "cuda:-1", "cuda:1x", "CPU", "tpu"}) {
+    try {
+      rs::parse_device(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const rs::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("use cpu, cuda or cuda:N"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(device, default_follows_environment) {
+  {
+    env_guard g("cpu");
+    EXPECT_EQ(rs::default_device(), rs::device::cpu());
+  }
+  {
+    env_guard g(nullptr);
+    EXPECT_EQ(rs::default_device(), rs::cuda_device_count() > 0 ? rs::device::cuda(0) : rs::device::cpu());
+  }
+  {
+    env_guard g("cuda:63");
+    EXPECT_THROW(rs::default_device(), rs::device_unavailable);
+  }
+  {
+    env_guard g("nonsense");
+    EXPECT_THROW(rs::default_device(), rs::invalid_argument);
+  }
+}
+
+TEST(device, unavailable_cuda_says_why) {
+  if (rs::cuda_device_count() > 0) {
+    rs::device too_far = rs::device::cuda(rs::cuda_device_count());
+    try {
+      rs::require(too_far);
+      FAIL() << "require accepted " << too_far.name();
+    } catch (const rs::device_unavailable& e) {
+      EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+    }
+    return;
+  }
+  EXPECT_FALSE(rs::cuda_unavailable_reason().empty());
+  try {
+    rs::array<float> a(10, rs::device::cuda(0));
+    FAIL() << "allocated on a CUDA device where none answers";
+  } catch (const rs::device_unavailable& e) {
+    EXPECT_NE(std::string(e.what()).find("not available"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cpu"), std::string::npos) << "the message should say what to do";
+  }
+}
+
+TEST(device, cpu_properties) {
+  auto p = rs::properties(rs::device::cpu());
+  EXPECT_FALSE(p.name.empty());
+  EXPECT_GE(p.multiprocessors, 1);
+  EXPECT_GT(p.memory_bytes, 0u);
+}
+
+using rs::test::backend;
+using streams = backend;
+
+TEST_P(streams, events_time_and_order) {
+  rs::stream s(dev);
+  rs::event a(dev), b(dev);
+  a.record(s);
+  auto host = rs::test::random_vector<float>(1 << 20, rs::test::fresh_seed());
+  {
+    auto x = rs::to_device(host, s.ref());
+    b.record(s);
+    b.synchronize();
+    EXPECT_GE(elapsed_ms(a, b), 0.0);
+    EXPECT_EQ(x.to_host(), host);
+  }
+  rs::stream moved = std::move(s);
+  EXPECT_EQ(moved.device(), dev);
+  moved.synchronize();
+  rs::synchronize(dev);
+}
+RESIDENT_BACKENDS(streams);
+
+}  // namespace

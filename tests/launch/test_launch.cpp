@@ -1,0 +1,104 @@
+// Compiled by nvcc when the CUDA backend is in the build (see tests/CMakeLists.txt).
+#include "support.hpp"
+
+namespace rs = resident;
+using rs::test::backend;
+
+namespace {
+
+using launches = backend;
+
+struct write_coordinates {
+  RESIDENT_HD void operator()(rs::thread_index t, rs::array_view<int> block, rs::array_view<int> thread,
+                              rs::array_view<int> global) const {
+    std::size_t g = t.global_x();
+    block[g] = int(t.block.x);
+    thread[g] = int(t.thread.x);
+    global[g] = int(g);
+  }
+};
+
+TEST_P(launches, explicit_grid_covers_every_thread) {
+  for (auto [blocks, threads] : {std::pair{1u, 2u}, std::pair{2u, 4u}, std::pair{7u, 96u}}) {
+    std::size_t n = std::size_t(blocks) * threads;
+    std::vector<int> p(n, rs::test::poison<int>());
+    auto b = rs::to_device(p, dev), t = rs::to_device(p, dev), g = rs::to_device(p, dev);
+    rs::scoped_ledger l(dev);
+    rs::launch(rs::default_stream(dev), {blocks, threads}, write_coordinates{}, b.view(), t.view(), g.view());
+    EXPECT_EQ(l.delta().kernels, 1u);
+    auto hb = b.to_host(), ht = t.to_host(), hg = g.to_host();
+    for (std::size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(hb[i], int(i / threads));
+      EXPECT_EQ(ht[i], int(i % threads));
+      EXPECT_EQ(hg[i], int(i));
+    }
+  }
+}
+
+TEST_P(launches, two_dimensional_grid) {
+  const unsigned rows = 19, cols = 45;
+  rs::array2d<float> m(rows, cols, dev);
+  rs::launch(rs::default_stream(dev), {rs::dims(3, 5), rs::dims(16, 4)},
+             [] RESIDENT_HD(rs::thread_index t, rs::array2d_view<float> v) {
+               std::size_t c = t.global_x(), r = t.global_y();
+               if (r < v.rows() && c < v.cols()) v(r, c) = float(r * 1000 + c);
+             },
+             m.view());
+  auto h = m.to_host();
+  for (unsigned r = 0; r < rows; ++r)
+    for (unsigned c = 0; c < cols; ++c) ASSERT_EQ(h[r * cols + c], float(r * 1000 + c));
+}
+
+TEST_P(launches, for_each_index_matches_fp64_reference) {
+  for (std::size_t n : {std::size_t(1), std::size_t(1023), std::size_t(3000001)}) {
+    auto seed = rs::test::fresh_seed();
+    SCOPED_TRACE("n = " + std::to_string(n) + ", seed = " + std::to_string(seed));
+    auto h = rs::test::random_vector<float>(n, seed);
+    auto x = rs::to_device(h, dev);
+    rs::array<float> y(n, dev);
+    auto xv = x.view();
+    auto yv = y.view();
+    rs::scoped_ledger l(dev);
+    rs::for_each_index(rs::default_stream(dev), n, [=] RESIDENT_HD(std::size_t i) { yv[i] = 2.f * xv[i] + 1.f; });
+    EXPECT_EQ(l.delta().kernels, 1u);
+    std::vector<double> ref(n);
+    for (std::size_t i = 0; i < n; ++i) ref[i] = 2.0 * double(h[i]) + 1.0;
+    EXPECT_LT(rs::test::rel_error(y.to_host(), ref), 1e-6);
+  }
+}
+
+TEST_P(launches, invalid_configurations_are_typed_errors) {
+  auto s = rs::default_stream(dev);
+  auto noop = [] RESIDENT_HD(rs::thread_index) {};
+  auto p = rs::properties(dev);
+  const rs::launch_config bad[] = {
+      {rs::dims(0), rs::dims(32)},                             // empty grid
+      {rs::dims(1), rs::dims(0)},                              // empty block
+      {rs::dims(1), rs::dims(1025)},                           // too many threads per block
+      {rs::dims(1), rs::dims(32, 32, 2)},                      // 2048 threads in 3-D
+      {rs::dims(1), rs::dims(1, 1, 65)},                       // block.z over 64
+      {rs::dims(1, 65536), rs::dims(32)},                      // grid.y over 65535
+      {rs::dims(1), rs::dims(32), p.shared_per_block_optin + 1},  // shared memory over the opt-in max
+  };
+  rs::scoped_ledger l(dev);
+  for (const auto& cfg : bad) {
+    try {
+      rs::launch(s, cfg, noop);
+      ADD_FAILURE() << "accepted " << cfg.str();
+    } catch (const rs::invalid_launch& e) {
+      EXPECT_NE(std::string(e.what()).find(cfg.str()), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(l.delta().kernels, 0u) << "an invalid configuration reached the device";
+  try {
+    rs::launch(s, {rs::dims(1), rs::dims(64, 32)}, noop);
+    ADD_FAILURE() << "accepted 2048 threads per block";
+  } catch (const rs::invalid_launch& e) {
+    EXPECT_NE(std::string(e.what()).find("2048 threads per block exceed the limit 1024"), std::string::npos)
+        << e.what();
+  }
+}
+
+RESIDENT_BACKENDS(launches);
+
+}  // namespace
