@@ -5,6 +5,7 @@
 #include "resident/config.hpp"
 #include "resident/device/device.hpp"
 #include "resident/device/event.hpp"
+#include "resident/device/graph.hpp"
 #include "resident/device/stream.hpp"
 #include "resident/error.hpp"
 #include "resident/launch/config.hpp"
@@ -13,3 +14,5 @@
 #include "resident/memory/ledger.hpp"
 #include "resident/memory/pinned.hpp"
 #include "resident/memory/pool.hpp"
+#include "resident/fuse/pipeline.hpp"
+#include "resident/insight/timing.hpp"

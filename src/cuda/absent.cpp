@@ -1,6 +1,7 @@
 // The CUDA interface of a build without the CUDA backend: no device answers, and any call that
 // would need one says how to get it.
 #include "resident/detail/cuda_runtime.hpp"
+#include "resident/device/graph.hpp"
 #include "resident/error.hpp"
 
 namespace resident::detail::cuda {
@@ -33,6 +34,8 @@ void pool_deallocate(int, void*, cuda_stream_t) { absent(); }
 std::size_t pool_reserved(int) { absent(); }
 std::size_t pool_used(int) { absent(); }
 void pool_trim(int, cuda_stream_t) { absent(); }
+void* raw_malloc(int, std::size_t) { absent(); }
+void raw_free(void*) { absent(); }
 void mem_info(int, std::size_t*, std::size_t*) { absent(); }
 void memcpy_async(void*, const void*, std::size_t, copy_kind, cuda_stream_t) { absent(); }
 void memset_async(void*, int, std::size_t, cuda_stream_t) { absent(); }
@@ -43,3 +46,11 @@ void check_launch(const char*) {}
 void set_device(int) { absent(); }
 
 }  // namespace resident::detail::cuda
+
+namespace resident::detail {
+void* graph_begin(stream_ref) { cuda::absent(); }
+void* graph_end(stream_ref) { cuda::absent(); }
+void graph_abort(stream_ref) noexcept {}
+void graph_launch(void*, stream_ref) { cuda::absent(); }
+void graph_destroy(void*) noexcept {}
+}  // namespace resident::detail

@@ -7,6 +7,7 @@
 
 #include "resident/detail/cuda_check.hpp"
 #include "resident/detail/cuda_runtime.hpp"
+#include "resident/device/graph.hpp"
 
 namespace resident::detail {
 
@@ -192,6 +193,15 @@ void pool_trim(int dev, cuda_stream_t s) {
   RESIDENT_CUDA_TRY(cudaMemPoolTrimTo(pool_of(dev), 0));
 }
 
+void* raw_malloc(int dev, std::size_t bytes) {
+  return on_device(dev, [&] {
+    void* p = nullptr;
+    RESIDENT_CUDA_TRY(cudaMalloc(&p, bytes));
+    return p;
+  });
+}
+void raw_free(void* p) { RESIDENT_CUDA_TRY(cudaFree(p)); }
+
 void mem_info(int dev, std::size_t* free_bytes, std::size_t* total_bytes) {
   on_device(dev, [&] {
     RESIDENT_CUDA_TRY(cudaMemGetInfo(free_bytes, total_bytes));
@@ -239,3 +249,32 @@ void check_launch(const char* what) {
 void set_device(int dev) { RESIDENT_CUDA_TRY(cudaSetDevice(dev)); }
 
 }  // namespace resident::detail::cuda
+
+namespace resident::detail {
+
+void* graph_begin(stream_ref s) {
+  RESIDENT_CUDA_TRY(cudaStreamBeginCapture(s.native(), cudaStreamCaptureModeThreadLocal));
+  return nullptr;
+}
+void* graph_end(stream_ref s) {
+  cudaGraph_t g = nullptr;
+  RESIDENT_CUDA_TRY(cudaStreamEndCapture(s.native(), &g));
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
+  cudaGraphDestroy(g);
+  if (e != cudaSuccess) throw_cuda(e, "cudaGraphInstantiate", __FILE__, __LINE__);
+  return exec;
+}
+void graph_abort(stream_ref s) noexcept {
+  cudaGraph_t g = nullptr;
+  if (cudaStreamEndCapture(s.native(), &g) == cudaSuccess && g) cudaGraphDestroy(g);
+  cudaGetLastError();
+}
+void graph_launch(void* exec, stream_ref s) {
+  RESIDENT_CUDA_TRY(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), s.native()));
+}
+void graph_destroy(void* exec) noexcept {
+  if (exec) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
+}
+
+}  // namespace resident::detail

@@ -174,6 +174,7 @@ void record_transfer(device d, direction dir, std::uint64_t bytes) {
 }
 
 void record_kernel(device d, std::uint64_t count) { slot(d).kernels += count; }
+void forget_kernels(device d, std::uint64_t count) { slot(d).kernels -= count; }
 
 void record_allocation(device d, bool pool_hit, std::uint64_t bytes_in_use) {
   auto& c = slot(d);

@@ -47,6 +47,8 @@ pool_state& state(device d) {
 // The CPU pool caches freed blocks by their rounded size and hands them out again for the same size.
 class host_pool {
  public:
+  host_pool() = default;
+  ~host_pool() { trim(); }  // cached blocks go back at exit; live ones belong to their arrays
   static std::size_t rounded(std::size_t bytes) {
     std::size_t g = bytes <= (1u << 20) ? pool_alignment : 4096;
     return (bytes + g - 1) / g * g;

@@ -36,6 +36,9 @@ std::size_t pool_used(int dev);
 /// Releases the pool's cached memory back to the device (synchronizes the device first unless a
 /// capture is under way on s).
 void pool_trim(int dev, cuda_stream_t s);
+/// The driver's own allocator (cudaMalloc / cudaFree), for comparison in benchmarks.
+void* raw_malloc(int dev, std::size_t bytes);
+void raw_free(void* p);
 void mem_info(int dev, std::size_t* free_bytes, std::size_t* total_bytes);
 
 enum class copy_kind { host_to_device, device_to_host, device_to_device, host_to_host };

@@ -4,6 +4,8 @@
 /// Nothing moves between host and device unless one of these calls is made; each is counted in the
 /// ledger.
 
+#include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -18,6 +20,9 @@
 #include "resident/memory/transfer.hpp"
 
 namespace resident {
+
+template <class T>
+class array_ref;
 
 /// A 1-D array of n elements of T on one device, allocated from that device's pool on a stream.
 /// Move-only; uninitialized until filled. Operations are ordered on the array's stream and are
@@ -103,6 +108,10 @@ class array {
     detail::copy_device_to_host(out.data(), data_, bytes(), stream_, sync::async);
   }
 
+  /// Elements [offset, offset + count) as a non-owning array_ref on the same stream.
+  /// @throws invalid_argument when the range is outside the array.
+  array_ref<T> slice(std::size_t offset, std::size_t count) const;
+
   /// Throws invalid_argument when the array was moved from.
   void check_live() const {
     if (moved_) throw invalid_argument("use of a moved-from array: it no longer owns memory");
@@ -119,6 +128,51 @@ class array {
   std::size_t size_ = 0;
   bool moved_ = false;
 };
+
+/// A non-owning window onto an array's elements with its device and stream: what slice() returns.
+/// Everything that takes an array takes it (pipelines, copies). The array must outlive it.
+template <class T>
+class array_ref {
+ public:
+  using value_type = T;
+  array_ref(T* data, std::size_t size, stream_ref s) : data_(data), size_(size), stream_(s) {}
+  T* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  std::size_t bytes() const noexcept { return size_ * sizeof(T); }
+  resident::device device() const noexcept { return stream_.device(); }
+  stream_ref stream() const noexcept { return stream_; }
+  array_view<T> view() const noexcept { return {data_, size_}; }
+  void check_live() const noexcept {}
+
+ private:
+  T* data_;
+  std::size_t size_;
+  stream_ref stream_;
+};
+
+template <class T>
+array_ref<T> array<T>::slice(std::size_t offset, std::size_t count) const {
+  check_live();
+  if (offset > size_ || count > size_ - offset)
+    throw invalid_argument("slice [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
+                           std::to_string(count) + ") is outside an array of " + std::to_string(size_) + " elements");
+  return {data_ + offset, count, stream_};
+}
+
+namespace detail {
+template <class A>
+concept array_like_impl = requires(const A& a) {
+  typename A::value_type;
+  { a.data() } -> std::convertible_to<const typename A::value_type*>;
+  { a.size() } -> std::convertible_to<std::size_t>;
+  { a.stream() } -> std::convertible_to<stream_ref>;
+  a.check_live();
+};
+}  // namespace detail
+
+/// Arrays and the slices onto them that pipelines accept (references and const allowed).
+template <class A>
+concept array_like = detail::array_like_impl<std::remove_cvref_t<A>>;
 
 /// A 2-D row-major array: rows x cols elements with leading dimension ld >= cols (elements between
 /// row starts). Storage is one 1-D array of rows * ld elements.
@@ -237,6 +291,17 @@ void copy(const array<T>& src, array<T>& dst) {
     throw device_mismatch("copy: from " + s.name() + " to " + d.name() +
                           " between two GPUs is not supported; copy through the host");
   }
+}
+
+/// Uploads host memory into an existing array of the same size (no allocation). Staging and
+/// synchronization as for to_device. @throws shape_mismatch.
+template <class T>
+void copy(std::type_identity_t<std::span<const T>> host, array<T>& dst) {
+  dst.check_live();
+  if (host.size() != dst.size())
+    throw shape_mismatch("copy: host buffer holds " + std::to_string(host.size()) + " elements, array " +
+                         std::to_string(dst.size()));
+  detail::copy_host_to_device(dst.data(), host.data(), dst.bytes(), dst.stream());
 }
 
 /// A new array on `to` holding a copy of a (one explicit transfer, or a device-to-device copy).

@@ -42,6 +42,17 @@ occupancy occupancy_for(Kernel kernel, std::size_t dynamic_shared = 0) {
   return o;
 }
 
+/// Like occupancy_for, for a block size fixed by the kernel (block-wide collectives).
+template <class Kernel>
+occupancy occupancy_with_block(Kernel kernel, int block) {
+  int per_sm = 0, dev = 0;
+  RESIDENT_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
+  RESIDENT_CUDA_TRY(cudaGetDevice(&dev));
+  int sms = 0;
+  RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return occupancy{block, per_sm * sms > 0 ? per_sm * sms : sms};
+}
+
 /// A 1-D configuration covering n items with the occupancy-chosen block, capped at one full wave.
 inline launch_config wave_config(const occupancy& o, std::size_t n, std::size_t per_thread = 1) {
   std::size_t threads = (n + per_thread - 1) / per_thread;

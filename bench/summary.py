@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""The short table of the GPU check: resident's figures against their targets, and the peers at the
+same sizes, all from the JSON that one run of scripts/gpu_check.sh wrote into LOG_DIR."""
+import json, os, sys
+
+
+def load(d, name):
+    p = os.path.join(d, name)
+    return json.load(open(p)) if os.path.exists(p) else None
+
+
+def main(d):
+    lines = []
+    def row(what, value, target, ok):
+        lines.append((what, value, target, "pass" if ok else ("FAIL" if ok is not None else "-")))
+
+    demo = load(d, "demo.json")
+    if demo:
+        m = {r["key"]: r for r in demo["modes"]}
+        sp = m["round_trip"]["median_ms"] / m["fused"]["median_ms"]
+        row("demo: fused (c) vs round trip per function (a)", f"{sp:.0f}x", ">= 1000x", sp >= 1000)
+        row("demo: every mode matches FP64", str(demo["checked"]), "True", demo["checked"])
+    pipe = load(d, "pipeline.json")
+    if pipe:
+        for r in pipe["rows"]:
+            if r["log2_n"] in ("2^26", "2^28"):
+                v = r["fused_over_memcpy"]
+                row(f"pipeline {r['log2_n']}: fused / memcpy time", f"{v:.3f}", "<= 1.05", v <= 1.05)
+                s = r["sum_read_over_memcpy_read"]
+                row(f"pipeline {r['log2_n']}: sum read rate / memcpy read", f"{s:.3f}", ">= 0.9", s >= 0.9)
+    small = load(d, "small.json")
+    if small:
+        for r in small["rows"]:
+            us = r["us_per_call"]
+            tgt = "<= 2.5 us" if "graph" in r["variant"] else ""
+            row(f"small n=1e4: {r['variant']}", f"{us:.2f} us", tgt, us <= 2.5 if tgt else None)
+    found = load(d, "foundation.json")
+    if found:
+        f = {r["measure"]: r["median"] for r in found["rows"]}
+        pin, stg = f.get("host-to-device, pinned"), f.get("host-to-device, pageable staged")
+        if pin and stg:
+            row("staged pageable upload / pinned upload", f"{stg / pin:.2f}", ">= 0.8", stg / pin >= 0.8)
+        pool = f.get("pool allocate + free, 1 MiB")
+        if pool is not None:
+            row("pool allocate + free, 1 MiB", f"{pool:.2f} us", "<= 1.5 us", pool <= 1.5)
+        raw = f.get("cudaMalloc + cudaFree, 1 MiB")
+        if raw is not None:
+            row("cudaMalloc + cudaFree, 1 MiB (same run)", f"{raw:.2f} us", "", None)
+    peers = load(d, "peers.json")
+    if peers:
+        for r in peers["rows"]:
+            if r["log2_n"] in (26, 28):
+                row(f"peer {r['system']} 2^{r['log2_n']}: time / memcpy", f"{r['over_memcpy']:.3f}", "", None)
+        for r in peers.get("small", []):
+            row(f"peer {r['system']} small n=1e4", f"{r['us_per_call']:.2f} us", "", None)
+        for k, v in peers.get("skipped", {}).items():
+            row(f"peer {k}: skipped", v[:60], "", None)
+    w = [max(len(str(x[i])) for x in lines + [("figure", "measured", "target", "")]) for i in range(4)]
+    hdr = ("figure", "measured", "target", "")
+    print("  ".join(str(h).ljust(w[i]) for i, h in enumerate(hdr)).rstrip())
+    print("  ".join("-" * w[i] for i in range(4)))
+    for l in lines:
+        print("  ".join(str(c).ljust(w[i]) for i, c in enumerate(l)).rstrip())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "build/gpu-logs")

@@ -1,0 +1,203 @@
+#pragma once
+/// @file fused_cuda.cuh
+/// The fused pipeline kernels (nvcc only): a grid-stride map with vector loads, and a single-pass
+/// reduction whose last block folds the per-block partials.
+
+#include <cub/block/block_reduce.cuh>
+
+#include "resident/detail/cuda_check.hpp"
+#include "resident/detail/cuda_runtime.hpp"
+#include "resident/fuse/pipeline.hpp"
+#include "resident/launch/detail/launch_cuda.cuh"
+
+namespace resident::detail {
+
+/// Vectors in flight per thread per iteration: enough independent 16-byte loads to cover latency.
+inline constexpr int fused_unroll = 4;
+
+// Elements [0, head) and [head + nvec * V, n) one at a time; [head, head + nvec * V) as nvec vectors of
+// V, fused_unroll vectors per thread per iteration, all loads issued before the first store.
+template <int V, int U, class L, class Fn, class W>
+__global__ void fused_map_kernel(L in, Fn fn, W out, std::size_t head, std::size_t nvec, std::size_t n) {
+  using R = decltype(in.eval1(fn, std::size_t(0)));
+  const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  if (tid < head) out.store1(tid, in.eval1(fn, tid));
+  for (std::size_t j = tid; j < nvec; j += stride * U) {
+    typename L::template raw<V> raw[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::size_t jj = j + u * stride;
+      if (jj < nvec) raw[u] = in.template load<V>(head + jj * V);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::size_t jj = j + u * stride;
+      if (jj < nvec) {
+        R r[V];
+#pragma unroll
+        for (int k = 0; k < V; ++k) r[k] = in.template eval<V>(fn, raw[u], k, head + jj * V);
+        out.template store<V>(head + jj * V, r);
+      }
+    }
+  }
+  const std::size_t tail = head + nvec * V;
+  if (tid < n - tail) out.store1(tail + tid, in.eval1(fn, tail + tid));
+}
+
+template <class T>
+struct maybe {
+  T value;
+  int valid;
+};
+
+template <class Op>
+struct maybe_op {
+  Op op;
+  template <class T>
+  __device__ maybe<T> operator()(const maybe<T>& a, const maybe<T>& b) const {
+    if (!a.valid) return b;
+    if (!b.valid) return a;
+    return {op(a.value, b.value), 1};
+  }
+};
+
+inline constexpr int reduce_block = 256;
+
+template <int V, int U, class L, class Fn, class Op, class T>
+__global__ void __launch_bounds__(reduce_block)
+    fused_reduce_kernel(L in, Fn fn, Op op, T init, std::size_t head, std::size_t nvec, std::size_t n,
+                        maybe<T>* partials, unsigned* counter, T* result) {
+  const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  maybe<T> acc{init, 0};
+  auto fold = [&](T v) {
+    acc.value = acc.valid ? op(acc.value, v) : v;
+    acc.valid = 1;
+  };
+  if (tid < head) fold(static_cast<T>(in.eval1(fn, tid)));
+  for (std::size_t j = tid; j < nvec; j += stride * U) {
+    typename L::template raw<V> raw[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::size_t jj = j + u * stride;
+      if (jj < nvec) raw[u] = in.template load<V>(head + jj * V);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::size_t jj = j + u * stride;
+      if (jj < nvec) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) fold(static_cast<T>(in.template eval<V>(fn, raw[u], k, head + jj * V)));
+      }
+    }
+  }
+  const std::size_t tail = head + nvec * V;
+  if (tid < n - tail) fold(static_cast<T>(in.eval1(fn, tail + tid)));
+
+  using block_reduce = cub::BlockReduce<maybe<T>, reduce_block>;
+  __shared__ typename block_reduce::TempStorage tmp;
+  __shared__ bool last;
+  const maybe_op<Op> combine{op};
+  maybe<T> block_total = block_reduce(tmp).Reduce(acc, combine);
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = block_total;
+    __threadfence();  // the partial is visible device-wide before the count says so
+    last = atomicAdd(counter, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  // The last block to finish folds every block's partial.
+  __threadfence();
+  maybe<T> p{init, 0};
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) p = combine(p, partials[b]);
+  __syncthreads();  // tmp is reused
+  maybe<T> total = block_reduce(tmp).Reduce(p, combine);
+  if (threadIdx.x == 0) *result = total.valid ? op(init, total.value) : init;
+}
+
+// The caller's configuration, validated, or one wave at full occupancy (fixed_block > 0: that block
+// size). The occupancy query runs once per kernel.
+template <auto K>
+launch_config fused_config(std::size_t items, const std::optional<launch_config>& cfg, device d,
+                           int per_thread, int fixed_block = 0) {
+  if (cfg) {
+    validate(*cfg, d);
+    return *cfg;
+  }
+  static const occupancy o = fixed_block ? occupancy_with_block(K, fixed_block) : occupancy_for(K);
+  return wave_config(o, items, std::size_t(per_thread));
+}
+
+template <int V, class L, class Fn, class W>
+void run_map_cuda(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t n, vector_plan plan,
+                  const std::optional<launch_config>& cfg) {
+  constexpr int U = fused_unroll;
+  if (plan.vectorized && V > 1) {
+    constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
+    launch_config c = fused_config<k>(plan.vectors, cfg, s.device(), U);
+    k<<<to_dim3(c.grid), to_dim3(c.block), 0, s.native()>>>(in, fn, out, plan.head, plan.vectors, n);
+  } else {
+    constexpr auto k = fused_map_kernel<1, U, L, Fn, W>;
+    launch_config c = fused_config<k>(n, cfg, s.device(), U);
+    k<<<to_dim3(c.grid), to_dim3(c.block), 0, s.native()>>>(in, fn, out, 0, n, n);
+  }
+  cuda::check_launch("fused pipeline kernel");
+  record_kernel(s.device());
+}
+
+// Writes one value into device memory with a one-thread kernel (no host transfer).
+template <class T>
+__global__ void store_value_kernel(T* p, T v) {
+  *p = v;
+}
+template <class T>
+void copy_device_to_device_value(T* p, T v, stream_ref s) {
+  store_value_kernel<<<1, 1, 0, s.native()>>>(p, v);
+  cuda::check_launch("store value");
+  record_kernel(s.device());
+}
+
+template <int V, class L, class Fn, class Op, class T>
+T run_reduce_cuda(stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std::size_t n, vector_plan plan,
+                  const std::optional<launch_config>& cfg, T* into) {
+  constexpr int U = fused_unroll;
+  if (n == 0) {
+    if (into) copy_device_to_device_value(into, init, s);
+    return init;
+  }
+  const bool vec = plan.vectorized && V > 1;
+  constexpr auto kv = fused_reduce_kernel<V, U, L, Fn, Op, T>;
+  constexpr auto k1 = fused_reduce_kernel<1, U, L, Fn, Op, T>;
+  launch_config c = vec ? fused_config<kv>(plan.vectors, cfg, s.device(), U, reduce_block)
+                        : fused_config<k1>(n, cfg, s.device(), U, reduce_block);
+  if (c.block.count() != std::size_t(reduce_block) || c.block.y != 1 || c.block.z != 1)
+    throw invalid_launch("a fused reduction runs blocks of " + std::to_string(reduce_block) + " threads; " + c.str() +
+                         " asks for " + std::to_string(c.block.count()));
+  const unsigned blocks = c.grid.x;
+  // Scratch: the per-block partials, the finish counter and the result, in one pool block.
+  const std::size_t partial_bytes = (sizeof(maybe<T>) * blocks + 15) / 16 * 16;
+  const std::size_t bytes = partial_bytes + 16 + sizeof(T);
+  void* scratch = pool_allocate(bytes, s);
+  auto* partials = static_cast<maybe<T>*>(scratch);
+  auto* counter = reinterpret_cast<unsigned*>(static_cast<char*>(scratch) + partial_bytes);
+  T* result = into ? into : reinterpret_cast<T*>(static_cast<char*>(scratch) + partial_bytes + 16);
+  T value = init;
+  try {
+    cuda::memset_async(counter, 0, sizeof(unsigned), s.native());
+    if (vec)
+      kv<<<blocks, reduce_block, 0, s.native()>>>(in, fn, op, init, plan.head, plan.vectors, n, partials, counter, result);
+    else
+      k1<<<blocks, reduce_block, 0, s.native()>>>(in, fn, op, init, 0, n, n, partials, counter, result);
+    cuda::check_launch("fused reduction kernel");
+    record_kernel(s.device());
+    if (!into) copy_device_to_host(&value, result, sizeof(T), s, sync::blocking);
+  } catch (...) {
+    pool_deallocate(scratch, bytes, s);
+    throw;
+  }
+  pool_deallocate(scratch, bytes, s);
+  return value;
+}
+
+}  // namespace resident::detail

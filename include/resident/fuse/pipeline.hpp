@@ -1,0 +1,368 @@
+#pragma once
+/// @file pipeline.hpp
+/// Fused pipelines: stages written separately, composed with `|` at compile time, run as ONE kernel
+/// (GPU) or one parallel loop (CPU) per call. Each element is read once and written once.
+///
+///   RESIDENT_HD float f1(float v) { return 1.5f * v + 0.5f; }
+///   auto master = rs::map<f1>() | rs::map<f2>() | rs::map<f3>();
+///   master(data);          // in place, one kernel
+///   master(data, out);     // out of place; out's element type may differ (float -> double)
+///   float s = (rs::map<f1>() | rs::reduce(rs::plus{}, 0.f))(data);   // one pass, synchronizes
+///
+/// The file that calls a pipeline on a CUDA array must be compiled by nvcc.
+
+#include <cstddef>
+#include <omp.h>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "resident/error.hpp"
+#include "resident/fuse/detail/access.hpp"
+#include "resident/fuse/detail/tuple.hpp"
+#include "resident/launch/config.hpp"
+#include "resident/launch/launch.hpp"
+#include "resident/memory/array.hpp"
+#include "resident/memory/ledger.hpp"
+
+namespace resident {
+
+// ---- reduction operators ---------------------------------------------------------------------
+struct plus {
+  template <class T>
+  RESIDENT_HD constexpr T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct minimum {
+  template <class T>
+  RESIDENT_HD constexpr T operator()(T a, T b) const {
+    return b < a ? b : a;
+  }
+};
+struct maximum {
+  template <class T>
+  RESIDENT_HD constexpr T operator()(T a, T b) const {
+    return a < b ? b : a;
+  }
+};
+
+namespace detail {
+
+// ---- what a pipeline starts from and ends in ---------------------------------------------------
+struct input_source {};  ///< the array the pipeline is called with
+
+/// Several arrays read in step.
+template <class... Ts>
+struct zip_source {
+  tuple<const Ts*...> ptrs;
+  std::size_t size;
+  stream_ref stream;
+
+  zip_loader<Ts...> loader() const { return {ptrs}; }
+  template <class... Out>
+  static constexpr int width = vector_width<Ts..., Out...>();
+  /// The vector split for these arrays plus the output (out == nullptr: none).
+  template <class... Out>
+  vector_plan plan(const Out*... out) const {
+    return plan_impl<Out...>(std::index_sequence_for<Ts...>{}, out...);
+  }
+
+ private:
+  template <class... Out, std::size_t... I>
+  vector_plan plan_impl(std::index_sequence<I...>, const Out*... out) const {
+    return plan_vectors(size, vector_width<Ts..., Out...>(),
+                        {std::pair<const void*, std::size_t>{get<I>(ptrs), sizeof(Ts)}...,
+                         std::pair<const void*, std::size_t>{out, sizeof(Out)}...});
+  }
+};
+
+template <class G>
+struct generate_source {
+  G g;
+  generate_loader<G> loader() const { return {g}; }
+};
+
+struct no_reduce {};
+template <class Op, class T>
+struct reduce_stage {
+  Op op;
+  T init;
+};
+
+/// A stage made from a RESIDENT_HD function named at compile time.
+template <auto F>
+struct function_stage {
+  template <class... A>
+  RESIDENT_HD constexpr auto operator()(A... a) const {
+    return F(a...);
+  }
+};
+
+template <class T>
+inline constexpr bool is_reduce = false;
+template <class Op, class T>
+inline constexpr bool is_reduce<reduce_stage<Op, T>> = true;
+template <class T>
+inline constexpr bool is_zip = false;
+template <class... Ts>
+inline constexpr bool is_zip<zip_source<Ts...>> = true;
+template <class T>
+inline constexpr bool is_generate = false;
+template <class G>
+inline constexpr bool is_generate<generate_source<G>> = true;
+
+// ---- the two executors: CPU loops here, CUDA kernels in fused_cuda.cuh ----------------------
+template <int V, class L, class Fn, class W>
+void run_map_cuda(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t n, vector_plan plan,
+                  const std::optional<launch_config>& cfg);
+template <int V, class L, class Fn, class Op, class T>
+T run_reduce_cuda(stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std::size_t n, vector_plan plan,
+                  const std::optional<launch_config>& cfg, T* into);
+
+/// out[i] = fn(in[i]) for i in [0, n) on s. V: elements per vector access, when plan says vectorized.
+template <int V, class L, class Fn, class W>
+void run_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t n, vector_plan plan,
+             const std::optional<launch_config>& cfg) {
+  if (n == 0) return;
+  const device d = s.device();
+  if (d.is_cuda()) {
+    if constexpr (nvcc_compiled)
+      run_map_cuda<V>(s, in, fn, out, n, plan, cfg);
+    else
+      throw_not_nvcc(d);
+    return;
+  }
+  if (cfg) validate(*cfg, d);
+  const long ln = static_cast<long>(n);
+#pragma omp parallel for simd schedule(static)
+  for (long i = 0; i < ln; ++i) out.store1(std::size_t(i), in.eval1(fn, std::size_t(i)));
+  record_kernel(d);
+}
+
+/// Folds fn(in[i]) over [0, n) with op, starting from init. into == nullptr: synchronizes and returns
+/// the value; otherwise writes it to into (memory of s's device) asynchronously.
+template <int V, class L, class Fn, class Op, class T>
+T run_reduce(stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std::size_t n, vector_plan plan,
+             const std::optional<launch_config>& cfg, T* into = nullptr) {
+  const device d = s.device();
+  if (d.is_cuda()) {
+    if constexpr (nvcc_compiled)
+      return run_reduce_cuda<V>(s, in, fn, op, init, n, plan, cfg, into);
+    else
+      throw_not_nvcc(d);
+  }
+  if (n == 0) {
+    if (into) *into = init;
+    return init;
+  }
+  if (cfg) validate(*cfg, d);
+  // Contiguous static chunks, folded in thread order.
+  std::vector<T> partial(std::size_t(omp_get_max_threads()), init);
+  std::vector<char> valid(partial.size(), 0);
+  const long ln = static_cast<long>(n);
+#pragma omp parallel
+  {
+    const std::size_t t = std::size_t(omp_get_thread_num());
+    T acc = init;
+    bool have = false;
+#pragma omp for schedule(static)
+    for (long i = 0; i < ln; ++i) {
+      T v = static_cast<T>(in.eval1(fn, std::size_t(i)));
+      acc = have ? op(acc, v) : v;
+      have = true;
+    }
+    partial[t] = acc;
+    valid[t] = have;
+  }
+  T r = init;
+  for (std::size_t t = 0; t < partial.size(); ++t)
+    if (valid[t]) r = op(r, partial[t]);
+  record_kernel(d);
+  if (into) *into = r;
+  return r;
+}
+
+[[noreturn]] inline void throw_size(const char* what, std::size_t a, std::size_t b) {
+  throw shape_mismatch(std::string("pipeline: ") + what + " " + std::to_string(a) + " elements, expected " +
+                       std::to_string(b));
+}
+inline void check_same(device a, device b, const char* what) {
+  if (!(a == b))
+    throw device_mismatch(std::string("pipeline: ") + what + " is on " + a.name() + ", the rest on " + b.name() +
+                          "; copy it over first (rs::copy_to)");
+}
+
+}  // namespace detail
+
+/// A composed pipeline: where elements come from (Src), the stages (Chain), and an optional terminal
+/// reduction (Red). Build it with map / zip / generate / reduce and `|`; call it on arrays.
+template <class Src, class Chain, class Red>
+class pipeline {
+  static constexpr bool from_input = std::is_same_v<Src, detail::input_source>;
+  static constexpr bool reduces = detail::is_reduce<Red>;
+  static constexpr bool zips = detail::is_zip<Src>;
+  static constexpr bool generates = detail::is_generate<Src>;
+
+ public:
+  Src src;
+  Chain chain;
+  Red red;
+  std::optional<launch_config> config;  ///< fixed [grid, block]; default: from occupancy
+
+  /// The same pipeline with a fixed launch configuration (validated at each call).
+  pipeline with_config(launch_config cfg) const {
+    pipeline p = *this;
+    p.config = cfg;
+    return p;
+  }
+
+  /// In place: x[i] = stages(x[i]). One kernel on x's stream; asynchronous. x: an array or a slice.
+  template <array_like A>
+    requires(from_input && !reduces)
+  void operator()(A&& x) const {
+    using T = typename std::remove_cvref_t<A>::value_type;
+    x.check_live();
+    constexpr int V = detail::vector_width<T>();
+    detail::run_map<V>(x.stream(), detail::view_loader<T>{x.data()}, chain, detail::writer<T>{x.data()}, x.size(),
+                       detail::plan_vectors(x.size(), V, {{x.data(), sizeof(T)}}), config);
+  }
+
+  /// Out of place: y[i] = stages(x[i]), converted to y's element type. One kernel on y's stream.
+  /// @throws shape_mismatch, device_mismatch before any work.
+  template <array_like A, array_like B>
+    requires(from_input && !reduces)
+  void operator()(const A& x, B&& y) const {
+    using T = typename std::remove_cvref_t<A>::value_type;
+    using U = typename std::remove_cvref_t<B>::value_type;
+    x.check_live();
+    y.check_live();
+    if (x.size() != y.size()) detail::throw_size("the output holds", y.size(), x.size());
+    detail::check_same(y.stream().device(), x.stream().device(), "the output");
+    constexpr int V = detail::vector_width<T, U>();
+    detail::run_map<V>(y.stream(), detail::view_loader<T>{x.data()}, chain, detail::writer<U>{y.data()}, y.size(),
+                       detail::plan_vectors(y.size(), V, {{x.data(), sizeof(T)}, {y.data(), sizeof(U)}}), config);
+  }
+
+  /// From a zip or generate source into y. One kernel on y's stream.
+  /// @throws shape_mismatch, device_mismatch before any work.
+  template <array_like B>
+    requires(!from_input && !reduces)
+  void operator()(B&& y) const {
+    using U = typename std::remove_cvref_t<B>::value_type;
+    y.check_live();
+    if constexpr (zips) {
+      if (src.size != y.size()) detail::throw_size("the output holds", y.size(), src.size);
+      detail::check_same(y.stream().device(), src.stream.device(), "the output");
+      detail::run_map<Src::template width<U>>(y.stream(), src.loader(), chain, detail::writer<U>{y.data()},
+                                             y.size(), src.plan(y.data()), config);
+    } else {
+      constexpr int V = detail::vector_width<U>();
+      detail::run_map<V>(y.stream(), src.loader(), chain, detail::writer<U>{y.data()}, y.size(),
+                         detail::plan_vectors(y.size(), V, {{y.data(), sizeof(U)}}), config);
+    }
+  }
+
+  /// Reduces stages(x[i]) over x in one pass; synchronizes and returns the value.
+  template <array_like A>
+    requires(from_input && reduces)
+  auto operator()(const A& x) const {
+    using T = typename std::remove_cvref_t<A>::value_type;
+    x.check_live();
+    constexpr int V = detail::vector_width<T>();
+    return detail::run_reduce<V>(x.stream(), detail::view_loader<T>{x.data()}, chain, red.op, red.init, x.size(),
+                                 detail::plan_vectors(x.size(), V, {{x.data(), sizeof(T)}}), config);
+  }
+
+  /// Reduces stages(x[i]) over x into out[0], a one-element array on x's device, without
+  /// synchronizing: the value stays resident for later stages. @throws shape_mismatch, device_mismatch.
+  template <array_like A, class T>
+    requires(from_input && reduces)
+  void operator()(const A& x, array<T>& out) const {
+    using X = typename std::remove_cvref_t<A>::value_type;
+    static_assert(std::is_same_v<T, decltype(red.init)>, "the result array's type must be the reduction's init type");
+    x.check_live();
+    out.check_live();
+    if (out.size() != 1) detail::throw_size("the result array holds", out.size(), 1);
+    detail::check_same(out.device(), x.stream().device(), "the result array");
+    constexpr int V = detail::vector_width<X>();
+    detail::run_reduce<V>(x.stream(), detail::view_loader<X>{x.data()}, chain, red.op, red.init, x.size(),
+                          detail::plan_vectors(x.size(), V, {{x.data(), sizeof(X)}}), config, out.data());
+  }
+
+  /// Reduces over a zip source; synchronizes and returns the value.
+  auto operator()() const
+    requires(zips && reduces)
+  {
+    return detail::run_reduce<Src::template width<>>(src.stream, src.loader(), chain, red.op, red.init, src.size,
+                                                     src.plan(), config);
+  }
+
+  /// Reduces over a generate source for i in [0, n) on s; synchronizes and returns the value.
+  auto operator()(std::size_t n, stream_ref s = default_stream(default_device())) const
+    requires(generates && reduces)
+  {
+    require(s.device());
+    return detail::run_reduce<1>(s, src.loader(), chain, red.op, red.init, n, detail::vector_plan{}, config);
+  }
+};
+
+// ---- the stages ------------------------------------------------------------------------------
+
+/// A stage from a RESIDENT_HD function: map<f>().
+template <auto F>
+constexpr auto map() {
+  using S = detail::function_stage<F>;
+  return pipeline<detail::input_source, detail::chain<S>, detail::no_reduce>{{}, {{{S{}}}}, {}, {}};
+}
+
+/// A stage from a functor or a RESIDENT_HD lambda (nvcc: --extended-lambda).
+template <class F>
+constexpr auto map(F f) {
+  return pipeline<detail::input_source, detail::chain<F>, detail::no_reduce>{{}, {{{f}}}, {}, {}};
+}
+
+/// A source reading several arrays in step (same size, same device; types may differ). The next map
+/// receives one argument per array. The arrays must outlive the pipeline's calls.
+/// @throws shape_mismatch, device_mismatch.
+template <array_like A, array_like... As>
+auto zip(const A& a, const As&... rest) {
+  a.check_live();
+  (rest.check_live(), ...);
+  ((rest.size() == a.size() ? void() : detail::throw_size("zip: an array holds", rest.size(), a.size())), ...);
+  (detail::check_same(rest.stream().device(), a.stream().device(), "a zipped array"), ...);
+  using S = detail::zip_source<typename std::remove_cvref_t<A>::value_type, typename std::remove_cvref_t<As>::value_type...>;
+  S s{{{a.data()}, {rest.data()}...}, a.size(), a.stream()};
+  return pipeline<S, detail::chain<>, detail::no_reduce>{s, {}, {}, {}};
+}
+
+/// A source making element i as g(i) (i is std::size_t): nothing is read from memory.
+template <class G>
+constexpr auto generate(G g) {
+  return pipeline<detail::generate_source<G>, detail::chain<>, detail::no_reduce>{{g}, {}, {}, {}};
+}
+
+/// A terminal stage folding the values with op (associative and commutative, like std::reduce)
+/// starting from init; the result has init's type.
+template <class Op, class T>
+constexpr auto reduce(Op op, T init) {
+  return pipeline<detail::input_source, detail::chain<>, detail::reduce_stage<Op, T>>{
+      {}, {}, {op, init}, {}};
+}
+
+/// Composition: a's source and stages, then b's stages and reduction. b must not have a source of its
+/// own, and a must not end in a reduction.
+template <class S1, class C1, class S2, class C2, class R2>
+constexpr auto operator|(const pipeline<S1, C1, detail::no_reduce>& a, const pipeline<S2, C2, R2>& b) {
+  static_assert(std::is_same_v<S2, detail::input_source>,
+                "only the first stage of a pipeline may be a source (zip or generate)");
+  using C = decltype(detail::concat(a.chain, b.chain));
+  return pipeline<S1, C, R2>{a.src, detail::concat(a.chain, b.chain), b.red, a.config ? a.config : b.config};
+}
+
+}  // namespace resident
+
+#if defined(__CUDACC__)
+#include "resident/fuse/detail/fused_cuda.cuh"
+#endif

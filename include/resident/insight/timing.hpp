@@ -1,0 +1,52 @@
+#pragma once
+/// @file timing.hpp
+/// Timing a region the honest way: warm-up first, device events around each repetition, the median.
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "resident/device/event.hpp"
+
+namespace resident {
+
+/// Times of repeated runs of one region, in milliseconds.
+struct timing {
+  std::vector<double> ms;  ///< each repetition, sorted ascending
+  double median() const { return ms.empty() ? 0 : ms[ms.size() / 2]; }
+  double min() const { return ms.empty() ? 0 : ms.front(); }
+  double max() const { return ms.empty() ? 0 : ms.back(); }
+};
+
+/// Runs f() `warmup` times, then `reps` times each between two events recorded on s, and returns the
+/// sorted times. f issues its work on s (on the CPU it simply runs).
+template <class F>
+timing time_region(stream_ref s, int reps, int warmup, F&& f) {
+  for (int i = 0; i < warmup; ++i) f();
+  s.synchronize();
+  event a(s.device()), b(s.device());
+  timing t;
+  t.ms.reserve(static_cast<std::size_t>(reps));
+  for (int i = 0; i < reps; ++i) {
+    a.record(s);
+    f();
+    b.record(s);
+    b.synchronize();
+    t.ms.push_back(elapsed_ms(a, b));
+  }
+  std::sort(t.ms.begin(), t.ms.end());
+  return t;
+}
+
+/// Like time_region, but timing `batch` back-to-back calls per repetition and reporting per call:
+/// for regions shorter than an event's resolution or launch-bound ones.
+template <class F>
+timing time_batched(stream_ref s, int reps, int warmup, int batch, F&& f) {
+  timing t = time_region(s, reps, warmup, [&] {
+    for (int i = 0; i < batch; ++i) f();
+  });
+  for (auto& v : t.ms) v /= batch;
+  return t;
+}
+
+}  // namespace resident

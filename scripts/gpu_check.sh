@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The GPU check, in one call on a CUDA machine: build with CUDA, run every test, run the GPU tests and
+# examples under compute-sanitizer (memcheck with leak check, racecheck, initcheck, synccheck), run the
+# benchmarks and the peers on the same GPU, and print a short table last.
+#
+# usage: scripts/gpu_check.sh [LOG_DIR]       (default: build/gpu-logs)
+#   LOG_DIR receives one log per step, the benchmarks' JSON, and summary.txt.
+#   SKIP_SANITIZER=1 / SKIP_BENCH=1 / SKIP_PEERS=1 leave those parts out.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+logs=${1:-build/gpu-logs}
+mkdir -p "$logs"
+build=build/gpu
+jobs=$(nproc)
+status=0
+rows=()
+
+step() {  # step NAME COMMAND...: runs it, logs it, records ok/FAIL and seconds
+  local name=$1
+  shift
+  local t0=$SECONDS
+  echo "== $name: $*" >&2
+  if "$@" >"$logs/$name.log" 2>&1; then
+    rows+=("$name|ok|$((SECONDS - t0))")
+  else
+    rows+=("$name|FAIL|$((SECONDS - t0))")
+    status=1
+    tail -n 30 "$logs/$name.log" >&2
+  fi
+}
+
+# compute-sanitizer must exist and must have run tests: a missing tool or an empty run is a failure.
+sanitize() {  # sanitize TOOL BINARY [ARGS...]
+  local tool=$1
+  shift
+  local extra=()
+  [ "$tool" = memcheck ] && extra=(--leak-check full --track-stream-ordered-races all)
+  command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found"; return 1; }
+  local out
+  out=$(timeout "${SANITIZER_TIMEOUT:-240}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode=1 "$@" 2>&1)
+  local rc=$?
+  echo "$out"
+  [ $rc -eq 0 ] || return $rc
+  echo "$out" | grep -q "ERROR SUMMARY: 0 errors" || { echo "no clean error summary"; return 1; }
+  if [[ "$1" == *tests/test_* ]]; then
+    echo "$out" | grep -Eq "\[  PASSED  \] [1-9][0-9]* test" || { echo "ran no test"; return 1; }
+    if echo "$out" | grep -q "\[  SKIPPED \]"; then echo "tests were skipped: no GPU?"; return 1; fi
+  fi
+}
+
+step configure cmake -S . -B "$build" -G Ninja -DRESIDENT_CUDA=ON -DCMAKE_BUILD_TYPE=Release
+step build cmake --build "$build" -j "$jobs"
+step tests ctest --test-dir "$build" --output-on-failure
+
+cli="$build/tools/resident/resident"
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+  step info "$cli" info --measure --json "$logs/info.json"
+  step demo "$cli" demo --json "$logs/demo.json"
+  step bench-pipeline "$cli" bench pipeline --json "$logs/pipeline.json"
+  step bench-small "$cli" bench small --json "$logs/small.json"
+  step bench-foundation "$cli" bench foundation --json "$logs/foundation.json"
+  if [ "${SKIP_PEERS:-0}" != 1 ]; then
+    step peers env PYTHONUNBUFFERED=1 python3 bench/peers/peers.py --json "$logs/peers.json"
+  fi
+fi
+
+if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
+  for bin in "$build"/tests/test_*; do
+    [ -x "$bin" ] || continue
+    for tool in memcheck racecheck initcheck synccheck; do
+      step "sanitize-$tool-$(basename "$bin")" sanitize "$tool" "$bin" --gtest_filter='*/cuda'
+    done
+  done
+  for ex in "$build"/examples/example_*; do
+    step "sanitize-memcheck-$(basename "$ex")" sanitize memcheck "$ex"
+  done
+fi
+
+{
+  echo "step                                              result  seconds"
+  echo "------------------------------------------------  ------  -------"
+  for r in "${rows[@]}"; do
+    IFS='|' read -r n res sec <<<"$r"
+    printf "%-48s  %-6s  %7s\n" "$n" "$res" "$sec"
+  done
+  echo
+  if [ "${SKIP_BENCH:-0}" != 1 ]; then python3 bench/summary.py "$logs"; fi
+} | tee "$logs/summary.txt"
+exit $status

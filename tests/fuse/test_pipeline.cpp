@@ -1,0 +1,215 @@
+// Compiled by nvcc when the CUDA backend is in the build.
+#include <cmath>
+
+#include "resident/fuse/pipeline.hpp"
+#include "support.hpp"
+
+namespace rs = resident;
+using rs::test::backend;
+
+namespace {
+
+RESIDENT_HD float f1(float v) { return 1.5f * v + 0.5f; }
+RESIDENT_HD float f2(float v) { return sqrtf(v * v + 1.f); }
+RESIDENT_HD float f3(float v) { return 0.5f * sinf(v); }
+double r1(double v) { return 1.5 * v + 0.5; }
+double r2(double v) { return std::sqrt(v * v + 1.0); }
+double r3(double v) { return 0.5 * std::sin(v); }
+
+struct scale {
+  float a;
+  RESIDENT_HD float operator()(float v) const { return a * v; }
+};
+
+using pipelines = backend;
+
+TEST_P(pipelines, seed_pipeline_in_place_is_one_kernel_and_no_transfer) {
+  for (std::size_t n : {std::size_t(1), std::size_t(5), std::size_t(1000), std::size_t(1 << 20) + 3}) {
+    auto seed = rs::test::fresh_seed();
+    SCOPED_TRACE("n = " + std::to_string(n) + ", seed = " + std::to_string(seed));
+    auto h = rs::test::random_vector<float>(n, seed, 0.0, 1.0);
+    auto x = rs::to_device(h, dev);
+    auto master = rs::map<f1>() | rs::map<f2>() | rs::map<f3>();
+    rs::scoped_ledger l(dev);
+    {
+      rs::scoped_transfer_policy forbid(rs::transfer_policy::forbid);
+      master(x);
+    }
+    auto d = l.delta();
+    EXPECT_EQ(d.kernels, 1u);
+    EXPECT_EQ(d.h2d_copies + d.d2h_copies + d.d2d_copies, 0u);
+    EXPECT_EQ(d.allocations, 0u);
+    std::vector<double> ref(n);
+    for (std::size_t i = 0; i < n; ++i) ref[i] = r3(r2(r1(h[i])));
+    EXPECT_LT(rs::test::rel_error(x.to_host(), ref), 1e-6);
+  }
+}
+
+TEST_P(pipelines, stage_forms_functor_lambda_and_type_change) {
+  const std::size_t n = 4099;
+  auto h = rs::test::random_vector<float>(n, rs::test::fresh_seed());
+  auto x = rs::to_device(h, dev);
+  std::vector<double> poison(n, rs::test::poison<double>());
+  auto y = rs::to_device(poison, dev);
+  auto p = rs::map(scale{3.f}) | rs::map<f3>() | rs::map([] RESIDENT_HD(float v) { return double(v) * 0.25; });
+  p(x, y);  // float in, double out
+  std::vector<double> ref(n);
+  for (std::size_t i = 0; i < n; ++i) ref[i] = 0.25 * r3(3.0 * h[i]);
+  EXPECT_LT(rs::test::rel_error(y.to_host(), ref), 1e-6);
+  auto to_double = rs::map([] RESIDENT_HD(float v) { return double(v) / 3.0; });
+  to_double(x, y);
+  auto hy = y.to_host();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_DOUBLE_EQ(hy[i], double(h[i]) / 3.0);
+}
+
+TEST_P(pipelines, zip_of_three_types) {
+  const std::size_t n = 10007;
+  auto seed = rs::test::fresh_seed();
+  auto ha = rs::test::random_vector<float>(n, seed);
+  auto hb = rs::test::random_vector<double>(n, seed + 1);
+  std::vector<std::int32_t> hc(n);
+  for (std::size_t i = 0; i < n; ++i) hc[i] = std::int32_t(i % 97) - 48;
+  auto a = rs::to_device(ha, dev);
+  auto b = rs::to_device(hb, dev);
+  auto c = rs::to_device(hc, dev);
+  rs::array<double> out(n, dev);
+  auto p = rs::zip(a, b, c) | rs::map([] RESIDENT_HD(float x, double y, std::int32_t k) { return x * y + k; }) |
+           rs::map([] RESIDENT_HD(double v) { return v * 2.0; });
+  rs::scoped_ledger l(dev);
+  p(out);
+  EXPECT_EQ(l.delta().kernels, 1u);
+  std::vector<double> ref(n);
+  for (std::size_t i = 0; i < n; ++i) ref[i] = (double(ha[i]) * hb[i] + hc[i]) * 2.0;
+  EXPECT_LT(rs::test::rel_error(out.to_host(), ref), 1e-12);
+  rs::array<double> wrong(n - 1, dev);
+  EXPECT_THROW(p(wrong), rs::shape_mismatch);
+  rs::array<float> short_a(n - 1, dev);
+  EXPECT_THROW(rs::zip(short_a, b), rs::shape_mismatch);
+}
+
+TEST_P(pipelines, generate_source) {
+  const std::size_t n = 12345;
+  rs::array<std::int64_t> out(n, dev);
+  auto p = rs::generate([] RESIDENT_HD(std::size_t i) { return std::int64_t(i) * 3; }) |
+           rs::map([] RESIDENT_HD(std::int64_t v) { return v - 7; });
+  p(out);
+  auto h = out.to_host();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(h[i], std::int64_t(i) * 3 - 7);
+}
+
+TEST_P(pipelines, reductions_for_small_and_odd_sizes) {
+  for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(2), std::size_t(3), std::size_t(255),
+                        std::size_t(1000001)}) {
+    auto seed = rs::test::fresh_seed();
+    SCOPED_TRACE("n = " + std::to_string(n) + ", seed = " + std::to_string(seed));
+    auto h = rs::test::random_vector<float>(n, seed, -2.0, 2.0);
+    auto x = rs::to_device(h, dev);
+    double ref_sum = 0, ref_min = INFINITY, ref_max = -INFINITY;
+    for (float v : h) {
+      ref_sum += r1(v);
+      ref_min = std::min(ref_min, double(v));
+      ref_max = std::max(ref_max, double(v));
+    }
+    rs::scoped_ledger l(dev);
+    double s = (rs::map<f1>() | rs::map([] RESIDENT_HD(float v) { return double(v); }) | rs::reduce(rs::plus{}, 0.0))(x);
+    EXPECT_EQ(l.delta().kernels, n ? 1u : 0u);
+    EXPECT_NEAR(s, ref_sum, 1e-9 * (1.0 + std::abs(ref_sum)) + 1e-6 * std::sqrt(double(n)));
+    float mn = rs::reduce(rs::minimum{}, INFINITY)(x);
+    float mx = rs::reduce(rs::maximum{}, -INFINITY)(x);
+    EXPECT_EQ(double(mn), ref_min);
+    EXPECT_EQ(double(mx), ref_max);
+    double with_init = rs::reduce(rs::plus{}, 10.0)(rs::array<double>(0, dev));
+    EXPECT_EQ(with_init, 10.0);
+  }
+}
+
+TEST_P(pipelines, reduce_with_init_counts_it_once) {
+  std::vector<std::int64_t> h(100000, 1);
+  auto x = rs::to_device(h, dev);
+  EXPECT_EQ(rs::reduce(rs::plus{}, std::int64_t(5))(x), 100005);
+  auto count = rs::generate([] RESIDENT_HD(std::size_t i) { return std::int64_t(i % 3 == 0); }) |
+               rs::reduce(rs::plus{}, std::int64_t(0));
+  EXPECT_EQ(count(3000, rs::default_stream(dev)), 1000);
+  auto a = rs::to_device(std::vector<float>{1, 2, 3, 4, 5}, dev);
+  auto b = rs::to_device(std::vector<float>{5, 4, 3, 2, 1}, dev);
+  float dot = (rs::zip(a, b) | rs::map([] RESIDENT_HD(float p, float q) { return p * q; }) |
+               rs::reduce(rs::plus{}, 0.f))();
+  EXPECT_EQ(dot, 35.f);
+}
+
+TEST_P(pipelines, misaligned_views_use_head_and_tail) {
+  // Slices starting one element in break 16-byte alignment: the head and tail paths must cover the rest.
+  const std::size_t n = 1 << 16;
+  auto h = rs::test::random_vector<float>(n + 8, rs::test::fresh_seed(), 0.0, 1.0);
+  auto x = rs::to_device(h, dev);
+  std::vector<double> poison(n + 8, rs::test::poison<double>());
+  auto p = rs::map<f1>() | rs::map<f2>();
+  for (std::size_t in_off : {0, 1, 2, 3}) {
+    for (std::size_t out_off : {0, 1, 3}) {
+      for (std::size_t len : {std::size_t(1), std::size_t(3), std::size_t(17), n - 1}) {
+        auto y = rs::to_device(poison, dev);
+        p(x.slice(in_off, len), y.slice(out_off, len));
+        auto got = y.to_host();
+        std::vector<double> ref(len);
+        std::vector<double> out(len);
+        for (std::size_t i = 0; i < len; ++i) {
+          ref[i] = r2(r1(h[in_off + i]));
+          out[i] = got[out_off + i];
+        }
+        EXPECT_LT(rs::test::rel_error(out, ref), 1e-6) << "in " << in_off << " out " << out_off << " len " << len;
+        EXPECT_EQ(got[out_off + len], rs::test::poison<double>()) << "wrote past the slice";
+        if (out_off) {
+          EXPECT_EQ(got[out_off - 1], rs::test::poison<double>()) << "wrote before the slice";
+        }
+      }
+    }
+  }
+  // In place on a misaligned slice, and a reduction over one.
+  auto z = rs::to_device(h, dev);
+  p(z.slice(1, n));
+  auto hz = z.to_host();
+  EXPECT_EQ(hz[0], h[0]);
+  EXPECT_NEAR(hz[1], r2(r1(h[1])), 1e-6);
+  EXPECT_NEAR(hz[n], r2(r1(h[n])), 1e-6);
+  EXPECT_EQ(hz[n + 1], h[n + 1]);
+  double s = (rs::map([] RESIDENT_HD(float v) { return double(v); }) | rs::reduce(rs::plus{}, 0.0))(x.slice(3, n));
+  double ref = 0;
+  for (std::size_t i = 3; i < n + 3; ++i) ref += h[i];
+  EXPECT_NEAR(s, ref, 1e-9 * ref);
+  EXPECT_THROW(x.slice(n, 9), rs::invalid_argument);
+}
+
+TEST_P(pipelines, plan_splits_head_vectors_tail) {
+  alignas(64) float buf[64];
+  auto p = rs::detail::plan_vectors(50, 4, {{buf + 1, sizeof(float)}});
+  EXPECT_TRUE(p.vectorized);
+  EXPECT_EQ(p.head, 3u);
+  EXPECT_EQ(p.vectors, 11u);  // 47 after the head: 11 vectors and a tail of 3
+  auto q = rs::detail::plan_vectors(50, 4, {{buf + 1, sizeof(float)}, {buf + 2, sizeof(float)}});
+  EXPECT_FALSE(q.vectorized) << "different misalignments must fall back to scalar";
+  auto r = rs::detail::plan_vectors(50, 2, {{buf, sizeof(float)}, {reinterpret_cast<double*>(buf + 4), sizeof(double)}});
+  EXPECT_TRUE(r.vectorized);
+  EXPECT_EQ(r.head, 0u);
+}
+
+TEST_P(pipelines, mismatched_arrays_fail_before_work) {
+  auto x = rs::to_device(std::vector<float>(10, 1.f), dev);
+  rs::array<float> y(11, dev);
+  rs::scoped_ledger l(dev);
+  auto p = rs::map<f1>();
+  EXPECT_THROW(p(x, y), rs::shape_mismatch);
+  if (dev.is_cuda()) {
+    rs::array<float> on_cpu(10, rs::device::cpu());
+    EXPECT_THROW(p(x, on_cpu), rs::device_mismatch);
+  }
+  EXPECT_EQ(l.delta().kernels, 0u);
+  auto fixed = p.with_config({rs::dims(2), rs::dims(2048)});
+  EXPECT_THROW(fixed(x), rs::invalid_launch);
+  auto ok = p.with_config({rs::dims(3), rs::dims(64)});
+  ok(x);
+  for (float v : x.to_host()) EXPECT_EQ(v, 2.f);
+}
+
+RESIDENT_BACKENDS(pipelines);
+
+}  // namespace

@@ -1,0 +1,199 @@
+// resident bench: pipeline, small, foundation. Compiled by nvcc in CUDA builds.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "commands.hpp"
+#include "resident/detail/cuda_runtime.hpp"
+#include "resident/resident.hpp"
+#include "seed.hpp"
+#include "table.hpp"
+
+namespace resident::cli {
+namespace {
+
+device pick(const bench_options& o) {
+  device d = o.device.empty() ? default_device() : parse_device(o.device);
+  require(d);
+  return d;
+}
+
+void header(const char* what, device d) {
+  std::cout << what << " on " << d.name() << " (" << properties(d).name << ")\n";
+}
+
+}  // namespace
+
+void plot_png(const std::string& path, const std::string& title, const std::string& xlabel,
+              const std::string& ylabel, const std::vector<plot_series>& series, bool logx) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
+    throw invalid_argument("--plot needs gnuplot, which is not installed: install gnuplot-nox "
+                           "(scripts/setup.sh does), or write --json and plot that elsewhere");
+  std::string data = path + ".dat", script = path + ".gp";
+  {
+    std::ofstream f(data);
+    for (auto& s : series) {
+      f << "# " << s.name << "\n";
+      for (std::size_t i = 0; i < s.x.size(); ++i) f << s.x[i] << " " << s.y[i] << "\n";
+      f << "\n\n";
+    }
+    std::ofstream g(script);
+    g << "set terminal pngcairo size 900,540 font ',11'\nset output '" << path << "'\n"
+      << "set title '" << title << "'\nset xlabel '" << xlabel << "'\nset ylabel '" << ylabel << "'\n"
+      << "set grid\nset key top left\n" << (logx ? "set logscale x 2\n" : "") << "plot ";
+    for (std::size_t i = 0; i < series.size(); ++i)
+      g << (i ? ", " : "") << "'" << data << "' index " << i << " with linespoints lw 2 title '" << series[i].name
+        << "'";
+    g << "\n";
+  }
+  int rc = std::system(("gnuplot '" + script + "' 2>&1").c_str());
+  std::remove(data.c_str());
+  std::remove(script.c_str());
+  if (rc != 0) throw invalid_argument("gnuplot failed to draw " + path);
+  std::cout << "plot written to " << path << "\n";
+}
+
+int run_bench_pipeline(const bench_options& o) {
+  const device d = pick(o);
+  std::vector<std::size_t> logs = o.sizes;
+  if (logs.empty()) logs = d.is_cuda() ? std::vector<std::size_t>{20, 22, 24, 26, 28} : std::vector<std::size_t>{16, 18, 20, 22};
+  for (auto l : logs)
+    if (l < 4 || l > 32) throw invalid_argument("--sizes takes log2 element counts between 4 and 32, got " + std::to_string(l));
+  const int reps = o.reps ? o.reps : (d.is_cuda() ? 50 : 10);
+  header("Fused seed pipeline vs device-to-device memcpy of the same bytes", d);
+  std::cout << "(median of " << reps << "; ratio = pipeline time / memcpy time, lower is better, 1.00 = copy speed)\n";
+
+  auto master = map<func1>() | map<func2>() | map<func3>();
+  auto sum = map([] RESIDENT_HD(float v) { return v; }) | reduce(plus{}, 0.f);
+  table t({{"n", "log2_n"}, {"bytes moved", "bytes", true}, {"memcpy (ms)", "memcpy_ms"},
+           {"fused (ms)", "fused_ms"}, {"fused / memcpy", "fused_over_memcpy"}, {"3 kernels (ms)", "three_kernels_ms"},
+           {"sum (ms)", "sum_ms"}, {"sum read rate / memcpy read rate", "sum_read_over_memcpy_read"},
+           {"fused GB/s", "fused_gb_per_s"}});
+  plot_series fused_s{"fused pipeline / memcpy", {}, {}}, three_s{"three kernels / memcpy", {}, {}};
+  progress bar("bench pipeline", logs.size());
+  stream s(d);
+  for (auto l : logs) {
+    bar.step("2^" + std::to_string(l));
+    const std::size_t n = std::size_t(1) << l;
+    auto hx = seed_input(n);
+    array<float> x = to_device(hx, s.ref()), y(n, s.ref());
+    array<float> total(1, s.ref());
+    master(x, y);
+    if (seed_error(hx, y.to_host()) > 1e-5) throw error("bench pipeline: fused result is wrong at n = 2^" + std::to_string(l));
+    const double mc = time_region(s.ref(), reps, 3, [&] { copy(x, y); }).median();
+    const double fu = time_region(s.ref(), reps, 3, [&] { master(x, y); }).median();
+    const double k3 = time_region(s.ref(), reps, 3, [&] {
+                        map<func1>()(x, y);
+                        map<func2>()(y);
+                        map<func3>()(y);
+                      }).median();
+    const double su = time_region(s.ref(), reps, 3, [&] { sum(x, total); }).median();
+    const double bytes = 8.0 * double(n);
+    t.add({"2^" + std::to_string(l), detail::format_bytes(bytes), table::cell(mc, 4), table::cell(fu, 4),
+           table::cell(fu / mc, 3), table::cell(k3, 4), table::cell(su, 4), table::cell(mc / su, 3),
+           table::cell(bytes / (fu * 1e-3) / 1e9, 0)});
+    fused_s.x.push_back(double(n));
+    fused_s.y.push_back(fu / mc);
+    three_s.x.push_back(double(n));
+    three_s.y.push_back(k3 / mc);
+  }
+  t.print(std::cout);
+  if (!o.json.empty()) {
+    nlohmann::json j;
+    j["benchmark"] = "pipeline";
+    j["device"] = d.name();
+    j["device_name"] = properties(d).name;
+    j["reps"] = reps;
+    j["rows"] = t.json();
+    write_json(j, o.json);
+  }
+  if (!o.plot.empty())
+    plot_png(o.plot, "resident: seed pipeline time over memcpy time (" + properties(d).name + ")", "elements (float32)",
+             "time / device-to-device memcpy", {fused_s, three_s}, true);
+  return 0;
+}
+
+int run_bench_small(const bench_options& o) {
+  const device d = pick(o);
+  const std::size_t n = o.sizes.empty() ? 10000 : o.sizes.front();
+  const int reps = o.reps ? o.reps : 30;
+  const int batch = 200;
+  header("Small pipeline, launch-bound", d);
+  std::cout << "(n = " << n << "; time per pipeline call = median over " << reps << " batches of " << batch
+            << " back-to-back calls)\n";
+  auto master = map<func1>() | map<func2>() | map<func3>();
+  stream s(d);
+  auto hx = seed_input(n);
+  array<float> x = to_device(hx, s.ref()), y(n, s.ref());
+  master(x, y);
+  if (seed_error(hx, y.to_host()) > 1e-5) throw error("bench small: fused result is wrong");
+  const double fused = time_batched(s.ref(), reps, 2, batch, [&] { master(x, y); }).median() * 1e3;
+  const double three = time_batched(s.ref(), reps, 2, batch, [&] {
+                         map<func1>()(x, y);
+                         map<func2>()(y);
+                         map<func3>()(y);
+                       }).median() * 1e3;
+  graph g = graph::capture(s.ref(), [&] {
+    for (int i = 0; i < batch; ++i) master(x, y);
+  });
+  const double replay = time_region(s.ref(), reps, 2, [&] { g.replay(s.ref()); }).median() * 1e3 / batch;
+  table t({{"variant", "variant", false}, {"time per call (us)", "us_per_call"}, {"kernels per call", "kernels"}});
+  t.add({"fused, one launch per call", table::cell(fused, 2), table::cell(1, 0)});
+  t.add({"three kernels per call", table::cell(three, 2), table::cell(3, 0)});
+  t.add({"fused, graph replay (" + std::to_string(batch) + " calls per graph)", table::cell(replay, 2), table::cell(1, 0)});
+  t.print(std::cout);
+  if (!o.json.empty()) {
+    nlohmann::json j;
+    j["benchmark"] = "small";
+    j["device"] = d.name();
+    j["device_name"] = properties(d).name;
+    j["n"] = n;
+    j["rows"] = t.json();
+    write_json(j, o.json);
+  }
+  return 0;
+}
+
+int run_bench_foundation(const bench_options& o) {
+  const device d = pick(o);
+  const int reps = o.reps ? o.reps : 20;
+  header("Foundation: transfers, allocation, launch overhead", d);
+  table t({{"measure", "measure", false}, {"median", "median", true}, {"unit", "unit", false}, {"note", "note", false}});
+  nlohmann::json j;
+  // Uploads and downloads of 1 GiB (256 MiB on the CPU).
+  const std::size_t bytes = d.is_cuda() ? std::size_t(1) << 30 : std::size_t(256) << 20;
+  for (auto& r : measure_bandwidth(d, bytes, reps / 2 + 1)) t.add({r.what, table::cell(r.gbs, 1), "GB/s", r.note});
+  // Pool allocate + free of 1 MiB vs the driver's allocator.
+  stream s(d);
+  const std::size_t mib = std::size_t(1) << 20;
+  const int batch = 200;
+  double pool_us = time_batched(s.ref(), reps, 2, batch, [&] {
+                     void* p = detail::pool_allocate(mib, s.ref());
+                     detail::pool_deallocate(p, mib, s.ref());
+                   }).median() * 1e3;
+  t.add({"pool allocate + free, 1 MiB", table::cell(pool_us, 2), "us", "stream-ordered pool"});
+  if (d.is_cuda()) {
+    double raw_us = time_batched(s.ref(), reps, 1, 20, [&] {
+                      void* p = detail::cuda::raw_malloc(d.index(), mib);
+                      detail::cuda::raw_free(p);
+                    }).median() * 1e3;
+    t.add({"cudaMalloc + cudaFree, 1 MiB", table::cell(raw_us, 2), "us", "the driver, synchronizing"});
+    t.add({"pool / cudaMalloc", table::cell(pool_us / raw_us, 3), "ratio", "lower is better"});
+  }
+  // Empty launches back to back.
+  auto empty = [] RESIDENT_HD(thread_index) {};
+  double launch_us = time_batched(s.ref(), reps, 2, batch, [&] { launch(s.ref(), {dims(1), dims(32)}, empty); }).median() * 1e3;
+  t.add({"empty launch, checked", table::cell(launch_us, 2), "us", "validate + launch + error check + ledger"});
+  t.print(std::cout);
+  if (!o.json.empty()) {
+    j["benchmark"] = "foundation";
+    j["device"] = d.name();
+    j["device_name"] = properties(d).name;
+    j["rows"] = t.json();
+    write_json(j, o.json);
+  }
+  return 0;
+}
+
+}  // namespace resident::cli

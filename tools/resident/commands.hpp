@@ -1,0 +1,56 @@
+#pragma once
+// The subcommands of the resident CLI. Each returns the process exit code.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "resident/device/device.hpp"
+
+namespace resident::cli {
+
+struct info_options {
+  bool measure = false;
+  std::string device;  ///< "" = default
+  std::string json;    ///< "" = none, "-" = stdout
+};
+int run_info(const info_options& o);
+
+/// A measured copy rate.
+struct bandwidth_row {
+  std::string what;
+  double gbs;
+  std::string note;
+};
+/// Copy rates on d: device-to-device and each upload and download path, medians of reps copies.
+std::vector<bandwidth_row> measure_bandwidth(device d, std::size_t bytes, int reps);
+
+struct demo_options {
+  std::string device;
+  std::size_t n = 0;  ///< 0 = the device's default
+  int reps = 0;       ///< 0 = the device's default
+  std::string json;
+};
+int run_demo(const demo_options& o);
+
+struct bench_options {
+  std::string device;
+  std::vector<std::size_t> sizes;
+  std::string json;
+  std::string plot;
+  int reps = 0;
+};
+int run_bench_pipeline(const bench_options& o);
+int run_bench_small(const bench_options& o);
+int run_bench_foundation(const bench_options& o);
+
+/// Draws series into a PNG with gnuplot. @throws invalid_argument when gnuplot is missing or fails.
+struct plot_series {
+  std::string name;
+  std::vector<double> x, y;
+};
+void plot_png(const std::string& path, const std::string& title, const std::string& xlabel,
+              const std::string& ylabel, const std::vector<plot_series>& series, bool logx);
+
+}  // namespace resident::cli

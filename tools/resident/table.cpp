@@ -1,0 +1,93 @@
+#include "table.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "resident/error.hpp"
+
+namespace resident::cli {
+
+std::string format_number(double v, int decimals) {
+  char buf[64];
+  if (!std::isfinite(v)) return "-";
+  if (decimals >= 0) {
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  } else {
+    double a = std::fabs(v);
+    int d = a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : 3;
+    std::snprintf(buf, sizeof buf, "%.*f", d, v);
+  }
+  return buf;
+}
+
+table::cell::cell(double v, int decimals) : text(format_number(v, decimals)), value(v) {
+  if (!std::isfinite(v)) value = nullptr;
+}
+
+void table::print(std::ostream& os, const std::string& indent) const {
+  std::vector<std::size_t> w(columns_.size());
+  for (std::size_t c = 0; c < columns_.size(); ++c) {
+    w[c] = columns_[c].header.size();
+    for (auto& r : rows_) w[c] = std::max(w[c], r[c].text.size());
+  }
+  auto line = [&](auto get, bool header) {
+    std::string s = indent;
+    for (std::size_t c = 0; c < columns_.size(); ++c) {
+      std::string t = get(c);
+      std::string pad(w[c] - t.size(), ' ');
+      bool right = columns_[c].numeric && !header;
+      if (header && columns_[c].numeric) right = true;
+      s += right ? pad + t : t + pad;
+      if (c + 1 < columns_.size()) s += "  ";
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    os << s << "\n";
+  };
+  line([&](std::size_t c) { return columns_[c].header; }, true);
+  std::string rule = indent;
+  for (std::size_t c = 0; c < columns_.size(); ++c) rule += std::string(w[c], '-') + (c + 1 < columns_.size() ? "  " : "");
+  os << rule << "\n";
+  for (auto& r : rows_) line([&](std::size_t c) { return r[c].text; }, false);
+}
+
+nlohmann::json table::json() const {
+  nlohmann::json a = nlohmann::json::array();
+  for (auto& r : rows_) {
+    nlohmann::json o;
+    for (std::size_t c = 0; c < columns_.size(); ++c) o[columns_[c].key] = r[c].value;
+    a.push_back(o);
+  }
+  return a;
+}
+
+void write_json(const nlohmann::json& j, const std::string& path) {
+  if (path == "-") {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::ofstream f(path);
+  if (!f) throw invalid_argument("cannot write JSON to '" + path + "': check that the folder exists and is writable");
+  f << j.dump(2) << "\n";
+}
+
+progress::progress(std::string what, std::size_t total)
+    : what_(std::move(what)), total_(total), tty_(isatty(STDERR_FILENO) != 0) {}
+
+void progress::step(const std::string& item) {
+  ++done_;
+  if (tty_)
+    std::cerr << "\r\033[K" << what_ << " [" << done_ << "/" << total_ << "] " << item << std::flush;
+  else
+    std::cerr << what_ << " [" << done_ << "/" << total_ << "] " << item << "\n";
+}
+
+progress::~progress() {
+  if (tty_) std::cerr << "\r\033[K" << std::flush;
+}
+
+}  // namespace resident::cli

@@ -1,0 +1,62 @@
+#pragma once
+// Aligned text tables with units in the headers, and the same rows as JSON.
+
+#include <nlohmann/json.hpp>
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace resident::cli {
+
+class table {
+ public:
+  struct column {
+    std::string header;  ///< with its unit, e.g. "time (ms)"
+    std::string key;     ///< JSON key
+    bool numeric = true; ///< right-aligned
+  };
+  explicit table(std::vector<column> columns) : columns_(std::move(columns)) {}
+
+  /// A row: one cell per column; numbers keep their value for JSON and their text for printing.
+  struct cell {
+    std::string text;
+    nlohmann::json value;
+    cell(const char* s) : text(s), value(s) {}
+    cell(std::string s) : text(s), value(std::move(s)) {}
+    cell(double v, int decimals);
+    static cell none() { return cell(std::string("-"), nullptr); }
+
+   private:
+    cell(std::string t, std::nullptr_t) : text(std::move(t)), value(nullptr) {}
+  };
+  void add(std::vector<cell> row) { rows_.push_back(std::move(row)); }
+
+  void print(std::ostream& os, const std::string& indent = "  ") const;
+  nlohmann::json json() const;
+
+ private:
+  std::vector<column> columns_;
+  std::vector<std::vector<cell>> rows_;
+};
+
+/// A number with a fixed count of decimals, or with 3 significant digits when decimals < 0.
+std::string format_number(double v, int decimals);
+
+/// Writes j to path ("-" = stdout). @throws resident::invalid_argument when the file cannot be written.
+void write_json(const nlohmann::json& j, const std::string& path);
+
+/// A one-line progress indicator on stderr for runs longer than a moment ("\r" updates, TTY only).
+class progress {
+ public:
+  progress(std::string what, std::size_t total);
+  void step(const std::string& item);
+  ~progress();
+
+ private:
+  std::string what_;
+  std::size_t total_, done_ = 0;
+  bool tty_;
+};
+
+}  // namespace resident::cli
