@@ -19,6 +19,8 @@ def main(d):
         m = {r["key"]: r for r in demo["modes"]}
         sp = m["round_trip"]["median_ms"] / m["fused"]["median_ms"]
         row("demo: fused (c) vs round trip per function (a)", f"{sp:.0f}x", ">= 1000x", sp >= 1000)
+        sp2 = m["round_trip_staged"]["median_ms"] / m["fused"]["median_ms"]
+        row("demo: fused (c) vs staged round trips (a2)", f"{sp2:.0f}x", "", None)
         row("demo: every mode matches FP64", str(demo["checked"]), "True", demo["checked"])
     pipe = load(d, "pipeline.json")
     if pipe:
@@ -26,8 +28,8 @@ def main(d):
             if r["log2_n"] in ("2^26", "2^28"):
                 v = r["fused_over_memcpy"]
                 row(f"pipeline {r['log2_n']}: fused / memcpy time", f"{v:.3f}", "<= 1.05", v <= 1.05)
-                s = r["sum_read_over_memcpy_read"]
-                row(f"pipeline {r['log2_n']}: sum read rate / memcpy read", f"{s:.3f}", ">= 0.9", s >= 0.9)
+                s = r["sum_rate_over_memcpy_rate"]
+                row(f"pipeline {r['log2_n']}: map+sum GB/s / memcpy GB/s", f"{s:.3f}", ">= 0.9", s >= 0.9)
     small = load(d, "small.json")
     if small:
         for r in small["rows"]:

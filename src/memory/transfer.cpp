@@ -82,7 +82,7 @@ stager& stager_of(device d) {
 
 }  // namespace
 
-void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s) {
+void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s, staging how) {
   device d = s.device();
   record_transfer(d, direction::h2d, bytes);
   if (bytes == 0) return;
@@ -90,7 +90,7 @@ void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_r
     parallel_memcpy(dst, src, bytes);
     return;
   }
-  if (bytes < direct_below || cu::is_pinned(src)) {
+  if (bytes < direct_below || how == staging::none || cu::is_pinned(src)) {
     cu::memcpy_async(dst, src, bytes, cu::copy_kind::host_to_device, s.native());
     return;
   }
@@ -107,7 +107,7 @@ void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_r
   }
 }
 
-void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_ref s, sync mode) {
+void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_ref s, sync mode, staging how) {
   device d = s.device();
   record_transfer(d, direction::d2h, bytes);
   if (bytes == 0) return;
@@ -115,9 +115,9 @@ void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_r
     parallel_memcpy(dst, src, bytes);
     return;
   }
-  if (bytes < direct_below || cu::is_pinned(dst)) {
+  if (bytes < direct_below || how == staging::none || cu::is_pinned(dst)) {
     cu::memcpy_async(dst, src, bytes, cu::copy_kind::device_to_host, s.native());
-    if (mode == sync::blocking) cu::stream_synchronize(s.native());
+    if (mode == sync::blocking || !cu::is_pinned(dst)) cu::stream_synchronize(s.native());
     return;
   }
   stager& st = stager_of(d);

@@ -2,7 +2,6 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "resident/detail/cuda_runtime.hpp"
 #include "resident/insight/timing.hpp"
 #include "resident/resident.hpp"
 #include "table.hpp"
@@ -32,16 +31,17 @@ std::vector<bandwidth_row> measure_bandwidth(device d, std::size_t bytes, int re
   t = time_region(s, reps, 2, [&] { copy(pinned.span(), a); });
   rows.push_back({"host-to-device, pinned", gbs(t.median(), B), "page-locked source"});
   if (d.is_cuda()) {
-    t = time_region(s, reps, 1, [&] {
-      detail::cuda::memcpy_async(a.data(), pageable.data(), B, detail::cuda::copy_kind::host_to_device,
-                                 s.ref().native());
-    });
+    t = time_region(s, reps, 1, [&] { copy(std::span<const float>(pageable), a, staging::none); });
     rows.push_back({"host-to-device, pageable raw", gbs(t.median(), B), "one cudaMemcpyAsync"});
   }
   t = time_region(s, reps, 1, [&] { copy(std::span<const float>(pageable), a); });
   rows.push_back({"host-to-device, pageable staged", gbs(t.median(), B), "resident's to_device"});
   t = time_region(s, reps, 1, [&] { a.to_host_async(pinned); });
   rows.push_back({"device-to-host, pinned", gbs(t.median(), B), "page-locked destination"});
+  if (d.is_cuda()) {
+    t = time_region(s, reps, 1, [&] { a.to_host(std::span<float>(pageable), staging::none); });
+    rows.push_back({"device-to-host, pageable raw", gbs(t.median(), B), "one cudaMemcpyAsync"});
+  }
   t = time_region(s, reps, 1, [&] { a.to_host(std::span<float>(pageable)); });
   rows.push_back({"device-to-host, pageable staged", gbs(t.median(), B), "resident's to_host"});
   s.synchronize();

@@ -91,12 +91,12 @@ class array {
   }
   /// Copies the array into host memory of the same size. Synchronizes.
   /// @throws shape_mismatch when the sizes differ.
-  void to_host(std::span<T> out) const {
+  void to_host(std::span<T> out, staging st = staging::chunked) const {
     check_live();
     if (out.size() != size_)
       throw shape_mismatch("to_host: host buffer holds " + std::to_string(out.size()) + " elements, array " +
                            std::to_string(size_));
-    detail::copy_device_to_host(out.data(), data_, bytes(), stream_, sync::blocking);
+    detail::copy_device_to_host(out.data(), data_, bytes(), stream_, sync::blocking, st);
   }
   /// Starts copying the array into a pinned buffer and returns; synchronize the array's stream before
   /// reading the buffer. @throws shape_mismatch when the sizes differ.
@@ -234,9 +234,9 @@ class array2d {
 /// Pageable memory is staged through pinned buffers (returns once it has been read); pinned memory is
 /// copied asynchronously on s.
 template <class T>
-array<T> to_device(std::span<const T> host, stream_ref s) {
+array<T> to_device(std::span<const T> host, stream_ref s, staging st = staging::chunked) {
   array<T> a(host.size(), s);
-  detail::copy_host_to_device(a.data(), host.data(), a.bytes(), s);
+  detail::copy_host_to_device(a.data(), host.data(), a.bytes(), s, st);
   return a;
 }
 template <class T>
@@ -248,8 +248,8 @@ array<T> to_device(const std::vector<T>& host, device d = default_device()) {
   return to_device(std::span<const T>(host), default_stream(d));
 }
 template <class T>
-array<T> to_device(const std::vector<T>& host, stream_ref s) {
-  return to_device(std::span<const T>(host), s);
+array<T> to_device(const std::vector<T>& host, stream_ref s, staging st = staging::chunked) {
+  return to_device(std::span<const T>(host), s, st);
 }
 template <class T>
 array<T> to_device(const pinned_buffer<T>& host, stream_ref s) {
@@ -296,12 +296,12 @@ void copy(const array<T>& src, array<T>& dst) {
 /// Uploads host memory into an existing array of the same size (no allocation). Staging and
 /// synchronization as for to_device. @throws shape_mismatch.
 template <class T>
-void copy(std::type_identity_t<std::span<const T>> host, array<T>& dst) {
+void copy(std::type_identity_t<std::span<const T>> host, array<T>& dst, staging st = staging::chunked) {
   dst.check_live();
   if (host.size() != dst.size())
     throw shape_mismatch("copy: host buffer holds " + std::to_string(host.size()) + " elements, array " +
                          std::to_string(dst.size()));
-  detail::copy_host_to_device(dst.data(), host.data(), dst.bytes(), dst.stream());
+  detail::copy_host_to_device(dst.data(), host.data(), dst.bytes(), dst.stream(), st);
 }
 
 /// A new array on `to` holding a copy of a (one explicit transfer, or a device-to-device copy).

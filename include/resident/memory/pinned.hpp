@@ -22,8 +22,9 @@ class pinned_buffer {
 
  public:
   pinned_buffer() = default;
-  explicit pinned_buffer(std::size_t n)
-      : data_(static_cast<T*>(detail::pinned_allocate(n * sizeof(T), &locked_))), size_(n) {}
+  explicit pinned_buffer(std::size_t n) : size_(n) {
+    data_ = static_cast<T*>(detail::pinned_allocate(n * sizeof(T), &locked_));
+  }
   ~pinned_buffer() { detail::pinned_free(data_, locked_); }
   pinned_buffer(pinned_buffer&& o) noexcept
       : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), locked_(o.locked_) {}

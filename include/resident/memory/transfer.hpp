@@ -12,16 +12,23 @@ namespace resident {
 /// Whether a call waits for its copy to finish before returning.
 enum class sync { blocking, async };
 
+/// How pageable host memory crosses the bus: in chunks through pinned double buffers filled by
+/// several threads (the default, near the pinned rate), or as one plain cudaMemcpy that the driver
+/// stages itself (what frameworks that copy implicitly do; kept for comparison).
+enum class staging { chunked, none };
+
 namespace detail {
 
 /// Host memory -> memory of s's device. Pageable host memory is staged through pinned double
 /// buffers in chunks (the call returns once the host memory has been read); pinned memory is copied
 /// directly and asynchronously (keep it alive until s is synchronized).
-void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s);
+void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s,
+                         staging st = staging::chunked);
 
 /// Memory of s's device -> host memory. Pageable destinations are staged and the call blocks;
 /// pinned destinations are copied asynchronously unless mode is sync::blocking.
-void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_ref s, sync mode);
+void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_ref s, sync mode,
+                         staging st = staging::chunked);
 
 /// Within one device, ordered on s.
 void copy_device_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s);

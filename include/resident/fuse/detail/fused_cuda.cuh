@@ -116,17 +116,26 @@ __global__ void __launch_bounds__(reduce_block)
   if (threadIdx.x == 0) *result = total.valid ? op(init, total.value) : init;
 }
 
-// The caller's configuration, validated, or one wave at full occupancy (fixed_block > 0: that block
-// size). The occupancy query runs once per kernel.
+// The caller's configuration, validated; else one wave at full occupancy (fixed_block > 0: that block
+// size). Work too small to give every resident thread per_thread items is spread instead: one item
+// per thread in blocks of 128 (when the block is free), so more SMs share a short, launch-bound call.
+// The occupancy query runs once per kernel.
 template <auto K>
-launch_config fused_config(std::size_t items, const std::optional<launch_config>& cfg, device d,
-                           int per_thread, int fixed_block = 0) {
+launch_config fused_config(std::size_t items, const std::optional<launch_config>& cfg, device d, int per_thread,
+                           int fixed_block = 0) {
   if (cfg) {
     validate(*cfg, d);
     return *cfg;
   }
   static const occupancy o = fixed_block ? occupancy_with_block(K, fixed_block) : occupancy_for(K);
-  return wave_config(o, items, std::size_t(per_thread));
+  const std::size_t resident_threads = std::size_t(o.max_grid) * unsigned(o.block);
+  if (items >= resident_threads * unsigned(per_thread)) return wave_config(o, items, std::size_t(per_thread));
+  occupancy spread = o;
+  if (!fixed_block && o.block > 128) {
+    spread.block = 128;
+    spread.max_grid = int(resident_threads / 128);
+  }
+  return wave_config(spread, items, 1);
 }
 
 template <int V, class L, class Fn, class W>

@@ -1,0 +1,163 @@
+// The climb toward copy speed for the fused seed pipeline: variants of the map kernel (vectors in
+// flight per thread, cache hints, block and grid shapes) timed against cudaMemcpy device-to-device of
+// the same bytes in one run. Its table chose the library's defaults; bench/results/ keeps each run.
+//
+// usage: fused_variants [log2_n ...]     (default 26 28)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "resident/resident.hpp"
+
+namespace rs = resident;
+
+#define CHECK(call)                                                                     \
+  do {                                                                                  \
+    cudaError_t e = (call);                                                             \
+    if (e != cudaSuccess) {                                                             \
+      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e));            \
+      std::exit(1);                                                                     \
+    }                                                                                   \
+  } while (0)
+
+__device__ __forceinline__ float seed(float v) {
+  v = 1.5f * v + 0.5f;
+  v = sqrtf(v * v + 1.f);
+  return 0.5f * sinf(v);
+}
+
+enum hint { plain, streaming, last_use };
+
+template <hint H>
+__device__ __forceinline__ float4 load(const float4* p) {
+  if constexpr (H == streaming) return __ldcs(p);
+  else if constexpr (H == last_use) return __ldlu(p);
+  else return *p;
+}
+template <hint H>
+__device__ __forceinline__ void store(float4* p, float4 v) {
+  if constexpr (H == streaming) __stcs(p, v);
+  else *p = v;
+}
+
+// n4 float4 vectors; U vectors per thread per iteration, all loads before the first store.
+template <int U, hint LH, hint SH>
+__global__ void variant(const float4* x, float4* y, std::size_t n4) {
+  const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t j = tid; j < n4; j += stride * U) {
+    float4 r[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (j + u * stride < n4) r[u] = load<LH>(x + j + u * stride);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (j + u * stride < n4) {
+        float4 v = r[u];
+        v.x = seed(v.x);
+        v.y = seed(v.y);
+        v.z = seed(v.z);
+        v.w = seed(v.w);
+        store<SH>(y + j + u * stride, v);
+      }
+  }
+}
+
+struct timer {
+  cudaEvent_t a, b;
+  timer() {
+    CHECK(cudaEventCreate(&a));
+    CHECK(cudaEventCreate(&b));
+  }
+  template <class F>
+  double median_ms(F f, int reps = 40) {
+    for (int i = 0; i < 3; ++i) f();
+    CHECK(cudaDeviceSynchronize());
+    std::vector<float> t(reps);
+    for (auto& v : t) {
+      CHECK(cudaEventRecord(a));
+      f();
+      CHECK(cudaEventRecord(b));
+      CHECK(cudaEventSynchronize(b));
+      CHECK(cudaEventElapsedTime(&v, a, b));
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+};
+
+template <int U, hint LH, hint SH>
+void run(const char* name, const float4* x, float4* y, std::size_t n4, int block, int grid_waves, double memcpy_ms,
+         timer& tm, const std::vector<float>& hx, std::vector<float>& hy) {
+  auto k = variant<U, LH, SH>;
+  int per_sm = 0, sms = 0;
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, block, 0));
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  std::size_t grid = grid_waves > 0 ? std::size_t(per_sm) * sms * grid_waves
+                                    : (n4 + std::size_t(block) * U - 1) / (std::size_t(block) * U);
+  CHECK(cudaMemset(y, 0xFF, n4 * 16));  // poison: NaN everywhere
+  k<<<unsigned(grid), block>>>(x, y, n4);
+  CHECK(cudaGetLastError());
+  CHECK(cudaMemcpy(hy.data(), y, n4 * 16, cudaMemcpyDeviceToHost));
+  for (std::size_t i = 0; i < hy.size(); i += 997) {
+    double v = hx[i], ref = 0.5 * std::sin(std::sqrt((1.5 * v + 0.5) * (1.5 * v + 0.5) + 1.0));
+    if (!(std::abs(hy[i] - ref) < 1e-6)) {
+      std::printf("%s: WRONG at %zu: %g vs %g\n", name, i, double(hy[i]), ref);
+      return;
+    }
+  }
+  double ms = tm.median_ms([&] { k<<<unsigned(grid), block>>>(x, y, n4); });
+  std::printf("  %-34s U=%d block %4d grid %7zu  %.4f ms  %.3f x memcpy\n", name, U, block, grid, ms, ms / memcpy_ms);
+}
+
+int main(int argc, char** argv) {
+  std::vector<int> logs;
+  for (int i = 1; i < argc; ++i) logs.push_back(std::atoi(argv[i]));
+  if (logs.empty()) logs = {26, 28};
+  timer tm;
+  for (int l : logs) {
+    const std::size_t n = std::size_t(1) << l, n4 = n / 4;
+    std::vector<float> hx(n), hy(n);
+    srand(unsigned(l) * 7919u + unsigned(time(nullptr)));
+    for (auto& v : hx) v = float(rand()) / float(RAND_MAX);
+    float4 *x, *y;
+    CHECK(cudaMalloc(&x, n * 4));
+    CHECK(cudaMalloc(&y, n * 4));
+    CHECK(cudaMemcpy(x, hx.data(), n * 4, cudaMemcpyHostToDevice));
+    double mc = tm.median_ms([&] { CHECK(cudaMemcpyAsync(y, x, n * 4, cudaMemcpyDeviceToDevice)); });
+    std::printf("n = 2^%d: memcpy %.4f ms (%.0f GB/s read + write)\n", l, mc, 2.0 * n * 4 / (mc * 1e-3) / 1e9);
+    // The library as shipped, for reference.
+    {
+      rs::array<float> ax = rs::to_device(hx, rs::device::cuda(0)), ay(n, rs::device::cuda(0));
+      auto master = rs::map([] RESIDENT_HD(float v) { return 1.5f * v + 0.5f; }) |
+                    rs::map([] RESIDENT_HD(float v) { return sqrtf(v * v + 1.f); }) |
+                    rs::map([] RESIDENT_HD(float v) { return 0.5f * sinf(v); });
+      double ms = tm.median_ms([&] { master(ax, ay); });
+      std::printf("  %-34s                              %.4f ms  %.3f x memcpy\n", "resident pipeline (library)", ms,
+                  ms / mc);
+    }
+    run<4, plain, plain>("U4 plain, occupancy block 1024", x, y, n4, 1024, 1, mc, tm, hx, hy);
+    run<4, plain, plain>("U4 plain, block 256, 1 wave", x, y, n4, 256, 1, mc, tm, hx, hy);
+    run<4, plain, plain>("U4 plain, block 512, 1 wave", x, y, n4, 512, 1, mc, tm, hx, hy);
+    run<1, plain, plain>("U1 plain, block 256, exact cover", x, y, n4, 256, 0, mc, tm, hx, hy);
+    run<2, plain, plain>("U2 plain, block 256, 1 wave", x, y, n4, 256, 1, mc, tm, hx, hy);
+    run<8, plain, plain>("U8 plain, block 256, 1 wave", x, y, n4, 256, 1, mc, tm, hx, hy);
+    run<4, streaming, plain>("U4 ldcs, block 256", x, y, n4, 256, 1, mc, tm, hx, hy);
+    run<4, plain, streaming>("U4 stcs, block 256", x, y, n4, 256, 1, mc, tm, hx, hy);
+    run<4, streaming, streaming>("U4 ldcs+stcs, block 256", x, y, n4, 256, 1, mc, tm, hx, hy);
+    run<4, last_use, streaming>("U4 ldlu+stcs, block 256", x, y, n4, 256, 1, mc, tm, hx, hy);
+    run<2, streaming, streaming>("U2 ldcs+stcs, block 256", x, y, n4, 256, 1, mc, tm, hx, hy);
+    run<8, streaming, streaming>("U8 ldcs+stcs, block 256", x, y, n4, 256, 1, mc, tm, hx, hy);
+    run<4, streaming, streaming>("U4 ldcs+stcs, block 256, 2 waves", x, y, n4, 256, 2, mc, tm, hx, hy);
+    run<4, streaming, streaming>("U4 ldcs+stcs, block 1024", x, y, n4, 1024, 1, mc, tm, hx, hy);
+    CHECK(cudaFree(x));
+    CHECK(cudaFree(y));
+  }
+  return 0;
+}
