@@ -69,7 +69,8 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
   for bin in "$build"/tests/test_*; do
     [ -x "$bin" ] || continue
     for tool in memcheck racecheck initcheck synccheck; do
-      step "sanitize-$tool-$(basename "$bin")" sanitize "$tool" "$bin" --gtest_filter='*/cuda'
+      # The out-of-memory test makes a CUDA call fail on purpose, which the tools report as an API error.
+      step "sanitize-$tool-$(basename "$bin")" sanitize "$tool" "$bin" --gtest_filter='*/cuda:-*out_of_memory*'
     done
   done
   for ex in "$build"/examples/example_*; do

@@ -69,6 +69,37 @@ __global__ void variant(const float4* x, float4* y, std::size_t n4) {
   }
 }
 
+// Software-pipelined: the next iteration's U vectors are loaded before this iteration's are computed
+// and stored, so loads stay in flight while the math runs.
+template <int U>
+__global__ void prefetch(const float4* x, float4* y, std::size_t n4) {
+  const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  float4 cur[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    if (tid + u * stride < n4) cur[u] = x[tid + u * stride];
+  for (std::size_t j = tid; j < n4; j += stride * U) {
+    float4 nxt[U];
+    const std::size_t jn = j + stride * U;
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (jn + u * stride < n4) nxt[u] = x[jn + u * stride];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (j + u * stride < n4) {
+        float4 v = cur[u];
+        v.x = seed(v.x);
+        v.y = seed(v.y);
+        v.z = seed(v.z);
+        v.w = seed(v.w);
+        y[j + u * stride] = v;
+      }
+#pragma unroll
+    for (int u = 0; u < U; ++u) cur[u] = nxt[u];
+  }
+}
+
 struct timer {
   cudaEvent_t a, b;
   timer() {
@@ -92,15 +123,26 @@ struct timer {
   }
 };
 
+void run_kernel(void (*k)(const float4*, float4*, std::size_t), int U, const char* name, const float4* x, float4* y,
+                std::size_t n4, int block, int grid_waves, double memcpy_ms, timer& tm, const std::vector<float>& hx,
+                std::vector<float>& hy);
+
+// grid_waves > 0: that many full waves at occupancy; 0: one thread per U vectors; < 0: -grid_waves blocks per SM.
 template <int U, hint LH, hint SH>
 void run(const char* name, const float4* x, float4* y, std::size_t n4, int block, int grid_waves, double memcpy_ms,
          timer& tm, const std::vector<float>& hx, std::vector<float>& hy) {
-  auto k = variant<U, LH, SH>;
+  run_kernel(variant<U, LH, SH>, U, name, x, y, n4, block, grid_waves, memcpy_ms, tm, hx, hy);
+}
+
+void run_kernel(void (*k)(const float4*, float4*, std::size_t), int U, const char* name, const float4* x, float4* y,
+                std::size_t n4, int block, int grid_waves, double memcpy_ms, timer& tm, const std::vector<float>& hx,
+                std::vector<float>& hy) {
   int per_sm = 0, sms = 0;
   CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, block, 0));
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  std::size_t grid = grid_waves > 0 ? std::size_t(per_sm) * sms * grid_waves
-                                    : (n4 + std::size_t(block) * U - 1) / (std::size_t(block) * U);
+  std::size_t grid = grid_waves > 0   ? std::size_t(per_sm) * sms * grid_waves
+                     : grid_waves < 0 ? std::size_t(sms) * std::size_t(-grid_waves)
+                                      : (n4 + std::size_t(block) * U - 1) / (std::size_t(block) * U);
   CHECK(cudaMemset(y, 0xFF, n4 * 16));  // poison: NaN everywhere
   k<<<unsigned(grid), block>>>(x, y, n4);
   CHECK(cudaGetLastError());
@@ -116,11 +158,19 @@ void run(const char* name, const float4* x, float4* y, std::size_t n4, int block
   std::printf("  %-34s U=%d block %4d grid %7zu  %.4f ms  %.3f x memcpy\n", name, U, block, grid, ms, ms / memcpy_ms);
 }
 
+void report_library_choice() {
+  // What the occupancy API picks for the kernels above (the library's default policy).
+  int grid = 0, block = 0;
+  CHECK(cudaOccupancyMaxPotentialBlockSize(&grid, &block, variant<4, plain, plain>, 0, 0));
+  std::printf("occupancy API for U4: block %d, grid %d\n", block, grid);
+}
+
 int main(int argc, char** argv) {
   std::vector<int> logs;
   for (int i = 1; i < argc; ++i) logs.push_back(std::atoi(argv[i]));
   if (logs.empty()) logs = {26, 28};
   timer tm;
+  report_library_choice();
   for (int l : logs) {
     const std::size_t n = std::size_t(1) << l, n4 = n / 4;
     std::vector<float> hx(n), hy(n);
@@ -142,20 +192,24 @@ int main(int argc, char** argv) {
       std::printf("  %-34s                              %.4f ms  %.3f x memcpy\n", "resident pipeline (library)", ms,
                   ms / mc);
     }
-    run<4, plain, plain>("U4 plain, occupancy block 1024", x, y, n4, 1024, 1, mc, tm, hx, hy);
-    run<4, plain, plain>("U4 plain, block 256, 1 wave", x, y, n4, 256, 1, mc, tm, hx, hy);
-    run<4, plain, plain>("U4 plain, block 512, 1 wave", x, y, n4, 512, 1, mc, tm, hx, hy);
-    run<1, plain, plain>("U1 plain, block 256, exact cover", x, y, n4, 256, 0, mc, tm, hx, hy);
-    run<2, plain, plain>("U2 plain, block 256, 1 wave", x, y, n4, 256, 1, mc, tm, hx, hy);
-    run<8, plain, plain>("U8 plain, block 256, 1 wave", x, y, n4, 256, 1, mc, tm, hx, hy);
-    run<4, streaming, plain>("U4 ldcs, block 256", x, y, n4, 256, 1, mc, tm, hx, hy);
-    run<4, plain, streaming>("U4 stcs, block 256", x, y, n4, 256, 1, mc, tm, hx, hy);
-    run<4, streaming, streaming>("U4 ldcs+stcs, block 256", x, y, n4, 256, 1, mc, tm, hx, hy);
-    run<4, last_use, streaming>("U4 ldlu+stcs, block 256", x, y, n4, 256, 1, mc, tm, hx, hy);
-    run<2, streaming, streaming>("U2 ldcs+stcs, block 256", x, y, n4, 256, 1, mc, tm, hx, hy);
-    run<8, streaming, streaming>("U8 ldcs+stcs, block 256", x, y, n4, 256, 1, mc, tm, hx, hy);
-    run<4, streaming, streaming>("U4 ldcs+stcs, block 256, 2 waves", x, y, n4, 256, 2, mc, tm, hx, hy);
-    run<4, streaming, streaming>("U4 ldcs+stcs, block 1024", x, y, n4, 1024, 1, mc, tm, hx, hy);
+    run<4, plain, plain>("U4, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
+    run<4, plain, plain>("U4, block 512 x 1/SM", x, y, n4, 512, -1, mc, tm, hx, hy);
+    run<4, plain, plain>("U4, block 512 x 2/SM", x, y, n4, 512, -2, mc, tm, hx, hy);
+    run<4, plain, plain>("U4, block 256 x 4/SM", x, y, n4, 256, -4, mc, tm, hx, hy);
+    run<4, plain, plain>("U4, block 128 x 8/SM", x, y, n4, 128, -8, mc, tm, hx, hy);
+    run<4, plain, plain>("U4, block 256 x 6/SM (occupancy)", x, y, n4, 256, 1, mc, tm, hx, hy);
+    run<2, plain, plain>("U2, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
+    run<8, plain, plain>("U8, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
+    run<4, plain, streaming>("U4 stcs, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
+    run<1, plain, plain>("U1, block 256, exact cover", x, y, n4, 256, 0, mc, tm, hx, hy);
+    run<1, plain, plain>("U1, block 1024, exact cover", x, y, n4, 1024, 0, mc, tm, hx, hy);
+    run_kernel(prefetch<1>, 1, "prefetch U1, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
+    run_kernel(prefetch<2>, 2, "prefetch U2, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
+    run_kernel(prefetch<2>, 2, "prefetch U2, block 512 x 2/SM", x, y, n4, 512, -2, mc, tm, hx, hy);
+    run_kernel(prefetch<2>, 2, "prefetch U2, block 256 x 4/SM", x, y, n4, 256, -4, mc, tm, hx, hy);
+    run_kernel(prefetch<4>, 4, "prefetch U4, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
+    run_kernel(prefetch<4>, 4, "prefetch U4, block 512 x 1/SM", x, y, n4, 512, -1, mc, tm, hx, hy);
+    run_kernel(prefetch<2>, 2, "prefetch U2, block 512 x 1/SM", x, y, n4, 512, -1, mc, tm, hx, hy);
     CHECK(cudaFree(x));
     CHECK(cudaFree(y));
   }

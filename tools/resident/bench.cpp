@@ -1,4 +1,6 @@
 // resident bench: pipeline, small, foundation. Compiled by nvcc in CUDA builds.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -41,7 +43,8 @@ void plot_png(const std::string& path, const std::string& title, const std::stri
     std::ofstream g(script);
     g << "set terminal pngcairo size 900,540 font ',11'\nset output '" << path << "'\n"
       << "set title '" << title << "'\nset xlabel '" << xlabel << "'\nset ylabel '" << ylabel << "'\n"
-      << "set grid\nset key top left\n" << (logx ? "set logscale x 2\n" : "") << "plot ";
+      << "set grid\nset key outside right\nset logscale y\n" << (logx ? "set logscale x 2\nset format x '2^{%L}'\n" : "")
+      << "plot ";
     for (std::size_t i = 0; i < series.size(); ++i)
       g << (i ? ", " : "") << "'" << data << "' index " << i << " with linespoints lw 2 title '" << series[i].name
         << "'";
@@ -54,7 +57,60 @@ void plot_png(const std::string& path, const std::string& title, const std::stri
   std::cout << "plot written to " << path << "\n";
 }
 
+namespace {
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const std::exception& e) {
+    throw invalid_argument("cannot read JSON from '" + path + "': " + e.what());
+  }
+}
+
+// Adds the peers' time-over-memcpy series per system.
+void add_peer_series(const std::string& path, std::vector<plot_series>& series) {
+  if (path.empty()) return;
+  nlohmann::json p = read_json(path);
+  std::vector<std::string> order;
+  for (auto& r : p.at("rows")) {
+    std::string name = r.at("system");
+    if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
+  }
+  for (auto& name : order) {
+    plot_series s{name, {}, {}};
+    for (auto& r : p.at("rows"))
+      if (r.at("system") == name) {
+        s.x.push_back(std::ldexp(1.0, r.at("log2_n").get<int>()));
+        s.y.push_back(r.at("over_memcpy").get<double>());
+      }
+    series.push_back(s);
+  }
+}
+
+int plot_pipeline_from(const bench_options& o) {
+  if (o.plot.empty()) throw invalid_argument("--from needs --plot FILE.png: it only draws an earlier run");
+  nlohmann::json j = read_json(o.from);
+  if (j.value("benchmark", "") != "pipeline")
+    throw invalid_argument("'" + o.from + "' is not the --json output of `resident bench pipeline`");
+  plot_series fused_s{"resident fused", {}, {}}, three_s{"resident, three kernels", {}, {}};
+  for (auto& r : j.at("rows")) {
+    const std::string l = r.at("log2_n");
+    const double n = std::ldexp(1.0, std::stoi(l.substr(2)));
+    fused_s.x.push_back(n);
+    fused_s.y.push_back(r.at("fused_over_memcpy").get<double>());
+    three_s.x.push_back(n);
+    three_s.y.push_back(r.at("three_kernels_ms").get<double>() / r.at("memcpy_ms").get<double>());
+  }
+  std::vector<plot_series> series{fused_s, three_s};
+  add_peer_series(o.peers, series);
+  plot_png(o.plot, "seed pipeline, time / device-to-device memcpy (" + j.value("device_name", std::string("?")) + ")",
+           "elements (float32)", "time / memcpy time of the same bytes (lower is better)", series, true);
+  return 0;
+}
+}  // namespace
+
 int run_bench_pipeline(const bench_options& o) {
+  if (!o.from.empty()) return plot_pipeline_from(o);
   const device d = pick(o);
   std::vector<std::size_t> logs = o.sizes;
   if (logs.empty()) logs = d.is_cuda() ? std::vector<std::size_t>{20, 22, 24, 26, 28} : std::vector<std::size_t>{16, 18, 20, 22};
@@ -129,9 +185,12 @@ int run_bench_pipeline(const bench_options& o) {
     j["rows"] = t.json();
     write_json(j, o.json);
   }
-  if (!o.plot.empty())
-    plot_png(o.plot, "resident: seed pipeline time over memcpy time (" + properties(d).name + ")", "elements (float32)",
-             "time / device-to-device memcpy", {fused_s, three_s}, true);
+  if (!o.plot.empty()) {
+    std::vector<plot_series> series{fused_s, three_s};
+    add_peer_series(o.peers, series);
+    plot_png(o.plot, "seed pipeline, time / device-to-device memcpy (" + properties(d).name + ")",
+             "elements (float32)", "time / memcpy time of the same bytes (lower is better)", series, true);
+  }
   return 0;
 }
 

@@ -39,6 +39,8 @@ struct bench_options {
   std::vector<std::size_t> sizes;
   std::string json;
   std::string plot;
+  std::string from;   ///< draw the plot from this earlier --json output instead of measuring
+  std::string peers;  ///< add the peers' series from bench/peers/peers.py's JSON to the plot
   int reps = 0;
 };
 int run_bench_pipeline(const bench_options& o);

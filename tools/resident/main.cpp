@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
                "  resident info --measure          devices, backends and measured copy rates\n"
                "  resident demo                    the seed pipeline four ways, checked and timed\n"
                "  resident demo --device cpu --n 1000000 --json demo.json\n"
-               "  resident bench pipeline --sizes 20,22,24,26,28 --json p.json --plot p.png\n",
+               "  resident bench pipeline --sizes 20,22,24,26,28 --json p.json --plot p.png\n"
+               "  resident bench pipeline --from p.json --peers peers.json --plot p.png\n",
                "resident"};
   app.set_version_flag("--version", resident::version());
   app.require_subcommand(1);
@@ -44,6 +45,10 @@ int main(int argc, char** argv) {
   auto* bp = b->add_subcommand("pipeline", "Fused pipeline time over device-to-device memcpy time, per size");
   common(bp, "log2 of the element counts (default 20,22,24,26,28 on a GPU; 16,18,20,22 on the CPU)");
   bp->add_option("--plot", bo.plot, "Draw the ratio per size into FILE.png (needs gnuplot)");
+  bp->add_option("--from", bo.from, "Plot an earlier --json output instead of measuring (with --plot)")
+      ->check(CLI::ExistingFile);
+  bp->add_option("--peers", bo.peers, "Add the peers' series from bench/peers/peers.py --json output to the plot")
+      ->check(CLI::ExistingFile);
   auto* bs = b->add_subcommand("small", "n = 10^4: time per call for a fused launch, three kernels, graph replay");
   common(bs, "element counts (default 10000)");
   auto* bf = b->add_subcommand("foundation", "Uploads (pageable raw, staged, pinned), pool vs cudaMalloc, launch overhead");

@@ -116,8 +116,8 @@ __global__ void __launch_bounds__(reduce_block)
   if (threadIdx.x == 0) *result = total.valid ? op(init, total.value) : init;
 }
 
-// The caller's configuration, validated; else one wave at full occupancy (fixed_block > 0: that block
-// size). Work too small to give every resident thread per_thread items is spread instead: one item
+// The caller's configuration, validated; else one wave at 1024 threads per SM (occupancy_streaming), or
+// at full occupancy for a fixed block size (fixed_block > 0). Work too small to give every resident thread per_thread items is spread instead: one item
 // per thread in blocks of 128 (when the block is free), so more SMs share a short, launch-bound call.
 // The occupancy query runs once per kernel.
 template <auto K>
@@ -127,7 +127,7 @@ launch_config fused_config(std::size_t items, const std::optional<launch_config>
     validate(*cfg, d);
     return *cfg;
   }
-  static const occupancy o = fixed_block ? occupancy_with_block(K, fixed_block) : occupancy_for(K);
+  static const occupancy o = fixed_block ? occupancy_with_block(K, fixed_block) : occupancy_streaming(K);
   const std::size_t resident_threads = std::size_t(o.max_grid) * unsigned(o.block);
   if (items >= resident_threads * unsigned(per_thread)) return wave_config(o, items, std::size_t(per_thread));
   occupancy spread = o;
