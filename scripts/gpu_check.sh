@@ -60,6 +60,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   step bench-pipeline "$cli" bench pipeline --json "$logs/pipeline.json"
   step bench-small "$cli" bench small --json "$logs/small.json"
   step bench-foundation "$cli" bench foundation --json "$logs/foundation.json"
+  step bench-rng "$cli" bench rng --json "$logs/rng.json"
   if [ "${SKIP_PEERS:-0}" != 1 ]; then
     step peers env PYTHONUNBUFFERED=1 python3 bench/peers/peers.py --json "$logs/peers.json"
   fi

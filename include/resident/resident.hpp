@@ -16,3 +16,4 @@
 #include "resident/memory/pool.hpp"
 #include "resident/fuse/pipeline.hpp"
 #include "resident/insight/timing.hpp"
+#include "resident/random/random.hpp"

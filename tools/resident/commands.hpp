@@ -46,6 +46,7 @@ struct bench_options {
 int run_bench_pipeline(const bench_options& o);
 int run_bench_small(const bench_options& o);
 int run_bench_foundation(const bench_options& o);
+int run_bench_rng(const bench_options& o);
 
 /// Draws series into a PNG with gnuplot. @throws invalid_argument when gnuplot is missing or fails.
 struct plot_series {

@@ -53,6 +53,8 @@ int main(int argc, char** argv) {
   common(bs, "element counts (default 10000)");
   auto* bf = b->add_subcommand("foundation", "Uploads (pageable raw, staged, pinned), pool vs cudaMalloc, launch overhead");
   common(bf, "unused");
+  auto* br = b->add_subcommand("rng", "Fill rate vs cuRAND, Monte-Carlo pi fused vs fill-then-reduce, a 60%-of-memory array");
+  common(br, "unused");
 
   try {
     app.parse(argc, argv);
@@ -65,6 +67,7 @@ int main(int argc, char** argv) {
     if (*bp) return cli::run_bench_pipeline(bo);
     if (*bs) return cli::run_bench_small(bo);
     if (*bf) return cli::run_bench_foundation(bo);
+    if (*br) return cli::run_bench_rng(bo);
   } catch (const resident::error& e) {
     std::cerr << "resident: error: " << e.what() << "\n";
     return 1;

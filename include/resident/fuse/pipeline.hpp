@@ -135,6 +135,25 @@ void run_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t 
     return;
   }
   if (cfg) validate(*cfg, d);
+  if constexpr (V > 1) {
+    if (plan.vectorized) {
+      // The same split as on the GPU: sources that make several values at once (random numbers) do.
+      using R = decltype(in.eval1(fn, std::size_t(0)));
+      for (std::size_t i = 0; i < plan.head; ++i) out.store1(i, in.eval1(fn, i));
+      const long nv = static_cast<long>(plan.vectors);
+#pragma omp parallel for schedule(static)
+      for (long j = 0; j < nv; ++j) {
+        const std::size_t base = plan.head + std::size_t(j) * V;
+        const auto raw = in.template load<V>(base);
+        R r[V];
+        for (int k = 0; k < V; ++k) r[k] = in.template eval<V>(fn, raw, k, base);
+        out.template store<V>(base, r);
+      }
+      for (std::size_t i = plan.head + plan.vectors * V; i < n; ++i) out.store1(i, in.eval1(fn, i));
+      record_kernel(d);
+      return;
+    }
+  }
   const long ln = static_cast<long>(n);
 #pragma omp parallel for simd schedule(static)
   for (long i = 0; i < ln; ++i) out.store1(std::size_t(i), in.eval1(fn, std::size_t(i)));
@@ -158,20 +177,31 @@ T run_reduce(stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std:
     return init;
   }
   if (cfg) validate(*cfg, d);
-  // Contiguous static chunks, folded in thread order.
+  // Contiguous static chunks, folded in thread order; whole vectors of V where the plan allows.
   std::vector<T> partial(std::size_t(omp_get_max_threads()), init);
   std::vector<char> valid(partial.size(), 0);
-  const long ln = static_cast<long>(n);
+  const bool vec = V > 1 && plan.vectorized;
+  const std::size_t head = vec ? plan.head : 0, body = vec ? plan.vectors : 0;
 #pragma omp parallel
   {
     const std::size_t t = std::size_t(omp_get_thread_num());
     T acc = init;
     bool have = false;
-#pragma omp for schedule(static)
-    for (long i = 0; i < ln; ++i) {
-      T v = static_cast<T>(in.eval1(fn, std::size_t(i)));
+    auto fold = [&](T v) {
       acc = have ? op(acc, v) : v;
       have = true;
+    };
+#pragma omp for schedule(static) nowait
+    for (long j = 0; j < long(body); ++j) {
+      const std::size_t base = head + std::size_t(j) * V;
+      const auto raw = in.template load<V>(base);
+      for (int k = 0; k < V; ++k) fold(static_cast<T>(in.template eval<V>(fn, raw, k, base)));
+    }
+    const std::size_t rest = head + (n - head - body * V);  // the head, then the tail
+#pragma omp for schedule(static)
+    for (long r = 0; r < long(rest); ++r) {
+      const std::size_t i = std::size_t(r) < head ? std::size_t(r) : std::size_t(r) + body * V;
+      fold(static_cast<T>(in.eval1(fn, i)));
     }
     partial[t] = acc;
     valid[t] = have;
@@ -304,7 +334,10 @@ class pipeline {
     requires(generates && reduces)
   {
     require(s.device());
-    return detail::run_reduce<1>(s, src.loader(), chain, red.op, red.init, n, detail::vector_plan{}, config);
+    // Nothing is read: every index is "aligned", so generators that make several values at once do.
+    constexpr int V = 4;
+    const detail::vector_plan plan{0, n / V, n / V > 0};
+    return detail::run_reduce<V>(s, src.loader(), chain, red.op, red.init, n, plan, config);
   }
 };
 

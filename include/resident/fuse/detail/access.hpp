@@ -123,20 +123,34 @@ struct zip_loader {
   }
 };
 
-/// Makes each element from its index: nothing is read from memory.
+/// Values of a generator for V consecutive indices.
+template <class R, int V>
+struct values {
+  R v[V];
+};
+
+/// Makes each element from its index: nothing is read from memory. A generator may offer
+/// block<V>(i) -> values<R, V> to make V values at once (a counter-based RNG makes four per call).
 template <class G>
 struct generate_loader {
   G g;
-  struct empty {};
+  using R = decltype(g(std::size_t(0)));
   template <int V>
-  using raw = empty;
+  using raw = values<R, V>;
   template <int V>
-  RESIDENT_HD raw<V> load(std::size_t) const {
-    return {};
+  RESIDENT_HD raw<V> load(std::size_t i) const {
+    if constexpr (requires(const G& gen) { gen.template block<V>(std::size_t(0)); }) {
+      return g.template block<V>(i);
+    } else {
+      raw<V> r;
+#pragma unroll
+      for (int k = 0; k < V; ++k) r.v[k] = g(i + std::size_t(k));
+      return r;
+    }
   }
   template <int V, class Fn>
-  RESIDENT_HD auto eval(const Fn& fn, const raw<V>&, int k, std::size_t i) const {
-    return fn(g(i + std::size_t(k)));
+  RESIDENT_HD auto eval(const Fn& fn, const raw<V>& r, int k, std::size_t) const {
+    return fn(r.v[k]);
   }
   template <class Fn>
   RESIDENT_HD auto eval1(const Fn& fn, std::size_t i) const {

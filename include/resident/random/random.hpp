@@ -1,0 +1,258 @@
+#pragma once
+/// @file random.hpp
+/// Random numbers generated INTO existing arrays, and as source stages of fused pipelines.
+///
+/// Counter-based: value i of the stream (seed, offset) depends only on seed and p = offset + i. For
+/// 32-bit results, p selects Philox block p / 4 and its word p % 4; for 64-bit results, block p / 2
+/// and words 2(p % 2), 2(p % 2) + 1. So the numbers are the same on the CPU and the GPU and whatever
+/// the launch configuration, a fill of [0, n) equals the fills of [0, k) and of [k, n) at offset k, and
+/// nothing is allocated: the generator is a few registers.
+///
+///   rs::random::fill_uniform(x, seed);                       // x[i] in [0, 1), one kernel
+///   rs::random::fill_normal(x, seed, offset, 0.f, 1.f);
+///   double pi = 4.0 * (rs::random::uniform_points<float>(seed) | rs::map(inside) |
+///                      rs::reduce(rs::plus{}, std::uint64_t(0)))(n) / n;   // numbers never touch memory
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "resident/error.hpp"
+#include "resident/fuse/pipeline.hpp"
+#include "resident/random/philox.hpp"
+
+namespace resident::random {
+
+namespace detail {
+
+/// V consecutive values of a distribution D, drawing each Philox block once: D gives per_block
+/// (values per block) and from(words, lane, block) -> value.
+template <int V, class D>
+RESIDENT_HD resident::detail::values<typename D::value_type, V> block_values(const D& d, std::size_t i) {
+  constexpr int P = D::per_block;
+  resident::detail::values<typename D::value_type, V> out;
+  const std::uint64_t p = d.offset + i;
+  std::uint64_t c = p / P;
+  int lane = int(p % P);
+  words4 w = philox_block(d.seed, c);
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    if (lane == P) {
+      ++c;
+      lane = 0;
+      w = philox_block(d.seed, c);
+    }
+    out.v[k] = d.from(w, lane, c);
+    ++lane;
+  }
+  return out;
+}
+
+template <class D>
+RESIDENT_HD typename D::value_type one_value(const D& d, std::size_t i) {
+  const std::uint64_t p = d.offset + i;
+  const std::uint64_t c = p / D::per_block;
+  return d.from(philox_block(d.seed, c), int(p % D::per_block), c);
+}
+
+template <class T>
+inline constexpr bool is_real = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+}  // namespace detail
+
+/// Uniform in [low, high): float from 24 bits, double from 53 bits.
+template <class T>
+struct uniform_distribution {
+  static_assert(detail::is_real<T>, "uniform_distribution<T>: T is float or double");
+  using value_type = T;
+  static constexpr int per_block = sizeof(T) == 4 ? 4 : 2;
+  std::uint64_t seed, offset;
+  T low, span;
+  RESIDENT_HD T from(const words4& w, int lane, std::uint64_t) const {
+    if constexpr (sizeof(T) == 4)
+      return low + span * unit_float(w.w[lane]);
+    else
+      return low + span * unit_double(w.w[2 * lane], w.w[2 * lane + 1]);
+  }
+  RESIDENT_HD T operator()(std::size_t i) const { return detail::one_value(*this, i); }
+  template <int V>
+  RESIDENT_HD auto block(std::size_t i) const {
+    return detail::block_values<V>(*this, i);
+  }
+};
+
+/// Normal with the given mean and standard deviation (Box-Muller on pairs of uniforms: lanes 2j and
+/// 2j + 1 of a float block share one pair; the two doubles of a double block share one pair).
+template <class T>
+struct normal_distribution {
+  static_assert(detail::is_real<T>, "normal_distribution<T>: T is float or double");
+  using value_type = T;
+  static constexpr int per_block = sizeof(T) == 4 ? 4 : 2;
+  std::uint64_t seed, offset;
+  T mean, sd;
+  RESIDENT_HD T from(const words4& w, int lane, std::uint64_t) const {
+    if constexpr (sizeof(T) == 4) {
+      const int j = lane & ~1;
+      const float u1 = (float(w.w[j] >> 8) + 1.f) * 0x1.0p-24f;  // (0, 1]: the log stays finite
+      const float u2 = unit_float(w.w[j + 1]);
+      const float r = sqrtf(-2.f * logf(u1));
+      const float t = 6.28318530718f * u2;
+      const float z = (lane & 1) ? r * sinf(t) : r * cosf(t);
+      return mean + sd * z;
+    } else {
+      const double u1 = 1.0 - unit_double(w.w[0], w.w[1]);  // (0, 1]
+      const double u2 = unit_double(w.w[2], w.w[3]);
+      const double r = sqrt(-2.0 * log(u1));
+      const double t = 6.283185307179586 * u2;
+      const double z = lane ? r * sin(t) : r * cos(t);
+      return mean + sd * z;
+    }
+  }
+  RESIDENT_HD T operator()(std::size_t i) const { return detail::one_value(*this, i); }
+  template <int V>
+  RESIDENT_HD auto block(std::size_t i) const {
+    return detail::block_values<V>(*this, i);
+  }
+};
+
+/// Integers uniform in [low, high) without modulo bias (Lemire's multiply-shift with rejection; a
+/// rejected word is redrawn from the same block at the next attempt index, so the value still depends
+/// only on the seed and the position).
+template <class T>
+struct integer_distribution {
+  static_assert(std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t>,
+                "integer_distribution<T>: T is int32_t or uint32_t");
+  using value_type = T;
+  static constexpr int per_block = 4;
+  std::uint64_t seed, offset;
+  T low;
+  std::uint32_t range;  ///< high - low, >= 1
+  RESIDENT_HD T from(const words4& w, int lane, std::uint64_t c) const {
+    std::uint32_t x = w.w[lane];
+    std::uint64_t m = std::uint64_t(x) * range;
+    std::uint32_t l = std::uint32_t(m);
+    if (l < range) {
+      const std::uint32_t threshold = std::uint32_t(-range) % range;
+      for (std::uint32_t attempt = 1; l < threshold; ++attempt) {
+        x = philox_block(seed, c, attempt).w[lane];
+        m = std::uint64_t(x) * range;
+        l = std::uint32_t(m);
+      }
+    }
+    return T(std::uint32_t(low) + std::uint32_t(m >> 32));
+  }
+  RESIDENT_HD T operator()(std::size_t i) const { return detail::one_value(*this, i); }
+  template <int V>
+  RESIDENT_HD auto block(std::size_t i) const {
+    return detail::block_values<V>(*this, i);
+  }
+};
+
+/// The raw 32-bit words.
+struct bits_distribution {
+  using value_type = std::uint32_t;
+  static constexpr int per_block = 4;
+  std::uint64_t seed, offset;
+  RESIDENT_HD std::uint32_t from(const words4& w, int lane, std::uint64_t) const { return w.w[lane]; }
+  RESIDENT_HD std::uint32_t operator()(std::size_t i) const { return detail::one_value(*this, i); }
+  template <int V>
+  RESIDENT_HD auto block(std::size_t i) const {
+    return detail::block_values<V>(*this, i);
+  }
+};
+
+/// A point in the unit square.
+template <class T>
+struct point2 {
+  T x, y;
+};
+
+/// Point i = (u[2i], u[2i + 1]) of the uniform [0, 1) stream (seed, 2 * offset): the same numbers
+/// fill_uniform writes, taken in pairs.
+template <class T>
+struct point_distribution {
+  uniform_distribution<T> u;  ///< its offset is even, so a point's two values share a Philox block
+  RESIDENT_HD point2<T> operator()(std::size_t i) const {
+    const std::uint64_t p = u.offset + 2 * i;
+    const std::uint64_t c = p / uniform_distribution<T>::per_block;
+    const int lane = int(p % uniform_distribution<T>::per_block);
+    const words4 w = philox_block(u.seed, c);
+    return {u.from(w, lane, c), u.from(w, lane + 1, c)};
+  }
+  template <int V>
+  RESIDENT_HD resident::detail::values<point2<T>, V> block(std::size_t i) const {
+    const auto v = detail::block_values<2 * V>(u, 2 * i);
+    resident::detail::values<point2<T>, V> out;
+#pragma unroll
+    for (int k = 0; k < V; ++k) out.v[k] = {v.v[2 * k], v.v[2 * k + 1]};
+    return out;
+  }
+};
+
+namespace detail {
+template <class T>
+void check_range(T low, T high, const char* what) {
+  if (!(low < high))
+    throw invalid_argument(std::string(what) + ": low must be below high (got low " + std::to_string(low) +
+                           ", high " + std::to_string(high) + ")");
+}
+template <class A>
+using value_of = typename std::remove_cvref_t<A>::value_type;
+}  // namespace detail
+
+// ---- source stages -------------------------------------------------------------------------
+
+/// A pipeline source yielding value i of the uniform stream (seed, offset) in [low, high).
+template <class T>
+auto uniform(std::uint64_t seed, std::uint64_t offset = 0, T low = T(0), T high = T(1)) {
+  detail::check_range(low, high, "random::uniform");
+  return generate(uniform_distribution<T>{seed, offset, low, T(high - low)});
+}
+/// A pipeline source yielding value i of the normal stream (seed, offset).
+template <class T>
+auto normal(std::uint64_t seed, std::uint64_t offset = 0, T mean = T(0), T sd = T(1)) {
+  if (!(sd >= T(0))) throw invalid_argument("random::normal: the standard deviation must be >= 0");
+  return generate(normal_distribution<T>{seed, offset, mean, sd});
+}
+/// A pipeline source yielding point i of the unit square (see point_distribution).
+template <class T>
+auto uniform_points(std::uint64_t seed, std::uint64_t offset = 0) {
+  return generate(point_distribution<T>{uniform_distribution<T>{seed, 2 * offset, T(0), T(1)}});
+}
+
+// ---- fills into existing arrays (one kernel, no allocation) ----------------------------------
+
+/// a[i] = value i of the uniform stream (seed, offset) in [low, high). float or double arrays.
+/// @throws invalid_argument when low >= high.
+template <array_like A>
+void fill_uniform(A&& a, std::uint64_t seed, std::uint64_t offset = 0, detail::value_of<A> low = 0,
+                  detail::value_of<A> high = 1) {
+  uniform<detail::value_of<A>>(seed, offset, low, high)(a);
+}
+
+/// a[i] = value i of the normal stream (seed, offset). @throws invalid_argument when sd < 0.
+template <array_like A>
+void fill_normal(A&& a, std::uint64_t seed, std::uint64_t offset = 0, detail::value_of<A> mean = 0,
+                 detail::value_of<A> sd = 1) {
+  normal<detail::value_of<A>>(seed, offset, mean, sd)(a);
+}
+
+/// a[i] = an integer uniform in [low, high), int32 or uint32 arrays. @throws invalid_argument when
+/// low >= high.
+template <array_like A>
+void fill_integers(A&& a, std::uint64_t seed, std::uint64_t offset, detail::value_of<A> low,
+                   detail::value_of<A> high) {
+  using T = detail::value_of<A>;
+  detail::check_range(low, high, "random::fill_integers");
+  generate(integer_distribution<T>{seed, offset, low, std::uint32_t(std::int64_t(high) - std::int64_t(low))})(a);
+}
+
+/// a[i] = raw word i of the stream (seed, offset): Philox block (offset + i) / 4, word (offset + i) % 4.
+template <array_like A>
+void fill_bits(A&& a, std::uint64_t seed, std::uint64_t offset = 0) {
+  static_assert(std::is_same_v<detail::value_of<A>, std::uint32_t>, "fill_bits writes uint32_t arrays");
+  generate(bits_distribution{seed, offset})(a);
+}
+
+}  // namespace resident::random

@@ -1,0 +1,206 @@
+// Compiled by nvcc when the CUDA backend is in the build.
+#include <cmath>
+#include <numeric>
+
+#include "resident/random/random.hpp"
+#include "support.hpp"
+
+#if RESIDENT_HAVE_RANDOM123
+#include <Random123/philox.h>
+#endif
+
+namespace rs = resident;
+namespace rr = resident::random;
+using rs::test::backend;
+
+namespace {
+
+// Random123's published known-answer vectors for philox4x32_10 (kat_vectors).
+TEST(philox, known_answer_vectors) {
+  struct kat {
+    rr::words4 ctr;
+    std::uint32_t k0, k1;
+    rr::words4 out;
+  } kats[] = {
+      {{{0, 0, 0, 0}}, 0, 0, {{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}}},
+      {{{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}}, 0xffffffff, 0xffffffff,
+       {{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}}},
+      {{{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}}, 0xa4093822, 0x299f31d0,
+       {{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}}},
+  };
+  for (auto& k : kats) {
+    auto r = rr::philox4x32_10(k.ctr, k.k0, k.k1);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(r.w[i], k.out.w[i]) << "word " << i;
+  }
+}
+
+#if RESIDENT_HAVE_RANDOM123
+TEST(philox, matches_random123_on_random_counters) {
+  std::mt19937_64 g(rs::test::fresh_seed());
+  r123::Philox4x32_R<10> ref;
+  for (int t = 0; t < 10000; ++t) {
+    r123::Philox4x32_R<10>::ctr_type c = {{std::uint32_t(g()), std::uint32_t(g()), std::uint32_t(g()), std::uint32_t(g())}};
+    r123::Philox4x32_R<10>::key_type k = {{std::uint32_t(g()), std::uint32_t(g())}};
+    auto want = ref(c, k);
+    auto got = rr::philox4x32_10(rr::words4{{c[0], c[1], c[2], c[3]}}, k[0], k[1]);
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(got.w[i], want[i]);
+  }
+}
+#endif
+
+// Word p of stream `seed` as the documented layout defines it, computed on the host.
+std::uint32_t host_word(std::uint64_t seed, std::uint64_t p) { return rr::philox_block(seed, p / 4).w[p % 4]; }
+
+using rng = backend;
+
+TEST_P(rng, bits_follow_the_counter_layout_and_allocate_nothing) {
+  const std::uint64_t seed = rs::test::fresh_seed();
+  for (std::uint64_t offset : {0ull, 1ull, 6ull, (1ull << 40) + 3}) {
+    for (std::size_t n : {std::size_t(1), std::size_t(3), std::size_t(1000), std::size_t(100003)}) {
+      rs::array<std::uint32_t> a(n, dev);
+      auto before = rs::pool_stats(dev);
+      rs::scoped_ledger l(dev);
+      rr::fill_bits(a, seed, offset);
+      EXPECT_EQ(rs::pool_stats(dev).allocations, before.allocations) << "a fill allocated";
+      EXPECT_EQ(l.delta().kernels, 1u);
+      auto h = a.to_host();
+      for (std::size_t i = 0; i < n; ++i)
+        ASSERT_EQ(h[i], host_word(seed, offset + i)) << "i " << i << " offset " << offset;
+    }
+  }
+}
+
+TEST_P(rng, same_values_on_both_backends_and_any_launch_shape) {
+  const std::uint64_t seed = rs::test::fresh_seed();
+  const std::size_t n = 77777;
+  rs::array<float> a(n, dev), b(n, dev), c(n, rs::device::cpu());
+  rr::fill_uniform(a, seed, 5);
+  rr::uniform<float>(seed, 5).with_config({rs::dims(3), rs::dims(64)})(b);
+  rr::fill_uniform(c, seed, 5);
+  auto ha = a.to_host(), hb = b.to_host(), hc = c.to_host();
+  EXPECT_EQ(ha, hb) << "the launch shape changed the numbers";
+  EXPECT_EQ(ha, hc) << "CPU and " << dev.name() << " differ";
+  // A fill of [0, n) equals fills of [0, k) and [k, n) at offset k.
+  rs::array<float> d(n, dev);
+  rr::fill_uniform(d.slice(0, 1000), seed, 5);
+  rr::fill_uniform(d.slice(1000, n - 1000), seed, 1005);
+  EXPECT_EQ(d.to_host(), ha);
+  // Doubles and integers are identical across backends too.
+  rs::array<double> e(n, dev), f(n, rs::device::cpu());
+  rr::fill_uniform(e, seed, 0, -2.0, 3.0);
+  rr::fill_uniform(f, seed, 0, -2.0, 3.0);
+  EXPECT_EQ(e.to_host(), f.to_host());
+  rs::array<std::int32_t> g(n, dev), h(n, rs::device::cpu());
+  rr::fill_integers(g, seed, 9, -5, 1000003);
+  rr::fill_integers(h, seed, 9, -5, 1000003);
+  EXPECT_EQ(g.to_host(), h.to_host());
+  // Normals go through log, sin and cos, whose last bit may differ between the backends' libraries.
+  rs::array<float> m(n, dev), k(n, rs::device::cpu());
+  rr::fill_normal(m, seed, 3, 1.f, 2.f);
+  rr::fill_normal(k, seed, 3, 1.f, 2.f);
+  auto hm = m.to_host(), hk = k.to_host();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(hm[i], hk[i], 1e-5f * (1.f + std::abs(hk[i])));
+}
+
+TEST_P(rng, uniform_statistics) {
+  const std::size_t n = 1 << 22;
+  rs::array<float> a(n, dev);
+  rr::fill_uniform(a, 20261129, 0);
+  auto h = a.to_host();
+  double mean = 0, var = 0, corr = 0;
+  std::vector<std::uint64_t> buckets(100, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_GE(h[i], 0.f);
+    ASSERT_LT(h[i], 1.f);
+    mean += h[i];
+    buckets[std::size_t(h[i] * 100)]++;
+  }
+  mean /= double(n);
+  for (std::size_t i = 0; i < n; ++i) var += (h[i] - mean) * (h[i] - mean);
+  var /= double(n);
+  for (std::size_t i = 0; i + 1 < n; ++i) corr += (h[i] - mean) * (h[i + 1] - mean);
+  corr /= double(n - 1) * var;
+  double chi2 = 0, expect = double(n) / 100;
+  for (auto b : buckets) chi2 += (double(b) - expect) * (double(b) - expect) / expect;
+  const double sigma = std::sqrt(1.0 / 12 / double(n));
+  EXPECT_NEAR(mean, 0.5, 5 * sigma);
+  EXPECT_NEAR(var, 1.0 / 12, 0.002);
+  EXPECT_NEAR(corr, 0.0, 5 / std::sqrt(double(n))) << "neighbouring values correlate";
+  EXPECT_LT(chi2, 99 + 5 * std::sqrt(2 * 99.0)) << "99 degrees of freedom, 5 sigma";
+}
+
+TEST_P(rng, normal_and_integer_statistics) {
+  const std::size_t n = 1 << 21;
+  rs::array<double> z(n, dev);
+  rr::fill_normal(z, 42, 0, 3.0, 2.0);
+  auto hz = z.to_host();
+  double mean = std::accumulate(hz.begin(), hz.end(), 0.0) / double(n), var = 0;
+  for (double v : hz) var += (v - mean) * (v - mean);
+  var /= double(n);
+  EXPECT_NEAR(mean, 3.0, 5 * 2.0 / std::sqrt(double(n)));
+  EXPECT_NEAR(var, 4.0, 0.03);
+  rs::array<float> zf(n, dev);
+  rr::fill_normal(zf, 43, 0);
+  auto hf = zf.to_host();
+  double within1 = 0;
+  for (float v : hf) within1 += std::abs(v) < 1.f;
+  EXPECT_NEAR(within1 / double(n), 0.682689, 0.002);
+
+  // Range 7 does not divide 2^32: plain modulo would be biased; 5 sigma chi-square over 7 buckets.
+  rs::array<std::uint32_t> k(n, dev);
+  rr::fill_integers(k, 7, 0, 10u, 17u);
+  std::vector<double> counts(7, 0);
+  for (auto v : k.to_host()) {
+    ASSERT_GE(v, 10u);
+    ASSERT_LT(v, 17u);
+    counts[v - 10] += 1;
+  }
+  double chi2 = 0, e = double(n) / 7;
+  for (double c : counts) chi2 += (c - e) * (c - e) / e;
+  EXPECT_LT(chi2, 6 + 5 * std::sqrt(12.0));
+}
+
+TEST_P(rng, bad_parameters_are_typed_errors) {
+  rs::array<float> a(10, dev);
+  EXPECT_THROW(rr::fill_uniform(a, 1, 0, 1.f, 1.f), rs::invalid_argument);
+  EXPECT_THROW(rr::fill_normal(a, 1, 0, 0.f, -1.f), rs::invalid_argument);
+  rs::array<std::int32_t> b(10, dev);
+  EXPECT_THROW(rr::fill_integers(b, 1, 0, 5, 5), rs::invalid_argument);
+}
+
+TEST_P(rng, monte_carlo_pi_fused_equals_fill_then_reduce) {
+  const std::size_t n = 1 << 20;
+  const std::uint64_t seed = rs::test::fresh_seed();
+  auto inside = [] RESIDENT_HD(rr::point2<float> p) { return std::uint64_t(p.x * p.x + p.y * p.y <= 1.f); };
+  rs::scoped_ledger l(dev);
+  std::uint64_t fused = (rr::uniform_points<float>(seed) | rs::map(inside) | rs::reduce(rs::plus{}, std::uint64_t(0)))(
+      n, rs::default_stream(dev));
+  EXPECT_EQ(l.delta().kernels, 1u) << "generate -> map -> reduce must be one kernel";
+  // The same points written to memory first: pairs of the uniform stream.
+  rs::array<float> xy(2 * n, dev);
+  rr::fill_uniform(xy, seed);
+  auto h = xy.to_host();
+  std::uint64_t count = 0;
+  for (std::size_t i = 0; i < n; ++i) count += h[2 * i] * h[2 * i] + h[2 * i + 1] * h[2 * i + 1] <= 1.f;
+  EXPECT_EQ(fused, count);
+  EXPECT_NEAR(4.0 * double(fused) / double(n), 3.14159265, 0.01);
+}
+
+TEST_P(rng, proportionate_large_array_without_further_allocation) {
+  // The GPU run of this (60% of free memory) is `resident bench rng`; here a size that fits any machine.
+  const std::size_t n = std::size_t(16) << 20;
+  rs::array<float> a(n, dev);
+  auto before = rs::pool_stats(dev).allocations;
+  rr::fill_uniform(a, 11, 0, -1.f, 1.f);
+  (rs::map([] RESIDENT_HD(float v) { return v * v; }))(a);
+  rs::array<double> sum(1, dev);
+  (rs::map([] RESIDENT_HD(float v) { return double(v); }) | rs::reduce(rs::plus{}, 0.0))(a, sum);
+  double s = sum.to_host()[0];
+  EXPECT_NEAR(s / double(n), 1.0 / 3, 0.001);
+  // The reduction's scratch is the only pool traffic: no array was created.
+  EXPECT_LE(rs::pool_stats(dev).allocations, before + 1);
+}
+
+RESIDENT_BACKENDS(rng);
+
+}  // namespace

@@ -1,0 +1,15 @@
+#pragma once
+// Vendor libraries the benchmarks compare against (cuRAND). Implemented in vendor_cuda.cu in CUDA
+// builds; vendor_none.cpp says they are missing otherwise.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "resident/device/stream.hpp"
+
+namespace resident::cli {
+
+/// Median milliseconds of cuRAND's Philox4x32-10 generator filling n floats at p (device memory) on s.
+double curand_uniform_fill_ms(float* p, std::size_t n, std::uint64_t seed, stream_ref s, int reps);
+
+}  // namespace resident::cli
