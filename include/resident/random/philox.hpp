@@ -45,6 +45,12 @@ RESIDENT_HD inline words4 philox_block(std::uint64_t seed, std::uint64_t c, std:
                        std::uint32_t(seed >> 32));
 }
 
+/// Word `lane` of w without indexing the array at run time (a run-time index would move w from
+/// registers to local memory on the GPU).
+RESIDENT_HD inline std::uint32_t word(const words4& w, int lane) {
+  return lane == 0 ? w.w[0] : lane == 1 ? w.w[1] : lane == 2 ? w.w[2] : w.w[3];
+}
+
 /// A float in [0, 1) from the top 24 bits of a word (every value a multiple of 2^-24).
 RESIDENT_HD inline float unit_float(std::uint32_t w) { return float(w >> 8) * 0x1.0p-24f; }
 /// A double in [0, 1) from 53 bits of two words.

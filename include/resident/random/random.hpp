@@ -34,6 +34,17 @@ RESIDENT_HD resident::detail::values<typename D::value_type, V> block_values(con
   resident::detail::values<typename D::value_type, V> out;
   const std::uint64_t p = d.offset + i;
   std::uint64_t c = p / P;
+  if (p % P == 0) {
+    // Block-aligned: every lane is a compile-time constant once unrolled, so the words stay in registers.
+#pragma unroll
+    for (int b = 0; b < (V + P - 1) / P; ++b) {
+      const words4 w = philox_block(d.seed, c + std::uint64_t(b));
+#pragma unroll
+      for (int l = 0; l < P; ++l)
+        if (b * P + l < V) out.v[b * P + l] = d.from(w, l, c + std::uint64_t(b));
+    }
+    return out;
+  }
   int lane = int(p % P);
   words4 w = philox_block(d.seed, c);
 #pragma unroll
@@ -70,10 +81,11 @@ struct uniform_distribution {
   std::uint64_t seed, offset;
   T low, span;
   RESIDENT_HD T from(const words4& w, int lane, std::uint64_t) const {
+    // fma: one rounding on every backend (nvcc would contract low + span * u, g++ would not).
     if constexpr (sizeof(T) == 4)
-      return low + span * unit_float(w.w[lane]);
+      return fmaf(span, unit_float(word(w, lane)), low);
     else
-      return low + span * unit_double(w.w[2 * lane], w.w[2 * lane + 1]);
+      return fma(span, unit_double(word(w, 2 * lane), word(w, 2 * lane + 1)), low);
   }
   RESIDENT_HD T operator()(std::size_t i) const { return detail::one_value(*this, i); }
   template <int V>
@@ -94,19 +106,19 @@ struct normal_distribution {
   RESIDENT_HD T from(const words4& w, int lane, std::uint64_t) const {
     if constexpr (sizeof(T) == 4) {
       const int j = lane & ~1;
-      const float u1 = (float(w.w[j] >> 8) + 1.f) * 0x1.0p-24f;  // (0, 1]: the log stays finite
-      const float u2 = unit_float(w.w[j + 1]);
+      const float u1 = (float(word(w, j) >> 8) + 1.f) * 0x1.0p-24f;  // (0, 1]: the log stays finite
+      const float u2 = unit_float(word(w, j + 1));
       const float r = sqrtf(-2.f * logf(u1));
       const float t = 6.28318530718f * u2;
       const float z = (lane & 1) ? r * sinf(t) : r * cosf(t);
-      return mean + sd * z;
+      return fmaf(sd, z, mean);
     } else {
       const double u1 = 1.0 - unit_double(w.w[0], w.w[1]);  // (0, 1]
       const double u2 = unit_double(w.w[2], w.w[3]);
       const double r = sqrt(-2.0 * log(u1));
       const double t = 6.283185307179586 * u2;
       const double z = lane ? r * sin(t) : r * cos(t);
-      return mean + sd * z;
+      return fma(sd, z, mean);
     }
   }
   RESIDENT_HD T operator()(std::size_t i) const { return detail::one_value(*this, i); }
@@ -129,13 +141,13 @@ struct integer_distribution {
   T low;
   std::uint32_t range;  ///< high - low, >= 1
   RESIDENT_HD T from(const words4& w, int lane, std::uint64_t c) const {
-    std::uint32_t x = w.w[lane];
+    std::uint32_t x = word(w, lane);
     std::uint64_t m = std::uint64_t(x) * range;
     std::uint32_t l = std::uint32_t(m);
     if (l < range) {
       const std::uint32_t threshold = std::uint32_t(-range) % range;
       for (std::uint32_t attempt = 1; l < threshold; ++attempt) {
-        x = philox_block(seed, c, attempt).w[lane];
+        x = word(philox_block(seed, c, attempt), lane);
         m = std::uint64_t(x) * range;
         l = std::uint32_t(m);
       }
@@ -154,7 +166,7 @@ struct bits_distribution {
   using value_type = std::uint32_t;
   static constexpr int per_block = 4;
   std::uint64_t seed, offset;
-  RESIDENT_HD std::uint32_t from(const words4& w, int lane, std::uint64_t) const { return w.w[lane]; }
+  RESIDENT_HD std::uint32_t from(const words4& w, int lane, std::uint64_t) const { return word(w, lane); }
   RESIDENT_HD std::uint32_t operator()(std::size_t i) const { return detail::one_value(*this, i); }
   template <int V>
   RESIDENT_HD auto block(std::size_t i) const {
