@@ -10,6 +10,7 @@
 #include "resident/error.hpp"
 #include "resident/launch/config.hpp"
 #include "resident/launch/launch.hpp"
+#include "resident/linalg/matmul.hpp"
 #include "resident/memory/array.hpp"
 #include "resident/memory/ledger.hpp"
 #include "resident/memory/pinned.hpp"

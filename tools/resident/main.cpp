@@ -55,6 +55,14 @@ int main(int argc, char** argv) {
   common(bf, "unused");
   auto* br = b->add_subcommand("rng", "Fill rate vs cuRAND, Monte-Carlo pi fused vs fill-then-reduce, a 60%-of-memory array");
   common(br, "unused");
+  std::vector<std::string> algos;
+  auto* bm = b->add_subcommand("matmul", "The matrix-multiply ladder: every algorithm per size, TFLOP/s, ratio to the vendor");
+  common(bm, "matrix sizes n (default 512,1024,2048,4096,8192 on a GPU; 128..1024 on the CPU)");
+  bm->add_option("--algos", algos, "naive,blocked,shared,tuned,vendor,vendor_tf32 (default: all for the device)")
+      ->delimiter(',');
+  bm->add_option("--plot", bo.plot, "Draw TFLOP/s per size into FILE.png (needs gnuplot)");
+  bm->add_option("--from", bo.from, "Plot an earlier --json output instead of measuring (with --plot)")
+      ->check(CLI::ExistingFile);
 
   try {
     app.parse(argc, argv);
@@ -68,6 +76,7 @@ int main(int argc, char** argv) {
     if (*bs) return cli::run_bench_small(bo);
     if (*bf) return cli::run_bench_foundation(bo);
     if (*br) return cli::run_bench_rng(bo);
+    if (*bm) return cli::run_bench_matmul(bo, algos);
   } catch (const resident::error& e) {
     std::cerr << "resident: error: " << e.what() << "\n";
     return 1;

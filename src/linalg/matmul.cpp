@@ -1,0 +1,177 @@
+// The matmul front door and the CPU algorithms (host compiler, OpenMP, OpenBLAS).
+#include "resident/linalg/matmul.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "resident/memory/ledger.hpp"
+
+namespace resident {
+
+std::string to_string(matmul_algo a) {
+  switch (a) {
+    case matmul_algo::automatic: return "auto";
+    case matmul_algo::naive: return "naive";
+    case matmul_algo::blocked: return "blocked";
+    case matmul_algo::shared: return "shared";
+    case matmul_algo::tuned: return "tuned";
+    case matmul_algo::vendor: return "vendor";
+    case matmul_algo::vendor_tf32: return "vendor_tf32";
+  }
+  return "?";
+}
+
+matmul_algo parse_matmul_algo(const std::string& s) {
+  for (auto a : {matmul_algo::automatic, matmul_algo::naive, matmul_algo::blocked, matmul_algo::shared,
+                 matmul_algo::tuned, matmul_algo::vendor, matmul_algo::vendor_tf32})
+    if (to_string(a) == s) return a;
+  throw invalid_argument("unknown matmul algorithm '" + s +
+                         "': use auto, naive, blocked, shared, tuned, vendor or vendor_tf32");
+}
+
+bool matmul_supported(matmul_algo a, device d, std::size_t es) {
+  if (a == matmul_algo::automatic || a == matmul_algo::vendor) return true;
+  if (d.is_cpu()) return a == matmul_algo::naive || a == matmul_algo::blocked;
+  if (a == matmul_algo::blocked) return false;
+  return es == 4;  // naive, shared, tuned, vendor_tf32: float
+}
+
+namespace detail {
+namespace {
+
+bool overlaps(const void* a, std::size_t na, const void* b, std::size_t nb) {
+  auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+  return na && nb && x < y + nb && y < x + na;
+}
+
+template <class T>
+void cpu_naive(const gemm_args& g) {
+  const T* A = static_cast<const T*>(g.a);
+  const T* B = static_cast<const T*>(g.b);
+  T* C = static_cast<T*>(g.c);
+  const T alpha = T(g.alpha), beta = T(g.beta);
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < long(g.m); ++i)
+    for (std::size_t j = 0; j < g.n; ++j) {
+      T s = 0;
+      for (std::size_t p = 0; p < g.k; ++p) s += A[std::size_t(i) * g.lda + p] * B[p * g.ldb + j];
+      T& c = C[std::size_t(i) * g.ldc + j];
+      c = beta == T(0) ? alpha * s : alpha * s + beta * c;
+    }
+}
+
+// Cache-blocked: each thread owns MC rows of C at a time; KC x NC panels of B stay in cache while the
+// inner register tile (4 rows x NR columns) accumulates with vectorized FMAs.
+template <class T>
+void cpu_blocked(const gemm_args& g) {
+  constexpr std::size_t MC = 64, KC = 256, NC = 512, MR = 4, NR = 64 / sizeof(T) * 2;  // NR: 32 floats, 16 doubles
+  const T* A = static_cast<const T*>(g.a);
+  const T* B = static_cast<const T*>(g.b);
+  T* C = static_cast<T*>(g.c);
+  const T alpha = T(g.alpha), beta = T(g.beta);
+  const std::size_t m = g.m, n = g.n, k = g.k;
+  // C = beta * C first, so the blocks below only accumulate alpha * A * B.
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < long(m); ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      T& c = C[std::size_t(i) * g.ldc + j];
+      c = beta == T(0) ? T(0) : beta * c;
+    }
+  const long row_blocks = long((m + MC - 1) / MC);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (long rb = 0; rb < row_blocks; ++rb) {
+    const std::size_t i0 = std::size_t(rb) * MC, i1 = std::min(m, i0 + MC);
+    for (std::size_t p0 = 0; p0 < k; p0 += KC) {
+      const std::size_t p1 = std::min(k, p0 + KC);
+      for (std::size_t j0 = 0; j0 < n; j0 += NC) {
+        const std::size_t j1 = std::min(n, j0 + NC);
+        for (std::size_t i = i0; i < i1; i += MR) {
+          const std::size_t mr = std::min(MR, i1 - i);
+          for (std::size_t j = j0; j < j1; j += NR) {
+            const std::size_t nr = std::min(NR, j1 - j);
+            T acc[MR][NR] = {};
+            if (mr == MR && nr == NR) {
+              for (std::size_t p = p0; p < p1; ++p) {
+                const T* b = B + p * g.ldb + j;
+                const T a0 = A[i * g.lda + p], a1 = A[(i + 1) * g.lda + p];
+                const T a2 = A[(i + 2) * g.lda + p], a3 = A[(i + 3) * g.lda + p];
+#pragma omp simd
+                for (std::size_t q = 0; q < NR; ++q) {
+                  acc[0][q] += a0 * b[q];
+                  acc[1][q] += a1 * b[q];
+                  acc[2][q] += a2 * b[q];
+                  acc[3][q] += a3 * b[q];
+                }
+              }
+            } else {
+              for (std::size_t p = p0; p < p1; ++p)
+                for (std::size_t r = 0; r < mr; ++r) {
+                  const T a = A[(i + r) * g.lda + p];
+                  for (std::size_t q = 0; q < nr; ++q) acc[r][q] += a * B[p * g.ldb + j + q];
+                }
+            }
+            for (std::size_t r = 0; r < mr; ++r)
+              for (std::size_t q = 0; q < nr; ++q) C[(i + r) * g.ldc + j + q] += alpha * acc[r][q];
+          }
+        }
+      }
+    }
+  }
+}
+
+void cpu_vendor(const gemm_args& g) {
+  const int m = int(g.m), n = int(g.n), k = int(g.k);
+  if (g.element_size == 4)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, float(g.alpha), static_cast<const float*>(g.a),
+                int(g.lda), static_cast<const float*>(g.b), int(g.ldb), float(g.beta), static_cast<float*>(g.c),
+                int(g.ldc));
+  else
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, g.alpha, static_cast<const double*>(g.a),
+                int(g.lda), static_cast<const double*>(g.b), int(g.ldb), g.beta, static_cast<double*>(g.c),
+                int(g.ldc));
+}
+
+}  // namespace
+
+void check_matmul(std::size_t am, std::size_t ak, std::size_t bk, std::size_t bn, std::size_t cm, std::size_t cn,
+                  const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes, const void* c,
+                  std::size_t c_bytes, device da, device db, device dc) {
+  auto dims = [](std::size_t r, std::size_t c) { return std::to_string(r) + " x " + std::to_string(c); };
+  if (ak != bk)
+    throw shape_mismatch("matmul: A is " + dims(am, ak) + " and B is " + dims(bk, bn) +
+                         ": A's columns must equal B's rows");
+  if (cm != am || cn != bn)
+    throw shape_mismatch("matmul: C is " + dims(cm, cn) + " but A * B is " + dims(am, bn));
+  if (!(da == dc) || !(db == dc))
+    throw device_mismatch("matmul: A on " + da.name() + ", B on " + db.name() + ", C on " + dc.name() +
+                          "; all three must be on one device");
+  if (overlaps(c, c_bytes, a, a_bytes) || overlaps(c, c_bytes, b, b_bytes))
+    throw invalid_argument("matmul: C overlaps A or B; write the product into a separate array");
+}
+
+void matmul(const gemm_args& g, matmul_algo algo) {
+  const device d = g.stream.device();
+  if (algo == matmul_algo::automatic) algo = matmul_algo::vendor;
+  if (!matmul_supported(algo, d, g.element_size))
+    throw invalid_argument("matmul: algorithm '" + to_string(algo) + "' does not run on " + d.name() + " for " +
+                           (g.element_size == 4 ? "float" : "double") +
+                           (d.is_cpu() ? "; the CPU offers naive, blocked and vendor"
+                                       : "; the GPU offers naive, shared, tuned, vendor_tf32 (float) and vendor"));
+  if (g.m == 0 || g.n == 0) return;
+  if (d.is_cuda()) {
+    matmul_cuda(g, algo);
+    return;
+  }
+  if (algo == matmul_algo::vendor)
+    cpu_vendor(g);
+  else if (g.element_size == 4)
+    algo == matmul_algo::naive ? cpu_naive<float>(g) : cpu_blocked<float>(g);
+  else
+    algo == matmul_algo::naive ? cpu_naive<double>(g) : cpu_blocked<double>(g);
+  record_kernel(d);
+}
+
+}  // namespace detail
+}  // namespace resident

@@ -1,0 +1,113 @@
+#include <tuple>
+
+#include "resident/linalg/matmul.hpp"
+#include "support.hpp"
+
+namespace rs = resident;
+using rs::test::backend;
+
+namespace {
+
+// ||C - (alpha A B + beta C0)|| / ||ref|| with the reference in double, over OpenMP threads.
+template <class T>
+double gemm_error(const std::vector<T>& a, const std::vector<T>& b, const std::vector<T>& c0, const std::vector<T>& c,
+                  std::size_t m, std::size_t n, std::size_t k, double alpha, double beta) {
+  double num = 0, den = 0;
+#pragma omp parallel for reduction(+ : num, den)
+  for (long i = 0; i < long(m); ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (std::size_t p = 0; p < k; ++p) s += double(a[std::size_t(i) * k + p]) * double(b[p * n + j]);
+      const double ref = alpha * s + beta * double(c0[std::size_t(i) * n + j]);
+      const double got = double(c[std::size_t(i) * n + j]);
+      if (!std::isfinite(got)) num += INFINITY;
+      num += (got - ref) * (got - ref);
+      den += ref * ref;
+    }
+  return std::sqrt(num / (den > 0 ? den : 1));
+}
+
+double tolerance(rs::matmul_algo a, std::size_t es) {
+  if (a == rs::matmul_algo::vendor_tf32) return 5e-3;
+  return es == 4 ? 2e-5 : 1e-12;
+}
+
+template <class T>
+void check_algo(rs::device dev, rs::matmul_algo algo, std::size_t m, std::size_t k, std::size_t n, double alpha,
+                double beta) {
+  auto seed = rs::test::fresh_seed();
+  SCOPED_TRACE(rs::to_string(algo) + " " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) +
+               " seed " + std::to_string(seed));
+  auto ha = rs::test::random_vector<T>(m * k, seed);
+  auto hb = rs::test::random_vector<T>(k * n, seed + 1);
+  auto hc = rs::test::random_vector<T>(m * n, seed + 2);
+  if (beta == 0) std::fill(hc.begin(), hc.end(), rs::test::poison<T>());  // must be overwritten, not read
+  auto A = rs::to_device(std::span<const T>(ha), m, k, dev);
+  auto B = rs::to_device(std::span<const T>(hb), k, n, dev);
+  auto C = rs::to_device(std::span<const T>(hc), m, n, dev);
+  rs::matmul(A, B, C, algo, T(alpha), T(beta));
+  auto got = C.to_host();
+  EXPECT_LT(gemm_error(ha, hb, hc, got, m, k == 0 ? n : n, k, alpha, beta == 0 ? 0.0 : beta), tolerance(algo, sizeof(T)));
+}
+
+using matmuls = backend;
+
+std::vector<rs::matmul_algo> float_algos(rs::device d) {
+  if (d.is_cpu()) return {rs::matmul_algo::naive, rs::matmul_algo::blocked, rs::matmul_algo::vendor};
+  return {rs::matmul_algo::naive, rs::matmul_algo::shared, rs::matmul_algo::tuned, rs::matmul_algo::vendor,
+          rs::matmul_algo::vendor_tf32};
+}
+
+TEST_P(matmuls, every_algorithm_on_awkward_shapes) {
+  const std::tuple<std::size_t, std::size_t, std::size_t> shapes[] = {
+      {1, 1, 1}, {1, 37, 1}, {1, 64, 200}, {300, 64, 1}, {127, 255, 63}, {129, 8, 131}, {64, 1, 64}};
+  for (auto algo : float_algos(dev))
+    for (auto [m, k, n] : shapes) check_algo<float>(dev, algo, m, k, n, 1.0, 0.0);
+}
+
+TEST_P(matmuls, large_odd_shape_with_alpha_and_beta) {
+  for (auto algo : float_algos(dev)) {
+    if (algo == rs::matmul_algo::naive && dev.is_cpu() && rs::debug_checks) continue;  // minutes under ASan
+    check_algo<float>(dev, algo, 1000, 777, 1234, 0.5, -2.0);
+  }
+}
+
+TEST_P(matmuls, double_precision) {
+  std::vector<rs::matmul_algo> algos{rs::matmul_algo::vendor};
+  if (dev.is_cpu()) algos = {rs::matmul_algo::naive, rs::matmul_algo::blocked, rs::matmul_algo::vendor};
+  for (auto algo : algos) {
+    check_algo<double>(dev, algo, 127, 255, 63, 1.0, 0.0);
+    check_algo<double>(dev, algo, 70, 33, 90, -1.5, 0.25);
+  }
+}
+
+TEST_P(matmuls, zero_inner_dimension_scales_c) {
+  for (auto algo : float_algos(dev)) check_algo<float>(dev, algo, 5, 0, 7, 1.0, 3.0);
+}
+
+TEST_P(matmuls, bad_inputs_are_typed_errors) {
+  rs::array2d<float> A(4, 5, dev), B(6, 3, dev), C(4, 3, dev), B2(5, 3, dev), C2(4, 4, dev);
+  EXPECT_THROW(rs::matmul(A, B, C), rs::shape_mismatch);
+  EXPECT_THROW(rs::matmul(A, B2, C2), rs::shape_mismatch);
+  try {
+    rs::matmul(A, B, C);
+  } catch (const rs::shape_mismatch& e) {
+    EXPECT_NE(std::string(e.what()).find("A is 4 x 5 and B is 6 x 3"), std::string::npos) << e.what();
+  }
+  rs::array2d<float> S(5, 5, dev);
+  EXPECT_THROW(rs::matmul(S, S, S), rs::invalid_argument) << "C aliasing A and B";
+  if (dev.is_cuda()) {
+    rs::array2d<float> host_b(5, 3, rs::device::cpu());
+    EXPECT_THROW(rs::matmul(A, host_b, C), rs::device_mismatch);
+    rs::array2d<double> Ad(4, 5, dev), Bd(5, 3, dev), Cd(4, 3, dev);
+    EXPECT_THROW(rs::matmul(Ad, Bd, Cd, rs::matmul_algo::tuned), rs::invalid_argument);
+  } else {
+    EXPECT_THROW(rs::matmul(A, B2, C, rs::matmul_algo::tuned), rs::invalid_argument);
+  }
+  EXPECT_THROW(rs::parse_matmul_algo("fastest"), rs::invalid_argument);
+  EXPECT_EQ(rs::parse_matmul_algo("vendor_tf32"), rs::matmul_algo::vendor_tf32);
+}
+
+RESIDENT_BACKENDS(matmuls);
+
+}  // namespace
