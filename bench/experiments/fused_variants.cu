@@ -100,6 +100,17 @@ __global__ void prefetch(const float4* x, float4* y, std::size_t n4) {
   }
 }
 
+// Philox fill written by hand: one block of four words per thread per float4, for comparison with the
+// library's generate path.
+__global__ void philox_fill(float4* y, std::size_t n4, std::uint64_t seed) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n4; j += stride) {
+    const rs::random::words4 w = rs::random::philox_block(seed, j);
+    y[j] = make_float4(rs::random::unit_float(w.w[0]), rs::random::unit_float(w.w[1]), rs::random::unit_float(w.w[2]),
+                       rs::random::unit_float(w.w[3]));
+  }
+}
+
 struct timer {
   cudaEvent_t a, b;
   timer() {
@@ -210,6 +221,21 @@ int main(int argc, char** argv) {
     run_kernel(prefetch<4>, 4, "prefetch U4, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
     run_kernel(prefetch<4>, 4, "prefetch U4, block 512 x 1/SM", x, y, n4, 512, -1, mc, tm, hx, hy);
     run_kernel(prefetch<2>, 2, "prefetch U2, block 512 x 1/SM", x, y, n4, 512, -1, mc, tm, hx, hy);
+    {
+      rs::array<float> ay(n, rs::device::cuda(0));
+      double lib = tm.median_ms([&] { rs::random::fill_uniform(ay, 7); });
+      std::printf("  %-34s                              %.4f ms  %.0f GB/s written\n", "random::fill_uniform (library)",
+                  lib, n * 4 / (lib * 1e-3) / 1e9);
+      for (int block : {256, 1024}) {
+        int per_sm = 0, sms = 0;
+        CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, philox_fill, block, 0));
+        CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+        unsigned grid = unsigned(per_sm * sms);
+        double ms = tm.median_ms([&] { philox_fill<<<grid, block>>>(y, n4, 7); });
+        std::printf("  philox fill by hand, block %4d grid %5u          %.4f ms  %.0f GB/s written\n", block, grid, ms,
+                    n * 4 / (ms * 1e-3) / 1e9);
+      }
+    }
     CHECK(cudaFree(x));
     CHECK(cudaFree(y));
   }

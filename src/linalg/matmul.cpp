@@ -123,13 +123,14 @@ void cpu_blocked(const gemm_args& g) {
 
 void cpu_vendor(const gemm_args& g) {
   const int m = int(g.m), n = int(g.n), k = int(g.k);
+  const int lda = std::max(1, int(g.lda)), ldb = std::max(1, int(g.ldb));  // BLAS asks for >= 1
   if (g.element_size == 4)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, float(g.alpha), static_cast<const float*>(g.a),
-                int(g.lda), static_cast<const float*>(g.b), int(g.ldb), float(g.beta), static_cast<float*>(g.c),
+                lda, static_cast<const float*>(g.b), ldb, float(g.beta), static_cast<float*>(g.c),
                 int(g.ldc));
   else
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, g.alpha, static_cast<const double*>(g.a),
-                int(g.lda), static_cast<const double*>(g.b), int(g.ldb), g.beta, static_cast<double*>(g.c),
+                lda, static_cast<const double*>(g.b), ldb, g.beta, static_cast<double*>(g.c),
                 int(g.ldc));
 }
 

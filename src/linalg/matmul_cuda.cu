@@ -2,6 +2,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
 #include <mutex>
 
@@ -145,16 +146,26 @@ __global__ void __launch_bounds__(256) tuned_kernel(gemm_f32 g) {
   }
 }
 
+// One cuBLAS handle per device, created on first use and destroyed at exit (before the CUDA runtime
+// tears down: the table is built after the runtime started).
+struct cublas_handles {
+  std::array<cublasHandle_t, 64> h{};
+  std::mutex m;
+  ~cublas_handles() {
+    for (auto x : h)
+      if (x) cublasDestroy(x);
+  }
+};
+
 cublasHandle_t handle_of(int dev) {
-  static std::array<cublasHandle_t, 64> handles{};
-  static std::mutex m;
-  std::lock_guard lock(m);
-  if (!handles[dev]) {
+  static cublas_handles handles;
+  std::lock_guard lock(handles.m);
+  if (!handles.h[dev]) {
     cuda::set_device(dev);
-    if (cublasCreate(&handles[dev]) != CUBLAS_STATUS_SUCCESS)
+    if (cublasCreate(&handles.h[dev]) != CUBLAS_STATUS_SUCCESS)
       throw cuda_error(0, "CUBLAS_STATUS", "cublasCreate failed on cuda:" + std::to_string(dev));
   }
-  return handles[dev];
+  return handles.h[dev];
 }
 
 void cublas_try(cublasStatus_t st, const char* what) {
@@ -166,16 +177,18 @@ void vendor(const gemm_args& a, bool tf32) {
   cublasHandle_t h = handle_of(a.stream.device().index());
   cublas_try(cublasSetStream(h, a.stream.native()), "cublasSetStream");
   cublas_try(cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
-  // Row-major C = A B is column-major C^T = B^T A^T: pass B first, dimensions swapped.
+  // Row-major C = A B is column-major C^T = B^T A^T: pass B first, dimensions swapped. Leading
+  // dimensions of empty operands (k = 0) are 0 here; BLAS asks for at least 1.
   const int m = int(a.m), n = int(a.n), k = int(a.k);
+  const int lda = std::max(1, int(a.lda)), ldb = std::max(1, int(a.ldb));
   if (a.element_size == 4) {
     const float alpha = float(a.alpha), beta = float(a.beta);
-    cublas_try(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, static_cast<const float*>(a.b), int(a.ldb),
-                           static_cast<const float*>(a.a), int(a.lda), &beta, static_cast<float*>(a.c), int(a.ldc)),
+    cublas_try(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, static_cast<const float*>(a.b), ldb,
+                           static_cast<const float*>(a.a), lda, &beta, static_cast<float*>(a.c), int(a.ldc)),
                "cublasSgemm");
   } else {
     cublas_try(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &a.alpha, static_cast<const double*>(a.b),
-                           int(a.ldb), static_cast<const double*>(a.a), int(a.lda), &a.beta,
+                           ldb, static_cast<const double*>(a.a), lda, &a.beta,
                            static_cast<double*>(a.c), int(a.ldc)),
                "cublasDgemm");
   }

@@ -171,7 +171,9 @@ TEST_P(rng, bad_parameters_are_typed_errors) {
 TEST_P(rng, monte_carlo_pi_fused_equals_fill_then_reduce) {
   const std::size_t n = 1 << 20;
   const std::uint64_t seed = rs::test::fresh_seed();
-  auto inside = [] RESIDENT_HD(rr::point2<float> p) { return std::uint64_t(p.x * p.x + p.y * p.y <= 1.f); };
+  // fmaf on both sides: nvcc would contract x * x + y * y into an fma, g++ would not, and a point on
+  // the edge could then count on one side only.
+  auto inside = [] RESIDENT_HD(rr::point2<float> p) { return std::uint64_t(fmaf(p.x, p.x, p.y * p.y) <= 1.f); };
   rs::scoped_ledger l(dev);
   std::uint64_t fused = (rr::uniform_points<float>(seed) | rs::map(inside) | rs::reduce(rs::plus{}, std::uint64_t(0)))(
       n, rs::default_stream(dev));
@@ -181,7 +183,7 @@ TEST_P(rng, monte_carlo_pi_fused_equals_fill_then_reduce) {
   rr::fill_uniform(xy, seed);
   auto h = xy.to_host();
   std::uint64_t count = 0;
-  for (std::size_t i = 0; i < n; ++i) count += h[2 * i] * h[2 * i] + h[2 * i + 1] * h[2 * i + 1] <= 1.f;
+  for (std::size_t i = 0; i < n; ++i) count += std::fma(h[2 * i], h[2 * i], h[2 * i + 1] * h[2 * i + 1]) <= 1.f;
   EXPECT_EQ(fused, count);
   EXPECT_NEAR(4.0 * double(fused) / double(n), 3.14159265, 0.01);
 }
