@@ -77,13 +77,16 @@ template <class T>
 struct uniform_distribution {
   static_assert(detail::is_real<T>, "uniform_distribution<T>: T is float or double");
   using value_type = T;
+  using block_generator = void;
   static constexpr int per_block = sizeof(T) == 4 ? 4 : 2;
   std::uint64_t seed, offset;
   T low, span;
   RESIDENT_HD T from(const words4& w, int lane, std::uint64_t) const {
-    // fma: one rounding on every backend (nvcc would contract low + span * u, g++ would not).
+    // The same bits on every backend, whether or not the compiler contracts a * b + c into an fma:
+    // float: span * u is exact in double (24 x 24 bits), so one rounding happens either way;
+    // double: an explicit fma.
     if constexpr (sizeof(T) == 4)
-      return fmaf(span, unit_float(word(w, lane)), low);
+      return float(double(low) + double(span) * double(unit_float(word(w, lane))));
     else
       return fma(span, unit_double(word(w, 2 * lane), word(w, 2 * lane + 1)), low);
   }
@@ -100,6 +103,7 @@ template <class T>
 struct normal_distribution {
   static_assert(detail::is_real<T>, "normal_distribution<T>: T is float or double");
   using value_type = T;
+  using block_generator = void;
   static constexpr int per_block = sizeof(T) == 4 ? 4 : 2;
   std::uint64_t seed, offset;
   T mean, sd;
@@ -111,14 +115,14 @@ struct normal_distribution {
       const float r = sqrtf(-2.f * logf(u1));
       const float t = 6.28318530718f * u2;
       const float z = (lane & 1) ? r * sinf(t) : r * cosf(t);
-      return fmaf(sd, z, mean);
+      return mean + sd * z;
     } else {
       const double u1 = 1.0 - unit_double(w.w[0], w.w[1]);  // (0, 1]
       const double u2 = unit_double(w.w[2], w.w[3]);
       const double r = sqrt(-2.0 * log(u1));
       const double t = 6.283185307179586 * u2;
       const double z = lane ? r * sin(t) : r * cos(t);
-      return fma(sd, z, mean);
+      return mean + sd * z;
     }
   }
   RESIDENT_HD T operator()(std::size_t i) const { return detail::one_value(*this, i); }
@@ -136,6 +140,7 @@ struct integer_distribution {
   static_assert(std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t>,
                 "integer_distribution<T>: T is int32_t or uint32_t");
   using value_type = T;
+  using block_generator = void;
   static constexpr int per_block = 4;
   std::uint64_t seed, offset;
   T low;
@@ -164,6 +169,7 @@ struct integer_distribution {
 /// The raw 32-bit words.
 struct bits_distribution {
   using value_type = std::uint32_t;
+  using block_generator = void;
   static constexpr int per_block = 4;
   std::uint64_t seed, offset;
   RESIDENT_HD std::uint32_t from(const words4& w, int lane, std::uint64_t) const { return word(w, lane); }
@@ -184,6 +190,7 @@ struct point2 {
 /// fill_uniform writes, taken in pairs.
 template <class T>
 struct point_distribution {
+  using block_generator = void;
   uniform_distribution<T> u;  ///< its offset is even, so a point's two values share a Philox block
   RESIDENT_HD point2<T> operator()(std::size_t i) const {
     const std::uint64_t p = u.offset + 2 * i;

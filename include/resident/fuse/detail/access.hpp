@@ -129,8 +129,15 @@ struct values {
   R v[V];
 };
 
-/// Makes each element from its index: nothing is read from memory. A generator may offer
-/// block<V>(i) -> values<R, V> to make V values at once (a counter-based RNG makes four per call).
+/// A generator that declares `using block_generator = void;` offers block<V>(i) -> values<R, V>, making
+/// V values at once (a counter-based RNG makes four per call). (A tag rather than a requires-expression:
+/// the check must come out the same in nvcc's device pass.)
+template <class G, class = void>
+inline constexpr bool makes_blocks = false;
+template <class G>
+inline constexpr bool makes_blocks<G, std::void_t<typename G::block_generator>> = true;
+
+/// Makes each element from its index: nothing is read from memory.
 template <class G>
 struct generate_loader {
   G g;
@@ -139,7 +146,7 @@ struct generate_loader {
   using raw = values<R, V>;
   template <int V>
   RESIDENT_HD raw<V> load(std::size_t i) const {
-    if constexpr (requires(const G& gen) { gen.template block<V>(std::size_t(0)); }) {
+    if constexpr (makes_blocks<G>) {
       return g.template block<V>(i);
     } else {
       raw<V> r;

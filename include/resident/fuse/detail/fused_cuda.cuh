@@ -138,10 +138,17 @@ launch_config fused_config(std::size_t items, const std::optional<launch_config>
   return wave_config(spread, items, 1);
 }
 
+template <class L>
+inline constexpr bool reads_memory = true;
+template <class G>
+inline constexpr bool reads_memory<generate_loader<G>> = false;
+
 template <int V, class L, class Fn, class W>
 void run_map_cuda(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t n, vector_plan plan,
                   const std::optional<launch_config>& cfg) {
-  constexpr int U = fused_unroll;
+  // Several vectors in flight per thread hide memory latency; a generator reads nothing, and unrolling
+  // its arithmetic only costs registers.
+  constexpr int U = reads_memory<L> ? fused_unroll : 1;
   if (plan.vectorized && V > 1) {
     constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
     launch_config c = fused_config<k>(plan.vectors, cfg, s.device(), U);
