@@ -48,6 +48,32 @@ def main(d):
         raw = f.get("cudaMalloc + cudaFree, 1 MiB")
         if raw is not None:
             row("cudaMalloc + cudaFree, 1 MiB (same run)", f"{raw:.2f} us", "", None)
+    rng = load(d, "rng.json")
+    if rng:
+        f = {r["measure"]: r["median"] for r in rng["rows"]}
+        v = f.get("fill_uniform / cuRAND rate")
+        if v is not None:
+            row("fill_uniform float32 / cuRAND Philox rate", f"{v:.3f}", ">= 1.0", v >= 1.0)
+        v = f.get("fill-then-reduce / fused time")
+        if v is not None:
+            row("Monte-Carlo pi: fill-then-reduce / fused", f"{v:.2f}", ">= 2", v >= 2.0)
+    mm = load(d, "matmul.json")
+    if mm:
+        for r in mm["rows"]:
+            if r["n"] in (4096, 8192) and r["algo"] == "tuned":
+                row(f"matmul tuned / cuBLAS FP32, n={r['n']:.0f}", f"{r['over_vendor']:.3f}", ">= 0.90", r["over_vendor"] >= 0.9)
+            if r["n"] == 4096 and r["algo"] in ("naive", "shared"):
+                tgt = 5.0 if r["algo"] == "naive" else 8.0
+                row(f"matmul {r['algo']} n=4096", f"{r['tflops']:.2f} TFLOP/s", f">= {tgt:.0f}", r["tflops"] >= tgt)
+    fl = load(d, "flow.json")
+    if fl:
+        f = {r["measure"]: r["median"] for r in fl["rows"]}
+        v = f.get("concurrent / serialized")
+        if v is not None:
+            row("flow: 4 independent stages, concurrent / serialized", f"{v:.3f}", "<= 0.4", v <= 0.4)
+        v = f.get("8-stage chain, graph replay, per stage")
+        if v is not None:
+            row("flow: 8-stage chain replayed, per stage", f"{v:.2f} us", "<= 1.0 us", v <= 1.0)
     peers = load(d, "peers.json")
     if peers:
         for r in peers["rows"]:

@@ -62,6 +62,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   step bench-foundation "$cli" bench foundation --json "$logs/foundation.json"
   step bench-rng "$cli" bench rng --json "$logs/rng.json"
   step bench-matmul "$cli" bench matmul --json "$logs/matmul.json"
+  step bench-flow "$cli" bench flow --json "$logs/flow.json"
   if [ "${SKIP_PEERS:-0}" != 1 ]; then
     step peers env PYTHONUNBUFFERED=1 python3 bench/peers/peers.py --json "$logs/peers.json"
   fi

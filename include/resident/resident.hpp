@@ -8,6 +8,7 @@
 #include "resident/device/graph.hpp"
 #include "resident/device/stream.hpp"
 #include "resident/error.hpp"
+#include "resident/flow/flow.hpp"
 #include "resident/launch/config.hpp"
 #include "resident/launch/launch.hpp"
 #include "resident/linalg/matmul.hpp"

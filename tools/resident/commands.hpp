@@ -47,6 +47,7 @@ int run_bench_pipeline(const bench_options& o);
 int run_bench_small(const bench_options& o);
 int run_bench_foundation(const bench_options& o);
 int run_bench_rng(const bench_options& o);
+int run_bench_flow(const bench_options& o);
 int run_bench_matmul(const bench_options& o, const std::vector<std::string>& algos);
 
 /// Draws series into a PNG with gnuplot. @throws invalid_argument when gnuplot is missing or fails.

@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
   common(bf, "unused");
   auto* br = b->add_subcommand("rng", "Fill rate vs cuRAND, Monte-Carlo pi fused vs fill-then-reduce, a 60%-of-memory array");
   common(br, "unused");
+  auto* bfl = b->add_subcommand("flow", "Independent stages on concurrent streams; an 8-stage chain eager vs graph replay");
+  common(bfl, "unused");
   std::vector<std::string> algos;
   auto* bm = b->add_subcommand("matmul", "The matrix-multiply ladder: every algorithm per size, TFLOP/s, ratio to the vendor");
   common(bm, "matrix sizes n (default 512,1024,2048,4096,8192 on a GPU; 128..1024 on the CPU)");
@@ -76,6 +78,7 @@ int main(int argc, char** argv) {
     if (*bs) return cli::run_bench_small(bo);
     if (*bf) return cli::run_bench_foundation(bo);
     if (*br) return cli::run_bench_rng(bo);
+    if (*bfl) return cli::run_bench_flow(bo);
     if (*bm) return cli::run_bench_matmul(bo, algos);
   } catch (const resident::error& e) {
     std::cerr << "resident: error: " << e.what() << "\n";

@@ -26,7 +26,8 @@ void forget_kernels(device d, std::uint64_t n);  // captured launches did not ru
 class graph {
  public:
   /// Records what work() issues on s without running it (CUDA: s must be a created stream, not the
-  /// default one; allocations inside must not be freed after the capture). On the CPU, stores work.
+  /// default one; allocations inside must not be freed after the capture). On the CPU, stores work to
+  /// run at each replay (kernels() is known after the first replay there).
   /// @throws invalid_argument for the default stream; whatever work() throws (the capture is dropped).
   template <class F>
   static graph capture(stream_ref s, F&& work) {
@@ -34,9 +35,6 @@ class graph {
     g.device_ = s.device();
     if (s.device().is_cpu()) {
       g.cpu_work_ = std::function<void()>(std::forward<F>(work));
-      scoped_ledger l(s.device());
-      g.cpu_work_();  // run once to learn the kernel count, as the capture does on the GPU
-      g.kernels_ = l.delta().kernels;
       return g;
     }
     if (s.native() == nullptr)
@@ -81,7 +79,9 @@ class graph {
       detail::graph_launch(exec_, s);
       detail::record_kernel(device_, kernels_);
     } else if (cpu_work_) {
-      cpu_work_();
+      scoped_ledger l(device_);
+      cpu_work_();  // counts its own kernels as it runs them
+      kernels_ = l.delta().kernels;
     } else {
       throw invalid_argument("replay of an empty or moved-from graph");
     }
@@ -93,7 +93,7 @@ class graph {
   device device_{};
   void* exec_ = nullptr;
   std::function<void()> cpu_work_;
-  std::uint64_t kernels_ = 0;
+  mutable std::uint64_t kernels_ = 0;
 };
 
 }  // namespace resident

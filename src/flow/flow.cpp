@@ -1,0 +1,267 @@
+#include "resident/flow/flow.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <iomanip>
+#include <sstream>
+
+#include "resident/device/event.hpp"
+
+namespace resident {
+
+bool access::range::overlaps(const range& o) const noexcept {
+  auto a = reinterpret_cast<std::uintptr_t>(begin), b = reinterpret_cast<std::uintptr_t>(o.begin);
+  return bytes && o.bytes && a < b + o.bytes && b < a + bytes;
+}
+
+namespace {
+bool any_overlap(const std::vector<access::range>& x, const std::vector<access::range>& y) {
+  for (auto& a : x)
+    for (auto& b : y)
+      if (a.overlaps(b)) return true;
+  return false;
+}
+}  // namespace
+
+struct flow::impl {
+  struct stage {
+    std::string name;
+    std::function<void(stream_ref)> work;
+    access acc;
+    std::vector<stage_id> preds;
+  };
+  device dev;
+  std::vector<resident::stream> streams;  // empty on the CPU
+  std::vector<stage> stages;
+  // Per stage, from the last run.
+  std::vector<event> done, t0, t1;
+  std::vector<int> stream_of;
+  std::vector<ledger_counts> issued;
+  std::vector<double> cpu_ms;
+  bool timed = false;
+
+  void ensure_events() {
+    while (done.size() < stages.size()) {
+      done.emplace_back(dev);
+      t0.emplace_back(dev);
+      t1.emplace_back(dev);
+    }
+    stream_of.assign(stages.size(), 0);
+    issued.assign(stages.size(), {});
+    cpu_ms.assign(stages.size(), 0.0);
+  }
+
+  void run_stage(stage_id i, stream_ref s, bool time_it) {
+    auto& st = stages[i];
+    if (time_it && dev.is_cuda()) t0[i].record(s);
+    const auto start = std::chrono::steady_clock::now();
+    scoped_ledger l(dev);
+    try {
+      st.work(s);
+    } catch (...) {
+      std::throw_with_nested(stage_error(st.name, "stage '" + st.name + "' failed: " + describe(std::current_exception())));
+    }
+    issued[i] = l.delta();
+    cpu_ms[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (time_it && dev.is_cuda()) t1[i].record(s);
+  }
+
+  static std::string describe(std::exception_ptr e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      return x.what();
+    } catch (...) {
+      return "an exception not derived from std::exception";
+    }
+  }
+
+  // Issues every stage on the streams: forked from streams[0], joined back into it.
+  void issue_cuda(const std::vector<stage_id>& order, bool capturing) {
+    ensure_events();
+    const int ns = int(streams.size());
+    std::vector<stage_id> tail(std::size_t(ns), stage_id(-1));  // last stage issued on each stream
+    std::vector<bool> joined(std::size_t(ns), false);
+    event fork(dev);
+    fork.record(streams[0]);
+    int next = 0;
+    for (stage_id i : order) {
+      // Continue on a predecessor's stream when it was that stream's last stage: no event needed.
+      int k = -1;
+      for (stage_id p : stages[i].preds)
+        if (tail[std::size_t(stream_of[p])] == p) {
+          k = stream_of[p];
+          break;
+        }
+      if (k < 0) {
+        k = next;
+        next = (next + 1) % ns;
+      }
+      stream_ref s = streams[std::size_t(k)].ref();
+      if (!joined[std::size_t(k)]) {
+        if (k != 0) fork.wait_on(s);  // after whatever preceded the flow on streams[0]
+        joined[std::size_t(k)] = true;
+      }
+      for (stage_id p : stages[i].preds)
+        if (stream_of[p] != k) done[p].wait_on(s);
+      stream_of[i] = k;
+      run_stage(i, s, !capturing);
+      done[i].record(s);
+      tail[std::size_t(k)] = i;
+    }
+    for (int k = 1; k < ns; ++k)
+      if (tail[std::size_t(k)] != stage_id(-1)) done[tail[std::size_t(k)]].wait_on(streams[0]);
+    timed = !capturing;
+  }
+
+  // CPU: stages one after another in dependency order. Each pipeline already spreads over the cores
+  // (OpenMP), and one at a time keeps each stage's ledger its own.
+  void run_cpu(const std::vector<stage_id>& order) {
+    ensure_events();
+    for (stage_id i : order) run_stage(i, default_stream(device::cpu()), true);
+    timed = true;
+  }
+};
+
+flow::flow(device d, int streams) : p_(std::make_unique<impl>()) {
+  require(d);
+  if (streams < 1) throw invalid_argument("flow: needs at least one stream, got " + std::to_string(streams));
+  p_->dev = d;
+  if (d.is_cuda())
+    for (int i = 0; i < streams; ++i) p_->streams.emplace_back(d);
+}
+flow::~flow() = default;
+flow::flow(flow&&) noexcept = default;
+flow& flow::operator=(flow&&) noexcept = default;
+
+flow::stage_id flow::add(std::string name, std::function<void(stream_ref)> work, access acc,
+                         std::vector<stage_id> after, inference infer) {
+  const stage_id id = p_->stages.size();
+  for (stage_id a : after)
+    if (a >= id)
+      throw flow_error("flow: stage '" + name + "' is to run after stage " + std::to_string(a) +
+                       ", which does not exist yet (stages are numbered from 0 as they are added)");
+  if (!work) throw invalid_argument("flow: stage '" + name + "' has no work");
+  impl::stage st{std::move(name), std::move(work), std::move(acc), std::move(after)};
+  if (infer == inference::on)
+    for (stage_id e = 0; e < id; ++e) {
+      const auto& prev = p_->stages[e].acc;
+      const bool hazard = any_overlap(st.acc.read_ranges(), prev.write_ranges()) ||   // read after write
+                          any_overlap(st.acc.write_ranges(), prev.write_ranges()) ||  // write after write
+                          any_overlap(st.acc.write_ranges(), prev.read_ranges());     // write after read
+      if (hazard && std::find(st.preds.begin(), st.preds.end(), e) == st.preds.end()) st.preds.push_back(e);
+    }
+  p_->stages.push_back(std::move(st));
+  return id;
+}
+
+void flow::order(stage_id earlier, stage_id later) {
+  const std::size_t n = p_->stages.size();
+  if (earlier >= n || later >= n || earlier == later)
+    throw flow_error("flow::order: stages " + std::to_string(earlier) + " and " + std::to_string(later) +
+                     " are not two stages of this flow (it has " + std::to_string(n) + ")");
+  auto& preds = p_->stages[later].preds;
+  if (std::find(preds.begin(), preds.end(), earlier) == preds.end()) preds.push_back(earlier);
+}
+
+std::vector<flow::stage_id> flow::validate() const {
+  const auto& st = p_->stages;
+  const std::size_t n = st.size();
+  std::vector<std::size_t> indegree(n, 0);
+  std::vector<std::vector<stage_id>> succ(n);
+  for (stage_id i = 0; i < n; ++i)
+    for (stage_id p : st[i].preds) {
+      succ[p].push_back(i);
+      ++indegree[i];
+    }
+  std::vector<stage_id> order, ready;
+  for (stage_id i = 0; i < n; ++i)
+    if (!indegree[i]) ready.push_back(i);
+  while (!ready.empty()) {
+    std::sort(ready.begin(), ready.end(), std::greater<>());  // lowest id first: insertion order
+    stage_id i = ready.back();
+    ready.pop_back();
+    order.push_back(i);
+    for (stage_id s : succ[i])
+      if (--indegree[s] == 0) ready.push_back(s);
+  }
+  if (order.size() != n) {
+    std::string names;
+    for (stage_id i = 0; i < n; ++i)
+      if (indegree[i]) names += (names.empty() ? "'" : ", '") + st[i].name + "'";
+    throw flow_error("flow: the dependencies form a cycle through stages " + names +
+                     "; remove one of the explicit orders");
+  }
+  // Reachability, to find writers of one array that nothing orders.
+  std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
+  for (stage_id i : order)
+    for (stage_id p : st[i].preds) {
+      reach[i][p] = true;
+      for (stage_id q = 0; q < n; ++q)
+        if (reach[p][q]) reach[i][q] = true;
+    }
+  for (stage_id i = 0; i < n; ++i)
+    for (stage_id j = i + 1; j < n; ++j)
+      if (any_overlap(st[i].acc.write_ranges(), st[j].acc.write_ranges()) && !reach[i][j] && !reach[j][i])
+        throw flow_error("flow: stages '" + st[i].name + "' and '" + st[j].name +
+                         "' both write the same array and nothing orders them; add an order or let the flow "
+                         "infer one");
+  return order;
+}
+
+void flow::run_async() {
+  const auto order = validate();
+  if (p_->dev.is_cuda())
+    p_->issue_cuda(order, false);
+  else
+    p_->run_cpu(order);
+}
+
+void flow::wait() {
+  if (p_->dev.is_cuda()) p_->streams[0].synchronize();
+}
+
+graph flow::capture() {
+  const auto order = validate();
+  if (p_->dev.is_cpu()) return graph::capture(stream(), [this, order] { p_->run_cpu(order); });
+  return graph::capture(stream(), [&] { p_->issue_cuda(order, true); });
+}
+
+stream_ref flow::stream() const {
+  return p_->dev.is_cuda() ? p_->streams[0].ref() : default_stream(device::cpu());
+}
+
+const std::vector<flow::stage_id>& flow::predecessors(stage_id s) const {
+  if (s >= p_->stages.size()) throw flow_error("flow: no stage " + std::to_string(s));
+  return p_->stages[s].preds;
+}
+
+std::size_t flow::size() const noexcept { return p_->stages.size(); }
+
+std::vector<stage_report> flow::report() const {
+  std::vector<stage_report> r;
+  if (!p_->timed) return r;
+  if (p_->dev.is_cuda()) p_->streams[0].synchronize();
+  for (stage_id i = 0; i < p_->stages.size() && i < p_->issued.size(); ++i) {
+    double ms = p_->dev.is_cuda() ? elapsed_ms(p_->t0[i], p_->t1[i]) : p_->cpu_ms[i];
+    r.push_back({p_->stages[i].name, p_->stream_of[i], ms, p_->issued[i]});
+  }
+  return r;
+}
+
+std::string flow::report_table() const {
+  auto rows = report();
+  std::size_t w = 5;
+  for (auto& r : rows) w = std::max(w, r.name.size());
+  std::ostringstream os;
+  os << std::left << std::setw(int(w)) << "stage" << "  stream  time (ms)  kernels  H2D        D2H\n";
+  for (auto& r : rows)
+    os << std::left << std::setw(int(w)) << r.name << "  " << std::right << std::setw(6) << r.stream_index << "  "
+       << std::setw(9) << std::fixed << std::setprecision(3) << r.ms << "  " << std::setw(7) << r.issued.kernels
+       << "  " << std::left << std::setw(9) << detail::format_bytes(double(r.issued.h2d_bytes)) << "  "
+       << detail::format_bytes(double(r.issued.d2h_bytes)) << "\n";
+  return os.str();
+}
+
+}  // namespace resident

@@ -1,0 +1,164 @@
+// Compiled by nvcc when the CUDA backend is in the build.
+#include "resident/flow/flow.hpp"
+#include "resident/fuse/pipeline.hpp"
+#include "support.hpp"
+
+namespace rs = resident;
+using rs::test::backend;
+
+namespace {
+
+// Keeps one thread busy for about `cycles` clock ticks: stages of random length shake out races.
+struct spin {
+  long long cycles;
+  RESIDENT_HD void operator()(rs::thread_index) const {
+#if defined(__CUDA_ARCH__)
+    const long long t0 = clock64();
+    while (clock64() - t0 < cycles) {
+    }
+#else
+    volatile long long k = 0;
+    for (long long i = 0; i < cycles / 64; ++i) k = k + 1;
+#endif
+  }
+};
+
+using flows = backend;
+
+TEST_P(flows, stages_see_their_inputs_final_values) {
+  const std::size_t n = 1 << 16;
+  std::mt19937_64 g(rs::test::fresh_seed());
+  auto hx = rs::test::random_vector<float>(n, g()), hy = rs::test::random_vector<float>(n, g());
+  for (int trial = 0; trial < 20; ++trial) {
+    auto x = rs::to_device(hx, dev), y = rs::to_device(hy, dev);
+    rs::array<float> z(n, dev);
+    const auto sa = static_cast<long long>(g() % 200000), sb = static_cast<long long>(g() % 200000);
+    rs::flow f(dev);
+    f.add("x = 2x + 1", [&, sa](rs::stream_ref s) {
+      rs::launch(s, {rs::dims(1), rs::dims(1)}, spin{sa});
+      x.set_stream(s);
+      rs::map([] RESIDENT_HD(float v) { return 2.f * v + 1.f; })(x);
+    }, rs::access{}.reads(x).writes(x));
+    f.add("y = y * y", [&, sb](rs::stream_ref s) {
+      rs::launch(s, {rs::dims(1), rs::dims(1)}, spin{sb});
+      y.set_stream(s);
+      rs::map([] RESIDENT_HD(float v) { return v * v; })(y);
+    }, rs::access{}.reads(y).writes(y));
+    f.add("z = x + y", [&](rs::stream_ref s) {
+      z.set_stream(s);
+      (rs::zip(x, y) | rs::map([] RESIDENT_HD(float a, float b) { return a + b; }))(z);
+    }, rs::access{}.reads(x, y).writes(z));
+    EXPECT_TRUE(f.predecessors(0).empty());
+    EXPECT_TRUE(f.predecessors(1).empty()) << "x and y stages are independent";
+    EXPECT_EQ(f.predecessors(2), (std::vector<rs::flow::stage_id>{0, 1}));
+    f.run();
+    z.set_stream(f.stream());
+    auto hz = z.to_host();
+    for (std::size_t i = 0; i < n; ++i) {
+      const double want = (2.0 * hx[i] + 1.0) + double(hy[i]) * hy[i];
+      ASSERT_NEAR(hz[i], want, 1e-6 * (1.0 + std::abs(want))) << "trial " << trial << ", i " << i;
+    }
+    x.set_stream(rs::default_stream(dev));
+    y.set_stream(rs::default_stream(dev));
+    z.set_stream(rs::default_stream(dev));
+  }
+}
+
+TEST_P(flows, inferred_orders_for_read_write_hazards) {
+  rs::array<float> a(100, dev), b(100, dev), c(100, dev);
+  rs::flow f(dev);
+  auto noop = [](rs::stream_ref) {};
+  auto w_a = f.add("write a", noop, rs::access{}.writes(a));
+  auto r_a = f.add("read a", noop, rs::access{}.reads(a).writes(b));
+  auto w_a2 = f.add("write a again", noop, rs::access{}.writes(a));  // after the reader (WAR) and writer (WAW)
+  auto other = f.add("write c", noop, rs::access{}.writes(c));
+  auto slice = f.add("read a[10:20]", noop, rs::access{}.reads(a.slice(10, 10)));
+  EXPECT_EQ(f.predecessors(r_a), (std::vector<rs::flow::stage_id>{w_a}));
+  EXPECT_EQ(f.predecessors(w_a2), (std::vector<rs::flow::stage_id>{w_a, r_a}));
+  EXPECT_TRUE(f.predecessors(other).empty());
+  EXPECT_EQ(f.predecessors(slice), (std::vector<rs::flow::stage_id>{w_a, w_a2}));
+  EXPECT_NO_THROW(f.run());
+}
+
+TEST_P(flows, cycles_and_unordered_writers_are_errors) {
+  rs::array<float> a(10, dev);
+  auto noop = [](rs::stream_ref) {};
+  {
+    rs::flow f(dev);
+    auto s0 = f.add("first", noop, rs::access{}.writes(a));
+    auto s1 = f.add("second", noop, rs::access{}.reads(a));
+    f.order(s1, s0);
+    try {
+      f.run();
+      FAIL() << "a cycle ran";
+    } catch (const rs::flow_error& e) {
+      EXPECT_NE(std::string(e.what()).find("cycle through stages 'first', 'second'"), std::string::npos) << e.what();
+    }
+  }
+  {
+    rs::flow f(dev);
+    f.add("writer 1", noop, rs::access{}.writes(a), {}, rs::inference::off);
+    f.add("writer 2", noop, rs::access{}.writes(a), {}, rs::inference::off);
+    EXPECT_THROW(f.validate(), rs::flow_error);
+  }
+  {
+    rs::flow f(dev);
+    EXPECT_THROW(f.add("late", noop, {}, {3}), rs::flow_error);
+    EXPECT_THROW(f.order(0, 1), rs::flow_error);
+    EXPECT_THROW(rs::flow(dev, 0), rs::invalid_argument);
+  }
+}
+
+TEST_P(flows, a_failing_stage_is_named) {
+  rs::flow f(dev);
+  f.add("fine", [](rs::stream_ref) {});
+  f.add("broken", [](rs::stream_ref) { throw rs::shape_mismatch("the arrays disagree"); });
+  try {
+    f.run();
+    FAIL() << "no exception";
+  } catch (const rs::stage_error& e) {
+    EXPECT_EQ(e.stage(), "broken");
+    EXPECT_NE(std::string(e.what()).find("stage 'broken' failed: the arrays disagree"), std::string::npos);
+    EXPECT_THROW(std::rethrow_if_nested(e), rs::shape_mismatch);
+  }
+}
+
+TEST_P(flows, graph_replay_equals_eager_and_report) {
+  const std::size_t n = 4096;
+  auto h = rs::test::random_vector<float>(n, rs::test::fresh_seed());
+  auto x = rs::to_device(h, dev);
+  rs::array<float> y(n, dev), z(n, dev);
+  rs::flow f(dev, 3);
+  f.add("y = x + 1", [&](rs::stream_ref s) { y.set_stream(s); rs::map([] RESIDENT_HD(float v) { return v + 1.f; })(x, y); },
+        rs::access{}.reads(x).writes(y));
+  f.add("z = x * 3", [&](rs::stream_ref s) { z.set_stream(s); rs::map([] RESIDENT_HD(float v) { return v * 3.f; })(x, z); },
+        rs::access{}.reads(x).writes(z));
+  f.add("y = y + z", [&](rs::stream_ref s) {
+    y.set_stream(s);
+    (rs::zip(y, z) | rs::map([] RESIDENT_HD(float a, float b) { return a + b; }))(y);
+  }, rs::access{}.reads(y, z).writes(y));
+  f.run();
+  y.set_stream(f.stream());
+  auto eager = y.to_host();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(eager[i], (h[i] + 1.f) + h[i] * 3.f);
+  auto rows = f.report();
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[2].issued.kernels, 1u);
+  EXPECT_NE(f.report_table().find("y = y + z"), std::string::npos);
+
+  std::vector<float> poison(n, rs::test::poison<float>());
+  rs::copy(std::span<const float>(poison), y);
+  rs::synchronize(dev);
+  rs::graph g = f.capture();
+  rs::scoped_ledger l(dev);
+  for (int r = 0; r < 3; ++r) g.replay(f.stream());
+  f.stream().synchronize();
+  EXPECT_EQ(l.delta().kernels, 9u);
+  EXPECT_EQ(y.to_host(), eager);
+  y.set_stream(rs::default_stream(dev));
+  z.set_stream(rs::default_stream(dev));
+}
+
+RESIDENT_BACKENDS(flows);
+
+}  // namespace

@@ -1,0 +1,95 @@
+// resident bench flow: independent stages on concurrent streams vs one stream; a chain of tiny stages,
+// eager vs graph replay. Compiled by nvcc in CUDA builds.
+#include <chrono>
+#include <iostream>
+
+#include "commands.hpp"
+#include "resident/resident.hpp"
+#include "table.hpp"
+
+namespace resident::cli {
+namespace {
+
+// One block of one warp busy for about `ns` nanoseconds: a small stage that leaves most of the GPU idle.
+struct busy {
+  long long ns;
+  RESIDENT_HD void operator()(thread_index) const {
+#if defined(__CUDA_ARCH__)
+    unsigned long long t0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    unsigned long long t = t0;
+    while (t - t0 < static_cast<unsigned long long>(ns)) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+#else
+    const auto t0 = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::nanoseconds(ns)) {
+    }
+#endif
+  }
+};
+
+double wall_ms(const std::function<void()>& f, int reps) {
+  f();  // warm-up
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto a = std::chrono::steady_clock::now();
+    f();
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+int run_bench_flow(const bench_options& o) {
+  const device d = o.device.empty() ? default_device() : parse_device(o.device);
+  require(d);
+  const int reps = o.reps ? o.reps : 20;
+  std::cout << "Flows on " << d.name() << " (" << properties(d).name << ")\n";
+  table t({{"measure", "measure", false}, {"median", "median", true}, {"unit", "unit", false}, {"note", "note", false}});
+
+  // (a) Four independent stages of 200 us each.
+  const long long stage_ns = 200000;
+  flow concurrent(d, 4), serial(d, 1);
+  for (int i = 0; i < 4; ++i) {
+    auto work = [=](stream_ref s) { launch(s, {dims(1), dims(32)}, busy{stage_ns}); };
+    concurrent.add("stage " + std::to_string(i), work);
+    serial.add("stage " + std::to_string(i), work);
+  }
+  const double c_ms = wall_ms([&] { concurrent.run(); }, reps);
+  const double s_ms = wall_ms([&] { serial.run(); }, reps);
+  t.add({"4 independent stages of 0.2 ms, 4 streams", table::cell(c_ms, 3), "ms", "wall time of run()"});
+  t.add({"the same on 1 stream (serialized)", table::cell(s_ms, 3), "ms", ""});
+  t.add({"concurrent / serialized", table::cell(c_ms / s_ms, 3), "ratio", "lower is better"});
+
+  // (b) A chain of eight tiny stages, each depending on the one before.
+  array<float> x(1024, d);
+  map([] RESIDENT_HD(float) { return 1.f; })(x);
+  synchronize(d);
+  flow chain(d, 1);
+  for (int i = 0; i < 8; ++i)
+    chain.add("step " + std::to_string(i), [&](stream_ref s) {
+      x.set_stream(s);
+      map([] RESIDENT_HD(float v) { return v * 1.0001f + 0.5f; })(x);
+    }, access{}.reads(x).writes(x));
+  const int batch = 50;
+  const double eager = time_batched(chain.stream(), reps, 2, batch, [&] { chain.run_async(); }).median();
+  graph g = chain.capture();
+  const double replay = time_batched(chain.stream(), reps, 2, batch, [&] { g.replay(chain.stream()); }).median();
+  x.set_stream(default_stream(d));
+  t.add({"8-stage chain, eager, per stage", table::cell(eager * 1e3 / 8, 2), "us", "run_async: launches + events"});
+  t.add({"8-stage chain, graph replay, per stage", table::cell(replay * 1e3 / 8, 2), "us", "flow.capture() replayed"});
+  t.print(std::cout);
+  std::cout << "\nLast run of the concurrent flow:\n" << concurrent.report_table();
+  if (!o.json.empty()) {
+    nlohmann::json j;
+    j["benchmark"] = "flow";
+    j["device"] = d.name();
+    j["device_name"] = properties(d).name;
+    j["rows"] = t.json();
+    write_json(j, o.json);
+  }
+  return 0;
+}
+
+}  // namespace resident::cli
