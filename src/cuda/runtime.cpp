@@ -142,6 +142,21 @@ bool stream_is_capturing(cuda_stream_t s) {
   return st != cudaStreamCaptureStatusNone;
 }
 
+void stream_after(cuda_stream_t after, cuda_stream_t before) {
+  if (after == before) return;
+  // A stream being captured cannot wait for work outside its capture: the graph's replays are
+  // ordered by the stream they are launched on instead.
+  if (stream_is_capturing(after) && !stream_is_capturing(before)) return;
+  // One event per thread and device, re-recorded each time: a wait binds to the record before it.
+  thread_local std::array<cudaEvent_t, max_devices> events{};
+  int dev = 0;
+  RESIDENT_CUDA_TRY(cudaGetDevice(&dev));
+  cudaEvent_t& e = events[std::size_t(dev)];
+  if (!e) RESIDENT_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  RESIDENT_CUDA_TRY(cudaEventRecord(e, before));
+  RESIDENT_CUDA_TRY(cudaStreamWaitEvent(after, e, 0));
+}
+
 cuda_event_t event_create(int dev) {
   return on_device(dev, [] {
     cudaEvent_t e;

@@ -6,9 +6,11 @@
 #include <iomanip>
 #include <sstream>
 
+#include "resident/detail/cuda_runtime.hpp"
 #include "resident/device/event.hpp"
 
 namespace resident {
+namespace cuda = detail::cuda;
 
 bool access::range::overlaps(const range& o) const noexcept {
   auto a = reinterpret_cast<std::uintptr_t>(begin), b = reinterpret_cast<std::uintptr_t>(o.begin);
@@ -83,6 +85,9 @@ struct flow::impl {
     const int ns = int(streams.size());
     std::vector<stage_id> tail(std::size_t(ns), stage_id(-1));  // last stage issued on each stream
     std::vector<bool> joined(std::size_t(ns), false);
+    // Eager runs follow whatever was queued on the legacy default stream (uploads, allocations), which
+    // the flow's non-blocking streams would not wait for; a capture cannot wait on outside work.
+    if (!capturing) cuda::stream_after(streams[0].ref().native(), nullptr);
     event fork(dev);
     fork.record(streams[0]);
     int next = 0;

@@ -1,4 +1,9 @@
 // Compiled by nvcc when the CUDA backend is in the build (see tests/CMakeLists.txt).
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+
 #include "support.hpp"
 
 namespace rs = resident;
@@ -96,6 +101,36 @@ TEST_P(launches, invalid_configurations_are_typed_errors) {
   } catch (const rs::invalid_launch& e) {
     EXPECT_NE(std::string(e.what()).find("2048 threads per block exceed the limit 1024"), std::string::npos)
         << e.what();
+  }
+}
+
+struct write_one {
+  RESIDENT_HD void operator()(rs::thread_index, rs::array_view<int> v) const { v[0] = 1; }
+};
+
+// A kernel that writes through an illegal address poisons the context. The fault is provoked in a child
+// process (this binary again, running only the child test below) so the suite's own context survives.
+TEST(device_fault, becomes_device_lost_in_a_child_process) {
+  if (rs::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device: " << rs::cuda_unavailable_reason();
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
+  const std::string cmd = "RESIDENT_FAULT_CHILD=1 timeout 60 '" + self +
+                          "' --gtest_filter=device_fault.child_provokes_an_illegal_address > /dev/null 2>&1";
+  const int rc = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(rc)) << "the child did not exit normally";
+  EXPECT_EQ(WEXITSTATUS(rc), 0) << "the child did not see device_lost (124: it hung)";
+}
+
+TEST(device_fault, child_provokes_an_illegal_address) {
+  if (!std::getenv("RESIDENT_FAULT_CHILD")) GTEST_SKIP() << "runs only as the child of becomes_device_lost_...";
+  auto s = rs::default_stream(rs::device::cuda(0));
+  rs::array_view<int> bad(reinterpret_cast<int*>(std::uintptr_t(16)), 1);  // not device memory
+  try {
+    rs::launch(s, {rs::dims(1), rs::dims(1)}, write_one{}, bad);
+    rs::synchronize(rs::device::cuda(0));
+    FAIL() << "the fault went unnoticed";
+  } catch (const rs::device_lost& e) {
+    EXPECT_NE(std::string(e.what()).find("restart the process"), std::string::npos) << e.what();
+    std::_Exit(::testing::Test::HasFailure() ? 1 : 0);  // leave at once: the context is gone
   }
 }
 

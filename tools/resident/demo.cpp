@@ -114,18 +114,14 @@ int run_demo(const demo_options& o) {
       bar.step("fused, graph replay");
       mode_result r{"fused_graph", "(d) fused, graph replay"};
       flow f(d, 1);
+      y.set_stream(f.stream());
       f.add("seed pipeline", [&](stream_ref fs) {
         y.set_stream(fs);
         master(x, y);
       }, access{}.reads(x).writes(y));
       graph g = f.capture();
       y.set_stream(s.ref());
-      auto call = [&] {
-        g.replay(f.stream());
-        event done(d);
-        done.record(f.stream());
-        done.wait_on(s.ref());  // the timing events and the check run on s
-      };
+      auto call = [&] { g.replay(s.ref()); };  // a graph replays on any stream of its device
       check(r, call);
       r.ms = time_region(s.ref(), reps, 3, call).median();
       results.push_back(r);

@@ -20,6 +20,9 @@ cuda_stream_t stream_create(int dev);
 void stream_destroy(cuda_stream_t s) noexcept;
 void stream_synchronize(cuda_stream_t s);
 bool stream_is_capturing(cuda_stream_t s);
+/// Makes `after` wait for the work queued on `before` so far (an event between them; nullptr is the
+/// legacy default stream, which non-blocking streams do not wait for by themselves).
+void stream_after(cuda_stream_t after, cuda_stream_t before);
 
 cuda_event_t event_create(int dev);
 void event_destroy(cuda_event_t e) noexcept;

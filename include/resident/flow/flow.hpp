@@ -111,7 +111,8 @@ class flow {
   /// @throws flow_error naming the stages.
   std::vector<stage_id> validate() const;
 
-  /// Issues every stage in dependency order and returns; wait() blocks until all finished.
+  /// Issues every stage in dependency order, after the work already queued on the device's default
+  /// stream, and returns; wait() blocks until all finished.
   /// @throws flow_error, stage_error.
   void run_async();
   void wait();

@@ -70,10 +70,12 @@ class array {
   bool empty() const noexcept { return size_ == 0; }
   resident::device device() const noexcept { return stream_.device(); }
   stream_ref stream() const noexcept { return stream_; }
-  /// Orders later operations on s (which must be on the same device).
+  /// Orders later operations on s (same device), after the work already queued on the old stream.
+  /// The stream must outlive the array's use of it (and its release: move the array back first).
   void set_stream(stream_ref s) {
     if (!(s.device() == device()))
       throw device_mismatch("set_stream: stream on " + s.device().name() + ", array on " + device().name());
+    if (device().is_cuda() && s.native() != stream_.native()) detail::order_streams(s, stream_);
     stream_ = s;
   }
 
