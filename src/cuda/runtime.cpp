@@ -2,6 +2,7 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 
@@ -62,18 +63,19 @@ auto on_device(int dev, F&& f) {
 constexpr int max_devices = 64;
 
 cudaMemPool_t pool_of(int dev) {
-  static std::array<cudaMemPool_t, max_devices> pools{};
+  static std::array<std::atomic<cudaMemPool_t>, max_devices> pools{};
   static std::mutex m;
+  if (cudaMemPool_t p = pools[std::size_t(dev)].load(std::memory_order_acquire)) return p;  // the hot path
   std::lock_guard lock(m);
-  if (!pools[dev]) {
+  if (!pools[std::size_t(dev)].load()) {
     cudaMemPool_t p;
     RESIDENT_CUDA_TRY(cudaDeviceGetDefaultMemPool(&p, dev));
     // Keep freed memory in the pool for reuse instead of returning it at each synchronization.
     std::uint64_t threshold = UINT64_MAX;
     RESIDENT_CUDA_TRY(cudaMemPoolSetAttribute(p, cudaMemPoolAttrReleaseThreshold, &threshold));
-    pools[dev] = p;
+    pools[std::size_t(dev)].store(p, std::memory_order_release);
   }
-  return pools[dev];
+  return pools[std::size_t(dev)].load();
 }
 
 }  // namespace

@@ -11,6 +11,10 @@ void stream_ref::synchronize() const {
   if (device_.is_cuda()) detail::cuda::stream_synchronize(handle_);
 }
 
+void stream_ref::wait_for(stream_ref before) const {
+  if (device_.is_cuda()) detail::cuda::stream_after(handle_, before.native());
+}
+
 stream_ref default_stream(device d) { return {d, nullptr}; }
 
 stream::stream(resident::device d) : device_(d) {

@@ -19,6 +19,7 @@ struct pool_state {
   std::atomic<std::size_t> in_use{0}, peak{0};
   std::atomic<std::uint64_t> allocations{0}, hits{0}, outstanding{0};
   std::atomic<bool> caching{true};
+  std::atomic<std::size_t> last_reserved{0};  ///< the device pool's reservation after the last allocation
 
   void count(std::size_t bytes, bool hit, device d) {
     std::size_t now = in_use += bytes;
@@ -167,14 +168,17 @@ void* pool_allocate(std::size_t bytes, stream_ref s) {
     return p;
   }
   int dev = d.index();
-  std::size_t before = cuda::pool_reserved(dev);
   void* p = cuda::pool_allocate(dev, bytes, s.native());
   if (!p) {
     cuda::pool_trim(dev, s.native());
     p = cuda::pool_allocate(dev, bytes, s.native());
     if (!p) throw_oom(d, bytes);
   }
-  st.count(bytes, cuda::pool_reserved(dev) == before, d);
+  // A hit: the pool did not have to grow past what it held after the last allocation (frees keep
+  // memory in the pool, so only growth or a trim moves the figure). One query per allocation.
+  const std::size_t reserved = cuda::pool_reserved(dev);
+  const bool hit = reserved <= st.last_reserved.exchange(reserved);
+  st.count(bytes, hit, d);
   return p;
 }
 

@@ -18,10 +18,6 @@
 namespace resident::detail {
 namespace cu = detail::cuda;
 
-void order_streams(stream_ref after, stream_ref before) {
-  if (after.device().is_cuda()) cu::stream_after(after.native(), before.native());
-}
-
 void parallel_memcpy(void* dst, const void* src, std::size_t bytes) noexcept {
   constexpr std::size_t piece = std::size_t(1) << 20;
   if (bytes <= 4 * piece) {

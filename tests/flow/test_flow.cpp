@@ -150,6 +150,7 @@ TEST_P(flows, graph_replay_equals_eager_and_report) {
   rs::copy(std::span<const float>(poison), y);
   rs::synchronize(dev);
   rs::graph g = f.capture();
+  f.stream().wait_for(rs::default_stream(dev));  // replays come after the poison copy (and the uploads)
   rs::scoped_ledger l(dev);
   for (int r = 0; r < 3; ++r) g.replay(f.stream());
   f.stream().synchronize();

@@ -17,6 +17,9 @@ class stream_ref {
   constexpr cuda_stream_t native() const noexcept { return handle_; }
   /// Blocks until the work queued so far has finished.
   void synchronize() const;
+  /// Makes this stream wait for the work queued on `before` so far (asynchronous; an event between
+  /// them on CUDA, nothing on the CPU where work runs as it is issued).
+  void wait_for(stream_ref before) const;
 
  private:
   resident::device device_{};

@@ -75,7 +75,7 @@ class array {
   void set_stream(stream_ref s) {
     if (!(s.device() == device()))
       throw device_mismatch("set_stream: stream on " + s.device().name() + ", array on " + device().name());
-    if (device().is_cuda() && s.native() != stream_.native()) detail::order_streams(s, stream_);
+    if (s.native() != stream_.native()) s.wait_for(stream_);
     stream_ = s;
   }
 

@@ -33,9 +33,6 @@ void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_r
 /// Within one device, ordered on s.
 void copy_device_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s);
 
-/// Makes `after` wait for the work queued on `before` so far (CUDA streams of one device).
-void order_streams(stream_ref after, stream_ref before);
-
 /// Parallel host memcpy (OpenMP threads over 1 MiB pieces).
 void parallel_memcpy(void* dst, const void* src, std::size_t bytes) noexcept;
 
