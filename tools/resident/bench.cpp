@@ -41,9 +41,9 @@ void plot_png(const std::string& path, const std::string& title, const std::stri
       f << "\n\n";
     }
     std::ofstream g(script);
-    g << "set terminal pngcairo size 900,540 font ',11'\nset output '" << path << "'\n"
+    g << "set terminal pngcairo size 900,540 font ',11' noenhanced\nset output '" << path << "'\n"
       << "set title '" << title << "'\nset xlabel '" << xlabel << "'\nset ylabel '" << ylabel << "'\n"
-      << "set grid\nset key outside right\nset logscale y\n" << (logx ? "set logscale x 2\nset format x '2^{%L}'\n" : "")
+      << "set grid\nset key outside right\nset logscale y\n" << (logx ? "set logscale x 2\nset format x '2^%L'\n" : "")
       << "plot ";
     for (std::size_t i = 0; i < series.size(); ++i)
       g << (i ? ", " : "") << "'" << data << "' index " << i << " with linespoints lw 2 title '" << series[i].name
