@@ -49,6 +49,8 @@ std::vector<bandwidth_row> measure_bandwidth(device d, std::size_t bytes, int re
 }
 
 int run_info(const info_options& o) {
+  const device def = o.device.empty() ? default_device() : parse_device(o.device);
+  require(def);
   nlohmann::json j;
   std::cout << "resident " << version() << "\n";
   std::cout << "backends compiled: cpu" << (cuda_compiled ? ", cuda" : "") << "\n";
@@ -71,8 +73,6 @@ int run_info(const info_options& o) {
   devs.print(std::cout);
   j["devices"] = devs.json();
 
-  device def = o.device.empty() ? default_device() : parse_device(o.device);
-  require(def);
   std::string why = cuda_unavailable_reason();
   std::cout << "default device: " << def.name();
   if (def.is_cpu() && !why.empty()) std::cout << " (no CUDA device: " << why << ")";

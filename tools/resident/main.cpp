@@ -1,9 +1,11 @@
 // resident: the command-line tool.
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <iostream>
 
 #include "commands.hpp"
+#include "table.hpp"
 #include "resident/resident.hpp"
 
 namespace cli = resident::cli;
@@ -29,7 +31,8 @@ int main(int argc, char** argv) {
   cli::demo_options demo;
   auto* d = app.add_subcommand("demo", "The seed pipeline f1 -> f2 -> f3 run four ways, checked against FP64 and timed");
   d->add_option("--device", demo.device, "cpu, cuda or cuda:N (default: the GPU if one answers, else the CPU)");
-  d->add_option("--n", demo.n, "Elements (default: 2^26 on a GPU, 2^22 on the CPU)")->check(CLI::PositiveNumber);
+  d->add_option("--n", demo.n, "Elements (default: 2^26 on a GPU, 2^22 on the CPU)")
+      ->check(CLI::Range(std::size_t(1), std::size_t(1) << 34).description("an element count from 1 to 2^34"));
   d->add_option("--reps", demo.reps, "Timed repetitions per mode (median reported)")->check(CLI::Range(1, 100000));
   d->add_option("--json", demo.json, "Write the table and ledger as JSON to FILE ('-' for stdout)");
 
@@ -72,6 +75,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
+    // Output files are checked before any work, so a long run does not end in "cannot write".
+    for (const std::string* path : {&info.json, &demo.json, &bo.json, &bo.plot}) cli::check_writable(*path);
     if (*i) return cli::run_info(info);
     if (*d) return cli::run_demo(demo);
     if (*bp) return cli::run_bench_pipeline(bo);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -63,6 +64,17 @@ nlohmann::json table::json() const {
     a.push_back(o);
   }
   return a;
+}
+
+void check_writable(const std::string& path) {
+  if (path.empty() || path == "-") return;
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  const std::filesystem::path dir = folder.empty() ? std::filesystem::path(".") : folder;
+  if (!std::filesystem::is_directory(dir))
+    throw invalid_argument("cannot write '" + path + "': the folder '" + dir.string() +
+                           "' does not exist; create it or choose another path");
+  if (access(dir.c_str(), W_OK) != 0)
+    throw invalid_argument("cannot write '" + path + "': the folder '" + dir.string() + "' is not writable");
 }
 
 void write_json(const nlohmann::json& j, const std::string& path) {

@@ -43,6 +43,10 @@ class table {
 /// A number with a fixed count of decimals, or with 3 significant digits when decimals < 0.
 std::string format_number(double v, int decimals);
 
+/// Checks that path ("" = none, "-" = stdout) can be created: its folder exists and is writable.
+/// @throws resident::invalid_argument saying which folder is missing.
+void check_writable(const std::string& path);
+
 /// Writes j to path ("-" = stdout). @throws resident::invalid_argument when the file cannot be written.
 void write_json(const nlohmann::json& j, const std::string& path);
 
