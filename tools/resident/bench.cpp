@@ -176,13 +176,9 @@ int run_bench_pipeline(const bench_options& o) {
     cpu_loop = {{"log2_n", logs.back()}, {"hand_ms", hand}, {"fused_ms", fused}, {"speed_ratio", hand / fused}};
   }
   if (!o.json.empty()) {
-    nlohmann::json j;
+    nlohmann::json j = bench_json("pipeline", d.name(), properties(d).name, t);
     if (!cpu_loop.is_null()) j["cpu_hand_loop"] = cpu_loop;
-    j["benchmark"] = "pipeline";
-    j["device"] = d.name();
-    j["device_name"] = properties(d).name;
     j["reps"] = reps;
-    j["rows"] = t.json();
     write_json(j, o.json);
   }
   if (!o.plot.empty()) {
@@ -224,12 +220,8 @@ int run_bench_small(const bench_options& o) {
   t.add({"fused, graph replay (" + std::to_string(batch) + " calls per graph)", table::cell(replay, 2), table::cell(1, 0)});
   t.print(std::cout);
   if (!o.json.empty()) {
-    nlohmann::json j;
-    j["benchmark"] = "small";
-    j["device"] = d.name();
-    j["device_name"] = properties(d).name;
+    nlohmann::json j = bench_json("small", d.name(), properties(d).name, t);
     j["n"] = n;
-    j["rows"] = t.json();
     write_json(j, o.json);
   }
   return 0;
@@ -240,7 +232,6 @@ int run_bench_foundation(const bench_options& o) {
   const int reps = o.reps ? o.reps : 20;
   header("Foundation: transfers, allocation, launch overhead", d);
   table t({{"measure", "measure", false}, {"median", "median", true}, {"unit", "unit", false}, {"note", "note", false}});
-  nlohmann::json j;
   // Uploads and downloads of 1 GiB (256 MiB on the CPU).
   const std::size_t bytes = d.is_cuda() ? std::size_t(1) << 30 : std::size_t(256) << 20;
   for (auto& r : measure_bandwidth(d, bytes, reps / 2 + 1)) t.add({r.what, table::cell(r.gbs, 1), "GB/s", r.note});
@@ -266,13 +257,7 @@ int run_bench_foundation(const bench_options& o) {
   double launch_us = time_batched(s.ref(), reps, 2, batch, [&] { launch(s.ref(), {dims(1), dims(32)}, empty); }).median() * 1e3;
   t.add({"empty launch, checked", table::cell(launch_us, 2), "us", "validate + launch + error check + ledger"});
   t.print(std::cout);
-  if (!o.json.empty()) {
-    j["benchmark"] = "foundation";
-    j["device"] = d.name();
-    j["device_name"] = properties(d).name;
-    j["rows"] = t.json();
-    write_json(j, o.json);
-  }
+  if (!o.json.empty()) write_json(bench_json("foundation", d.name(), properties(d).name, t), o.json);
   return 0;
 }
 

@@ -81,14 +81,7 @@ int run_bench_flow(const bench_options& o) {
   t.add({"8-stage chain, graph replay, per stage", table::cell(replay * 1e3 / 8, 2), "us", "flow.capture() replayed"});
   t.print(std::cout);
   std::cout << "\nLast run of the concurrent flow:\n" << concurrent.report_table();
-  if (!o.json.empty()) {
-    nlohmann::json j;
-    j["benchmark"] = "flow";
-    j["device"] = d.name();
-    j["device_name"] = properties(d).name;
-    j["rows"] = t.json();
-    write_json(j, o.json);
-  }
+  if (!o.json.empty()) write_json(bench_json("flow", d.name(), properties(d).name, t), o.json);
   return 0;
 }
 

@@ -116,11 +116,7 @@ int run_bench_matmul(const bench_options& o, const std::vector<std::string>& alg
              {"cpu_threads", properties(device::cpu()).multiprocessors}};
   }
   if (!o.json.empty()) {
-    nlohmann::json j;
-    j["benchmark"] = "matmul";
-    j["device"] = d.name();
-    j["device_name"] = properties(d).name;
-    j["rows"] = t.json();
+    nlohmann::json j = bench_json("matmul", d.name(), properties(d).name, t);
     if (!claim.is_null()) j["seed_claim"] = claim;
     write_json(j, o.json);
   }

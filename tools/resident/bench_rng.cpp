@@ -89,14 +89,7 @@ int run_bench_rng(const bench_options& o) {
                " pool allocation(s) (the reduction's scratch)"});
   }
   t.print(std::cout);
-  if (!o.json.empty()) {
-    nlohmann::json j;
-    j["benchmark"] = "rng";
-    j["device"] = d.name();
-    j["device_name"] = properties(d).name;
-    j["rows"] = t.json();
-    write_json(j, o.json);
-  }
+  if (!o.json.empty()) write_json(bench_json("rng", d.name(), properties(d).name, t), o.json);
   return 0;
 }
 

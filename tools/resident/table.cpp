@@ -77,6 +77,11 @@ void check_writable(const std::string& path) {
     throw invalid_argument("cannot write '" + path + "': the folder '" + dir.string() + "' is not writable");
 }
 
+nlohmann::json bench_json(const std::string& benchmark, const std::string& device, const std::string& device_name,
+                          const table& rows) {
+  return {{"benchmark", benchmark}, {"device", device}, {"device_name", device_name}, {"rows", rows.json()}};
+}
+
 void write_json(const nlohmann::json& j, const std::string& path) {
   if (path == "-") {
     std::cout << j.dump(2) << "\n";

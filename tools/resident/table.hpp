@@ -47,6 +47,10 @@ std::string format_number(double v, int decimals);
 /// @throws resident::invalid_argument saying which folder is missing.
 void check_writable(const std::string& path);
 
+/// The common head of a benchmark's JSON: {"benchmark", "device", "device_name", "rows"}.
+nlohmann::json bench_json(const std::string& benchmark, const std::string& device, const std::string& device_name,
+                          const table& rows);
+
 /// Writes j to path ("-" = stdout). @throws resident::invalid_argument when the file cannot be written.
 void write_json(const nlohmann::json& j, const std::string& path);
 

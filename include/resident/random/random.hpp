@@ -70,14 +70,26 @@ RESIDENT_HD typename D::value_type one_value(const D& d, std::size_t i) {
 template <class T>
 inline constexpr bool is_real = std::is_same_v<T, float> || std::is_same_v<T, double>;
 
+/// What every counter-based distribution D offers from its from(words, lane, block): value i, and V
+/// consecutive values drawing each Philox block once (for fused kernels). Aggregates built on it are
+/// initialized as D{{}, seed, offset, ...}.
+template <class D>
+struct counter_based {
+  using block_generator = void;
+  RESIDENT_HD auto operator()(std::size_t i) const { return one_value(static_cast<const D&>(*this), i); }
+  template <int V>
+  RESIDENT_HD auto block(std::size_t i) const {
+    return block_values<V>(static_cast<const D&>(*this), i);
+  }
+};
+
 }  // namespace detail
 
 /// Uniform in [low, high): float from 24 bits, double from 53 bits.
 template <class T>
-struct uniform_distribution {
+struct uniform_distribution : detail::counter_based<uniform_distribution<T>> {
   static_assert(detail::is_real<T>, "uniform_distribution<T>: T is float or double");
   using value_type = T;
-  using block_generator = void;
   static constexpr int per_block = sizeof(T) == 4 ? 4 : 2;
   std::uint64_t seed, offset;
   T low, span;
@@ -90,20 +102,14 @@ struct uniform_distribution {
     else
       return fma(span, unit_double(word(w, 2 * lane), word(w, 2 * lane + 1)), low);
   }
-  RESIDENT_HD T operator()(std::size_t i) const { return detail::one_value(*this, i); }
-  template <int V>
-  RESIDENT_HD auto block(std::size_t i) const {
-    return detail::block_values<V>(*this, i);
-  }
 };
 
 /// Normal with the given mean and standard deviation (Box-Muller on pairs of uniforms: lanes 2j and
 /// 2j + 1 of a float block share one pair; the two doubles of a double block share one pair).
 template <class T>
-struct normal_distribution {
+struct normal_distribution : detail::counter_based<normal_distribution<T>> {
   static_assert(detail::is_real<T>, "normal_distribution<T>: T is float or double");
   using value_type = T;
-  using block_generator = void;
   static constexpr int per_block = sizeof(T) == 4 ? 4 : 2;
   std::uint64_t seed, offset;
   T mean, sd;
@@ -125,22 +131,16 @@ struct normal_distribution {
       return mean + sd * z;
     }
   }
-  RESIDENT_HD T operator()(std::size_t i) const { return detail::one_value(*this, i); }
-  template <int V>
-  RESIDENT_HD auto block(std::size_t i) const {
-    return detail::block_values<V>(*this, i);
-  }
 };
 
 /// Integers uniform in [low, high) without modulo bias (Lemire's multiply-shift with rejection; a
 /// rejected word is redrawn from the same block at the next attempt index, so the value still depends
 /// only on the seed and the position).
 template <class T>
-struct integer_distribution {
+struct integer_distribution : detail::counter_based<integer_distribution<T>> {
   static_assert(std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t>,
                 "integer_distribution<T>: T is int32_t or uint32_t");
   using value_type = T;
-  using block_generator = void;
   static constexpr int per_block = 4;
   std::uint64_t seed, offset;
   T low;
@@ -159,25 +159,14 @@ struct integer_distribution {
     }
     return T(std::uint32_t(low) + std::uint32_t(m >> 32));
   }
-  RESIDENT_HD T operator()(std::size_t i) const { return detail::one_value(*this, i); }
-  template <int V>
-  RESIDENT_HD auto block(std::size_t i) const {
-    return detail::block_values<V>(*this, i);
-  }
 };
 
 /// The raw 32-bit words.
-struct bits_distribution {
+struct bits_distribution : detail::counter_based<bits_distribution> {
   using value_type = std::uint32_t;
-  using block_generator = void;
   static constexpr int per_block = 4;
   std::uint64_t seed, offset;
   RESIDENT_HD std::uint32_t from(const words4& w, int lane, std::uint64_t) const { return word(w, lane); }
-  RESIDENT_HD std::uint32_t operator()(std::size_t i) const { return detail::one_value(*this, i); }
-  template <int V>
-  RESIDENT_HD auto block(std::size_t i) const {
-    return detail::block_values<V>(*this, i);
-  }
 };
 
 /// A point in the unit square.
@@ -226,18 +215,18 @@ using value_of = typename std::remove_cvref_t<A>::value_type;
 template <class T>
 auto uniform(std::uint64_t seed, std::uint64_t offset = 0, T low = T(0), T high = T(1)) {
   detail::check_range(low, high, "random::uniform");
-  return generate(uniform_distribution<T>{seed, offset, low, T(high - low)});
+  return generate(uniform_distribution<T>{{}, seed, offset, low, T(high - low)});
 }
 /// A pipeline source yielding value i of the normal stream (seed, offset).
 template <class T>
 auto normal(std::uint64_t seed, std::uint64_t offset = 0, T mean = T(0), T sd = T(1)) {
   if (!(sd >= T(0))) throw invalid_argument("random::normal: the standard deviation must be >= 0");
-  return generate(normal_distribution<T>{seed, offset, mean, sd});
+  return generate(normal_distribution<T>{{}, seed, offset, mean, sd});
 }
 /// A pipeline source yielding point i of the unit square (see point_distribution).
 template <class T>
 auto uniform_points(std::uint64_t seed, std::uint64_t offset = 0) {
-  return generate(point_distribution<T>{uniform_distribution<T>{seed, 2 * offset, T(0), T(1)}});
+  return generate(point_distribution<T>{uniform_distribution<T>{{}, seed, 2 * offset, T(0), T(1)}});
 }
 
 // ---- fills into existing arrays (one kernel, no allocation) ----------------------------------
@@ -264,14 +253,14 @@ void fill_integers(A&& a, std::uint64_t seed, std::uint64_t offset, detail::valu
                    detail::value_of<A> high) {
   using T = detail::value_of<A>;
   detail::check_range(low, high, "random::fill_integers");
-  generate(integer_distribution<T>{seed, offset, low, std::uint32_t(std::int64_t(high) - std::int64_t(low))})(a);
+  generate(integer_distribution<T>{{}, seed, offset, low, std::uint32_t(std::int64_t(high) - std::int64_t(low))})(a);
 }
 
 /// a[i] = raw word i of the stream (seed, offset): Philox block (offset + i) / 4, word (offset + i) % 4.
 template <array_like A>
 void fill_bits(A&& a, std::uint64_t seed, std::uint64_t offset = 0) {
   static_assert(std::is_same_v<detail::value_of<A>, std::uint32_t>, "fill_bits writes uint32_t arrays");
-  generate(bits_distribution{seed, offset})(a);
+  generate(bits_distribution{{}, seed, offset})(a);
 }
 
 }  // namespace resident::random
