@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "resident/memory/ledger.hpp"
 
@@ -62,11 +63,44 @@ void cpu_naive(const gemm_args& g) {
     }
 }
 
-// Cache-blocked: each thread owns MC rows of C at a time; KC x NC panels of B stay in cache while the
-// inner register tile (4 rows x NR columns) accumulates with vectorized FMAs.
+// The register tile of the blocked algorithm: acc (MR x NR) += A[rows, p0:p1] * B[p0:p1, cols], with
+// NR = 64 bytes of T (one AVX-512 vector, two AVX2 ones). Built for several instruction sets and chosen
+// at run time, so a portable build still uses the machine's widest vectors and its FMA units.
+constexpr std::size_t MR = 4;
+template <class T>
+constexpr std::size_t NR = 64 / sizeof(T);
+
+#define RESIDENT_MICRO_KERNEL(T)                                                                       \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void micro_kernel(      \
+      const T* a, std::size_t lda, const T* b, std::size_t ldb, std::size_t kc, T* acc) {             \
+    T c0[NR<T>] = {}, c1[NR<T>] = {}, c2[NR<T>] = {}, c3[NR<T>] = {};                                 \
+    for (std::size_t p = 0; p < kc; ++p) {                                                           \
+      const T* bp = b + p * ldb;                                                                     \
+      const T a0 = a[p], a1 = a[lda + p], a2 = a[2 * lda + p], a3 = a[3 * lda + p];                  \
+      for (std::size_t q = 0; q < NR<T>; ++q) {                                                      \
+        c0[q] += a0 * bp[q];                                                                         \
+        c1[q] += a1 * bp[q];                                                                         \
+        c2[q] += a2 * bp[q];                                                                         \
+        c3[q] += a3 * bp[q];                                                                         \
+      }                                                                                              \
+    }                                                                                                \
+    for (std::size_t q = 0; q < NR<T>; ++q) {                                                        \
+      acc[q] = c0[q];                                                                                \
+      acc[NR<T> + q] = c1[q];                                                                        \
+      acc[2 * NR<T> + q] = c2[q];                                                                    \
+      acc[3 * NR<T> + q] = c3[q];                                                                    \
+    }                                                                                                \
+  }
+RESIDENT_MICRO_KERNEL(float)
+RESIDENT_MICRO_KERNEL(double)
+#undef RESIDENT_MICRO_KERNEL
+
+// Cache-blocked: a KC x NC panel of B is packed once into NR-wide column strips (zero-padded at the
+// right edge), so the register tile above reads it contiguously whatever B's leading dimension; the
+// threads then share the panel, each taking MC rows of C at a time.
 template <class T>
 void cpu_blocked(const gemm_args& g) {
-  constexpr std::size_t MC = 64, KC = 256, NC = 512, MR = 4, NR = 64 / sizeof(T) * 2;  // NR: 32 floats, 16 doubles
+  constexpr std::size_t MC = 64, KC = 256, NC = 512, nr = NR<T>;
   const T* A = static_cast<const T*>(g.a);
   const T* B = static_cast<const T*>(g.b);
   T* C = static_cast<T*>(g.c);
@@ -79,41 +113,41 @@ void cpu_blocked(const gemm_args& g) {
       T& c = C[std::size_t(i) * g.ldc + j];
       c = beta == T(0) ? T(0) : beta * c;
     }
+  std::vector<T> panel(KC * NC);  // (NC / nr strips) x (KC rows) x (nr columns)
   const long row_blocks = long((m + MC - 1) / MC);
+  for (std::size_t p0 = 0; p0 < k; p0 += KC) {
+    const std::size_t kc = std::min(k, p0 + KC) - p0;
+    for (std::size_t j0 = 0; j0 < n; j0 += NC) {
+      const std::size_t nc = std::min(n, j0 + NC) - j0, strips = (nc + nr - 1) / nr;
+#pragma omp parallel for schedule(static)
+      for (long sp = 0; sp < long(strips * kc); ++sp) {
+        const std::size_t st = std::size_t(sp) / kc, p = std::size_t(sp) % kc;
+        T* dst = panel.data() + (st * kc + p) * nr;
+        const T* src = B + (p0 + p) * g.ldb + j0 + st * nr;
+        const std::size_t w = std::min(nr, nc - st * nr);
+        for (std::size_t q = 0; q < nr; ++q) dst[q] = q < w ? src[q] : T(0);
+      }
 #pragma omp parallel for schedule(dynamic, 1)
-  for (long rb = 0; rb < row_blocks; ++rb) {
-    const std::size_t i0 = std::size_t(rb) * MC, i1 = std::min(m, i0 + MC);
-    for (std::size_t p0 = 0; p0 < k; p0 += KC) {
-      const std::size_t p1 = std::min(k, p0 + KC);
-      for (std::size_t j0 = 0; j0 < n; j0 += NC) {
-        const std::size_t j1 = std::min(n, j0 + NC);
+      for (long rb = 0; rb < row_blocks; ++rb) {
+        const std::size_t i0 = std::size_t(rb) * MC, i1 = std::min(m, i0 + MC);
+        T acc[MR * nr];
         for (std::size_t i = i0; i < i1; i += MR) {
           const std::size_t mr = std::min(MR, i1 - i);
-          for (std::size_t j = j0; j < j1; j += NR) {
-            const std::size_t nr = std::min(NR, j1 - j);
-            T acc[MR][NR] = {};
-            if (mr == MR && nr == NR) {
-              for (std::size_t p = p0; p < p1; ++p) {
-                const T* b = B + p * g.ldb + j;
-                const T a0 = A[i * g.lda + p], a1 = A[(i + 1) * g.lda + p];
-                const T a2 = A[(i + 2) * g.lda + p], a3 = A[(i + 3) * g.lda + p];
-#pragma omp simd
-                for (std::size_t q = 0; q < NR; ++q) {
-                  acc[0][q] += a0 * b[q];
-                  acc[1][q] += a1 * b[q];
-                  acc[2][q] += a2 * b[q];
-                  acc[3][q] += a3 * b[q];
-                }
-              }
-            } else {
-              for (std::size_t p = p0; p < p1; ++p)
+          for (std::size_t st = 0; st < strips; ++st) {
+            const T* bs = panel.data() + st * kc * nr;
+            if (mr == MR) {
+              micro_kernel(A + i * g.lda + p0, g.lda, bs, nr, kc, acc);
+            } else {  // the last rows
+              std::fill(acc, acc + MR * nr, T(0));
+              for (std::size_t p = 0; p < kc; ++p)
                 for (std::size_t r = 0; r < mr; ++r) {
-                  const T a = A[(i + r) * g.lda + p];
-                  for (std::size_t q = 0; q < nr; ++q) acc[r][q] += a * B[p * g.ldb + j + q];
+                  const T a = A[(i + r) * g.lda + p0 + p];
+                  for (std::size_t q = 0; q < nr; ++q) acc[r * nr + q] += a * bs[p * nr + q];
                 }
             }
+            const std::size_t j = j0 + st * nr, w = std::min(nr, nc - st * nr);
             for (std::size_t r = 0; r < mr; ++r)
-              for (std::size_t q = 0; q < nr; ++q) C[(i + r) * g.ldc + j + q] += alpha * acc[r][q];
+              for (std::size_t q = 0; q < w; ++q) C[(i + r) * g.ldc + j + q] += alpha * acc[r * nr + q];
           }
         }
       }
