@@ -1,0 +1,36 @@
+#pragma once
+// The resident command line: its options, parsed apart from running them (the fuzz target parses only).
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+
+namespace resident::cli {
+
+class command_line {
+ public:
+  command_line();
+  /// Parses argv. @throws CLI::ParseError (print it with app().exit(e)).
+  void parse(int argc, const char* const* argv);
+  /// Checks what parsing could not (devices, algorithm names, output folders) and runs the command.
+  /// @throws resident::error.
+  int run();
+  /// The checks of run() without running anything. @throws resident::error.
+  void check() const;
+  CLI::App& app() { return *app_; }
+
+ private:
+  std::unique_ptr<CLI::App> app_;
+  info_options info_;
+  demo_options demo_;
+  bench_options bench_;
+  std::vector<std::string> algos_;
+  CLI::App *info_cmd_ = nullptr, *demo_cmd_ = nullptr, *bench_cmd_ = nullptr, *pipeline_ = nullptr,
+           *small_ = nullptr, *foundation_ = nullptr, *rng_ = nullptr, *flow_ = nullptr, *matmul_ = nullptr;
+};
+
+}  // namespace resident::cli
