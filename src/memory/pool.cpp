@@ -182,6 +182,11 @@ void* pool_allocate(std::size_t bytes, stream_ref s) {
   return p;
 }
 
+void pool_keepalive() noexcept {
+  (void)state(device::cpu());
+  (void)cpu_pool();
+}
+
 void pool_deallocate(void* p, std::size_t bytes, stream_ref s) noexcept {
   if (!p) return;
   device d = s.device();

@@ -35,7 +35,7 @@ class array {
   using value_type = T;
 
   /// An empty array on the CPU.
-  array() = default;
+  array() noexcept { detail::pool_keepalive(); }
   /// n uninitialized elements on s's device, ordered on s.
   explicit array(std::size_t n, stream_ref s) : stream_(s), size_(n) {
     require(s.device());

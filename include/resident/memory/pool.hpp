@@ -39,6 +39,9 @@ namespace detail {
 void* pool_allocate(std::size_t bytes, stream_ref s);
 /// Frees p (allocated with the same size) ordered on s. Never throws.
 void pool_deallocate(void* p, std::size_t bytes, stream_ref s) noexcept;
+/// Builds the pools' static state now, so that it is destroyed after any object that calls this in
+/// its constructor: an array in static storage can still free itself at exit.
+void pool_keepalive() noexcept;
 }  // namespace detail
 
 }  // namespace resident
