@@ -70,9 +70,13 @@ void check_writable(const std::string& path) {
   if (path.empty() || path == "-") return;
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   const std::filesystem::path dir = folder.empty() ? std::filesystem::path(".") : folder;
-  if (!std::filesystem::is_directory(dir))
+  std::error_code ec;  // a path the system cannot even look up (too long, bad bytes) is an error too
+  if (!std::filesystem::is_directory(dir, ec)) {
+    const bool missing = !ec || ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory;
     throw invalid_argument("cannot write '" + path + "': the folder '" + dir.string() +
-                           "' does not exist; create it or choose another path");
+                           (missing ? "' does not exist" : "' cannot be used (" + ec.message() + ")") +
+                           "; create it or choose another path");
+  }
   if (access(dir.c_str(), W_OK) != 0)
     throw invalid_argument("cannot write '" + path + "': the folder '" + dir.string() + "' is not writable");
 }
