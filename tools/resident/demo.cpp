@@ -155,9 +155,9 @@ int run_demo(const demo_options& o) {
             << "the data stays resident on " << d.name() << "; the fused pipeline ran in "
             << format_number(fused.ms, -1) << " ms with " << fused.per_call.h2d_bytes + fused.per_call.d2h_bytes
             << " bytes over the bus and " << fused.per_call.kernels << " kernel, "
-            << format_number(base / fused.ms, 0) << "x faster than copying to the device and back around each function ("
+            << format_number(base / fused.ms, -1) << "x faster than copying to the device and back around each function ("
             << format_number(base, -1) << " ms; with resident's staged copies the round trips take " << format_number(results[1].ms, -1)
-            << " ms, still " << format_number(results[1].ms / fused.ms, 0) << "x the fused time).\n";
+            << " ms, still " << format_number(results[1].ms / fused.ms, -1) << "x the fused time).\n";
   std::cout.flush();
   if (!ok) std::cout << "ERROR: a mode's result differs from the FP64 reference by more than " << tolerance << "\n";
 
