@@ -25,11 +25,19 @@ inline constexpr bool cuda_compiled = true;
 inline constexpr bool cuda_compiled = false;
 #endif
 
-/// True in debug builds: array_view bounds checks and a synchronize + check after every launch.
+/// True in debug builds (RESIDENT_DEBUG): array_view bounds checks.
 #if defined(RESIDENT_DEBUG) && RESIDENT_DEBUG
 inline constexpr bool debug_checks = true;
 #else
 inline constexpr bool debug_checks = false;
+#endif
+
+/// True with RESIDENT_DEBUG_SYNC: every launch is followed by a synchronize and an error check, so a
+/// fault is reported at the launch that caused it.
+#if defined(RESIDENT_DEBUG_SYNC) && RESIDENT_DEBUG_SYNC
+inline constexpr bool debug_sync = true;
+#else
+inline constexpr bool debug_sync = false;
 #endif
 
 /// "major.minor.patch".

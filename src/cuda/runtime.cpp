@@ -257,7 +257,7 @@ bool is_pinned(const void* p) noexcept {
 void check_launch(const char* what) {
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) throw_cuda(e, what, __FILE__, __LINE__);
-  if constexpr (debug_checks) {
+  if constexpr (debug_sync) {
     e = cudaDeviceSynchronize();
     if (e != cudaSuccess) throw_cuda(e, what, __FILE__, __LINE__);
   }

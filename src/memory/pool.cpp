@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "resident/detail/cuda_runtime.hpp"
@@ -15,10 +16,17 @@
 namespace resident {
 namespace {
 
+// RESIDENT_POOL_CACHING=0 starts every pool with caching off (debugging leaks and out-of-bounds
+// accesses that reuse would hide).
+bool caching_from_environment() {
+  const char* v = std::getenv("RESIDENT_POOL_CACHING");
+  return !(v && std::string(v) == "0");
+}
+
 struct pool_state {
   std::atomic<std::size_t> in_use{0}, peak{0};
   std::atomic<std::uint64_t> allocations{0}, hits{0}, outstanding{0};
-  std::atomic<bool> caching{true};
+  std::atomic<bool> caching{caching_from_environment()};
   std::atomic<std::size_t> last_reserved{0};  ///< the device pool's reservation after the last allocation
 
   void count(std::size_t bytes, bool hit, device d) {
@@ -144,6 +152,8 @@ void trim_pool(device d) {
   else
     cpu_pool().trim();
 }
+
+bool pool_caching(device d) { return state(d).caching; }
 
 void set_pool_caching(device d, bool enabled) {
   state(d).caching = enabled;

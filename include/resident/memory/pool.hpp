@@ -29,6 +29,8 @@ void trim_pool(device d);
 /// Turns caching on or off for d's pool (off: every free returns memory; for debugging leaks and
 /// out-of-bounds accesses that reuse would hide).
 void set_pool_caching(device d, bool enabled);
+/// Whether d's pool caches freed memory (on by default; RESIDENT_POOL_CACHING=0 starts it off).
+bool pool_caching(device d);
 
 /// Alignment of every pool allocation, in bytes.
 inline constexpr std::size_t pool_alignment = 256;
