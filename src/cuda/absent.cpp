@@ -51,6 +51,7 @@ void set_device(int) { absent(); }
 namespace resident::detail {
 void* graph_begin(stream_ref) { cuda::absent(); }
 void* graph_end(stream_ref) { cuda::absent(); }
+bool graph_end_update(stream_ref, void*) { cuda::absent(); }
 void graph_abort(stream_ref) noexcept {}
 void graph_launch(void*, stream_ref) { cuda::absent(); }
 void graph_destroy(void*) noexcept {}

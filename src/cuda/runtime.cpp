@@ -282,6 +282,19 @@ void* graph_end(stream_ref s) {
   if (e != cudaSuccess) throw_cuda(e, "cudaGraphInstantiate", __FILE__, __LINE__);
   return exec;
 }
+bool graph_end_update(stream_ref s, void* exec) {
+  cudaGraph_t g = nullptr;
+  RESIDENT_CUDA_TRY(cudaStreamEndCapture(s.native(), &g));
+  cudaGraphExecUpdateResultInfo info{};
+  const cudaError_t e = cudaGraphExecUpdate(static_cast<cudaGraphExec_t>(exec), g, &info);
+  cudaGraphDestroy(g);
+  if (e == cudaErrorGraphExecUpdateFailure) {
+    cudaGetLastError();
+    return false;
+  }
+  if (e != cudaSuccess) throw_cuda(e, "cudaGraphExecUpdate", __FILE__, __LINE__);
+  return true;
+}
 void graph_abort(stream_ref s) noexcept {
   cudaGraph_t g = nullptr;
   if (cudaStreamEndCapture(s.native(), &g) == cudaSuccess && g) cudaGraphDestroy(g);

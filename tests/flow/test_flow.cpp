@@ -160,6 +160,38 @@ TEST_P(flows, graph_replay_equals_eager_and_report) {
   z.set_stream(rs::default_stream(dev));
 }
 
+TEST_P(flows, graph_update_changes_a_scalar_between_replays) {
+  const std::size_t n = 1000;
+  auto h = rs::test::random_vector<float>(n, rs::test::fresh_seed());
+  rs::stream s(dev);
+  auto x = rs::to_device(h, dev);
+  rs::array<float> y(n, dev);
+  x.set_stream(s);
+  y.set_stream(s);
+  auto scaled = [&](float a) {
+    return [&, a] { rs::map([a] RESIDENT_HD(float v) { return a * v; })(x, y); };
+  };
+  rs::graph g = rs::graph::capture(s, scaled(2.f));
+  g.replay(s);
+  auto twice = y.to_host();
+  g.update(s, scaled(3.f));  // same kernel, another coefficient
+  g.replay(s);
+  auto thrice = y.to_host();
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(twice[i], 2.f * h[i]);
+    ASSERT_EQ(thrice[i], 3.f * h[i]);
+  }
+  if (dev.is_cuda()) {
+    auto two_kernels = [&] {
+      scaled(1.f)();
+      scaled(4.f)();
+    };
+    EXPECT_THROW(g.update(s, two_kernels), rs::invalid_argument) << "a different shape must be refused";
+  }
+  x.set_stream(rs::default_stream(dev));
+  y.set_stream(rs::default_stream(dev));
+}
+
 RESIDENT_BACKENDS(flows);
 
 }  // namespace

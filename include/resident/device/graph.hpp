@@ -16,6 +16,7 @@ namespace resident {
 namespace detail {
 void* graph_begin(stream_ref s);                 // starts capturing s
 void* graph_end(stream_ref s);                   // ends the capture, returns the instantiated graph
+bool graph_end_update(stream_ref s, void* exec);  // ends the capture, updates exec in place if it can
 void graph_abort(stream_ref s) noexcept;         // ends a failed capture, discarding it
 void graph_launch(void* exec, stream_ref s);
 void graph_destroy(void* exec) noexcept;
@@ -51,6 +52,33 @@ class graph {
     detail::forget_kernels(s.device(), g.kernels_);
     g.exec_ = detail::graph_end(s);
     return g;
+  }
+
+  /// Re-records work() (issued on s, not run) into this graph in place, keeping its instantiation:
+  /// the way to change scalar parameters (an RNG offset, a coefficient) between replays. The new work
+  /// must have the same shape: the same kernels in the same order and dependencies.
+  /// @throws invalid_argument when it does not (capture a new graph then), or the graph is empty.
+  template <class F>
+  void update(stream_ref s, F&& work) {
+    if (device_.is_cpu()) {
+      cpu_work_ = std::function<void()>(std::forward<F>(work));
+      return;
+    }
+    if (!exec_) throw invalid_argument("graph::update of an empty graph: capture one first");
+    detail::graph_begin(s);
+    scoped_ledger l(s.device());
+    try {
+      work();
+    } catch (...) {
+      detail::graph_abort(s);
+      throw;
+    }
+    const std::uint64_t k = l.delta().kernels;
+    detail::forget_kernels(s.device(), k);
+    if (!detail::graph_end_update(s, exec_))
+      throw invalid_argument("graph::update: the new work differs in shape from the captured graph (other "
+                             "kernels, node count or dependencies); capture a new graph with graph::capture");
+    kernels_ = k;
   }
 
   graph() = default;
