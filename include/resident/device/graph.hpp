@@ -40,16 +40,7 @@ class graph {
     }
     if (s.native() == nullptr)
       throw invalid_argument("graph::capture needs a created stream (rs::stream), not the default stream");
-    detail::graph_begin(s);
-    scoped_ledger l(s.device());
-    try {
-      work();
-    } catch (...) {
-      detail::graph_abort(s);
-      throw;
-    }
-    g.kernels_ = l.delta().kernels;
-    detail::forget_kernels(s.device(), g.kernels_);
+    g.kernels_ = record(s, work);
     g.exec_ = detail::graph_end(s);
     return g;
   }
@@ -65,16 +56,7 @@ class graph {
       return;
     }
     if (!exec_) throw invalid_argument("graph::update of an empty graph: capture one first");
-    detail::graph_begin(s);
-    scoped_ledger l(s.device());
-    try {
-      work();
-    } catch (...) {
-      detail::graph_abort(s);
-      throw;
-    }
-    const std::uint64_t k = l.delta().kernels;
-    detail::forget_kernels(s.device(), k);
+    const std::uint64_t k = record(s, work);
     if (!detail::graph_end_update(s, exec_))
       throw invalid_argument("graph::update: the new work differs in shape from the captured graph (other "
                              "kernels, node count or dependencies); capture a new graph with graph::capture");
@@ -118,6 +100,23 @@ class graph {
   std::uint64_t kernels() const noexcept { return kernels_; }
 
  private:
+  // Starts a capture on s and records work() into it, leaving the capture open; returns the kernels
+  // the work launched (taken back out of the ledger: they did not run). Drops the capture on a throw.
+  template <class F>
+  static std::uint64_t record(stream_ref s, F& work) {
+    detail::graph_begin(s);
+    scoped_ledger l(s.device());
+    try {
+      work();
+    } catch (...) {
+      detail::graph_abort(s);
+      throw;
+    }
+    const std::uint64_t k = l.delta().kernels;
+    detail::forget_kernels(s.device(), k);
+    return k;
+  }
+
   device device_{};
   void* exec_ = nullptr;
   std::function<void()> cpu_work_;
