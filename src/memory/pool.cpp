@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/error.hpp"
 #include "resident/memory/ledger.hpp"
@@ -121,6 +123,9 @@ host_pool& cpu_pool() {
     reserved = detail::cuda::pool_reserved(d.index());
   } else {
     reserved = cpu_pool().reserved();
+    const long page = sysconf(_SC_PAGE_SIZE), avail = sysconf(_SC_AVPHYS_PAGES), all = sysconf(_SC_PHYS_PAGES);
+    if (page > 0 && avail > 0) free_b = std::size_t(avail) * std::size_t(page);
+    if (page > 0 && all > 0) total = std::size_t(all) * std::size_t(page);
   }
   std::size_t used = state(d).in_use;
   throw out_of_memory(

@@ -1,4 +1,5 @@
 #include <cstring>
+#include <algorithm>
 #include <numeric>
 
 #include "support.hpp"
@@ -143,6 +144,7 @@ TEST_P(pool, out_of_memory_carries_figures_and_pool_recovers) {
   } catch (const rs::out_of_memory& e) {
     EXPECT_EQ(e.requested(), huge);
     EXPECT_NE(std::string(e.what()).find("retried once"), std::string::npos) << e.what();
+    EXPECT_GT(e.free_bytes(), 0u) << "the message must give the memory that is free";
   }
   auto h = rs::test::random_vector<float>(1000, rs::test::fresh_seed());
   EXPECT_EQ(rs::to_device(h, dev).to_host(), h);  // the pool and the context still work
@@ -205,6 +207,63 @@ TEST_P(pool, caching_can_be_turned_off) {
   rs::set_pool_caching(dev, was);
 }
 
+TEST_P(ledger, log_policy_reports_and_lets_the_transfer_through) {
+  auto h = rs::test::random_vector<float>(300, rs::test::fresh_seed());
+  ::testing::internal::CaptureStderr();
+  rs::array<float> a(h.size(), dev);
+  {
+    rs::scoped_transfer_policy p(rs::transfer_policy::log);
+    rs::copy(std::span<const float>(h), a);
+  }
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("host-to-device transfer of 1.2 KiB on " + dev.name()), std::string::npos) << said;
+  EXPECT_EQ(a.to_host(), h);
+}
+
+using timings = backend;
+
+TEST_P(timings, regions_are_timed_sorted_and_positive) {
+  rs::stream s(dev);
+  {
+    auto a = rs::to_device(rs::test::random_vector<float>(1 << 20, rs::test::fresh_seed()), s.ref());
+    rs::array<float> b(a.size(), s.ref());
+    int calls = 0;
+    auto t = rs::time_region(s.ref(), 7, 2, [&] {
+      ++calls;
+      rs::copy(a, b);
+    });
+    EXPECT_EQ(calls, 9) << "2 warm-up calls and 7 timed ones";
+    ASSERT_EQ(t.ms.size(), 7u);
+    EXPECT_TRUE(std::is_sorted(t.ms.begin(), t.ms.end()));
+    EXPECT_GT(t.min(), 0.0);
+    EXPECT_LE(t.min(), t.median());
+    EXPECT_LE(t.median(), t.max());
+    calls = 0;
+    auto per_call = rs::time_batched(s.ref(), 3, 1, 5, [&] {
+      ++calls;
+      rs::copy(a, b);
+    });
+    EXPECT_EQ(calls, (1 + 3) * 5);
+    ASSERT_EQ(per_call.ms.size(), 3u);
+    EXPECT_GT(per_call.median(), 0.0);
+  }
+  s.synchronize();
+}
+
+TEST(array_view, out_of_bounds_stops_in_debug_builds) {
+  if constexpr (!rs::debug_checks) {
+    GTEST_SKIP() << "bounds checks are on in builds with RESIDENT_DEBUG (the debug preset)";
+  } else {
+    std::vector<int> v(4, 1);
+    rs::array_view<int> view(v.data(), v.size());
+    EXPECT_EQ(view[3], 1);
+    EXPECT_DEATH(view[4], "index 4 out of bounds for extent 4");
+    rs::array2d_view<int> m(v.data(), 2, 2, 2);
+    EXPECT_DEATH(m(0, 2), "index 2 out of bounds for extent 2");
+  }
+}
+
+RESIDENT_BACKENDS(timings);
 RESIDENT_BACKENDS(arrays);
 RESIDENT_BACKENDS(pool);
 RESIDENT_BACKENDS(ledger);

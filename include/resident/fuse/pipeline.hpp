@@ -294,7 +294,9 @@ class pipeline {
     }
   }
 
-  /// Reduces stages(x[i]) over x in one pass; synchronizes and returns the value.
+  /// Reduces stages(x[i]) over x in one pass; synchronizes and returns the value. On a GPU the value's
+  /// download is a device-to-host transfer in the ledger (and refused under transfer_policy::forbid);
+  /// the overload taking a result array keeps it on the device.
   template <array_like A>
     requires(from_input && reduces)
   auto operator()(const A& x) const {

@@ -13,11 +13,12 @@ namespace detail {
 /// Reports an out-of-bounds index and stops: a trap on the device, abort on the host (no exception
 /// can cross a kernel boundary).
 RESIDENT_HD inline void bounds_fail(std::size_t i, std::size_t n) {
-  std::printf("resident: index %llu out of bounds for extent %llu\n", static_cast<unsigned long long>(i),
-              static_cast<unsigned long long>(n));
+  const auto a = static_cast<unsigned long long>(i), b = static_cast<unsigned long long>(n);
 #if defined(__CUDA_ARCH__)
+  std::printf("resident: index %llu out of bounds for extent %llu\n", a, b);
   __trap();
 #else
+  std::fprintf(stderr, "resident: index %llu out of bounds for extent %llu\n", a, b);
   std::abort();
 #endif
 }
