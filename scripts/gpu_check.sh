@@ -49,6 +49,16 @@ sanitize() {  # sanitize TOOL BINARY [ARGS...]
   fi
 }
 
+# The negative test: a read one element past a pooled array runs clean alone, and memcheck must flag it.
+planted() {  # planted BINARY
+  "$1" cuda || { echo "the planted program failed without the tool"; return 1; }
+  local out
+  out=$(timeout 120 compute-sanitizer --tool memcheck --error-exitcode=1 "$1" cuda 2>&1)
+  local rc=$?
+  echo "$out"
+  [ $rc -ne 0 ] && echo "$out" | grep -q "Invalid __global__ read" || { echo "memcheck missed the planted read"; return 1; }
+}
+
 step configure cmake -S . -B "$build" -G Ninja -DRESIDENT_CUDA=ON -DCMAKE_BUILD_TYPE=Release
 step build cmake --build "$build" -j "$jobs"
 step tests ctest --test-dir "$build" --output-on-failure
@@ -81,6 +91,7 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
   for ex in "$build"/examples/example_*; do
     step "sanitize-memcheck-$(basename "$ex")" sanitize memcheck "$ex"
   done
+  step sanitize-memcheck-sees-planted-oob planted "$build/tests/planted_oob"
 fi
 
 {

@@ -9,6 +9,7 @@
 #include "resident/detail/cuda_check.hpp"
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/device/graph.hpp"
+#include "resident/launch/config.hpp"
 
 namespace resident::detail {
 
@@ -252,6 +253,18 @@ bool is_pinned(const void* p) noexcept {
     return false;
   }
   return a.type == cudaMemoryTypeHost;
+}
+
+bool dependent_launch(int dev) {
+  if (!programmatic_launch()) return false;
+  static std::array<std::atomic<int>, 64> major{};  // 0: not asked yet
+  if (dev < 0 || dev >= int(major.size())) return false;
+  int m = major[std::size_t(dev)].load(std::memory_order_relaxed);
+  if (m == 0) {
+    RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev));
+    major[std::size_t(dev)].store(m, std::memory_order_relaxed);
+  }
+  return m >= 9;
 }
 
 void check_launch(const char* what) {

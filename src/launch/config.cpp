@@ -1,8 +1,24 @@
 #include "resident/launch/config.hpp"
 
+#include <atomic>
+#include <cstdlib>
+
 #include "resident/error.hpp"
 
 namespace resident {
+
+namespace {
+std::atomic<bool>& dependent_launch_switch() {
+  static std::atomic<bool> on{[] {
+    const char* v = std::getenv("RESIDENT_PDL");
+    return !(v && std::string(v) == "0");
+  }()};
+  return on;
+}
+}  // namespace
+
+bool programmatic_launch() noexcept { return dependent_launch_switch().load(std::memory_order_relaxed); }
+void set_programmatic_launch(bool on) noexcept { dependent_launch_switch().store(on, std::memory_order_relaxed); }
 
 std::string dims::str() const {
   return "(" + std::to_string(x) + "," + std::to_string(y) + "," + std::to_string(z) + ")";

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <sanitizer/asan_interface.h>
 #include <unistd.h>
 
 #include "resident/detail/cuda_runtime.hpp"
@@ -55,6 +56,14 @@ pool_state& state(device d) {
   return s[static_cast<std::size_t>(i)];
 }
 
+// Under AddressSanitizer the pool poisons what its blocks hold beyond the request and whole cached
+// blocks, so an access past an array's end or into a freed array is reported even inside a pooled block
+// (tests/sanitizer/planted_oob.cpp proves it). Without ASan the macros are no-ops.
+void mark_live(void* p, std::size_t bytes, std::size_t r) {
+  ASAN_UNPOISON_MEMORY_REGION(p, bytes);
+  ASAN_POISON_MEMORY_REGION(static_cast<char*>(p) + bytes, r - bytes);
+}
+
 // The CPU pool caches freed blocks by their rounded size and hands them out again for the same size.
 class host_pool {
  public:
@@ -74,29 +83,38 @@ class host_pool {
         it->second.pop_back();
         cached_ -= r;
         *hit = true;
+        mark_live(p, bytes, r);
         return p;
       }
     }
     *hit = false;
     void* p = std::aligned_alloc(pool_alignment, r);
-    if (p) reserved_ += r;
+    if (p) {
+      reserved_ += r;
+      mark_live(p, bytes, r);
+    }
     return p;
   }
   void deallocate(void* p, std::size_t bytes, bool caching) {
     std::size_t r = rounded(bytes);
+    ASAN_UNPOISON_MEMORY_REGION(p, r);
     if (!caching) {
       std::free(p);
       reserved_ -= r;
       return;
     }
     std::lock_guard lock(m_);
+    ASAN_POISON_MEMORY_REGION(p, r);
     free_[r].push_back(p);
     cached_ += r;
   }
   void trim() {
     std::lock_guard lock(m_);
     for (auto& [r, v] : free_) {
-      for (void* p : v) std::free(p);
+      for (void* p : v) {
+        ASAN_UNPOISON_MEMORY_REGION(p, r);
+        std::free(p);
+      }
       reserved_ -= r * v.size();
     }
     free_.clear();

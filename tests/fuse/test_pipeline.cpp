@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "resident/fuse/pipeline.hpp"
+#include "resident/random/random.hpp"
 #include "support.hpp"
 
 namespace rs = resident;
@@ -208,6 +209,33 @@ TEST_P(pipelines, mismatched_arrays_fail_before_work) {
   auto ok = p.with_config({rs::dims(3), rs::dims(64)});
   ok(x);
   for (float v : x.to_host()) EXPECT_EQ(v, 2.f);
+}
+
+TEST_P(pipelines, dependent_chains_see_each_predecessor_with_and_without_dependent_launch) {
+  // Each step reads what the one before wrote, small (launch-bound) and large (several blocks per SM),
+  // ending in a reduction: with dependent launch the next kernel may start early and must still wait.
+  const bool was = rs::programmatic_launch();
+  for (bool pdl : {true, false}) {
+    rs::set_programmatic_launch(pdl);
+    for (std::size_t n : {std::size_t(1000), std::size_t(1 << 22) + 1}) {
+      SCOPED_TRACE("dependent launch " + std::to_string(pdl) + ", n = " + std::to_string(n));
+      rs::array<float> x(n, dev);
+      rs::random::fill_uniform(x, 5);
+      const int steps = 20;
+      for (int i = 0; i < steps; ++i) rs::map([] RESIDENT_HD(float v) { return v + 1.f; })(x);
+      const double sum = (rs::map([] RESIDENT_HD(float v) { return double(v); }) | rs::reduce(rs::plus{}, 0.0))(x);
+      rs::array<float> u(n, dev);
+      rs::random::fill_uniform(u, 5);
+      double expect = 0;
+      for (float v : u.to_host()) {
+        float w = v;
+        for (int i = 0; i < steps; ++i) w += 1.f;
+        expect += double(w);
+      }
+      EXPECT_NEAR(sum, expect, 1e-9 * expect);
+    }
+  }
+  rs::set_programmatic_launch(was);
 }
 
 RESIDENT_BACKENDS(pipelines);

@@ -76,9 +76,18 @@ int run_bench_flow(const bench_options& o) {
   const double eager = time_batched(chain.stream(), reps, 2, batch, [&] { chain.run_async(); }).median();
   graph g = chain.capture();
   const double replay = time_batched(chain.stream(), reps, 2, batch, [&] { g.replay(chain.stream()); }).median();
+  // The same graph captured without programmatic dependent launch: what overlapping launches gains.
+  const bool pdl = programmatic_launch();
+  set_programmatic_launch(false);
+  graph plain = chain.capture();
+  set_programmatic_launch(pdl);
+  const double replay_plain =
+      time_batched(chain.stream(), reps, 2, batch, [&] { plain.replay(chain.stream()); }).median();
   x.set_stream(default_stream(d));
   t.add({"8-stage chain, eager, per stage", table::cell(eager * 1e3 / 8, 2), "us", "run_async: launches + events"});
-  t.add({"8-stage chain, graph replay, per stage", table::cell(replay * 1e3 / 8, 2), "us", "flow.capture() replayed"});
+  t.add({"8-stage chain, graph replay, per stage", table::cell(replay * 1e3 / 8, 2), "us",
+         std::string("flow.capture() replayed") + (pdl ? ", dependent launch" : "")});
+  t.add({"the same without dependent launch", table::cell(replay_plain * 1e3 / 8, 2), "us", "RESIDENT_PDL=0"});
   t.print(std::cout);
   std::cout << "\nLast run of the concurrent flow:\n" << concurrent.report_table();
   if (!o.json.empty()) write_json(bench_json("flow", d.name(), properties(d).name, t), o.json);

@@ -53,6 +53,9 @@ void host_pinned_free(void* p) noexcept;
 /// True when p points into page-locked host memory that the device can copy at full rate.
 bool is_pinned(const void* p) noexcept;
 
+/// Whether fused kernels on dev launch with programmatic dependent launch (see launch.hpp).
+bool dependent_launch(int dev);
+
 /// Checks the error state after a kernel launch (throws cuda_error / device_lost).
 void check_launch(const char* what);
 

@@ -31,6 +31,13 @@ struct launch_config {
 /// the opt-in maximum; no extent may be 0). @throws invalid_launch saying which limit and by how much.
 void validate(const launch_config& cfg, device d);
 
+/// Programmatic dependent launch (Hopper and later): resident's fused kernels let the stream's next
+/// kernel be scheduled while they run, and each waits for its predecessor's results before touching
+/// memory, so results are unchanged and only launch latency overlaps (chains of small kernels, in
+/// graphs too). On by default on devices that support it; RESIDENT_PDL=0 turns it off at start.
+bool programmatic_launch() noexcept;
+void set_programmatic_launch(bool on) noexcept;
+
 /// Where a thread is: its block and thread indices and the launch's extents. On the GPU it reads
 /// blockIdx/threadIdx; the CPU backend fills it in for each emulated thread.
 struct thread_index {

@@ -97,10 +97,14 @@ struct uniform_distribution : detail::counter_based<uniform_distribution<T>> {
     // The same bits on every backend, whether or not the compiler contracts a * b + c into an fma:
     // float: span * u is exact in double (24 x 24 bits), so one rounding happens either way;
     // double: an explicit fma.
-    if constexpr (sizeof(T) == 4)
-      return float(double(low) + double(span) * double(unit_float(word(w, lane))));
-    else
+    if constexpr (sizeof(T) == 4) {
+      const float u = unit_float(word(w, lane));
+      // [0, 1) is the common case and exact without the double arithmetic (same bits either way).
+      if (low == 0.f && span == 1.f) return u;
+      return float(double(low) + double(span) * double(u));
+    } else {
       return fma(span, unit_double(word(w, 2 * lane), word(w, 2 * lane + 1)), low);
+    }
   }
 };
 

@@ -20,6 +20,7 @@ inline constexpr int fused_unroll = 4;
 template <int V, int U, class L, class Fn, class W>
 __global__ void fused_map_kernel(L in, Fn fn, W out, std::size_t head, std::size_t nvec, std::size_t n) {
   using R = decltype(in.eval1(fn, std::size_t(0)));
+  dependent_launch_prologue();
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   if (tid < head) out.store1(tid, in.eval1(fn, tid));
@@ -68,6 +69,7 @@ template <int V, int U, class L, class Fn, class Op, class T>
 __global__ void __launch_bounds__(reduce_block)
     fused_reduce_kernel(L in, Fn fn, Op op, T init, std::size_t head, std::size_t nvec, std::size_t n,
                         maybe<T>* partials, unsigned* counter, T* result) {
+  dependent_launch_prologue();
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   maybe<T> acc{init, 0};
@@ -143,20 +145,25 @@ inline constexpr bool reads_memory = true;
 template <class G>
 inline constexpr bool reads_memory<generate_loader<G>> = false;
 
+// Generators (Philox) are arithmetic-bound: they run at full occupancy, where streaming kernels run at
+// 1024 threads per SM (fused_config). Measured in bench/results (fused-variants-3, run-12).
+inline constexpr int generator_block = 256;
+
 template <int V, class L, class Fn, class W>
 void run_map_cuda(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t n, vector_plan plan,
                   const std::optional<launch_config>& cfg) {
   // Several vectors in flight per thread hide memory latency; a generator reads nothing, and unrolling
   // its arithmetic only costs registers.
   constexpr int U = reads_memory<L> ? fused_unroll : 1;
+  constexpr int fixed = reads_memory<L> ? 0 : generator_block;
   if (plan.vectorized && V > 1) {
     constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
-    launch_config c = fused_config<k>(plan.vectors, cfg, s.device(), U);
-    k<<<to_dim3(c.grid), to_dim3(c.block), 0, s.native()>>>(in, fn, out, plan.head, plan.vectors, n);
+    launch_config c = fused_config<k>(plan.vectors, cfg, s.device(), U, fixed);
+    launch_dependent(k, c, s, in, fn, out, plan.head, plan.vectors, n);
   } else {
     constexpr auto k = fused_map_kernel<1, U, L, Fn, W>;
-    launch_config c = fused_config<k>(n, cfg, s.device(), U);
-    k<<<to_dim3(c.grid), to_dim3(c.block), 0, s.native()>>>(in, fn, out, 0, n, n);
+    launch_config c = fused_config<k>(n, cfg, s.device(), U, fixed);
+    launch_dependent(k, c, s, in, fn, out, std::size_t(0), n, n);
   }
   cuda::check_launch("fused pipeline kernel");
   record_kernel(s.device());
@@ -177,7 +184,7 @@ void copy_device_to_device_value(T* p, T v, stream_ref s) {
 template <int V, class L, class Fn, class Op, class T>
 T run_reduce_cuda(stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std::size_t n, vector_plan plan,
                   const std::optional<launch_config>& cfg, T* into) {
-  constexpr int U = fused_unroll;
+  constexpr int U = reads_memory<L> ? fused_unroll : 1;
   if (n == 0) {
     if (into) copy_device_to_device_value(into, init, s);
     return init;
@@ -202,9 +209,9 @@ T run_reduce_cuda(stream_ref s, const L& in, const Fn& fn, const Op& op, T init,
   try {
     cuda::memset_async(counter, 0, sizeof(unsigned), s.native());
     if (vec)
-      kv<<<blocks, reduce_block, 0, s.native()>>>(in, fn, op, init, plan.head, plan.vectors, n, partials, counter, result);
+      launch_dependent(kv, c, s, in, fn, op, init, plan.head, plan.vectors, n, partials, counter, result);
     else
-      k1<<<blocks, reduce_block, 0, s.native()>>>(in, fn, op, init, 0, n, n, partials, counter, result);
+      launch_dependent(k1, c, s, in, fn, op, init, std::size_t(0), n, n, partials, counter, result);
     cuda::check_launch("fused reduction kernel");
     record_kernel(s.device());
     if (!into) copy_device_to_host(&value, result, sizeof(T), s, sync::blocking);

@@ -29,6 +29,16 @@ __global__ void grid_stride_kernel(std::size_t n, F f) {
     f(i);
 }
 
+/// Programmatic dependent launch, device side: dependents may be scheduled from the start of a kernel,
+/// and a kernel waits here for its predecessors' completion and memory before its first access. Both
+/// are no-ops when the kernel was launched without the attribute (or before sm_90).
+__device__ __forceinline__ void dependent_launch_prologue() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 /// Block size and a grid that fills the device at full occupancy for kernel, chosen once per kernel.
 struct occupancy {
   int block = 256;
@@ -87,6 +97,24 @@ void raise_shared_limit(Kernel kernel, std::size_t shared_bytes) {
 }
 
 inline ::dim3 to_dim3(dims d) { return ::dim3(d.x, d.y, d.z); }
+
+/// Launches a kernel that begins with dependent_launch_prologue(), as a programmatic dependent of the
+/// stream's previous kernel where dependent launch is on (cuda::dependent_launch).
+template <class... KArgs, class... Args>
+void launch_dependent(void (*kernel)(KArgs...), const launch_config& c, stream_ref s, Args&&... args) {
+  cudaLaunchConfig_t lc{};
+  lc.gridDim = to_dim3(c.grid);
+  lc.blockDim = to_dim3(c.block);
+  lc.dynamicSmemBytes = c.shared_bytes;
+  lc.stream = s.native();
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  lc.attrs = &attr;
+  lc.numAttrs = cuda::dependent_launch(s.device().index()) ? 1 : 0;
+  RESIDENT_CUDA_TRY(cudaLaunchKernelEx(&lc, kernel, std::forward<Args>(args)...));
+}
+
 
 template <class F, class... Args>
 void launch_cuda(stream_ref s, const launch_config& cfg, F f, Args... args) {
