@@ -45,17 +45,21 @@ RESIDENT_HD resident::detail::values<typename D::value_type, V> block_values(con
     }
     return out;
   }
-  int lane = int(p % P);
-  words4 w = philox_block(d.seed, c);
+  // Not aligned: the values span NB consecutive blocks; each is drawn once (NB Philox calls, not one per
+  // value) and every value picks its block with selects, which keep the words in registers.
+  constexpr int NB = (V + P - 1) / P + 1;
+  words4 w[NB];
+#pragma unroll
+  for (int b = 0; b < NB; ++b) w[b] = philox_block(d.seed, c + std::uint64_t(b));
+  const int r = int(p % P);
 #pragma unroll
   for (int k = 0; k < V; ++k) {
-    if (lane == P) {
-      ++c;
-      lane = 0;
-      w = philox_block(d.seed, c);
-    }
-    out.v[k] = d.from(w, lane, c);
-    ++lane;
+    const int b = (r + k) / P;
+    words4 pick = w[0];
+#pragma unroll
+    for (int bb = 1; bb < NB; ++bb)
+      if (b == bb) pick = w[bb];
+    out.v[k] = d.from(pick, (r + k) % P, c + std::uint64_t(b));
   }
   return out;
 }

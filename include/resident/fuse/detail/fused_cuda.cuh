@@ -18,7 +18,8 @@ inline constexpr int fused_unroll = 4;
 // Elements [0, head) and [head + nvec * V, n) one at a time; [head, head + nvec * V) as nvec vectors of
 // V, fused_unroll vectors per thread per iteration, all loads issued before the first store.
 template <int V, int U, class L, class Fn, class W>
-__global__ void fused_map_kernel(L in, Fn fn, W out, std::size_t head, std::size_t nvec, std::size_t n) {
+__device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const W& out, std::size_t head,
+                                               std::size_t nvec, std::size_t n) {
   using R = decltype(in.eval1(fn, std::size_t(0)));
   dependent_launch_prologue();
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -44,6 +45,21 @@ __global__ void fused_map_kernel(L in, Fn fn, W out, std::size_t head, std::size
   }
   const std::size_t tail = head + nvec * V;
   if (tid < n - tail) out.store1(tail + tid, in.eval1(fn, tail + tid));
+}
+
+template <int V, int U, class L, class Fn, class W>
+__global__ void fused_map_kernel(L in, Fn fn, W out, std::size_t head, std::size_t nvec, std::size_t n) {
+  fused_map_body<V, U>(in, fn, out, head, nvec, n);
+}
+
+// Generators (Philox) are arithmetic-bound: they run at full occupancy (blocks of generator_block), and
+// the bounds cap registers so 2048 threads fit on an SM whatever block a caller picks (streaming kernels
+// run at 1024 threads per SM, fused_config). A hand-written Philox fill needed 14 registers; unbounded,
+// this kernel took 52 and ran at half occupancy.
+inline constexpr int generator_block = 256;
+template <int V, int U, class L, class Fn, class W>
+__global__ void fused_generate_kernel(L in, Fn fn, W out, std::size_t head, std::size_t nvec, std::size_t n) {
+  fused_map_body<V, U>(in, fn, out, head, nvec, n);
 }
 
 template <class T>
@@ -145,9 +161,17 @@ inline constexpr bool reads_memory = true;
 template <class G>
 inline constexpr bool reads_memory<generate_loader<G>> = false;
 
-// Generators (Philox) are arithmetic-bound: they run at full occupancy, where streaming kernels run at
-// 1024 threads per SM (fused_config). Measured in bench/results (fused-variants-3, run-12).
-inline constexpr int generator_block = 256;
+template <int V, int U, class L, class Fn, class W>
+void launch_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t items, std::size_t head,
+                std::size_t nvec, std::size_t n, const std::optional<launch_config>& cfg) {
+  if constexpr (reads_memory<L>) {
+    constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
+    launch_dependent(k, fused_config<k>(items, cfg, s.device(), U), s, in, fn, out, head, nvec, n);
+  } else {
+    constexpr auto k = fused_generate_kernel<V, U, L, Fn, W>;
+    launch_dependent(k, fused_config<k>(items, cfg, s.device(), U, generator_block), s, in, fn, out, head, nvec, n);
+  }
+}
 
 template <int V, class L, class Fn, class W>
 void run_map_cuda(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t n, vector_plan plan,
@@ -155,16 +179,10 @@ void run_map_cuda(stream_ref s, const L& in, const Fn& fn, const W& out, std::si
   // Several vectors in flight per thread hide memory latency; a generator reads nothing, and unrolling
   // its arithmetic only costs registers.
   constexpr int U = reads_memory<L> ? fused_unroll : 1;
-  constexpr int fixed = reads_memory<L> ? 0 : generator_block;
-  if (plan.vectorized && V > 1) {
-    constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
-    launch_config c = fused_config<k>(plan.vectors, cfg, s.device(), U, fixed);
-    launch_dependent(k, c, s, in, fn, out, plan.head, plan.vectors, n);
-  } else {
-    constexpr auto k = fused_map_kernel<1, U, L, Fn, W>;
-    launch_config c = fused_config<k>(n, cfg, s.device(), U, fixed);
-    launch_dependent(k, c, s, in, fn, out, std::size_t(0), n, n);
-  }
+  if (plan.vectorized && V > 1)
+    launch_map<V, U>(s, in, fn, out, plan.vectors, plan.head, plan.vectors, n, cfg);
+  else
+    launch_map<1, U>(s, in, fn, out, n, 0, n, n, cfg);
   cuda::check_launch("fused pipeline kernel");
   record_kernel(s.device());
 }

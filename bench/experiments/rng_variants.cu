@@ -1,0 +1,135 @@
+// Register budget of the fused generator kernel: the library's map body over a uniform Philox source,
+// compiled under different register caps, against a hand-written Philox fill and cuRAND's Philox into
+// the same buffer, in one run. Its table chose the library's bound; bench/results/ keeps each run.
+//
+// usage: rng_variants [log2_n]     (default 28)
+#include <cuda_runtime.h>
+#include <curand.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "resident/resident.hpp"
+
+namespace rs = resident;
+namespace rd = resident::detail;
+
+#define CHECK(call)                                                                     \
+  do {                                                                                  \
+    cudaError_t e = (call);                                                             \
+    if (e != cudaSuccess) {                                                             \
+      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e));            \
+      std::exit(1);                                                                     \
+    }                                                                                   \
+  } while (0)
+
+using dist = rs::random::uniform_distribution<float>;
+using loader = rd::generate_loader<dist>;
+using writer = rd::writer<float>;
+using ident = rd::chain<>;
+
+__global__ void unbounded(loader in, ident fn, writer out, std::size_t head, std::size_t nvec, std::size_t n) {
+  rd::fused_map_body<4, 1>(in, fn, out, head, nvec, n);
+}
+__global__ void __maxnreg__(48) cap48(loader in, ident fn, writer out, std::size_t head, std::size_t nvec, std::size_t n) {
+  rd::fused_map_body<4, 1>(in, fn, out, head, nvec, n);
+}
+__global__ void __maxnreg__(40) cap40(loader in, ident fn, writer out, std::size_t head, std::size_t nvec, std::size_t n) {
+  rd::fused_map_body<4, 1>(in, fn, out, head, nvec, n);
+}
+__global__ void __maxnreg__(32) cap32(loader in, ident fn, writer out, std::size_t head, std::size_t nvec, std::size_t n) {
+  rd::fused_map_body<4, 1>(in, fn, out, head, nvec, n);
+}
+
+__global__ void hand(float4* y, std::size_t n4, std::uint64_t seed) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n4; j += stride) {
+    const rs::random::words4 w = rs::random::philox_block(seed, j);
+    y[j] = make_float4(rs::random::unit_float(w.w[0]), rs::random::unit_float(w.w[1]), rs::random::unit_float(w.w[2]),
+                       rs::random::unit_float(w.w[3]));
+  }
+}
+
+template <class F>
+double median_ms(F&& f) {
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) f();
+  std::vector<float> t;
+  for (int i = 0; i < 30; ++i) {
+    CHECK(cudaEventRecord(a));
+    f();
+    CHECK(cudaGetLastError());
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  std::sort(t.begin(), t.end());
+  CHECK(cudaEventDestroy(a));
+  CHECK(cudaEventDestroy(b));
+  return t[t.size() / 2];
+}
+
+int main(int argc, char** argv) {
+  const int lg = argc > 1 ? std::atoi(argv[1]) : 28;
+  const std::size_t n = std::size_t(1) << lg, nvec = n / 4;
+  const std::uint64_t seed = 7;
+  float *y, *ref;
+  CHECK(cudaMalloc(&y, n * 4));
+  CHECK(cudaMalloc(&ref, n * 4));
+  int sms = 0;
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  auto gbs = [&](double ms) { return double(n) * 4 / (ms * 1e-3) / 1e9; };
+  std::printf("n = 2^%d floats (%.1f GiB written per fill)\n", lg, double(n) * 4 / (1 << 30));
+
+  curandGenerator_t g;
+  if (curandCreateGenerator(&g, CURAND_RNG_PSEUDO_PHILOX4_32_10) != CURAND_STATUS_SUCCESS) return 1;
+  curandSetPseudoRandomGeneratorSeed(g, seed);
+  const double cu = median_ms([&] { curandGenerateUniform(g, ref, n); });
+  std::printf("  %-40s %8.4f ms  %6.0f GB/s  1.000 x cuRAND\n", "cuRAND Philox uniform", cu, gbs(cu));
+
+  const loader in{dist{{}, seed, 0, 0.f, 1.f}};
+  std::size_t head = 0;  // a run-time value, as in the library: the scalar head and tail paths stay in
+  auto run = [&](const char* name, auto kernel, int block) {
+    int per_sm = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
+    cudaFuncAttributes fa{};
+    CHECK(cudaFuncGetAttributes(&fa, kernel));
+    const unsigned grid = unsigned(per_sm * sms);
+    CHECK(cudaMemset(y, 0xff, n * 4));
+    const double ms = median_ms([&] { kernel<<<grid, block>>>(in, ident{}, writer{y}, head, nvec, n); });
+    std::vector<float> a(1024), b(1024);
+    CHECK(cudaMemcpy(a.data(), y + n - 1024, 4096, cudaMemcpyDeviceToHost));
+    rs::array<float> lib(1024, rs::device::cuda(0));
+    rs::random::fill_uniform(lib, seed, n - 1024);
+    b = lib.to_host();
+    std::printf("  %-40s %8.4f ms  %6.0f GB/s  %.3f x cuRAND  (%d regs, %zu B local, %d x %d threads/SM)%s\n", name, ms,
+                gbs(ms), cu / ms, fa.numRegs, std::size_t(fa.localSizeBytes), per_sm, block,
+                a == b ? "" : "  MISMATCH");
+  };
+  for (int block : {256, 512}) {
+    std::printf("block %d:\n", block);
+    run("library body, no cap", unbounded, block);
+    run("library body, 48 registers", cap48, block);
+    run("library body, 40 registers", cap40, block);
+    run("library body, 32 registers", cap32, block);
+  }
+  {
+    int per_sm = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, hand, 256, 0));
+    const double ms = median_ms([&] { hand<<<unsigned(per_sm * sms), 256>>>(reinterpret_cast<float4*>(y), nvec, seed); });
+    std::printf("  %-40s %8.4f ms  %6.0f GB/s  %.3f x cuRAND\n", "hand-written Philox fill, block 256", ms, gbs(ms), cu / ms);
+  }
+  rs::array<float> lib(n, rs::device::cuda(0));
+  const double ms = median_ms([&] { rs::random::fill_uniform(lib, seed); });
+  std::printf("  %-40s %8.4f ms  %6.0f GB/s  %.3f x cuRAND\n", "random::fill_uniform (library)", ms, gbs(ms), cu / ms);
+  curandDestroyGenerator(g);
+  CHECK(cudaFree(y));
+  CHECK(cudaFree(ref));
+  return 0;
+}
