@@ -89,7 +89,23 @@ struct counter_based {
 
 }  // namespace detail
 
-/// Uniform in [low, high): float from 24 bits, double from 53 bits.
+/// Uniform in [0, 1): float from the top 24 bits of a word, double from 53 bits of two words. The
+/// common case of uniform_distribution, with the same bits, without its scaling arithmetic.
+template <class T>
+struct unit_distribution : detail::counter_based<unit_distribution<T>> {
+  static_assert(detail::is_real<T>, "unit_distribution<T>: T is float or double");
+  using value_type = T;
+  static constexpr int per_block = sizeof(T) == 4 ? 4 : 2;
+  std::uint64_t seed, offset;
+  RESIDENT_HD T from(const words4& w, int lane, std::uint64_t) const {
+    if constexpr (sizeof(T) == 4)
+      return unit_float(word(w, lane));
+    else
+      return unit_double(word(w, 2 * lane), word(w, 2 * lane + 1));
+  }
+};
+
+/// Uniform in [low, high): low + (high - low) * u with u from unit_distribution.
 template <class T>
 struct uniform_distribution : detail::counter_based<uniform_distribution<T>> {
   static_assert(detail::is_real<T>, "uniform_distribution<T>: T is float or double");
@@ -97,18 +113,15 @@ struct uniform_distribution : detail::counter_based<uniform_distribution<T>> {
   static constexpr int per_block = sizeof(T) == 4 ? 4 : 2;
   std::uint64_t seed, offset;
   T low, span;
-  RESIDENT_HD T from(const words4& w, int lane, std::uint64_t) const {
+  RESIDENT_HD T from(const words4& w, int lane, std::uint64_t c) const {
+    const T u = unit_distribution<T>{{}, seed, offset}.from(w, lane, c);
     // The same bits on every backend, whether or not the compiler contracts a * b + c into an fma:
     // float: span * u is exact in double (24 x 24 bits), so one rounding happens either way;
     // double: an explicit fma.
-    if constexpr (sizeof(T) == 4) {
-      const float u = unit_float(word(w, lane));
-      // [0, 1) is the common case and exact without the double arithmetic (same bits either way).
-      if (low == 0.f && span == 1.f) return u;
+    if constexpr (sizeof(T) == 4)
       return float(double(low) + double(span) * double(u));
-    } else {
-      return fma(span, unit_double(word(w, 2 * lane), word(w, 2 * lane + 1)), low);
-    }
+    else
+      return fma(span, u, low);
   }
 };
 
@@ -188,11 +201,11 @@ struct point2 {
 template <class T>
 struct point_distribution {
   using block_generator = void;
-  uniform_distribution<T> u;  ///< its offset is even, so a point's two values share a Philox block
+  unit_distribution<T> u;  ///< its offset is even, so a point's two values share a Philox block
   RESIDENT_HD point2<T> operator()(std::size_t i) const {
     const std::uint64_t p = u.offset + 2 * i;
-    const std::uint64_t c = p / uniform_distribution<T>::per_block;
-    const int lane = int(p % uniform_distribution<T>::per_block);
+    const std::uint64_t c = p / unit_distribution<T>::per_block;
+    const int lane = int(p % unit_distribution<T>::per_block);
     const words4 w = philox_block(u.seed, c);
     return {u.from(w, lane, c), u.from(w, lane + 1, c)};
   }
@@ -234,7 +247,7 @@ auto normal(std::uint64_t seed, std::uint64_t offset = 0, T mean = T(0), T sd = 
 /// A pipeline source yielding point i of the unit square (see point_distribution).
 template <class T>
 auto uniform_points(std::uint64_t seed, std::uint64_t offset = 0) {
-  return generate(point_distribution<T>{uniform_distribution<T>{{}, seed, 2 * offset, T(0), T(1)}});
+  return generate(point_distribution<T>{unit_distribution<T>{{}, seed, 2 * offset}});
 }
 
 // ---- fills into existing arrays (one kernel, no allocation) ----------------------------------
@@ -244,7 +257,11 @@ auto uniform_points(std::uint64_t seed, std::uint64_t offset = 0) {
 template <array_like A>
 void fill_uniform(A&& a, std::uint64_t seed, std::uint64_t offset = 0, detail::value_of<A> low = 0,
                   detail::value_of<A> high = 1) {
-  uniform<detail::value_of<A>>(seed, offset, low, high)(a);
+  using T = detail::value_of<A>;
+  if (low == T(0) && high == T(1))
+    generate(unit_distribution<T>{{}, seed, offset})(a);  // the same bits, less arithmetic
+  else
+    uniform<T>(seed, offset, low, high)(a);
 }
 
 /// a[i] = value i of the normal stream (seed, offset). @throws invalid_argument when sd < 0.

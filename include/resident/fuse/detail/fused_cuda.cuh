@@ -56,7 +56,7 @@ __global__ void fused_map_kernel(L in, Fn fn, W out, std::size_t head, std::size
 // the bounds cap registers so 2048 threads fit on an SM whatever block a caller picks (streaming kernels
 // run at 1024 threads per SM, fused_config). A hand-written Philox fill needed 14 registers; unbounded,
 // this kernel took 52 and ran at half occupancy.
-inline constexpr int generator_block = 256;
+inline constexpr int generator_block = 512;
 template <int V, int U, class L, class Fn, class W>
 __global__ void fused_generate_kernel(L in, Fn fn, W out, std::size_t head, std::size_t nvec, std::size_t n) {
   fused_map_body<V, U>(in, fn, out, head, nvec, n);
