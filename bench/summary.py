@@ -77,6 +77,17 @@ def main(d):
         v = f.get("the same without dependent launch")
         if v is not None:
             row("flow: the same chain without dependent launch", f"{v:.2f} us", "", None)
+    gd = load(d, "guide.json")
+    if gd:
+        first = {}
+        for r in gd["rows"]:
+            first.setdefault(r["example"], r)
+            if r is not first[r["example"]] and r["example"] != "launch_config":
+                row(f"guide {r['example']}: {r['variant'][:34]}", f"{r['ratio']:.2f}x time", "", None)
+        sweep = [r for r in gd["rows"] if r["example"] == "launch_config"][1:]
+        if sweep:  # the sweep against the occupancy-chosen configuration: its fastest and slowest points
+            for r in (min(sweep, key=lambda r: r["ms"]), max(sweep, key=lambda r: r["ms"])):
+                row(f"guide launch_config: {r['variant'][:30]}", f"{r['ratio']:.2f}x time", "", None)
     peers = load(d, "peers.json")
     if peers:
         for r in peers["rows"]:

@@ -76,6 +76,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   step bench-rng "$cli" bench rng --json "$logs/rng.json"
   step bench-matmul "$cli" bench matmul --json "$logs/matmul.json"
   step bench-flow "$cli" bench flow --json "$logs/flow.json"
+  step bench-guide "$cli" bench guide --json "$logs/guide.json"
   if [ "${SKIP_PEERS:-0}" != 1 ]; then
     step peers env PYTHONUNBUFFERED=1 python3 bench/peers/peers.py --json "$logs/peers.json"
   fi
@@ -98,9 +99,11 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
   # bench/results/2026-11-29/graph-memcheck-repro.log): that test runs under memcheck without it.
   step sanitize-memcheck-flow-graph-replay sanitize_unordered memcheck "$build/tests/test_flow" \
     --gtest_filter='*graph_replay_equals_eager_and_report/cuda'
+  export RESIDENT_GUIDE_QUICK=1  # the guide's examples at small sizes, one timed run each
   for ex in "$build"/examples/example_*; do
     step "sanitize-memcheck-$(basename "$ex")" sanitize memcheck "$ex"
   done
+  unset RESIDENT_GUIDE_QUICK
   step sanitize-memcheck-sees-planted-oob planted "$build/tests/planted_oob"
 fi
 

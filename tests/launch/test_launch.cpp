@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "resident/resident.hpp"
 #include "support.hpp"
 
 namespace rs = resident;
@@ -70,6 +71,96 @@ TEST_P(launches, for_each_index_matches_fp64_reference) {
     for (std::size_t i = 0; i < n; ++i) ref[i] = 2.0 * double(h[i]) + 1.0;
     EXPECT_LT(rs::test::rel_error(y.to_host(), ref), 1e-6);
   }
+}
+
+// Phases for a block sum in shared memory: load, halve the live range log2(block) times, write.
+struct load_block {
+  rs::array_view<float> x;
+  RESIDENT_HD void operator()(rs::thread_index t, rs::block_shared sh) const {
+    const std::size_t i = t.global_x();
+    sh.as<double>()[t.thread.x] = i < x.size() ? double(x[i]) : 0.0;
+  }
+};
+struct halve {
+  unsigned half;
+  RESIDENT_HD void operator()(rs::thread_index t, rs::block_shared sh) const {
+    if (t.thread.x < half) sh.as<double>()[t.thread.x] += sh.as<double>()[t.thread.x + half];
+  }
+};
+struct write_block_sum {
+  rs::array_view<double> sums;
+  RESIDENT_HD void operator()(rs::thread_index t, rs::block_shared sh) const {
+    if (t.thread.x == 0) sums[t.block.x] = sh.as<double>()[0];
+  }
+};
+// Thread i reads what thread (block - 1 - i) wrote before the barrier: wrong without it.
+struct write_mine {
+  RESIDENT_HD void operator()(rs::thread_index t, rs::block_shared sh) const {
+    sh.as<unsigned>()[t.thread.x] = unsigned(t.global_x()) * 3u;
+  }
+};
+struct read_mirror {
+  rs::array_view<unsigned> out;
+  RESIDENT_HD void operator()(rs::thread_index t, rs::block_shared sh) const {
+    out[t.global_x()] = sh.as<unsigned>()[t.block_dim.x - 1 - t.thread.x];
+  }
+};
+
+TEST_P(launches, phases_share_block_memory_across_barriers) {
+  const unsigned block = 256, grid = 5;
+  const std::size_t n = std::size_t(block) * grid - 37;
+  auto seed = rs::test::fresh_seed();
+  auto h = rs::test::random_vector<float>(n, seed);
+  auto x = rs::to_device(h, dev);
+  std::vector<double> poison(grid, rs::test::poison<double>());
+  auto sums = rs::to_device(poison, dev);
+  const auto xv = x.view();
+  rs::scoped_ledger l(dev);
+  rs::launch_phases(rs::default_stream(dev), {rs::dims(grid), rs::dims(block), block * sizeof(double)},
+                    load_block{xv}, halve{128}, halve{64}, halve{32}, halve{16}, halve{8}, halve{4}, halve{2},
+                    halve{1}, write_block_sum{sums.view()});
+  EXPECT_EQ(l.delta().kernels, 1u);
+  auto got = sums.to_host();
+  for (unsigned b = 0; b < grid; ++b) {
+    double ref = 0;
+    for (std::size_t i = std::size_t(b) * block; i < std::min(n, std::size_t(b + 1) * block); ++i) ref += h[i];
+    EXPECT_NEAR(got[b], ref, 1e-9 * (1 + std::abs(ref))) << "block " << b << ", seed " << seed;
+  }
+
+  std::vector<unsigned> p(std::size_t(block) * grid, rs::test::poison<unsigned>());
+  auto out = rs::to_device(p, dev);
+  rs::launch_phases(rs::default_stream(dev), {rs::dims(grid), rs::dims(block), block * sizeof(unsigned)}, write_mine{},
+                    read_mirror{out.view()});
+  auto mirrored = out.to_host();
+  for (unsigned b = 0; b < grid; ++b)
+    for (unsigned i = 0; i < block; ++i) ASSERT_EQ(mirrored[b * block + i], (b * block + block - 1 - i) * 3u);
+
+  // Shared memory beyond the device's limit is refused before launch.
+  EXPECT_THROW(rs::launch_phases(rs::default_stream(dev), {rs::dims(1), rs::dims(32), std::size_t(1) << 30},
+                                 write_mine{}),
+               rs::invalid_launch);
+}
+
+TEST_P(launches, chunked_async_copies_round_trip_through_pinned_memory) {
+  const std::size_t n = 100003, chunks = 4, per = (n + chunks - 1) / chunks;
+  auto h = rs::test::random_vector<float>(n, rs::test::fresh_seed());
+  rs::pinned_buffer<float> in(n), back(n);
+  std::copy(h.begin(), h.end(), in.begin());
+  std::fill(back.begin(), back.end(), rs::test::poison<float>());
+  rs::array<float> d(n, dev);
+  rs::synchronize(dev);  // the allocation is ordered on the default stream; the chunks use their own
+  std::vector<rs::stream> streams;
+  for (std::size_t c = 0; c < chunks; ++c) streams.emplace_back(dev);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const std::size_t lo = c * per, cnt = std::min(per, n - lo);
+    auto part = rs::array_ref<float>(d.data() + lo, cnt, streams[c].ref());
+    rs::copy_async(std::span<const float>(in.data() + lo, cnt), part);
+    rs::map([] RESIDENT_HD(float v) { return 2.f * v; })(part);
+    rs::copy_async(part, std::span<float>(back.data() + lo, cnt));
+  }
+  for (auto& s : streams) s.synchronize();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(back[i], 2.f * h[i]) << i;
+  EXPECT_THROW(rs::copy_async(std::span<const float>(in.data(), 10), d), rs::shape_mismatch);
 }
 
 TEST_P(launches, invalid_configurations_are_typed_errors) {

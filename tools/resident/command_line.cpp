@@ -12,7 +12,8 @@ command_line::command_line() {
                "  resident demo                    the seed pipeline four ways, checked and timed\n"
                "  resident demo --device cpu --n 1000000 --json demo.json\n"
                "  resident bench pipeline --sizes 20,22,24,26,28 --json p.json --plot p.png\n"
-               "  resident bench pipeline --from p.json --peers peers.json --plot p.png\n",
+               "  resident bench pipeline --from p.json --peers peers.json --plot p.png\n"
+               "  resident bench guide --json guide.json   the guide's examples as one table\n",
                "resident");
   app_->set_version_flag("--version", resident::version());
   app_->require_subcommand(1);
@@ -59,6 +60,10 @@ command_line::command_line() {
   matmul_->add_option("--plot", bench_.plot, "Draw TFLOP/s per size into FILE.png (needs gnuplot)");
   matmul_->add_option("--from", bench_.from, "Plot an earlier --json output instead of measuring (with --plot)")
       ->check(CLI::ExistingFile);
+  guide_ = bench_cmd_->add_subcommand("guide", "The guide's examples (memory kinds, coalescing, divergence, ...) as one table");
+  common(guide_, "unused");
+  guide_->add_option("--examples", examples_dir_, "Folder holding the example programs (default: the build tree)")
+      ->check(CLI::ExistingDirectory);
 
 }
 
@@ -82,6 +87,7 @@ int command_line::run() {
   if (*rng_) return run_bench_rng(bench_);
   if (*flow_) return run_bench_flow(bench_);
   if (*matmul_) return run_bench_matmul(bench_, algos_);
+  if (*guide_) return run_bench_guide(bench_, examples_dir_);
   return 0;
 }
 

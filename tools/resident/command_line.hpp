@@ -29,8 +29,9 @@ class command_line {
   demo_options demo_;
   bench_options bench_;
   std::vector<std::string> algos_;
+  std::string examples_dir_;
   CLI::App *info_cmd_ = nullptr, *demo_cmd_ = nullptr, *bench_cmd_ = nullptr, *pipeline_ = nullptr,
-           *small_ = nullptr, *foundation_ = nullptr, *rng_ = nullptr, *flow_ = nullptr, *matmul_ = nullptr;
+           *small_ = nullptr, *foundation_ = nullptr, *rng_ = nullptr, *flow_ = nullptr, *matmul_ = nullptr, *guide_ = nullptr;
 };
 
 }  // namespace resident::cli

@@ -49,6 +49,8 @@ int run_bench_foundation(const bench_options& o);
 int run_bench_rng(const bench_options& o);
 int run_bench_flow(const bench_options& o);
 int run_bench_matmul(const bench_options& o, const std::vector<std::string>& algos);
+/// Runs the guide's example programs found in examples_dir ("" = the build tree next to the CLI).
+int run_bench_guide(const bench_options& o, const std::string& examples_dir);
 
 /// Draws series into a PNG with gnuplot. @throws invalid_argument when gnuplot is missing or fails.
 struct plot_series {

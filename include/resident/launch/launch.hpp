@@ -7,10 +7,14 @@
 ///   }, out.view());
 ///
 /// On a CUDA device the functor runs as a kernel (the calling file must be compiled by nvcc); on the
-/// CPU each block runs on an OpenMP thread and its threads run one after another (no __syncthreads).
+/// CPU each block runs on an OpenMP thread and its threads run one after another. Kernels that need
+/// block-wide barriers and shared memory are written as phases (launch_phases), which both backends run.
 
 #include <cstddef>
 #include <string>
+#include <vector>
+
+#include <omp.h>
 
 #include "resident/device/stream.hpp"
 #include "resident/error.hpp"
@@ -36,7 +40,22 @@ template <class F, class... Args>
 void launch_cuda(stream_ref s, const launch_config& cfg, F f, Args... args);
 template <class F>
 void for_each_cuda(stream_ref s, std::size_t n, F f);
+template <class F>
+launch_config for_each_config_cuda(std::size_t n);
+template <class... Phases>
+void launch_phases_cuda(stream_ref s, const launch_config& cfg, Phases... phases);
 }  // namespace detail
+
+/// A block's shared memory (cfg.shared_bytes of it, 16-byte aligned): on-chip on the GPU, a buffer per
+/// block on the CPU backend.
+struct block_shared {
+  void* data;
+  std::size_t bytes;
+  template <class T>
+  RESIDENT_HD T* as() const {
+    return static_cast<T*>(data);
+  }
+};
 
 /// Launches f(thread_index, args...) over cfg's grid on s. Validates cfg against the device first and
 /// checks the launch after; counts one kernel in the ledger. Asynchronous on CUDA.
@@ -69,6 +88,72 @@ void launch(stream_ref s, const launch_config& cfg, F f, Args... args) {
         }
   }
   detail::record_kernel(d);
+}
+
+/// Launches a kernel written as phases with a block-wide barrier between them: every thread of a block
+/// runs phase(thread_index, block_shared) for the first phase, the block synchronizes (__syncthreads on
+/// the GPU), then the next phase, and so on. What a thread must keep from one phase to the next goes
+/// in shared memory (cfg.shared_bytes per block). On the CPU backend each block runs its phases one
+/// after another over all of its threads, so the same code is correct on both. One kernel.
+///
+///   rs::launch_phases(s, {grid, block, block.x * sizeof(float)}, load_tile{...}, use_tile{...});
+/// @throws invalid_launch (as launch()).
+template <class... Phases>
+void launch_phases(stream_ref s, const launch_config& cfg, Phases... phases) {
+  static_assert(sizeof...(Phases) >= 1, "launch_phases needs at least one phase");
+  const device d = s.device();
+  validate(cfg, d);
+  if (d.is_cuda()) {
+    if constexpr (detail::nvcc_compiled)
+      detail::launch_phases_cuda(s, cfg, phases...);
+    else
+      detail::throw_not_nvcc(d);
+    return;
+  }
+  const dims g = cfg.grid, b = cfg.block;
+  const long blocks = static_cast<long>(g.count());
+  const std::size_t words = (cfg.shared_bytes + 15) / 16;
+#pragma omp parallel
+  {
+    struct alignas(16) chunk {
+      unsigned char b[16];
+    };
+    std::vector<chunk> shared(words);
+    const block_shared sh{shared.data(), cfg.shared_bytes};
+#pragma omp for schedule(dynamic, 1)
+    for (long bi = 0; bi < blocks; ++bi) {
+      thread_index t;
+      t.grid_dim = g;
+      t.block_dim = b;
+      const auto ub = static_cast<unsigned long>(bi);
+      t.block = dims(unsigned(ub % g.x), unsigned(ub / g.x % g.y), unsigned(ub / (std::size_t(g.x) * g.y)));
+      auto run = [&](auto& phase) {
+        for (unsigned z = 0; z < b.z; ++z)
+          for (unsigned y = 0; y < b.y; ++y)
+            for (unsigned x = 0; x < b.x; ++x) {
+              t.thread = dims(x, y, z);
+              phase(t, sh);
+            }
+      };
+      (run(phases), ...);
+    }
+  }
+  detail::record_kernel(d);
+}
+
+/// The configuration for_each_index(s, n, f) launches with: on CUDA the occupancy API's block size for
+/// f's grid-stride kernel and at most one full wave of blocks (each thread then takes several items);
+/// on the CPU one block per OpenMP thread.
+template <class F>
+launch_config for_each_config(stream_ref s, std::size_t n, F) {
+  const device d = s.device();
+  if (d.is_cuda()) {
+    if constexpr (detail::nvcc_compiled)
+      return detail::for_each_config_cuda<F>(n);
+    else
+      detail::throw_not_nvcc(d);
+  }
+  return {dims(unsigned(omp_get_max_threads())), dims(1)};
 }
 
 /// Runs f(i) for every i in [0, n) on s: a grid-stride kernel with the block size chosen by the

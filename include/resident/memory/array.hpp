@@ -306,6 +306,32 @@ void copy(std::type_identity_t<std::span<const T>> host, array<T>& dst, staging 
   detail::copy_host_to_device(dst.data(), host.data(), dst.bytes(), dst.stream(), st);
 }
 
+/// Starts copying host memory into an array or slice on its stream and returns: from page-locked
+/// memory (pinned_buffer) the copy engine moves it while kernels run, which is what lets chunked work
+/// overlap copies with compute. Keep the host memory alive and unchanged until the stream is
+/// synchronized. Pageable memory is staged and the call returns once it has been read.
+/// @throws shape_mismatch.
+template <array_like A>
+void copy_async(std::span<const typename std::remove_cvref_t<A>::value_type> host, A&& dst) {
+  dst.check_live();
+  if (host.size() != dst.size())
+    throw shape_mismatch("copy_async: host memory holds " + std::to_string(host.size()) + " elements, array " +
+                         std::to_string(dst.size()));
+  detail::copy_host_to_device(dst.data(), host.data(), host.size_bytes(), dst.stream());
+}
+
+/// Starts copying an array or slice into page-locked host memory on its stream and returns (pageable
+/// destinations block until done). Read the host memory after synchronizing the stream.
+/// @throws shape_mismatch.
+template <array_like A>
+void copy_async(const A& src, std::span<typename std::remove_cvref_t<A>::value_type> host) {
+  src.check_live();
+  if (host.size() != src.size())
+    throw shape_mismatch("copy_async: host memory holds " + std::to_string(host.size()) + " elements, array " +
+                         std::to_string(src.size()));
+  detail::copy_device_to_host(host.data(), src.data(), host.size_bytes(), src.stream(), sync::async);
+}
+
 /// A new array on `to` holding a copy of a (one explicit transfer, or a device-to-device copy).
 template <class T>
 array<T> copy_to(const array<T>& a, device to) {

@@ -22,6 +22,18 @@ __global__ void functor_kernel(F f, Args... args) {
   f(t, args...);
 }
 
+template <class... Phases>
+__global__ void phases_kernel(std::size_t shared, Phases... phases) {
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  thread_index t;
+  t.block = dims(blockIdx.x, blockIdx.y, blockIdx.z);
+  t.thread = dims(threadIdx.x, threadIdx.y, threadIdx.z);
+  t.block_dim = dims(blockDim.x, blockDim.y, blockDim.z);
+  t.grid_dim = dims(gridDim.x, gridDim.y, gridDim.z);
+  const block_shared sh{shared_bytes, shared};
+  ((phases(t, sh), __syncthreads()), ...);
+}
+
 template <class F>
 __global__ void grid_stride_kernel(std::size_t n, F f) {
   for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -125,11 +137,25 @@ void launch_cuda(stream_ref s, const launch_config& cfg, F f, Args... args) {
   record_kernel(s.device());
 }
 
+template <class... Phases>
+void launch_phases_cuda(stream_ref s, const launch_config& cfg, Phases... phases) {
+  auto k = phases_kernel<Phases...>;
+  raise_shared_limit(k, cfg.shared_bytes);
+  k<<<to_dim3(cfg.grid), to_dim3(cfg.block), cfg.shared_bytes, s.native()>>>(cfg.shared_bytes, phases...);
+  detail::cuda::check_launch("launch_phases");
+  record_kernel(s.device());
+}
+
+template <class F>
+launch_config for_each_config_cuda(std::size_t n) {
+  static const occupancy o = occupancy_for(grid_stride_kernel<F>);
+  return wave_config(o, n);
+}
+
 template <class F>
 void for_each_cuda(stream_ref s, std::size_t n, F f) {
   auto k = grid_stride_kernel<F>;
-  static const occupancy o = occupancy_for(k);
-  launch_config cfg = wave_config(o, n);
+  launch_config cfg = for_each_config_cuda<F>(n);
   k<<<to_dim3(cfg.grid), to_dim3(cfg.block), 0, s.native()>>>(n, f);
   detail::cuda::check_launch("for_each_index");
   record_kernel(s.device());
