@@ -42,9 +42,11 @@ int main() {
       r.to_host(in.span());
     }
     rs::array<float> buf(n, d);
-    rs::synchronize(d);  // buf's allocation is ordered on the default stream; the chunks use their own
     std::vector<rs::stream> streams;
-    for (std::size_t k = 0; k < nstreams; ++k) streams.emplace_back(d);
+    for (std::size_t k = 0; k < nstreams; ++k) {
+      streams.emplace_back(d);
+      streams.back().ref().wait_for(buf.stream());  // buf's allocation is ordered on its own stream
+    }
     const auto f = rs::map([] RESIDENT_HD(float v) { return work(v); });
     const int reps = guide::quick() ? 1 : d.is_cuda() ? 9 : 3;
 

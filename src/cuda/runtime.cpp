@@ -4,7 +4,9 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <mutex>
+#include <vector>
 
 #include "resident/detail/cuda_check.hpp"
 #include "resident/detail/cuda_runtime.hpp"
@@ -286,18 +288,71 @@ void* graph_begin(stream_ref s) {
   RESIDENT_CUDA_TRY(cudaStreamBeginCapture(s.native(), cudaStreamCaptureModeThreadLocal));
   return nullptr;
 }
+namespace {
+// The shape of a captured graph: each node's type and, for kernels, the function. An update whose new
+// capture has another shape is refused here, before cudaGraphExecUpdate would fail (an API error that
+// compute-sanitizer reports, and a cost).
+using topology = std::vector<std::uintptr_t>;
+topology topology_of(cudaGraph_t g) {
+  std::size_t n = 0;
+  RESIDENT_CUDA_TRY(cudaGraphGetNodes(g, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  RESIDENT_CUDA_TRY(cudaGraphGetNodes(g, nodes.data(), &n));
+  topology t;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    RESIDENT_CUDA_TRY(cudaGraphNodeGetType(node, &type));
+    t.push_back(std::uintptr_t(type));
+    if (type == cudaGraphNodeTypeKernel) {
+      cudaKernelNodeParams p{};
+      RESIDENT_CUDA_TRY(cudaGraphKernelNodeGetParams(node, &p));
+      t.push_back(reinterpret_cast<std::uintptr_t>(p.func));
+    }
+  }
+  return t;
+}
+std::mutex topologies_mutex;
+std::map<void*, topology>& topologies() {  // by instantiated graph
+  static auto* m = new std::map<void*, topology>;  // outlives static graphs destroyed at exit
+  return *m;
+}
+}  // namespace
+
 void* graph_end(stream_ref s) {
   cudaGraph_t g = nullptr;
   RESIDENT_CUDA_TRY(cudaStreamEndCapture(s.native(), &g));
   cudaGraphExec_t exec = nullptr;
+  topology t;
+  try {
+    t = topology_of(g);
+  } catch (...) {
+    cudaGraphDestroy(g);
+    throw;
+  }
   cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
   cudaGraphDestroy(g);
   if (e != cudaSuccess) throw_cuda(e, "cudaGraphInstantiate", __FILE__, __LINE__);
+  std::lock_guard lock(topologies_mutex);
+  topologies()[exec] = std::move(t);
   return exec;
 }
 bool graph_end_update(stream_ref s, void* exec) {
   cudaGraph_t g = nullptr;
   RESIDENT_CUDA_TRY(cudaStreamEndCapture(s.native(), &g));
+  bool same_shape = false;
+  try {
+    const topology t = topology_of(g);
+    std::lock_guard lock(topologies_mutex);
+    auto it = topologies().find(exec);
+    same_shape = it != topologies().end() && it->second == t;
+  } catch (...) {
+    cudaGraphDestroy(g);
+    throw;
+  }
+  if (!same_shape) {
+    cudaGraphDestroy(g);
+    return false;
+  }
   cudaGraphExecUpdateResultInfo info{};
   const cudaError_t e = cudaGraphExecUpdate(static_cast<cudaGraphExec_t>(exec), g, &info);
   cudaGraphDestroy(g);
@@ -317,7 +372,10 @@ void graph_launch(void* exec, stream_ref s) {
   RESIDENT_CUDA_TRY(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), s.native()));
 }
 void graph_destroy(void* exec) noexcept {
-  if (exec) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
+  if (!exec) return;
+  cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
+  std::lock_guard lock(topologies_mutex);
+  topologies().erase(exec);
 }
 
 }  // namespace resident::detail

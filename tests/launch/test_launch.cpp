@@ -148,9 +148,11 @@ TEST_P(launches, chunked_async_copies_round_trip_through_pinned_memory) {
   std::copy(h.begin(), h.end(), in.begin());
   std::fill(back.begin(), back.end(), rs::test::poison<float>());
   rs::array<float> d(n, dev);
-  rs::synchronize(dev);  // the allocation is ordered on the default stream; the chunks use their own
   std::vector<rs::stream> streams;
-  for (std::size_t c = 0; c < chunks; ++c) streams.emplace_back(dev);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    streams.emplace_back(dev);
+    streams.back().ref().wait_for(d.stream());  // after the allocation, which is ordered on d's stream
+  }
   for (std::size_t c = 0; c < chunks; ++c) {
     const std::size_t lo = c * per, cnt = std::min(per, n - lo);
     auto part = rs::array_ref<float>(d.data() + lo, cnt, streams[c].ref());
