@@ -1,5 +1,5 @@
 // Register budget of the fused generator kernel: the library's map body over a uniform Philox source,
-// compiled under different register caps, against a hand-written Philox fill and cuRAND's Philox into
+// compiled under different register caps and restructured, against a hand-written Philox fill and cuRAND's Philox into
 // the same buffer, in one run. Its table chose the library's bound; bench/results/ keeps each run.
 //
 // usage: rng_variants [log2_n]     (default 28)
@@ -41,6 +41,39 @@ __global__ void __maxnreg__(40) cap40(loader in, ident fn, writer out, std::size
 }
 __global__ void __maxnreg__(32) cap32(loader in, ident fn, writer out, std::size_t head, std::size_t nvec, std::size_t n) {
   rd::fused_map_body<4, 1>(in, fn, out, head, nvec, n);
+}
+
+__global__ void generate_body(loader in, ident fn, writer out, std::size_t head, std::size_t nvec, std::size_t n) {
+  rd::fused_generate_body<4>(in, fn, out, head, nvec, n);
+}
+__global__ void unrolled2(loader in, ident fn, writer out, std::size_t head, std::size_t nvec, std::size_t n) {
+  rd::fused_map_body<4, 2>(in, fn, out, head, nvec, n);
+}
+
+// Block-aligned fast path: no scalar head, every vector starts a Philox block (offset % 4 == 0 checked
+// on the host); U blocks per thread per iteration; the scalar tail as in the library.
+template <int U>
+__global__ void aligned(loader in, ident fn, writer out, std::size_t nvec, std::size_t n) {
+  rd::dependent_launch_prologue();
+  const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  const std::uint64_t c0 = in.g.offset / 4;
+  for (std::size_t j = tid; j < nvec; j += stride * U) {
+    rs::random::words4 w[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (j + u * stride < nvec) w[u] = rs::random::philox_block(in.g.seed, c0 + j + u * stride);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (j + u * stride < nvec) {
+        float r[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) r[k] = fn(in.g.from(w[u], k, c0 + j + u * stride));
+        out.template store<4>((j + u * stride) * 4, r);
+      }
+  }
+  const std::size_t tail = nvec * 4;
+  if (tid < n - tail) out.store1(tail + tid, in.eval1(fn, tail + tid));
 }
 
 __global__ void hand(float4* y, std::size_t n4, std::uint64_t seed) {
@@ -102,7 +135,12 @@ int main(int argc, char** argv) {
     CHECK(cudaFuncGetAttributes(&fa, kernel));
     const unsigned grid = unsigned(per_sm * sms);
     CHECK(cudaMemset(y, 0xff, n * 4));
-    const double ms = median_ms([&] { kernel<<<grid, block>>>(in, ident{}, writer{y}, head, nvec, n); });
+    const double ms = median_ms([&] {
+      if constexpr (requires { kernel(in, ident{}, writer{y}, head, nvec, n); })
+        kernel<<<grid, block>>>(in, ident{}, writer{y}, head, nvec, n);
+      else
+        kernel<<<grid, block>>>(in, ident{}, writer{y}, nvec, n);
+    });
     std::vector<float> a(1024), b(1024);
     CHECK(cudaMemcpy(a.data(), y + n - 1024, 4096, cudaMemcpyDeviceToHost));
     rs::array<float> lib(1024, rs::device::cuda(0));
@@ -118,6 +156,10 @@ int main(int argc, char** argv) {
     run("library body, 48 registers", cap48, block);
     run("library body, 40 registers", cap40, block);
     run("library body, 32 registers", cap32, block);
+    run("library body, 2 vectors per thread", unrolled2, block);
+    run("generator body (head and tail as slots)", generate_body, block);
+    run("block-aligned path, 1 block per thread", aligned<1>, block);
+    run("block-aligned path, 2 blocks per thread", aligned<2>, block);
   }
   {
     int per_sm = 0;

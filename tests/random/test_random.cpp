@@ -85,6 +85,12 @@ TEST_P(rng, same_values_on_both_backends_and_any_launch_shape) {
   rr::fill_uniform(d.slice(0, 1000), seed, 5);
   rr::fill_uniform(d.slice(1000, n - 1000), seed, 1005);
   EXPECT_EQ(d.to_host(), ha);
+  // Misaligned pieces too (a scalar head of 3 elements, a tail, a single element).
+  rs::array<float> p(n, dev);
+  rr::fill_uniform(p.slice(0, 1), seed, 5);
+  rr::fill_uniform(p.slice(1, 998), seed, 6);
+  rr::fill_uniform(p.slice(999, n - 999), seed, 1004);
+  EXPECT_EQ(p.to_host(), ha);
   // Doubles and integers are identical across backends too.
   rs::array<double> e(n, dev), f(n, rs::device::cpu());
   rr::fill_uniform(e, seed, 0, -2.0, 3.0);
