@@ -43,9 +43,6 @@ __global__ void __maxnreg__(32) cap32(loader in, ident fn, writer out, std::size
   rd::fused_map_body<4, 1>(in, fn, out, head, nvec, n);
 }
 
-__global__ void generate_body(loader in, ident fn, writer out, std::size_t head, std::size_t nvec, std::size_t n) {
-  rd::fused_generate_body<4>(in, fn, out, head, nvec, n);
-}
 __global__ void unrolled2(loader in, ident fn, writer out, std::size_t head, std::size_t nvec, std::size_t n) {
   rd::fused_map_body<4, 2>(in, fn, out, head, nvec, n);
 }
@@ -157,7 +154,6 @@ int main(int argc, char** argv) {
     run("library body, 40 registers", cap40, block);
     run("library body, 32 registers", cap32, block);
     run("library body, 2 vectors per thread", unrolled2, block);
-    run("generator body (head and tail as slots)", generate_body, block);
     run("block-aligned path, 1 block per thread", aligned<1>, block);
     run("block-aligned path, 2 blocks per thread", aligned<2>, block);
   }

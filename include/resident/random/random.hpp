@@ -26,6 +26,23 @@ namespace resident::random {
 
 namespace detail {
 
+/// V consecutive values of a distribution D from value i on, when offset + i begins a Philox block:
+/// every lane is a compile-time constant once unrolled, so the words stay in registers.
+template <int V, class D>
+RESIDENT_HD resident::detail::values<typename D::value_type, V> block_values_aligned(const D& d, std::size_t i) {
+  constexpr int P = D::per_block;
+  resident::detail::values<typename D::value_type, V> out;
+  const std::uint64_t c = (d.offset + i) / P;
+#pragma unroll
+  for (int b = 0; b < (V + P - 1) / P; ++b) {
+    const words4 w = philox_block(d.seed, c + std::uint64_t(b));
+#pragma unroll
+    for (int l = 0; l < P; ++l)
+      if (b * P + l < V) out.v[b * P + l] = d.from(w, l, c + std::uint64_t(b));
+  }
+  return out;
+}
+
 /// V consecutive values of a distribution D, drawing each Philox block once: D gives per_block
 /// (values per block) and from(words, lane, block) -> value.
 template <int V, class D>
@@ -33,18 +50,8 @@ RESIDENT_HD resident::detail::values<typename D::value_type, V> block_values(con
   constexpr int P = D::per_block;
   resident::detail::values<typename D::value_type, V> out;
   const std::uint64_t p = d.offset + i;
-  std::uint64_t c = p / P;
-  if (p % P == 0) {
-    // Block-aligned: every lane is a compile-time constant once unrolled, so the words stay in registers.
-#pragma unroll
-    for (int b = 0; b < (V + P - 1) / P; ++b) {
-      const words4 w = philox_block(d.seed, c + std::uint64_t(b));
-#pragma unroll
-      for (int l = 0; l < P; ++l)
-        if (b * P + l < V) out.v[b * P + l] = d.from(w, l, c + std::uint64_t(b));
-    }
-    return out;
-  }
+  const std::uint64_t c = p / P;
+  if (p % P == 0) return block_values_aligned<V>(d, i);
   // Not aligned: the values span NB consecutive blocks; each is drawn once (NB Philox calls, not one per
   // value) and every value picks its block with selects, which keep the words in registers.
   constexpr int NB = (V + P - 1) / P + 1;
@@ -80,10 +87,20 @@ inline constexpr bool is_real = std::is_same_v<T, float> || std::is_same_v<T, do
 template <class D>
 struct counter_based {
   using block_generator = void;
+  using aligned_blocks = void;
   RESIDENT_HD auto operator()(std::size_t i) const { return one_value(static_cast<const D&>(*this), i); }
   template <int V>
   RESIDENT_HD auto block(std::size_t i) const {
     return block_values<V>(static_cast<const D&>(*this), i);
+  }
+  /// Whether the vectors of V values at i, i + V, ... each begin a Philox block.
+  template <int V>
+  RESIDENT_HD bool starts_block(std::size_t i) const {
+    return V % D::per_block == 0 && (static_cast<const D&>(*this).offset + i) % D::per_block == 0;
+  }
+  template <int V>
+  RESIDENT_HD auto aligned_block(std::size_t i) const {
+    return block_values_aligned<V>(static_cast<const D&>(*this), i);
   }
 };
 
@@ -201,6 +218,7 @@ struct point2 {
 template <class T>
 struct point_distribution {
   using block_generator = void;
+  using aligned_blocks = void;
   unit_distribution<T> u;  ///< its offset is even, so a point's two values share a Philox block
   RESIDENT_HD point2<T> operator()(std::size_t i) const {
     const std::uint64_t p = u.offset + 2 * i;
@@ -211,7 +229,20 @@ struct point_distribution {
   }
   template <int V>
   RESIDENT_HD resident::detail::values<point2<T>, V> block(std::size_t i) const {
-    const auto v = detail::block_values<2 * V>(u, 2 * i);
+    return pairs<V>(detail::block_values<2 * V>(u, 2 * i));
+  }
+  template <int V>
+  RESIDENT_HD bool starts_block(std::size_t i) const {
+    return u.template starts_block<2 * V>(2 * i);
+  }
+  template <int V>
+  RESIDENT_HD resident::detail::values<point2<T>, V> aligned_block(std::size_t i) const {
+    return pairs<V>(detail::block_values_aligned<2 * V>(u, 2 * i));
+  }
+
+ private:
+  template <int V>
+  RESIDENT_HD static resident::detail::values<point2<T>, V> pairs(const resident::detail::values<T, 2 * V>& v) {
     resident::detail::values<point2<T>, V> out;
 #pragma unroll
     for (int k = 0; k < V; ++k) out.v[k] = {v.v[2 * k], v.v[2 * k + 1]};

@@ -137,10 +137,26 @@ inline constexpr bool makes_blocks = false;
 template <class G>
 inline constexpr bool makes_blocks<G, std::void_t<typename G::block_generator>> = true;
 
+/// A block generator that also declares `using aligned_blocks = void;` offers starts_block<V>(i) (the
+/// vectors at i, i + V, ... each begin a block of its generator) and aligned_block<V>(i) (such a
+/// vector, made without the alignment test).
+template <class G, class = void>
+inline constexpr bool makes_aligned_blocks = false;
+template <class G>
+inline constexpr bool makes_aligned_blocks<G, std::void_t<typename G::aligned_blocks>> = true;
+
 /// Makes each element from its index: nothing is read from memory.
 template <class G>
 struct generate_loader {
   G g;
+  template <int V>
+  RESIDENT_HD bool starts_block(std::size_t i) const {
+    return g.template starts_block<V>(i);
+  }
+  template <int V>
+  RESIDENT_HD values<decltype(g(std::size_t(0))), V> load_aligned(std::size_t i) const {
+    return g.template aligned_block<V>(i);
+  }
   using R = decltype(g(std::size_t(0)));
   template <int V>
   using raw = values<R, V>;
@@ -164,6 +180,11 @@ struct generate_loader {
     return fn(g(i));
   }
 };
+
+template <class L>
+inline constexpr bool has_aligned_blocks = false;
+template <class G>
+inline constexpr bool has_aligned_blocks<generate_loader<G>> = makes_aligned_blocks<G>;
 
 /// Writes the output array, converting to its element type.
 template <class U>

@@ -16,44 +16,57 @@ template <class L>
 inline constexpr bool reads_memory = true;
 template <class G>
 inline constexpr bool reads_memory<generate_loader<G>> = false;
-// Counter-based generators may be asked for values past the end (a user's generate(f) may not: f can
-// read memory at its index).
-template <class L>
-inline constexpr bool makes_values_anywhere = false;
-template <class G>
-inline constexpr bool makes_values_anywhere<generate_loader<G>> = makes_blocks<G>;
 
 /// Vectors in flight per thread per iteration: enough independent 16-byte loads to cover latency.
 inline constexpr int fused_unroll = 4;
 
+// Calls visit(i, raw) for the nvec vectors of V elements at head, head + V, ..., U per thread per
+// iteration with all U loads issued before the first visit. A counter-based generator whose vectors
+// all begin a Philox block (decided once, not per vector) makes them through its aligned path: the
+// per-vector alignment test and the unaligned branch cost a generator fill 10-15% (rng-variants-3).
+template <int V, int U, class L, class F>
+__device__ __forceinline__ void for_each_vector(const L& in, std::size_t head, std::size_t nvec, F&& visit) {
+  const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  auto run = [&](auto load) {
+    for (std::size_t j = tid; j < nvec; j += stride * U) {
+      typename L::template raw<V> raw[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const std::size_t jj = j + u * stride;
+        if (jj < nvec) raw[u] = load(head + jj * V);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const std::size_t jj = j + u * stride;
+        if (jj < nvec) visit(head + jj * V, raw[u]);
+      }
+    }
+  };
+  if constexpr (has_aligned_blocks<L>) {
+    if (in.template starts_block<V>(head)) {
+      run([&](std::size_t i) { return in.template load_aligned<V>(i); });
+      return;
+    }
+  }
+  run([&](std::size_t i) { return in.template load<V>(i); });
+}
+
 // Elements [0, head) and [head + nvec * V, n) one at a time; [head, head + nvec * V) as nvec vectors of
-// V, fused_unroll vectors per thread per iteration, all loads issued before the first store.
+// V (for_each_vector).
 template <int V, int U, class L, class Fn, class W>
 __device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const W& out, std::size_t head,
                                                std::size_t nvec, std::size_t n) {
   using R = decltype(in.eval1(fn, std::size_t(0)));
   dependent_launch_prologue();
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   if (tid < head) out.store1(tid, in.eval1(fn, tid));
-  for (std::size_t j = tid; j < nvec; j += stride * U) {
-    typename L::template raw<V> raw[U];
+  for_each_vector<V, U>(in, head, nvec, [&](std::size_t i, const auto& raw) {
+    R r[V];
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const std::size_t jj = j + u * stride;
-      if (jj < nvec) raw[u] = in.template load<V>(head + jj * V);
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const std::size_t jj = j + u * stride;
-      if (jj < nvec) {
-        R r[V];
-#pragma unroll
-        for (int k = 0; k < V; ++k) r[k] = in.template eval<V>(fn, raw[u], k, head + jj * V);
-        out.template store<V>(head + jj * V, r);
-      }
-    }
-  }
+    for (int k = 0; k < V; ++k) r[k] = in.template eval<V>(fn, raw, k, i);
+    out.template store<V>(i, r);
+  });
   const std::size_t tail = head + nvec * V;
   if (tid < n - tail) out.store1(tail + tid, in.eval1(fn, tail + tid));
 }
@@ -63,53 +76,9 @@ __global__ void fused_map_kernel(L in, Fn fn, W out, std::size_t head, std::size
   fused_map_body<V, U>(in, fn, out, head, nvec, n);
 }
 
-// Generators (Philox) are arithmetic-bound: every value costs a Philox round, and throughput comes
-// from many warps in flight, so registers matter. The generator body has one copy of the generator's
-// code: the scalar head and tail are slots of the same loop, made as whole vectors of V values (a
-// generator reads nothing, so it can make values past the end) of which only the valid ones are stored.
-// With separate head and tail paths the compiler kept two Philox copies live: 42-54 registers against
-// 20 (bench/results/2026-11-29/rng-variants-*.log).
-template <int V, class L, class Fn, class F>
-__device__ __forceinline__ void for_each_generated_slot(const L& in, const Fn& fn, std::size_t head, std::size_t nvec,
-                                                        std::size_t n, F&& f) {
-  using R = decltype(in.eval1(fn, std::size_t(0)));
-  const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  const std::size_t has_head = head > 0 ? 1 : 0;
-  const std::size_t tail = n - head - nvec * V;
-  const std::size_t slots = has_head + nvec + (tail > 0 ? 1 : 0);
-  for (std::size_t k = tid; k < slots; k += stride) {
-    const std::size_t v = k - has_head;  // wraps for the head slot, which starts at 0
-    const std::size_t start = k < has_head ? 0 : head + v * V;
-    const std::size_t count = k < has_head ? head : v < nvec ? V : tail;
-    const auto raw = in.template load<V>(start);
-    R r[V];
-#pragma unroll
-    for (int e = 0; e < V; ++e) r[e] = in.template eval<V>(fn, raw, e, start);
-    f(start, count, r);  // values [start, start + count) are valid
-  }
-}
-
-template <int V, class L, class Fn, class W>
-__device__ __forceinline__ void fused_generate_body(const L& in, const Fn& fn, const W& out, std::size_t head,
-                                                    std::size_t nvec, std::size_t n) {
-  dependent_launch_prologue();
-  for_each_generated_slot<V>(in, fn, head, nvec, n, [&](std::size_t start, std::size_t count, const auto& r) {
-    if (count == V) {
-      out.template store<V>(start, r);
-    } else {
-#pragma unroll
-      for (int e = 0; e < V; ++e)
-        if (std::size_t(e) < count) out.store1(start + std::size_t(e), r[e]);
-    }
-  });
-}
-
+// Generators (Philox) are arithmetic-bound: they run at full occupancy (blocks of generator_block)
+// where streaming kernels run at 1024 threads per SM (fused_config).
 inline constexpr int generator_block = 512;
-template <int V, int U, class L, class Fn, class W>
-__global__ void fused_generate_kernel(L in, Fn fn, W out, std::size_t head, std::size_t nvec, std::size_t n) {
-  fused_generate_body<V>(in, fn, out, head, nvec, n);
-}
 
 template <class T>
 struct maybe {
@@ -136,40 +105,18 @@ __global__ void __launch_bounds__(reduce_block)
                         maybe<T>* partials, unsigned* counter, T* result) {
   dependent_launch_prologue();
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   maybe<T> acc{init, 0};
   auto fold = [&](T v) {
     acc.value = acc.valid ? op(acc.value, v) : v;
     acc.valid = 1;
   };
-  if constexpr (makes_values_anywhere<L>) {
-    // One copy of the generator's code (see fused_generate_body).
-    for_each_generated_slot<V>(in, fn, head, nvec, n, [&](std::size_t, std::size_t count, const auto& r) {
+  if (tid < head) fold(static_cast<T>(in.eval1(fn, tid)));
+  for_each_vector<V, U>(in, head, nvec, [&](std::size_t i, const auto& raw) {
 #pragma unroll
-      for (int e = 0; e < V; ++e)
-        if (std::size_t(e) < count) fold(static_cast<T>(r[e]));
-    });
-  } else {
-    if (tid < head) fold(static_cast<T>(in.eval1(fn, tid)));
-    for (std::size_t j = tid; j < nvec; j += stride * U) {
-      typename L::template raw<V> raw[U];
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const std::size_t jj = j + u * stride;
-        if (jj < nvec) raw[u] = in.template load<V>(head + jj * V);
-      }
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const std::size_t jj = j + u * stride;
-        if (jj < nvec) {
-#pragma unroll
-          for (int k = 0; k < V; ++k) fold(static_cast<T>(in.template eval<V>(fn, raw[u], k, head + jj * V)));
-        }
-      }
-    }
-    const std::size_t tail = head + nvec * V;
-    if (tid < n - tail) fold(static_cast<T>(in.eval1(fn, tail + tid)));
-  }
+    for (int k = 0; k < V; ++k) fold(static_cast<T>(in.template eval<V>(fn, raw, k, i)));
+  });
+  const std::size_t tail = head + nvec * V;
+  if (tid < n - tail) fold(static_cast<T>(in.eval1(fn, tail + tid)));
 
   using block_reduce = cub::BlockReduce<maybe<T>, reduce_block>;
   __shared__ typename block_reduce::TempStorage tmp;
@@ -218,16 +165,9 @@ launch_config fused_config(std::size_t items, const std::optional<launch_config>
 template <int V, int U, class L, class Fn, class W>
 void launch_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t items, std::size_t head,
                 std::size_t nvec, std::size_t n, const std::optional<launch_config>& cfg) {
-  if constexpr (reads_memory<L>) {
-    constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
-    launch_dependent(k, fused_config<k>(items, cfg, s.device(), U), s, in, fn, out, head, nvec, n);
-  } else if constexpr (makes_values_anywhere<L>) {
-    constexpr auto k = fused_generate_kernel<V, U, L, Fn, W>;
-    launch_dependent(k, fused_config<k>(items, cfg, s.device(), U, generator_block), s, in, fn, out, head, nvec, n);
-  } else {
-    constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
-    launch_dependent(k, fused_config<k>(items, cfg, s.device(), U, generator_block), s, in, fn, out, head, nvec, n);
-  }
+  constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
+  launch_dependent(k, fused_config<k>(items, cfg, s.device(), U, reads_memory<L> ? 0 : generator_block), s, in, fn,
+                   out, head, nvec, n);
 }
 
 template <int V, class L, class Fn, class W>
