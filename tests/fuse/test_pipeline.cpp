@@ -203,6 +203,9 @@ TEST_P(pipelines, mismatched_arrays_fail_before_work) {
     rs::array<float> on_cpu(10, rs::device::cpu());
     EXPECT_THROW(p(x, on_cpu), rs::device_mismatch);
   }
+  rs::array<double> two(2, dev);
+  EXPECT_THROW((rs::map([] RESIDENT_HD(float v) { return double(v); }) | rs::reduce(rs::plus{}, 0.0))(x, two),
+               rs::shape_mismatch);
   EXPECT_EQ(l.delta().kernels, 0u);
   auto fixed = p.with_config({rs::dims(2), rs::dims(2048)});
   EXPECT_THROW(fixed(x), rs::invalid_launch);
