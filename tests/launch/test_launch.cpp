@@ -165,6 +165,20 @@ TEST_P(launches, chunked_async_copies_round_trip_through_pinned_memory) {
   EXPECT_THROW(rs::copy_async(std::span<const float>(in.data(), 10), d), rs::shape_mismatch);
 }
 
+TEST_P(launches, for_each_config_is_what_for_each_index_launches) {
+  const std::size_t n = 1000003;
+  rs::array<float> y(n, dev);
+  auto yv = y.view();
+  auto f = [=] RESIDENT_HD(std::size_t i) { yv[i] = float(i % 7); };
+  const rs::launch_config c = rs::for_each_config(rs::default_stream(dev), n, f);
+  EXPECT_NO_THROW(rs::validate(c, dev)) << c.str();
+  EXPECT_GE(c.grid.count() * c.block.count(), 1u);
+  if (dev.is_cuda()) EXPECT_LT(c.grid.count() * c.block.count(), n + c.block.count()) << "no block without an item";
+  rs::for_each_index(rs::default_stream(dev), n, f);
+  auto h = y.to_host();
+  for (std::size_t i = 0; i < n; i += 101) ASSERT_EQ(h[i], float(i % 7));
+}
+
 TEST_P(launches, invalid_configurations_are_typed_errors) {
   auto s = rs::default_stream(dev);
   auto noop = [] RESIDENT_HD(rs::thread_index) {};
