@@ -31,20 +31,20 @@ using writer = rd::writer<float>;
 using ident = rd::chain<>;
 
 __global__ void unbounded(loader in, ident fn, writer out, std::size_t head, std::size_t nvec, std::size_t n) {
-  rd::fused_map_body<4, 1, false>(in, fn, out, head, nvec, n);
+  rd::fused_map_body<4, 1>(in, fn, out, head, nvec, n);
 }
 __global__ void __maxnreg__(48) cap48(loader in, ident fn, writer out, std::size_t head, std::size_t nvec, std::size_t n) {
-  rd::fused_map_body<4, 1, false>(in, fn, out, head, nvec, n);
+  rd::fused_map_body<4, 1>(in, fn, out, head, nvec, n);
 }
 __global__ void __maxnreg__(40) cap40(loader in, ident fn, writer out, std::size_t head, std::size_t nvec, std::size_t n) {
-  rd::fused_map_body<4, 1, false>(in, fn, out, head, nvec, n);
+  rd::fused_map_body<4, 1>(in, fn, out, head, nvec, n);
 }
 __global__ void __maxnreg__(32) cap32(loader in, ident fn, writer out, std::size_t head, std::size_t nvec, std::size_t n) {
-  rd::fused_map_body<4, 1, false>(in, fn, out, head, nvec, n);
+  rd::fused_map_body<4, 1>(in, fn, out, head, nvec, n);
 }
 
 __global__ void unrolled2(loader in, ident fn, writer out, std::size_t head, std::size_t nvec, std::size_t n) {
-  rd::fused_map_body<4, 2, false>(in, fn, out, head, nvec, n);
+  rd::fused_map_body<4, 2>(in, fn, out, head, nvec, n);
 }
 
 // Block-aligned fast path: no scalar head, every vector starts a Philox block (offset % 4 == 0 checked

@@ -21,11 +21,13 @@ inline constexpr bool reads_memory<generate_loader<G>> = false;
 inline constexpr int fused_unroll = 4;
 
 // Calls visit(i, raw) for the nvec vectors of V elements at head, head + V, ..., U per thread per
-// iteration with all U loads issued before the first visit. Aligned (A): the loader is a counter-based
-// generator whose vectors all begin a Philox block (the host checked), made through its aligned path.
-// A kernel of its own: with the per-vector alignment test and the unaligned branch in the same kernel,
-// a fill ran at 0.94-0.98 of cuRAND's rate; without them, 1.06 (rng-variants-3, -4).
-template <int V, int U, bool A, class L, class F>
+// iteration with all U loads issued before the first visit. A counter-based generator whose vectors
+// all begin a Philox block (decided once per kernel, not per vector) makes them through its aligned
+// path. Measured (bench/results/2026-11-29): fill_uniform went from 0.94 to 0.98-0.99 of cuRAND's rate
+// with it (rng-variants-2 to -3, runs 13 to 14); a kernel with nothing but the aligned path reached
+// 1.04-1.06 in the same runs. A separate aligned kernel chosen on the host measured no better (0.97-0.98,
+// run 15 and rng-variants-4) and was not kept.
+template <int V, int U, class L, class F>
 __device__ __forceinline__ void for_each_vector(const L& in, std::size_t head, std::size_t nvec, F&& visit) {
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
@@ -44,22 +46,25 @@ __device__ __forceinline__ void for_each_vector(const L& in, std::size_t head, s
       }
     }
   };
-  if constexpr (A)
-    run([&](std::size_t i) { return in.template load_aligned<V>(i); });
-  else
-    run([&](std::size_t i) { return in.template load<V>(i); });
+  if constexpr (has_aligned_blocks<L>) {
+    if (in.template starts_block<V>(head)) {
+      run([&](std::size_t i) { return in.template load_aligned<V>(i); });
+      return;
+    }
+  }
+  run([&](std::size_t i) { return in.template load<V>(i); });
 }
 
 // Elements [0, head) and [head + nvec * V, n) one at a time; [head, head + nvec * V) as nvec vectors of
 // V (for_each_vector).
-template <int V, int U, bool A, class L, class Fn, class W>
+template <int V, int U, class L, class Fn, class W>
 __device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const W& out, std::size_t head,
                                                std::size_t nvec, std::size_t n) {
   using R = decltype(in.eval1(fn, std::size_t(0)));
   dependent_launch_prologue();
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (tid < head) out.store1(tid, in.eval1(fn, tid));
-  for_each_vector<V, U, A>(in, head, nvec, [&](std::size_t i, const auto& raw) {
+  for_each_vector<V, U>(in, head, nvec, [&](std::size_t i, const auto& raw) {
     R r[V];
 #pragma unroll
     for (int k = 0; k < V; ++k) r[k] = in.template eval<V>(fn, raw, k, i);
@@ -69,18 +74,9 @@ __device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const 
   if (tid < n - tail) out.store1(tail + tid, in.eval1(fn, tail + tid));
 }
 
-template <int V, int U, bool A, class L, class Fn, class W>
+template <int V, int U, class L, class Fn, class W>
 __global__ void fused_map_kernel(L in, Fn fn, W out, std::size_t head, std::size_t nvec, std::size_t n) {
-  fused_map_body<V, U, A>(in, fn, out, head, nvec, n);
-}
-
-// Whether the vectors from head on can take the generator's aligned path (see for_each_vector).
-template <int V, class L>
-bool aligned_vectors(const L& in, std::size_t head) {
-  if constexpr (has_aligned_blocks<L> && V > 1)
-    return in.template starts_block<V>(head);
-  else
-    return false;
+  fused_map_body<V, U>(in, fn, out, head, nvec, n);
 }
 
 // Generators (Philox) are arithmetic-bound: they run at full occupancy (blocks of generator_block)
@@ -106,7 +102,7 @@ struct maybe_op {
 
 inline constexpr int reduce_block = 256;
 
-template <int V, int U, bool A, class L, class Fn, class Op, class T>
+template <int V, int U, class L, class Fn, class Op, class T>
 __global__ void __launch_bounds__(reduce_block)
     fused_reduce_kernel(L in, Fn fn, Op op, T init, std::size_t head, std::size_t nvec, std::size_t n,
                         maybe<T>* partials, unsigned* counter, T* result) {
@@ -118,7 +114,7 @@ __global__ void __launch_bounds__(reduce_block)
     acc.valid = 1;
   };
   if (tid < head) fold(static_cast<T>(in.eval1(fn, tid)));
-  for_each_vector<V, U, A>(in, head, nvec, [&](std::size_t i, const auto& raw) {
+  for_each_vector<V, U>(in, head, nvec, [&](std::size_t i, const auto& raw) {
 #pragma unroll
     for (int k = 0; k < V; ++k) fold(static_cast<T>(in.template eval<V>(fn, raw, k, i)));
   });
@@ -172,18 +168,9 @@ launch_config fused_config(std::size_t items, const std::optional<launch_config>
 template <int V, int U, class L, class Fn, class W>
 void launch_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t items, std::size_t head,
                 std::size_t nvec, std::size_t n, const std::optional<launch_config>& cfg) {
-  const int block = reads_memory<L> ? 0 : generator_block;
-  constexpr auto plain = fused_map_kernel<V, U, false, L, Fn, W>;
-  auto k = plain;  // one signature: the kernel is a run-time choice
-  launch_config c = fused_config<plain>(items, cfg, s.device(), U, block);
-  if constexpr (has_aligned_blocks<L> && V > 1) {
-    constexpr auto ka = fused_map_kernel<V, U, true, L, Fn, W>;
-    if (aligned_vectors<V>(in, head)) {
-      k = ka;
-      c = fused_config<ka>(items, cfg, s.device(), U, block);
-    }
-  }
-  launch_dependent(k, c, s, in, fn, out, head, nvec, n);
+  constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
+  launch_dependent(k, fused_config<k>(items, cfg, s.device(), U, reads_memory<L> ? 0 : generator_block), s, in, fn,
+                   out, head, nvec, n);
 }
 
 template <int V, class L, class Fn, class W>
@@ -221,18 +208,10 @@ T run_reduce_cuda(stream_ref s, const L& in, const Fn& fn, const Op& op, T init,
     return init;
   }
   const bool vec = plan.vectorized && V > 1;
-  constexpr auto kv = fused_reduce_kernel<V, U, false, L, Fn, Op, T>;
-  constexpr auto k1 = fused_reduce_kernel<1, U, false, L, Fn, Op, T>;
-  auto k = vec ? kv : k1;  // one signature: the kernel is a run-time choice
+  constexpr auto kv = fused_reduce_kernel<V, U, L, Fn, Op, T>;
+  constexpr auto k1 = fused_reduce_kernel<1, U, L, Fn, Op, T>;
   launch_config c = vec ? fused_config<kv>(plan.vectors, cfg, s.device(), U, reduce_block)
                         : fused_config<k1>(n, cfg, s.device(), U, reduce_block);
-  if constexpr (has_aligned_blocks<L> && V > 1) {
-    constexpr auto ka = fused_reduce_kernel<V, U, true, L, Fn, Op, T>;
-    if (vec && aligned_vectors<V>(in, plan.head)) {
-      k = ka;
-      c = fused_config<ka>(plan.vectors, cfg, s.device(), U, reduce_block);
-    }
-  }
   if (c.block.count() != std::size_t(reduce_block) || c.block.y != 1 || c.block.z != 1)
     throw invalid_launch("a fused reduction runs blocks of " + std::to_string(reduce_block) + " threads; " + c.str() +
                          " asks for " + std::to_string(c.block.count()));
@@ -248,9 +227,9 @@ T run_reduce_cuda(stream_ref s, const L& in, const Fn& fn, const Op& op, T init,
   try {
     cuda::memset_async(counter, 0, sizeof(unsigned), s.native());
     if (vec)
-      launch_dependent(k, c, s, in, fn, op, init, plan.head, plan.vectors, n, partials, counter, result);
+      launch_dependent(kv, c, s, in, fn, op, init, plan.head, plan.vectors, n, partials, counter, result);
     else
-      launch_dependent(k, c, s, in, fn, op, init, std::size_t(0), n, n, partials, counter, result);
+      launch_dependent(k1, c, s, in, fn, op, init, std::size_t(0), n, n, partials, counter, result);
     cuda::check_launch("fused reduction kernel");
     record_kernel(s.device());
     if (!into) copy_device_to_host(&value, result, sizeof(T), s, sync::blocking);
