@@ -13,18 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "experiment.cuh"
 #include "resident/resident.hpp"
 
 namespace rs = resident;
 
-#define CHECK(call)                                                                     \
-  do {                                                                                  \
-    cudaError_t e = (call);                                                             \
-    if (e != cudaSuccess) {                                                             \
-      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e));            \
-      std::exit(1);                                                                     \
-    }                                                                                   \
-  } while (0)
 
 __device__ __forceinline__ float seed(float v) {
   v = 1.5f * v + 0.5f;
@@ -111,28 +104,6 @@ __global__ void philox_fill(float4* y, std::size_t n4, std::uint64_t seed) {
   }
 }
 
-struct timer {
-  cudaEvent_t a, b;
-  timer() {
-    CHECK(cudaEventCreate(&a));
-    CHECK(cudaEventCreate(&b));
-  }
-  template <class F>
-  double median_ms(F f, int reps = 40) {
-    for (int i = 0; i < 3; ++i) f();
-    CHECK(cudaDeviceSynchronize());
-    std::vector<float> t(reps);
-    for (auto& v : t) {
-      CHECK(cudaEventRecord(a));
-      f();
-      CHECK(cudaEventRecord(b));
-      CHECK(cudaEventSynchronize(b));
-      CHECK(cudaEventElapsedTime(&v, a, b));
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-  }
-};
 
 void run_kernel(void (*k)(const float4*, float4*, std::size_t), int U, const char* name, const float4* x, float4* y,
                 std::size_t n4, int block, int grid_waves, double memcpy_ms, timer& tm, const std::vector<float>& hx,

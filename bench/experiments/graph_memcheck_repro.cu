@@ -9,18 +9,12 @@
 //        malloc: x from cudaMalloc
 #include <cuda_runtime.h>
 
+#include "experiment.cuh"
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
-#define CHECK(call)                                                          \
-  do {                                                                       \
-    cudaError_t e = (call);                                                  \
-    if (e != cudaSuccess) {                                                  \
-      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e)); \
-      std::exit(1);                                                          \
-    }                                                                        \
-  } while (0)
 
 __global__ void add(const float* x, float* y, float a, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;

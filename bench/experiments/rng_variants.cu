@@ -11,19 +11,12 @@
 #include <cstdlib>
 #include <vector>
 
+#include "experiment.cuh"
 #include "resident/resident.hpp"
 
 namespace rs = resident;
 namespace rd = resident::detail;
 
-#define CHECK(call)                                                                     \
-  do {                                                                                  \
-    cudaError_t e = (call);                                                             \
-    if (e != cudaSuccess) {                                                             \
-      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e));            \
-      std::exit(1);                                                                     \
-    }                                                                                   \
-  } while (0)
 
 using dist = rs::random::unit_distribution<float>;
 using loader = rd::generate_loader<dist>;
@@ -82,28 +75,6 @@ __global__ void hand(float4* y, std::size_t n4, std::uint64_t seed) {
   }
 }
 
-template <class F>
-double median_ms(F&& f) {
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<float> t;
-  for (int i = 0; i < 30; ++i) {
-    CHECK(cudaEventRecord(a));
-    f();
-    CHECK(cudaGetLastError());
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  std::sort(t.begin(), t.end());
-  CHECK(cudaEventDestroy(a));
-  CHECK(cudaEventDestroy(b));
-  return t[t.size() / 2];
-}
 
 int main(int argc, char** argv) {
   const int lg = argc > 1 ? std::atoi(argv[1]) : 28;
@@ -117,10 +88,12 @@ int main(int argc, char** argv) {
   auto gbs = [&](double ms) { return double(n) * 4 / (ms * 1e-3) / 1e9; };
   std::printf("n = 2^%d floats (%.1f GiB written per fill)\n", lg, double(n) * 4 / (1 << 30));
 
+  timer tm;
+  constexpr int reps = 30;
   curandGenerator_t g;
   if (curandCreateGenerator(&g, CURAND_RNG_PSEUDO_PHILOX4_32_10) != CURAND_STATUS_SUCCESS) return 1;
   curandSetPseudoRandomGeneratorSeed(g, seed);
-  const double cu = median_ms([&] { curandGenerateUniform(g, ref, n); });
+  const double cu = tm.median_ms([&] { curandGenerateUniform(g, ref, n); }, reps);
   std::printf("  %-40s %8.4f ms  %6.0f GB/s  1.000 x cuRAND\n", "cuRAND Philox uniform", cu, gbs(cu));
 
   const loader in{dist{{}, seed, 0}};
@@ -132,12 +105,12 @@ int main(int argc, char** argv) {
     CHECK(cudaFuncGetAttributes(&fa, kernel));
     const unsigned grid = unsigned(per_sm * sms);
     CHECK(cudaMemset(y, 0xff, n * 4));
-    const double ms = median_ms([&] {
+    const double ms = tm.median_ms([&] {
       if constexpr (requires { kernel(in, ident{}, writer{y}, head, nvec, n); })
         kernel<<<grid, block>>>(in, ident{}, writer{y}, head, nvec, n);
       else
         kernel<<<grid, block>>>(in, ident{}, writer{y}, nvec, n);
-    });
+    }, reps);
     std::vector<float> a(1024), b(1024);
     CHECK(cudaMemcpy(a.data(), y + n - 1024, 4096, cudaMemcpyDeviceToHost));
     rs::array<float> lib(1024, rs::device::cuda(0));
@@ -160,11 +133,11 @@ int main(int argc, char** argv) {
   {
     int per_sm = 0;
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, hand, 256, 0));
-    const double ms = median_ms([&] { hand<<<unsigned(per_sm * sms), 256>>>(reinterpret_cast<float4*>(y), nvec, seed); });
+    const double ms = tm.median_ms([&] { hand<<<unsigned(per_sm * sms), 256>>>(reinterpret_cast<float4*>(y), nvec, seed); }, reps);
     std::printf("  %-40s %8.4f ms  %6.0f GB/s  %.3f x cuRAND\n", "hand-written Philox fill, block 256", ms, gbs(ms), cu / ms);
   }
   rs::array<float> lib(n, rs::device::cuda(0));
-  const double ms = median_ms([&] { rs::random::fill_uniform(lib, seed); });
+  const double ms = tm.median_ms([&] { rs::random::fill_uniform(lib, seed); }, reps);
   std::printf("  %-40s %8.4f ms  %6.0f GB/s  %.3f x cuRAND\n", "random::fill_uniform (library)", ms, gbs(ms), cu / ms);
   curandDestroyGenerator(g);
   CHECK(cudaFree(y));

@@ -15,18 +15,11 @@
 #include <cstdlib>
 #include <vector>
 
+#include "experiment.cuh"
 #include "resident/resident.hpp"
 
 namespace rs = resident;
 
-#define CHECK(call)                                                                     \
-  do {                                                                                  \
-    cudaError_t e = (call);                                                             \
-    if (e != cudaSuccess) {                                                             \
-      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e));            \
-      std::exit(1);                                                                     \
-    }                                                                                   \
-  } while (0)
 
 template <int BM, int BN, int BK, int TM, int TN, int MINB>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB)
@@ -112,31 +105,6 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB)
   }
 }
 
-struct timer {
-  cudaEvent_t a, b;
-  timer() {
-    CHECK(cudaEventCreate(&a));
-    CHECK(cudaEventCreate(&b));
-  }
-  template <class F>
-  double median_ms(F&& f, int reps) {
-    f();
-    CHECK(cudaDeviceSynchronize());
-    std::vector<float> t;
-    for (int i = 0; i < reps; ++i) {
-      CHECK(cudaEventRecord(a));
-      f();
-      CHECK(cudaGetLastError());
-      CHECK(cudaEventRecord(b));
-      CHECK(cudaEventSynchronize(b));
-      float ms = 0;
-      CHECK(cudaEventElapsedTime(&ms, a, b));
-      t.push_back(ms);
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-  }
-};
 
 int main(int argc, char** argv) {
   std::vector<int> sizes;
@@ -158,7 +126,7 @@ int main(int argc, char** argv) {
     const float one = 1.f, zero = 0.f;
     // Row-major C = A B is column-major C^T = B^T A^T.
     auto cublas = [&] { cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, B.data(), n, A.data(), n, &zero, R.data(), n); };
-    const double cu_ms = tm.median_ms(cublas, reps);
+    const double cu_ms = tm.median_ms(cublas, reps, 1);
     const double cu_tf = flop / (cu_ms * 1e9);
     std::vector<float> ref(nn), got(nn);
     CHECK(cudaMemcpy(ref.data(), R.data(), nn * 4, cudaMemcpyDeviceToHost));
@@ -176,12 +144,12 @@ int main(int argc, char** argv) {
     auto variant = [&](const char* name, auto kernel, int bm, int bn, int threads) {
       CHECK(cudaMemset(C.data(), 0xff, nn * 4));
       const dim3 grid(unsigned(n / bn), unsigned(n / bm));
-      const double ms = tm.median_ms([&] { kernel<<<grid, threads>>>(n, A.data(), B.data(), C.data()); }, reps);
+      const double ms = tm.median_ms([&] { kernel<<<grid, threads>>>(n, A.data(), B.data(), C.data()); }, reps, 1);
       report(name, ms);
     };
     CHECK(cudaMemset(C.data(), 0xff, nn * 4));
     report("library tuned (rs::matmul)",
-           tm.median_ms([&] { rs::matmul(A, B, C, rs::matmul_algo::tuned); }, reps));
+           tm.median_ms([&] { rs::matmul(A, B, C, rs::matmul_algo::tuned); }, reps, 1));
     variant("128x128, BK 8, 8x8, 1 block/SM (the library's)", sgemm<128, 128, 8, 8, 8, 1>, 128, 128, 256);
     variant("128x128, BK 8, 8x8, 2 blocks/SM", sgemm<128, 128, 8, 8, 8, 2>, 128, 128, 256);
     variant("128x128, BK 16, 8x8, 1 block/SM", sgemm<128, 128, 16, 8, 8, 1>, 128, 128, 256);
