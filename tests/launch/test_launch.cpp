@@ -173,7 +173,9 @@ TEST_P(launches, for_each_config_is_what_for_each_index_launches) {
   const rs::launch_config c = rs::for_each_config(rs::default_stream(dev), n, f);
   EXPECT_NO_THROW(rs::validate(c, dev)) << c.str();
   EXPECT_GE(c.grid.count() * c.block.count(), 1u);
-  if (dev.is_cuda()) EXPECT_LT(c.grid.count() * c.block.count(), n + c.block.count()) << "no block without an item";
+  if (dev.is_cuda()) {
+    EXPECT_LT(c.grid.count() * c.block.count(), n + c.block.count()) << "no block without an item";
+  }
   rs::for_each_index(rs::default_stream(dev), n, f);
   auto h = y.to_host();
   for (std::size_t i = 0; i < n; i += 101) ASSERT_EQ(h[i], float(i % 7));

@@ -44,6 +44,27 @@ template <class F>
 launch_config for_each_config_cuda(std::size_t n);
 template <class... Phases>
 void launch_phases_cuda(stream_ref s, const launch_config& cfg, Phases... phases);
+
+// The CPU backend's emulation: block bi of cfg's grid, and its threads one after another.
+inline thread_index cpu_block(long bi, const launch_config& cfg) {
+  const dims g = cfg.grid;
+  const auto ub = static_cast<unsigned long>(bi);
+  thread_index t;
+  t.grid_dim = g;
+  t.block_dim = cfg.block;
+  t.block = dims(unsigned(ub % g.x), unsigned(ub / g.x % g.y), unsigned(ub / (std::size_t(g.x) * g.y)));
+  return t;
+}
+template <class F>
+void cpu_threads(thread_index& t, F&& f) {
+  const dims b = t.block_dim;
+  for (unsigned z = 0; z < b.z; ++z)
+    for (unsigned y = 0; y < b.y; ++y)
+      for (unsigned x = 0; x < b.x; ++x) {
+        t.thread = dims(x, y, z);
+        f();
+      }
+}
 }  // namespace detail
 
 /// A block's shared memory (cfg.shared_bytes of it, 16-byte aligned): on-chip on the GPU, a buffer per
@@ -71,21 +92,11 @@ void launch(stream_ref s, const launch_config& cfg, F f, Args... args) {
       detail::throw_not_nvcc(d);
     return;
   }
-  const dims g = cfg.grid, b = cfg.block;
-  const long blocks = static_cast<long>(g.count());
+  const long blocks = static_cast<long>(cfg.grid.count());
 #pragma omp parallel for schedule(dynamic, 1)
   for (long bi = 0; bi < blocks; ++bi) {
-    thread_index t;
-    t.grid_dim = g;
-    t.block_dim = b;
-    const auto ub = static_cast<unsigned long>(bi);
-    t.block = dims(unsigned(ub % g.x), unsigned(ub / g.x % g.y), unsigned(ub / (std::size_t(g.x) * g.y)));
-    for (unsigned z = 0; z < b.z; ++z)
-      for (unsigned y = 0; y < b.y; ++y)
-        for (unsigned x = 0; x < b.x; ++x) {
-          t.thread = dims(x, y, z);
-          f(t, args...);
-        }
+    thread_index t = detail::cpu_block(bi, cfg);
+    detail::cpu_threads(t, [&] { f(t, args...); });
   }
   detail::record_kernel(d);
 }
@@ -110,8 +121,7 @@ void launch_phases(stream_ref s, const launch_config& cfg, Phases... phases) {
       detail::throw_not_nvcc(d);
     return;
   }
-  const dims g = cfg.grid, b = cfg.block;
-  const long blocks = static_cast<long>(g.count());
+  const long blocks = static_cast<long>(cfg.grid.count());
   const std::size_t words = (cfg.shared_bytes + 15) / 16;
 #pragma omp parallel
   {
@@ -122,20 +132,8 @@ void launch_phases(stream_ref s, const launch_config& cfg, Phases... phases) {
     const block_shared sh{shared.data(), cfg.shared_bytes};
 #pragma omp for schedule(dynamic, 1)
     for (long bi = 0; bi < blocks; ++bi) {
-      thread_index t;
-      t.grid_dim = g;
-      t.block_dim = b;
-      const auto ub = static_cast<unsigned long>(bi);
-      t.block = dims(unsigned(ub % g.x), unsigned(ub / g.x % g.y), unsigned(ub / (std::size_t(g.x) * g.y)));
-      auto run = [&](auto& phase) {
-        for (unsigned z = 0; z < b.z; ++z)
-          for (unsigned y = 0; y < b.y; ++y)
-            for (unsigned x = 0; x < b.x; ++x) {
-              t.thread = dims(x, y, z);
-              phase(t, sh);
-            }
-      };
-      (run(phases), ...);
+      thread_index t = detail::cpu_block(bi, cfg);
+      (detail::cpu_threads(t, [&] { phases(t, sh); }), ...);
     }
   }
   detail::record_kernel(d);
