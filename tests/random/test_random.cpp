@@ -91,6 +91,14 @@ TEST_P(rng, same_values_on_both_backends_and_any_launch_shape) {
   rr::fill_uniform(p.slice(1, 998), seed, 6);
   rr::fill_uniform(p.slice(999, n - 999), seed, 1004);
   EXPECT_EQ(p.to_host(), ha);
+  // fill_uniform's [0, 1) takes unit_distribution: the same bits as uniform_distribution's scaling by 1.
+  rs::array<float> u(n, dev);
+  rs::generate(rr::uniform_distribution<float>{{}, seed, 5, 0.f, 1.f})(u);
+  EXPECT_EQ(u.to_host(), ha);
+  rs::array<double> ud(n, dev), vd(n, dev);
+  rr::fill_uniform(ud, seed, 7);
+  rs::generate(rr::uniform_distribution<double>{{}, seed, 7, 0.0, 1.0})(vd);
+  EXPECT_EQ(ud.to_host(), vd.to_host());
   // Doubles and integers are identical across backends too.
   rs::array<double> e(n, dev), f(n, rs::device::cpu());
   rr::fill_uniform(e, seed, 0, -2.0, 3.0);
