@@ -41,8 +41,9 @@ int main() {
     r.add("occupancy-chosen " + chosen.str(), auto_ms, rate(auto_ms) + "  <- for_each_index");
     for (unsigned block = 32; block <= 1024; block *= 2) {
       const unsigned cover = unsigned((n + block - 1) / block);
-      // A wave: the device holds up to 2048 threads and 32 blocks per multiprocessor.
-      const unsigned wave = sms * std::min(2048 / block, 32u);
+      // A wave: as many blocks as the device holds at once (a limit on threads and on blocks per SM).
+      const unsigned wave = sms * std::max(1u, std::min(unsigned(props.max_threads_per_multiprocessor) / block,
+                                                        unsigned(props.max_blocks_per_multiprocessor)));
       for (unsigned grid : {cover, std::min(wave, cover)}) {
         const double ms = r.time(s, [&] { rs::launch(s, {rs::dims(grid), rs::dims(block)}, axpy{x.view(), y.view()}); });
         r.add("block " + std::to_string(block) + (grid == cover ? ", cover" : ", wave") + " (grid " +
@@ -60,7 +61,7 @@ int main() {
         return 1;
       }
     r.print("y = 2x + y over " + std::to_string(n) + " floats, block and grid sizes",
-            "small blocks cap the threads an SM can hold (at most 32 blocks each), so too few loads are in "
+            "small blocks cap the threads an SM can hold (at most 32 blocks each on Hopper), so too few loads are in "
             "flight to cover memory latency; past that, any block size that fills the SMs runs at the "
             "memory's speed, and the occupancy API finds one without a sweep.",
             "on the CPU backend each block runs on one OpenMP thread and its threads one after another, so "

@@ -115,6 +115,8 @@ device_properties properties(int dev) {
   r.cc_minor = p.minor;
   r.warp_size = p.warpSize;
   r.max_threads_per_block = p.maxThreadsPerBlock;
+  r.max_threads_per_multiprocessor = p.maxThreadsPerMultiProcessor;
+  r.max_blocks_per_multiprocessor = p.maxBlocksPerMultiProcessor;
   for (int i = 0; i < 3; ++i) {
     r.max_block_dim[i] = p.maxThreadsDim[i];
     r.max_grid_dim[i] = p.maxGridSize[i];

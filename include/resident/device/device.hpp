@@ -44,6 +44,8 @@ struct device_properties {
   int cc_major = 0, cc_minor = 0;
   int warp_size = 1;
   int max_threads_per_block = 1024;
+  int max_threads_per_multiprocessor = 1024;  ///< resident threads per SM (a CPU "SM" runs one block)
+  int max_blocks_per_multiprocessor = 1;      ///< resident blocks per SM
   int max_block_dim[3] = {1024, 1024, 64};
   int max_grid_dim[3] = {2147483647, 65535, 65535};
   std::size_t shared_per_block = 48 * 1024;        ///< without opt-in
