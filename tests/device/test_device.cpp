@@ -96,7 +96,10 @@ TEST_P(streams, residency_limits_are_consistent) {
   const auto p = rs::properties(dev);
   EXPECT_GE(p.max_threads_per_multiprocessor, p.max_threads_per_block);
   EXPECT_GE(p.max_blocks_per_multiprocessor, 1);
-  if (dev.is_cuda()) EXPECT_GE(p.max_blocks_per_multiprocessor * p.warp_size, 32) << "at least one warp per block slot";
+  if (dev.is_cuda()) {
+    EXPECT_GE(p.max_threads_per_multiprocessor, 1024);  // every GPU resident has supported
+    EXPECT_GE(p.max_blocks_per_multiprocessor, 16);
+  }
 }
 
 TEST_P(streams, events_time_and_order) {
