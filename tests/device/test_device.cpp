@@ -97,7 +97,7 @@ TEST_P(streams, residency_limits_are_consistent) {
   EXPECT_GE(p.max_threads_per_multiprocessor, p.max_threads_per_block);
   EXPECT_GE(p.max_blocks_per_multiprocessor, 1);
   if (dev.is_cuda()) {
-    EXPECT_GE(p.max_threads_per_multiprocessor, 1024);  // every GPU resident has supported
+    EXPECT_GE(p.max_threads_per_multiprocessor, 1024);  // sm_70 and later
     EXPECT_GE(p.max_blocks_per_multiprocessor, 16);
   }
 }
