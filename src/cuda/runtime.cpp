@@ -313,10 +313,14 @@ topology topology_of(cudaGraph_t g) {
   }
   return t;
 }
-std::mutex topologies_mutex;
-std::map<void*, topology>& topologies() {  // by instantiated graph
-  static auto* m = new std::map<void*, topology>;  // outlives static graphs destroyed at exit
-  return *m;
+// By instantiated graph. Never destroyed: graphs in static storage are destroyed at exit after it.
+struct topology_registry {
+  std::mutex m;
+  std::map<void*, topology> shapes;
+};
+topology_registry& topologies() {
+  static auto* r = new topology_registry;
+  return *r;
 }
 }  // namespace
 
@@ -334,8 +338,8 @@ void* graph_end(stream_ref s) {
   cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
   cudaGraphDestroy(g);
   if (e != cudaSuccess) throw_cuda(e, "cudaGraphInstantiate", __FILE__, __LINE__);
-  std::lock_guard lock(topologies_mutex);
-  topologies()[exec] = std::move(t);
+  std::lock_guard lock(topologies().m);
+  topologies().shapes[exec] = std::move(t);
   return exec;
 }
 bool graph_end_update(stream_ref s, void* exec) {
@@ -344,9 +348,9 @@ bool graph_end_update(stream_ref s, void* exec) {
   bool same_shape = false;
   try {
     const topology t = topology_of(g);
-    std::lock_guard lock(topologies_mutex);
-    auto it = topologies().find(exec);
-    same_shape = it != topologies().end() && it->second == t;
+    std::lock_guard lock(topologies().m);
+    auto it = topologies().shapes.find(exec);
+    same_shape = it != topologies().shapes.end() && it->second == t;
   } catch (...) {
     cudaGraphDestroy(g);
     throw;
@@ -376,8 +380,8 @@ void graph_launch(void* exec, stream_ref s) {
 void graph_destroy(void* exec) noexcept {
   if (!exec) return;
   cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
-  std::lock_guard lock(topologies_mutex);
-  topologies().erase(exec);
+  std::lock_guard lock(topologies().m);
+  topologies().shapes.erase(exec);
 }
 
 }  // namespace resident::detail

@@ -127,7 +127,6 @@ void launch_dependent(void (*kernel)(KArgs...), const launch_config& c, stream_r
   RESIDENT_CUDA_TRY(cudaLaunchKernelEx(&lc, kernel, std::forward<Args>(args)...));
 }
 
-
 template <class F, class... Args>
 void launch_cuda(stream_ref s, const launch_config& cfg, F f, Args... args) {
   auto k = functor_kernel<F, Args...>;
