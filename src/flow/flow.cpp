@@ -230,10 +230,6 @@ void flow::wait() {
 graph flow::capture() {
   const auto order = validate();
   if (p_->dev.is_cpu()) return graph::capture(stream(), [this, order] { p_->run_cpu(order); });
-  // Every stream the capture will record on follows the default stream's work (allocations, uploads)
-  // before capture begins: replays need no such order, but compute-sanitizer's stream-ordered race
-  // check judges a captured kernel by the stream it was recorded on.
-  for (auto& s : p_->streams) cuda::stream_after(s.ref().native(), nullptr);
   return graph::capture(stream(), [&] { p_->issue_cuda(order, true); });
 }
 
