@@ -158,6 +158,9 @@ int main(int argc, char** argv) {
     variant("256x128, BK 8, 16x8, 1 block/SM", sgemm<256, 128, 8, 16, 8, 1>, 256, 128, 256);
     variant("128x64, BK 16, 8x8, 2 blocks/SM", sgemm<128, 64, 16, 8, 8, 2>, 128, 64, 128);
     variant("64x128, BK 16, 8x8, 3 blocks/SM", sgemm<64, 128, 16, 8, 8, 3>, 64, 128, 128);
+    variant("128x128, BK 8, 16x8, 2 blocks/SM", sgemm<128, 128, 8, 16, 8, 2>, 128, 128, 128);
+    variant("128x128, BK 8, 8x16, 2 blocks/SM", sgemm<128, 128, 8, 8, 16, 2>, 128, 128, 128);
+    variant("128x128, BK 16, 16x8, 2 blocks/SM", sgemm<128, 128, 16, 16, 8, 2>, 128, 128, 128);
   }
   cublasDestroy(h);
   return 0;
