@@ -21,7 +21,9 @@
 namespace rs = resident;
 
 
-template <int BM, int BN, int BK, int TM, int TN, int MINB>
+// WARP8: a warp's 32 threads cover 4 rows x 8 columns of thread tiles (fewer distinct shared-memory
+// addresses per read) instead of 2 x 16.
+template <int BM, int BN, int BK, int TM, int TN, int MINB, bool WARP8 = false>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB)
     sgemm(int n, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
   constexpr int T = (BM / TM) * (BN / TN);
@@ -30,7 +32,9 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB)
   static_assert(TM % 8 == 0 && TN % 8 == 0, "quadrants of 16-byte reads");
   __shared__ __align__(16) float as[2][BK][BM];  // A slab transposed
   __shared__ __align__(16) float bs[2][BK][BN];
-  const int tid = threadIdx.x, tx = tid % (BN / TN), ty = tid / (BN / TN);
+  const int tid = threadIdx.x, lane = tid % 32, w = tid / 32, WX = BN / TN / 8;
+  const int tx = WARP8 ? (w % WX) * 8 + lane % 8 : tid % (BN / TN);
+  const int ty = WARP8 ? (w / WX) * 4 + lane / 8 : tid / (BN / TN);
   const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
   float4 ra[LA], rb[LB];
   auto fetch = [&](int p0) {
@@ -152,6 +156,9 @@ int main(int argc, char** argv) {
            tm.median_ms([&] { rs::matmul(A, B, C, rs::matmul_algo::tuned); }, reps, 1));
     variant("128x128, BK 8, 8x8, 1 block/SM (the library's)", sgemm<128, 128, 8, 8, 8, 1>, 128, 128, 256);
     variant("128x128, BK 8, 8x8, 2 blocks/SM", sgemm<128, 128, 8, 8, 8, 2>, 128, 128, 256);
+    variant("128x128, BK 8, 8x8, 2 blocks/SM, warp 4x8", sgemm<128, 128, 8, 8, 8, 2, true>, 128, 128, 256);
+    variant("128x128, BK 16, 8x8, 2 blocks/SM, warp 4x8", sgemm<128, 128, 16, 8, 8, 2, true>, 128, 128, 256);
+    variant("128x256, BK 8, 8x16, 1 block/SM, warp 4x8", sgemm<128, 256, 8, 8, 16, 1, true>, 128, 256, 256);
     variant("128x128, BK 16, 8x8, 1 block/SM", sgemm<128, 128, 16, 8, 8, 1>, 128, 128, 256);
     variant("128x128, BK 16, 8x8, 2 blocks/SM", sgemm<128, 128, 16, 8, 8, 2>, 128, 128, 256);
     variant("128x256, BK 8, 8x16, 1 block/SM", sgemm<128, 256, 8, 8, 16, 1>, 128, 256, 256);

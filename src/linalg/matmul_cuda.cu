@@ -62,13 +62,16 @@ __global__ void shared_kernel(gemm_f32 g) {
   if (row < g.m && col < g.n) store_c(g, row, col, s);
 }
 
-// Tuned FP32: a (128, 128) tile of C per block of 256 threads, each thread an 8 x 8 register tile
-// split into four 4 x 4 quadrants (rows ty*4 and 64 + ty*4, columns tx*4 and 64 + tx*4) so that a warp's
-// 16-byte shared-memory reads hit consecutive addresses. k advances in slabs of 8, double-buffered:
-// the next slab is fetched into registers while the current one is multiplied.
+// Tuned FP32: a (128, 128) tile of C per block of 256 threads, two blocks resident per SM (the register
+// budget that allows: 128 per thread), each thread an 8 x 8 register tile split into four 4 x 4
+// quadrants (rows ty*4 and 64 + ty*4, columns tx*4 and 64 + tx*4) so that a warp's 16-byte
+// shared-memory reads hit consecutive addresses. k advances in slabs of 8, double-buffered: the next slab
+// is fetched into registers while the current one is multiplied. Blocks wholly inside C with 16-byte
+// aligned rows load and store without bounds checks (a block-uniform branch); the guarded path serves
+// the edges and any shape. bench/experiments/sgemm_variants.cu measured the shapes around this one.
 constexpr int TBM = 128, TBN = 128, TBK = 8;
 
-__global__ void __launch_bounds__(256) tuned_kernel(gemm_f32 g) {
+__global__ void __launch_bounds__(256, 2) tuned_kernel(gemm_f32 g) {
   __shared__ __align__(16) float as[2][TBK][TBM];  // A slab, transposed: as[k][m]
   __shared__ __align__(16) float bs[2][TBK][TBN];  // B slab: bs[k][n]
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
@@ -78,27 +81,26 @@ __global__ void __launch_bounds__(256) tuned_kernel(gemm_f32 g) {
   const int a_r = tid / 2, a_c = (tid % 2) * 4, b_r = tid / 32, b_c = (tid % 32) * 4;
   const bool a_vec = g.lda % 4 == 0 && reinterpret_cast<std::uintptr_t>(g.a) % 16 == 0;
   const bool b_vec = g.ldb % 4 == 0 && reinterpret_cast<std::uintptr_t>(g.b) % 16 == 0;
+  const bool inside = a_vec && b_vec && row0 + TBM <= g.m && col0 + TBN <= g.n;
+  const float* pa = g.a + std::size_t(min(row0 + a_r, g.m - 1)) * g.lda;  // a valid row either way
+  const float* pb = g.b + col0 + b_c;
   float4 ra, rb;
   auto fetch = [&](int p0) {
+    if (inside && p0 + TBK <= g.k) {
+      ra = *reinterpret_cast<const float4*>(pa + p0 + a_c);
+      rb = *reinterpret_cast<const float4*>(pb + std::size_t(p0 + b_r) * g.ldb);
+      return;
+    }
     const int ar = row0 + a_r, ac = p0 + a_c, br = p0 + b_r, bc = col0 + b_c;
-    if (a_vec && ar < g.m && ac + 3 < g.k) {
-      ra = *reinterpret_cast<const float4*>(g.a + std::size_t(ar) * g.lda + ac);
-    } else {
-      const float* pa = g.a + std::size_t(ar) * g.lda;
-      ra.x = ar < g.m && ac < g.k ? pa[ac] : 0.f;
-      ra.y = ar < g.m && ac + 1 < g.k ? pa[ac + 1] : 0.f;
-      ra.z = ar < g.m && ac + 2 < g.k ? pa[ac + 2] : 0.f;
-      ra.w = ar < g.m && ac + 3 < g.k ? pa[ac + 3] : 0.f;
-    }
-    if (b_vec && br < g.k && bc + 3 < g.n) {
-      rb = *reinterpret_cast<const float4*>(g.b + std::size_t(br) * g.ldb + bc);
-    } else {
-      const float* pb = g.b + std::size_t(br) * g.ldb;
-      rb.x = br < g.k && bc < g.n ? pb[bc] : 0.f;
-      rb.y = br < g.k && bc + 1 < g.n ? pb[bc + 1] : 0.f;
-      rb.z = br < g.k && bc + 2 < g.n ? pb[bc + 2] : 0.f;
-      rb.w = br < g.k && bc + 3 < g.n ? pb[bc + 3] : 0.f;
-    }
+    ra.x = ar < g.m && ac < g.k ? pa[ac] : 0.f;
+    ra.y = ar < g.m && ac + 1 < g.k ? pa[ac + 1] : 0.f;
+    ra.z = ar < g.m && ac + 2 < g.k ? pa[ac + 2] : 0.f;
+    ra.w = ar < g.m && ac + 3 < g.k ? pa[ac + 3] : 0.f;
+    const float* q = g.b + std::size_t(br) * g.ldb + bc;
+    rb.x = br < g.k && bc < g.n ? q[0] : 0.f;
+    rb.y = br < g.k && bc + 1 < g.n ? q[1] : 0.f;
+    rb.z = br < g.k && bc + 2 < g.n ? q[2] : 0.f;
+    rb.w = br < g.k && bc + 3 < g.n ? q[3] : 0.f;
   };
   auto stash = [&](int buf) {
     as[buf][a_c + 0][a_r] = ra.x;
@@ -134,14 +136,27 @@ __global__ void __launch_bounds__(256) tuned_kernel(gemm_f32 g) {
       buf ^= 1;
     }
   }
+  const bool c_vec = inside && g.ldc % 4 == 0 && reinterpret_cast<std::uintptr_t>(g.c) % 16 == 0;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int r = row0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
-    if (r >= g.m) continue;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int c = col0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
-      if (c < g.n) store_c(g, r, c, acc[i][j]);
+    for (int j = 0; j < 8; j += 4) {
+      const int c = col0 + (j < 4 ? tx * 4 : 64 + tx * 4);
+      if (c_vec) {
+        auto* out = reinterpret_cast<float4*>(g.c + std::size_t(r) * g.ldc + c);
+        float4 v = make_float4(g.alpha * acc[i][j], g.alpha * acc[i][j + 1], g.alpha * acc[i][j + 2],
+                               g.alpha * acc[i][j + 3]);
+        if (g.beta != 0.f) {
+          const float4 old = *out;
+          v.x += g.beta * old.x, v.y += g.beta * old.y, v.z += g.beta * old.z, v.w += g.beta * old.w;
+        }
+        *out = v;
+      } else if (r < g.m) {
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj)
+          if (c + jj < g.n) store_c(g, r, c + jj, acc[i][j + jj]);
+      }
     }
   }
 }

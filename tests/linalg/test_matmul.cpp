@@ -72,6 +72,15 @@ TEST_P(matmuls, large_odd_shape_with_alpha_and_beta) {
   }
 }
 
+// Rows a multiple of four floats: interior tiles take the tuned kernel's unchecked 16-byte path, edge
+// tiles (and the last, partial k-slab when k % 8 != 0) its checked one, both with beta reading C.
+TEST_P(matmuls, interior_and_edge_tiles_with_aligned_rows) {
+  for (auto algo : float_algos(dev)) {
+    check_algo<float>(dev, algo, 300, 260, 388, 0.5, -2.0);
+    check_algo<float>(dev, algo, 256, 512, 384, 1.0, 0.0);
+  }
+}
+
 TEST_P(matmuls, double_precision) {
   std::vector<rs::matmul_algo> algos{rs::matmul_algo::vendor};
   if (dev.is_cpu()) algos = {rs::matmul_algo::naive, rs::matmul_algo::blocked, rs::matmul_algo::vendor};
