@@ -70,6 +70,44 @@ TEST_P(rng, bits_follow_the_counter_layout_and_allocate_nothing) {
   }
 }
 
+// Generators run over their Philox blocks: the first and last blocks are cut at the ends of [0, n)
+// whatever the offset, and a reduction counts each value once.
+TEST_P(rng, generator_blocks_cover_any_offset_and_size) {
+  const std::uint64_t seed = rs::test::fresh_seed();
+  auto widen = [] RESIDENT_HD(std::uint32_t w) { return std::uint64_t(w); };
+  for (std::uint64_t offset : {0ull, 1ull, 2ull, 3ull, (1ull << 40) + 3}) {
+    for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(5), std::size_t(1001), std::size_t(100003)}) {
+      std::uint64_t want = 0;
+      for (std::size_t i = 0; i < n; ++i) want += host_word(seed, offset + i);
+      const std::uint64_t got = (rs::generate(rr::bits_distribution{{}, seed, offset}) | rs::map(widen) |
+                                 rs::reduce(rs::plus{}, std::uint64_t(0)))(n, rs::default_stream(dev));
+      ASSERT_EQ(got, want) << "offset " << offset << " n " << n;
+    }
+  }
+  // Floats written into doubles (four values a block, 32 bytes a block of output), at every alignment.
+  const std::size_t n = 4099;
+  rs::array<float> f(n + 3, dev);
+  rs::array<double> d(n + 3, dev);
+  for (std::size_t start = 0; start < 4; ++start) {
+    rr::fill_uniform(f.slice(start, n), seed, 5 + start);
+    rr::uniform<float>(seed, 5 + start)(d.slice(start, n));
+    const auto hf = f.to_host();
+    const auto hd = d.to_host();
+    for (std::size_t i = start; i < start + n; ++i) ASSERT_EQ(hd[i], double(hf[i])) << "start " << start << " i " << i;
+  }
+  // Points at an odd offset begin in the middle of a block.
+  auto inside = [] RESIDENT_HD(rr::point2<float> p) { return std::uint64_t(fmaf(p.x, p.x, p.y * p.y) <= 1.f); };
+  const std::size_t points = 10001;
+  const std::uint64_t fused = (rr::uniform_points<float>(seed, 1) | rs::map(inside) |
+                               rs::reduce(rs::plus{}, std::uint64_t(0)))(points, rs::default_stream(dev));
+  rs::array<float> xy(2 * points, dev);
+  rr::fill_uniform(xy, seed, 2);
+  auto h = xy.to_host();
+  std::uint64_t count = 0;
+  for (std::size_t i = 0; i < points; ++i) count += std::fma(h[2 * i], h[2 * i], h[2 * i + 1] * h[2 * i + 1]) <= 1.f;
+  EXPECT_EQ(fused, count);
+}
+
 TEST_P(rng, same_values_on_both_backends_and_any_launch_shape) {
   const std::uint64_t seed = rs::test::fresh_seed();
   const std::size_t n = 77777;

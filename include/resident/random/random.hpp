@@ -93,10 +93,9 @@ struct counter_based {
   RESIDENT_HD auto block(std::size_t i) const {
     return block_values<V>(static_cast<const D&>(*this), i);
   }
-  /// Whether the vectors of V values at i, i + V, ... each begin a Philox block.
-  template <int V>
-  RESIDENT_HD bool starts_block(std::size_t i) const {
-    return V % D::per_block == 0 && (static_cast<const D&>(*this).offset + i) % D::per_block == 0;
+  /// Values of the first Philox block that precede value 0.
+  RESIDENT_HD std::size_t block_lead() const {
+    return std::size_t(static_cast<const D&>(*this).offset % D::per_block);
   }
   template <int V>
   RESIDENT_HD auto aligned_block(std::size_t i) const {
@@ -220,6 +219,7 @@ struct point_distribution {
   using block_generator = void;
   using aligned_blocks = void;
   unit_distribution<T> u;  ///< its offset is even, so a point's two values share a Philox block
+  static constexpr int per_block = unit_distribution<T>::per_block / 2;
   RESIDENT_HD point2<T> operator()(std::size_t i) const {
     const std::uint64_t p = u.offset + 2 * i;
     const std::uint64_t c = p / unit_distribution<T>::per_block;
@@ -231,10 +231,7 @@ struct point_distribution {
   RESIDENT_HD resident::detail::values<point2<T>, V> block(std::size_t i) const {
     return pairs<V>(detail::block_values<2 * V>(u, 2 * i));
   }
-  template <int V>
-  RESIDENT_HD bool starts_block(std::size_t i) const {
-    return u.template starts_block<2 * V>(2 * i);
-  }
+  RESIDENT_HD std::size_t block_lead() const { return u.block_lead() / 2; }
   template <int V>
   RESIDENT_HD resident::detail::values<point2<T>, V> aligned_block(std::size_t i) const {
     return pairs<V>(detail::block_values_aligned<2 * V>(u, 2 * i));

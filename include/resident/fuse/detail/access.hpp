@@ -137,9 +137,10 @@ inline constexpr bool makes_blocks = false;
 template <class G>
 inline constexpr bool makes_blocks<G, std::void_t<typename G::block_generator>> = true;
 
-/// A block generator that also declares `using aligned_blocks = void;` offers starts_block<V>(i) (the
-/// vectors at i, i + V, ... each begin a block of its generator) and aligned_block<V>(i) (such a
-/// vector, made without the alignment test).
+/// A block generator that also declares `using aligned_blocks = void;` makes its values a block at a
+/// time: per_block values per call, block_lead() values of its first block lying before index 0, and
+/// aligned_block<V>(i) the V values from i on when i begins a block (i may wrap below 0 for the first
+/// block: only offset + i matters).
 template <class G, class = void>
 inline constexpr bool makes_aligned_blocks = false;
 template <class G>
@@ -149,10 +150,6 @@ inline constexpr bool makes_aligned_blocks<G, std::void_t<typename G::aligned_bl
 template <class G>
 struct generate_loader {
   G g;
-  template <int V>
-  RESIDENT_HD bool starts_block(std::size_t i) const {
-    return g.template starts_block<V>(i);
-  }
   template <int V>
   RESIDENT_HD values<decltype(g(std::size_t(0))), V> load_aligned(std::size_t i) const {
     return g.template aligned_block<V>(i);
@@ -181,11 +178,6 @@ struct generate_loader {
   }
 };
 
-template <class L>
-inline constexpr bool has_aligned_blocks = false;
-template <class G>
-inline constexpr bool has_aligned_blocks<generate_loader<G>> = makes_aligned_blocks<G>;
-
 /// Writes the output array, converting to its element type.
 template <class U>
 struct writer {
@@ -200,6 +192,13 @@ struct writer {
   template <class R>
   RESIDENT_HD void store1(std::size_t i, const R& r) const {
     p[i] = static_cast<U>(r);
+  }
+  /// Whether store<V> may write at i, i + V, ... when the first of them lies lead elements before p.
+  template <int V>
+  static constexpr bool stores_vectors = power_of_two_size<U> && sizeof(U) * V <= 32;
+  template <int V>
+  RESIDENT_HD bool vectors_aligned(std::size_t lead) const {
+    return (reinterpret_cast<std::uintptr_t>(p) - lead * sizeof(U)) % (sizeof(U) * V) == 0;
   }
 };
 

@@ -21,47 +21,94 @@ inline constexpr bool reads_memory<generate_loader<G>> = false;
 inline constexpr int fused_unroll = 4;
 
 // Calls visit(i, raw) for the nvec vectors of V elements at head, head + V, ..., U per thread per
-// iteration with all U loads issued before the first visit. A counter-based generator whose vectors
-// all begin a Philox block (decided once per kernel, not per vector) makes them through its aligned
-// path. Measured (bench/results/2026-11-29): fill_uniform went from 0.94 to 0.98-0.99 of cuRAND's rate
-// with it (rng-variants-2 to -3, runs 13 to 14); a kernel with nothing but the aligned path reached
-// 1.04-1.06 in the same runs. A separate aligned kernel chosen on the host measured no better (0.97-0.98,
-// run 15 and rng-variants-4) and was not kept.
+// iteration with all U loads issued before the first visit.
 template <int V, int U, class L, class F>
 __device__ __forceinline__ void for_each_vector(const L& in, std::size_t head, std::size_t nvec, F&& visit) {
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  auto run = [&](auto load) {
-    for (std::size_t j = tid; j < nvec; j += stride * U) {
-      typename L::template raw<V> raw[U];
+  for (std::size_t j = tid; j < nvec; j += stride * U) {
+    typename L::template raw<V> raw[U];
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const std::size_t jj = j + u * stride;
-        if (jj < nvec) raw[u] = load(head + jj * V);
-      }
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const std::size_t jj = j + u * stride;
-        if (jj < nvec) visit(head + jj * V, raw[u]);
-      }
+    for (int u = 0; u < U; ++u) {
+      const std::size_t jj = j + u * stride;
+      if (jj < nvec) raw[u] = in.template load<V>(head + jj * V);
     }
-  };
-  if constexpr (has_aligned_blocks<L>) {
-    if (in.template starts_block<V>(head)) {
-      run([&](std::size_t i) { return in.template load_aligned<V>(i); });
-      return;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::size_t jj = j + u * stride;
+      if (jj < nvec) visit(head + jj * V, raw[u]);
     }
   }
-  run([&](std::size_t i) { return in.template load<V>(i); });
+}
+
+/// Generators that make a block of values per call (counter-based random numbers) run over their
+/// blocks rather than over vectors of the output: every call is aligned, and the two ends of [0, n) are
+/// lanes masked off in the first and last blocks, so the kernel holds one generator call and no scalar
+/// head or tail path. Measured (bench/results/2026-11-30): <filled in by the next run>.
+template <class G>
+constexpr int block_size_of() {
+  if constexpr (makes_aligned_blocks<G>)
+    return G::per_block;
+  else
+    return 0;
+}
+template <class L>
+inline constexpr int generator_group = 0;  ///< values per generator call, 0 for everything else
+template <class G>
+inline constexpr int generator_group<generate_loader<G>> = block_size_of<G>();
+
+template <class L>
+std::size_t generator_groups(const L& in, std::size_t n) {
+  constexpr std::size_t P = generator_group<L>;
+  if constexpr (P > 0)
+    return (in.g.block_lead() + n + P - 1) / P;
+  else
+    return 0;
+}
+
+// Calls visit(i, values, full) for the generator blocks covering [0, n): i is the index of a block's
+// first value (below 0, wrapped, for a first block that begins before 0), full says all its values
+// lie in [0, n).
+template <class L, class F>
+__device__ __forceinline__ void for_each_generator_block(const L& in, std::size_t n, F&& visit) {
+  constexpr int P = generator_group<L>;
+  const std::size_t lead = in.g.block_lead();
+  const std::size_t groups = (lead + n + P - 1) / P;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t g = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += stride) {
+    const std::size_t i = g * P - lead;
+    visit(i, in.template load_aligned<P>(i), (g > 0 || lead == 0) && i + P <= n);
+  }
 }
 
 // Elements [0, head) and [head + nvec * V, n) one at a time; [head, head + nvec * V) as nvec vectors of
 // V (for_each_vector).
+// Generators: over their blocks (for_each_generator_block), V and head unused.
 template <int V, int U, class L, class Fn, class W>
 __device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const W& out, std::size_t head,
                                                std::size_t nvec, std::size_t n) {
   using R = decltype(in.eval1(fn, std::size_t(0)));
   dependent_launch_prologue();
+  if constexpr (generator_group<L> > 0) {
+    constexpr int P = generator_group<L>;
+    bool vectors = false;
+    if constexpr (W::template stores_vectors<P>) vectors = out.template vectors_aligned<P>(in.g.block_lead());
+    for_each_generator_block(in, n, [&](std::size_t i, const auto& raw, bool full) {
+      R r[P];
+#pragma unroll
+      for (int k = 0; k < P; ++k) r[k] = in.template eval<P>(fn, raw, k, i);
+      if constexpr (W::template stores_vectors<P>) {
+        if (full && vectors) {
+          out.template store<P>(i, r);
+          return;
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < P; ++k)
+        if (i + k < n) out.store1(i + k, r[k]);  // i + k wraps above n for lanes before 0
+    });
+    return;
+  }
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (tid < head) out.store1(tid, in.eval1(fn, tid));
   for_each_vector<V, U>(in, head, nvec, [&](std::size_t i, const auto& raw) {
@@ -113,13 +160,22 @@ __global__ void __launch_bounds__(reduce_block)
     acc.value = acc.valid ? op(acc.value, v) : v;
     acc.valid = 1;
   };
-  if (tid < head) fold(static_cast<T>(in.eval1(fn, tid)));
-  for_each_vector<V, U>(in, head, nvec, [&](std::size_t i, const auto& raw) {
+  if constexpr (generator_group<L> > 0) {
+    constexpr int P = generator_group<L>;
+    for_each_generator_block(in, n, [&](std::size_t i, const auto& raw, bool full) {
 #pragma unroll
-    for (int k = 0; k < V; ++k) fold(static_cast<T>(in.template eval<V>(fn, raw, k, i)));
-  });
-  const std::size_t tail = head + nvec * V;
-  if (tid < n - tail) fold(static_cast<T>(in.eval1(fn, tail + tid)));
+      for (int k = 0; k < P; ++k)
+        if (full || i + k < n) fold(static_cast<T>(in.template eval<P>(fn, raw, k, i)));
+    });
+  } else {
+    if (tid < head) fold(static_cast<T>(in.eval1(fn, tid)));
+    for_each_vector<V, U>(in, head, nvec, [&](std::size_t i, const auto& raw) {
+#pragma unroll
+      for (int k = 0; k < V; ++k) fold(static_cast<T>(in.template eval<V>(fn, raw, k, i)));
+    });
+    const std::size_t tail = head + nvec * V;
+    if (tid < n - tail) fold(static_cast<T>(in.eval1(fn, tail + tid)));
+  }
 
   using block_reduce = cub::BlockReduce<maybe<T>, reduce_block>;
   __shared__ typename block_reduce::TempStorage tmp;
@@ -179,7 +235,9 @@ void run_map_cuda(stream_ref s, const L& in, const Fn& fn, const W& out, std::si
   // Several vectors in flight per thread hide memory latency; a generator reads nothing, and unrolling
   // its arithmetic only costs registers.
   constexpr int U = reads_memory<L> ? fused_unroll : 1;
-  if (plan.vectorized && V > 1)
+  if constexpr (generator_group<L> > 0)
+    launch_map<1, 1>(s, in, fn, out, generator_groups(in, n), 0, 0, n, cfg);
+  else if (plan.vectorized && V > 1)
     launch_map<V, U>(s, in, fn, out, plan.vectors, plan.head, plan.vectors, n, cfg);
   else
     launch_map<1, U>(s, in, fn, out, n, 0, n, n, cfg);
@@ -207,11 +265,13 @@ T run_reduce_cuda(stream_ref s, const L& in, const Fn& fn, const Op& op, T init,
     if (into) copy_device_to_device_value(into, init, s);
     return init;
   }
-  const bool vec = plan.vectorized && V > 1;
-  constexpr auto kv = fused_reduce_kernel<V, U, L, Fn, Op, T>;
+  constexpr bool groups = generator_group<L> > 0;
+  const bool vec = !groups && plan.vectorized && V > 1;
+  constexpr auto kv = fused_reduce_kernel<groups ? 1 : V, U, L, Fn, Op, T>;
   constexpr auto k1 = fused_reduce_kernel<1, U, L, Fn, Op, T>;
-  launch_config c = vec ? fused_config<kv>(plan.vectors, cfg, s.device(), U, reduce_block)
-                        : fused_config<k1>(n, cfg, s.device(), U, reduce_block);
+  launch_config c = vec      ? fused_config<kv>(plan.vectors, cfg, s.device(), U, reduce_block)
+                    : groups ? fused_config<k1>(generator_groups(in, n), cfg, s.device(), U, reduce_block)
+                             : fused_config<k1>(n, cfg, s.device(), U, reduce_block);
   if (c.block.count() != std::size_t(reduce_block) || c.block.y != 1 || c.block.z != 1)
     throw invalid_launch("a fused reduction runs blocks of " + std::to_string(reduce_block) + " threads; " + c.str() +
                          " asks for " + std::to_string(c.block.count()));
