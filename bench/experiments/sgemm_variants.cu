@@ -21,17 +21,16 @@
 namespace rs = resident;
 
 
-// PAD: floats appended to each row of the transposed A slab (4: the two threads that share a row of A
-// store to different banks). WARP8: a warp's 32 threads cover 4 rows x 8 columns of thread tiles (fewer distinct shared-memory
+// WARP8: a warp's 32 threads cover 4 rows x 8 columns of thread tiles (fewer distinct shared-memory
 // addresses per read) instead of 2 x 16.
-template <int BM, int BN, int BK, int TM, int TN, int MINB, bool WARP8 = false, int PAD = 0>
+template <int BM, int BN, int BK, int TM, int TN, int MINB, bool WARP8 = false>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB)
     sgemm(int n, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
   constexpr int T = (BM / TM) * (BN / TN);
   constexpr int LA = BM * BK / 4 / T, LB = BK * BN / 4 / T;  // float4 loads per thread per slab
   static_assert(LA >= 1 && LB >= 1 && BM * BK / 4 % T == 0 && BK * BN / 4 % T == 0, "tile does not split");
   static_assert(TM % 8 == 0 && TN % 8 == 0, "quadrants of 16-byte reads");
-  __shared__ __align__(16) float as[2][BK][BM + PAD];  // A slab transposed, rows padded
+  __shared__ __align__(16) float as[2][BK][BM];  // A slab transposed
   __shared__ __align__(16) float bs[2][BK][BN];
   const int tid = threadIdx.x, lane = tid % 32, w = tid / 32, WX = BN / TN / 8;
   const int tx = WARP8 ? (w % WX) * 8 + lane % 8 : tid % (BN / TN);
@@ -158,7 +157,6 @@ int main(int argc, char** argv) {
     variant("128x128, BK 8, 8x8, 1 block/SM (the library's)", sgemm<128, 128, 8, 8, 8, 1>, 128, 128, 256);
     variant("128x128, BK 8, 8x8, 2 blocks/SM", sgemm<128, 128, 8, 8, 8, 2>, 128, 128, 256);
     variant("128x128, BK 8, 8x8, 2 blocks/SM, warp 4x8", sgemm<128, 128, 8, 8, 8, 2, true>, 128, 128, 256);
-    variant("128x128, BK 8, 8x8, 2 blocks/SM, A rows +4", sgemm<128, 128, 8, 8, 8, 2, false, 4>, 128, 128, 256);
     variant("128x128, BK 16, 8x8, 2 blocks/SM, warp 4x8", sgemm<128, 128, 16, 8, 8, 2, true>, 128, 128, 256);
     variant("128x256, BK 8, 8x16, 1 block/SM, warp 4x8", sgemm<128, 256, 8, 8, 16, 1, true>, 128, 256, 256);
     variant("128x128, BK 16, 8x8, 1 block/SM", sgemm<128, 128, 16, 8, 8, 1>, 128, 128, 256);

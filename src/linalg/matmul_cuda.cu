@@ -72,10 +72,8 @@ __global__ void shared_kernel(gemm_f32 g) {
 constexpr int TBM = 128, TBN = 128, TBK = 8;
 
 __global__ void __launch_bounds__(256, 2) tuned_kernel(gemm_f32 g) {
-  // A's slab is stored transposed with rows padded by 4 floats: the two threads that share a row of A
-  // (columns 0..3 and 4..7) then write to different banks.
-  __shared__ __align__(16) float as[2][TBK][TBM + 4];  // as[k][m]
-  __shared__ __align__(16) float bs[2][TBK][TBN];      // bs[k][n]
+  __shared__ __align__(16) float as[2][TBK][TBM];  // A slab, transposed: as[k][m]
+  __shared__ __align__(16) float bs[2][TBK][TBN];  // B slab: bs[k][n]
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
   const int row0 = blockIdx.y * TBM, col0 = blockIdx.x * TBN;
   // Loading: A (128 x 8): thread -> row tid / 2, columns (tid % 2) * 4 .. +3;
@@ -84,29 +82,25 @@ __global__ void __launch_bounds__(256, 2) tuned_kernel(gemm_f32 g) {
   const bool a_vec = g.lda % 4 == 0 && reinterpret_cast<std::uintptr_t>(g.a) % 16 == 0;
   const bool b_vec = g.ldb % 4 == 0 && reinterpret_cast<std::uintptr_t>(g.b) % 16 == 0;
   const bool inside = a_vec && b_vec && row0 + TBM <= g.m && col0 + TBN <= g.n;
-  // This thread's next A and B elements; they advance by a slab each fetch (row clamped to stay valid).
-  const float* __restrict__ pa = g.a + std::size_t(min(row0 + a_r, g.m - 1)) * g.lda + a_c;
-  const float* __restrict__ pb = g.b + std::size_t(b_r) * g.ldb + col0 + b_c;
-  const std::size_t b_step = std::size_t(TBK) * g.ldb;
+  const float* pa = g.a + std::size_t(min(row0 + a_r, g.m - 1)) * g.lda;  // a valid row either way
+  const float* pb = g.b + col0 + b_c;
   float4 ra, rb;
-  auto fetch = [&](int p0) {  // the slab at p0; pa and pb point at it
+  auto fetch = [&](int p0) {
     if (inside && p0 + TBK <= g.k) {
-      ra = *reinterpret_cast<const float4*>(pa);
-      rb = *reinterpret_cast<const float4*>(pb);
-    } else {
-      const bool ar = row0 + a_r < g.m, br = p0 + b_r < g.k;
-      const int ac = p0 + a_c, bc = col0 + b_c;
-      ra.x = ar && ac < g.k ? pa[0] : 0.f;
-      ra.y = ar && ac + 1 < g.k ? pa[1] : 0.f;
-      ra.z = ar && ac + 2 < g.k ? pa[2] : 0.f;
-      ra.w = ar && ac + 3 < g.k ? pa[3] : 0.f;
-      rb.x = br && bc < g.n ? pb[0] : 0.f;
-      rb.y = br && bc + 1 < g.n ? pb[1] : 0.f;
-      rb.z = br && bc + 2 < g.n ? pb[2] : 0.f;
-      rb.w = br && bc + 3 < g.n ? pb[3] : 0.f;
+      ra = *reinterpret_cast<const float4*>(pa + p0 + a_c);
+      rb = *reinterpret_cast<const float4*>(pb + std::size_t(p0 + b_r) * g.ldb);
+      return;
     }
-    pa += TBK;
-    pb += b_step;
+    const int ar = row0 + a_r, ac = p0 + a_c, br = p0 + b_r, bc = col0 + b_c;
+    ra.x = ar < g.m && ac < g.k ? pa[ac] : 0.f;
+    ra.y = ar < g.m && ac + 1 < g.k ? pa[ac + 1] : 0.f;
+    ra.z = ar < g.m && ac + 2 < g.k ? pa[ac + 2] : 0.f;
+    ra.w = ar < g.m && ac + 3 < g.k ? pa[ac + 3] : 0.f;
+    const float* q = g.b + std::size_t(br) * g.ldb + bc;
+    rb.x = br < g.k && bc < g.n ? q[0] : 0.f;
+    rb.y = br < g.k && bc + 1 < g.n ? q[1] : 0.f;
+    rb.z = br < g.k && bc + 2 < g.n ? q[2] : 0.f;
+    rb.w = br < g.k && bc + 3 < g.n ? q[3] : 0.f;
   };
   auto stash = [&](int buf) {
     as[buf][a_c + 0][a_r] = ra.x;
@@ -115,6 +109,7 @@ __global__ void __launch_bounds__(256, 2) tuned_kernel(gemm_f32 g) {
     as[buf][a_c + 3][a_r] = ra.w;
     *reinterpret_cast<float4*>(&bs[buf][b_r][b_c]) = rb;
   };
+
   float acc[8][8] = {};
   fetch(0);
   stash(0);
