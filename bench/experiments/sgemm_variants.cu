@@ -23,7 +23,9 @@ namespace rs = resident;
 
 // WARP8: a warp's 32 threads cover 4 rows x 8 columns of thread tiles (fewer distinct shared-memory
 // addresses per read) instead of 2 x 16.
-template <int BM, int BN, int BK, int TM, int TN, int MINB, bool WARP8 = false>
+// SWZ > 0: blocks run in groups of SWZ block-rows, column by column within a group, so that the blocks
+// resident at one time share panels of A and B in L2.
+template <int BM, int BN, int BK, int TM, int TN, int MINB, bool WARP8 = false, int SWZ = 0>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB)
     sgemm(int n, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
   constexpr int T = (BM / TM) * (BN / TN);
@@ -35,7 +37,14 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB)
   const int tid = threadIdx.x, lane = tid % 32, w = tid / 32, WX = BN / TN / 8;
   const int tx = WARP8 ? (w % WX) * 8 + lane % 8 : tid % (BN / TN);
   const int ty = WARP8 ? (w / WX) * 4 + lane / 8 : tid / (BN / TN);
-  const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+  int by = blockIdx.y, bx = blockIdx.x;
+  if constexpr (SWZ > 0) {
+    const int pid = blockIdx.y * gridDim.x + blockIdx.x, per_group = SWZ * gridDim.x;
+    const int first = pid / per_group * SWZ, rows = min(int(gridDim.y) - first, SWZ);
+    by = first + pid % per_group % rows;
+    bx = pid % per_group / rows;
+  }
+  const int row0 = by * BM, col0 = bx * BN;
   float4 ra[LA], rb[LB];
   auto fetch = [&](int p0) {
 #pragma unroll
@@ -157,16 +166,14 @@ int main(int argc, char** argv) {
     variant("128x128, BK 8, 8x8, 1 block/SM (the library's)", sgemm<128, 128, 8, 8, 8, 1>, 128, 128, 256);
     variant("128x128, BK 8, 8x8, 2 blocks/SM", sgemm<128, 128, 8, 8, 8, 2>, 128, 128, 256);
     variant("128x128, BK 8, 8x8, 2 blocks/SM, warp 4x8", sgemm<128, 128, 8, 8, 8, 2, true>, 128, 128, 256);
-    variant("128x128, BK 16, 8x8, 2 blocks/SM, warp 4x8", sgemm<128, 128, 16, 8, 8, 2, true>, 128, 128, 256);
-    variant("128x256, BK 8, 8x16, 1 block/SM, warp 4x8", sgemm<128, 256, 8, 8, 16, 1, true>, 128, 256, 256);
-    variant("128x128, BK 16, 8x8, 1 block/SM", sgemm<128, 128, 16, 8, 8, 1>, 128, 128, 256);
+    variant("128x128, BK 8, 8x8, 2 blocks/SM, groups of 4", sgemm<128, 128, 8, 8, 8, 2, false, 4>, 128, 128, 256);
+    variant("128x128, BK 8, 8x8, 2 blocks/SM, groups of 8", sgemm<128, 128, 8, 8, 8, 2, false, 8>, 128, 128, 256);
+    variant("128x128, BK 8, 8x8, 2 blocks/SM, groups of 16", sgemm<128, 128, 8, 8, 8, 2, false, 16>, 128, 128, 256);
     variant("128x128, BK 16, 8x8, 2 blocks/SM", sgemm<128, 128, 16, 8, 8, 2>, 128, 128, 256);
-    variant("128x256, BK 8, 8x16, 1 block/SM", sgemm<128, 256, 8, 8, 16, 1>, 128, 256, 256);
     variant("256x128, BK 8, 16x8, 1 block/SM", sgemm<256, 128, 8, 16, 8, 1>, 256, 128, 256);
     variant("128x64, BK 16, 8x8, 2 blocks/SM", sgemm<128, 64, 16, 8, 8, 2>, 128, 64, 128);
     variant("64x128, BK 16, 8x8, 3 blocks/SM", sgemm<64, 128, 16, 8, 8, 3>, 64, 128, 128);
     variant("128x128, BK 8, 16x8, 2 blocks/SM", sgemm<128, 128, 8, 16, 8, 2>, 128, 128, 128);
-    variant("128x128, BK 8, 8x16, 2 blocks/SM", sgemm<128, 128, 8, 8, 16, 2>, 128, 128, 128);
     variant("128x128, BK 16, 16x8, 2 blocks/SM", sgemm<128, 128, 16, 16, 8, 2>, 128, 128, 128);
   }
   cublasDestroy(h);

@@ -88,6 +88,8 @@ TEST_P(rng, generator_blocks_cover_any_offset_and_size) {
   const std::size_t n = 4099;
   rs::array<float> f(n + 3, dev);
   rs::array<double> d(n + 3, dev);
+  rr::fill_uniform(f, seed);  // every element written before the whole arrays are read back
+  rr::fill_uniform(d, seed);
   for (std::size_t start = 0; start < 4; ++start) {
     rr::fill_uniform(f.slice(start, n), seed, 5 + start);
     rr::uniform<float>(seed, 5 + start)(d.slice(start, n));

@@ -93,13 +93,19 @@ struct counter_based {
   RESIDENT_HD auto block(std::size_t i) const {
     return block_values<V>(static_cast<const D&>(*this), i);
   }
-  /// Values of the first Philox block that precede value 0.
+  /// The Philox block that holds value 0, and how many of its values precede value 0.
+  RESIDENT_HD std::uint64_t first_block() const { return static_cast<const D&>(*this).offset / D::per_block; }
   RESIDENT_HD std::size_t block_lead() const {
     return std::size_t(static_cast<const D&>(*this).offset % D::per_block);
   }
-  template <int V>
-  RESIDENT_HD auto aligned_block(std::size_t i) const {
-    return block_values_aligned<V>(static_cast<const D&>(*this), i);
+  /// The per_block values of Philox block c.
+  RESIDENT_HD auto values_of_block(std::uint64_t c) const {
+    const D& d = static_cast<const D&>(*this);
+    resident::detail::values<typename D::value_type, D::per_block> out;
+    const words4 w = philox_block(d.seed, c);
+#pragma unroll
+    for (int l = 0; l < D::per_block; ++l) out.v[l] = d.from(w, l, c);
+    return out;
   }
 };
 
@@ -231,10 +237,14 @@ struct point_distribution {
   RESIDENT_HD resident::detail::values<point2<T>, V> block(std::size_t i) const {
     return pairs<V>(detail::block_values<2 * V>(u, 2 * i));
   }
+  RESIDENT_HD std::uint64_t first_block() const { return u.first_block(); }
   RESIDENT_HD std::size_t block_lead() const { return u.block_lead() / 2; }
-  template <int V>
-  RESIDENT_HD resident::detail::values<point2<T>, V> aligned_block(std::size_t i) const {
-    return pairs<V>(detail::block_values_aligned<2 * V>(u, 2 * i));
+  RESIDENT_HD resident::detail::values<point2<T>, per_block> values_of_block(std::uint64_t c) const {
+    const auto v = u.values_of_block(c);
+    resident::detail::values<point2<T>, per_block> out;
+#pragma unroll
+    for (int k = 0; k < per_block; ++k) out.v[k] = {v.v[2 * k], v.v[2 * k + 1]};
+    return out;
   }
 
  private:

@@ -138,9 +138,8 @@ template <class G>
 inline constexpr bool makes_blocks<G, std::void_t<typename G::block_generator>> = true;
 
 /// A block generator that also declares `using aligned_blocks = void;` makes its values a block at a
-/// time: per_block values per call, block_lead() values of its first block lying before index 0, and
-/// aligned_block<V>(i) the V values from i on when i begins a block (i may wrap below 0 for the first
-/// block: only offset + i matters).
+/// time: per_block values per call, values_of_block(c) those of block c, first_block() the block that
+/// holds value 0 and block_lead() how many of its values precede value 0.
 template <class G, class = void>
 inline constexpr bool makes_aligned_blocks = false;
 template <class G>
@@ -150,10 +149,6 @@ inline constexpr bool makes_aligned_blocks<G, std::void_t<typename G::aligned_bl
 template <class G>
 struct generate_loader {
   G g;
-  template <int V>
-  RESIDENT_HD values<decltype(g(std::size_t(0))), V> load_aligned(std::size_t i) const {
-    return g.template aligned_block<V>(i);
-  }
   using R = decltype(g(std::size_t(0)));
   template <int V>
   using raw = values<R, V>;

@@ -68,17 +68,17 @@ std::size_t generator_groups(const L& in, std::size_t n) {
 
 // Calls visit(i, values, full) for the generator blocks covering [0, n): i is the index of a block's
 // first value (below 0, wrapped, for a first block that begins before 0), full says all its values
-// lie in [0, n).
+// lie in [0, n). Block numbers follow the loop counter: no index arithmetic per block.
 template <class L, class F>
 __device__ __forceinline__ void for_each_generator_block(const L& in, std::size_t n, F&& visit) {
   constexpr int P = generator_group<L>;
   const std::size_t lead = in.g.block_lead();
   const std::size_t groups = (lead + n + P - 1) / P;
+  const std::size_t full_from = lead ? 1 : 0, full_to = (lead + n) / P;  // the blocks inside [0, n)
+  const std::uint64_t c0 = in.g.first_block();
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  for (std::size_t g = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += stride) {
-    const std::size_t i = g * P - lead;
-    visit(i, in.template load_aligned<P>(i), (g > 0 || lead == 0) && i + P <= n);
-  }
+  for (std::size_t g = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += stride)
+    visit(g * P - lead, in.g.values_of_block(c0 + g), g >= full_from && g < full_to);
 }
 
 // Elements [0, head) and [head + nvec * V, n) one at a time; [head, head + nvec * V) as nvec vectors of
@@ -163,9 +163,14 @@ __global__ void __launch_bounds__(reduce_block)
   if constexpr (generator_group<L> > 0) {
     constexpr int P = generator_group<L>;
     for_each_generator_block(in, n, [&](std::size_t i, const auto& raw, bool full) {
+      if (full) {
 #pragma unroll
-      for (int k = 0; k < P; ++k)
-        if (full || i + k < n) fold(static_cast<T>(in.template eval<P>(fn, raw, k, i)));
+        for (int k = 0; k < P; ++k) fold(static_cast<T>(in.template eval<P>(fn, raw, k, i)));
+      } else {
+#pragma unroll
+        for (int k = 0; k < P; ++k)
+          if (i + k < n) fold(static_cast<T>(in.template eval<P>(fn, raw, k, i)));  // wraps above n before 0
+      }
     });
   } else {
     if (tid < head) fold(static_cast<T>(in.eval1(fn, tid)));
