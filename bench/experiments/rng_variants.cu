@@ -52,6 +52,23 @@ __global__ void aligned(loader in, ident fn, writer out, std::size_t nvec, std::
   if (tid < n - tail) out.store1(tail + tid, in.eval1(fn, tail + tid));
 }
 
+// Monte-Carlo pi: the library's reduction kernel over a point source, U generator blocks per thread per
+// iteration.
+struct inside_fn {
+  __device__ std::uint64_t operator()(rs::random::point2<float> p) const {
+    return std::uint64_t(fmaf(p.x, p.x, p.y * p.y) <= 1.f);
+  }
+};
+using point_loader = rd::generate_loader<rs::random::point_distribution<float>>;
+using pi_chain = rd::chain<inside_fn>;
+template <int U>
+__global__ void __launch_bounds__(rd::reduce_block)
+    pi_kernel(point_loader in, pi_chain fn, std::size_t n, rd::maybe<std::uint64_t>* partials, unsigned* counter,
+              std::uint64_t* result) {
+  // The library's kernel body, instantiated at this U.
+  rd::fused_reduce_body<1, U>(in, fn, rs::plus{}, std::uint64_t(0), 0, 0, n, partials, counter, result);
+}
+
 __global__ void hand(float4* y, std::size_t n4, std::uint64_t seed) {
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   for (std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n4; j += stride) {
@@ -121,6 +138,42 @@ int main(int argc, char** argv) {
   rs::array<float> lib(n, rs::device::cuda(0));
   const double ms = tm.median_ms([&] { rs::random::fill_uniform(lib, seed); }, reps);
   std::printf("  %-40s %8.4f ms  %6.0f GB/s  %.3f x cuRAND\n", "random::fill_uniform (library)", ms, gbs(ms), cu / ms);
+  {
+    // Monte-Carlo pi over n points (2n uniforms), fused, at U = 1, 2, 4 generator blocks per iteration.
+    std::printf("Monte-Carlo pi, %zu points, fused generate -> map -> reduce:\n", n);
+    rd::maybe<std::uint64_t>* partials;
+    unsigned* counter;
+    std::uint64_t* result;
+    CHECK(cudaMalloc(&partials, sizeof(*partials) * 132 * 64));
+    CHECK(cudaMalloc(&counter, sizeof(unsigned)));
+    CHECK(cudaMalloc(&result, sizeof(std::uint64_t)));
+    const point_loader pin{rs::random::point_distribution<float>{dist{{}, seed, 0}}};
+    auto pi = [&](const char* name, auto kernel) {
+      int per_sm = 0;
+      CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, rd::reduce_block, 0));
+      cudaFuncAttributes fa{};
+      CHECK(cudaFuncGetAttributes(&fa, kernel));
+      const unsigned grid = unsigned(per_sm * sms);
+      const double ms = tm.median_ms([&] {
+        CHECK(cudaMemsetAsync(counter, 0, sizeof(unsigned)));
+        kernel<<<grid, rd::reduce_block>>>(pin, pi_chain{}, n, partials, counter, result);
+      }, reps);
+      std::uint64_t count = 0;
+      CHECK(cudaMemcpy(&count, result, sizeof(count), cudaMemcpyDeviceToHost));
+      std::printf("  %-40s %8.4f ms  pi ~ %.5f  (%d regs, %d x %d threads/SM)\n", name, ms, 4.0 * double(count) / double(n),
+                  fa.numRegs, per_sm, rd::reduce_block);
+    };
+    pi("U = 1", pi_kernel<1>);
+    pi("U = 2", pi_kernel<2>);
+    pi("U = 4", pi_kernel<4>);
+    auto inside = [] RESIDENT_HD(rs::random::point2<float> p) { return std::uint64_t(fmaf(p.x, p.x, p.y * p.y) <= 1.f); };
+    auto fused = rs::random::uniform_points<float>(seed) | rs::map(inside) | rs::reduce(rs::plus{}, std::uint64_t(0));
+    const double lib = tm.median_ms([&] { fused(n, rs::default_stream(rs::device::cuda(0))); }, reps);
+    std::printf("  %-40s %8.4f ms  (fill-then-reduce: resident bench rng)\n", "library pipeline", lib);
+    CHECK(cudaFree(partials));
+    CHECK(cudaFree(counter));
+    CHECK(cudaFree(result));
+  }
   curandDestroyGenerator(g);
   CHECK(cudaFree(y));
   CHECK(cudaFree(ref));

@@ -66,10 +66,11 @@ std::size_t generator_groups(const L& in, std::size_t n) {
     return 0;
 }
 
-// Calls visit(i, values, full) for the generator blocks covering [0, n): i is the index of a block's
-// first value (below 0, wrapped, for a first block that begins before 0), full says all its values
-// lie in [0, n). Block numbers follow the loop counter: no index arithmetic per block.
-template <class L, class F>
+// Calls visit(i, values, full) for the generator blocks covering [0, n), U blocks per thread per
+// iteration with all U made before the first visit: i is the index of a block's first value (below 0,
+// wrapped, for a first block that begins before 0), full says all its values lie in [0, n). Block
+// numbers follow the loop counter: no index arithmetic per block.
+template <int U, class L, class F>
 __device__ __forceinline__ void for_each_generator_block(const L& in, std::size_t n, F&& visit) {
   constexpr int P = generator_group<L>;
   const std::size_t lead = in.g.block_lead();
@@ -77,8 +78,17 @@ __device__ __forceinline__ void for_each_generator_block(const L& in, std::size_
   const std::size_t full_from = lead ? 1 : 0, full_to = (lead + n) / P;  // the blocks inside [0, n)
   const std::uint64_t c0 = in.g.first_block();
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  for (std::size_t g = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += stride)
-    visit(g * P - lead, in.g.values_of_block(c0 + g), g >= full_from && g < full_to);
+  for (std::size_t g = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += stride * U) {
+    decltype(in.g.values_of_block(0)) raw[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (g + u * stride < groups) raw[u] = in.g.values_of_block(c0 + g + u * stride);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::size_t gg = g + u * stride;
+      if (gg < groups) visit(gg * P - lead, raw[u], gg >= full_from && gg < full_to);
+    }
+  }
 }
 
 // Elements [0, head) and [head + nvec * V, n) one at a time; [head, head + nvec * V) as nvec vectors of
@@ -93,7 +103,7 @@ __device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const 
     constexpr int P = generator_group<L>;
     bool vectors = false;
     if constexpr (W::template stores_vectors<P>) vectors = out.template vectors_aligned<P>(in.g.block_lead());
-    for_each_generator_block(in, n, [&](std::size_t i, const auto& raw, bool full) {
+    for_each_generator_block<U>(in, n, [&](std::size_t i, const auto& raw, bool full) {
       R r[P];
 #pragma unroll
       for (int k = 0; k < P; ++k) r[k] = in.template eval<P>(fn, raw, k, i);
@@ -127,8 +137,9 @@ __global__ void fused_map_kernel(L in, Fn fn, W out, std::size_t head, std::size
 }
 
 // Generators (Philox) are arithmetic-bound: they run at full occupancy (blocks of generator_block)
-// where streaming kernels run at 1024 threads per SM (fused_config).
-inline constexpr int generator_block = 512;
+// where streaming kernels run at 1024 threads per SM (fused_config). Blocks of 1024 measured
+// 1.039 of cuRAND's fill rate, 512 1.023 and 256 1.006 (rng-variants-6; the same order in -5).
+inline constexpr int generator_block = 1024;
 
 template <class T>
 struct maybe {
@@ -149,10 +160,14 @@ struct maybe_op {
 
 inline constexpr int reduce_block = 256;
 
+/// Generator blocks per thread per iteration in a reduction: with nothing to store, the generator's
+/// dependent arithmetic is the whole cost, and independent blocks overlap it.
+inline constexpr int generator_reduce_unroll = 2;
+
 template <int V, int U, class L, class Fn, class Op, class T>
-__global__ void __launch_bounds__(reduce_block)
-    fused_reduce_kernel(L in, Fn fn, Op op, T init, std::size_t head, std::size_t nvec, std::size_t n,
-                        maybe<T>* partials, unsigned* counter, T* result) {
+__device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, const Op& op, T init, std::size_t head,
+                                                  std::size_t nvec, std::size_t n, maybe<T>* partials,
+                                                  unsigned* counter, T* result) {
   dependent_launch_prologue();
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   maybe<T> acc{init, 0};
@@ -162,7 +177,7 @@ __global__ void __launch_bounds__(reduce_block)
   };
   if constexpr (generator_group<L> > 0) {
     constexpr int P = generator_group<L>;
-    for_each_generator_block(in, n, [&](std::size_t i, const auto& raw, bool full) {
+    for_each_generator_block<U>(in, n, [&](std::size_t i, const auto& raw, bool full) {
       if (full) {
 #pragma unroll
         for (int k = 0; k < P; ++k) fold(static_cast<T>(in.template eval<P>(fn, raw, k, i)));
@@ -201,6 +216,13 @@ __global__ void __launch_bounds__(reduce_block)
   __syncthreads();  // tmp is reused
   maybe<T> total = block_reduce(tmp).Reduce(p, combine);
   if (threadIdx.x == 0) *result = total.valid ? op(init, total.value) : init;
+}
+
+template <int V, int U, class L, class Fn, class Op, class T>
+__global__ void __launch_bounds__(reduce_block)
+    fused_reduce_kernel(L in, Fn fn, Op op, T init, std::size_t head, std::size_t nvec, std::size_t n,
+                        maybe<T>* partials, unsigned* counter, T* result) {
+  fused_reduce_body<V, U>(in, fn, op, init, head, nvec, n, partials, counter, result);
 }
 
 // The caller's configuration, validated; else one wave at 1024 threads per SM (occupancy_streaming), or
@@ -265,7 +287,7 @@ void copy_device_to_device_value(T* p, T v, stream_ref s) {
 template <int V, class L, class Fn, class Op, class T>
 T run_reduce_cuda(stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std::size_t n, vector_plan plan,
                   const std::optional<launch_config>& cfg, T* into) {
-  constexpr int U = reads_memory<L> ? fused_unroll : 1;
+  constexpr int U = reads_memory<L> ? fused_unroll : generator_reduce_unroll;
   if (n == 0) {
     if (into) copy_device_to_device_value(into, init, s);
     return init;
