@@ -66,28 +66,35 @@ std::size_t generator_groups(const L& in, std::size_t n) {
     return 0;
 }
 
-// Calls visit(i, values, full) for the generator blocks covering [0, n), U blocks per thread per
-// iteration with all U made before the first visit: i is the index of a block's first value (below 0,
-// wrapped, for a first block that begins before 0), full says all its values lie in [0, n). Block
-// numbers follow the loop counter: no index arithmetic per block.
+// Calls visit(i, values, full) for the generator blocks covering [0, n): i is the index of a block's
+// first value (below 0, wrapped, for a first block that begins before 0). The blocks wholly inside
+// [0, n) form one range, run U per thread per iteration (all U made before the first visit) with full a
+// std::true_type: no checks in the loop. The at most two blocks cut by the ends of [0, n) come first,
+// one thread each, with full a std::false_type (after the loop they would share its registers: 36
+// instead of 24 for a fill). Block numbers follow the loop counter.
 template <int U, class L, class F>
 __device__ __forceinline__ void for_each_generator_block(const L& in, std::size_t n, F&& visit) {
   constexpr int P = generator_group<L>;
   const std::size_t lead = in.g.block_lead();
-  const std::size_t groups = (lead + n + P - 1) / P;
-  const std::size_t full_from = lead ? 1 : 0, full_to = (lead + n) / P;  // the blocks inside [0, n)
+  const std::size_t full_from = lead ? 1 : 0, full_to = (lead + n) / P, groups = (lead + n + P - 1) / P;
   const std::uint64_t c0 = in.g.first_block();
+  const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  for (std::size_t g = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += stride * U) {
+  // Thread 0 takes a first block cut by 0, thread 1 a last block cut by n (unless it is the first).
+  const bool cut = tid == 0 ? full_from == 1 : tid == 1 && groups > full_to && full_to >= full_from;
+  if (cut) {
+    const std::size_t g = tid == 0 ? 0 : full_to;
+    visit(g * P - lead, in.g.values_of_block(c0 + g), std::false_type{});
+  }
+#pragma unroll 1
+  for (std::size_t g = full_from + tid; g < full_to; g += stride * U) {
     decltype(in.g.values_of_block(0)) raw[U];
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      if (g + u * stride < groups) raw[u] = in.g.values_of_block(c0 + g + u * stride);
+      if (g + u * stride < full_to) raw[u] = in.g.values_of_block(c0 + g + u * stride);
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const std::size_t gg = g + u * stride;
-      if (gg < groups) visit(gg * P - lead, raw[u], gg >= full_from && gg < full_to);
-    }
+    for (int u = 0; u < U; ++u)
+      if (g + u * stride < full_to) visit((g + u * stride) * P - lead, raw[u], std::true_type{});
   }
 }
 
@@ -103,19 +110,19 @@ __device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const 
     constexpr int P = generator_group<L>;
     bool vectors = false;
     if constexpr (W::template stores_vectors<P>) vectors = out.template vectors_aligned<P>(in.g.block_lead());
-    for_each_generator_block<U>(in, n, [&](std::size_t i, const auto& raw, bool full) {
+    for_each_generator_block<U>(in, n, [&](std::size_t i, const auto& raw, auto full) {
       R r[P];
 #pragma unroll
       for (int k = 0; k < P; ++k) r[k] = in.template eval<P>(fn, raw, k, i);
-      if constexpr (W::template stores_vectors<P>) {
-        if (full && vectors) {
+      if constexpr (decltype(full)::value && W::template stores_vectors<P>) {
+        if (vectors) {
           out.template store<P>(i, r);
           return;
         }
       }
 #pragma unroll
       for (int k = 0; k < P; ++k)
-        if (i + k < n) out.store1(i + k, r[k]);  // i + k wraps above n for lanes before 0
+        if (decltype(full)::value || i + k < n) out.store1(i + k, r[k]);  // i + k wraps above n before 0
     });
     return;
   }
@@ -177,15 +184,10 @@ __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, con
   };
   if constexpr (generator_group<L> > 0) {
     constexpr int P = generator_group<L>;
-    for_each_generator_block<U>(in, n, [&](std::size_t i, const auto& raw, bool full) {
-      if (full) {
+    for_each_generator_block<U>(in, n, [&](std::size_t i, const auto& raw, auto full) {
 #pragma unroll
-        for (int k = 0; k < P; ++k) fold(static_cast<T>(in.template eval<P>(fn, raw, k, i)));
-      } else {
-#pragma unroll
-        for (int k = 0; k < P; ++k)
-          if (i + k < n) fold(static_cast<T>(in.template eval<P>(fn, raw, k, i)));  // wraps above n before 0
-      }
+      for (int k = 0; k < P; ++k)  // i + k wraps above n before 0
+        if (decltype(full)::value || i + k < n) fold(static_cast<T>(in.template eval<P>(fn, raw, k, i)));
     });
   } else {
     if (tid < head) fold(static_cast<T>(in.eval1(fn, tid)));
