@@ -1,5 +1,5 @@
 // The climb toward copy speed for the fused seed pipeline: variants of the map kernel (vectors in
-// flight per thread, cache hints, block and grid shapes) timed against cudaMemcpy device-to-device of
+// flight per thread, cache hints, block and grid shapes, bulk copies through shared memory) timed against cudaMemcpy device-to-device of
 // the same bytes in one run. Its table chose the library's defaults; bench/results/ keeps each run.
 //
 // usage: fused_variants [log2_n ...]     (default 26 28)
@@ -25,12 +25,19 @@ __device__ __forceinline__ float seed(float v) {
   return 0.5f * sinf(v);
 }
 
-enum hint { plain, streaming, last_use };
+enum hint { plain, streaming, last_use, l2_256 };
 
 template <hint H>
 __device__ __forceinline__ float4 load(const float4* p) {
   if constexpr (H == streaming) return __ldcs(p);
   else if constexpr (H == last_use) return __ldlu(p);
+  else if constexpr (H == l2_256) {  // read-only, no L1 allocation, L2 fetches 256-byte blocks
+    float4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "l"(p));
+    return v;
+  }
   else return *p;
 }
 template <hint H>
@@ -93,6 +100,70 @@ __global__ void prefetch(const float4* x, float4* y, std::size_t n4) {
   }
 }
 
+// The tensor memory accelerator's bulk copies: each block streams chunks of CH bytes through ST stages
+// of shared memory. Thread 0 issues a chunk's bulk load (completion counted on the stage's mbarrier),
+// every thread waits for it, applies the pipeline in shared memory, and thread 0 bulk-stores the chunk
+// and reuses the stage for the block's chunk ST iterations later once the store has read it.
+// Assumes n4 * 16 is a multiple of CH.
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+template <int CH, int ST>
+__global__ void bulk(const float4* x, float4* y, std::size_t n4) {
+  extern __shared__ __align__(128) float4 buf[];
+  __shared__ __align__(8) unsigned long long bar[ST];
+  constexpr int V = CH / 16;
+  const std::size_t chunks = n4 / V;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < ST; ++s) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&bar[s])));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  auto issue = [&](int s, std::size_t c) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(&bar[s])), "r"(CH) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     smem_addr(buf + s * V)),
+                 "l"(x + c * V), "r"(CH), "r"(smem_addr(&bar[s]))
+                 : "memory");
+  };
+  if (threadIdx.x == 0)
+    for (int k = 0; k < ST; ++k)
+      if (blockIdx.x + std::size_t(k) * gridDim.x < chunks) issue(k, blockIdx.x + std::size_t(k) * gridDim.x);
+  std::size_t it = 0;
+  for (std::size_t c = blockIdx.x; c < chunks; c += gridDim.x, ++it) {
+    const int s = int(it % ST);
+    const unsigned parity = unsigned(it / ST) & 1u;
+    unsigned done = 0;
+    while (!done)
+      asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                   : "=r"(done)
+                   : "r"(smem_addr(&bar[s])), "r"(parity)
+                   : "memory");
+    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+      float4 v = buf[s * V + j];
+      v.x = seed(v.x);
+      v.y = seed(v.y);
+      v.z = seed(v.z);
+      v.w = seed(v.w);
+      buf[s * V + j] = v;
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // our writes, visible to the bulk store
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(y + c * V),
+                   "r"(smem_addr(buf + s * V)), "r"(CH)
+                   : "memory");
+      asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+      const std::size_t next = c + std::size_t(ST) * gridDim.x;
+      if (next < chunks) {
+        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");  // the stage is free again
+        issue(s, next);
+      }
+    }
+  }
+  if (threadIdx.x == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+
 // Philox fill written by hand: one block of four words per thread per float4, for comparison with the
 // library's generate path.
 __global__ void philox_fill(float4* y, std::size_t n4, std::uint64_t seed) {
@@ -140,6 +211,34 @@ void run_kernel(void (*k)(const float4*, float4*, std::size_t), int U, const cha
   std::printf("  %-34s U=%d block %4d grid %7zu  %.4f ms  %.3f x memcpy\n", name, U, block, grid, ms, ms / memcpy_ms);
 }
 
+template <int CH, int ST>
+void run_bulk(const char* name, const float4* x, float4* y, std::size_t n4, int block, int per_sm, double memcpy_ms,
+              timer& tm, const std::vector<float>& hx, std::vector<float>& hy) {
+  const int smem = CH * ST;
+  CHECK(cudaFuncSetAttribute(bulk<CH, ST>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int fits = 0, sms = 0;
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, bulk<CH, ST>, block, smem));
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  if (fits < per_sm) {
+    std::printf("  %s: only %d blocks fit per SM\n", name, fits);
+    return;
+  }
+  const unsigned grid = unsigned(sms * per_sm);
+  CHECK(cudaMemset(y, 0xFF, n4 * 16));
+  bulk<CH, ST><<<grid, block, smem>>>(x, y, n4);
+  CHECK(cudaGetLastError());
+  CHECK(cudaMemcpy(hy.data(), y, n4 * 16, cudaMemcpyDeviceToHost));
+  for (std::size_t i = 0; i < hy.size(); i += 997) {
+    double v = hx[i], ref = 0.5 * std::sin(std::sqrt((1.5 * v + 0.5) * (1.5 * v + 0.5) + 1.0));
+    if (!(std::abs(hy[i] - ref) < 1e-6)) {
+      std::printf("%s: WRONG at %zu: %g vs %g\n", name, i, double(hy[i]), ref);
+      return;
+    }
+  }
+  double ms = tm.median_ms([&] { bulk<CH, ST><<<grid, block, smem>>>(x, y, n4); });
+  std::printf("  %-34s     block %4d grid %7u  %.4f ms  %.3f x memcpy\n", name, block, grid, ms, ms / memcpy_ms);
+}
+
 void report_library_choice() {
   // What the occupancy API picks for the kernels above (the library's default policy).
   int grid = 0, block = 0;
@@ -175,23 +274,17 @@ int main(int argc, char** argv) {
                   ms / mc);
     }
     run<4, plain, plain>("U4, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
-    run<4, plain, plain>("U4, block 512 x 1/SM", x, y, n4, 512, -1, mc, tm, hx, hy);
     run<4, plain, plain>("U4, block 512 x 2/SM", x, y, n4, 512, -2, mc, tm, hx, hy);
-    run<4, plain, plain>("U4, block 256 x 4/SM", x, y, n4, 256, -4, mc, tm, hx, hy);
-    run<4, plain, plain>("U4, block 128 x 8/SM", x, y, n4, 128, -8, mc, tm, hx, hy);
-    run<4, plain, plain>("U4, block 256 x 6/SM (occupancy)", x, y, n4, 256, 1, mc, tm, hx, hy);
-    run<2, plain, plain>("U2, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
-    run<8, plain, plain>("U8, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
     run<4, plain, streaming>("U4 stcs, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
-    run<1, plain, plain>("U1, block 256, exact cover", x, y, n4, 256, 0, mc, tm, hx, hy);
-    run<1, plain, plain>("U1, block 1024, exact cover", x, y, n4, 1024, 0, mc, tm, hx, hy);
-    run_kernel(prefetch<1>, 1, "prefetch U1, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
-    run_kernel(prefetch<2>, 2, "prefetch U2, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
-    run_kernel(prefetch<2>, 2, "prefetch U2, block 512 x 2/SM", x, y, n4, 512, -2, mc, tm, hx, hy);
-    run_kernel(prefetch<2>, 2, "prefetch U2, block 256 x 4/SM", x, y, n4, 256, -4, mc, tm, hx, hy);
-    run_kernel(prefetch<4>, 4, "prefetch U4, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
-    run_kernel(prefetch<4>, 4, "prefetch U4, block 512 x 1/SM", x, y, n4, 512, -1, mc, tm, hx, hy);
-    run_kernel(prefetch<2>, 2, "prefetch U2, block 512 x 1/SM", x, y, n4, 512, -1, mc, tm, hx, hy);
+    run<4, l2_256, plain>("U4 L2::256B, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
+    run<4, l2_256, plain>("U4 L2::256B, block 512 x 2/SM", x, y, n4, 512, -2, mc, tm, hx, hy);
+    run<2, l2_256, plain>("U2 L2::256B, block 1024 x 2/SM", x, y, n4, 1024, -2, mc, tm, hx, hy);
+    run_bulk<16384, 4>("bulk 16 KiB x 4 stages, 1/SM", x, y, n4, 256, 1, mc, tm, hx, hy);
+    run_bulk<16384, 6>("bulk 16 KiB x 6 stages, 1/SM", x, y, n4, 256, 1, mc, tm, hx, hy);
+    run_bulk<8192, 4>("bulk 8 KiB x 4 stages, 2/SM", x, y, n4, 256, 2, mc, tm, hx, hy);
+    run_bulk<8192, 6>("bulk 8 KiB x 6 stages, 2/SM", x, y, n4, 256, 2, mc, tm, hx, hy);
+    run_bulk<32768, 3>("bulk 32 KiB x 3 stages, 2/SM", x, y, n4, 512, 2, mc, tm, hx, hy);
+    run_bulk<4096, 8>("bulk 4 KiB x 8 stages, 4/SM", x, y, n4, 128, 4, mc, tm, hx, hy);
     {
       rs::array<float> ay(n, rs::device::cuda(0));
       double lib = tm.median_ms([&] { rs::random::fill_uniform(ay, 7); });

@@ -61,8 +61,8 @@ struct inside_fn {
 };
 using point_loader = rd::generate_loader<rs::random::point_distribution<float>>;
 using pi_chain = rd::chain<inside_fn>;
-template <int U>
-__global__ void __launch_bounds__(rd::reduce_block)
+template <int U, int MINB = 1>
+__global__ void __launch_bounds__(rd::reduce_block, MINB)
     pi_kernel(point_loader in, pi_chain fn, std::size_t n, rd::maybe<std::uint64_t>* partials, unsigned* counter,
               std::uint64_t* result) {
   // The library's kernel body, instantiated at this U.
@@ -166,6 +166,8 @@ int main(int argc, char** argv) {
     pi("U = 1", pi_kernel<1>);
     pi("U = 2", pi_kernel<2>);
     pi("U = 4", pi_kernel<4>);
+    pi("U = 1, 8 blocks/SM (32 registers)", pi_kernel<1, 8>);
+    pi("U = 2, 8 blocks/SM (32 registers)", pi_kernel<2, 8>);
     auto inside = [] RESIDENT_HD(rs::random::point2<float> p) { return std::uint64_t(fmaf(p.x, p.x, p.y * p.y) <= 1.f); };
     auto fused = rs::random::uniform_points<float>(seed) | rs::map(inside) | rs::reduce(rs::plus{}, std::uint64_t(0));
     const double lib = tm.median_ms([&] { fused(n, rs::default_stream(rs::device::cuda(0))); }, reps);
