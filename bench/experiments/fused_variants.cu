@@ -180,6 +180,21 @@ void run_kernel(void (*k)(const float4*, float4*, std::size_t), int U, const cha
                 std::size_t n4, int block, int grid_waves, double memcpy_ms, timer& tm, const std::vector<float>& hx,
                 std::vector<float>& hy);
 
+// After a launch that wrote y: every 997th element against the FP64 pipeline of x.
+bool matches_reference(const char* name, const float4* y, std::size_t n4, const std::vector<float>& hx,
+                       std::vector<float>& hy) {
+  CHECK(cudaGetLastError());
+  CHECK(cudaMemcpy(hy.data(), y, n4 * 16, cudaMemcpyDeviceToHost));
+  for (std::size_t i = 0; i < hy.size(); i += 997) {
+    double v = hx[i], ref = 0.5 * std::sin(std::sqrt((1.5 * v + 0.5) * (1.5 * v + 0.5) + 1.0));
+    if (!(std::abs(hy[i] - ref) < 1e-6)) {
+      std::printf("%s: WRONG at %zu: %g vs %g\n", name, i, double(hy[i]), ref);
+      return false;
+    }
+  }
+  return true;
+}
+
 // grid_waves > 0: that many full waves at occupancy; 0: one thread per U vectors; < 0: -grid_waves blocks per SM.
 template <int U, hint LH, hint SH>
 void run(const char* name, const float4* x, float4* y, std::size_t n4, int block, int grid_waves, double memcpy_ms,
@@ -198,15 +213,7 @@ void run_kernel(void (*k)(const float4*, float4*, std::size_t), int U, const cha
                                       : (n4 + std::size_t(block) * U - 1) / (std::size_t(block) * U);
   CHECK(cudaMemset(y, 0xFF, n4 * 16));  // poison: NaN everywhere
   k<<<unsigned(grid), block>>>(x, y, n4);
-  CHECK(cudaGetLastError());
-  CHECK(cudaMemcpy(hy.data(), y, n4 * 16, cudaMemcpyDeviceToHost));
-  for (std::size_t i = 0; i < hy.size(); i += 997) {
-    double v = hx[i], ref = 0.5 * std::sin(std::sqrt((1.5 * v + 0.5) * (1.5 * v + 0.5) + 1.0));
-    if (!(std::abs(hy[i] - ref) < 1e-6)) {
-      std::printf("%s: WRONG at %zu: %g vs %g\n", name, i, double(hy[i]), ref);
-      return;
-    }
-  }
+  if (!matches_reference(name, y, n4, hx, hy)) return;
   double ms = tm.median_ms([&] { k<<<unsigned(grid), block>>>(x, y, n4); });
   std::printf("  %-34s U=%d block %4d grid %7zu  %.4f ms  %.3f x memcpy\n", name, U, block, grid, ms, ms / memcpy_ms);
 }
@@ -226,15 +233,7 @@ void run_bulk(const char* name, const float4* x, float4* y, std::size_t n4, int 
   const unsigned grid = unsigned(sms * per_sm);
   CHECK(cudaMemset(y, 0xFF, n4 * 16));
   bulk<CH, ST><<<grid, block, smem>>>(x, y, n4);
-  CHECK(cudaGetLastError());
-  CHECK(cudaMemcpy(hy.data(), y, n4 * 16, cudaMemcpyDeviceToHost));
-  for (std::size_t i = 0; i < hy.size(); i += 997) {
-    double v = hx[i], ref = 0.5 * std::sin(std::sqrt((1.5 * v + 0.5) * (1.5 * v + 0.5) + 1.0));
-    if (!(std::abs(hy[i] - ref) < 1e-6)) {
-      std::printf("%s: WRONG at %zu: %g vs %g\n", name, i, double(hy[i]), ref);
-      return;
-    }
-  }
+  if (!matches_reference(name, y, n4, hx, hy)) return;
   double ms = tm.median_ms([&] { bulk<CH, ST><<<grid, block, smem>>>(x, y, n4); });
   std::printf("  %-34s     block %4d grid %7u  %.4f ms  %.3f x memcpy\n", name, block, grid, ms, ms / memcpy_ms);
 }
