@@ -271,6 +271,12 @@ int main(int argc, char** argv) {
       double ms = tm.median_ms([&] { master(ax, ay); });
       std::printf("  %-34s                              %.4f ms  %.3f x memcpy\n", "resident pipeline (library)", ms,
                   ms / mc);
+      // In place, as the seed's user writes it (data = f(data)): the same bytes read and written.
+      ms = tm.median_ms([&] { master(ax); });
+      std::printf("  %-34s                              %.4f ms  %.3f x memcpy\n", "resident pipeline, in place", ms,
+                  ms / mc);
+      ms = tm.median_ms([&] { CHECK(cudaMemcpyAsync(ay.data(), ax.data(), n * 4, cudaMemcpyDeviceToDevice)); });
+      std::printf("  %-34s                              %.4f ms  %.3f x memcpy\n", "memcpy again (drift)", ms, ms / mc);
     }
     run<4, plain, plain>("U4, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
     run<4, plain, plain>("U4, block 512 x 2/SM", x, y, n4, 512, -2, mc, tm, hx, hy);
