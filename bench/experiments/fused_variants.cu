@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "experiment.cuh"
+#include "hand_philox.cuh"
 #include "resident/resident.hpp"
 
 namespace rs = resident;
@@ -164,16 +165,6 @@ __global__ void bulk(const float4* x, float4* y, std::size_t n4) {
   if (threadIdx.x == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
 
-// Philox fill written by hand: one block of four words per thread per float4, for comparison with the
-// library's generate path.
-__global__ void philox_fill(float4* y, std::size_t n4, std::uint64_t seed) {
-  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  for (std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n4; j += stride) {
-    const rs::random::words4 w = rs::random::philox_block(seed, j);
-    y[j] = make_float4(rs::random::unit_float(w.w[0]), rs::random::unit_float(w.w[1]), rs::random::unit_float(w.w[2]),
-                       rs::random::unit_float(w.w[3]));
-  }
-}
 
 
 void run_kernel(void (*k)(const float4*, float4*, std::size_t), int U, const char* name, const float4* x, float4* y,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "experiment.cuh"
+#include "hand_philox.cuh"
 #include "resident/resident.hpp"
 
 namespace rs = resident;
@@ -69,14 +70,6 @@ __global__ void __launch_bounds__(rd::reduce_block, MINB)
   rd::fused_reduce_body<1, U>(in, fn, rs::plus{}, std::uint64_t(0), 0, 0, n, partials, counter, result);
 }
 
-__global__ void hand(float4* y, std::size_t n4, std::uint64_t seed) {
-  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  for (std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n4; j += stride) {
-    const rs::random::words4 w = rs::random::philox_block(seed, j);
-    y[j] = make_float4(rs::random::unit_float(w.w[0]), rs::random::unit_float(w.w[1]), rs::random::unit_float(w.w[2]),
-                       rs::random::unit_float(w.w[3]));
-  }
-}
 
 
 int main(int argc, char** argv) {
@@ -131,8 +124,8 @@ int main(int argc, char** argv) {
   }
   {
     int per_sm = 0;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, hand, 256, 0));
-    const double ms = tm.median_ms([&] { hand<<<unsigned(per_sm * sms), 256>>>(reinterpret_cast<float4*>(y), nvec, seed); }, reps);
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, philox_fill, 256, 0));
+    const double ms = tm.median_ms([&] { philox_fill<<<unsigned(per_sm * sms), 256>>>(reinterpret_cast<float4*>(y), nvec, seed); }, reps);
     std::printf("  %-40s %8.4f ms  %6.0f GB/s  %.3f x cuRAND\n", "hand-written Philox fill, block 256", ms, gbs(ms), cu / ms);
   }
   rs::array<float> lib(n, rs::device::cuda(0));

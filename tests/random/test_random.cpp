@@ -1,5 +1,6 @@
 // Compiled by nvcc when the CUDA backend is in the build.
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "resident/random/random.hpp"
@@ -70,6 +71,32 @@ TEST_P(rng, bits_follow_the_counter_layout_and_allocate_nothing) {
   }
 }
 
+// A block's values by its number (what the GPU kernels use) are the values by index (what fills promise).
+TEST(distributions, values_of_block_match_values_by_index) {
+  std::mt19937_64 g(rs::test::fresh_seed());
+  auto check = [](const auto& d, std::size_t lead, int per_block) {
+    EXPECT_EQ(d.block_lead(), lead);
+    for (std::uint64_t k = 0; k < 5; ++k) {
+      const auto v = d.values_of_block(d.first_block() + k);
+      for (int l = 0; l < per_block; ++l) {
+        const std::size_t i = std::size_t(k * per_block + std::uint64_t(l)) - lead;  // wraps below 0 for k = 0
+        if (k == 0 && std::size_t(l) < lead) continue;
+        const auto want = d(i);
+        EXPECT_EQ(std::memcmp(&v.v[l], &want, sizeof want), 0) << "block " << k << " lane " << l;
+      }
+    }
+  };
+  const std::uint64_t seed = g(), offset = (g() >> 8) | 3;  // offset % 4 == 3
+  check(rr::unit_distribution<float>{{}, seed, offset}, 3, 4);
+  check(rr::unit_distribution<double>{{}, seed, offset}, 1, 2);
+  check(rr::uniform_distribution<float>{{}, seed, offset, -2.f, 5.f}, 3, 4);
+  check(rr::normal_distribution<double>{{}, seed, offset, 1.0, 2.0}, 1, 2);
+  check(rr::integer_distribution<std::int32_t>{{}, seed, offset, -7, 1000}, 3, 4);
+  check(rr::bits_distribution{{}, seed, offset}, 3, 4);
+  check(rr::point_distribution<float>{rr::unit_distribution<float>{{}, seed, 2 * offset}}, 1, 2);
+  check(rr::point_distribution<double>{rr::unit_distribution<double>{{}, seed, 2 * offset}}, 0, 1);
+}
+
 // Generators run over their Philox blocks: the first and last blocks are cut at the ends of [0, n)
 // whatever the offset, and a reduction counts each value once.
 TEST_P(rng, generator_blocks_cover_any_offset_and_size) {
@@ -97,6 +124,11 @@ TEST_P(rng, generator_blocks_cover_any_offset_and_size) {
     const auto hd = d.to_host();
     for (std::size_t i = start; i < start + n; ++i) ASSERT_EQ(hd[i], double(hf[i])) << "start " << start << " i " << i;
   }
+  // A launch of one thread makes both cut blocks itself.
+  rs::array<float> one(n, dev), all(n, dev);
+  rr::uniform<float>(seed, 7).with_config({rs::dims(1), rs::dims(1)})(one);
+  rr::fill_uniform(all, seed, 7);
+  EXPECT_EQ(one.to_host(), all.to_host());
   // Points at an odd offset begin in the middle of a block.
   auto inside = [] RESIDENT_HD(rr::point2<float> p) { return std::uint64_t(fmaf(p.x, p.x, p.y * p.y) <= 1.f); };
   const std::size_t points = 10001;

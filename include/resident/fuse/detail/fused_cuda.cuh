@@ -80,9 +80,14 @@ __device__ __forceinline__ void for_each_generator_block(const L& in, std::size_
   const std::uint64_t c0 = in.g.first_block();
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  if (stride == 1) {  // a one-thread launch: every block, checked
+#pragma unroll 1
+    for (std::size_t g = 0; g < groups; ++g) visit(g * P - lead, in.g.values_of_block(c0 + g), std::false_type{});
+    return;
+  }
   // Thread 0 takes a first block cut by 0, thread 1 a last block cut by n (unless it is the first).
-  const bool cut = tid == 0 ? full_from == 1 : tid == 1 && groups > full_to && full_to >= full_from;
-  if (cut) {
+  const bool first_cut = full_from == 1, last_cut = groups > full_to && full_to >= full_from;
+  if (tid == 0 ? first_cut : tid == 1 && last_cut) {
     const std::size_t g = tid == 0 ? 0 : full_to;
     visit(g * P - lead, in.g.values_of_block(c0 + g), std::false_type{});
   }
