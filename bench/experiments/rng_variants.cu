@@ -164,7 +164,11 @@ int main(int argc, char** argv) {
     auto inside = [] RESIDENT_HD(rs::random::point2<float> p) { return std::uint64_t(fmaf(p.x, p.x, p.y * p.y) <= 1.f); };
     auto fused = rs::random::uniform_points<float>(seed) | rs::map(inside) | rs::reduce(rs::plus{}, std::uint64_t(0));
     const double lib = tm.median_ms([&] { fused(n, rs::default_stream(rs::device::cuda(0))); }, reps);
-    std::printf("  %-40s %8.4f ms  (fill-then-reduce: resident bench rng)\n", "library pipeline", lib);
+    std::printf("  %-40s %8.4f ms  (fill-then-reduce: resident bench rng)\n", "library pipeline, value returned", lib);
+    rs::array<std::uint64_t> on_device(1, rs::device::cuda(0));
+    const double kept = tm.median_ms([&] { fused(n, on_device); }, reps);
+    std::printf("  %-40s %8.4f ms  pi ~ %.5f\n", "library pipeline, count kept on device", kept,
+                4.0 * double(on_device.to_host()[0]) / double(n));
     CHECK(cudaFree(partials));
     CHECK(cudaFree(counter));
     CHECK(cudaFree(result));

@@ -138,6 +138,36 @@ TEST_P(pipelines, reduce_with_init_counts_it_once) {
   EXPECT_EQ(dot, 35.f);
 }
 
+TEST_P(pipelines, generated_and_zipped_reductions_into_a_result_array_stay_on_the_device) {
+  // The overloads taking a one-element result array: one kernel each, nothing downloaded until asked.
+  const std::size_t n = 100003;
+  auto count = rs::generate([] RESIDENT_HD(std::size_t i) { return std::int64_t(i % 3 == 0); }) |
+               rs::reduce(rs::plus{}, std::int64_t(7));
+  auto h = rs::test::random_vector<float>(n, rs::test::fresh_seed(), -1.0, 1.0);
+  auto a = rs::to_device(h, dev), b = rs::to_device(h, dev);
+  auto dot = rs::zip(a, b) | rs::map([] RESIDENT_HD(float p, float q) { return double(p) * q; }) |
+             rs::reduce(rs::plus{}, 0.0);
+  rs::array<std::int64_t> c(1, dev);
+  rs::array<double> d(1, dev);
+  {
+    rs::scoped_ledger l(dev);
+    count(n, c);
+    dot(d);
+    EXPECT_EQ(l.delta().kernels, 2u);
+    EXPECT_EQ(l.delta().d2h_copies, 0u);
+  }
+  double ref = 0;
+  for (float v : h) ref += double(v) * v;
+  EXPECT_EQ(c.to_host()[0], std::int64_t((n + 2) / 3 + 7));
+  EXPECT_NEAR(d.to_host()[0], ref, 1e-9 * ref);
+  rs::array<std::int64_t> two(2, dev);
+  EXPECT_THROW(count(n, two), rs::shape_mismatch);
+  if (dev.is_cuda()) {
+    rs::array<double> on_cpu(1, rs::device::cpu());
+    EXPECT_THROW(dot(on_cpu), rs::device_mismatch);
+  }
+}
+
 TEST_P(pipelines, misaligned_views_use_head_and_tail) {
   // Slices starting one element in break 16-byte alignment: the head and tail paths must cover the rest.
   const std::size_t n = 1 << 16;

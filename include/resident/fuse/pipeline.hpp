@@ -313,11 +313,8 @@ class pipeline {
     requires(from_input && reduces)
   void operator()(const A& x, array<T>& out) const {
     using X = typename std::remove_cvref_t<A>::value_type;
-    static_assert(std::is_same_v<T, decltype(red.init)>, "the result array's type must be the reduction's init type");
     x.check_live();
-    out.check_live();
-    if (out.size() != 1) detail::throw_size("the result array holds", out.size(), 1);
-    detail::check_same(out.device(), x.stream().device(), "the result array");
+    check_result(out, x.stream().device());
     constexpr int V = detail::vector_width<X>();
     detail::run_reduce<V>(x.stream(), detail::view_loader<X>{x.data()}, chain, red.op, red.init, x.size(),
                           detail::plan_vectors(x.size(), V, {{x.data(), sizeof(X)}}), config, out.data());
@@ -331,15 +328,47 @@ class pipeline {
                                                      src.plan(), config);
   }
 
+  /// Reduces over a zip source into out[0], a one-element array on the zip's device, on the zip's
+  /// stream, without synchronizing. @throws shape_mismatch, device_mismatch.
+  template <class T>
+    requires(zips && reduces)
+  void operator()(array<T>& out) const {
+    check_result(out, src.stream.device());
+    detail::run_reduce<Src::template width<>>(src.stream, src.loader(), chain, red.op, red.init, src.size, src.plan(),
+                                              config, out.data());
+  }
+
   /// Reduces over a generate source for i in [0, n) on s; synchronizes and returns the value.
   auto operator()(std::size_t n, stream_ref s = default_stream(default_device())) const
     requires(generates && reduces)
   {
     require(s.device());
-    // Nothing is read: every index is "aligned", so generators that make several values at once do.
-    constexpr int V = 4;
-    const detail::vector_plan plan{0, n / V, n / V > 0};
-    return detail::run_reduce<V>(s, src.loader(), chain, red.op, red.init, n, plan, config);
+    return detail::run_reduce<generated_width>(s, src.loader(), chain, red.op, red.init, n, generated_plan(n), config);
+  }
+
+  /// Reduces over a generate source for i in [0, n) into out[0], a one-element array, on out's stream,
+  /// without synchronizing: the value stays on the device. @throws shape_mismatch.
+  template <class T>
+    requires(generates && reduces)
+  void operator()(std::size_t n, array<T>& out) const {
+    check_result(out, out.device());
+    detail::run_reduce<generated_width>(out.stream(), src.loader(), chain, red.op, red.init, n, generated_plan(n),
+                                        config, out.data());
+  }
+
+ private:
+  // Nothing is read: every index is "aligned", so generators that make several values at once do.
+  static constexpr int generated_width = 4;
+  static detail::vector_plan generated_plan(std::size_t n) {
+    return {0, n / generated_width, n / generated_width > 0};
+  }
+
+  template <class T>
+  void check_result(const array<T>& out, device d) const {
+    static_assert(std::is_same_v<T, decltype(red.init)>, "the result array's type must be the reduction's init type");
+    out.check_live();
+    if (out.size() != 1) detail::throw_size("the result array holds", out.size(), 1);
+    detail::check_same(out.device(), d, "the result array");
   }
 };
 

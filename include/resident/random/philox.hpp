@@ -15,10 +15,18 @@ struct words4 {
 };
 
 namespace detail {
+/// The 64-bit product of a and b: low word returned, high word in *hi. On the device __umulhi and a
+/// 32-bit multiply: the 64-bit product there leaves ptxas adding a zero upper half to every high word
+/// (19 extra adds per Philox block, measured in the SASS of a fill loop).
 RESIDENT_HD inline std::uint32_t mulhilo(std::uint32_t a, std::uint32_t b, std::uint32_t* hi) {
+#if defined(__CUDA_ARCH__)
+  *hi = __umulhi(a, b);
+  return a * b;
+#else
   const std::uint64_t p = std::uint64_t(a) * b;
   *hi = std::uint32_t(p >> 32);
   return std::uint32_t(p);
+#endif
 }
 }  // namespace detail
 
