@@ -6,6 +6,8 @@
 #include <cuda_runtime.h>
 #include <curand.h>
 
+#include <cub/block/block_reduce.cuh>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -62,12 +64,41 @@ struct inside_fn {
 };
 using point_loader = rd::generate_loader<rs::random::point_distribution<float>>;
 using pi_chain = rd::chain<inside_fn>;
-template <int U, int MINB = 1>
+template <int MINB = 1>
 __global__ void __launch_bounds__(rd::reduce_block, MINB)
     pi_kernel(point_loader in, pi_chain fn, std::size_t n, rd::maybe<std::uint64_t>* partials, unsigned* counter,
               std::uint64_t* result) {
-  // The library's kernel body, instantiated at this U.
-  rd::fused_reduce_body<1, U>(in, fn, rs::plus{}, std::uint64_t(0), 0, 0, n, partials, counter, result);
+  // The library's kernel body, at MINB blocks per SM.
+  rd::fused_reduce_body<1, 1>(in, fn, rs::plus{}, std::uint64_t(0), 0, 0, n, partials, counter, result);
+}
+
+// Monte-Carlo pi written out by hand (2 points per Philox block, counted into *out with one atomic per
+// block), to weigh the loop's instruction mix: the 64-bit loop (the library's) or a 32-bit trip count
+// (Trips32), w >> 8 as a shift or as __umulhi(w, 2^24) (Hi: the FMA pipe's IMAD.HI instead of the
+// integer pipe's SHF), the count in 64 or 32 bits.
+template <bool Trips32, bool Hi, class C>
+__global__ void __launch_bounds__(256) pi_explicit(std::uint64_t seed, std::uint64_t blocks, unsigned long long* out) {
+  const std::uint64_t tid = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::uint64_t stride = std::uint64_t(gridDim.x) * blockDim.x;
+  C acc = 0;
+  auto unit = [](std::uint32_t w) { return float(Hi ? __umulhi(w, 1u << 24) : w >> 8) * 0x1.0p-24f; };
+  auto body = [&](std::uint64_t c) {
+    const rs::random::words4 w = rs::random::philox_block(seed, c);
+    const float x0 = unit(w.w[0]), y0 = unit(w.w[1]), x1 = unit(w.w[2]), y1 = unit(w.w[3]);
+    acc += C(x0 * x0 + y0 * y0 <= 1.f) + C(x1 * x1 + y1 * y1 <= 1.f);
+  };
+  if constexpr (Trips32) {
+    if (tid < blocks) {
+      std::uint32_t trips = std::uint32_t((blocks - tid + stride - 1) / stride);  // < 2^32 here
+      for (std::uint64_t c = tid; trips; --trips, c += stride) body(c);
+    }
+  } else {
+    for (std::uint64_t c = tid; c < blocks; c += stride) body(c);
+  }
+  using block_reduce = cub::BlockReduce<unsigned long long, 256>;
+  __shared__ typename block_reduce::TempStorage tmp;
+  const unsigned long long total = block_reduce(tmp).Sum((unsigned long long)acc);
+  if (threadIdx.x == 0) atomicAdd(out, total);
 }
 
 
@@ -132,7 +163,7 @@ int main(int argc, char** argv) {
   const double ms = tm.median_ms([&] { rs::random::fill_uniform(lib, seed); }, reps);
   std::printf("  %-40s %8.4f ms  %6.0f GB/s  %.3f x cuRAND\n", "random::fill_uniform (library)", ms, gbs(ms), cu / ms);
   {
-    // Monte-Carlo pi over n points (2n uniforms), fused, at U = 1, 2, 4 generator blocks per iteration.
+    // Monte-Carlo pi over n points (2n uniforms), fused: the library's body, by hand, the library's call.
     std::printf("Monte-Carlo pi, %zu points, fused generate -> map -> reduce:\n", n);
     rd::maybe<std::uint64_t>* partials;
     unsigned* counter;
@@ -156,11 +187,28 @@ int main(int argc, char** argv) {
       std::printf("  %-40s %8.4f ms  pi ~ %.5f  (%d regs, %d x %d threads/SM)\n", name, ms, 4.0 * double(count) / double(n),
                   fa.numRegs, per_sm, rd::reduce_block);
     };
-    pi("U = 1", pi_kernel<1>);
-    pi("U = 2", pi_kernel<2>);
-    pi("U = 4", pi_kernel<4>);
-    pi("U = 1, 8 blocks/SM (32 registers)", pi_kernel<1, 8>);
-    pi("U = 2, 8 blocks/SM (32 registers)", pi_kernel<2, 8>);
+    pi("library body", pi_kernel<>);
+    auto explicit_pi = [&](const char* name, auto kernel) {
+      int per_sm = 0;
+      CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 256, 0));
+      cudaFuncAttributes fa{};
+      CHECK(cudaFuncGetAttributes(&fa, kernel));
+      const unsigned grid = unsigned(per_sm * sms);
+      auto* acc = reinterpret_cast<unsigned long long*>(result);
+      const double ms = tm.median_ms([&] {
+        CHECK(cudaMemsetAsync(acc, 0, sizeof(*acc)));
+        kernel<<<grid, 256>>>(seed, n / 2, acc);
+      }, reps);
+      std::uint64_t count = 0;
+      CHECK(cudaMemcpy(&count, acc, sizeof(count), cudaMemcpyDeviceToHost));
+      std::printf("  %-40s %8.4f ms  pi ~ %.5f  (%d regs, %d x 256 threads/SM)\n", name, ms, 4.0 * double(count) / double(n),
+                  fa.numRegs, per_sm);
+    };
+    explicit_pi("by hand: 64-bit loop, shift, 64-bit count", pi_explicit<false, false, std::uint64_t>);
+    explicit_pi("by hand: 32-bit trips", pi_explicit<true, false, std::uint64_t>);
+    explicit_pi("by hand: umulhi for the shift", pi_explicit<false, true, std::uint64_t>);
+    explicit_pi("by hand: 32-bit trips, umulhi", pi_explicit<true, true, std::uint64_t>);
+    explicit_pi("by hand: 32-bit trips, umulhi, 32-bit count", pi_explicit<true, true, std::uint32_t>);
     auto inside = [] RESIDENT_HD(rs::random::point2<float> p) { return std::uint64_t(fmaf(p.x, p.x, p.y * p.y) <= 1.f); };
     auto fused = rs::random::uniform_points<float>(seed) | rs::map(inside) | rs::reduce(rs::plus{}, std::uint64_t(0));
     const double lib = tm.median_ms([&] { fused(n, rs::default_stream(rs::device::cuda(0))); }, reps);
@@ -169,6 +217,11 @@ int main(int argc, char** argv) {
     const double kept = tm.median_ms([&] { fused(n, on_device); }, reps);
     std::printf("  %-40s %8.4f ms  pi ~ %.5f\n", "library pipeline, count kept on device", kept,
                 4.0 * double(on_device.to_host()[0]) / double(n));
+    const bool pdl = rs::programmatic_launch();
+    rs::set_programmatic_launch(false);
+    const double plain = tm.median_ms([&] { fused(n, on_device); }, reps);
+    rs::set_programmatic_launch(pdl);
+    std::printf("  %-40s %8.4f ms\n", "the same without dependent launch", plain);
     CHECK(cudaFree(partials));
     CHECK(cudaFree(counter));
     CHECK(cudaFree(result));

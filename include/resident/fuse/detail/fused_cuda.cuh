@@ -69,11 +69,13 @@ std::size_t generator_groups(const L& in, std::size_t n) {
 
 // Calls visit(i, values, full) for the generator blocks covering [0, n): i is the index of a block's
 // first value (below 0, wrapped, for a first block that begins before 0). The blocks wholly inside
-// [0, n) form one range, run U per thread per iteration (all U made before the first visit) with full a
-// std::true_type: no checks in the loop. The at most two blocks cut by the ends of [0, n) come first,
-// one thread each, with full a std::false_type (after the loop they would share its registers: 36
-// instead of 24 for a fill). Block numbers follow the loop counter.
-template <int U, class L, class F>
+// [0, n) form one range, one block per thread per iteration (2 or 4, all made before the first visit,
+// measured slower: rng-variants-8), with full a std::true_type: no checks in the loop, whose trips are
+// counted down in 32 bits (a 64-bit bound per block cost 4 % of Monte-Carlo pi, rng-variants-12; the
+// outer loop turns again only past 2^32 - 1 trips). The at most two blocks cut by the ends of [0, n)
+// come first, one thread each, with full a std::false_type (after the loop they would share its
+// registers: 36 instead of 24 for a fill). Block numbers follow the loop counter.
+template <class L, class F>
 __device__ __forceinline__ void for_each_generator_block(const L& in, std::size_t n, F&& visit) {
   constexpr int P = generator_group<L>;
   const std::size_t lead = in.g.block_lead();
@@ -92,15 +94,13 @@ __device__ __forceinline__ void for_each_generator_block(const L& in, std::size_
     const std::size_t g = tid == 0 ? 0 : full_to;
     visit(g * P - lead, in.g.values_of_block(c0 + g), std::false_type{});
   }
+  for (std::size_t g = full_from + tid; g < full_to;) {
+    const std::size_t left = (full_to - g - 1) / stride + 1;
+    const auto trips = std::uint32_t(left < 0xFFFFFFFFu ? left : 0xFFFFFFFFu);
+    std::uint64_t c = c0 + g;  // the loop steps the counter; a reduction never needs g
+    g += std::size_t(trips) * stride;
 #pragma unroll 1
-  for (std::size_t g = full_from + tid; g < full_to; g += stride * U) {
-    decltype(in.g.values_of_block(0)) raw[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (g + u * stride < full_to) raw[u] = in.g.values_of_block(c0 + g + u * stride);
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (g + u * stride < full_to) visit((g + u * stride) * P - lead, raw[u], std::true_type{});
+    for (std::uint32_t t = trips; t; --t, c += stride) visit((c - c0) * P - lead, in.g.values_of_block(c), std::true_type{});
   }
 }
 
@@ -116,7 +116,7 @@ __device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const 
     constexpr int P = generator_group<L>;
     bool vectors = false;
     if constexpr (W::template stores_vectors<P>) vectors = out.template vectors_aligned<P>(in.g.block_lead());
-    for_each_generator_block<U>(in, n, [&](std::size_t i, const auto& raw, auto full) {
+    for_each_generator_block(in, n, [&](std::size_t i, const auto& raw, auto full) {
       R r[P];
 #pragma unroll
       for (int k = 0; k < P; ++k) r[k] = in.template eval<P>(fn, raw, k, i);
@@ -173,10 +173,6 @@ struct maybe_op {
 
 inline constexpr int reduce_block = 256;
 
-/// Generator blocks per thread per iteration in a reduction. Monte-Carlo pi measured 0.642 ms at 1,
-/// 0.666 at 2 and 0.704 at 4 (rng-variants-8).
-inline constexpr int generator_reduce_unroll = 1;
-
 template <int V, int U, class L, class Fn, class Op, class T>
 __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, const Op& op, T init, std::size_t head,
                                                   std::size_t nvec, std::size_t n, maybe<T>* partials,
@@ -197,7 +193,7 @@ __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, con
   };
   if constexpr (generator_group<L> > 0) {
     constexpr int P = generator_group<L>;
-    for_each_generator_block<U>(in, n, [&](std::size_t i, const auto& raw, auto full) {
+    for_each_generator_block(in, n, [&](std::size_t i, const auto& raw, auto full) {
 #pragma unroll
       for (int k = 0; k < P; ++k)  // i + k wraps above n before 0
         if (decltype(full)::value || i + k < n) fold(static_cast<T>(in.template eval<P>(fn, raw, k, i)));
@@ -302,7 +298,7 @@ void copy_device_to_device_value(T* p, T v, stream_ref s) {
 template <int V, class L, class Fn, class Op, class T>
 T run_reduce_cuda(stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std::size_t n, vector_plan plan,
                   const std::optional<launch_config>& cfg, T* into) {
-  constexpr int U = reads_memory<L> ? fused_unroll : generator_reduce_unroll;
+  constexpr int U = reads_memory<L> ? fused_unroll : 1;  // U: unused by generators
   if (n == 0) {
     if (into) copy_device_to_device_value(into, init, s);
     return init;
