@@ -116,6 +116,49 @@ __global__ void prefetch(const float4* x, float4* y, std::size_t n4) {
   }
 }
 
+// Work taken dynamically instead of by a fixed grid stride, so that SMs that run faster take more and
+// all finish together: warps (Warp = true) or whole blocks grab K iterations of U vectors per thread
+// from a counter in *ctr; the last grabber to find nothing left resets the counters for the next
+// launch (zero at the start).
+template <int U, int K, bool Warp>
+__global__ void dynamic(const float4* x, float4* y, std::size_t n4, unsigned long long* ctr) {
+  const unsigned width = Warp ? 32u : blockDim.x;
+  const unsigned lane = Warp ? threadIdx.x % 32u : threadIdx.x;
+  const std::size_t grab = std::size_t(width) * U * K;
+  const unsigned long long grabbers = Warp ? std::size_t(gridDim.x) * (blockDim.x / 32) : gridDim.x;
+  __shared__ std::size_t shared_base;
+  for (;;) {
+    std::size_t base = 0;
+    if (Warp) {
+      if (lane == 0) base = atomicAdd(ctr, (unsigned long long)grab);
+      base = __shfl_sync(0xffffffffu, base, 0);
+    } else {
+      if (lane == 0) shared_base = atomicAdd(ctr, (unsigned long long)grab);
+      __syncthreads();
+      base = shared_base;
+      __syncthreads();
+    }
+    if (base >= n4) {
+      if (lane == 0 && atomicAdd(ctr + 1, 1ull) == grabbers - 1) {
+        ctr[0] = 0;  // the last one out: no one reads the counters again in this launch
+        ctr[1] = 0;
+      }
+      return;
+    }
+#pragma unroll 1
+    for (int k = 0; k < K; ++k) {
+      const std::size_t j = base + std::size_t(k) * width * U + lane;
+      float4 r[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (j + u * width < n4) r[u] = x[j + u * width];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (j + u * width < n4) y[j + u * width] = seed4(r[u]);
+    }
+  }
+}
+
 // The tensor memory accelerator's bulk copies: each block streams chunks of CH bytes through ST stages
 // of shared memory. Thread 0 issues a chunk's bulk load (completion counted on the stage's mbarrier),
 // every thread waits for it, applies the pipeline in shared memory, and thread 0 bulk-stores the chunk
@@ -292,14 +335,48 @@ int main(int argc, char** argv) {
                hy, false);
     run_kernel(variant<2, plain, plain, false>, 2, "U2 copy only, block 1024 x 2/SM", x, y, n4, 1024, -2, mc, tm, hx,
                hy, false);
-    for (int block : {1024, 512, 256})
-      for (int per_sm : {2048 / block / 2, 2048 / block})
-        run_kernel(chunked<4, true>, 4,
-                   ("chunked U4, block " + std::to_string(block) + " x " + std::to_string(per_sm) + "/SM").c_str(), x,
-                   y, n4, block, -per_sm, mc, tm, hx, hy);
-    run_kernel(chunked<2, true>, 2, "chunked U2, block 512 x 4 blocks/SM", x, y, n4, 512, -4, mc, tm, hx, hy);
+    run_kernel(chunked<4, true>, 4, "chunked U4, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
     run_kernel(chunked<4, false>, 4, "chunked U4 copy only, 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy, false);
     run_kernel(chunked<4, false>, 4, "chunked U4 copy only, 1024 x 2/SM", x, y, n4, 1024, -2, mc, tm, hx, hy, false);
+    {
+      unsigned long long* ctr;
+      CHECK(cudaMalloc(&ctr, 16));
+      CHECK(cudaMemset(ctr, 0, 16));
+      // reset = true: the counters are zeroed by a memset before each launch (what a library call
+      // without per-stream state would do) instead of by the kernel's last grabber.
+      auto dyn = [&](const char* name, auto kernel, int block, int per_sm, bool reset = false) {
+        int sms = 0, fits = 0;
+        CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+        CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, kernel, block, 0));
+        cudaFuncAttributes fa{};
+        CHECK(cudaFuncGetAttributes(&fa, kernel));
+        const unsigned grid = unsigned(sms * std::min(per_sm, fits));
+        CHECK(cudaMemset(y, 0xFF, n4 * 16));
+        kernel<<<grid, block>>>(x, y, n4, ctr);
+        if (!matches_reference(name, y, n4, hx, hy)) return;
+        const double ms = tm.median_ms([&] {
+          if (reset) CHECK(cudaMemsetAsync(ctr, 0, 16));
+          kernel<<<grid, block>>>(x, y, n4, ctr);
+        });
+        std::printf("  %-40s block %4d x %2u/SM (%d regs)  %.4f ms  %.3f x memcpy\n", name, block, grid / sms,
+                    fa.numRegs, ms, ms / mc);
+      };
+      dyn("dynamic warps, U4 x 8", dynamic<4, 8, true>, 1024, 1);
+      dyn("dynamic blocks, U4 x 4", dynamic<4, 4, false>, 512, 2);
+      for (int per_sm : {4, 6, 8}) {
+        dyn("dynamic blocks, U4 x 1", dynamic<4, 1, false>, 256, per_sm);
+        dyn("dynamic blocks, U2 x 2", dynamic<2, 2, false>, 256, per_sm);
+        dyn("dynamic blocks, U4 x 2", dynamic<4, 2, false>, 256, per_sm);
+      }
+      for (int per_sm : {8, 12, 16}) {
+        dyn("dynamic blocks, U4 x 1", dynamic<4, 1, false>, 128, per_sm);
+        dyn("dynamic blocks, U4 x 2", dynamic<4, 2, false>, 128, per_sm);
+      }
+      dyn("dynamic blocks, U4 x 1", dynamic<4, 1, false>, 512, 3);
+      dyn("dynamic blocks, U4 x 1, memset each", dynamic<4, 1, false>, 256, 4, true);
+      dyn("dynamic blocks, U4 x 1, memset each", dynamic<4, 1, false>, 256, 6, true);
+      CHECK(cudaFree(ctr));
+    }
     run<4, plain, plain>("U4, block 512 x 2/SM", x, y, n4, 512, -2, mc, tm, hx, hy);
     run<4, plain, streaming>("U4 stcs, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);
     run<4, l2_256, plain>("U4 L2::256B, block 1024 x 1/SM", x, y, n4, 1024, -1, mc, tm, hx, hy);

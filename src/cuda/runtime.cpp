@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "resident/detail/cuda_check.hpp"
@@ -141,7 +143,61 @@ cuda_stream_t stream_create(int dev) {
     return s;
   });
 }
-void stream_destroy(cuda_stream_t s) noexcept { cudaStreamDestroy(s); }
+namespace {
+// The streams' counter slots. A destroyed stream's slot is retired, not reused: work queued on it may
+// still be running, and a new stream may get the same handle. Freed at exit.
+struct counter_slots {
+  using key = std::tuple<int, cuda_stream_t, std::thread::id>;
+  std::mutex m;
+  std::map<key, void*> live;
+  std::vector<void*> retired;
+  ~counter_slots() {
+    for (auto& [k, p] : live) cudaFree(p);
+    for (void* p : retired) cudaFree(p);
+  }
+};
+counter_slots& slots() {
+  static counter_slots c;
+  return c;
+}
+}  // namespace
+
+unsigned long long* stream_counter(int dev, cuda_stream_t s) {
+  auto& c = slots();
+  const counter_slots::key k{dev, s, s ? std::thread::id{} : std::this_thread::get_id()};
+  std::lock_guard lock(c.m);
+  void*& p = c.live[k];
+  if (!p) {
+    try {
+      p = on_device(dev, [] {
+        void* q = nullptr;
+        RESIDENT_CUDA_TRY(cudaMalloc(&q, 8));
+        return q;
+      });
+    } catch (...) {
+      c.live.erase(k);
+      throw;
+    }
+  }
+  return static_cast<unsigned long long*>(p);
+}
+
+void stream_destroy(cuda_stream_t s) noexcept {
+  try {
+    auto& c = slots();
+    std::lock_guard lock(c.m);
+    for (auto it = c.live.begin(); it != c.live.end();) {
+      if (std::get<1>(it->first) == s) {
+        c.retired.push_back(it->second);
+        it = c.live.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  } catch (...) {  // out of host memory: the slot stays live, unused
+  }
+  cudaStreamDestroy(s);
+}
 void stream_synchronize(cuda_stream_t s) { RESIDENT_CUDA_TRY(cudaStreamSynchronize(s)); }
 bool stream_is_capturing(cuda_stream_t s) {
   cudaStreamCaptureStatus st;

@@ -1,6 +1,9 @@
 // Compiled by nvcc when the CUDA backend is in the build.
 #include <cmath>
+#include <cstdint>
+#include <span>
 
+#include "resident/device/graph.hpp"
 #include "resident/fuse/pipeline.hpp"
 #include "resident/random/random.hpp"
 #include "support.hpp"
@@ -166,6 +169,61 @@ TEST_P(pipelines, generated_and_zipped_reductions_into_a_result_array_stay_on_th
     rs::array<double> on_cpu(1, rs::device::cpu());
     EXPECT_THROW(dot(on_cpu), rs::device_mismatch);
   }
+}
+
+TEST_P(pipelines, long_maps_match_the_reference_in_every_form) {
+  // Long enough that a GPU map takes its vectors from a counter instead of striding over them: out of
+  // place into doubles from a misaligned slice, in place, from a zip of two types, two at once on two
+  // streams, and captured into a graph that replays on another stream while the capture stream runs a
+  // map of its own. Each is one kernel and allocates nothing. (The CPU runs the same at a smaller n.)
+  const std::size_t n = (std::size_t(1) << (dev.is_cuda() ? 24 : 16)) + 3;
+  auto h = rs::test::random_vector<float>(n + 1, rs::test::fresh_seed(), 0.0, 1.0);
+  auto ref = [&](std::size_t i) { return r3(r2(r1(double(h[i])))); };
+  auto expect_seed = [&](const std::vector<float>& got, std::size_t from) {
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], ref(i + from), 2e-6) << "element " << i;
+  };
+  auto master = rs::map<f1>() | rs::map<f2>() | rs::map<f3>();
+  auto x = rs::to_device(h, dev);
+  rs::array<double> y(n, dev);
+  (master | rs::map([] RESIDENT_HD(float v) { return double(v); }))(x.slice(1, n), y);
+  auto hy = y.to_host();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(hy[i], ref(i + 1), 2e-6) << "element " << i;
+  {
+    rs::scoped_ledger l(dev);
+    master(x);
+    EXPECT_EQ(l.delta().kernels, 1u);
+    EXPECT_EQ(l.delta().allocations, 0u);
+  }
+  expect_seed(x.to_host(), 0);
+
+  std::vector<std::int32_t> hk(n);
+  for (std::size_t i = 0; i < n; ++i) hk[i] = std::int32_t(i % 7) - 3;
+  auto a = rs::to_device(std::vector<float>(h.begin(), h.begin() + std::ptrdiff_t(n)), dev);
+  auto k = rs::to_device(hk, dev);
+  rs::array<float> z(n, dev);
+  (rs::zip(a, k) | rs::map([] RESIDENT_HD(float v, std::int32_t m) { return v * float(m); }))(z);
+  auto hz = z.to_host();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(hz[i], h[i] * float(hk[i])) << "element " << i;
+
+  rs::stream s1(dev), s2(dev);
+  auto p = rs::to_device(std::span<const float>(h), s1.ref());
+  auto q = rs::to_device(std::span<const float>(h), s2.ref());
+  master(p);
+  master(q);
+  expect_seed(p.to_host(), 0);
+  expect_seed(q.to_host(), 0);
+
+  rs::stream capture_on(dev), replay_on(dev);
+  auto g_in = rs::to_device(std::span<const float>(h), capture_on.ref());
+  rs::array<float> g_out(n + 1, capture_on.ref());
+  rs::graph g = rs::graph::capture(capture_on, [&] { master(g_in, g_out); });
+  auto eager = rs::to_device(std::span<const float>(h), capture_on.ref());
+  capture_on.synchronize();
+  g.replay(replay_on);
+  master(eager);
+  replay_on.synchronize();
+  expect_seed(g_out.to_host(), 0);
+  expect_seed(eager.to_host(), 0);
 }
 
 TEST_P(pipelines, misaligned_views_use_head_and_tail) {
