@@ -23,7 +23,7 @@ cuda_stream_t stream_create(int) { absent(); }
 void stream_destroy(cuda_stream_t) noexcept {}
 void stream_synchronize(cuda_stream_t) { absent(); }
 bool stream_is_capturing(cuda_stream_t) { return false; }
-unsigned long long* stream_counter(int, cuda_stream_t) { absent(); }
+unsigned long long* stream_counters(int, cuda_stream_t) { absent(); }
 void stream_after(cuda_stream_t, cuda_stream_t) { absent(); }
 cuda_event_t event_create(int) { absent(); }
 void event_destroy(cuda_event_t) noexcept {}

@@ -162,16 +162,17 @@ counter_slots& slots() {
 }
 }  // namespace
 
-unsigned long long* stream_counter(int dev, cuda_stream_t s) {
+unsigned long long* stream_counters(int dev, cuda_stream_t s) {
   auto& c = slots();
   const counter_slots::key k{dev, s, s ? std::thread::id{} : std::this_thread::get_id()};
   std::lock_guard lock(c.m);
   void*& p = c.live[k];
   if (!p) {
     try {
-      p = on_device(dev, [] {
+      p = on_device(dev, [s] {
         void* q = nullptr;
-        RESIDENT_CUDA_TRY(cudaMalloc(&q, 8));
+        RESIDENT_CUDA_TRY(cudaMalloc(&q, 2 * sizeof(unsigned long long)));
+        RESIDENT_CUDA_TRY(cudaMemsetAsync(q, 0, 2 * sizeof(unsigned long long), s));
         return q;
       });
     } catch (...) {

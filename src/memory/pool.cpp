@@ -208,9 +208,13 @@ void* pool_allocate(std::size_t bytes, stream_ref s) {
     if (!p) throw_oom(d, bytes);
   }
   // A hit: the pool did not have to grow past what it held after the last allocation (frees keep
-  // memory in the pool, so only growth or a trim moves the figure). One query per allocation.
-  const std::size_t reserved = cuda::pool_reserved(dev);
-  const bool hit = reserved <= st.last_reserved.exchange(reserved);
+  // memory in the pool, so only growth or a trim moves the figure). One query per allocation; none
+  // while s is being captured into a graph, where the query is refused (the graph's replays allocate).
+  bool hit = true;
+  if (!cuda::stream_is_capturing(s.native())) {
+    const std::size_t reserved = cuda::pool_reserved(dev);
+    hit = reserved <= st.last_reserved.exchange(reserved);
+  }
   st.count(bytes, hit, d);
   return p;
 }

@@ -169,6 +169,24 @@ TEST_P(pipelines, generated_and_zipped_reductions_into_a_result_array_stay_on_th
     rs::array<double> on_cpu(1, rs::device::cpu());
     EXPECT_THROW(dot(on_cpu), rs::device_mismatch);
   }
+  // Captured into a graph (their scratch then belongs to the graph) and replayed.
+  rs::stream s(dev);
+  a.set_stream(s);
+  b.set_stream(s);
+  c.set_stream(s);
+  d.set_stream(s);
+  rs::graph g = rs::graph::capture(s, [&] {
+    count(n, c);
+    dot(d);
+  });
+  for (int replay = 0; replay < 2; ++replay) {
+    g.replay(s);
+    EXPECT_EQ(c.to_host()[0], std::int64_t((n + 2) / 3 + 7));
+    EXPECT_NEAR(d.to_host()[0], ref, 1e-9 * ref);
+  }
+  for (auto* x : {&a, &b}) x->set_stream(rs::default_stream(dev));
+  c.set_stream(rs::default_stream(dev));
+  d.set_stream(rs::default_stream(dev));
 }
 
 TEST_P(pipelines, long_maps_match_the_reference_in_every_form) {

@@ -20,11 +20,11 @@ cuda_stream_t stream_create(int dev);
 void stream_destroy(cuda_stream_t s) noexcept;
 void stream_synchronize(cuda_stream_t s);
 bool stream_is_capturing(cuda_stream_t s);
-/// Eight bytes of device memory that kernels on stream s of dev may count work in: the stream's own
-/// slot, made on first use (a legacy or per-thread default stream has one per host thread), kept until
-/// the stream is destroyed and never handed to another stream. Launches on one stream run in order,
-/// so they share it; the caller zeroes it on s before each launch.
-unsigned long long* stream_counter(int dev, cuda_stream_t s);
+/// Two counters in device memory that kernels on stream s of dev may count work in: the stream's own
+/// slot, made zero on first use (a legacy or per-thread default stream has one per host thread), kept
+/// until the stream is destroyed and never handed to another stream. Launches on one stream run in
+/// order, so they share it; each leaves both counters zero when it ends.
+unsigned long long* stream_counters(int dev, cuda_stream_t s);
 /// Makes `after` wait for the work queued on `before` so far (an event between them; nullptr is the
 /// legacy default stream, which non-blocking streams do not wait for by themselves).
 void stream_after(cuda_stream_t after, cuda_stream_t before);

@@ -46,21 +46,28 @@ __device__ __forceinline__ void for_each_vector(const L& in, std::size_t head, s
   for (std::size_t j = tid; j < nvec; j += stride * U) visit_vectors<V, U>(in, head, nvec, j, stride, visit);
 }
 
-// The same, each block taking U * blockDim.x vectors at a time from *next (zero before the launch):
+// The same, each block taking U * blockDim.x vectors at a time from counter[0] (zero at the launch):
 // blocks that run ahead take more, all finish together, and the vectors in flight stay close together
-// in memory. Streaming maps measured 1.020-1.044 of memcpy this way against 1.060-1.077 striding
-// (fused-variants-7, -8: blocks of 128 at full occupancy).
+// in memory. Streaming maps measured 1.020-1.052 of memcpy this way against 1.060-1.077 striding
+// (fused-variants-7..9: blocks of 128 or 256 at full occupancy). Each block finds the work gone once;
+// the last to (counted in counter[1]) zeroes both counters for the next launch on the stream.
 template <int V, int U, class L, class F>
 __device__ __forceinline__ void for_each_vector_taken(const L& in, std::size_t head, std::size_t nvec,
-                                                      unsigned long long* next, F&& visit) {
+                                                      unsigned long long* counter, F&& visit) {
   __shared__ unsigned long long taken;
   const std::size_t step = std::size_t(blockDim.x) * U;
   for (;;) {
-    if (threadIdx.x == 0) taken = atomicAdd(next, static_cast<unsigned long long>(step));
+    if (threadIdx.x == 0) taken = atomicAdd(counter, static_cast<unsigned long long>(step));
     __syncthreads();
     const std::size_t base = taken;
     __syncthreads();  // every thread has read taken before thread 0 writes it again
-    if (base >= nvec) return;
+    if (base >= nvec) {
+      if (threadIdx.x == 0 && atomicAdd(counter + 1, 1ull) == gridDim.x - 1) {
+        counter[0] = 0;  // every other block has taken its last: nothing reads them again this launch
+        counter[1] = 0;
+      }
+      return;
+    }
     visit_vectors<V, U>(in, head, nvec, base + threadIdx.x, blockDim.x, visit);
   }
 }
@@ -131,7 +138,7 @@ __device__ __forceinline__ void for_each_generator_block(const L& in, std::size_
 // Elements [0, head) and [head + nvec * V, n) one at a time; [head, head + nvec * V) as nvec vectors of
 // V (for_each_vector).
 // Generators: over their blocks (for_each_generator_block), V and head unused.
-// next: null to stride over the vectors, else the counter they are taken from (for_each_vector_taken).
+// next: null to stride over the vectors, else the counters they are taken from (for_each_vector_taken).
 template <int V, int U, class L, class Fn, class W>
 __device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const W& out, std::size_t head,
                                                std::size_t nvec, std::size_t n, unsigned long long* next = nullptr) {
@@ -302,21 +309,22 @@ void launch_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size
 inline constexpr int taken_block = 128;
 inline constexpr std::size_t taken_waves = 2;
 
-// Launches the map with its vectors taken from a counter when it is long enough (and says whether it
-// did): the stream's counter slot, zeroed before the launch, or while s is being captured scratch that
-// the graph owns (its replays may run on other streams).
+// Launches the map with its vectors taken from counters when it is long enough (and says whether it
+// did): the stream's counter slot (zero between launches), or while s is being captured scratch that
+// the graph owns and zeroes (its replays may run on other streams).
 template <int V, int U, class L, class Fn, class W>
 bool launch_map_taken(stream_ref s, const L& in, const Fn& fn, const W& out, vector_plan plan, std::size_t n) {
   constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
   static const occupancy o = occupancy_with_block(k, taken_block);
   if (plan.vectors < taken_waves * std::size_t(o.max_grid) * taken_block * U) return false;
-  constexpr std::size_t bytes = sizeof(unsigned long long);
+  constexpr std::size_t bytes = 2 * sizeof(unsigned long long);
   void* scratch = cuda::stream_is_capturing(s.native()) ? pool_allocate(bytes, s) : nullptr;
-  auto* next = scratch ? static_cast<unsigned long long*>(scratch) : cuda::stream_counter(s.device().index(), s.native());
+  auto* counters =
+      scratch ? static_cast<unsigned long long*>(scratch) : cuda::stream_counters(s.device().index(), s.native());
   try {
-    cuda::memset_async(next, 0, bytes, s.native());
+    if (scratch) cuda::memset_async(scratch, 0, bytes, s.native());
     launch_dependent(k, launch_config{dims(unsigned(o.max_grid)), dims(unsigned(taken_block)), 0}, s, in, fn, out,
-                     plan.head, plan.vectors, n, next);
+                     plan.head, plan.vectors, n, counters);
   } catch (...) {
     if (scratch) pool_deallocate(scratch, bytes, s);
     throw;
