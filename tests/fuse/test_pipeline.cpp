@@ -169,15 +169,18 @@ TEST_P(pipelines, generated_and_zipped_reductions_into_a_result_array_stay_on_th
     rs::array<double> on_cpu(1, rs::device::cpu());
     EXPECT_THROW(dot(on_cpu), rs::device_mismatch);
   }
-  // Captured into a graph (their scratch then belongs to the graph) and replayed.
+  // Captured into a graph (their scratch then belongs to the graph) and replayed. A zip runs on its
+  // arrays' stream as they were when it was made: make it again after moving them.
   rs::stream s(dev);
   a.set_stream(s);
   b.set_stream(s);
   c.set_stream(s);
   d.set_stream(s);
+  auto dot_on_s = rs::zip(a, b) | rs::map([] RESIDENT_HD(float p, float q) { return double(p) * q; }) |
+                  rs::reduce(rs::plus{}, 0.0);
   rs::graph g = rs::graph::capture(s, [&] {
     count(n, c);
-    dot(d);
+    dot_on_s(d);
   });
   for (int replay = 0; replay < 2; ++replay) {
     g.replay(s);
