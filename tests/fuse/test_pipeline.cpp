@@ -143,6 +143,7 @@ TEST_P(pipelines, reduce_with_init_counts_it_once) {
 
 TEST_P(pipelines, generated_and_zipped_reductions_into_a_result_array_stay_on_the_device) {
   // The overloads taking a one-element result array: one kernel each, nothing downloaded until asked.
+  rs::stream s(dev);  // made first: the arrays that move onto it below must not outlive it
   const std::size_t n = 100003;
   auto count = rs::generate([] RESIDENT_HD(std::size_t i) { return std::int64_t(i % 3 == 0); }) |
                rs::reduce(rs::plus{}, std::int64_t(7));
@@ -171,7 +172,6 @@ TEST_P(pipelines, generated_and_zipped_reductions_into_a_result_array_stay_on_th
   }
   // Captured into a graph (their scratch then belongs to the graph) and replayed. A zip runs on its
   // arrays' stream as they were when it was made: make it again after moving them.
-  rs::stream s(dev);
   a.set_stream(s);
   b.set_stream(s);
   c.set_stream(s);
