@@ -1,7 +1,8 @@
 #pragma once
 /// @file fused_cuda.cuh
-/// The fused pipeline kernels (nvcc only): a grid-stride map with vector loads, and a single-pass
-/// reduction whose last block folds the per-block partials.
+/// The fused pipeline kernels (nvcc only): a map with vector loads (grid-stride, or for long maps
+/// taking its work from a counter), and a single-pass reduction whose last block folds the per-block
+/// partials.
 
 #include <cub/block/block_reduce.cuh>
 
