@@ -23,7 +23,8 @@ bool stream_is_capturing(cuda_stream_t s);
 /// Two counters in device memory that kernels on stream s of dev may count work in: the stream's own
 /// slot, made zero on first use (a legacy or per-thread default stream has one per host thread), kept
 /// until the stream is destroyed and never handed to another stream. Launches on one stream run in
-/// order, so they share it; each leaves both counters zero when it ends.
+/// order, so they share it; each leaves both counters zero when it ends. (A stream made outside
+/// resident keeps its slot until exit: finish its work before destroying it and reusing the handle.)
 unsigned long long* stream_counters(int dev, cuda_stream_t s);
 /// Makes `after` wait for the work queued on `before` so far (an event between them; nullptr is the
 /// legacy default stream, which non-blocking streams do not wait for by themselves).
