@@ -51,7 +51,7 @@ __device__ __forceinline__ void for_each_vector(const L& in, std::size_t head, s
 // blocks that run ahead take more, all finish together, and the vectors in flight stay close together
 // in memory. Streaming maps measured 1.020-1.052 of memcpy this way against 1.060-1.077 striding
 // (fused-variants-7..9: blocks of 128 or 256 at full occupancy). Each block finds the work gone once;
-// the last to (counted in counter[1]) zeroes both counters for the next launch on the stream.
+// the last block to find it gone (counted in counter[1]) zeroes both counters for the next launch.
 template <int V, int U, class L, class F>
 __device__ __forceinline__ void for_each_vector_taken(const L& in, std::size_t head, std::size_t nvec,
                                                       unsigned long long* counter, F&& visit) {
@@ -76,8 +76,9 @@ __device__ __forceinline__ void for_each_vector_taken(const L& in, std::size_t h
 /// Generators that make a block of values per call (counter-based random numbers) run over their
 /// blocks rather than over vectors of the output: every call is aligned, and the two ends of [0, n) are
 /// lanes masked off in the first and last blocks, so the kernel holds one generator call and no scalar
-/// head or tail path. Measured (bench/results/2026-11-30, rng-variants-5..10): fill_uniform from
-/// 0.98 to 1.09 of cuRAND's rate, equal to a hand-written Philox fill; 53 registers down to 24-25.
+/// head or tail path. Measured (bench/results/2026-11-30, rng-variants-5..13): fill_uniform from
+/// 0.98 to 1.15-1.16 of cuRAND's rate (with the loop below and Philox's __umulhi), 53 registers down
+/// to 29-32.
 template <class G>
 constexpr int block_size_of() {
   if constexpr (makes_aligned_blocks<G>)
@@ -106,7 +107,7 @@ std::size_t generator_groups(const L& in, std::size_t n) {
 // counted down in 32 bits (a 64-bit bound per block cost 4 % of Monte-Carlo pi, rng-variants-12; the
 // outer loop turns again only past 2^32 - 1 trips). The at most two blocks cut by the ends of [0, n)
 // come first, one thread each, with full a std::false_type (after the loop they would share its
-// registers: 36 instead of 24 for a fill). Block numbers follow the loop counter.
+// registers: 36 instead of 24 for a fill, rng-variants-7). Block numbers follow the loop counter.
 template <class L, class F>
 __device__ __forceinline__ void for_each_generator_block(const L& in, std::size_t n, F&& visit) {
   constexpr int P = generator_group<L>;
