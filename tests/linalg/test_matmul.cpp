@@ -8,7 +8,9 @@ using rs::test::backend;
 
 namespace {
 
-// ||C - (alpha A B + beta C0)|| / ||ref|| with the reference in double, over OpenMP threads.
+// ||C - (alpha A B + beta C0)|| / || |alpha| |A||B| + |beta C0| || with the reference in double, over
+// OpenMP threads. Scaled by the magnitudes, not by the result: a short dot product that cancels to near
+// zero is still computed well when its error is small next to the terms it summed.
 template <class T>
 double gemm_error(const std::vector<T>& a, const std::vector<T>& b, const std::vector<T>& c0, const std::vector<T>& c,
                   std::size_t m, std::size_t n, std::size_t k, double alpha, double beta) {
@@ -16,13 +18,19 @@ double gemm_error(const std::vector<T>& a, const std::vector<T>& b, const std::v
 #pragma omp parallel for reduction(+ : num, den)
   for (long i = 0; i < long(m); ++i)
     for (std::size_t j = 0; j < n; ++j) {
-      double s = 0;
-      for (std::size_t p = 0; p < k; ++p) s += double(a[std::size_t(i) * k + p]) * double(b[p * n + j]);
-      const double ref = alpha * s + beta * double(c0[std::size_t(i) * n + j]);
+      double s = 0, magnitude = 0;
+      for (std::size_t p = 0; p < k; ++p) {
+        const double t = double(a[std::size_t(i) * k + p]) * double(b[p * n + j]);
+        s += t;
+        magnitude += std::abs(t);
+      }
+      const double c_term = beta * double(c0[std::size_t(i) * n + j]);
+      const double ref = alpha * s + c_term;
+      const double scale = std::abs(alpha) * magnitude + std::abs(c_term);
       const double got = double(c[std::size_t(i) * n + j]);
       if (!std::isfinite(got)) num += INFINITY;
       num += (got - ref) * (got - ref);
-      den += ref * ref;
+      den += scale * scale;
     }
   return std::sqrt(num / (den > 0 ? den : 1));
 }

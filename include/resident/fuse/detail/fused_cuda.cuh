@@ -308,7 +308,7 @@ void launch_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size
 
 /// Maps over memory of at least taken_waves full waves take their vectors from a counter
 /// (for_each_vector_taken) in blocks of taken_block at full occupancy.
-inline constexpr int taken_block = 128;
+inline constexpr int taken_block = 256;
 inline constexpr std::size_t taken_waves = 2;
 
 // Launches the map with its vectors taken from counters when it is long enough (and says whether it
