@@ -66,10 +66,10 @@ using point_loader = rd::generate_loader<rs::random::point_distribution<float>>;
 using pi_chain = rd::chain<inside_fn>;
 template <int MINB = 1>
 __global__ void __launch_bounds__(rd::reduce_block, MINB)
-    pi_kernel(point_loader in, pi_chain fn, std::size_t n, rd::maybe<std::uint64_t>* partials, unsigned* counter,
-              std::uint64_t* result) {
+    pi_kernel(point_loader in, pi_chain fn, std::size_t n, rd::maybe<std::uint64_t>* partials,
+              unsigned long long* counters, std::uint64_t* result) {
   // The library's kernel body, at MINB blocks per SM.
-  rd::fused_reduce_body<1, 1>(in, fn, rs::plus{}, std::uint64_t(0), 0, 0, n, partials, counter, result);
+  rd::fused_reduce_body<1, 1>(in, fn, rs::plus{}, std::uint64_t(0), 0, 0, n, partials, counters, result);
 }
 
 // Monte-Carlo pi written out by hand (2 points per Philox block, counted into *out with one atomic per
@@ -166,10 +166,10 @@ int main(int argc, char** argv) {
     // Monte-Carlo pi over n points (2n uniforms), fused: the library's body, by hand, the library's call.
     std::printf("Monte-Carlo pi, %zu points, fused generate -> map -> reduce:\n", n);
     rd::maybe<std::uint64_t>* partials;
-    unsigned* counter;
+    unsigned long long* counter;
     std::uint64_t* result;
     CHECK(cudaMalloc(&partials, sizeof(*partials) * 132 * 64));
-    CHECK(cudaMalloc(&counter, sizeof(unsigned)));
+    CHECK(cudaMalloc(&counter, 2 * sizeof(unsigned long long)));
     CHECK(cudaMalloc(&result, sizeof(std::uint64_t)));
     const point_loader pin{rs::random::point_distribution<float>{dist{{}, seed, 0}}};
     auto pi = [&](const char* name, auto kernel) {
@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
       CHECK(cudaFuncGetAttributes(&fa, kernel));
       const unsigned grid = unsigned(per_sm * sms);
       const double ms = tm.median_ms([&] {
-        CHECK(cudaMemsetAsync(counter, 0, sizeof(unsigned)));
+        CHECK(cudaMemsetAsync(counter, 0, 2 * sizeof(unsigned long long)));
         kernel<<<grid, rd::reduce_block>>>(pin, pi_chain{}, n, partials, counter, result);
       }, reps);
       std::uint64_t count = 0;

@@ -247,6 +247,82 @@ TEST_P(pipelines, long_maps_match_the_reference_in_every_form) {
   expect_seed(eager.to_host(), 0);
 }
 
+TEST_P(pipelines, long_reductions_match_the_reference_in_every_form) {
+  // A GPU reduction counts its finished blocks in the stream's counters, which long maps use too and
+  // every kernel must leave zero (a count left behind would leave the result unwritten): repeated calls
+  // into poisoned results, between long maps on the same stream, on two streams at once, and captured
+  // into a graph replayed on another stream beside eager reductions on the capture stream. Exact folds
+  // (max, an integer count) show a skipped or doubled vector; the sums are checked against FP64.
+  rs::stream s1(dev), s2(dev), capture_on(dev), replay_on(dev);  // made first: arrays move onto them
+  const std::size_t n = (std::size_t(1) << (dev.is_cuda() ? 24 : 16)) + 3;
+  auto h = rs::test::random_vector<float>(n + 1, rs::test::fresh_seed(), 0.0, 1.0);
+  double ref_sum = 0;
+  std::int64_t ref_count = 0;
+  float ref_max = -1;
+  for (std::size_t i = 1; i <= n; ++i) {
+    ref_sum += h[i];
+    ref_count += h[i] < 0.25f;
+    ref_max = std::max(ref_max, h[i]);
+  }
+  auto sum = rs::map([] RESIDENT_HD(float v) { return double(v); }) | rs::reduce(rs::plus{}, 0.0);
+  auto count = rs::map([] RESIDENT_HD(float v) { return std::int64_t(v < 0.25f); }) |
+               rs::reduce(rs::plus{}, std::int64_t(0));
+  auto max = rs::reduce(rs::maximum{}, -1.f);
+  auto x = rs::to_device(h, dev);
+  auto body = x.slice(1, n);  // misaligned: a scalar head and tail around the vectors
+  rs::array<std::int64_t> c(1, dev);
+  auto poison = rs::generate([] RESIDENT_HD(std::size_t) { return std::int64_t(-1); });
+  for (int call = 0; call < 3; ++call) {
+    SCOPED_TRACE("call " + std::to_string(call));
+    EXPECT_NEAR(sum(body), ref_sum, 1e-12 * ref_sum);
+    poison(c);
+    count(body, c);
+    EXPECT_EQ(c.to_host()[0], ref_count);
+    EXPECT_EQ(max(body), ref_max);
+  }
+  // One kernel each, between long maps that take their work from the same counters.
+  auto copy = rs::to_device(h, dev);
+  auto twice = rs::map([] RESIDENT_HD(float v) { return 2.f * v; });
+  poison(c);
+  {
+    rs::scoped_ledger l(dev);
+    twice(copy);
+    count(copy.slice(1, n), c);
+    twice(copy);
+    EXPECT_EQ(l.delta().kernels, 3u);
+    EXPECT_EQ(l.delta().d2h_copies, 0u);
+  }
+  std::int64_t doubled_count = 0;
+  for (std::size_t i = 1; i <= n; ++i) doubled_count += 2.f * h[i] < 0.25f;
+  EXPECT_EQ(c.to_host()[0], doubled_count);
+  EXPECT_EQ(max(copy.slice(1, n)), 4.f * ref_max);
+
+  auto p = rs::to_device(std::span<const float>(h), s1.ref());
+  auto q = rs::to_device(std::span<const float>(h), s2.ref());
+  rs::array<std::int64_t> cp(1, s1.ref()), cq(1, s2.ref());
+  count(p.slice(1, n), cp);
+  count(q.slice(1, n), cq);
+  EXPECT_EQ(cp.to_host()[0], ref_count);
+  EXPECT_EQ(cq.to_host()[0], ref_count);
+
+  auto g_in = rs::to_device(std::span<const float>(h), capture_on.ref());
+  rs::array<std::int64_t> g_count(1, capture_on.ref()), e_count(1, capture_on.ref());
+  rs::array<double> g_sum(1, capture_on.ref());
+  rs::graph g = rs::graph::capture(capture_on, [&] {
+    count(g_in.slice(1, n), g_count);
+    sum(g_in.slice(1, n), g_sum);
+  });
+  capture_on.synchronize();
+  for (int replay = 0; replay < 2; ++replay) {
+    g.replay(replay_on);
+    count(g_in.slice(1, n), e_count);
+    replay_on.synchronize();
+    EXPECT_EQ(g_count.to_host()[0], ref_count);
+    EXPECT_NEAR(g_sum.to_host()[0], ref_sum, 1e-12 * ref_sum);
+    EXPECT_EQ(e_count.to_host()[0], ref_count);
+  }
+}
+
 TEST_P(pipelines, misaligned_views_use_head_and_tail) {
   // Slices starting one element in break 16-byte alignment: the head and tail paths must cover the rest.
   const std::size_t n = 1 << 16;
