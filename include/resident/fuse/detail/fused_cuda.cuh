@@ -314,8 +314,12 @@ void launch_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size
 }
 
 /// Maps over memory of at least taken_waves full waves take their vectors from a counter
-/// (for_each_vector_taken) in blocks of taken_block at full occupancy.
+/// (for_each_vector_taken) in blocks of taken_block at full occupancy, taken_unroll vectors per thread
+/// per take. Measured against the seed pipeline's copy time at 2^26 (bench/results/2026-11-30,
+/// taken-block-*.log, ab-taken-1.log): blocks of 256 1.036-1.047, of 128 1.046-1.060, of 192 1.044-1.049,
+/// of 512 1.10; 2 vectors per thread 1.036-1.040 against 1.039-1.046 for 4 and 1.21 for 8.
 inline constexpr int taken_block = 256;
+inline constexpr int taken_unroll = 2;
 inline constexpr std::size_t taken_waves = 2;
 
 // Launches the map with its vectors taken from counters when it is long enough (and says whether it
@@ -348,10 +352,11 @@ void run_map_cuda(stream_ref s, const L& in, const Fn& fn, const W& out, std::si
   // Several vectors in flight per thread hide memory latency; a generator reads nothing, and unrolling
   // its arithmetic only costs registers.
   constexpr int U = reads_memory<L> ? fused_unroll : 1;
+  constexpr int taken_U = reads_memory<L> ? taken_unroll : 1;
   if constexpr (generator_group<L> > 0)
     launch_map<1, 1>(s, in, fn, out, generator_groups(in, n), 0, 0, n, cfg);
   else if (plan.vectorized && V > 1) {
-    if (cfg || !launch_map_taken<V, U>(s, in, fn, out, plan, n))
+    if (cfg || !launch_map_taken<V, taken_U>(s, in, fn, out, plan, n))
       launch_map<V, U>(s, in, fn, out, plan.vectors, plan.head, plan.vectors, n, cfg);
   }
   else
