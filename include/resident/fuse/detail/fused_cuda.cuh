@@ -315,9 +315,10 @@ void launch_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size
 
 /// Maps over memory of at least taken_waves full waves take their vectors from a counter
 /// (for_each_vector_taken) in blocks of taken_block at full occupancy, taken_unroll vectors per thread
-/// per take. Measured against the seed pipeline's copy time at 2^26 (bench/results/2026-11-30,
-/// taken-block-*.log, ab-taken-1.log): blocks of 256 1.036-1.047, of 128 1.046-1.060, of 192 1.044-1.049,
-/// of 512 1.10; 2 vectors per thread 1.036-1.040 against 1.039-1.046 for 4 and 1.21 for 8.
+/// per take. Measured against the seed pipeline's copy time (bench/results/2026-11-30, taken-block-*.log,
+/// ab-taken-1..2.log): at 2^26 blocks of 256 1.036-1.047, of 128 1.046-1.060, of 192 1.044-1.049, of 512
+/// 1.10; 2 vectors per thread and 4 alike at 2^26 and 2^28 (each ahead by 0.5 % in one of two calls), 2
+/// ahead at 2^24 (1.058-1.070 against 1.089-1.091), 1 at 1.34 and 8 at 1.21.
 inline constexpr int taken_block = 256;
 inline constexpr int taken_unroll = 2;
 inline constexpr std::size_t taken_waves = 2;
