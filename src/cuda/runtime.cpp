@@ -164,7 +164,10 @@ counter_slots& slots() {
 
 unsigned long long* stream_counters(int dev, cuda_stream_t s) {
   auto& c = slots();
-  const counter_slots::key k{dev, s, s ? std::thread::id{} : std::this_thread::get_id()};
+  // The default stream's handles name a different stream per thread (per-thread default stream) or
+  // one stream that orders every thread's work (legacy): a slot per thread is right for both.
+  const bool per_thread = !s || s == cudaStreamLegacy || s == cudaStreamPerThread;
+  const counter_slots::key k{dev, s, per_thread ? std::this_thread::get_id() : std::thread::id{}};
   std::lock_guard lock(c.m);
   void*& p = c.live[k];
   if (!p) {
