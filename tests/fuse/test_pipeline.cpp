@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdint>
 #include <span>
+#include <thread>
 
 #include "resident/device/graph.hpp"
 #include "resident/fuse/pipeline.hpp"
@@ -245,6 +246,34 @@ TEST_P(pipelines, long_maps_match_the_reference_in_every_form) {
   replay_on.synchronize();
   expect_seed(g_out.to_host(), 0);
   expect_seed(eager.to_host(), 0);
+}
+
+TEST_P(pipelines, long_maps_on_the_per_thread_default_stream_from_two_threads) {
+  // cudaStreamPerThread is one handle naming a different stream in each host thread: the two threads'
+  // long maps run at once and must not share the counters they take their work from.
+  if (dev.is_cpu()) GTEST_SKIP() << "the per-thread default stream is a CUDA handle";
+  const auto per_thread = reinterpret_cast<rs::cuda_stream_t>(std::uintptr_t{2});  // cudaStreamPerThread
+  const std::size_t n = (std::size_t(1) << 24) + 3;
+  auto h = rs::test::random_vector<float>(n, rs::test::fresh_seed(), 0.0, 1.0);
+  auto master = rs::map<f1>() | rs::map<f2>() | rs::map<f3>();
+  auto poison = rs::generate([] RESIDENT_HD(std::size_t) { return NAN; });
+  std::vector<float> got[2][4];
+  auto work = [&](int t) {
+    const rs::stream_ref s(dev, per_thread);
+    auto x = rs::to_device(std::span<const float>(h), s);
+    rs::array<float> y(n, s);
+    for (auto& g : got[t]) {  // a vector skipped in any call stays NaN
+      poison(y);
+      master(x, y);
+      g = y.to_host();
+    }
+  };
+  std::thread other(work, 1);
+  work(0);
+  other.join();
+  for (const auto& thread : got)
+    for (const auto& g : thread)
+      for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(g[i], r3(r2(r1(double(h[i])))), 2e-6) << "element " << i;
 }
 
 TEST_P(pipelines, long_reductions_match_the_reference_in_every_form) {
