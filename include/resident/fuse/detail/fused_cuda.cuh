@@ -323,27 +323,33 @@ inline constexpr int taken_block = 256;
 inline constexpr int taken_unroll = 2;
 inline constexpr std::size_t taken_waves = 2;
 
-// Launches the map with its vectors taken from counters when it is long enough (and says whether it
-// did): the stream's counter slot (zero between launches), or while s is being captured scratch that
-// the graph owns and zeroes (its replays may run on other streams).
+inline constexpr std::size_t counter_bytes = 2 * sizeof(unsigned long long);
+
+// The two counters a kernel on s counts in, each kernel leaving them zero: the stream's slot, so a call
+// adds no memset; or, given captured_scratch (counter_bytes the graph owns, when s is being captured),
+// that scratch zeroed in the graph, since its replays may run on other streams.
+inline unsigned long long* launch_counters(stream_ref s, void* captured_scratch) {
+  if (!captured_scratch) return cuda::stream_counters(s.device().index(), s.native());
+  cuda::memset_async(captured_scratch, 0, counter_bytes, s.native());
+  return static_cast<unsigned long long*>(captured_scratch);
+}
+
+// Launches the map with its vectors taken from counters (launch_counters) when it is long enough, and
+// says whether it did.
 template <int V, int U, class L, class Fn, class W>
 bool launch_map_taken(stream_ref s, const L& in, const Fn& fn, const W& out, vector_plan plan, std::size_t n) {
   constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
   static const occupancy o = occupancy_with_block(k, taken_block);
   if (plan.vectors < taken_waves * std::size_t(o.max_grid) * taken_block * U) return false;
-  constexpr std::size_t bytes = 2 * sizeof(unsigned long long);
-  void* scratch = cuda::stream_is_capturing(s.native()) ? pool_allocate(bytes, s) : nullptr;
-  auto* counters =
-      scratch ? static_cast<unsigned long long*>(scratch) : cuda::stream_counters(s.device().index(), s.native());
+  void* scratch = cuda::stream_is_capturing(s.native()) ? pool_allocate(counter_bytes, s) : nullptr;
   try {
-    if (scratch) cuda::memset_async(scratch, 0, bytes, s.native());
     launch_dependent(k, launch_config{dims(unsigned(o.max_grid)), dims(unsigned(taken_block)), 0}, s, in, fn, out,
-                     plan.head, plan.vectors, n, counters);
+                     plan.head, plan.vectors, n, launch_counters(s, scratch));
   } catch (...) {
-    if (scratch) pool_deallocate(scratch, bytes, s);
+    if (scratch) pool_deallocate(scratch, counter_bytes, s);
     throw;
   }
-  if (scratch) pool_deallocate(scratch, bytes, s);
+  if (scratch) pool_deallocate(scratch, counter_bytes, s);
   return true;
 }
 
@@ -397,22 +403,18 @@ T run_reduce_cuda(stream_ref s, const L& in, const Fn& fn, const Op& op, T init,
     throw invalid_launch("a fused reduction runs blocks of " + std::to_string(reduce_block) + " threads; " + c.str() +
                          " asks for " + std::to_string(c.block.count()));
   const unsigned blocks = c.grid.x;
-  // Scratch: the per-block partials and the result, in one pool block. The count of finished blocks is
-  // in the stream's counters, which every kernel leaves zero, so a call adds no memset; while s is
-  // captured, scratch the graph owns and zeroes (its replays may run on other streams).
-  const bool capturing = cuda::stream_is_capturing(s.native());
+  // Scratch: the per-block partials and the result, in one pool block, and while s is being captured
+  // the counters the blocks count their finishing in (launch_counters).
   const std::size_t partial_bytes = (sizeof(maybe<T>) * blocks + 15) / 16 * 16;
-  const std::size_t counter_bytes = capturing ? 2 * sizeof(unsigned long long) : 0;
-  const std::size_t bytes = partial_bytes + counter_bytes + sizeof(T);
+  const std::size_t own_counters = cuda::stream_is_capturing(s.native()) ? counter_bytes : 0;
+  const std::size_t bytes = partial_bytes + own_counters + sizeof(T);
   void* scratch = pool_allocate(bytes, s);
   char* base = static_cast<char*>(scratch);
   auto* partials = static_cast<maybe<T>*>(scratch);
-  auto* counters = capturing ? reinterpret_cast<unsigned long long*>(base + partial_bytes)
-                             : cuda::stream_counters(s.device().index(), s.native());
-  T* result = into ? into : reinterpret_cast<T*>(base + partial_bytes + counter_bytes);
+  T* result = into ? into : reinterpret_cast<T*>(base + partial_bytes + own_counters);
   T value = init;
   try {
-    if (capturing) cuda::memset_async(counters, 0, counter_bytes, s.native());
+    unsigned long long* counters = launch_counters(s, own_counters ? base + partial_bytes : nullptr);
     if (vec)
       launch_dependent(kv, c, s, in, fn, op, init, plan.head, plan.vectors, n, partials, counters, result);
     else
