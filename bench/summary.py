@@ -91,8 +91,19 @@ def main(d):
     peers = load(d, "peers.json")
     if peers:
         for r in peers["rows"]:
-            if r["log2_n"] in (26, 28):
-                row(f"peer {r['system']} 2^{r['log2_n']}: time / memcpy", f"{r['over_memcpy']:.3f}", "", None)
+            if r["log2_n"] in (24, 26, 28):
+                # Older runs timed one call per event pair only.
+                b2b = r.get("over_memcpy_back_to_back")
+                one = r.get("over_memcpy_one_per_pair", r["over_memcpy"])
+                v = f"{b2b:.3f} / {one:.3f}" if b2b is not None else f"- / {one:.3f}"
+                row(f"peer {r['system']} 2^{r['log2_n']}: time / memcpy, back-to-back / one per pair", v, "", None)
+        for r in peers.get("device_peers", {}).get("rows", []):
+            if r["log2_n"] in (24, 26, 28) and r["system"] != "memcpy":
+                red = r["kind"] == "reduce"
+                k = "rate_over_memcpy_rate" if red else "over_memcpy"
+                v = f"{r[k + '_back_to_back']:.3f} / {r[k + '_one_per_pair']:.3f}"
+                what = "rate / copy rate" if red else "time / memcpy"
+                row(f"peer {r['system']} 2^{r['log2_n']}: {what}, back-to-back / one per pair", v, "", None)
         for r in peers.get("small", []):
             row(f"peer {r['system']} small n=1e4", f"{r['us_per_call']:.2f} us", "", None)
         for k, v in peers.get("skipped", {}).items():

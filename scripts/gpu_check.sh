@@ -78,7 +78,8 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   step bench-flow "$cli" bench flow --json "$logs/flow.json"
   step bench-guide "$cli" bench guide --json "$logs/guide.json"
   if [ "${SKIP_PEERS:-0}" != 1 ]; then
-    step peers env PYTHONUNBUFFERED=1 python3 bench/peers/peers.py --json "$logs/peers.json"
+    step peers env PYTHONUNBUFFERED=1 python3 bench/peers/peers.py --json "$logs/peers.json" \
+      --device-peers "$build/bench/device_peers"
   fi
 fi
 

@@ -3,7 +3,14 @@
 events (median of many, after warm-up) next to a device-to-device copy of the same bytes measured in
 the same process, at the same sizes as `resident bench pipeline`; and the n = 10^4 small pipeline.
 
-usage: peers.py --sizes 20,22,24,26,28 --json peers.json
+Every system and the copy are timed two ways, both reported:
+  back_to_back   BATCH calls queued between two events, time per call: the device's throughput
+  one_per_pair   one call between two events: latency, the host's dispatch (Python) included
+`over_memcpy` is the back-to-back figure (the like-for-like one for device throughput).
+With --device-peers PATH (the `device_peers` program of a CUDA build), resident and CUB's
+DeviceTransform / TransformReduce are timed the same two ways and their rows join the JSON.
+
+usage: peers.py --sizes 20,22,24,26,28 --json peers.json [--device-peers build/gpu/bench/device_peers]
 Each peer that fails to import or run is reported as skipped with its reason; the rest still run."""
 import argparse, json, math, statistics, sys, traceback
 
@@ -49,7 +56,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="20,22,24,26,28")
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--batch", type=int, default=20, help="calls per event pair, back-to-back timing")
     ap.add_argument("--json", default="-")
+    ap.add_argument("--device-peers", default="", help="path of the device_peers program (resident and CUB)")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     import torch
@@ -64,8 +73,10 @@ def main():
             f()
             torch.cuda.synchronize()
             err = check(name, result(), host)
-            ms = run(f, a.reps)
-            return {"system": name, "log2_n": log2n, "ms": ms, "max_rel_error": err}
+            b2b = run(f, a.reps, batch=a.batch)
+            one = run(f, a.reps)
+            return {"system": name, "log2_n": log2n, "back_to_back_ms": b2b, "one_per_pair_ms": one,
+                    "max_rel_error": err}
         except Exception as e:  # a peer missing or broken is reported, not fatal
             skipped[name] = repr(e)[:300]
             traceback.print_exc(limit=2, file=sys.stderr)
@@ -157,14 +168,18 @@ def main():
         host = rng.random(n, dtype=np.float32)
         x = torch.from_numpy(host).cuda()
         y = torch.empty_like(x)
-        memcpy_ms = run(lambda: y.copy_(x), a.reps)
+        memcpy_b2b = run(lambda: y.copy_(x), a.reps, batch=a.batch)
+        memcpy_one = run(lambda: y.copy_(x), a.reps)
         for name, make in peers:
             r = peer(name, make, log2n, host, x)
             if r:
-                r["memcpy_ms"] = memcpy_ms
-                r["over_memcpy"] = r["ms"] / memcpy_ms
+                r["memcpy_back_to_back_ms"], r["memcpy_one_per_pair_ms"] = memcpy_b2b, memcpy_one
+                r["over_memcpy_back_to_back"] = r["back_to_back_ms"] / memcpy_b2b
+                r["over_memcpy_one_per_pair"] = r["one_per_pair_ms"] / memcpy_one
+                r["over_memcpy"] = r["over_memcpy_back_to_back"]
                 rows.append(r)
-                print(f"{name:24s} 2^{log2n}: {r['ms']:.4f} ms, {r['over_memcpy']:.3f} x memcpy", file=sys.stderr)
+                print(f"{name:24s} 2^{log2n}: back-to-back {r['over_memcpy_back_to_back']:.3f} x memcpy, "
+                      f"one per pair {r['over_memcpy_one_per_pair']:.3f}", file=sys.stderr)
         del x, y
         torch.cuda.empty_cache()
     # The small pipeline, launch-bound: time per call over batches of back-to-back calls.
@@ -182,7 +197,17 @@ def main():
         except Exception as e:
             skipped[name + " (small)"] = repr(e)[:300]
     out = {"benchmark": "peers", "device_name": torch.cuda.get_device_name(), "rows": rows, "small": small,
-           "skipped": skipped, "versions": {"torch": torch.__version__}}
+           "skipped": skipped, "versions": {"torch": torch.__version__}, "batch": a.batch, "reps": a.reps}
+    if a.device_peers:
+        # resident and CUB, timed the same two ways in their own process (C++: no Python dispatch).
+        import subprocess
+        try:
+            p = subprocess.run([a.device_peers, "--sizes", a.sizes, "--reps", str(a.reps), "--batch", str(a.batch)],
+                               capture_output=True, text=True, check=True)
+            sys.stderr.write(p.stderr)
+            out["device_peers"] = json.loads(p.stdout)
+        except Exception as e:
+            skipped["device_peers"] = repr(e)[:300]
     for mod in ("cupy", "numba"):
         try:
             out["versions"][mod] = __import__(mod).__version__
