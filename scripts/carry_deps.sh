@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Unpacks header-only test dependencies that the GPU machine lacks (Random123) into .deps/, which is
-# ignored by git; pass `carry: [".deps"]` to the device call so tests/CMakeLists.txt finds them there.
+# Unpacks header-only dependencies that the GPU machine lacks (Random123, DLPack) into .deps/, which is
+# ignored by git; pass `carry: [".deps"]` to the device call so CMake finds them there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -f .deps/Random123/philox.h ] && exit 0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && apt-get download librandom123-dev >/dev/null && dpkg -x librandom123-dev_*.deb root)
-mkdir -p .deps
-cp -r "$tmp/root/usr/include/Random123" .deps/
-echo "Random123 headers in .deps/Random123"
+fetch() {  # fetch PACKAGE INCLUDE_SUBDIR
+  [ -d ".deps/$2" ] && return 0
+  local tmp
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download "$1" >/dev/null 2>&1 && dpkg -x "$1"_*.deb root)
+  mkdir -p .deps
+  cp -r "$tmp/root/usr/include/$2" .deps/
+  rm -rf "$tmp"
+  echo "$1 headers in .deps/$2"
+}
+fetch librandom123-dev Random123
+fetch libdlpack-dev dlpack
