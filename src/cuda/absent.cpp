@@ -44,6 +44,7 @@ void memset_async(void*, int, std::size_t, cuda_stream_t) { absent(); }
 void* host_pinned_allocate(std::size_t) { absent(); }
 void host_pinned_free(void*) noexcept {}
 bool is_pinned(const void*) noexcept { return false; }
+int pointer_device(const void*) noexcept { return -1; }
 bool dependent_launch(int) { return false; }
 void check_launch(const char*) {}
 void set_device(int) { absent(); }

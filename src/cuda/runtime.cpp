@@ -319,6 +319,15 @@ bool is_pinned(const void* p) noexcept {
   return a.type == cudaMemoryTypeHost;
 }
 
+int pointer_device(const void* p) noexcept {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
+}
+
 bool dependent_launch(int dev) {
   if (!programmatic_launch()) return false;
   static std::array<std::atomic<int>, 64> major{};  // 0: not asked yet

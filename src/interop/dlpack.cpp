@@ -54,17 +54,15 @@ DLManagedTensor* make_dlpack(void* data, DLDataType dtype, device d, int ndim, c
                              const std::int64_t* strides, std::shared_ptr<const void> owner) {
   auto* e = new dlpack_export;
   e->owner = std::move(owner);
-  for (int i = 0; i < ndim; ++i) {
-    e->shape[i] = shape[i];
-    e->strides[i] = strides[i];
-  }
+  e->shape.assign(shape, shape + ndim);
+  e->strides.assign(strides, strides + ndim);
   DLTensor& t = e->tensor.dl_tensor;
   t.data = data;
   t.device = dlpack_device(d);
   t.ndim = ndim;
   t.dtype = dtype;
-  t.shape = e->shape;
-  t.strides = e->strides;
+  t.shape = e->shape.data();
+  t.strides = e->strides.data();
   t.byte_offset = 0;
   e->tensor.manager_ctx = e;
   e->tensor.deleter = [](DLManagedTensor* m) { delete static_cast<dlpack_export*>(m->manager_ctx); };

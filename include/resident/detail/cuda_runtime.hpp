@@ -58,6 +58,8 @@ void* host_pinned_allocate(std::size_t bytes);
 void host_pinned_free(void* p) noexcept;
 /// True when p points into page-locked host memory that the device can copy at full rate.
 bool is_pinned(const void* p) noexcept;
+/// The index of the CUDA device whose memory p points into, or -1 for host or unknown memory.
+int pointer_device(const void* p) noexcept;
 
 /// Whether fused kernels on dev launch with programmatic dependent launch (see launch.hpp).
 bool dependent_launch(int dev);

@@ -20,6 +20,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "resident/error.hpp"
 #include "resident/memory/array.hpp"
@@ -53,8 +54,7 @@ device device_of(DLDevice d);
 namespace detail {
 struct dlpack_export {
   DLManagedTensor tensor{};
-  std::int64_t shape[2]{};
-  std::int64_t strides[2]{};
+  std::vector<std::int64_t> shape, strides;
   std::shared_ptr<const void> owner;  // keeps the exported memory alive until the consumer's deleter
 };
 

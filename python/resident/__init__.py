@@ -1,0 +1,107 @@
+"""resident: GPU data pipelines whose data stays on the device.
+
+Arrays are shared with NumPy, PyTorch, CuPy and Numba at zero copy (DLPack and the CUDA Array
+Interface, with the stream handshake); data moves between host and device only through `to_device` and
+`Array.to_host`, each counted in the ledger; random numbers are generated into existing arrays, resident's
+or another library's. Errors are `resident.Error` subclasses carrying the C++ message.
+
+    import numpy as np, resident as rs
+    x = rs.to_device(np.arange(10, dtype=np.float32))   # one counted upload
+    rs.random.fill_uniform(x, seed=7)                    # in place, on the device
+    y = torch.from_dlpack(x)                             # the same memory, no copy
+"""
+import json as _json
+
+from . import _core
+from ._core import Array, cuda_device_count, cuda_unavailable_reason, default_device, empty, from_dlpack, synchronize
+from ._core import to_device, sum, min, max  # noqa: A001 (resident's reductions, on any array)
+
+
+class Error(RuntimeError):
+    """Base of every error resident raises."""
+
+
+class InvalidArgument(Error, ValueError):
+    """A bad value: a moved or unusable array, an unknown name, a range that cannot be honoured."""
+
+
+class ShapeMismatch(InvalidArgument):
+    """Array extents that do not fit together."""
+
+
+class DeviceMismatch(InvalidArgument):
+    """Arrays or streams that must be on one device are on different ones."""
+
+
+class InvalidLaunch(InvalidArgument):
+    """A launch configuration beyond the device's limits."""
+
+
+class FlowError(InvalidArgument):
+    """A flow that cannot run: a cycle, two unordered writers, an unknown stage."""
+
+
+class OutOfMemory(Error, MemoryError):
+    """An allocation failed after the pool was trimmed and the allocation retried."""
+
+
+class DeviceUnavailable(Error):
+    """A device was asked for that this build or machine cannot provide."""
+
+
+class TransferForbidden(Error):
+    """A host<->device transfer inside transfer_policy("forbid")."""
+
+
+class StageError(Error):
+    """A flow stage raised."""
+
+
+class CudaError(Error):
+    """A CUDA call failed."""
+
+
+class DeviceLost(CudaError):
+    """The device faulted; restart the process to use it again."""
+
+
+_core._set_exception_types({c.__name__: c for c in (
+    Error, InvalidArgument, ShapeMismatch, DeviceMismatch, InvalidLaunch, FlowError, OutOfMemory,
+    DeviceUnavailable, TransferForbidden, StageError, CudaError, DeviceLost)})
+
+
+def ledger():
+    """Counts per device since the process started: {"cpu": {"h2d_bytes": ..., "kernels": ...}, ...}."""
+    return _json.loads(_core._ledger_json())
+
+
+class transfer_policy:
+    """Within the `with` block, host<->device transfers are allowed ("allow"), logged to stderr ("log")
+    or refused with TransferForbidden ("forbid"); the previous policy returns at the block's end."""
+
+    def __init__(self, policy):
+        self._policy = policy
+        self._scope = None
+
+    def __enter__(self):
+        self._scope = _core._open_policy(self._policy)
+        return self
+
+    def __exit__(self, *exc):
+        self._scope.close()
+        self._scope = None
+        return False
+
+    @staticmethod
+    def current():
+        """The policy in force now: "allow", "log" or "forbid"."""
+        return _core._current_policy()
+
+
+from . import random  # noqa: E402  (after the exception types are registered)
+
+__all__ = ["Array", "empty", "to_device", "from_dlpack", "default_device", "cuda_device_count",
+           "cuda_unavailable_reason", "synchronize", "ledger", "transfer_policy", "sum", "min", "max", "random",
+           "Error", "InvalidArgument", "ShapeMismatch", "DeviceMismatch", "InvalidLaunch", "FlowError",
+           "OutOfMemory", "DeviceUnavailable", "TransferForbidden", "StageError", "CudaError", "DeviceLost"]
+__version__ = "0.1.0"

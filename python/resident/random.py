@@ -1,0 +1,23 @@
+"""Random numbers generated INTO existing arrays: resident's, or any array that speaks DLPack or the
+CUDA Array Interface (NumPy, PyTorch, CuPy, Numba), in place, with no copy. Value i of a stream
+(seed, offset) is the same on the CPU and the GPU. Work on another library's array is finished before
+the call returns."""
+from . import _core
+
+
+def fill_uniform(x, seed, offset=0, low=0.0, high=1.0):
+    """x[i] = value (offset + i) of the uniform stream `seed`, in [low, high). float32 or float64."""
+    _core.fill_uniform(x, seed, offset, low, high)
+
+
+def fill_normal(x, seed, offset=0, mean=0.0, sd=1.0):
+    """x[i] = value (offset + i) of the normal stream `seed`. float32 or float64."""
+    _core.fill_normal(x, seed, offset, mean, sd)
+
+
+def fill_bits(x, seed, offset=0):
+    """x[i] = raw Philox word (offset + i) of stream `seed`. uint32."""
+    _core.fill_bits(x, seed, offset)
+
+
+__all__ = ["fill_uniform", "fill_normal", "fill_bits"]

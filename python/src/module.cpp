@@ -1,0 +1,457 @@
+// resident._core: arrays that other libraries share at zero copy (DLPack, CUDA Array Interface),
+// explicit transfers to and from NumPy, the ledger, the transfer policy, random fills into any array,
+// reductions. Built with the host compiler; the kernels are instantiated in ops.cpp.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "ops.hpp"
+#include "resident/detail/cuda_runtime.hpp"
+#include "resident/flow/flow.hpp"
+#include "resident/interop/dlpack.hpp"
+#include "resident/resident.hpp"
+
+namespace nb = nanobind;
+namespace rs = resident;
+
+namespace {
+
+// ---- element types ----------------------------------------------------------------------------
+
+// Calls f(T{}) for the element type t names. @throws invalid_argument for any other type.
+template <class F>
+decltype(auto) visit(DLDataType t, F&& f) {
+  auto is = [&](DLDataType want) { return t.code == want.code && t.bits == want.bits && t.lanes == want.lanes; };
+  if (is(rs::dlpack_dtype<float>())) return f(float{});
+  if (is(rs::dlpack_dtype<double>())) return f(double{});
+  if (is(rs::dlpack_dtype<std::int32_t>())) return f(std::int32_t{});
+  if (is(rs::dlpack_dtype<std::int64_t>())) return f(std::int64_t{});
+  if (is(rs::dlpack_dtype<std::uint32_t>())) return f(std::uint32_t{});
+  if (is(rs::dlpack_dtype<std::uint64_t>())) return f(std::uint64_t{});
+  throw rs::invalid_argument("element type " + rs::dlpack_dtype_name(t) +
+                             " is not supported: use float32, float64, int32, int64, uint32 or uint64");
+}
+
+DLDataType parse_dtype(const std::string& name) {
+  if (name == "float32") return rs::dlpack_dtype<float>();
+  if (name == "float64") return rs::dlpack_dtype<double>();
+  if (name == "int32") return rs::dlpack_dtype<std::int32_t>();
+  if (name == "int64") return rs::dlpack_dtype<std::int64_t>();
+  if (name == "uint32") return rs::dlpack_dtype<std::uint32_t>();
+  if (name == "uint64") return rs::dlpack_dtype<std::uint64_t>();
+  throw rs::invalid_argument("unknown dtype '" + name + "': use float32, float64, int32, int64, uint32 or uint64");
+}
+
+std::string typestr(DLDataType t) {  // NumPy's array-interface type string, little-endian
+  const char kind = t.code == kDLFloat ? 'f' : t.code == kDLInt ? 'i' : 'u';
+  return std::string("<") + kind + std::to_string(t.bits / 8);
+}
+
+rs::device pick(const std::optional<std::string>& name) {
+  rs::device d = name ? rs::parse_device(*name) : rs::default_device();
+  rs::require(d);
+  return d;
+}
+
+// The stream handles of the DLPack and CUDA Array Interface protocols: 1 is the legacy default stream
+// (resident's null handle), 2 the per-thread default stream, anything else a cudaStream_t.
+rs::cuda_stream_t native_of(std::intptr_t handle) {
+  return handle == 1 ? nullptr : reinterpret_cast<rs::cuda_stream_t>(handle);
+}
+std::intptr_t handle_of(rs::cuda_stream_t s) { return s == nullptr ? 1 : reinterpret_cast<std::intptr_t>(s); }
+
+// ---- the array ----------------------------------------------------------------------------------
+
+// A C-contiguous block of elements on one device: memory resident allocated, or another library's
+// tensor taken in place. `owner` keeps the memory alive as long as any Array or exported tensor uses it.
+struct py_array {
+  std::shared_ptr<const void> owner;
+  void* data = nullptr;
+  std::vector<std::int64_t> shape;
+  DLDataType dtype{};
+  rs::stream_ref stream;
+  bool foreign = false;  // memory of another library: work on it is finished before returning
+
+  std::size_t size() const {
+    return std::size_t(std::accumulate(shape.begin(), shape.end(), std::int64_t(1), std::multiplies<>()));
+  }
+  std::size_t itemsize() const { return dtype.bits / 8u; }
+  rs::device device() const { return stream.device(); }
+  template <class T>
+  rs::array_ref<T> ref() const {
+    return {static_cast<T*>(data), size(), stream};
+  }
+  // Foreign memory may be read by its owner on any stream next: wait for resident's work on it.
+  void finish_foreign() const {
+    if (foreign) stream.synchronize();
+  }
+};
+
+std::vector<std::int64_t> shape_of(const nb::handle& shape) {
+  std::vector<std::int64_t> s;
+  if (nb::isinstance<nb::int_>(shape)) s.push_back(nb::cast<std::int64_t>(shape));
+  else
+    for (nb::handle e : shape) s.push_back(nb::cast<std::int64_t>(e));
+  for (auto e : s)
+    if (e < 0) throw rs::invalid_argument("a negative extent in the shape: " + std::to_string(e));
+  return s;
+}
+
+py_array empty_of(std::vector<std::int64_t> shape, DLDataType dtype, rs::device d) {
+  py_array r;
+  r.shape = std::move(shape);
+  r.dtype = dtype;
+  std::uint64_t n = 1;
+  for (auto e : r.shape) {
+    if (e != 0 && n > std::uint64_t(-1) / std::uint64_t(e)) throw rs::invalid_argument("the shape's element count overflows");
+    n *= std::uint64_t(e);
+  }
+  visit(r.dtype, [&](auto t) {
+    using T = decltype(t);
+    auto a = std::make_shared<rs::array<T>>(std::size_t(n), rs::default_stream(d));
+    r.data = a->data();
+    r.stream = a->stream();
+    r.owner = a;
+  });
+  return r;
+}
+
+py_array empty(nb::handle shape, const std::string& dtype, const std::optional<std::string>& dev) {
+  return empty_of(shape_of(shape), parse_dtype(dtype), pick(dev));
+}
+
+using host_array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+
+py_array to_device(host_array h, const std::optional<std::string>& dev) {
+  const DLDataType dt{h.dtype().code, h.dtype().bits, static_cast<std::uint16_t>(h.dtype().lanes)};
+  std::vector<std::int64_t> shape(h.ndim());
+  for (std::size_t i = 0; i < h.ndim(); ++i) shape[i] = std::int64_t(h.shape(i));
+  py_array r = empty_of(std::move(shape), dt, pick(dev));
+  visit(r.dtype, [&](auto t) {
+    using T = decltype(t);
+    nb::gil_scoped_release unlocked;
+    rs::copy_async(std::span<const T>(static_cast<const T*>(h.data()), r.size()), r.ref<T>());
+    r.stream.synchronize();
+  });
+  return r;
+}
+
+nb::object to_host(const py_array& a) {
+  return visit(a.dtype, [&](auto t) -> nb::object {
+    using T = decltype(t);
+    const std::size_t n = a.size();
+    T* buf = new T[n ? n : 1];
+    nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<T*>(p); });
+    {
+      nb::gil_scoped_release unlocked;
+      rs::copy_async(a.ref<T>(), std::span<T>(buf, n));
+      a.stream.synchronize();
+    }
+    std::vector<std::size_t> shape(a.shape.begin(), a.shape.end());
+    return nb::cast(nb::ndarray<nb::numpy, T>(buf, shape.size(), shape.data(), owner));
+  });
+}
+
+// ---- DLPack and the CUDA Array Interface --------------------------------------------------------
+
+// Exports through nanobind's ndarray, which speaks every DLPack version a consumer asks for
+// (max_version) and keeps `owner` alive until the consumer lets go; the stream handshake is resident's.
+nb::object dlpack_export(const py_array& a, nb::object stream, nb::object max_version, nb::object dl_device,
+                         nb::object copy) {
+  if (a.device().is_cuda()) {
+    // The consumer's stream waits for the array's queued work (an event, no host synchronization).
+    const std::intptr_t h = stream.is_none() ? 1 : nb::cast<std::intptr_t>(stream);
+    if (h == 0) throw rs::invalid_argument("__dlpack__: stream 0 is ambiguous; pass 1 for the legacy default stream");
+    if (h != -1) {
+      const rs::stream_ref consumer(a.device(), native_of(h));
+      if (consumer.native() != a.stream.native()) consumer.wait_for(a.stream);
+    }
+  } else if (!stream.is_none()) {
+    throw rs::invalid_argument("__dlpack__: a CPU array takes no stream (got " + nb::cast<std::string>(nb::str(stream)) + ")");
+  }
+  std::vector<std::size_t> shape(a.shape.begin(), a.shape.end());
+  nb::capsule owner(new std::shared_ptr<const void>(a.owner),
+                    [](void* p) noexcept { delete static_cast<std::shared_ptr<const void>*>(p); });
+  const DLDevice dev = rs::dlpack_device(a.device());
+  nb::ndarray<nb::array_api> view(a.data, shape.size(), shape.data(), owner, nullptr,
+                     nb::dlpack::dtype{a.dtype.code, a.dtype.bits, a.dtype.lanes}, int(dev.device_type), dev.device_id);
+  nb::object nd = nb::cast(view, nb::rv_policy::reference);
+  return nd.attr("__dlpack__")(nb::arg("max_version") = max_version, nb::arg("dl_device") = dl_device,
+                               nb::arg("copy") = copy);
+}
+
+nb::tuple dlpack_device(const py_array& a) {
+  const DLDevice d = rs::dlpack_device(a.device());
+  return nb::make_tuple(int(d.device_type), d.device_id);
+}
+
+nb::dict cuda_array_interface(const py_array& a) {
+  if (!a.device().is_cuda())
+    throw nb::attribute_error("__cuda_array_interface__: the array is on the CPU (use __dlpack__ or to_host)");
+  nb::dict d;
+  nb::list shape;
+  for (auto e : a.shape) shape.append(e);
+  d["shape"] = nb::tuple(shape);
+  d["typestr"] = typestr(a.dtype);
+  d["data"] = nb::make_tuple(reinterpret_cast<std::uintptr_t>(a.data), false);
+  d["version"] = 3;
+  d["strides"] = nb::none();
+  d["stream"] = handle_of(a.stream.native());
+  return d;
+}
+
+// Takes another library's array in place: its __dlpack__ (with the stream handshake), a DLPack
+// capsule, or its __cuda_array_interface__. Resident's Arrays are returned as they are.
+py_array from_dlpack(nb::object obj) {
+  if (nb::isinstance<py_array>(obj)) return nb::cast<py_array>(obj);
+  nb::object cap;
+  if (nb::hasattr(obj, "__dlpack__")) {
+    // Called without a stream, the producer orders its work before the legacy default stream, which
+    // is the stream resident works on for arrays it takes in.
+    cap = obj;
+  } else if (PyCapsule_CheckExact(obj.ptr())) {
+    cap = obj;
+  } else if (nb::hasattr(obj, "__cuda_array_interface__")) {
+    nb::dict cai = nb::cast<nb::dict>(obj.attr("__cuda_array_interface__"));
+    py_array r;
+    r.shape = shape_of(cai["shape"]);
+    const std::string ts = nb::cast<std::string>(cai["typestr"]);
+    const char kind = ts.size() > 2 ? ts[1] : '?';
+    const int bytes = ts.size() > 2 ? std::atoi(ts.c_str() + 2) : 0;
+    if (ts[0] == '>') throw rs::invalid_argument("__cuda_array_interface__: big-endian data is not supported");
+    r.dtype = DLDataType{static_cast<std::uint8_t>(kind == 'f' ? kDLFloat : kind == 'i' ? kDLInt : kind == 'u' ? kDLUInt : 255),
+                         static_cast<std::uint8_t>(8 * bytes), 1};
+    visit(r.dtype, [](auto) {});
+    if (cai.contains("strides") && !cai["strides"].is_none()) {
+      std::int64_t expect = bytes;
+      auto st = nb::cast<nb::tuple>(cai["strides"]);
+      for (std::size_t i = r.shape.size(); i-- > 0;) {
+        if (r.shape[i] != 1 && nb::cast<std::int64_t>(st[i]) != expect)
+          throw rs::invalid_argument("__cuda_array_interface__: the array is strided; make it contiguous first");
+        expect *= r.shape[i];
+      }
+    }
+    auto data = nb::cast<nb::tuple>(cai["data"]);
+    r.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(data[0]));
+    // The device that holds the pointer: the CUDA runtime knows it (an empty array's is the default).
+    int dev_index = r.data ? rs::detail::cuda::pointer_device(r.data) : 0;
+    if (dev_index < 0)
+      throw rs::invalid_argument("__cuda_array_interface__: the pointer is not device memory of a CUDA device here");
+    r.stream = rs::default_stream(rs::device::cuda(dev_index));
+    if (cai.contains("stream") && !cai["stream"].is_none()) {
+      const std::intptr_t h = nb::cast<std::intptr_t>(cai["stream"]);
+      r.stream.wait_for(rs::stream_ref(r.stream.device(), native_of(h)));
+    }
+    nb::object keep = obj;
+    r.owner = std::shared_ptr<const void>(new nb::object(std::move(keep)), [](const void* p) {
+      nb::gil_scoped_acquire locked;
+      delete static_cast<const nb::object*>(p);
+    });
+    r.foreign = true;
+    return r;
+  } else {
+    throw rs::invalid_argument("from_dlpack: the object has neither __dlpack__ nor __cuda_array_interface__");
+  }
+  // nanobind takes the capsule (versioned or not) and keeps the producer's tensor alive in `nd`.
+  auto nd = nb::cast<nb::ndarray<nb::ro>>(cap, false);
+  py_array r;
+  const rs::device dev = rs::device_of(DLDevice{static_cast<DLDeviceType>(nd.device_type()), nd.device_id()});
+  r.dtype = DLDataType{nd.dtype().code, nd.dtype().bits, nd.dtype().lanes};
+  visit(r.dtype, [](auto) {});
+  r.shape.resize(nd.ndim());
+  std::vector<std::int64_t> strides(nd.ndim());
+  for (std::size_t i = 0; i < nd.ndim(); ++i) {
+    r.shape[i] = std::int64_t(nd.shape(i));
+    strides[i] = nd.stride(i);
+  }
+  DLTensor t{};
+  t.data = const_cast<void*>(nd.data());
+  t.device = rs::dlpack_device(dev);
+  t.ndim = static_cast<std::int32_t>(nd.ndim());
+  t.dtype = r.dtype;
+  t.shape = r.shape.data();
+  t.strides = strides.data();
+  r.data = rs::detail::dlpack_checked(t, r.dtype, r.dtype.bits / 8u).first;
+  r.stream = rs::default_stream(dev);
+  r.owner = std::shared_ptr<const void>(new nb::ndarray<nb::ro>(std::move(nd)), [](const void* p) {
+    nb::gil_scoped_acquire locked;
+    delete static_cast<const nb::ndarray<nb::ro>*>(p);
+  });
+  r.foreign = true;
+  return r;
+}
+
+// ---- random fills and reductions on any array ---------------------------------------------------
+
+void fill_uniform(nb::object x, std::uint64_t seed, std::uint64_t offset, double low, double high) {
+  py_array a = from_dlpack(x);
+  visit(a.dtype, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_floating_point_v<T>) {
+      nb::gil_scoped_release unlocked;
+      rs::py::fill_uniform(a.ref<T>(), seed, offset, low, high);
+      a.finish_foreign();
+    } else {
+      throw rs::invalid_argument("fill_uniform fills float32 or float64 arrays, not " + rs::dlpack_dtype_name(a.dtype));
+    }
+  });
+}
+
+void fill_normal(nb::object x, std::uint64_t seed, std::uint64_t offset, double mean, double sd) {
+  py_array a = from_dlpack(x);
+  visit(a.dtype, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_floating_point_v<T>) {
+      nb::gil_scoped_release unlocked;
+      rs::py::fill_normal(a.ref<T>(), seed, offset, mean, sd);
+      a.finish_foreign();
+    } else {
+      throw rs::invalid_argument("fill_normal fills float32 or float64 arrays, not " + rs::dlpack_dtype_name(a.dtype));
+    }
+  });
+}
+
+void fill_bits(nb::object x, std::uint64_t seed, std::uint64_t offset) {
+  py_array a = from_dlpack(x);
+  if (!(a.dtype.code == kDLUInt && a.dtype.bits == 32))
+    throw rs::invalid_argument("fill_bits fills uint32 arrays, not " + rs::dlpack_dtype_name(a.dtype));
+  nb::gil_scoped_release unlocked;
+  rs::py::fill_bits(a.ref<std::uint32_t>(), seed, offset);
+  a.finish_foreign();
+}
+
+double reduce(nb::object x, rs::py::reduction r) {
+  py_array a = from_dlpack(x);
+  return visit(a.dtype, [&](auto t) {
+    using T = decltype(t);
+    nb::gil_scoped_release unlocked;
+    return rs::py::reduce(a.ref<T>(), r);
+  });
+}
+
+// ---- errors -------------------------------------------------------------------------------------
+
+nb::dict& exception_types() {
+  static nb::dict* d = new nb::dict();  // filled by the package's __init__; lives as long as the module
+  return *d;
+}
+
+void raise(const char* name, const std::exception& e) {
+  nb::dict& types = exception_types();
+  nb::handle cls = types.contains(name) ? nb::handle(types[name]) : nb::handle(PyExc_RuntimeError);
+  PyErr_SetString(cls.ptr(), e.what());
+}
+
+void translate(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const rs::device_lost& e) { raise("DeviceLost", e);
+  } catch (const rs::cuda_error& e) { raise("CudaError", e);
+  } catch (const rs::out_of_memory& e) { raise("OutOfMemory", e);
+  } catch (const rs::invalid_launch& e) { raise("InvalidLaunch", e);
+  } catch (const rs::shape_mismatch& e) { raise("ShapeMismatch", e);
+  } catch (const rs::device_mismatch& e) { raise("DeviceMismatch", e);
+  } catch (const rs::flow_error& e) { raise("FlowError", e);
+  } catch (const rs::invalid_argument& e) { raise("InvalidArgument", e);
+  } catch (const rs::device_unavailable& e) { raise("DeviceUnavailable", e);
+  } catch (const rs::transfer_forbidden& e) { raise("TransferForbidden", e);
+  } catch (const rs::stage_error& e) { raise("StageError", e);
+  } catch (const rs::error& e) { raise("Error", e);
+  }
+}
+
+struct scoped_policy {
+  std::unique_ptr<rs::scoped_transfer_policy> scope;
+  void close() { scope.reset(); }
+};
+
+rs::transfer_policy parse_policy(const std::string& p) {
+  if (p == "allow") return rs::transfer_policy::allow;
+  if (p == "log") return rs::transfer_policy::log;
+  if (p == "forbid") return rs::transfer_policy::forbid;
+  throw rs::invalid_argument("unknown transfer policy '" + p + "': use allow, log or forbid");
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "resident's compiled core; use the resident package";
+  nb::register_exception_translator(translate);
+  m.def("_set_exception_types", [](nb::dict d) { exception_types().update(d); });
+
+  nb::class_<py_array>(m, "Array", "A C-contiguous array on one device (resident's own memory or another "
+                                   "library's, taken in place). Shares memory through __dlpack__ and "
+                                   "__cuda_array_interface__.")
+      .def_prop_ro("shape", [](const py_array& a) {
+        nb::list l;
+        for (auto e : a.shape) l.append(e);
+        return nb::tuple(l);
+      })
+      .def_prop_ro("dtype", [](const py_array& a) { return rs::dlpack_dtype_name(a.dtype); })
+      .def_prop_ro("size", &py_array::size)
+      .def_prop_ro("nbytes", [](const py_array& a) { return a.size() * a.itemsize(); })
+      .def_prop_ro("device", [](const py_array& a) { return a.device().name(); })
+      .def_prop_ro("data_ptr", [](const py_array& a) { return reinterpret_cast<std::uintptr_t>(a.data); })
+      .def_prop_ro("stream", [](const py_array& a) { return handle_of(a.stream.native()); },
+                   "the stream handle work on the array is ordered on (1 = the legacy default stream)")
+      .def("__len__", [](const py_array& a) {
+        if (a.shape.empty()) throw nb::type_error("len() of a 0-d array");
+        return a.shape[0];
+      })
+      .def("__repr__", [](const py_array& a) {
+        std::string s = "resident.Array(shape=(";
+        for (std::size_t i = 0; i < a.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(a.shape[i]);
+        if (a.shape.size() == 1) s += ",";
+        return s + "), dtype=" + rs::dlpack_dtype_name(a.dtype) + ", device=" + a.device().name() + ")";
+      })
+      .def("to_host", &to_host, "Copies the array into a new NumPy array (one counted transfer). Synchronizes.")
+      .def("__dlpack__", &dlpack_export, nb::kw_only(), nb::arg("stream") = nb::none(),
+           nb::arg("max_version") = nb::none(), nb::arg("dl_device") = nb::none(), nb::arg("copy") = nb::none())
+      .def("__dlpack_device__", &dlpack_device)
+      .def_prop_ro("__cuda_array_interface__", &cuda_array_interface);
+
+  m.def("empty", &empty, nb::arg("shape"), nb::arg("dtype") = "float32", nb::arg("device") = nb::none(),
+        "A new uninitialized array from the device's pool.");
+  m.def("to_device", &to_device, nb::arg("host"), nb::arg("device") = nb::none(),
+        "Copies a host (NumPy) array into a new array on the device: one counted transfer.");
+  m.def("from_dlpack", &from_dlpack, nb::arg("obj"),
+        "Takes another library's array in place (DLPack or the CUDA Array Interface): no copy.");
+  m.def("default_device", [] { return rs::default_device().name(); });
+  m.def("cuda_device_count", [] { return rs::cuda_device_count(); });
+  m.def("cuda_unavailable_reason", [] { return rs::cuda_unavailable_reason(); });
+  m.def("synchronize", [](const std::optional<std::string>& d) {
+    nb::gil_scoped_release unlocked;
+    rs::synchronize(pick(d));
+  }, nb::arg("device") = nb::none());
+  m.def("_ledger_json", [] { return rs::ledger().json(); });
+
+  nb::class_<scoped_policy>(m, "_ScopedPolicy").def("close", &scoped_policy::close);
+  m.def("_open_policy", [](const std::string& p) {
+    return scoped_policy{std::make_unique<rs::scoped_transfer_policy>(parse_policy(p))};
+  });
+  m.def("_current_policy", [] {
+    switch (rs::current_transfer_policy()) {
+      case rs::transfer_policy::allow: return "allow";
+      case rs::transfer_policy::log: return "log";
+      case rs::transfer_policy::forbid: return "forbid";
+    }
+    return "allow";
+  });
+
+  m.def("fill_uniform", &fill_uniform, nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0, nb::arg("low") = 0.0,
+        nb::arg("high") = 1.0);
+  m.def("fill_normal", &fill_normal, nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0, nb::arg("mean") = 0.0,
+        nb::arg("sd") = 1.0);
+  m.def("fill_bits", &fill_bits, nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0);
+  m.def("sum", [](nb::object x) { return reduce(x, rs::py::reduction::sum); }, nb::arg("x"));
+  m.def("min", [](nb::object x) { return reduce(x, rs::py::reduction::min); }, nb::arg("x"));
+  m.def("max", [](nb::object x) { return reduce(x, rs::py::reduction::max); }, nb::arg("x"));
+}

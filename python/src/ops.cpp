@@ -1,0 +1,44 @@
+#include "ops.hpp"
+
+#include <limits>
+
+#include "resident/fuse/pipeline.hpp"
+#include "resident/random/random.hpp"
+
+namespace resident::py {
+
+template <class T>
+void fill_uniform(array_ref<T> a, std::uint64_t seed, std::uint64_t offset, double low, double high) {
+  random::fill_uniform(a, seed, offset, T(low), T(high));
+}
+template <class T>
+void fill_normal(array_ref<T> a, std::uint64_t seed, std::uint64_t offset, double mean, double sd) {
+  random::fill_normal(a, seed, offset, T(mean), T(sd));
+}
+void fill_bits(array_ref<std::uint32_t> a, std::uint64_t seed, std::uint64_t offset) {
+  random::fill_bits(a, seed, offset);
+}
+
+template <class T>
+double reduce(array_ref<T> a, reduction r) {
+  auto id = map([] RESIDENT_HD(T v) { return v; });
+  switch (r) {
+    case reduction::sum: return double((id | resident::reduce(plus{}, T(0)))(a));
+    case reduction::min: return double((id | resident::reduce(minimum{}, std::numeric_limits<T>::max()))(a));
+    case reduction::max: return double((id | resident::reduce(maximum{}, std::numeric_limits<T>::lowest()))(a));
+  }
+  return 0;
+}
+
+template void fill_uniform<float>(array_ref<float>, std::uint64_t, std::uint64_t, double, double);
+template void fill_uniform<double>(array_ref<double>, std::uint64_t, std::uint64_t, double, double);
+template void fill_normal<float>(array_ref<float>, std::uint64_t, std::uint64_t, double, double);
+template void fill_normal<double>(array_ref<double>, std::uint64_t, std::uint64_t, double, double);
+template double reduce<float>(array_ref<float>, reduction);
+template double reduce<double>(array_ref<double>, reduction);
+template double reduce<std::int32_t>(array_ref<std::int32_t>, reduction);
+template double reduce<std::int64_t>(array_ref<std::int64_t>, reduction);
+template double reduce<std::uint32_t>(array_ref<std::uint32_t>, reduction);
+template double reduce<std::uint64_t>(array_ref<std::uint64_t>, reduction);
+
+}  // namespace resident::py

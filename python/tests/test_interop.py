@@ -1,0 +1,219 @@
+"""resident's Python package: zero-copy exchange (pointer equality and a write seen on the other side),
+lifetimes in both orders, the stream handshake, counted transfers, random fills into other libraries'
+arrays, reductions against FP64, and every bad input a typed exception. The CPU part runs everywhere
+(NumPy); the GPU part runs where a GPU answers and torch / cupy / numba are installed."""
+import gc
+import importlib
+import math
+
+import numpy as np
+import pytest
+
+import resident as rs
+
+GPU = rs.cuda_device_count() > 0
+
+
+def transfers(device="cpu"):
+    c = rs.ledger().get(device, {})
+    return c.get("h2d_copies", 0) + c.get("d2h_copies", 0) + c.get("d2d_copies", 0), \
+        c.get("h2d_bytes", 0) + c.get("d2h_bytes", 0)
+
+
+# ---- the CPU backend, with NumPy -------------------------------------------------------------------
+
+def test_numpy_round_trip_is_counted_once_each_way():
+    h = np.random.default_rng().random(1001, dtype=np.float32)
+    before, before_bytes = transfers()
+    a = rs.to_device(h, device="cpu")
+    assert (a.shape, a.dtype, a.device, a.size, a.nbytes) == ((1001,), "float32", "cpu", 1001, 4004)
+    back = a.to_host()
+    after, after_bytes = transfers()
+    assert np.array_equal(back, h)
+    assert back.ctypes.data != a.data_ptr, "to_host makes a copy the caller owns"
+    assert (after - before, after_bytes - before_bytes) == (2, 2 * 4004)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "uint32", "uint64"])
+def test_export_to_numpy_shares_memory(dtype):
+    a = rs.empty((3, 5), dtype, device="cpu")
+    before = transfers()
+    v = np.from_dlpack(a)
+    assert transfers() == before, "an exchange moves no bytes"
+    assert v.ctypes.data == a.data_ptr and v.shape == (3, 5) and v.dtype == np.dtype(dtype)
+    v[...] = np.arange(15).reshape(3, 5)
+    assert np.array_equal(a.to_host(), np.arange(15, dtype=dtype).reshape(3, 5)), "a write on one side is seen on the other"
+
+
+def test_import_from_numpy_shares_memory_and_fills_in_place():
+    h = np.full(1000, -7.0, dtype=np.float64)
+    a = rs.from_dlpack(h)
+    assert a.data_ptr == h.ctypes.data and a.shape == (1000,)
+    rs.random.fill_uniform(h, seed=11, low=2.0, high=3.0)  # another library's array, in place
+    assert np.all((h >= 2.0) & (h < 3.0))
+    # The same values as a fill of resident's own array with the same stream.
+    mine = rs.empty(1000, "float64", device="cpu")
+    rs.random.fill_uniform(mine, seed=11, low=2.0, high=3.0)
+    assert np.array_equal(mine.to_host(), h)
+    # Offsets select later values of the same stream.
+    tail = np.empty(990)
+    rs.random.fill_uniform(tail, seed=11, offset=10, low=2.0, high=3.0)
+    assert np.array_equal(tail, h[10:])
+
+
+def test_lifetimes_in_both_orders():
+    a = rs.to_device(np.arange(6, dtype=np.float32), device="cpu")
+    v = np.from_dlpack(a)
+    del a
+    gc.collect()
+    assert np.array_equal(v, np.arange(6, dtype=np.float32)), "the consumer keeps the producer's memory alive"
+    h = np.arange(4, dtype=np.int64)
+    b = rs.from_dlpack(h)
+    del h
+    gc.collect()
+    assert np.array_equal(np.from_dlpack(b), np.arange(4)), "resident keeps another library's memory alive"
+    c = rs.to_device(np.ones(3), device="cpu")
+    w = np.from_dlpack(c)
+    del w
+    gc.collect()
+    assert np.array_equal(c.to_host(), np.ones(3)), "the producer is intact after the consumer lets go"
+
+
+def test_reductions_match_fp64():
+    rng = np.random.default_rng()
+    for n in (1, 7, 100003):
+        x = rng.random(n)
+        assert math.isclose(rs.sum(x), float(np.sum(x.astype(np.float64))), rel_tol=1e-12)
+        assert rs.max(x) == x.max() and rs.min(x) == x.min()
+    i = rng.integers(-1000, 1000, 5001, dtype=np.int64)
+    assert rs.sum(i) == float(i.sum()) and rs.min(i) == i.min() and rs.max(i) == i.max()
+
+
+def test_normals_and_bits():
+    x = np.empty(100000, dtype=np.float32)
+    rs.random.fill_normal(x, seed=5, mean=1.0, sd=2.0)
+    assert abs(x.mean() - 1.0) < 0.05 and abs(x.std() - 2.0) < 0.05
+    b = np.empty(64, dtype=np.uint32)
+    rs.random.fill_bits(b, seed=5)
+    assert len(set(b.tolist())) > 60
+
+
+def test_transfer_policy_scopes():
+    assert rs.transfer_policy.current() == "allow"
+    with rs.transfer_policy("forbid"):
+        assert rs.transfer_policy.current() == "forbid"
+        with pytest.raises(rs.TransferForbidden):
+            rs.to_device(np.ones(3), device="cpu")
+        with rs.transfer_policy("allow"):
+            rs.to_device(np.ones(3), device="cpu")
+        a = rs.empty(3, device="cpu")
+        np.from_dlpack(a)[:] = 1  # sharing is not a transfer
+    assert rs.transfer_policy.current() == "allow"
+    with pytest.raises(rs.InvalidArgument, match="allow, log or forbid"):
+        with rs.transfer_policy("sometimes"):
+            pass
+
+
+def test_bad_input_is_a_typed_exception():
+    with pytest.raises(rs.InvalidArgument, match="float32 or float64"):
+        rs.random.fill_uniform(np.zeros(3, np.int32), seed=1)
+    with pytest.raises(rs.InvalidArgument, match="strided"):
+        rs.sum(np.zeros((4, 4), np.float32)[:, 1])
+    with pytest.raises(rs.InvalidArgument, match="not supported"):
+        rs.from_dlpack(np.zeros(3, np.float16))
+    with pytest.raises(rs.InvalidArgument, match="unknown dtype"):
+        rs.empty(3, "float16")
+    with pytest.raises(rs.InvalidArgument, match="negative"):
+        rs.empty((2, -1))
+    with pytest.raises(rs.InvalidArgument, match="unknown device"):
+        rs.empty(3, device="tpu")
+    with pytest.raises(rs.InvalidArgument):
+        rs.from_dlpack(object())
+    with pytest.raises(rs.InvalidArgument):
+        rs.random.fill_uniform(np.zeros(3, np.float32), seed=1, low=1.0, high=1.0)
+    with pytest.raises(BufferError):
+        rs.empty(3, device="cpu").__dlpack__(copy=True)
+    with pytest.raises(rs.InvalidArgument, match="takes no stream"):
+        rs.empty(3, device="cpu").__dlpack__(stream=1)
+    with pytest.raises(AttributeError):
+        rs.empty(3, device="cpu").__cuda_array_interface__
+    assert issubclass(rs.InvalidArgument, ValueError) and issubclass(rs.OutOfMemory, MemoryError)
+    if not GPU:
+        with pytest.raises(rs.DeviceUnavailable):
+            rs.empty(3, device="cuda:0")
+
+
+# ---- the GPU, with PyTorch, CuPy and Numba ----------------------------------------------------------
+
+gpu = pytest.mark.skipif(not GPU, reason="no CUDA device: " + rs.cuda_unavailable_reason())
+
+
+def _import(name):
+    try:
+        return importlib.import_module(name)
+    except Exception as e:  # missing or broken on this machine
+        pytest.skip(f"{name} is not usable here: {e!r}"[:200])
+
+
+@gpu
+def test_torch_both_ways_at_zero_copy():
+    torch = _import("torch")
+    a = rs.to_device(np.arange(1 << 20, dtype=np.float32), device="cuda:0")
+    before = transfers("cuda:0")
+    t = torch.from_dlpack(a)
+    assert t.data_ptr() == a.data_ptr and t.is_cuda
+    t.mul_(2)
+    torch.cuda.synchronize()
+    u = torch.arange(1000, dtype=torch.float64, device="cuda")
+    b = rs.from_dlpack(u)
+    assert b.data_ptr == u.data_ptr() and b.device == "cuda:0"
+    rs.random.fill_uniform(u, seed=3)  # resident's Philox into a PyTorch tensor, in place
+    assert transfers("cuda:0") == before
+    assert np.array_equal(a.to_host(), 2 * np.arange(1 << 20, dtype=np.float32))
+    mine = rs.empty(1000, "float64", device="cuda:0")
+    rs.random.fill_uniform(mine, seed=3)
+    assert np.array_equal(u.cpu().numpy(), mine.to_host())
+    cpu = np.empty(1000)
+    rs.random.fill_uniform(cpu, seed=3)
+    assert np.array_equal(cpu, mine.to_host()), "the same values on the CPU and the GPU"
+
+
+@gpu
+def test_stream_handshake_with_torch():
+    torch = _import("torch")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        x = torch.ones(1 << 24, device="cuda")
+        for _ in range(20):
+            x.add_(1)  # long work queued on a side stream
+        cap = x.__dlpack__(stream=1)  # resident works on the legacy default stream
+    a = rs.from_dlpack(cap)
+    assert rs.min(a) == 21.0 and rs.max(a) == 21.0
+    # The other way: resident's queued fill seen by torch on its own stream.
+    b = rs.empty(1 << 24, device="cuda:0")
+    rs.random.fill_uniform(b, seed=9)
+    with torch.cuda.stream(side):
+        t = torch.from_dlpack(b)
+        m = float(t.max())
+    assert 0.99 < m < 1.0
+
+
+@gpu
+def test_cupy_and_numba():
+    cp = _import("cupy")
+    c = cp.zeros(4096, dtype=cp.float32)
+    rs.random.fill_normal(c, seed=1)
+    assert float(cp.abs(c).max()) > 0
+    a = rs.from_dlpack(c)
+    assert a.data_ptr == c.data.ptr
+    d = cp.asarray(a)  # through __cuda_array_interface__
+    assert d.data.ptr == a.data_ptr
+    e = rs.to_device(np.arange(10, dtype=np.float64), device="cuda:0")
+    f = cp.from_dlpack(e)
+    f += 1
+    assert np.array_equal(e.to_host(), np.arange(10) + 1.0)
+    numba_cuda = _import("numba.cuda")
+    g = numba_cuda.as_cuda_array(e)
+    assert g.__cuda_array_interface__["data"][0] == e.data_ptr
+    h = rs.from_dlpack(g)
+    assert h.data_ptr == e.data_ptr
