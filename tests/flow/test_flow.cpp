@@ -286,13 +286,13 @@ TEST_P(flows, captured_graph_outlives_its_flow) {
   {
     rs::flow f = make_flow();
     destroyed = f.capture();
+    y.set_stream(rs::default_stream(dev));  // off the flow's streams before they go
   }
   check(destroyed, "flow destroyed");
   rs::flow f = make_flow();
   rs::graph moved = f.capture();
   rs::flow g = std::move(f);
   check(moved, "flow moved from");
-  y.set_stream(rs::default_stream(dev));
 }
 
 // A padded 2-D array's declared range reaches its last row: ((rows - 1) * ld + cols) elements, not

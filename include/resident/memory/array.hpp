@@ -73,7 +73,9 @@ class array {
   stream_ref stream() const noexcept { return stream_; }
   /// Orders later operations on s (same device), after the work already queued on the old stream.
   /// The stream must outlive the array's use of it (and its release: move the array back first).
+  /// @throws device_mismatch; invalid_argument on a moved-from array.
   void set_stream(stream_ref s) {
+    check_live();
     if (!(s.device() == device()))
       throw device_mismatch("set_stream: stream on " + s.device().name() + ", array on " + device().name());
     if (s.native() != stream_.native()) s.wait_for(stream_);
