@@ -305,7 +305,12 @@ void memset_async(void* dst, int value, std::size_t bytes, cuda_stream_t s) {
 
 void* host_pinned_allocate(std::size_t bytes) {
   void* p = nullptr;
-  RESIDENT_CUDA_TRY(cudaMallocHost(&p, bytes));
+  const cudaError_t e = cudaMallocHost(&p, bytes);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  if (e != cudaSuccess) throw_cuda(e, "cudaMallocHost", __FILE__, __LINE__);
   return p;
 }
 void host_pinned_free(void* p) noexcept { cudaFreeHost(p); }

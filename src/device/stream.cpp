@@ -4,6 +4,7 @@
 
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/device/event.hpp"
+#include "resident/error.hpp"
 
 namespace resident {
 
@@ -24,14 +25,19 @@ stream::stream(resident::device d) : device_(d) {
 stream::~stream() {
   if (handle_) detail::cuda::stream_destroy(handle_);
 }
-stream::stream(stream&& o) noexcept : device_(o.device_), handle_(std::exchange(o.handle_, nullptr)) {}
+stream::stream(stream&& o) noexcept
+    : device_(o.device_), handle_(std::exchange(o.handle_, nullptr)), moved_(std::exchange(o.moved_, true)) {}
 stream& stream::operator=(stream&& o) noexcept {
   if (this != &o) {
     if (handle_) detail::cuda::stream_destroy(handle_);
     device_ = o.device_;
     handle_ = std::exchange(o.handle_, nullptr);
+    moved_ = std::exchange(o.moved_, true);
   }
   return *this;
+}
+void stream::check_live() const {
+  if (moved_) throw invalid_argument("use of a moved-from stream: it no longer owns a stream on " + device_.name());
 }
 
 event::event(device d) : device_(d) {
@@ -42,29 +48,39 @@ event::~event() {
   if (handle_) detail::cuda::event_destroy(handle_);
 }
 event::event(event&& o) noexcept
-    : device_(o.device_), handle_(std::exchange(o.handle_, nullptr)), cpu_time_(o.cpu_time_) {}
+    : device_(o.device_), handle_(std::exchange(o.handle_, nullptr)), cpu_time_(o.cpu_time_),
+      moved_(std::exchange(o.moved_, true)) {}
 event& event::operator=(event&& o) noexcept {
   if (this != &o) {
     if (handle_) detail::cuda::event_destroy(handle_);
     device_ = o.device_;
     handle_ = std::exchange(o.handle_, nullptr);
     cpu_time_ = o.cpu_time_;
+    moved_ = std::exchange(o.moved_, true);
   }
   return *this;
 }
+void event::check_live() const {
+  if (moved_) throw invalid_argument("use of a moved-from event: it no longer owns an event on " + device_.name());
+}
 void event::record(stream_ref s) {
+  check_live();
   if (device_.is_cuda())
     detail::cuda::event_record(handle_, s.native());
   else
     cpu_time_ = std::chrono::steady_clock::now();  // CPU work is done by the time it is issued
 }
 void event::synchronize() const {
+  check_live();
   if (handle_) detail::cuda::event_synchronize(handle_);
 }
 void event::wait_on(stream_ref s) const {
+  check_live();
   if (handle_) detail::cuda::stream_wait_event(s.native(), handle_);
 }
 double elapsed_ms(const event& a, const event& b) {
+  a.check_live();
+  b.check_live();
   if (a.handle_ && b.handle_) return detail::cuda::event_elapsed_ms(a.handle_, b.handle_);
   return std::chrono::duration<double, std::milli>(b.cpu_time_ - a.cpu_time_).count();
 }

@@ -24,12 +24,33 @@ bool any_overlap(const std::vector<access::range>& x, const std::vector<access::
       if (a.overlaps(b)) return true;
   return false;
 }
+
+// Runs one stage's work on s; a throw comes out as a stage_error naming the stage.
+void run_named(const std::string& name, const std::function<void(stream_ref)>& work, stream_ref s) {
+  try {
+    work(s);
+  } catch (...) {
+    std::string what;
+    try {
+      throw;
+    } catch (const std::exception& x) {
+      what = x.what();
+    } catch (...) {
+      what = "an exception not derived from std::exception";
+    }
+    std::throw_with_nested(stage_error(name, "stage '" + name + "' failed: " + what));
+  }
+}
+
 }  // namespace
 
 struct flow::impl {
+  // A stage's work is shared, so that a graph captured on the CPU holds the functions it calls rather
+  // than the flow.
+  using work_fn = std::shared_ptr<const std::function<void(stream_ref)>>;
   struct stage {
     std::string name;
-    std::function<void(stream_ref)> work;
+    work_fn work;
     access acc;
     std::vector<stage_id> preds;
   };
@@ -59,24 +80,10 @@ struct flow::impl {
     if (time_it && dev.is_cuda()) t0[i].record(s);
     const auto start = std::chrono::steady_clock::now();
     scoped_ledger l(dev);
-    try {
-      st.work(s);
-    } catch (...) {
-      std::throw_with_nested(stage_error(st.name, "stage '" + st.name + "' failed: " + describe(std::current_exception())));
-    }
+    run_named(st.name, *st.work, s);
     issued[i] = l.delta();
     cpu_ms[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (time_it && dev.is_cuda()) t1[i].record(s);
-  }
-
-  static std::string describe(std::exception_ptr e) {
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-      return x.what();
-    } catch (...) {
-      return "an exception not derived from std::exception";
-    }
   }
 
   // Issues every stage on the streams: forked from streams[0], joined back into it.
@@ -129,6 +136,11 @@ struct flow::impl {
   }
 };
 
+flow::impl& flow::live() const {
+  if (!p_) throw invalid_argument("use of a moved-from flow: it no longer holds stages; use the flow it was moved to");
+  return *p_;
+}
+
 flow::flow(device d, int streams) : p_(std::make_unique<impl>()) {
   require(d);
   if (streams < 1) throw invalid_argument("flow: needs at least one stream, got " + std::to_string(streams));
@@ -142,36 +154,39 @@ flow& flow::operator=(flow&&) noexcept = default;
 
 flow::stage_id flow::add(std::string name, std::function<void(stream_ref)> work, access acc,
                          std::vector<stage_id> after, inference infer) {
-  const stage_id id = p_->stages.size();
+  impl& f = live();
+  const stage_id id = f.stages.size();
   for (stage_id a : after)
     if (a >= id)
       throw flow_error("flow: stage '" + name + "' is to run after stage " + std::to_string(a) +
                        ", which does not exist yet (stages are numbered from 0 as they are added)");
   if (!work) throw invalid_argument("flow: stage '" + name + "' has no work");
-  impl::stage st{std::move(name), std::move(work), std::move(acc), std::move(after)};
+  impl::stage st{std::move(name), std::make_shared<const std::function<void(stream_ref)>>(std::move(work)),
+                  std::move(acc), std::move(after)};
   if (infer == inference::on)
     for (stage_id e = 0; e < id; ++e) {
-      const auto& prev = p_->stages[e].acc;
+      const auto& prev = f.stages[e].acc;
       const bool hazard = any_overlap(st.acc.read_ranges(), prev.write_ranges()) ||   // read after write
                           any_overlap(st.acc.write_ranges(), prev.write_ranges()) ||  // write after write
                           any_overlap(st.acc.write_ranges(), prev.read_ranges());     // write after read
       if (hazard && std::find(st.preds.begin(), st.preds.end(), e) == st.preds.end()) st.preds.push_back(e);
     }
-  p_->stages.push_back(std::move(st));
+  f.stages.push_back(std::move(st));
   return id;
 }
 
 void flow::order(stage_id earlier, stage_id later) {
-  const std::size_t n = p_->stages.size();
+  impl& f = live();
+  const std::size_t n = f.stages.size();
   if (earlier >= n || later >= n || earlier == later)
     throw flow_error("flow::order: stages " + std::to_string(earlier) + " and " + std::to_string(later) +
                      " are not two stages of this flow (it has " + std::to_string(n) + ")");
-  auto& preds = p_->stages[later].preds;
+  auto& preds = f.stages[later].preds;
   if (std::find(preds.begin(), preds.end(), earlier) == preds.end()) preds.push_back(earlier);
 }
 
 std::vector<flow::stage_id> flow::validate() const {
-  const auto& st = p_->stages;
+  const auto& st = live().stages;
   const std::size_t n = st.size();
   std::vector<std::size_t> indegree(n, 0);
   std::vector<std::vector<stage_id>> succ(n);
@@ -216,41 +231,56 @@ std::vector<flow::stage_id> flow::validate() const {
 }
 
 void flow::run_async() {
+  impl& f = live();
   const auto order = validate();
-  if (p_->dev.is_cuda())
-    p_->issue_cuda(order, false);
+  if (f.dev.is_cuda())
+    f.issue_cuda(order, false);
   else
-    p_->run_cpu(order);
+    f.run_cpu(order);
 }
 
 void flow::wait() {
-  if (p_->dev.is_cuda()) p_->streams[0].synchronize();
+  impl& f = live();
+  if (f.dev.is_cuda()) f.streams[0].synchronize();
 }
 
 graph flow::capture() {
+  impl& f = live();
   const auto order = validate();
-  if (p_->dev.is_cpu()) return graph::capture(stream(), [this, order] { p_->run_cpu(order); });
-  return graph::capture(stream(), [&] { p_->issue_cuda(order, true); });
+  if (f.dev.is_cuda()) return graph::capture(stream(), [&] { f.issue_cuda(order, true); });
+  // The graph keeps the stages' names and work in dependency order, and nothing of the flow.
+  struct step {
+    std::string name;
+    impl::work_fn work;
+  };
+  auto steps = std::make_shared<std::vector<step>>();
+  for (stage_id i : order) steps->push_back({f.stages[i].name, f.stages[i].work});
+  return graph::capture(stream(), [steps] {
+    for (const step& s : *steps) run_named(s.name, *s.work, default_stream(device::cpu()));
+  });
 }
 
 stream_ref flow::stream() const {
-  return p_->dev.is_cuda() ? p_->streams[0].ref() : default_stream(device::cpu());
+  impl& f = live();
+  return f.dev.is_cuda() ? f.streams[0].ref() : default_stream(device::cpu());
 }
 
 const std::vector<flow::stage_id>& flow::predecessors(stage_id s) const {
-  if (s >= p_->stages.size()) throw flow_error("flow: no stage " + std::to_string(s));
-  return p_->stages[s].preds;
+  impl& f = live();
+  if (s >= f.stages.size()) throw flow_error("flow: no stage " + std::to_string(s));
+  return f.stages[s].preds;
 }
 
-std::size_t flow::size() const noexcept { return p_->stages.size(); }
+std::size_t flow::size() const noexcept { return p_ ? p_->stages.size() : 0; }
 
 std::vector<stage_report> flow::report() const {
+  impl& f = live();
   std::vector<stage_report> r;
-  if (!p_->timed) return r;
-  if (p_->dev.is_cuda()) p_->streams[0].synchronize();
-  for (stage_id i = 0; i < p_->stages.size() && i < p_->issued.size(); ++i) {
-    double ms = p_->dev.is_cuda() ? elapsed_ms(p_->t0[i], p_->t1[i]) : p_->cpu_ms[i];
-    r.push_back({p_->stages[i].name, p_->stream_of[i], ms, p_->issued[i]});
+  if (!f.timed) return r;
+  if (f.dev.is_cuda()) f.streams[0].synchronize();
+  for (stage_id i = 0; i < f.stages.size() && i < f.issued.size(); ++i) {
+    double ms = f.dev.is_cuda() ? elapsed_ms(f.t0[i], f.t1[i]) : f.cpu_ms[i];
+    r.push_back({f.stages[i].name, f.stream_of[i], ms, f.issued[i]});
   }
   return r;
 }

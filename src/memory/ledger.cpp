@@ -3,8 +3,11 @@
 #include <array>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "resident/error.hpp"
 
@@ -46,7 +49,9 @@ ledger_counts read(const atomic_counts& a) {
   return c;
 }
 
-std::atomic<transfer_policy> g_policy{transfer_policy::allow};
+// The calling thread's innermost scope, if one is open.
+thread_local bool t_scoped = false;
+thread_local transfer_policy t_policy = transfer_policy::allow;
 
 const char* plural(std::uint64_t n, const char* one, const char* many) { return n == 1 ? one : many; }
 
@@ -102,6 +107,8 @@ std::string ledger_snapshot::json() const {
   return s + "}";
 }
 
+std::ostream& operator<<(std::ostream& os, const ledger_counts& c) { return os << c.summary() << "\n"; }
+
 std::ostream& operator<<(std::ostream& os, const ledger_snapshot& s) {
   if (s.devices.empty()) return os << "ledger: nothing recorded\n";
   for (auto& [d, c] : s.devices) os << "ledger " << d.name() << ": " << c.summary() << "\n";
@@ -124,9 +131,25 @@ ledger_snapshot ledger() {
 scoped_ledger::scoped_ledger(device d) : device_(d), start_(ledger(d)) {}
 ledger_counts scoped_ledger::delta() const { return ledger(device_) - start_; }
 
-scoped_transfer_policy::scoped_transfer_policy(transfer_policy p) : previous_(g_policy.exchange(p)) {}
-scoped_transfer_policy::~scoped_transfer_policy() { g_policy.store(previous_); }
-transfer_policy current_transfer_policy() noexcept { return g_policy.load(); }
+scoped_transfer_policy::scoped_transfer_policy(transfer_policy p)
+    : previous_(std::exchange(t_policy, p)), previous_set_(std::exchange(t_scoped, true)) {}
+scoped_transfer_policy::~scoped_transfer_policy() {
+  t_policy = previous_;
+  t_scoped = previous_set_;
+}
+
+transfer_policy default_transfer_policy() {
+  const char* v = std::getenv("RESIDENT_TRANSFER_POLICY");
+  if (!v || !*v) return transfer_policy::allow;
+  const std::string_view s(v);
+  if (s == "allow") return transfer_policy::allow;
+  if (s == "log") return transfer_policy::log;
+  if (s == "forbid") return transfer_policy::forbid;
+  throw invalid_argument("RESIDENT_TRANSFER_POLICY is '" + std::string(s) +
+                         "': use allow, log or forbid (or leave it unset for allow)");
+}
+
+transfer_policy current_transfer_policy() { return t_scoped ? t_policy : default_transfer_policy(); }
 
 namespace detail {
 
@@ -146,12 +169,13 @@ void record_transfer(device d, direction dir, std::uint64_t bytes) {
   auto& c = slot(d);
   if (dir != direction::d2d) {
     const char* name = dir == direction::h2d ? "host-to-device" : "device-to-host";
-    transfer_policy p = g_policy.load();
+    const transfer_policy p = current_transfer_policy();
     if (p == transfer_policy::forbid) {
       throw transfer_forbidden(std::string("a ") + name + " transfer of " + format_bytes(double(bytes)) +
-                               " on " + d.name() +
-                               " was attempted inside a scope whose transfer policy is forbid; move "
-                               "the transfer out of that scope or relax the policy");
+                               " on " + d.name() + " was attempted while the transfer policy is forbid (" +
+                               (t_scoped ? "set by a scoped_transfer_policy on this thread"
+                                         : "the process default, from RESIDENT_TRANSFER_POLICY") +
+                               "); move the transfer out of that scope or relax the policy");
     }
     if (p == transfer_policy::log)
       std::cerr << "resident: " << name << " transfer of " << format_bytes(double(bytes)) << " on "

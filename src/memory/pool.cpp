@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -69,6 +70,7 @@ class host_pool {
  public:
   host_pool() = default;
   ~host_pool() { trim(); }  // cached blocks go back at exit; live ones belong to their arrays
+  // bytes <= largest_request, so rounding up cannot wrap.
   static std::size_t rounded(std::size_t bytes) {
     std::size_t g = bytes <= (1u << 20) ? pool_alignment : 4096;
     return (bytes + g - 1) / g * g;
@@ -134,7 +136,13 @@ host_pool& cpu_pool() {
   return p;
 }
 
-[[noreturn]] void throw_oom(device d, std::size_t bytes) {
+// No allocator hands out more than PTRDIFF_MAX bytes; a request above it is refused before any
+// size arithmetic (rounding it up to the pool's granularity would wrap).
+constexpr std::size_t largest_request = std::size_t(std::numeric_limits<std::ptrdiff_t>::max()) / 4096 * 4096;
+
+enum class oom_reason { retried, beyond_any_allocation };
+
+[[noreturn]] void throw_oom(device d, std::size_t bytes, oom_reason why = oom_reason::retried) {
   std::size_t free_b = 0, total = 0, reserved = 0;
   if (d.is_cuda()) {
     detail::cuda::mem_info(d.index(), &free_b, &total);
@@ -146,12 +154,17 @@ host_pool& cpu_pool() {
     if (page > 0 && all > 0) total = std::size_t(all) * std::size_t(page);
   }
   std::size_t used = state(d).in_use;
+  const std::string what =
+      why == oom_reason::retried
+          ? ". The pool was trimmed and the allocation retried once; free arrays or use smaller ones"
+          : ". No allocation can exceed " + std::to_string(largest_request) +
+                " bytes, so nothing was allocated; check the element count";
   throw out_of_memory(
       "out of memory on " + d.name() + ": asked for " + detail::format_bytes(double(bytes)) + " (" +
           std::to_string(bytes) + " bytes); the device has " + detail::format_bytes(double(free_b)) +
           " free of " + detail::format_bytes(double(total)) + "; the pool holds " +
-          detail::format_bytes(double(reserved)) + " of which " + detail::format_bytes(double(used)) +
-          " in use. The pool was trimmed and the allocation retried once; free arrays or use smaller ones",
+          detail::format_bytes(double(reserved)) + " of which " + detail::format_bytes(double(used)) + " in use" +
+          what,
       bytes, free_b, reserved, used);
 }
 
@@ -189,6 +202,7 @@ void* pool_allocate(std::size_t bytes, stream_ref s) {
   if (bytes == 0) return nullptr;
   device d = s.device();
   auto& st = state(d);
+  if (bytes > largest_request) throw_oom(d, bytes, oom_reason::beyond_any_allocation);
   if (d.is_cpu()) {
     bool hit = false;
     void* p = cpu_pool().allocate(bytes, &hit);

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -26,7 +27,7 @@ void parallel_memcpy(void* dst, const void* src, std::size_t bytes) noexcept {
   }
   auto* d = static_cast<char*>(dst);
   auto* s = static_cast<const char*>(src);
-  const long n = static_cast<long>((bytes + piece - 1) / piece);
+  const long n = static_cast<long>(bytes / piece + (bytes % piece != 0));
 #pragma omp parallel for schedule(static)
   for (long i = 0; i < n; ++i) {
     std::size_t off = static_cast<std::size_t>(i) * piece;
@@ -37,14 +38,22 @@ void parallel_memcpy(void* dst, const void* src, std::size_t bytes) noexcept {
 void* pinned_allocate(std::size_t bytes, bool* page_locked) {
   *page_locked = false;
   if (bytes == 0) return nullptr;
+  auto fail = [bytes](const char* why) {
+    return out_of_memory("pinned_buffer: a host allocation of " + format_bytes(double(bytes)) + " (" +
+                             std::to_string(bytes) + " bytes) failed: " + why + "; use a smaller buffer",
+                         bytes, 0, 0, 0);
+  };
+  // No allocator hands out more than PTRDIFF_MAX bytes, and rounding a larger count up would wrap.
+  if (bytes > std::size_t(std::numeric_limits<std::ptrdiff_t>::max()) - pool_alignment)
+    throw fail("no allocation can be that large");
+  void* p = nullptr;
   if (cuda_device_count() > 0) {
-    *page_locked = true;
-    return cu::host_pinned_allocate(bytes);
+    p = cu::host_pinned_allocate(bytes);
+    *page_locked = p != nullptr;
+  } else {
+    p = std::aligned_alloc(pool_alignment, (bytes + pool_alignment - 1) / pool_alignment * pool_alignment);
   }
-  std::size_t r = (bytes + pool_alignment - 1) / pool_alignment * pool_alignment;
-  void* p = std::aligned_alloc(pool_alignment, r);
-  if (!p) throw out_of_memory("pinned_buffer: host allocation of " + std::to_string(bytes) + " bytes failed",
-                              bytes, 0, 0, 0);
+  if (!p) throw fail("the system has not that much memory to give");
   return p;
 }
 
@@ -83,9 +92,9 @@ stager& stager_of(device d) {
 }  // namespace
 
 void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s, staging how) {
+  if (bytes == 0 || dst == src) return;  // nothing moves: nothing to count or forbid
   device d = s.device();
   record_transfer(d, direction::h2d, bytes);
-  if (bytes == 0) return;
   if (d.is_cpu()) {
     parallel_memcpy(dst, src, bytes);
     return;
@@ -98,8 +107,8 @@ void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_r
   std::lock_guard lock(st.m);
   auto* out = static_cast<char*>(dst);
   auto* in = static_cast<const char*>(src);
-  for (std::size_t off = 0, k = 0; off < bytes; off += stage_bytes, k ^= 1) {
-    std::size_t n = std::min(stage_bytes, bytes - off);
+  for (std::size_t off = 0, k = 0, n = 0; off < bytes; off += n, k ^= 1) {
+    n = std::min(stage_bytes, bytes - off);
     st.done[k].synchronize();  // the DMA that last read this buffer has finished
     parallel_memcpy(st.buf[k].data(), in + off, n);
     cu::memcpy_async(out + off, st.buf[k].data(), n, cu::copy_kind::host_to_device, s.native());
@@ -108,9 +117,9 @@ void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_r
 }
 
 void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_ref s, sync mode, staging how) {
+  if (bytes == 0 || dst == src) return;  // nothing moves: nothing to count or forbid
   device d = s.device();
   record_transfer(d, direction::d2h, bytes);
-  if (bytes == 0) return;
   if (d.is_cpu()) {
     parallel_memcpy(dst, src, bytes);
     return;
@@ -127,8 +136,8 @@ void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_r
   // Chunk i goes device -> buffer i%2 while the CPU drains chunk i-1 from the other buffer.
   std::size_t prev_off = 0, prev_n = 0;
   std::size_t k = 0;
-  for (std::size_t off = 0; off < bytes; off += stage_bytes, k ^= 1) {
-    std::size_t n = std::min(stage_bytes, bytes - off);
+  for (std::size_t off = 0, n = 0; off < bytes; off += n, k ^= 1) {
+    n = std::min(stage_bytes, bytes - off);
     cu::memcpy_async(st.buf[k].data(), in + off, n, cu::copy_kind::device_to_host, s.native());
     st.done[k].record(s);
     if (prev_n) {
@@ -143,9 +152,9 @@ void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_r
 }
 
 void copy_device_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s) {
+  if (bytes == 0 || dst == src) return;  // nothing moves: nothing to count
   device d = s.device();
   record_transfer(d, direction::d2d, bytes);
-  if (bytes == 0 || dst == src) return;
   if (d.is_cpu())
     parallel_memcpy(dst, src, bytes);
   else

@@ -119,6 +119,44 @@ TEST_P(streams, events_time_and_order) {
   moved.synchronize();
   rs::synchronize(dev);
 }
+// A moved-from stream or event throws on use (a moved-from CUDA stream once became the default
+// stream silently); destroying it and assigning onto it stay safe.
+TEST_P(streams, moved_from_streams_and_events_throw) {
+  rs::stream s(dev);
+  rs::stream t = std::move(s);
+  EXPECT_NO_THROW(t.synchronize());
+  try {
+    (void)s.ref();
+    ADD_FAILURE() << "ref() of a moved-from stream";
+  } catch (const rs::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("moved-from stream"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(s.synchronize(), rs::invalid_argument);
+  EXPECT_THROW((void)static_cast<rs::stream_ref>(s), rs::invalid_argument);
+  EXPECT_THROW(rs::array<float>(4, s), rs::invalid_argument);
+  s = std::move(t);
+  EXPECT_NO_THROW(s.synchronize());
+  EXPECT_THROW(t.ref(), rs::invalid_argument);
+
+  rs::event e(dev);
+  rs::event f = std::move(e);
+  EXPECT_NO_THROW(f.record(s));
+  try {
+    e.record(s);
+    ADD_FAILURE() << "record() on a moved-from event";
+  } catch (const rs::invalid_argument& x) {
+    EXPECT_NE(std::string(x.what()).find("moved-from event"), std::string::npos) << x.what();
+  }
+  EXPECT_THROW(e.synchronize(), rs::invalid_argument);
+  EXPECT_THROW(e.wait_on(s), rs::invalid_argument);
+  EXPECT_THROW((void)elapsed_ms(e, f), rs::invalid_argument);
+  EXPECT_THROW((void)elapsed_ms(f, e), rs::invalid_argument);
+  e = std::move(f);
+  EXPECT_NO_THROW(e.record(s));
+  EXPECT_NO_THROW(e.synchronize());
+  s.synchronize();
+}
+
 RESIDENT_BACKENDS(streams);
 
 }  // namespace

@@ -192,6 +192,140 @@ TEST_P(flows, graph_update_changes_a_scalar_between_replays) {
   y.set_stream(rs::default_stream(dev));
 }
 
+// Every call on a moved-from flow throws (it dereferenced null); size() reads 0; destroying it and
+// assigning onto it stay safe.
+TEST_P(flows, moved_from_flow_throws_on_every_call) {
+  rs::array<float> a(10, dev);
+  auto noop = [](rs::stream_ref) {};
+  rs::flow f(dev);
+  f.add("one", noop, rs::access{}.writes(a));
+  rs::flow g = std::move(f);
+  EXPECT_EQ(g.size(), 1u);
+  EXPECT_EQ(f.size(), 0u);
+  try {
+    f.add("two", noop);
+    ADD_FAILURE() << "add on a moved-from flow";
+  } catch (const rs::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("moved-from flow"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(f.order(0, 1), rs::invalid_argument);
+  EXPECT_THROW(f.validate(), rs::invalid_argument);
+  EXPECT_THROW(f.run(), rs::invalid_argument);
+  EXPECT_THROW(f.run_async(), rs::invalid_argument);
+  EXPECT_THROW(f.wait(), rs::invalid_argument);
+  EXPECT_THROW(f.capture(), rs::invalid_argument);
+  EXPECT_THROW(f.stream(), rs::invalid_argument);
+  EXPECT_THROW(f.predecessors(0), rs::invalid_argument);
+  EXPECT_THROW(f.report(), rs::invalid_argument);
+  EXPECT_THROW(f.report_table(), rs::invalid_argument);
+  rs::flow h(dev);
+  h = std::move(g);
+  EXPECT_THROW(g.run(), rs::invalid_argument);
+  f = std::move(h);  // assigning onto a moved-from flow makes it usable again
+  EXPECT_EQ(f.size(), 1u);
+  EXPECT_NO_THROW(f.run());
+}
+
+// A moved-from graph throws on replay and update; its kernel count reads 0.
+TEST_P(flows, moved_from_graph_throws) {
+  auto x = rs::to_device(rs::test::random_vector<float>(100, rs::test::fresh_seed()), dev);
+  rs::stream s(dev);
+  x.set_stream(s);
+  auto twice = [&] { rs::map([] RESIDENT_HD(float v) { return 2.f * v; })(x); };
+  rs::graph g = rs::graph::capture(s, twice);
+  g.replay(s);
+  rs::graph h = std::move(g);
+  EXPECT_EQ(g.kernels(), 0u);
+  try {
+    g.replay(s);
+    ADD_FAILURE() << "replay of a moved-from graph";
+  } catch (const rs::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("moved-from graph"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(g.update(s, twice), rs::invalid_argument);
+  EXPECT_THROW(rs::graph{}.update(s, twice), rs::invalid_argument);
+  g = std::move(h);
+  EXPECT_NO_THROW(g.replay(s));
+  s.synchronize();
+  x.set_stream(rs::default_stream(dev));
+}
+
+// A captured graph holds what it runs: replaying it after its flow was moved or destroyed runs the
+// stages (on the CPU the graph once called back into the flow object).
+TEST_P(flows, captured_graph_outlives_its_flow) {
+  const std::size_t n = 3000;
+  auto h = rs::test::random_vector<float>(n, rs::test::fresh_seed());
+  auto x = rs::to_device(h, dev);
+  rs::array<float> y(n, dev);
+  rs::stream s(dev);
+  auto make_flow = [&] {
+    rs::flow f(dev, 2);
+    f.add("y = 3x", [&](rs::stream_ref st) {
+      y.set_stream(st);
+      rs::map([] RESIDENT_HD(float v) { return 3.f * v; })(x, y);
+    }, rs::access{}.reads(x).writes(y));
+    f.add("y = y + 1", [&](rs::stream_ref st) {
+      y.set_stream(st);
+      rs::map([] RESIDENT_HD(float v) { return v + 1.f; })(y);
+    }, rs::access{}.reads(y).writes(y));
+    return f;
+  };
+  auto check = [&](rs::graph& g, const char* what) {
+    SCOPED_TRACE(what);
+    std::vector<float> poison(n, rs::test::poison<float>());
+    y.set_stream(rs::default_stream(dev));
+    rs::copy(std::span<const float>(poison), y);
+    rs::synchronize(dev);
+    g.replay(s);
+    s.synchronize();
+    y.set_stream(rs::default_stream(dev));
+    auto out = y.to_host();
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 3.f * h[i] + 1.f) << "i " << i;
+  };
+  rs::graph destroyed;
+  {
+    rs::flow f = make_flow();
+    destroyed = f.capture();
+    y.set_stream(rs::default_stream(dev));  // off the flow's streams before they go
+  }
+  check(destroyed, "flow destroyed");
+  rs::flow f = make_flow();
+  rs::graph moved = f.capture();
+  rs::flow g = std::move(f);
+  check(moved, "flow moved from");
+}
+
+// A padded 2-D array's declared range reaches its last row: ((rows - 1) * ld + cols) elements, not
+// rows * cols, so a stage reading the last row is ordered after the stage writing the array.
+TEST_P(flows, padded_two_dimensional_arrays_order_their_stages) {
+  const std::size_t rows = 4, cols = 3, ld = 8;
+  rs::array2d<float> m(rows, cols, dev, ld);
+  auto last_row = m.storage().slice((rows - 1) * ld, cols);
+  auto noop = [](rs::stream_ref) {};
+  rs::flow f(dev);
+  auto w = f.add("write m", noop, rs::access{}.writes(m));
+  auto r = f.add("read the last row", noop, rs::access{}.reads(last_row));
+  auto rv = f.add("read the view's last row", noop,
+                  rs::access{}.reads(rs::array_view<float>(m.data() + (rows - 1) * ld + cols - 1, 1)));
+  auto wv = f.add("write the view", noop, rs::access{}.writes(m.view()));
+  auto past = f.add("read padding after the last row", noop,
+                    rs::access{}.reads(m.storage().slice((rows - 1) * ld + cols, ld - cols)));
+  EXPECT_EQ(f.predecessors(r), (std::vector<rs::flow::stage_id>{w}));
+  EXPECT_EQ(f.predecessors(rv), (std::vector<rs::flow::stage_id>{w}));
+  EXPECT_EQ(f.predecessors(wv), (std::vector<rs::flow::stage_id>{w, r, rv}));
+  EXPECT_TRUE(f.predecessors(past).empty()) << "the padding after the last row is not the array's";
+
+  rs::array2d<float> empty(0, 5, dev, 7);
+  auto e = f.add("write nothing", noop, rs::access{}.writes(empty));
+  EXPECT_TRUE(f.predecessors(e).empty());
+  rs::array2d<float> moved = std::move(empty);
+  EXPECT_THROW(rs::access{}.reads(empty), rs::invalid_argument);
+  rs::array<float> a(4, dev);
+  rs::array<float> b = std::move(a);
+  EXPECT_THROW(rs::access{}.writes(a), rs::invalid_argument);
+  EXPECT_NO_THROW(f.run());
+}
+
 RESIDENT_BACKENDS(flows);
 
 }  // namespace

@@ -1,6 +1,12 @@
 #include <cstring>
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
 #include <numeric>
+#include <sstream>
+#include <thread>
 
 #include "support.hpp"
 
@@ -97,6 +103,121 @@ TEST_P(arrays, moved_from_and_bad_sizes_throw) {
   }
 }
 
+// Sizes whose byte counts wrap or cannot exist are refused before anything is allocated: a wrapped
+// count once reached the pool as a tiny block that the array then overran.
+TEST_P(arrays, sizes_that_cannot_be_allocated_are_refused_before_allocating) {
+  const auto before = rs::pool_stats(dev);
+  auto expect_oom = [&](auto make, std::size_t bytes) {
+    try {
+      make();
+      ADD_FAILURE() << "allocated " << bytes << " bytes";
+    } catch (const rs::out_of_memory& e) {
+      EXPECT_EQ(e.requested(), bytes);
+      EXPECT_NE(std::string(e.what()).find(std::to_string(bytes) + " bytes"), std::string::npos) << e.what();
+    }
+  };
+  const std::size_t all = std::size_t(-1);
+  expect_oom([&] { rs::array<std::uint8_t> a(all, dev); }, all);
+  expect_oom([&] { rs::array<float> a(all / 4, dev); }, all / 4 * 4);
+  expect_oom([&] { rs::array<double> a(all / 8 - 1, dev); }, (all / 8 - 1) * 8);
+  expect_oom([&] { rs::array2d<std::uint8_t> a(std::size_t(1) << 32, (std::size_t(1) << 32) - 1, dev); },
+             (std::size_t(1) << 32) * ((std::size_t(1) << 32) - 1));
+  rs::stream s(dev);
+  expect_oom([&] { rs::array<char> a(all - 100, s.ref()); }, all - 100);
+  EXPECT_THROW(rs::array<float>(all / 2, dev), rs::invalid_argument);
+  EXPECT_THROW(rs::array2d<float>(std::size_t(1) << 40, std::size_t(1) << 40, dev), rs::invalid_argument);
+  EXPECT_THROW(rs::array2d<float>(3, 4, dev, all), rs::invalid_argument);
+  // rows * cols wraps to 0, which an empty host buffer would match.
+  EXPECT_THROW(rs::to_device(std::span<const float>(), std::size_t(1) << 32, std::size_t(1) << 32, dev),
+               rs::invalid_argument);
+  const auto after = rs::pool_stats(dev);
+  EXPECT_EQ(after.outstanding, before.outstanding);
+  EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
+  auto h = rs::test::random_vector<float>(1000, rs::test::fresh_seed());
+  EXPECT_EQ(rs::to_device(h, dev).to_host(), h);
+}
+
+// A moved-from owner of any kind throws on use; its figures read 0; destroying it and assigning onto
+// it stay safe.
+TEST_P(arrays, moved_from_two_dimensional_arrays_and_pinned_buffers_throw) {
+  rs::array2d<float> m(3, 4, dev, 6);
+  rs::array2d<float> n = std::move(m);
+  EXPECT_EQ(n.rows(), 3u);
+  EXPECT_EQ(n.ld(), 6u);
+  EXPECT_EQ(m.rows(), 0u);
+  EXPECT_EQ(m.cols(), 0u);
+  EXPECT_EQ(m.ld(), 0u);
+  EXPECT_EQ(m.size(), 0u);
+  EXPECT_EQ(m.data(), nullptr);
+  EXPECT_THROW(m.view(), rs::invalid_argument);
+  EXPECT_THROW(m.to_host(), rs::invalid_argument);
+  rs::array2d<float> o;
+  o = std::move(n);
+  EXPECT_EQ(n.rows(), 0u);
+  EXPECT_THROW(n.view(), rs::invalid_argument);
+  m = std::move(o);  // assigning onto a moved-from array makes it usable again
+  EXPECT_EQ(m.rows(), 3u);
+  EXPECT_NO_THROW(m.view());
+
+  rs::pinned_buffer<float> p(8);
+  rs::pinned_buffer<float> q = std::move(p);
+  EXPECT_EQ(p.size(), 0u);
+  EXPECT_EQ(p.data(), nullptr);
+  try {
+    (void)p.span();
+    ADD_FAILURE() << "span() of a moved-from pinned buffer";
+  } catch (const rs::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("moved-from pinned_buffer"), std::string::npos) << e.what();
+  }
+  rs::stream s(dev);
+  EXPECT_THROW(rs::to_device(p, s.ref()), rs::invalid_argument);
+  rs::array<float> empty(0, dev);
+  EXPECT_THROW(empty.to_host_async(p), rs::invalid_argument);
+  p = std::move(q);
+  EXPECT_EQ(p.size(), 8u);
+  EXPECT_NO_THROW(p.span());
+}
+
+TEST_P(arrays, two_dimensional_upload_from_a_vector) {
+  const std::size_t rows = 5, cols = 7;
+  auto h = rs::test::random_vector<float>(rows * cols, rs::test::fresh_seed());
+  auto a = rs::to_device(h, rows, cols, dev);
+  EXPECT_EQ(a.rows(), rows);
+  EXPECT_EQ(a.cols(), cols);
+  EXPECT_EQ(a.device(), dev);
+  EXPECT_EQ(a.to_host(), h);
+  rs::stream s(dev);
+  {
+    auto b = rs::to_device(h, rows, cols, s.ref());
+    EXPECT_EQ(b.stream().native(), s.ref().native());
+    EXPECT_EQ(b.to_host(), h);
+  }
+  s.synchronize();
+  EXPECT_THROW(rs::to_device(h, rows, cols + 1, dev), rs::shape_mismatch);
+}
+
+TEST(pinned, sizes_whose_bytes_wrap_are_refused) {
+  // n * 8 wraps to 8 bytes; n * 4 wraps to 0 (which gave a null buffer of 2^62 elements).
+  try {
+    rs::pinned_buffer<double> p((std::size_t(1) << 61) + 1);
+    FAIL() << "a pinned buffer of 2^61 + 1 doubles";
+  } catch (const rs::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("overflows the byte count"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(rs::pinned_buffer<float>(std::size_t(1) << 62), rs::invalid_argument);
+  // Representable, but rounding it up to the alignment wraps.
+  try {
+    rs::pinned_buffer<char> p(std::size_t(-1));
+    FAIL() << "a pinned buffer of 2^64 - 1 bytes";
+  } catch (const rs::out_of_memory& e) {
+    EXPECT_EQ(e.requested(), std::size_t(-1));
+  }
+  rs::pinned_buffer<double> ok(100);
+  ASSERT_NE(ok.data(), nullptr);
+  for (std::size_t i = 0; i < ok.size(); ++i) ok[i] = double(i);
+  EXPECT_EQ(ok[99], 99.0);
+}
+
 TEST_P(arrays, zero_size_does_no_device_work) {
   rs::scoped_ledger l(dev);
   rs::array<float> a(0, dev);
@@ -191,6 +312,161 @@ TEST_P(ledger, forbid_throws_and_names_the_transfer) {
   }
   EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::allow);
   EXPECT_EQ(b.to_host(), h);
+}
+
+// Copies of nothing, and copies of an array onto itself, move nothing and count nothing.
+TEST_P(ledger, empty_and_self_copies_count_nothing) {
+  auto h = rs::test::random_vector<float>(1000, rs::test::fresh_seed());
+  auto a = rs::to_device(h, dev);
+  rs::array<float> e(0, dev);
+  rs::pinned_buffer<float> none;
+  rs::scoped_ledger l(dev);
+  auto empty = rs::to_device(std::vector<float>{}, dev);
+  EXPECT_TRUE(empty.to_host().empty());
+  rs::copy(a, a);
+  rs::copy(e, empty);
+  rs::copy(std::span<const float>(), e);
+  e.to_host_async(none);
+  rs::copy_async(std::span<const float>(), a.slice(10, 0));
+  rs::copy_async(a.slice(1000, 0), std::span<float>());
+  auto d = l.delta();
+  EXPECT_EQ(d.h2d_copies, 0u);
+  EXPECT_EQ(d.h2d_bytes, 0u);
+  EXPECT_EQ(d.d2h_copies, 0u);
+  EXPECT_EQ(d.d2h_bytes, 0u);
+  EXPECT_EQ(d.d2d_copies, 0u);
+  EXPECT_EQ(d.d2d_bytes, 0u);
+  EXPECT_EQ(a.to_host(), h);
+  {
+    rs::scoped_transfer_policy p(rs::transfer_policy::forbid);  // nothing crosses the bus
+    EXPECT_NO_THROW(rs::to_device(std::vector<float>{}, dev));
+  }
+}
+
+TEST(ledger_print, ends_with_a_newline) {
+  auto a = rs::to_device(std::vector<float>{1.f, 2.f}, rs::device::cpu());
+  std::ostringstream os;
+  os << rs::ledger();
+  const std::string s = os.str();
+  ASSERT_FALSE(s.empty());
+  EXPECT_EQ(s.back(), '\n') << s;
+  std::ostringstream one;
+  one << rs::ledger(rs::device::cpu());
+  ASSERT_FALSE(one.str().empty());
+  EXPECT_EQ(one.str().back(), '\n') << one.str();
+  EXPECT_NE(one.str().find("H2D "), std::string::npos) << one.str();
+}
+
+// The policy a scope sets is its thread's: scopes opened and closed on two threads in an interleaved
+// order leave each thread, and the process, as they were.
+TEST(transfer_policy, scopes_belong_to_their_thread) {
+  ASSERT_EQ(rs::current_transfer_policy(), rs::transfer_policy::allow);
+  std::mutex m;
+  std::condition_variable cv;
+  int step = 0;
+  auto wait_for = [&](int k) {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return step >= k; });
+  };
+  auto advance = [&] {
+    {
+      std::lock_guard lock(m);
+      ++step;
+    }
+    cv.notify_all();
+  };
+  rs::transfer_policy a_inside = rs::transfer_policy::allow, b_inside = rs::transfer_policy::forbid;
+  rs::transfer_policy b_after_a_closed = rs::transfer_policy::forbid, b_after = rs::transfer_policy::forbid;
+  bool b_upload_passed = false;
+  std::thread a([&] {
+    {
+      rs::scoped_transfer_policy p(rs::transfer_policy::forbid);
+      advance();  // 1: A's scope is open
+      wait_for(2);
+      a_inside = rs::current_transfer_policy();
+    }
+    advance();  // 3: A's scope is closed
+  });
+  std::thread b([&] {
+    wait_for(1);
+    {
+      rs::scoped_transfer_policy p(rs::transfer_policy::allow);
+      b_inside = rs::current_transfer_policy();
+      advance();  // 2: B's scope is open
+      wait_for(3);
+      b_after_a_closed = rs::current_transfer_policy();
+      b_upload_passed = rs::to_device(std::vector<float>{1.f}, rs::device::cpu()).size() == 1;
+    }
+    b_after = rs::current_transfer_policy();
+  });
+  a.join();
+  b.join();
+  EXPECT_EQ(a_inside, rs::transfer_policy::forbid);
+  EXPECT_EQ(b_inside, rs::transfer_policy::allow);
+  EXPECT_EQ(b_after_a_closed, rs::transfer_policy::allow);
+  EXPECT_TRUE(b_upload_passed);
+  EXPECT_EQ(b_after, rs::transfer_policy::allow);
+  EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::allow);
+
+  // Another thread's open forbid scope does not reach this one.
+  std::atomic<bool> open{false}, done{false};
+  std::thread c([&] {
+    rs::scoped_transfer_policy p(rs::transfer_policy::forbid);
+    open = true;
+    while (!done) std::this_thread::yield();
+  });
+  while (!open) std::this_thread::yield();
+  EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::allow);
+  EXPECT_NO_THROW(rs::to_device(std::vector<float>{1.f, 2.f}, rs::device::cpu()));
+  done = true;
+  c.join();
+}
+
+// RESIDENT_TRANSFER_POLICY sets the process default; a scope overrides it on its thread.
+TEST(transfer_policy, environment_sets_the_process_default) {
+  struct env_guard {
+    explicit env_guard(const char* v) {
+      if (v) setenv("RESIDENT_TRANSFER_POLICY", v, 1);
+      else unsetenv("RESIDENT_TRANSFER_POLICY");
+    }
+    ~env_guard() { unsetenv("RESIDENT_TRANSFER_POLICY"); }
+  };
+  const std::vector<float> h{1.f, 2.f, 3.f};
+  {
+    env_guard g("forbid");
+    EXPECT_EQ(rs::default_transfer_policy(), rs::transfer_policy::forbid);
+    EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::forbid);
+    EXPECT_THROW(rs::to_device(h, rs::device::cpu()), rs::transfer_forbidden);
+    {
+      rs::scoped_transfer_policy p(rs::transfer_policy::allow);
+      EXPECT_EQ(rs::to_device(h, rs::device::cpu()).to_host(), h);
+    }
+    EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::forbid);
+  }
+  {
+    env_guard g("log");
+    EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::log);
+  }
+  {
+    env_guard g("allow");
+    EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::allow);
+  }
+  {
+    env_guard g("sometimes");
+    try {
+      (void)rs::current_transfer_policy();
+      FAIL() << "a bad RESIDENT_TRANSFER_POLICY was accepted";
+    } catch (const rs::invalid_argument& e) {
+      const std::string w = e.what();
+      EXPECT_NE(w.find("RESIDENT_TRANSFER_POLICY"), std::string::npos) << w;
+      EXPECT_NE(w.find("'sometimes'"), std::string::npos) << w;
+      EXPECT_NE(w.find("allow, log or forbid"), std::string::npos) << w;
+    }
+    EXPECT_THROW(rs::to_device(h, rs::device::cpu()), rs::invalid_argument);
+    rs::scoped_transfer_policy p(rs::transfer_policy::allow);  // a scope does not need the default
+    EXPECT_EQ(rs::to_device(h, rs::device::cpu()).to_host(), h);
+  }
+  EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::allow);
 }
 
 TEST_P(pool, caching_can_be_turned_off) {

@@ -54,6 +54,7 @@ enum class copy_kind { host_to_device, device_to_host, device_to_device, host_to
 void memcpy_async(void* dst, const void* src, std::size_t bytes, copy_kind k, cuda_stream_t s);
 void memset_async(void* dst, int value, std::size_t bytes, cuda_stream_t s);
 
+/// Page-locked host memory; nullptr when the system cannot give that much.
 void* host_pinned_allocate(std::size_t bytes);
 void host_pinned_free(void* p) noexcept;
 /// True when p points into page-locked host memory that the device can copy at full rate.

@@ -8,7 +8,8 @@
 
 namespace resident {
 
-/// The owner of an event (timing enabled). On the CPU it records the host clock. Move-only.
+/// The owner of an event (timing enabled). On the CPU it records the host clock. Move-only; a
+/// moved-from event throws invalid_argument on use.
 class event {
  public:
   explicit event(device d = default_device());
@@ -29,10 +30,14 @@ class event {
   /// Milliseconds between two recorded events; synchronizes on `end`.
   friend double elapsed_ms(const event& start, const event& end);
 
+  /// Throws invalid_argument when the event was moved from.
+  void check_live() const;
+
  private:
   device device_;
   cuda_event_t handle_ = nullptr;
   std::chrono::steady_clock::time_point cpu_time_{};
+  bool moved_ = false;
 };
 
 }  // namespace resident

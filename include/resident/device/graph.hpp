@@ -23,7 +23,8 @@ void graph_destroy(void* exec) noexcept;
 void forget_kernels(device d, std::uint64_t n);  // captured launches did not run
 }  // namespace detail
 
-/// A captured sequence of work. Move-only.
+/// A captured sequence of work. Move-only; replaying or updating a moved-from graph throws
+/// invalid_argument.
 class graph {
  public:
   /// Records what work() issues on s without running it (CUDA: s must be a created stream, not the
@@ -48,14 +49,16 @@ class graph {
   /// Re-records work() (issued on s, not run) into this graph in place, keeping its instantiation:
   /// the way to change scalar parameters (an RNG offset, a coefficient) between replays. The new work
   /// must have the same shape: the same kernels in the same order and dependencies.
-  /// @throws invalid_argument when it does not (capture a new graph then), or the graph is empty.
+  /// @throws invalid_argument when it does not (capture a new graph then), or the graph is empty or
+  /// moved from.
   template <class F>
   void update(stream_ref s, F&& work) {
+    check_live();
+    if (!exec_ && !cpu_work_) throw invalid_argument("graph::update of an empty graph: capture one first");
     if (device_.is_cpu()) {
       cpu_work_ = std::function<void()>(std::forward<F>(work));
       return;
     }
-    if (!exec_) throw invalid_argument("graph::update of an empty graph: capture one first");
     const std::uint64_t k = record(s, work);
     if (!detail::graph_end_update(s, exec_))
       throw invalid_argument("graph::update: the new work differs in shape from the captured graph (other "
@@ -66,15 +69,16 @@ class graph {
   graph() = default;
   ~graph() { detail::graph_destroy(exec_); }
   graph(graph&& o) noexcept
-      : device_(o.device_), exec_(std::exchange(o.exec_, nullptr)), cpu_work_(std::move(o.cpu_work_)),
-        kernels_(o.kernels_) {}
+      : device_(o.device_), exec_(std::exchange(o.exec_, nullptr)), cpu_work_(std::exchange(o.cpu_work_, {})),
+        kernels_(std::exchange(o.kernels_, 0)), moved_(std::exchange(o.moved_, true)) {}
   graph& operator=(graph&& o) noexcept {
     if (this != &o) {
       detail::graph_destroy(exec_);
       device_ = o.device_;
       exec_ = std::exchange(o.exec_, nullptr);
-      cpu_work_ = std::move(o.cpu_work_);
-      kernels_ = o.kernels_;
+      cpu_work_ = std::exchange(o.cpu_work_, {});
+      kernels_ = std::exchange(o.kernels_, 0);
+      moved_ = std::exchange(o.moved_, true);
     }
     return *this;
   }
@@ -83,6 +87,7 @@ class graph {
 
   /// Runs the captured work on s (asynchronous on CUDA); counts its kernels in the ledger.
   void replay(stream_ref s) const {
+    check_live();
     if (!(s.device() == device_))
       throw device_mismatch("graph captured on " + device_.name() + " replayed on " + s.device().name());
     if (exec_) {
@@ -93,11 +98,16 @@ class graph {
       cpu_work_();  // counts its own kernels as it runs them
       kernels_ = l.delta().kernels;
     } else {
-      throw invalid_argument("replay of an empty or moved-from graph");
+      throw invalid_argument("replay of an empty graph: capture one first");
     }
   }
   /// Kernels one replay launches.
   std::uint64_t kernels() const noexcept { return kernels_; }
+
+  /// Throws invalid_argument when the graph was moved from.
+  void check_live() const {
+    if (moved_) throw invalid_argument("use of a moved-from graph: it no longer holds captured work");
+  }
 
  private:
   // Starts a capture on s and records work() into it, leaving the capture open; returns the kernels
@@ -121,6 +131,7 @@ class graph {
   void* exec_ = nullptr;
   std::function<void()> cpu_work_;
   mutable std::uint64_t kernels_ = 0;
+  bool moved_ = false;
 };
 
 }  // namespace resident

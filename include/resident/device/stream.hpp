@@ -29,7 +29,8 @@ class stream_ref {
 /// The default stream of d (the legacy default stream on CUDA devices).
 stream_ref default_stream(device d);
 
-/// The owner of a stream: created non-blocking on its device, destroyed with the object. Move-only.
+/// The owner of a stream: created non-blocking on its device, destroyed with the object. Move-only;
+/// a moved-from stream throws invalid_argument on use (it does not fall back to the default stream).
 class stream {
  public:
   explicit stream(resident::device d = default_device());
@@ -39,14 +40,21 @@ class stream {
   stream(const stream&) = delete;
   stream& operator=(const stream&) = delete;
 
-  stream_ref ref() const noexcept { return {device_, handle_}; }
-  operator stream_ref() const noexcept { return ref(); }
+  /// @throws invalid_argument on a moved-from stream.
+  stream_ref ref() const {
+    check_live();
+    return {device_, handle_};
+  }
+  operator stream_ref() const { return ref(); }
   resident::device device() const noexcept { return device_; }
   void synchronize() const { ref().synchronize(); }
+  /// Throws invalid_argument when the stream was moved from.
+  void check_live() const;
 
  private:
   resident::device device_;
   cuda_stream_t handle_ = nullptr;
+  bool moved_ = false;
 };
 
 }  // namespace resident

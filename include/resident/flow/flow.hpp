@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -48,7 +49,9 @@ class stage_error : public error {
   std::string stage_;
 };
 
-/// The memory a stage reads and writes, as byte ranges (arrays, slices, or raw ranges).
+/// The memory a stage reads and writes, as byte ranges: arrays, slices, 2-D arrays and views (from
+/// the first element to the last, padding between rows included), pinned buffers, host containers,
+/// or raw ranges. @throws invalid_argument for a moved-from array.
 class access {
  public:
   struct range {
@@ -72,7 +75,21 @@ class access {
  private:
   template <class A>
   static range range_of(const A& a) {
-    return {static_cast<const void*>(a.data()), a.size() * sizeof(*a.data())};
+    if constexpr (std::is_same_v<A, range>) {
+      return a;
+    } else {
+      if constexpr (requires { a.check_live(); }) a.check_live();
+      if constexpr (requires { a.storage().check_live(); }) a.storage().check_live();
+      using T = std::remove_cvref_t<decltype(*a.data())>;
+      if constexpr (requires { a.rows(); a.cols(); a.ld(); }) {
+        // Row r starts r * ld elements in: the last row ends (rows - 1) * ld + cols elements in.
+        const std::size_t rows = a.rows(), cols = a.cols();
+        const std::size_t elements = rows && cols ? (rows - 1) * a.ld() + cols : 0;
+        return {static_cast<const void*>(a.data()), elements * sizeof(T)};
+      } else {
+        return {static_cast<const void*>(a.data()), a.size() * sizeof(T)};
+      }
+    }
   }
   std::vector<range> reads_, writes_;
 };
@@ -88,6 +105,8 @@ struct stage_report {
   ledger_counts issued;
 };
 
+/// Move-only; every call on a moved-from flow throws invalid_argument except size() (0), destruction
+/// and assignment.
 class flow {
  public:
   using stage_id = std::size_t;
@@ -122,7 +141,9 @@ class flow {
   }
 
   /// The whole flow as one graph (CUDA: captured from the flow's streams, forked and joined with
-  /// events; nothing runs during the capture). Replay it on stream().
+  /// events; nothing runs during the capture; on the CPU: the stages' work in dependency order).
+  /// Replay it on stream(). The graph holds what it runs: it stays valid after the flow is moved or
+  /// destroyed (the arrays the stages use must outlive it).
   graph capture();
 
   /// The stream that starts and ends the flow: replay captured graphs here; synchronize it to wait.
@@ -138,6 +159,7 @@ class flow {
 
  private:
   struct impl;
+  impl& live() const;  // @throws invalid_argument on a moved-from flow
   std::unique_ptr<impl> p_;
 };
 

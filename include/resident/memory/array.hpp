@@ -37,6 +37,7 @@ class array {
   /// An empty array on the CPU.
   array() noexcept { detail::pool_keepalive(); }
   /// n uninitialized elements on s's device, ordered on s.
+  /// @throws invalid_argument when n * sizeof(T) overflows; out_of_memory when the device cannot hold it.
   explicit array(std::size_t n, stream_ref s) : stream_(s), size_(n) {
     require(s.device());
     RESIDENT_EXPECTS(n <= max_size(), "array size " + std::to_string(n) + " overflows the byte count");
@@ -72,7 +73,9 @@ class array {
   stream_ref stream() const noexcept { return stream_; }
   /// Orders later operations on s (same device), after the work already queued on the old stream.
   /// The stream must outlive the array's use of it (and its release: move the array back first).
+  /// @throws device_mismatch; invalid_argument on a moved-from array.
   void set_stream(stream_ref s) {
+    check_live();
     if (!(s.device() == device()))
       throw device_mismatch("set_stream: stream on " + s.device().name() + ", array on " + device().name());
     if (s.native() != stream_.native()) s.wait_for(stream_);
@@ -104,6 +107,7 @@ class array {
   /// reading the buffer. @throws shape_mismatch when the sizes differ.
   void to_host_async(pinned_buffer<T>& out) const {
     check_live();
+    out.check_live();
     if (out.size() != size_)
       throw shape_mismatch("to_host_async: pinned buffer holds " + std::to_string(out.size()) +
                            " elements, array " + std::to_string(size_));
@@ -177,16 +181,32 @@ template <class A>
 concept array_like = detail::array_like_impl<std::remove_cvref_t<A>>;
 
 /// A 2-D row-major array: rows x cols elements with leading dimension ld >= cols (elements between
-/// row starts). Storage is one 1-D array of rows * ld elements.
+/// row starts). Storage is one 1-D array of rows * ld elements. Move-only; a moved-from array2d is
+/// 0 x 0 and its use throws, like a moved-from array.
 template <class T>
 class array2d {
  public:
   using value_type = T;
   array2d() = default;
+  /// @throws invalid_argument when ld < cols or rows * ld * sizeof(T) overflows; out_of_memory.
   array2d(std::size_t rows, std::size_t cols, stream_ref s, std::size_t ld = 0)
       : rows_(rows), cols_(cols), ld_(ld ? ld : cols), storage_(checked_elements(rows, cols, ld), s) {}
   array2d(std::size_t rows, std::size_t cols, device d = default_device(), std::size_t ld = 0)
       : array2d(rows, cols, default_stream(d), ld) {}
+  array2d(array2d&& o) noexcept
+      : rows_(std::exchange(o.rows_, 0)), cols_(std::exchange(o.cols_, 0)), ld_(std::exchange(o.ld_, 0)),
+        storage_(std::move(o.storage_)) {}
+  array2d& operator=(array2d&& o) noexcept {
+    if (this != &o) {
+      rows_ = std::exchange(o.rows_, 0);
+      cols_ = std::exchange(o.cols_, 0);
+      ld_ = std::exchange(o.ld_, 0);
+      storage_ = std::move(o.storage_);
+    }
+    return *this;
+  }
+  array2d(const array2d&) = delete;
+  array2d& operator=(const array2d&) = delete;
 
   std::size_t rows() const noexcept { return rows_; }
   std::size_t cols() const noexcept { return cols_; }
@@ -258,21 +278,40 @@ array<T> to_device(const pinned_buffer<T>& host, stream_ref s) {
   return to_device(host.span(), s);
 }
 
-/// Uploads a packed rows x cols host matrix into a new 2-D array (leading dimension cols).
-/// @throws shape_mismatch when host does not hold rows * cols elements.
+/// Uploads a packed rows x cols host matrix into a new 2-D array (leading dimension cols) on s's
+/// device, ordered on s. Staging as for the 1-D to_device.
+/// @throws shape_mismatch when host does not hold rows * cols elements; invalid_argument when
+/// rows * cols overflows.
 template <class T>
-array2d<T> to_device(std::span<const T> host, std::size_t rows, std::size_t cols, device d = default_device()) {
+array2d<T> to_device(std::span<const T> host, std::size_t rows, std::size_t cols, stream_ref s) {
+  if (cols != 0 && rows > array<T>::max_size() / cols)
+    throw invalid_argument("to_device: " + std::to_string(rows) + " x " + std::to_string(cols) +
+                           " elements overflow the byte count");
   if (host.size() != rows * cols)
     throw shape_mismatch("to_device: host buffer holds " + std::to_string(host.size()) + " elements, " +
                          std::to_string(rows) + " x " + std::to_string(cols) + " needs " +
                          std::to_string(rows * cols));
-  array2d<T> a(rows, cols, d);
+  array2d<T> a(rows, cols, s);
   detail::copy_host_to_device(a.data(), host.data(), host.size_bytes(), a.stream());
   return a;
+}
+template <class T>
+array2d<T> to_device(std::span<const T> host, std::size_t rows, std::size_t cols, device d = default_device()) {
+  return to_device(host, rows, cols, default_stream(d));
+}
+template <class T>
+array2d<T> to_device(const std::vector<T>& host, std::size_t rows, std::size_t cols, stream_ref s) {
+  return to_device(std::span<const T>(host), rows, cols, s);
+}
+template <class T>
+array2d<T> to_device(const std::vector<T>& host, std::size_t rows, std::size_t cols,
+                     device d = default_device()) {
+  return to_device(std::span<const T>(host), rows, cols, default_stream(d));
 }
 
 /// Copies src into dst (same size): device-to-device when both are on one device, otherwise an
 /// explicit host<->device transfer (counted as such). Ordered on dst's stream after src's work.
+/// Copying an array onto itself, or an empty one, does nothing and counts nothing.
 /// @throws shape_mismatch, device_mismatch (two different GPUs).
 template <class T>
 void copy(const array<T>& src, array<T>& dst) {
@@ -281,6 +320,7 @@ void copy(const array<T>& src, array<T>& dst) {
   if (src.size() != dst.size())
     throw shape_mismatch("copy: source has " + std::to_string(src.size()) + " elements, destination " +
                          std::to_string(dst.size()));
+  if (src.empty() || &src == &dst) return;
   device s = src.device(), d = dst.device();
   if (s == d) {
     if (!(src.stream().native() == dst.stream().native())) src.stream().synchronize();

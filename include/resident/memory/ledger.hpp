@@ -38,7 +38,10 @@ struct ledger_snapshot {
 ledger_counts ledger(device d);
 /// The counts for every device since the process started.
 ledger_snapshot ledger();
+/// One line per device ("ledger cpu: H2D ..."), each ending with a newline.
 std::ostream& operator<<(std::ostream& os, const ledger_snapshot& s);
+/// The summary line, ending with a newline.
+std::ostream& operator<<(std::ostream& os, const ledger_counts& c);
 
 /// Counts over a region: construction takes a snapshot, delta() returns what happened since.
 class scoped_ledger {
@@ -52,10 +55,16 @@ class scoped_ledger {
 };
 
 /// What a host<->device transfer is allowed to do: allow silently, log it to stderr, or throw
-/// transfer_forbidden. Device-to-device copies are not transfers across the bus and always pass.
+/// transfer_forbidden. Device-to-device copies are not transfers across the bus and always pass, and
+/// copies of nothing (0 bytes, or memory onto itself) are not transfers at all.
+///
+/// The policy in force on a thread is that of its innermost open scoped_transfer_policy, else the
+/// process default: the environment variable RESIDENT_TRANSFER_POLICY (allow, log or forbid), read at
+/// each transfer made outside any scope; allow when it is unset or empty.
 enum class transfer_policy { allow, log, forbid };
 
-/// Sets the process-wide transfer policy for the lifetime of the object, then restores the old one.
+/// Sets the calling thread's transfer policy for the lifetime of the object, then restores the
+/// thread's previous one. Other threads are not affected. Destroy it on the thread that created it.
 class scoped_transfer_policy {
  public:
   explicit scoped_transfer_policy(transfer_policy p);
@@ -65,9 +74,15 @@ class scoped_transfer_policy {
 
  private:
   transfer_policy previous_;
+  bool previous_set_;  ///< whether a scope was open on this thread before this one
 };
 
-transfer_policy current_transfer_policy() noexcept;
+/// The process default (RESIDENT_TRANSFER_POLICY, else allow).
+/// @throws invalid_argument when the variable holds something other than allow, log or forbid.
+transfer_policy default_transfer_policy();
+/// The calling thread's policy: its innermost scope's, else the process default.
+/// @throws invalid_argument as default_transfer_policy() when no scope is open.
+transfer_policy current_transfer_policy();
 
 namespace detail {
 enum class direction { h2d, d2h, d2d };

@@ -4,8 +4,12 @@
 
 #include <cstddef>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <utility>
+
+#include "resident/error.hpp"
+#include "resident/memory/array_view.hpp"
 
 namespace resident {
 
@@ -15,47 +19,76 @@ void* pinned_allocate(std::size_t bytes, bool* page_locked);
 void pinned_free(void* p, bool page_locked) noexcept;
 }  // namespace detail
 
-/// A host buffer of n elements in page-locked memory. Move-only; uninitialized.
+/// A host buffer of n elements in page-locked memory. Move-only; uninitialized. A moved-from buffer
+/// is empty and its use (span(), uploads from it, downloads into it) throws.
 template <class T>
 class pinned_buffer {
   static_assert(std::is_trivially_copyable_v<T>, "pinned_buffer<T> needs a trivially copyable T");
 
  public:
+  using value_type = T;
+
   pinned_buffer() = default;
+  /// @throws invalid_argument when n * sizeof(T) overflows; out_of_memory when it cannot be allocated.
   explicit pinned_buffer(std::size_t n) : size_(n) {
+    RESIDENT_EXPECTS(n <= max_size(), "pinned_buffer size " + std::to_string(n) + " of " +
+                                          std::to_string(sizeof(T)) + "-byte elements overflows the byte count");
     data_ = static_cast<T*>(detail::pinned_allocate(n * sizeof(T), &locked_));
   }
   ~pinned_buffer() { detail::pinned_free(data_, locked_); }
   pinned_buffer(pinned_buffer&& o) noexcept
-      : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), locked_(o.locked_) {}
+      : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), locked_(o.locked_),
+        moved_(std::exchange(o.moved_, true)) {}
   pinned_buffer& operator=(pinned_buffer&& o) noexcept {
     if (this != &o) {
       detail::pinned_free(data_, locked_);
       data_ = std::exchange(o.data_, nullptr);
       size_ = std::exchange(o.size_, 0);
       locked_ = o.locked_;
+      moved_ = std::exchange(o.moved_, true);
     }
     return *this;
   }
   pinned_buffer(const pinned_buffer&) = delete;
   pinned_buffer& operator=(const pinned_buffer&) = delete;
 
+  static constexpr std::size_t max_size() noexcept { return std::size_t(-1) / sizeof(T); }
+
   T* data() noexcept { return data_; }
   const T* data() const noexcept { return data_; }
   std::size_t size() const noexcept { return size_; }
-  T& operator[](std::size_t i) noexcept { return data_[i]; }
-  const T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  /// Element i (bounds-checked in builds with RESIDENT_DEBUG).
+  T& operator[](std::size_t i) noexcept {
+    if constexpr (debug_checks) {
+      if (i >= size_) detail::bounds_fail(i, size_);
+    }
+    return data_[i];
+  }
+  const T& operator[](std::size_t i) const noexcept { return const_cast<pinned_buffer&>(*this)[i]; }
   T* begin() noexcept { return data_; }
   T* end() noexcept { return data_ + size_; }
-  std::span<T> span() noexcept { return {data_, size_}; }
-  std::span<const T> span() const noexcept { return {data_, size_}; }
+  /// The elements. @throws invalid_argument on a moved-from buffer.
+  std::span<T> span() {
+    check_live();
+    return {data_, size_};
+  }
+  std::span<const T> span() const {
+    check_live();
+    return {data_, size_};
+  }
   /// True when the memory is page-locked (a CUDA device answered when it was allocated).
   bool page_locked() const noexcept { return locked_; }
+
+  /// Throws invalid_argument when the buffer was moved from.
+  void check_live() const {
+    if (moved_) throw invalid_argument("use of a moved-from pinned_buffer: it no longer owns memory");
+  }
 
  private:
   T* data_ = nullptr;
   std::size_t size_ = 0;
   bool locked_ = false;
+  bool moved_ = false;
 };
 
 }  // namespace resident
