@@ -63,11 +63,14 @@ class graph {
     kernels_ = k;
   }
 
+  /// An empty graph; replaying it throws invalid_argument.
   graph() = default;
   ~graph() { detail::graph_destroy(exec_); }
+  /// Takes over o's captured work; o is left empty.
   graph(graph&& o) noexcept
       : device_(o.device_), exec_(std::exchange(o.exec_, nullptr)), cpu_work_(std::move(o.cpu_work_)),
         kernels_(o.kernels_) {}
+  /// Destroys this graph's work and takes over o's.
   graph& operator=(graph&& o) noexcept {
     if (this != &o) {
       detail::graph_destroy(exec_);

@@ -11,7 +11,9 @@ namespace resident {
 class stream_ref {
  public:
   constexpr stream_ref() = default;
+  /// Refers to an existing stream `handle` of device d (nullptr: d's legacy default stream).
   constexpr stream_ref(resident::device d, cuda_stream_t handle) noexcept : device_(d), handle_(handle) {}
+  /// The device the stream belongs to.
   constexpr resident::device device() const noexcept { return device_; }
   /// The cudaStream_t (nullptr = the legacy default stream; always nullptr on the CPU).
   constexpr cuda_stream_t native() const noexcept { return handle_; }
@@ -32,16 +34,23 @@ stream_ref default_stream(device d);
 /// The owner of a stream: created non-blocking on its device, destroyed with the object. Move-only.
 class stream {
  public:
+  /// Creates a non-blocking stream on d. @throws device_unavailable, cuda_error.
   explicit stream(resident::device d = default_device());
   ~stream();
+  /// Takes over other's stream; other is left empty.
   stream(stream&& other) noexcept;
+  /// Destroys this stream (after its queued work) and takes over other's.
   stream& operator=(stream&& other) noexcept;
   stream(const stream&) = delete;
   stream& operator=(const stream&) = delete;
 
+  /// A non-owning reference to this stream.
   stream_ref ref() const noexcept { return {device_, handle_}; }
+  /// Converts to a non-owning reference, so a stream goes wherever a stream_ref is asked for.
   operator stream_ref() const noexcept { return ref(); }
+  /// The device the stream belongs to.
   resident::device device() const noexcept { return device_; }
+  /// Blocks until the work queued on this stream so far has finished. @throws cuda_error, device_lost.
   void synchronize() const { ref().synchronize(); }
 
  private:
