@@ -56,5 +56,10 @@ if [ -n "$nvcc" ]; then
   consume consumer-cuda-cxx tests/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install-cuda"
 fi
 
-echo "== consumer: add_subdirectory of the source tree (CPU backend)"
-consume consumer-subdirectory tests/consumer/subdirectory -DRESIDENT_CUDA=OFF
+echo "== consumers: add_subdirectory of the source tree (and, with nvcc, a CUDA consumer of it)"
+if [ -n "$nvcc" ]; then
+  consume consumer-subdirectory tests/consumer/subdirectory -DRESIDENT_CUDA=ON -DCONSUMER_CUDA=ON \
+    -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90
+else
+  consume consumer-subdirectory tests/consumer/subdirectory -DRESIDENT_CUDA=OFF
+fi
