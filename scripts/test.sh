@@ -48,11 +48,13 @@ cmake --install build/cpu --prefix build/install >/dev/null
 consume consumer tests/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install"
 
 if [ -n "$nvcc" ]; then
-  echo "== consumers of the cuda build: a CUDA project (nvcc compiles its pipelines) and a C++ one"
+  echo "== consumers of the cuda build: CUDA projects (CUDA enabled before and after find_package), a C++ one"
   rm -rf build/install-cuda
   cmake --install build/cuda --prefix build/install-cuda >/dev/null
-  consume consumer-cuda tests/consumer/cuda -DCMAKE_PREFIX_PATH="$PWD/build/install-cuda" \
-    -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90
+  for c in cuda cuda-late; do
+    consume "consumer-$c" "tests/consumer/$c" -DCMAKE_PREFIX_PATH="$PWD/build/install-cuda" \
+      -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90
+  done
   consume consumer-cuda-cxx tests/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install-cuda"
 fi
 
