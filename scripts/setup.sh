@@ -7,7 +7,7 @@ packages=(
   g++ cmake ninja-build ccache pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libcli11-dev nlohmann-json3-dev libdlpack-dev librandom123-dev
-  gnuplot-nox
+  gnuplot-nox doxygen python3
 )
 
 missing=()

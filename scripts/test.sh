@@ -3,13 +3,22 @@
 #   cuda   both backends (when the CUDA toolkit is here; GPU cases skip, saying why, without a GPU)
 #   cpu    -DRESIDENT_CUDA=OFF: the CPU backend alone, same API
 #   debug  CPU backend with bounds checks and ASan + UBSan (halt on the first report)
-# plus an install of the cpu configuration used by a find_package(resident) consumer.
+# then the consumers in tests/consumer (docs/using.md): find_package(resident) from separate projects
+# against installs of the cpu build and (with nvcc) the cuda build, and add_subdirectory of the tree.
+# First, the quick checks: the API reference (an undocumented public symbol fails) and the figures
+# the docs quote against bench/results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 
+echo "== docs: figures against bench/results, API reference into build/docs"
+python3 scripts/check_doc_figures.py
+doxygen docs/Doxyfile
+
 presets=(cpu debug)
-if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+nvcc=$(command -v nvcc || true)
+if [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ]; then nvcc=/usr/local/cuda/bin/nvcc; fi
+if [ -n "$nvcc" ]; then
   presets=(cuda "${presets[@]}")
 else
   echo "test: no CUDA toolkit here: the cuda configuration is skipped"
@@ -23,9 +32,36 @@ for p in "${presets[@]}"; do
   ctest --preset "$p" -j "$jobs"
 done
 
+# A consumer: configure, build and run its tests. consume NAME SOURCE_DIR CMAKE_ARGS...
+consume() {
+  local name=$1 src=$2
+  shift 2
+  rm -rf "build/$name"
+  cmake -S "$src" -B "build/$name" -G Ninja "$@" >/dev/null
+  cmake --build "build/$name" -j "$jobs"
+  ctest --test-dir "build/$name" --output-on-failure
+}
+
 echo "== consumer: install the cpu build, then find_package(resident) from a separate project"
-rm -rf build/install build/consumer
+rm -rf build/install
 cmake --install build/cpu --prefix build/install >/dev/null
-cmake -S tests/consumer -B build/consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
-cmake --build build/consumer
-ctest --test-dir build/consumer --output-on-failure
+consume consumer tests/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install"
+
+if [ -n "$nvcc" ]; then
+  echo "== consumers of the cuda build: CUDA projects (CUDA enabled before and after find_package), a C++ one"
+  rm -rf build/install-cuda
+  cmake --install build/cuda --prefix build/install-cuda >/dev/null
+  for c in cuda cuda-late; do
+    consume "consumer-$c" "tests/consumer/$c" -DCMAKE_PREFIX_PATH="$PWD/build/install-cuda" \
+      -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90
+  done
+  consume consumer-cuda-cxx tests/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install-cuda"
+fi
+
+echo "== consumers: add_subdirectory of the source tree (and, with nvcc, a CUDA consumer of it)"
+if [ -n "$nvcc" ]; then
+  consume consumer-subdirectory tests/consumer/subdirectory -DRESIDENT_CUDA=ON -DCONSUMER_CUDA=ON \
+    -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90
+else
+  consume consumer-subdirectory tests/consumer/subdirectory -DRESIDENT_CUDA=OFF
+fi

@@ -4,8 +4,11 @@
 
 #include <cstddef>
 
+/// Major version of this build of resident.
 #define RESIDENT_VERSION_MAJOR 0
+/// Minor version of this build of resident.
 #define RESIDENT_VERSION_MINOR 1
+/// Patch version of this build of resident.
 #define RESIDENT_VERSION_PATCH 0
 
 /// Marks a function callable from host and device code. Empty when not compiled by nvcc, so the same
@@ -50,6 +53,8 @@ const char* version() noexcept;
 struct CUstream_st;
 struct CUevent_st;
 namespace resident {
+/// CUDA stream handle (the type cudaStream_t names); null is the legacy default stream.
 using cuda_stream_t = CUstream_st*;
+/// CUDA event handle (the type cudaEvent_t names).
 using cuda_event_t = CUevent_st*;
 }  // namespace resident

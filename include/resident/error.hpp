@@ -17,9 +17,13 @@ class error : public std::runtime_error {
 /// A CUDA runtime call failed. Carries the error code and name.
 class cuda_error : public error {
  public:
+  /// Wraps a failed CUDA runtime call: its error code, its name (e.g. "cudaErrorInvalidValue") and a
+  /// message with the call and file:line.
   cuda_error(int code, std::string name, const std::string& what)
       : error(what), code_(code), name_(std::move(name)) {}
+  /// The cudaError_t value of the failed call.
   int code() const noexcept { return code_; }
+  /// The CUDA error's name, e.g. "cudaErrorMemoryAllocation".
   const std::string& name() const noexcept { return name_; }
 
  private:
@@ -31,12 +35,14 @@ class cuda_error : public error {
 /// process must be restarted to use the device again.
 class device_lost : public cuda_error {
  public:
+  /// Same arguments as cuda_error.
   using cuda_error::cuda_error;
 };
 
 /// An allocation failed after the pool was trimmed and the allocation retried once.
 class out_of_memory : public error {
  public:
+  /// The message and the figures at the time of the failure, all in bytes.
   out_of_memory(const std::string& what, std::size_t requested, std::size_t free_bytes,
                 std::size_t pool_reserved, std::size_t pool_in_use)
       : error(what),
@@ -44,9 +50,13 @@ class out_of_memory : public error {
         free_(free_bytes),
         pool_reserved_(pool_reserved),
         pool_in_use_(pool_in_use) {}
+  /// Bytes the failed allocation asked for.
   std::size_t requested() const noexcept { return requested_; }
+  /// Free device (or host) memory when it failed.
   std::size_t free_bytes() const noexcept { return free_; }
+  /// Bytes the pool held reserved when it failed.
   std::size_t pool_reserved() const noexcept { return pool_reserved_; }
+  /// Bytes of the pool in use by live allocations when it failed.
   std::size_t pool_in_use() const noexcept { return pool_in_use_; }
 
  private:

@@ -10,22 +10,30 @@
 
 namespace resident {
 
+/// Which backend a device belongs to.
 enum class device_kind { cpu, cuda };
 
 /// A place where arrays live and work runs: `cpu` or `cuda:N`. A plain value.
 class device {
  public:
   constexpr device() = default;
+  /// The CPU backend (OpenMP threads); always available.
   static constexpr device cpu() noexcept { return device{device_kind::cpu, 0}; }
+  /// CUDA device `index` (not checked here: the first use of an absent one throws device_unavailable).
   static constexpr device cuda(int index = 0) noexcept { return device{device_kind::cuda, index}; }
 
+  /// The backend, cpu or cuda.
   constexpr device_kind kind() const noexcept { return kind_; }
+  /// The CUDA device index (0 for the CPU).
   constexpr int index() const noexcept { return index_; }
+  /// True for the CPU.
   constexpr bool is_cpu() const noexcept { return kind_ == device_kind::cpu; }
+  /// True for a CUDA device.
   constexpr bool is_cuda() const noexcept { return kind_ == device_kind::cuda; }
   /// "cpu" or "cuda:N".
   std::string name() const;
 
+  /// Same backend and same index.
   friend constexpr bool operator==(device a, device b) noexcept {
     return a.kind_ == b.kind_ && a.index_ == b.index_;
   }
@@ -41,15 +49,23 @@ struct device_properties {
   std::string name;             ///< e.g. "NVIDIA H200" or the CPU model
   int multiprocessors = 0;      ///< SMs on a GPU, hardware threads on the CPU
   std::size_t memory_bytes = 0; ///< global memory (GPU) or physical memory (CPU)
+  ///@{
+  /// Compute capability (major, minor) of a GPU; 0 on the CPU.
   int cc_major = 0, cc_minor = 0;
+  ///@}
+  /// Threads per warp (32 on a GPU, 1 on the CPU).
   int warp_size = 1;
+  /// Most threads in one block.
   int max_threads_per_block = 1024;
   int max_threads_per_multiprocessor = 1024;  ///< resident threads per SM (a CPU "SM" runs one block)
   int max_blocks_per_multiprocessor = 1;      ///< resident blocks per SM
+  /// Most threads of a block along x, y and z.
   int max_block_dim[3] = {1024, 1024, 64};
+  /// Most blocks of a grid along x, y and z.
   int max_grid_dim[3] = {2147483647, 65535, 65535};
   std::size_t shared_per_block = 48 * 1024;        ///< without opt-in
   std::size_t shared_per_block_optin = 48 * 1024;  ///< with cudaFuncAttributeMaxDynamicSharedMemorySize
+  /// L2 cache size in bytes (0 where unknown).
   std::size_t l2_bytes = 0;
 };
 

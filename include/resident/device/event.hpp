@@ -12,9 +12,12 @@ namespace resident {
 /// moved-from event throws invalid_argument on use.
 class event {
  public:
+  /// Creates an event on d (timing enabled). @throws device_unavailable, cuda_error.
   explicit event(device d = default_device());
   ~event();
+  /// Takes over other's event; other is left empty.
   event(event&& other) noexcept;
+  /// Destroys this event and takes over other's.
   event& operator=(event&& other) noexcept;
   event(const event&) = delete;
   event& operator=(const event&) = delete;
@@ -25,6 +28,7 @@ class event {
   void synchronize() const;
   /// Makes s wait for this event before running later work (asynchronous).
   void wait_on(stream_ref s) const;
+  /// The cudaEvent_t (nullptr on the CPU).
   cuda_event_t native() const noexcept { return handle_; }
 
   /// Milliseconds between two recorded events; synchronizes on `end`.

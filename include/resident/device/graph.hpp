@@ -66,11 +66,14 @@ class graph {
     kernels_ = k;
   }
 
+  /// An empty graph; replaying it throws invalid_argument.
   graph() = default;
   ~graph() { detail::graph_destroy(exec_); }
+  /// Takes over o's captured work; o is left empty.
   graph(graph&& o) noexcept
       : device_(o.device_), exec_(std::exchange(o.exec_, nullptr)), cpu_work_(std::exchange(o.cpu_work_, {})),
         kernels_(std::exchange(o.kernels_, 0)), moved_(std::exchange(o.moved_, true)) {}
+  /// Destroys this graph's work and takes over o's; o is left empty.
   graph& operator=(graph&& o) noexcept {
     if (this != &o) {
       detail::graph_destroy(exec_);

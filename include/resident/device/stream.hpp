@@ -11,7 +11,9 @@ namespace resident {
 class stream_ref {
  public:
   constexpr stream_ref() = default;
+  /// Refers to an existing stream `handle` of device d (nullptr: d's legacy default stream).
   constexpr stream_ref(resident::device d, cuda_stream_t handle) noexcept : device_(d), handle_(handle) {}
+  /// The device the stream belongs to.
   constexpr resident::device device() const noexcept { return device_; }
   /// The cudaStream_t (nullptr = the legacy default stream; always nullptr on the CPU).
   constexpr cuda_stream_t native() const noexcept { return handle_; }
@@ -33,9 +35,12 @@ stream_ref default_stream(device d);
 /// a moved-from stream throws invalid_argument on use (it does not fall back to the default stream).
 class stream {
  public:
+  /// Creates a non-blocking stream on d. @throws device_unavailable, cuda_error.
   explicit stream(resident::device d = default_device());
   ~stream();
+  /// Takes over other's stream; other is left empty.
   stream(stream&& other) noexcept;
+  /// Destroys this stream (after its queued work) and takes over other's.
   stream& operator=(stream&& other) noexcept;
   stream(const stream&) = delete;
   stream& operator=(const stream&) = delete;
@@ -45,8 +50,11 @@ class stream {
     check_live();
     return {device_, handle_};
   }
+  /// Converts to a non-owning reference. @throws invalid_argument on a moved-from stream.
   operator stream_ref() const { return ref(); }
+  /// The device the stream belongs to.
   resident::device device() const noexcept { return device_; }
+  /// Blocks until the work queued on this stream so far has finished. @throws cuda_error, device_lost.
   void synchronize() const { ref().synchronize(); }
   /// Throws invalid_argument when the stream was moved from.
   void check_live() const;

@@ -42,7 +42,9 @@ class flow_error : public invalid_argument {
 /// (std::rethrow_if_nested recovers it).
 class stage_error : public error {
  public:
+  /// A stage_error for the stage named `stage` with message `what`.
   stage_error(std::string stage, const std::string& what) : error(what), stage_(std::move(stage)) {}
+  /// The failing stage's name.
   const std::string& stage() const noexcept { return stage_; }
 
  private:
@@ -54,22 +56,30 @@ class stage_error : public error {
 /// or raw ranges. @throws invalid_argument for a moved-from array.
 class access {
  public:
+  /// One byte range: bytes bytes from begin.
   struct range {
+    /// First byte of the range.
     const void* begin;
+    /// Length of the range in bytes.
     std::size_t bytes;
+    /// True when the two ranges share a byte.
     bool overlaps(const range& o) const noexcept;
   };
+  /// Declares that the stage reads each of `arrays` (arrays, slices or anything with data() and size()).
   template <class... A>
   access& reads(const A&... arrays) {
     (reads_.push_back(range_of(arrays)), ...);
     return *this;
   }
+  /// Declares that the stage writes each of `arrays`.
   template <class... A>
   access& writes(const A&... arrays) {
     (writes_.push_back(range_of(arrays)), ...);
     return *this;
   }
+  /// The ranges declared read.
   const std::vector<range>& read_ranges() const noexcept { return reads_; }
+  /// The ranges declared written.
   const std::vector<range>& write_ranges() const noexcept { return writes_; }
 
  private:
@@ -94,14 +104,19 @@ class access {
   std::vector<range> reads_, writes_;
 };
 
+/// Whether a stage's edges are inferred from its declared accesses (on) or only explicit (off).
 enum class inference { on, off };
 
 /// Per-stage figures from the last run: time between events around the stage's work on its stream,
 /// and what the stage issued (ledger delta).
 struct stage_report {
+  /// The stage's name.
   std::string name;
+  /// Which of the flow's streams it ran on.
   int stream_index;
+  /// Milliseconds between the events around its work.
   double ms;
+  /// What its work issued: transfers, kernels, allocations.
   ledger_counts issued;
 };
 
@@ -109,13 +124,16 @@ struct stage_report {
 /// and assignment.
 class flow {
  public:
+  /// A stage's number: its position in the order the stages were added.
   using stage_id = std::size_t;
 
   /// A flow on d with `streams` streams for independent branches (CUDA; on the CPU the stages run one
   /// after another in dependency order, each spread over the cores by its own loops).
   explicit flow(device d = default_device(), int streams = 4);
   ~flow();
+  /// Takes over another flow's stages and streams.
   flow(flow&&) noexcept;
+  /// Drops this flow's stages and takes over another's.
   flow& operator=(flow&&) noexcept;
 
   /// Adds a stage: work(s) issues its work on the stream s it is given (asynchronously on CUDA).
@@ -134,7 +152,9 @@ class flow {
   /// stream, and returns; wait() blocks until all finished.
   /// @throws flow_error, stage_error.
   void run_async();
+  /// Blocks until the stages issued by run_async() have finished. @throws cuda_error, device_lost.
   void wait();
+  /// run_async(), then wait(). @throws flow_error, stage_error.
   void run() {
     run_async();
     wait();
@@ -151,10 +171,12 @@ class flow {
 
   /// Direct predecessors of a stage (explicit and inferred).
   const std::vector<stage_id>& predecessors(stage_id s) const;
+  /// Number of stages.
   std::size_t size() const noexcept;
 
   /// The last run's per-stage figures, and the same as an aligned table.
   std::vector<stage_report> report() const;
+  /// The last run's per-stage figures as an aligned text table.
   std::string report_table() const;
 
  private:

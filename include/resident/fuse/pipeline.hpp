@@ -29,19 +29,25 @@
 namespace resident {
 
 // ---- reduction operators ---------------------------------------------------------------------
+/// Reduction operator: a + b (the sum's init is usually 0).
 struct plus {
+  /// a + b.
   template <class T>
   RESIDENT_HD constexpr T operator()(T a, T b) const {
     return a + b;
   }
 };
+/// Reduction operator: the smaller of a and b (init: the type's largest value).
 struct minimum {
+  /// The smaller of a and b (a when equal).
   template <class T>
   RESIDENT_HD constexpr T operator()(T a, T b) const {
     return b < a ? b : a;
   }
 };
+/// Reduction operator: the larger of a and b (init: the type's lowest value).
 struct maximum {
+  /// The larger of a and b (a when equal).
   template <class T>
   RESIDENT_HD constexpr T operator()(T a, T b) const {
     return a < b ? b : a;
@@ -236,8 +242,11 @@ class pipeline {
   static constexpr bool generates = detail::is_generate<Src>;
 
  public:
+  /// Where the elements come from: the called array, a zip of arrays, or a generator.
   Src src;
+  /// The stages, applied in order to each element.
   Chain chain;
+  /// The terminal reduction, or none.
   Red red;
   std::optional<launch_config> config;  ///< fixed [grid, block]; default: from occupancy
 

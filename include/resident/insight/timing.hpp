@@ -13,8 +13,11 @@ namespace resident {
 /// Times of repeated runs of one region, in milliseconds.
 struct timing {
   std::vector<double> ms;  ///< each repetition, sorted ascending
+  /// The median repetition (0 when none ran).
   double median() const { return ms.empty() ? 0 : ms[ms.size() / 2]; }
+  /// The fastest repetition (0 when none ran).
   double min() const { return ms.empty() ? 0 : ms.front(); }
+  /// The slowest repetition (0 when none ran).
   double max() const { return ms.empty() ? 0 : ms.back(); }
 };
 

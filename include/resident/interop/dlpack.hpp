@@ -123,8 +123,10 @@ DLManagedTensor* to_dlpack(array_ref<T> r, std::shared_ptr<const void> keep_aliv
 template <class T>
 class dlpack_array {
  public:
+/// The element type.
   using value_type = T;
 
+/// Takes over t, ordered on s; on an error t stays the caller's. @throws as above.
   explicit dlpack_array(DLManagedTensor* t, stream_ref s) : managed_(t) {
     if (!t) throw invalid_argument("from_dlpack: a null DLManagedTensor");
     try {
@@ -141,9 +143,11 @@ class dlpack_array {
     }
   }
   ~dlpack_array() { release(); }
+/// Takes over o's tensor; o is left empty and its use throws.
   dlpack_array(dlpack_array&& o) noexcept
       : managed_(std::exchange(o.managed_, nullptr)), data_(std::exchange(o.data_, nullptr)),
         size_(std::exchange(o.size_, 0)), stream_(o.stream_), moved_(std::exchange(o.moved_, true)) {}
+/// Releases this tensor (its deleter) and takes over o's.
   dlpack_array& operator=(dlpack_array&& o) noexcept {
     if (this != &o) {
       release();
@@ -158,15 +162,21 @@ class dlpack_array {
   dlpack_array(const dlpack_array&) = delete;
   dlpack_array& operator=(const dlpack_array&) = delete;
 
+/// Pointer to the first element (the tensor's data plus its byte offset).
   T* data() const noexcept { return data_; }
+/// Number of elements (the product of the extents).
   std::size_t size() const noexcept { return size_; }
+/// size() * sizeof(T).
   std::size_t bytes() const noexcept { return size_ * sizeof(T); }
+/// The device the tensor lies on.
   resident::device device() const noexcept { return stream_.device(); }
+/// The stream resident orders its work on this tensor on.
   stream_ref stream() const noexcept { return stream_; }
   /// @throws invalid_argument when moved from.
   void check_live() const {
     if (moved_) throw invalid_argument("use of a moved-from dlpack_array: it no longer holds a tensor");
   }
+/// What kernels receive. @throws invalid_argument when moved from.
   array_view<T> view() const {
     check_live();
     return {data_, size_};

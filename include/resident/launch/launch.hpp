@@ -70,8 +70,11 @@ void cpu_threads(thread_index& t, F&& f) {
 /// A block's shared memory (cfg.shared_bytes of it, 16-byte aligned): on-chip on the GPU, a buffer per
 /// block on the CPU backend.
 struct block_shared {
+  /// Start of the block's shared memory.
   void* data;
+  /// Its size in bytes (cfg.shared_bytes).
   std::size_t bytes;
+  /// The shared memory as an array of T.
   template <class T>
   RESIDENT_HD T* as() const {
     return static_cast<T*>(data);

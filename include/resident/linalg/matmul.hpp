@@ -21,10 +21,12 @@
 
 namespace resident {
 
+/// The matrix-multiply algorithms (see the table above); automatic picks vendor.
 enum class matmul_algo { automatic, naive, blocked, shared, tuned, vendor, vendor_tf32 };
 
 /// "naive", "blocked", ...; parse_matmul_algo is its inverse (@throws invalid_argument).
 std::string to_string(matmul_algo a);
+/// The algorithm named `name` ("naive", "blocked", ...). @throws invalid_argument listing the names.
 matmul_algo parse_matmul_algo(const std::string& name);
 
 /// True when algo runs on d for element type T (sizeof 4: float, 8: double).

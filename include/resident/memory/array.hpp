@@ -32,6 +32,7 @@ class array {
   static_assert(std::is_trivially_copyable_v<T>, "array<T> needs a trivially copyable T");
 
  public:
+  /// The element type.
   using value_type = T;
 
   /// An empty array on the CPU.
@@ -47,9 +48,11 @@ class array {
   explicit array(std::size_t n, device d = default_device()) : array(n, default_stream(d)) {}
 
   ~array() { release(); }
+  /// Takes over o's memory and stream; o is left moved-from (its use throws).
   array(array&& o) noexcept
       : stream_(o.stream_), data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)),
         moved_(std::exchange(o.moved_, true)) {}
+  /// Frees this array's memory (stream-ordered) and takes over o's; o is left moved-from.
   array& operator=(array&& o) noexcept {
     if (this != &o) {
       release();
@@ -63,13 +66,20 @@ class array {
   array(const array&) = delete;
   array& operator=(const array&) = delete;
 
+  /// The most elements whose byte count fits in a size_t.
   static constexpr std::size_t max_size() noexcept { return std::size_t(-1) / sizeof(T); }
 
+  /// Device pointer to the first element (host memory on the CPU backend); null when empty.
   T* data() const noexcept { return data_; }
+  /// Number of elements.
   std::size_t size() const noexcept { return size_; }
+  /// Size in bytes.
   std::size_t bytes() const noexcept { return size_ * sizeof(T); }
+  /// True when the array has no elements.
   bool empty() const noexcept { return size_ == 0; }
+  /// The device the array lives on.
   resident::device device() const noexcept { return stream_.device(); }
+  /// The stream its operations are ordered on.
   stream_ref stream() const noexcept { return stream_; }
   /// Orders later operations on s (same device), after the work already queued on the old stream.
   /// The stream must outlive the array's use of it (and its release: move the array back first).
@@ -140,14 +150,23 @@ class array {
 template <class T>
 class array_ref {
  public:
+  /// The element type.
   using value_type = T;
+  /// A window of size elements at data, ordered on s. Not checked: slice() is the checked way to make one.
   array_ref(T* data, std::size_t size, stream_ref s) : data_(data), size_(size), stream_(s) {}
+  /// Pointer to the first element of the window.
   T* data() const noexcept { return data_; }
+  /// Number of elements in the window.
   std::size_t size() const noexcept { return size_; }
+  /// Size of the window in bytes.
   std::size_t bytes() const noexcept { return size_ * sizeof(T); }
+  /// The device the elements live on.
   resident::device device() const noexcept { return stream_.device(); }
+  /// The stream operations on the window are ordered on.
   stream_ref stream() const noexcept { return stream_; }
+  /// What kernels receive.
   array_view<T> view() const noexcept { return {data_, size_}; }
+  /// Nothing to check: the array the window refers to must outlive it.
   void check_live() const noexcept {}
 
  private:
@@ -186,16 +205,20 @@ concept array_like = detail::array_like_impl<std::remove_cvref_t<A>>;
 template <class T>
 class array2d {
  public:
+  /// The element type.
   using value_type = T;
   array2d() = default;
   /// @throws invalid_argument when ld < cols or rows * ld * sizeof(T) overflows; out_of_memory.
   array2d(std::size_t rows, std::size_t cols, stream_ref s, std::size_t ld = 0)
       : rows_(rows), cols_(cols), ld_(ld ? ld : cols), storage_(checked_elements(rows, cols, ld), s) {}
+  /// rows x cols uninitialized elements on d, on d's default stream; otherwise as above.
   array2d(std::size_t rows, std::size_t cols, device d = default_device(), std::size_t ld = 0)
       : array2d(rows, cols, default_stream(d), ld) {}
+  /// Takes over o's elements; o is left empty (0 x 0) and its use throws.
   array2d(array2d&& o) noexcept
       : rows_(std::exchange(o.rows_, 0)), cols_(std::exchange(o.cols_, 0)), ld_(std::exchange(o.ld_, 0)),
         storage_(std::move(o.storage_)) {}
+  /// Frees this array's elements and takes over o's.
   array2d& operator=(array2d&& o) noexcept {
     if (this != &o) {
       rows_ = std::exchange(o.rows_, 0);
@@ -208,18 +231,28 @@ class array2d {
   array2d(const array2d&) = delete;
   array2d& operator=(const array2d&) = delete;
 
+  /// Number of rows.
   std::size_t rows() const noexcept { return rows_; }
+  /// Number of columns.
   std::size_t cols() const noexcept { return cols_; }
+  /// Leading dimension: elements between the starts of two rows.
   std::size_t ld() const noexcept { return ld_; }
+  /// rows * cols, the number of elements (padding excluded).
   std::size_t size() const noexcept { return rows_ * cols_; }
+  /// Device pointer to element (0, 0).
   T* data() const noexcept { return storage_.data(); }
+  /// The device the array lives on.
   resident::device device() const noexcept { return storage_.device(); }
+  /// The stream its operations are ordered on.
   stream_ref stream() const noexcept { return storage_.stream(); }
+  /// Orders later operations on s, as array::set_stream. @throws device_mismatch.
   void set_stream(stream_ref s) { storage_.set_stream(s); }
   /// The rows * ld elements behind the array, padding included.
   const array<T>& storage() const noexcept { return storage_; }
+  /// The rows * ld elements behind the array, padding included (mutable).
   array<T>& storage() noexcept { return storage_; }
 
+  /// What kernels receive. @throws invalid_argument on a moved-from array.
   array2d_view<T> view() const {
     storage_.check_live();
     return {storage_.data(), rows_, cols_, ld_};
@@ -261,18 +294,23 @@ array<T> to_device(std::span<const T> host, stream_ref s, staging st = staging::
   detail::copy_host_to_device(a.data(), host.data(), a.bytes(), s, st);
   return a;
 }
+/// Uploads host memory into a new array on d's default stream (default: the default device).
 template <class T>
 array<T> to_device(std::span<const T> host, device d = default_device()) {
   return to_device(host, default_stream(d));
 }
+/// Uploads a host vector into a new array on d's default stream (default: the default device).
 template <class T>
 array<T> to_device(const std::vector<T>& host, device d = default_device()) {
   return to_device(std::span<const T>(host), default_stream(d));
 }
+/// Uploads a host vector into a new array ordered on s, staged as st says.
 template <class T>
 array<T> to_device(const std::vector<T>& host, stream_ref s, staging st = staging::chunked) {
   return to_device(std::span<const T>(host), s, st);
 }
+/// Uploads a pinned buffer into a new array: one asynchronous copy on s; keep host alive and unchanged
+/// until s is synchronized.
 template <class T>
 array<T> to_device(const pinned_buffer<T>& host, stream_ref s) {
   return to_device(host.span(), s);
@@ -295,14 +333,17 @@ array2d<T> to_device(std::span<const T> host, std::size_t rows, std::size_t cols
   detail::copy_host_to_device(a.data(), host.data(), host.size_bytes(), a.stream());
   return a;
 }
+/// As above, on d's default stream.
 template <class T>
 array2d<T> to_device(std::span<const T> host, std::size_t rows, std::size_t cols, device d = default_device()) {
   return to_device(host, rows, cols, default_stream(d));
 }
+/// Uploads a packed rows x cols host matrix from a vector, ordered on s. @throws shape_mismatch.
 template <class T>
 array2d<T> to_device(const std::vector<T>& host, std::size_t rows, std::size_t cols, stream_ref s) {
   return to_device(std::span<const T>(host), rows, cols, s);
 }
+/// Uploads a packed rows x cols host matrix from a vector onto d. @throws shape_mismatch.
 template <class T>
 array2d<T> to_device(const std::vector<T>& host, std::size_t rows, std::size_t cols,
                      device d = default_device()) {

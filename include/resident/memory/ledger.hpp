@@ -13,24 +13,38 @@ namespace resident {
 
 /// Counts for one device. Bytes and copies per direction; kernels launched; pool traffic.
 struct ledger_counts {
+  ///@{
+  /// Host-to-device bytes and copies.
   std::uint64_t h2d_bytes = 0, h2d_copies = 0;
+  ///@}
+  ///@{
+  /// Device-to-host bytes and copies.
   std::uint64_t d2h_bytes = 0, d2h_copies = 0;
+  ///@}
+  ///@{
+  /// Device-to-device bytes and copies.
   std::uint64_t d2d_bytes = 0, d2d_copies = 0;
+  ///@}
+  /// Kernels launched (a graph replay counts the kernels it holds).
   std::uint64_t kernels = 0;
   std::uint64_t allocations = 0;  ///< pool allocations (hits included)
   std::uint64_t pool_hits = 0;    ///< allocations served from memory the pool already held
   std::uint64_t peak_bytes = 0;   ///< the most bytes in use at once (a level, not a count)
 
+  /// What happened since `before` (counts subtracted; peak_bytes is this snapshot's).
   ledger_counts operator-(const ledger_counts& before) const;
   /// One line: "H2D 1 copy 256.0 MiB, D2H ..., kernels 1, ...".
   std::string summary() const;
+  /// The counts as one JSON object.
   std::string json() const;
 };
 
 /// A snapshot of the counts for every device that has been used.
 struct ledger_snapshot {
+  /// Counts per device, in the order the devices were first used.
   std::vector<std::pair<device, ledger_counts>> devices;
   const ledger_counts& of(device d) const;  ///< zeros for a device with no entry
+  /// The counts as one JSON object keyed by device name.
   std::string json() const;
 };
 
@@ -46,7 +60,9 @@ std::ostream& operator<<(std::ostream& os, const ledger_counts& c);
 /// Counts over a region: construction takes a snapshot, delta() returns what happened since.
 class scoped_ledger {
  public:
+  /// Takes a snapshot of d's counts now.
   explicit scoped_ledger(device d = default_device());
+  /// d's counts since construction.
   ledger_counts delta() const;
 
  private:
@@ -67,6 +83,7 @@ enum class transfer_policy { allow, log, forbid };
 /// thread's previous one. Other threads are not affected. Destroy it on the thread that created it.
 class scoped_transfer_policy {
  public:
+  /// Sets the transfer policy to p until destruction.
   explicit scoped_transfer_policy(transfer_policy p);
   ~scoped_transfer_policy();
   scoped_transfer_policy(const scoped_transfer_policy&) = delete;

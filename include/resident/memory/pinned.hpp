@@ -26,9 +26,12 @@ class pinned_buffer {
   static_assert(std::is_trivially_copyable_v<T>, "pinned_buffer<T> needs a trivially copyable T");
 
  public:
+  /// The element type.
   using value_type = T;
 
+  /// An empty buffer.
   pinned_buffer() = default;
+  /// n uninitialized elements, page-locked when a CUDA device answers (ordinary memory otherwise).
   /// @throws invalid_argument when n * sizeof(T) overflows; out_of_memory when it cannot be allocated.
   explicit pinned_buffer(std::size_t n) : size_(n) {
     RESIDENT_EXPECTS(n <= max_size(), "pinned_buffer size " + std::to_string(n) + " of " +
@@ -36,9 +39,11 @@ class pinned_buffer {
     data_ = static_cast<T*>(detail::pinned_allocate(n * sizeof(T), &locked_));
   }
   ~pinned_buffer() { detail::pinned_free(data_, locked_); }
+  /// Takes over o's memory; o is left empty.
   pinned_buffer(pinned_buffer&& o) noexcept
       : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), locked_(o.locked_),
         moved_(std::exchange(o.moved_, true)) {}
+  /// Frees this buffer's memory and takes over o's.
   pinned_buffer& operator=(pinned_buffer&& o) noexcept {
     if (this != &o) {
       detail::pinned_free(data_, locked_);
@@ -52,10 +57,14 @@ class pinned_buffer {
   pinned_buffer(const pinned_buffer&) = delete;
   pinned_buffer& operator=(const pinned_buffer&) = delete;
 
+  /// The most elements whose byte count fits in a size_t.
   static constexpr std::size_t max_size() noexcept { return std::size_t(-1) / sizeof(T); }
 
+  /// Pointer to the first element.
   T* data() noexcept { return data_; }
+  /// Pointer to the first element.
   const T* data() const noexcept { return data_; }
+  /// Number of elements.
   std::size_t size() const noexcept { return size_; }
   /// Element i (bounds-checked in builds with RESIDENT_DEBUG).
   T& operator[](std::size_t i) noexcept {
@@ -64,14 +73,18 @@ class pinned_buffer {
     }
     return data_[i];
   }
+  /// Element i, read-only (bounds-checked in builds with RESIDENT_DEBUG).
   const T& operator[](std::size_t i) const noexcept { return const_cast<pinned_buffer&>(*this)[i]; }
+  /// Iterator to the first element.
   T* begin() noexcept { return data_; }
+  /// Iterator past the last element.
   T* end() noexcept { return data_ + size_; }
   /// The elements. @throws invalid_argument on a moved-from buffer.
   std::span<T> span() {
     check_live();
     return {data_, size_};
   }
+  /// The elements, read-only. @throws invalid_argument on a moved-from buffer.
   std::span<const T> span() const {
     check_live();
     return {data_, size_};

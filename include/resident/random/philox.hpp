@@ -10,7 +10,9 @@
 
 namespace resident::random {
 
+/// A Philox counter or result: four 32-bit words.
 struct words4 {
+  /// The words, w[0] first.
   std::uint32_t w[4];
 };
 

@@ -116,9 +116,15 @@ struct counter_based {
 template <class T>
 struct unit_distribution : detail::counter_based<unit_distribution<T>> {
   static_assert(detail::is_real<T>, "unit_distribution<T>: T is float or double");
+  /// The type of the values.
   using value_type = T;
+  /// Values drawn from one Philox block (four 32-bit words).
   static constexpr int per_block = sizeof(T) == 4 ? 4 : 2;
+  ///@{
+  /// The stream's seed, and the position of value 0 in it (value i is value offset + i of the stream).
   std::uint64_t seed, offset;
+  ///@}
+  /// Value `lane` of Philox block c, whose words are w (what counter_based builds on).
   RESIDENT_HD T from(const words4& w, int lane, std::uint64_t) const {
     if constexpr (sizeof(T) == 4)
       return unit_float(word(w, lane));
@@ -131,10 +137,19 @@ struct unit_distribution : detail::counter_based<unit_distribution<T>> {
 template <class T>
 struct uniform_distribution : detail::counter_based<uniform_distribution<T>> {
   static_assert(detail::is_real<T>, "uniform_distribution<T>: T is float or double");
+  /// The type of the values.
   using value_type = T;
+  /// Values drawn from one Philox block (four 32-bit words).
   static constexpr int per_block = sizeof(T) == 4 ? 4 : 2;
+  ///@{
+  /// The stream's seed, and the position of value 0 in it (value i is value offset + i of the stream).
   std::uint64_t seed, offset;
+  ///@}
+  ///@{
+  /// The lower bound, and high - low.
   T low, span;
+  ///@}
+  /// Value `lane` of Philox block c, whose words are w (what counter_based builds on).
   RESIDENT_HD T from(const words4& w, int lane, std::uint64_t c) const {
     const T u = unit_distribution<T>{{}, seed, offset}.from(w, lane, c);
     // The same bits on every backend, whether or not the compiler contracts a * b + c into an fma:
@@ -152,10 +167,19 @@ struct uniform_distribution : detail::counter_based<uniform_distribution<T>> {
 template <class T>
 struct normal_distribution : detail::counter_based<normal_distribution<T>> {
   static_assert(detail::is_real<T>, "normal_distribution<T>: T is float or double");
+  /// The type of the values.
   using value_type = T;
+  /// Values drawn from one Philox block (four 32-bit words).
   static constexpr int per_block = sizeof(T) == 4 ? 4 : 2;
+  ///@{
+  /// The stream's seed, and the position of value 0 in it (value i is value offset + i of the stream).
   std::uint64_t seed, offset;
+  ///@}
+  ///@{
+  /// Mean and standard deviation.
   T mean, sd;
+  ///@}
+  /// Value `lane` of Philox block c, whose words are w (what counter_based builds on).
   RESIDENT_HD T from(const words4& w, int lane, std::uint64_t) const {
     if constexpr (sizeof(T) == 4) {
       const int j = lane & ~1;
@@ -183,11 +207,18 @@ template <class T>
 struct integer_distribution : detail::counter_based<integer_distribution<T>> {
   static_assert(std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t>,
                 "integer_distribution<T>: T is int32_t or uint32_t");
+  /// The type of the values.
   using value_type = T;
+  /// Values drawn from one Philox block (four 32-bit words).
   static constexpr int per_block = 4;
+  ///@{
+  /// The stream's seed, and the position of value 0 in it (value i is value offset + i of the stream).
   std::uint64_t seed, offset;
+  ///@}
+  /// The lower bound.
   T low;
   std::uint32_t range;  ///< high - low, >= 1
+  /// Value `lane` of Philox block c, whose words are w (what counter_based builds on).
   RESIDENT_HD T from(const words4& w, int lane, std::uint64_t c) const {
     std::uint32_t x = word(w, lane);
     std::uint64_t m = std::uint64_t(x) * range;
@@ -206,26 +237,40 @@ struct integer_distribution : detail::counter_based<integer_distribution<T>> {
 
 /// The raw 32-bit words.
 struct bits_distribution : detail::counter_based<bits_distribution> {
+  /// The type of the values.
   using value_type = std::uint32_t;
+  /// Values drawn from one Philox block (four 32-bit words).
   static constexpr int per_block = 4;
+  ///@{
+  /// The stream's seed, and the position of value 0 in it (value i is value offset + i of the stream).
   std::uint64_t seed, offset;
+  ///@}
+  /// Value `lane` of Philox block c, whose words are w (what counter_based builds on).
   RESIDENT_HD std::uint32_t from(const words4& w, int lane, std::uint64_t) const { return word(w, lane); }
 };
 
 /// A point in the unit square.
 template <class T>
 struct point2 {
+  ///@{
+  /// The coordinates, each in [0, 1).
   T x, y;
+///@}
 };
 
 /// Point i = (u[2i], u[2i + 1]) of the uniform [0, 1) stream (seed, 2 * offset): the same numbers
 /// fill_uniform writes, taken in pairs.
 template <class T>
 struct point_distribution {
+  ///@{
+  /// Tags: the CPU loop draws V points at a time with block(); GPU kernels visit whole Philox blocks.
   using block_generator = void;
   using aligned_blocks = void;
+  ///@}
   unit_distribution<T> u;  ///< its offset is even, so a point's two values share a Philox block
+  /// Points drawn from one Philox block.
   static constexpr int per_block = unit_distribution<T>::per_block / 2;
+  /// Point i.
   RESIDENT_HD point2<T> operator()(std::size_t i) const {
     const std::uint64_t p = u.offset + 2 * i;
     const std::uint64_t c = p / unit_distribution<T>::per_block;
@@ -233,12 +278,16 @@ struct point_distribution {
     const words4 w = philox_block(u.seed, c);
     return {u.from(w, lane, c), u.from(w, lane + 1, c)};
   }
+  /// V consecutive points from point i, drawing each Philox block once.
   template <int V>
   RESIDENT_HD resident::detail::values<point2<T>, V> block(std::size_t i) const {
     return pairs<V>(detail::block_values<2 * V>(u, 2 * i));
   }
+  /// The Philox block that holds point 0.
   RESIDENT_HD std::uint64_t first_block() const { return u.first_block(); }
+  /// How many points of that block precede point 0.
   RESIDENT_HD std::size_t block_lead() const { return u.block_lead() / 2; }
+  /// The points of Philox block c.
   RESIDENT_HD resident::detail::values<point2<T>, per_block> values_of_block(std::uint64_t c) const {
     const auto v = u.values_of_block(c);
     resident::detail::values<point2<T>, per_block> out;

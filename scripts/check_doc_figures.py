@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Checks the measured figures that README.md and docs/*.md quote against bench/results/.
+
+A figure names its source in an HTML comment right after it (invisible on the rendered page):
+
+    tuned 47.2<!-- src: 2026-11-30/run-18/matmul.json rows[algo=tuned,n=4096].tflops --> TFLOP/s
+
+The path is relative to bench/results/. `<!-- src-file: PATH -->` sets the file for the markers that
+follow it in the same document, which then give the key alone: `<!-- src: rows[n=4096].tflops -->`.
+A key is a dotted path; `name[k=v,...]` picks the one element of the list `name` whose fields match
+(numbers compare as numbers; quote values with spaces: `[measure="pi, fill then reduce"]`), `name[3]`
+an index. `KEY / KEY2` quotes the ratio of two values of the file; a trailing factor scales the value
+before the comparison: `... rows[n=1].ms *1000`.
+
+The figure is the number just before the marker (markdown emphasis, an `x` suffix, a unit such as
+`ms`, `us`, `%` or `TFLOP/s` may stand between them). It passes when it is the recorded value rounded
+to the figure's decimals. Exit status 1, with each failure listed, when any figure disagrees or a
+marker cannot be resolved. Python 3 standard library only.
+"""
+import json
+import re
+import shlex
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+MARKER = re.compile(r"<!--\s*(src|src-file):\s*(.*?)\s*-->")
+# The figure: a number, then optional emphasis, an "x", a unit, and spaces before the marker.
+FIGURE = re.compile(r"(-?\d+(?:\.\d+)?)(?:\*\*|\*|_)?x?(?:\s*(?:ms|us|s|%|TFLOP/s|GB/s|GiB|MiB))?\s*$")
+STEP = re.compile(r"([A-Za-z_][\w-]*)(?:\[(.*?)\])?$")
+
+
+def split_key(key):
+    """Splits a dotted key at the dots outside brackets and quotes."""
+    parts, depth, quote, cur = [], 0, None, ""
+    for ch in key:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "." and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        cur += ch
+    parts.append(cur)
+    return parts
+
+
+def same(recorded, wanted):
+    if isinstance(recorded, (int, float)) and not isinstance(recorded, bool):
+        try:
+            return float(recorded) == float(wanted)
+        except ValueError:
+            return False
+    return str(recorded) == wanted
+
+
+def resolve(data, key):
+    """The value at key in data, or raises KeyError saying where the path stopped."""
+    for part in split_key(key):
+        m = STEP.match(part)
+        if not m:
+            raise KeyError(f"cannot read key step '{part}'")
+        name, sel = m.groups()
+        if not isinstance(data, dict) or name not in data:
+            raise KeyError(f"no field '{name}'")
+        data = data[name]
+        if sel is None:
+            continue
+        if sel.strip().isdigit():
+            data = data[int(sel)]
+            continue
+        lexer = shlex.shlex(sel, posix=True)
+        lexer.whitespace = ","
+        lexer.whitespace_split = True
+        conds = []
+        for c in lexer:
+            k, _, v = c.strip().partition("=")
+            conds.append((k.strip(), v.strip()))
+        hits = [e for e in data if isinstance(e, dict) and all(k in e and same(e[k], v) for k, v in conds)]
+        if len(hits) != 1:
+            raise KeyError(f"{len(hits)} elements of '{name}' match [{sel}], expected 1")
+        data = hits[0]
+    if isinstance(data, bool) or not isinstance(data, (int, float)):
+        raise KeyError(f"the value is {data!r}, not a number")
+    return float(data)
+
+
+def check(doc, cache):
+    failures, checked = [], 0
+    current = None
+    rel = doc.relative_to(ROOT)
+    for lineno, line in enumerate(doc.read_text().splitlines(), 1):
+        for m in MARKER.finditer(line):
+            kind, body = m.groups()
+            where = f"{rel}:{lineno}"
+            if kind == "src-file":
+                current = body
+                continue
+            words = shlex.split(body)
+            path = words.pop(0) if words and words[0].endswith(".json") else current
+            factor = 1.0
+            if words and words[-1].startswith("*"):
+                factor = float(words.pop()[1:])
+            divisor = None
+            if len(words) == 3 and words[1] == "/":
+                divisor = words.pop()
+                words.pop()
+            if not path or len(words) != 1:
+                failures.append(f"{where}: marker '{body}' needs 'PATH KEY' (or a src-file before it)")
+                continue
+            key = words[0]
+            fig = FIGURE.search(line[: m.start()])
+            if not fig:
+                failures.append(f"{where}: no figure just before the marker '{body}'")
+                continue
+            text = fig.group(1)
+            try:
+                if path not in cache:
+                    cache[path] = json.loads((RESULTS / path).read_text())
+                value = resolve(cache[path], key) * factor
+                if divisor:
+                    value /= resolve(cache[path], divisor)
+                    key = f"{key} / {divisor}"
+            except FileNotFoundError:
+                failures.append(f"{where}: {text}: bench/results/{path} does not exist")
+                continue
+            except (KeyError, IndexError, TypeError, ValueError) as e:
+                failures.append(f"{where}: {text}: {path} {key}: {e}")
+                continue
+            decimals = len(text.partition(".")[2])
+            if abs(value - float(text)) > 0.5 * 10.0**-decimals * (1 + 1e-9):
+                shown = f"{value:.{decimals + 2}f}"
+                failures.append(f"{where}: the doc says {text}, {path} {key} records {shown}")
+            checked += 1
+    return failures, checked
+
+
+def main():
+    cache, failures, checked = {}, [], 0
+    for doc in DOCS:
+        f, c = check(doc, cache)
+        failures += f
+        checked += c
+    for f in failures:
+        print(f"check_doc_figures: {f}", file=sys.stderr)
+    if failures:
+        print(f"check_doc_figures: {len(failures)} of the quoted figures disagree with bench/results or name no "
+              "usable source; correct the figure from the recorded JSON (or the marker)", file=sys.stderr)
+        return 1
+    print(f"check_doc_figures: {checked} figures in {len(DOCS)} documents agree with bench/results")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
