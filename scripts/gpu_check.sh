@@ -65,6 +65,13 @@ planted() {  # planted BINARY
 step configure cmake -S . -B "$build" -G Ninja -DRESIDENT_CUDA=ON -DCMAKE_BUILD_TYPE=Release
 step build cmake --build "$build" -j "$jobs"
 step tests ctest --test-dir "$build" --output-on-failure
+# The Python package with the CUDA backend, and its pytest suite with torch, cupy and numba there.
+python_check() {
+  python3 -m pip install -q --no-build-isolation --no-deps . -Ccmake.define.RESIDENT_CUDA=ON \
+    -Cbuild-dir=build/python-gpu -Ccmake.define.CMAKE_CUDA_ARCHITECTURES=90 &&
+    python3 -m pytest -q -rs python/tests
+}
+step python python_check
 
 cli="$build/tools/resident/resident"
 if [ "${SKIP_BENCH:-0}" != 1 ]; then

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Installs what resident builds with, from Debian's packages. Idempotent; run as root (no sudo needed)
-# or as a user with sudo. Skips packages that are already present.
+# Installs what resident builds with, from Debian's packages, and the Python package's build and test
+# requirements from PyPI into .venv/ (nanobind, scikit-build-core, numpy, pytest). Idempotent; run as
+# root (no sudo needed) or as a user with sudo. Skips what is already present.
 set -euo pipefail
 
 packages=(
   g++ cmake ninja-build ccache pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libcli11-dev nlohmann-json3-dev libdlpack-dev librandom123-dev
-  gnuplot-nox doxygen python3
+  gnuplot-nox doxygen python3 python3-dev python3-venv
 )
 
 missing=()
@@ -17,12 +18,20 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "setup: installing ${missing[*]}"
+  run() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+  export DEBIAN_FRONTEND=noninteractive
+  run apt-get update -qq
+  run apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "setup: done"
 fi
 
-echo "setup: installing ${missing[*]}"
-run() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-export DEBIAN_FRONTEND=noninteractive
-run apt-get update -qq
-run apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "setup: done"
+# The Python package (pip install . in scripts/test.sh) builds and tests in its own environment.
+cd "$(dirname "$0")/.."
+python_packages=(nanobind scikit-build-core numpy pytest)
+[ -x .venv/bin/python ] || python3 -m venv .venv
+if ! .venv/bin/python -c "import nanobind, scikit_build_core, numpy, pytest" 2>/dev/null; then
+  echo "setup: installing ${python_packages[*]} into .venv"
+  .venv/bin/python -m pip install -q --disable-pip-version-check "${python_packages[@]}"
+fi

@@ -5,6 +5,7 @@
 #   debug  CPU backend with bounds checks and ASan + UBSan (halt on the first report)
 # then the consumers in tests/consumer (docs/using.md): find_package(resident) from separate projects
 # against installs of the cpu build and (with nvcc) the cuda build, and add_subdirectory of the tree.
+# Last, the Python package: pip install . into .venv and its pytest suite (python/tests).
 # First, the quick checks: the API reference (an undocumented public symbol fails) and the figures
 # the docs quote against bench/results.
 set -euo pipefail
@@ -65,3 +66,8 @@ if [ -n "$nvcc" ]; then
 else
   consume consumer-subdirectory tests/consumer/subdirectory -DRESIDENT_CUDA=OFF
 fi
+
+echo "== python: pip install . (CPU backend here, for speed), then the pytest suite"
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation . \
+  -Ccmake.define.RESIDENT_CUDA=OFF -Cbuild-dir=build/python-cpu
+.venv/bin/python -m pytest -q python/tests
