@@ -1,0 +1,117 @@
+// Run-time programs of built-in operations: one fused kernel from a file the host compiler builds
+// (this one, on purpose), checked against FP64 on both backends; names round-trip; bad input is typed.
+#include <cmath>
+
+#include "support.hpp"
+
+namespace rs = resident;
+using rs::test::backend;
+
+namespace {
+
+using programs = backend;
+
+rs::program seed_program() {
+  return rs::program{} | rs::op::affine(1.5, 0.5) | rs::op::square() | rs::op::add(1) | rs::op::sqrt() |
+         rs::op::sin() | rs::op::mul(0.5);
+}
+double seed_reference(double v) { return 0.5 * std::sin(std::sqrt((1.5 * v + 0.5) * (1.5 * v + 0.5) + 1.0)); }
+
+TEST_P(programs, the_seed_pipeline_as_one_kernel_matches_fp64) {
+  for (std::size_t n : {std::size_t(1), std::size_t(1000003)}) {
+    const auto seed = rs::test::fresh_seed();
+    SCOPED_TRACE("n = " + std::to_string(n) + ", seed = " + std::to_string(seed));
+    auto h = rs::test::random_vector<float>(n, seed);
+    std::vector<double> ref(n);
+    double ref_sum = 0;
+    for (std::size_t i = 0; i < n; ++i) ref_sum += ref[i] = seed_reference(h[i]);
+    rs::array<float> x = rs::to_device(h, dev);
+    rs::array<float> y = rs::to_device(std::vector<float>(n, rs::test::poison<float>()), dev);
+    rs::scoped_ledger l(dev);
+    rs::run(seed_program(), x, y);
+    EXPECT_EQ(l.delta().kernels, 1u) << "one kernel per call";
+    EXPECT_LT(rs::test::rel_error(y.to_host(), ref), 1e-6);
+    EXPECT_NEAR(rs::run_sum(seed_program(), x), ref_sum, 1e-4 * std::max(1.0, std::fabs(ref_sum)) + 1e-3);
+    rs::run(seed_program(), x);  // in place
+    EXPECT_LT(rs::test::rel_error(x.to_host(), ref), 1e-6);
+  }
+}
+
+TEST_P(programs, every_operation_in_double_matches_the_library_math) {
+  const auto seed = rs::test::fresh_seed();
+  SCOPED_TRACE("seed = " + std::to_string(seed));
+  auto h = rs::test::random_vector<double>(4099, seed, 0.25, 2.0);
+  struct c {
+    rs::op o;
+    double (*f)(double, double, double);
+  };
+  const c cases[] = {
+      {rs::op::add(2.5), [](double v, double a, double) { return v + a; }},
+      {rs::op::mul(-3), [](double v, double a, double) { return v * a; }},
+      {rs::op::affine(2, -1), [](double v, double a, double b) { return a * v + b; }},
+      {rs::op::square(), [](double v, double, double) { return v * v; }},
+      {rs::op::sqrt(), [](double v, double, double) { return std::sqrt(v); }},
+      {rs::op::rsqrt(), [](double v, double, double) { return 1 / std::sqrt(v); }},
+      {rs::op::exp(), [](double v, double, double) { return std::exp(v); }},
+      {rs::op::log(), [](double v, double, double) { return std::log(v); }},
+      {rs::op::sin(), [](double v, double, double) { return std::sin(v); }},
+      {rs::op::cos(), [](double v, double, double) { return std::cos(v); }},
+      {rs::op::tanh(), [](double v, double, double) { return std::tanh(v); }},
+      {rs::op::abs(), [](double v, double, double) { return std::fabs(v - 1); }},
+      {rs::op::neg(), [](double v, double, double) { return -v; }},
+      {rs::op::recip(), [](double v, double, double) { return 1 / v; }},
+      {rs::op::minimum(1), [](double v, double a, double) { return std::min(v, a); }},
+      {rs::op::maximum(1), [](double v, double a, double) { return std::max(v, a); }},
+      {rs::op::pow(1.5), [](double v, double a, double) { return std::pow(v, a); }},
+  };
+  for (const auto& k : cases) {
+    SCOPED_TRACE(k.o.name());
+    rs::program p = k.o.what == rs::op::code::abs ? rs::program{} | rs::op::add(-1) | k.o : rs::program{} | k.o;
+    rs::array<double> x = rs::to_device(h, dev), y(h.size(), dev);
+    rs::run(p, x, y);
+    std::vector<double> ref(h.size());
+    for (std::size_t i = 0; i < h.size(); ++i) ref[i] = k.f(h[i], k.o.a, k.o.b);
+    EXPECT_LT(rs::test::rel_error(y.to_host(), ref), 1e-14);
+  }
+}
+
+TEST_P(programs, bad_input_is_typed) {
+  rs::program p;
+  for (std::size_t i = 0; i < rs::program::max_ops; ++i) p = p | rs::op::neg();
+  EXPECT_THROW(p | rs::op::neg(), rs::invalid_argument);
+  const rs::op unknown{static_cast<rs::op::code>(200), 0, 0};
+  EXPECT_THROW(rs::program{} | unknown, rs::invalid_argument);
+  rs::array<float> x(10, dev), y(11, dev);
+  EXPECT_THROW(rs::run(rs::program{}, x, y), rs::shape_mismatch);
+  rs::array<float> gone(3, dev), taker = std::move(gone);
+  EXPECT_THROW(rs::run(rs::program{}, gone), rs::invalid_argument);
+  if (dev.is_cuda()) {
+    rs::array<float> z(10, rs::device::cpu());
+    EXPECT_THROW(rs::run(rs::program{}, x, z), rs::device_mismatch);
+  }
+}
+
+TEST(program_names, round_trip_and_parse_errors) {
+  const rs::program p = seed_program() | rs::op::pow(0.25) | rs::op::maximum(-1e300);
+  rs::program q;
+  std::string name = p.name(), part;
+  for (std::size_t at = 0; at != std::string::npos;) {
+    const auto bar = name.find(" | ", at);
+    part = name.substr(at, bar == std::string::npos ? std::string::npos : bar - at);
+    q = q | rs::op::parse(part);
+    at = bar == std::string::npos ? bar : bar + 3;
+  }
+  EXPECT_EQ(q.name(), p.name());
+  for (std::size_t i = 0; i < p.ops().size(); ++i) {
+    EXPECT_EQ(q.ops()[i].what, p.ops()[i].what);
+    EXPECT_EQ(q.ops()[i].a, p.ops()[i].a);
+    EXPECT_EQ(q.ops()[i].b, p.ops()[i].b);
+  }
+  EXPECT_EQ(rs::program{}.name(), "identity");
+  for (const char* bad : {"", "sqrtt", "sqrt(1)", "add", "add()", "add(x)", "affine(1)", "affine(1, 2) ", "add(1"})
+    EXPECT_THROW(rs::op::parse(bad), rs::invalid_argument) << bad;
+}
+
+RESIDENT_BACKENDS(programs);
+
+}  // namespace
