@@ -69,7 +69,8 @@ step tests ctest --test-dir "$build" --output-on-failure
 python_check() {
   python3 -m pip install -q --no-build-isolation --no-deps . -Ccmake.define.RESIDENT_CUDA=ON \
     -Cbuild-dir=build/python-gpu -Ccmake.define.CMAKE_CUDA_ARCHITECTURES=90 &&
-    python3 -m pytest -q -rs python/tests
+    python3 -m pytest -q -rs python/tests &&
+    for ex in examples/python/*.py; do python3 "$ex" || return 1; done
 }
 step python python_check
 
@@ -84,6 +85,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   step bench-matmul "$cli" bench matmul --json "$logs/matmul.json"
   step bench-flow "$cli" bench flow --json "$logs/flow.json"
   step bench-guide "$cli" bench guide --json "$logs/guide.json"
+  step bench-python env PYTHONUNBUFFERED=1 python3 bench/peers/python_overhead.py --json "$logs/python.json"
   if [ "${SKIP_PEERS:-0}" != 1 ]; then
     step peers env PYTHONUNBUFFERED=1 python3 bench/peers/peers.py --json "$logs/peers.json" \
       --device-peers "$build/bench/device_peers"

@@ -70,4 +70,5 @@ fi
 echo "== python: pip install . (CPU backend here, for speed), then the pytest suite"
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation . \
   -Ccmake.define.RESIDENT_CUDA=OFF -Cbuild-dir=build/python-cpu
+for ex in examples/python/*.py; do .venv/bin/python "$ex"; done
 .venv/bin/python -m pytest -q python/tests

@@ -9,12 +9,15 @@ or another library's. Errors are `resident.Error` subclasses carrying the C++ me
     x = rs.to_device(np.arange(10, dtype=np.float32))   # one counted upload
     rs.random.fill_uniform(x, seed=7)                    # in place, on the device
     y = torch.from_dlpack(x)                             # the same memory, no copy
+    p = rs.op.affine(1.5, 0.5) | rs.op.square() | rs.op.add(1) | rs.op.sqrt() | rs.op.sin() | rs.op.mul(0.5)
+    p(x)                                                 # ONE fused kernel, in place, on any library's array
 """
 import json as _json
 
 from . import _core
 from ._core import Array, cuda_device_count, cuda_unavailable_reason, default_device, empty, from_dlpack, synchronize
 from ._core import to_device, sum, min, max  # noqa: A001 (resident's reductions, on any array)
+from ._core import op, program
 
 
 class Error(RuntimeError):
@@ -100,7 +103,7 @@ class transfer_policy:
 
 from . import random  # noqa: E402  (after the exception types are registered)
 
-__all__ = ["Array", "empty", "to_device", "from_dlpack", "default_device", "cuda_device_count",
+__all__ = ["Array", "op", "program", "empty", "to_device", "from_dlpack", "default_device", "cuda_device_count",
            "cuda_unavailable_reason", "synchronize", "ledger", "transfer_policy", "sum", "min", "max", "random",
            "Error", "InvalidArgument", "ShapeMismatch", "DeviceMismatch", "InvalidLaunch", "FlowError",
            "OutOfMemory", "DeviceUnavailable", "TransferForbidden", "StageError", "CudaError", "DeviceLost"]

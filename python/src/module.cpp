@@ -7,6 +7,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <numeric>
@@ -16,6 +17,7 @@
 #include "ops.hpp"
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/flow/flow.hpp"
+#include "resident/fuse/program.hpp"
 #include "resident/interop/dlpack.hpp"
 #include "resident/resident.hpp"
 
@@ -337,6 +339,44 @@ double reduce(nb::object x, rs::py::reduction r) {
   });
 }
 
+// ---- run-time programs -------------------------------------------------------------------------
+
+// out = p(x) (out defaults to x: in place), as one kernel; float32 or float64.
+nb::object run_program(const rs::program& p, nb::object x, nb::object out) {
+  py_array a = from_dlpack(x);
+  py_array o = out.is_none() ? a : from_dlpack(out);
+  if (!(a.dtype.code == o.dtype.code && a.dtype.bits == o.dtype.bits))
+    throw rs::invalid_argument("program: the input holds " + rs::dlpack_dtype_name(a.dtype) + ", the output " +
+                               rs::dlpack_dtype_name(o.dtype));
+  if (a.shape != o.shape && a.size() != o.size())
+    throw rs::shape_mismatch("program: the input has " + std::to_string(a.size()) + " elements, the output " +
+                             std::to_string(o.size()));
+  visit(a.dtype, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_floating_point_v<T>) {
+      nb::gil_scoped_release unlocked;
+      rs::run(p, a.ref<T>(), o.ref<T>());
+      o.finish_foreign();
+    } else {
+      throw rs::invalid_argument("programs run on float32 or float64 arrays, not " + rs::dlpack_dtype_name(a.dtype));
+    }
+  });
+  return out.is_none() ? x : out;
+}
+
+double sum_program(const rs::program& p, nb::object x) {
+  py_array a = from_dlpack(x);
+  return visit(a.dtype, [&](auto t) -> double {
+    using T = decltype(t);
+    if constexpr (std::is_floating_point_v<T>) {
+      nb::gil_scoped_release unlocked;
+      return double(rs::run_sum(p, a.ref<T>()));
+    } else {
+      throw rs::invalid_argument("programs run on float32 or float64 arrays, not " + rs::dlpack_dtype_name(a.dtype));
+    }
+  });
+}
+
 // ---- errors -------------------------------------------------------------------------------------
 
 nb::dict& exception_types() {
@@ -445,6 +485,61 @@ NB_MODULE(_core, m) {
     }
     return "allow";
   });
+
+  nb::class_<rs::op>(m, "op", "One built-in element-wise operation; compose them with | into a program.")
+      .def_static("add", &rs::op::add, nb::arg("c"), "v + c")
+      .def_static("mul", &rs::op::mul, nb::arg("c"), "v * c")
+      .def_static("affine", &rs::op::affine, nb::arg("a"), nb::arg("b"), "a * v + b")
+      .def_static("square", &rs::op::square, "v * v")
+      .def_static("sqrt", &rs::op::sqrt, "sqrt(v)")
+      .def_static("rsqrt", &rs::op::rsqrt, "1 / sqrt(v)")
+      .def_static("exp", &rs::op::exp, "e^v")
+      .def_static("log", &rs::op::log, "ln(v)")
+      .def_static("sin", &rs::op::sin, "sin(v)")
+      .def_static("cos", &rs::op::cos, "cos(v)")
+      .def_static("tanh", &rs::op::tanh, "tanh(v)")
+      .def_static("abs", &rs::op::abs, "|v|")
+      .def_static("neg", &rs::op::neg, "-v")
+      .def_static("recip", &rs::op::recip, "1 / v")
+      .def_static("minimum", &rs::op::minimum, nb::arg("c"), "min(v, c)")
+      .def_static("maximum", &rs::op::maximum, nb::arg("c"), "max(v, c)")
+      .def_static("pow", &rs::op::pow, nb::arg("c"), "v ** c")
+      .def_static("parse", &rs::op::parse, nb::arg("text"), "An operation from its name: 'sqrt', 'add(1)', 'affine(1.5, 0.5)'.")
+      .def_prop_ro("name", &rs::op::name)
+      .def("__repr__", [](const rs::op& o) { return "resident.op." + o.name(); })
+      .def("__or__", [](const rs::op& a, const rs::op& b) { return rs::program{} | a | b; })
+      .def("__or__", [](const rs::op& a, const rs::program& q) { return (rs::program{} | a) | q; })
+      .def("__call__", [](const rs::op& o, nb::object x, nb::object out) { return run_program(rs::program{} | o, x, out); },
+           nb::arg("x"), nb::arg("out") = nb::none());
+
+  nb::class_<rs::program>(m, "program",
+                          "A chain of built-in operations run as ONE fused kernel: p(x) in place, p(x, out), p.sum(x).")
+      .def(nb::init<>())
+      .def("__init__", [](rs::program* self, const std::vector<rs::op>& ops) { new (self) rs::program(ops); },
+           nb::arg("ops"))
+      .def("__or__", [](const rs::program& p, const rs::op& o) { return p | o; })
+      .def("__or__", [](const rs::program& p, const rs::program& q) { return p | q; })
+      .def_prop_ro("ops", &rs::program::ops)
+      .def_prop_ro("name", &rs::program::name)
+      .def("__repr__", [](const rs::program& p) { return "resident.program(" + p.name() + ")"; })
+      .def("__len__", [](const rs::program& p) { return p.ops().size(); })
+      .def("__call__", &run_program, nb::arg("x"), nb::arg("out") = nb::none(),
+           "out = p(x) as one kernel (out defaults to x: in place); float32 or float64 arrays of any library.")
+      .def("sum", &sum_program, nb::arg("x"), "The sum of p(x[i]) in one pass, in x's precision. Synchronizes.");
+
+  m.def("_time_cpp_calls", [](const rs::program& p, nb::object x, int calls) {
+    // The same call made from C++ in a loop: wall time per call, the queue drained at the end.
+    py_array a = from_dlpack(x);
+    if (!(a.dtype.code == kDLFloat && a.dtype.bits == 32)) throw rs::invalid_argument("_time_cpp_calls takes float32");
+    nb::gil_scoped_release unlocked;
+    auto r = a.ref<float>();
+    rs::run(p, r, r);
+    a.stream.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) rs::run(p, r, r);
+    a.stream.synchronize();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
+  }, nb::arg("program"), nb::arg("x"), nb::arg("calls"));
 
   m.def("fill_uniform", &fill_uniform, nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0, nb::arg("low") = 0.0,
         nb::arg("high") = 1.0);

@@ -1,0 +1,210 @@
+"""resident's compiled core; use the resident package"""
+
+from collections.abc import Sequence
+from typing import Annotated, overload
+
+from numpy.typing import NDArray
+
+
+class Array:
+    """
+    A C-contiguous array on one device (resident's own memory or another library's, taken in place). Shares memory through __dlpack__ and __cuda_array_interface__.
+    """
+
+    @property
+    def shape(self) -> tuple: ...
+
+    @property
+    def dtype(self) -> str: ...
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def nbytes(self) -> int: ...
+
+    @property
+    def device(self) -> str: ...
+
+    @property
+    def data_ptr(self) -> int: ...
+
+    @property
+    def stream(self) -> int:
+        """
+        the stream handle work on the array is ordered on (1 = the legacy default stream)
+        """
+
+    def __len__(self) -> int: ...
+
+    def __repr__(self) -> str: ...
+
+    def to_host(self) -> object:
+        """
+        Copies the array into a new NumPy array (one counted transfer). Synchronizes.
+        """
+
+    def __dlpack__(self, *, stream: object | None = None, max_version: object | None = None, dl_device: object | None = None, copy: object | None = None) -> object: ...
+
+    def __dlpack_device__(self) -> tuple: ...
+
+    @property
+    def __cuda_array_interface__(self) -> dict: ...
+
+def empty(shape: object, dtype: str = 'float32', device: str | None = None) -> Array:
+    """A new uninitialized array from the device's pool."""
+
+def to_device(host: Annotated[NDArray, dict(order='C', device='cpu', writable=False)], device: str | None = None) -> Array:
+    """
+    Copies a host (NumPy) array into a new array on the device: one counted transfer.
+    """
+
+def from_dlpack(obj: object) -> Array:
+    """
+    Takes another library's array in place (DLPack or the CUDA Array Interface): no copy.
+    """
+
+def default_device() -> str: ...
+
+def cuda_device_count() -> int: ...
+
+def cuda_unavailable_reason() -> str: ...
+
+def synchronize(device: str | None = None) -> None: ...
+
+class op:
+    """
+    One built-in element-wise operation; compose them with | into a program.
+    """
+
+    @staticmethod
+    def add(c: float) -> op:
+        """v + c"""
+
+    @staticmethod
+    def mul(c: float) -> op:
+        """v * c"""
+
+    @staticmethod
+    def affine(a: float, b: float) -> op:
+        """a * v + b"""
+
+    @staticmethod
+    def square() -> op:
+        """v * v"""
+
+    @staticmethod
+    def sqrt() -> op:
+        """sqrt(v)"""
+
+    @staticmethod
+    def rsqrt() -> op:
+        """1 / sqrt(v)"""
+
+    @staticmethod
+    def exp() -> op:
+        """e^v"""
+
+    @staticmethod
+    def log() -> op:
+        """ln(v)"""
+
+    @staticmethod
+    def sin() -> op:
+        """sin(v)"""
+
+    @staticmethod
+    def cos() -> op:
+        """cos(v)"""
+
+    @staticmethod
+    def tanh() -> op:
+        """tanh(v)"""
+
+    @staticmethod
+    def abs() -> op:
+        """|v|"""
+
+    @staticmethod
+    def neg() -> op:
+        """-v"""
+
+    @staticmethod
+    def recip() -> op:
+        """1 / v"""
+
+    @staticmethod
+    def minimum(c: float) -> op:
+        """min(v, c)"""
+
+    @staticmethod
+    def maximum(c: float) -> op:
+        """max(v, c)"""
+
+    @staticmethod
+    def pow(c: float) -> op:
+        """v ** c"""
+
+    @staticmethod
+    def parse(text: str) -> op:
+        """An operation from its name: 'sqrt', 'add(1)', 'affine(1.5, 0.5)'."""
+
+    @property
+    def name(self) -> str: ...
+
+    def __repr__(self) -> str: ...
+
+    @overload
+    def __or__(self, arg: op, /) -> program: ...
+
+    @overload
+    def __or__(self, arg: program, /) -> program: ...
+
+    def __call__(self, x: object, out: object | None = None) -> object: ...
+
+class program:
+    """
+    A chain of built-in operations run as ONE fused kernel: p(x) in place, p(x, out), p.sum(x).
+    """
+
+    @overload
+    def __init__(self) -> None: ...
+
+    @overload
+    def __init__(self, ops: Sequence[op]) -> None: ...
+
+    @overload
+    def __or__(self, arg: op, /) -> program: ...
+
+    @overload
+    def __or__(self, arg: program, /) -> program: ...
+
+    @property
+    def ops(self) -> list[op]: ...
+
+    @property
+    def name(self) -> str: ...
+
+    def __repr__(self) -> str: ...
+
+    def __len__(self) -> int: ...
+
+    def __call__(self, x: object, out: object | None = None) -> object:
+        """
+        out = p(x) as one kernel (out defaults to x: in place); float32 or float64 arrays of any library.
+        """
+
+    def sum(self, x: object) -> float:
+        """The sum of p(x[i]) in one pass, in x's precision. Synchronizes."""
+
+def fill_uniform(x: object, seed: int, offset: int = 0, low: float = 0.0, high: float = 1.0) -> None: ...
+
+def fill_normal(x: object, seed: int, offset: int = 0, mean: float = 0.0, sd: float = 1.0) -> None: ...
+
+def fill_bits(x: object, seed: int, offset: int = 0) -> None: ...
+
+def sum(x: object) -> float: ...
+
+def min(x: object) -> float: ...
+
+def max(x: object) -> float: ...
