@@ -88,6 +88,20 @@ def main(d):
         if sweep:  # the sweep against the occupancy-chosen configuration: its fastest and slowest points
             for r in (min(sweep, key=lambda r: r["ms"]), max(sweep, key=lambda r: r["ms"])):
                 row(f"guide launch_config: {r['variant'][:30]}", f"{r['ratio']:.2f}x time", "", None)
+    py = load(d, "python.json")
+    if py:
+        if py["exchange"]:
+            worst = max(py["exchange"], key=lambda r: r["us"])
+            row(f"python: slowest exchange ({worst['what'][:30]})", f"{worst['us']:.2f} us", "< 10 us", worst["us"] < 10)
+            row("python: bytes moved by the exchanges", str(py["exchange_bytes_moved"]), "0", py["exchange_bytes_moved"] == 0)
+        v = py.get("python_over_cpp")
+        if v is not None:
+            row("python: program call n=1e4, Python / C++", f"{v:.2f}", "<= 2", v <= 2)
+        calls = {r["what"]: r["us"] for r in py["call"]}
+        mine = calls.get("resident program from Python, n = 10^4")
+        ek = calls.get("cupy ElementwiseKernel from Python, n = 10^4")
+        if mine is not None and ek is not None:
+            row("python: program call vs cupy ElementwiseKernel", f"{mine:.2f} / {ek:.2f} us", "below", mine < ek)
     peers = load(d, "peers.json")
     if peers:
         for r in peers["rows"]:
