@@ -112,7 +112,8 @@ int run_bench_flow(const bench_options& o) {
   bar.finish();
   t.print(out());
   if (!gpu) out() << "  (no dependent-launch row: programmatic dependent launch is a GPU feature)\n";
-  out() << "\nLast run of the concurrent flow:\n" << concurrent.report_table();
+  const std::string report = concurrent.report_table();
+  out() << "\nLast run of the concurrent flow:\n" << report << (report.empty() || report.back() != '\n' ? "\n" : "");
   if (!o.json.empty()) write_json(bench_json("flow", d.name(), properties(d).name, t), o.json);
   return 0;
 }

@@ -23,10 +23,15 @@ std::string format_number(double v, int decimals) {
   if (decimals >= 0) {
     std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   } else {
-    // Three significant digits below 100 (0.000123 stays readable), whole numbers above.
+    // Three significant digits below 100 (0.00123 stays readable), whole numbers above, and an
+    // exponent below 0.001, where leading zeros would widen the column.
     const double a = std::fabs(v);
-    const int d = a == 0 ? 0 : std::clamp(2 - int(std::floor(std::log10(a))), 0, 12);
-    std::snprintf(buf, sizeof buf, "%.*f", d, v);
+    if (a != 0 && a < 1e-3) {
+      std::snprintf(buf, sizeof buf, "%.2e", v);
+    } else {
+      const int d = a == 0 ? 0 : std::clamp(2 - int(std::floor(std::log10(a))), 0, 5);
+      std::snprintf(buf, sizeof buf, "%.*f", d, v);
+    }
   }
   return buf;
 }
@@ -83,18 +88,22 @@ std::ostream& out() { return *report_stream; }
 void report_to_stderr() { report_stream = &std::cerr; }
 
 std::string wrap(const std::string& text, std::size_t width, const std::string& indent) {
-  std::string result, line;
-  std::size_t start = 0;
-  while (start < text.size()) {
+  if (const std::size_t nl = text.find('\n'); nl != std::string::npos) {  // each line on its own
+    const std::string rest = text.substr(nl + 1);
+    return wrap(text.substr(0, nl), width, indent) + (rest.empty() ? "" : "\n" + wrap(rest, width, indent));
+  }
+  std::string result, line = indent;
+  std::size_t start = text.find_first_not_of(' ');
+  while (start != std::string::npos && start < text.size()) {
     std::size_t end = text.find(' ', start);
     if (end == std::string::npos) end = text.size();
     const std::string word = text.substr(start, end - start);
-    if (!line.empty() && line.size() + 1 + word.size() > width) {
+    if (line.size() > indent.size() && line.size() + 1 + word.size() > width) {
       result += line + "\n";
       line = indent;
     }
-    line += (line.empty() || line == indent ? "" : " ") + word;
-    start = end + 1;
+    line += (line.size() > indent.size() ? " " : "") + word;
+    start = text.find_first_not_of(' ', end);
   }
   return result + line;
 }

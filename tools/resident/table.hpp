@@ -48,7 +48,8 @@ std::ostream& out();
 /// Sends out() to stderr, so that stdout carries JSON alone.
 void report_to_stderr();
 
-/// text broken into lines of at most width columns at spaces, each after the first indented by indent.
+/// text broken at spaces into lines of at most width columns (a longer word keeps its own line), each
+/// starting with indent; the text's own line breaks are kept.
 std::string wrap(const std::string& text, std::size_t width = 100, const std::string& indent = "");
 
 /// Checks that option's output file path ("" = none, "-" = stdout) can be written, by opening it for
