@@ -88,7 +88,7 @@ nlohmann::json read_json(const std::string& path) {
 }
 
 // Adds the peers' time-over-memcpy series per system.
-void add_peer_series(const std::string& path, std::vector<plot_series>& series) {
+void add_peer_series(const std::string& path, std::vector<plot_series>& series) try {
   if (path.empty()) return;
   nlohmann::json p = read_json(path);
   std::vector<std::string> order;
@@ -105,9 +105,11 @@ void add_peer_series(const std::string& path, std::vector<plot_series>& series) 
       }
     series.push_back(s);
   }
+} catch (const nlohmann::json::exception& e) {
+  throw invalid_argument("--peers: '" + path + "' is not the --json output of bench/peers/peers.py (" + e.what() + ")");
 }
 
-int plot_pipeline_from(const bench_options& o) {
+int plot_pipeline_from(const bench_options& o) try {
   nlohmann::json j = read_json(o.from);
   if (j.value("benchmark", "") != "pipeline")
     throw invalid_argument("'" + o.from + "' is not the --json output of `resident bench pipeline`");
@@ -125,11 +127,15 @@ int plot_pipeline_from(const bench_options& o) {
   plot_png(o.plot, "seed pipeline, time / device-to-device memcpy (" + j.value("device_name", std::string("?")) + ")",
            "elements (float32)", "time / memcpy time of the same bytes (lower is better)", series, true);
   return 0;
+} catch (const nlohmann::json::exception& e) {
+  throw invalid_argument("--from: '" + o.from + "' is not the --json output of `resident bench pipeline` (" + e.what() + ")");
 }
 }  // namespace
 
 int run_bench_pipeline(const bench_options& o) {
   if (!o.from.empty()) return plot_pipeline_from(o);
+  std::vector<plot_series> peer_series;  // read before measuring, so a bad file fails first
+  add_peer_series(o.peers, peer_series);
   const device d = pick(o);
   std::vector<std::size_t> logs = o.sizes;
   if (logs.empty()) logs = d.is_cuda() ? std::vector<std::size_t>{20, 22, 24, 26, 28} : std::vector<std::size_t>{16, 18, 20, 22};
@@ -218,7 +224,7 @@ int run_bench_pipeline(const bench_options& o) {
   }
   if (!o.plot.empty()) {
     std::vector<plot_series> series{fused_s, three_s};
-    add_peer_series(o.peers, series);
+    series.insert(series.end(), peer_series.begin(), peer_series.end());
     plot_png(o.plot, "seed pipeline, time / device-to-device memcpy (" + properties(d).name + ")",
              "elements (float32)", "time / memcpy time of the same bytes (lower is better)", series, true);
   }

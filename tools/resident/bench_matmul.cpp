@@ -39,7 +39,7 @@ double time_matmul(device d, std::size_t n, matmul_algo algo, int reps) {
   return time_region(s.ref(), reps, 1, [&] { matmul(A, B, C, algo); }).median();
 }
 
-int plot_matmul_from(const bench_options& o) {
+int plot_matmul_from(const bench_options& o) try {
   std::ifstream f(o.from);
   nlohmann::json j;
   try {
@@ -65,6 +65,8 @@ int plot_matmul_from(const bench_options& o) {
   plot_png(o.plot, "matmul ladder, float32 (" + j.value("device_name", std::string("?")) + ")", "n (n x n times n x n)",
            "TFLOP/s", series, true);
   return 0;
+} catch (const nlohmann::json::exception& e) {
+  throw invalid_argument("--from: '" + o.from + "' is not the --json output of `resident bench matmul` (" + e.what() + ")");
 }
 
 }  // namespace
