@@ -85,7 +85,13 @@ int run_bench_matmul(const bench_options& o, const std::vector<std::string>& alg
                                                    matmul_algo::vendor, matmul_algo::vendor_tf32}
                         : std::vector<matmul_algo>{matmul_algo::naive, matmul_algo::blocked, matmul_algo::vendor};
   for (auto a : algos)
-    if (!matmul_supported(a, d, 4)) throw invalid_argument("--algos: '" + to_string(a) + "' does not run on " + d.name());
+    if (!matmul_supported(a, d, 4)) {
+      std::string runs;
+      for (auto b : {matmul_algo::naive, matmul_algo::blocked, matmul_algo::shared, matmul_algo::tuned,
+                     matmul_algo::vendor, matmul_algo::vendor_tf32})
+        if (matmul_supported(b, d, 4)) runs += (runs.empty() ? "" : ",") + to_string(b);
+      throw invalid_argument("--algos: '" + to_string(a) + "' does not run on " + d.name() + "; these do: " + runs);
+    }
   out() << "Matrix multiply ladder, float32, C = A B with n x n matrices, on " << d.name() << " ("
             << properties(d).name << ")\n";
   progress bar("bench matmul", sizes.size() * algos.size());

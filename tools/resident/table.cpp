@@ -117,6 +117,10 @@ void check_writable(const std::string& option, const std::string& path) {
   if (existed && S_ISDIR(st.st_mode))
     refuse(option, path, "it is a directory; give a file name inside it, e.g. '" +
                              (std::filesystem::path(path) / (option == "--plot" ? "out.png" : "out.json")).string() + "'");
+  if (existed && !S_ISREG(st.st_mode)) {  // /dev/null, a pipe, a terminal: opening a FIFO could block
+    if (::access(path.c_str(), W_OK) != 0) refuse(option, path, "permission denied; choose another path");
+    return;
+  }
   // Opening the file itself is the only test that answers for every file system (/proc, read-only
   // mounts, ACLs); O_TRUNC is left out so that an existing file keeps its content if the run fails.
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
