@@ -107,7 +107,7 @@ command_line::command_line() {
       ->check(CLI::ExistingFile);
   small_ = bench_cmd_->add_subcommand("small", "n = 10^4: time per call for a fused launch, three kernels, graph replay");
   common(small_);
-  sizes(small_, "element count (default 10000; the first one is used)", element_count);
+  sizes(small_, "element count (default 10000)", element_count);
   foundation_ = bench_cmd_->add_subcommand("foundation", "Uploads (pageable raw, staged, pinned), pool vs cudaMalloc, launch overhead");
   common(foundation_);
   rng_ = bench_cmd_->add_subcommand("rng", "Fill rate vs cuRAND, Monte-Carlo pi fused vs fill-then-reduce, a 60%-of-memory array");
@@ -180,6 +180,9 @@ void command_line::check() const {
     throw invalid_argument("--from '" + bench_.from + "' only draws an earlier run: add --plot FILE.png");
   if (!bench_.from.empty() && (!bench_.sizes.empty() || bench_.reps || !bench_.json.empty() || !bench_.device.empty()))
     throw invalid_argument("--from draws an earlier run without measuring: leave out --sizes, --reps, --json and --device");
+  if (*small_ && bench_.sizes.size() > 1)
+    throw invalid_argument("--sizes: bench small measures one element count, got " +
+                           std::to_string(bench_.sizes.size()) + "; give one, e.g. --sizes 10000");
   if (!bench_.peers.empty() && bench_.plot.empty())
     throw invalid_argument("--peers '" + bench_.peers + "' adds series to the plot: add --plot FILE.png");
   for (const std::string* dev : {&info_.device, &demo_.device, &bench_.device}) {

@@ -127,7 +127,9 @@ void check_writable(const std::string& option, const std::string& path) {
   if (fd < 0) {
     const int e = errno;
     struct stat dst {};
-    const bool dir_is_folder = ::stat(dir.c_str(), &dst) == 0 && S_ISDIR(dst.st_mode);
+    const bool dir_exists = ::stat(dir.c_str(), &dst) == 0, dir_is_folder = dir_exists && S_ISDIR(dst.st_mode);
+    if (e == ENOTDIR && dir_exists && !dir_is_folder)
+      refuse(option, path, "'" + dir + "' is a file, not a folder; choose another path");
     if ((e == ENOENT || e == ENOTDIR) && !dir_is_folder)
       refuse(option, path, "the folder '" + dir + "' does not exist; create it or choose another path");
     if (e == ENOENT)
