@@ -116,7 +116,7 @@ int run_bench_matmul(const bench_options& o, const std::vector<std::string>& alg
   table t({{"algo", "algo", false}, {"n", "n"}, {"median (ms)", "ms"}, {"TFLOP/s", "tflops"}, {"/ vendor FP32", "over_vendor"}});
   for (auto& p : pts)
     t.add({p.algo, table::cell(double(p.n), 0), table::cell(p.ms, -1), table::cell(p.tflops, -1),
-           vendor_tf.count(p.n) ? table::cell(p.tflops / vendor_tf[p.n], 3) : table::cell::none()});
+           vendor_tf.count(p.n) ? table::cell(p.tflops / vendor_tf[p.n], -1) : table::cell::none()});
   t.print(out());
 
   // The seed's claim: GPU kernels "3000x / 3500x" faster than the CPU. Measured here at one size.

@@ -96,8 +96,8 @@ int run_bench_rng(const bench_options& o) {
     const double mean = sum.to_host()[0] / double(m);
     const auto extra = pool_stats(d).allocations - allocs;
     t.add({"large array " + detail::format_bytes(double(big.bytes())) + ": fill, square, sum", table::cell(ms, 1), "ms",
-           "mean of v^2 = " + format_number(mean, 4) + " (1/3 expected); " + std::to_string(extra) +
-               " pool allocation(s) (the reduction's scratch)"});
+           "mean of v^2 " + format_number(mean, 4) + " (1/3 expected); " + std::to_string(extra) +
+               " pool allocation(s), scratch"});
   }
   bar.finish();
   t.print(out());
