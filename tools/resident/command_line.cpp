@@ -69,11 +69,13 @@ command_line::command_line() {
 
   info_cmd_ = app_->add_subcommand("info", "Backends compiled in, each device, the default device");
   info_cmd_->add_flag("--measure", info_.measure, "Also measure device-to-device and host<->device copy rates");
-  info_cmd_->add_option("--device", info_.device, "Device for --measure: cpu, cuda or cuda:N (default: the default device)");
+  info_cmd_->add_option("--device", info_.device, "Device for --measure: cpu, cuda or cuda:N (default: the default device)")
+      ->type_name("DEVICE");
   info_cmd_->add_option("--json", info_.json, "Write the same as JSON to FILE ('-' for stdout)")->type_name("FILE");
 
   demo_cmd_ = app_->add_subcommand("demo", "The seed pipeline f1 -> f2 -> f3 run five ways, checked against FP64 and timed");
-  demo_cmd_->add_option("--device", demo_.device, "cpu, cuda or cuda:N (default: the GPU if one answers, else the CPU)");
+  demo_cmd_->add_option("--device", demo_.device, "cpu, cuda or cuda:N (default: the GPU if one answers, else the CPU)")
+      ->type_name("DEVICE");
   const auto element_count = whole_number("an element count", 1, std::uint64_t(1) << 34, "2^34 (17179869184)");
   const auto repetitions = whole_number("a repetition count", 1, 100000, "100000");
   demo_cmd_->add_option("--n", demo_.n, "Elements (default: 2^26 on a GPU, 2^22 on the CPU)")
@@ -85,15 +87,17 @@ command_line::command_line() {
   demo_cmd_->add_option("--json", demo_.json, "Write the table and ledger as JSON to FILE ('-' for stdout)")
       ->type_name("FILE");
 
+  info_cmd_->footer("Example:\n  resident info --measure --json info.json");
+  demo_cmd_->footer("Example:\n  resident demo --device cpu --n 1000000 --json demo.json");
   bench_cmd_ = app_->add_subcommand("bench", "Benchmarks, timed with device events (median of many)");
   bench_cmd_->require_subcommand(1);
   auto common = [&](CLI::App* c) {
-    c->add_option("--device", bench_.device, "cpu, cuda or cuda:N");
+    c->add_option("--device", bench_.device, "cpu, cuda or cuda:N")->type_name("DEVICE");
     c->add_option("--json", bench_.json, "Write the results as JSON to FILE ('-' for stdout)")->type_name("FILE");
     c->add_option("--reps", bench_.reps, "Timed repetitions per point")->type_name("N")->check(repetitions);
   };
-  auto sizes = [&](CLI::App* c, const char* help, const CLI::Validator& each) {
-    c->add_option("--sizes", bench_.sizes, help)->delimiter(',')->type_name("N,N,...")->check(each);
+  auto sizes = [&](CLI::App* c, const char* help, const CLI::Validator& each, const char* type = "N,N,...") {
+    c->add_option("--sizes", bench_.sizes, help)->delimiter(',')->type_name(type)->check(each);
   };
   pipeline_ = bench_cmd_->add_subcommand("pipeline", "Fused pipeline time over device-to-device memcpy time, per size");
   common(pipeline_);
@@ -107,7 +111,7 @@ command_line::command_line() {
       ->check(CLI::ExistingFile);
   small_ = bench_cmd_->add_subcommand("small", "n = 10^4: time per call for a fused launch, three kernels, graph replay");
   common(small_);
-  sizes(small_, "element count (default 10000)", element_count);
+  sizes(small_, "element count (default 10000)", element_count, "N");
   foundation_ = bench_cmd_->add_subcommand("foundation", "Uploads (pageable raw, staged, pinned), pool vs cudaMalloc, launch overhead");
   common(foundation_);
   rng_ = bench_cmd_->add_subcommand("rng", "Fill rate vs cuRAND, Monte-Carlo pi fused vs fill-then-reduce, a 60%-of-memory array");
@@ -129,6 +133,16 @@ command_line::command_line() {
   guide_->add_option("--examples", examples_dir_, "Folder holding the example programs (default: the build tree)")
       ->check(CLI::ExistingDirectory);
 
+  pipeline_->footer("Examples:\n  resident bench pipeline --sizes 20,22,24 --json p.json --plot p.png\n"
+                    "  resident bench pipeline --from p.json --peers peers.json --plot p.png");
+  small_->footer("Example:\n  resident bench small --sizes 10000 --json small.json");
+  foundation_->footer("Example:\n  resident bench foundation --device cpu --json foundation.json");
+  rng_->footer("Example:\n  resident bench rng --json rng.json");
+  flow_->footer("Example:\n  resident bench flow --reps 50 --json flow.json");
+  matmul_->footer("Examples:\n  resident bench matmul --sizes 1024,2048 --algos tuned,vendor --json m.json --plot m.png\n"
+                  "  resident bench matmul --from m.json --plot m.png");
+  guide_->footer("Example:\n  resident bench guide --json guide.json");
+  bench_cmd_->footer("Example:\n  resident bench pipeline --help");
 }
 
 void command_line::parse(int argc, const char* const* argv) {
