@@ -32,16 +32,15 @@ int run_demo(const demo_options& o) {
   const double bytes = double(n) * 8.0;  // one pass: read 4 bytes, write 4 bytes per element
   // Per element: x, y and a round trip's temporary on the device; the input, the poison, the round
   // trips' result and a checked download on the host.
-  const double device_per_element = 12, host_per_element = 16;
-  {
-    const double per_element = device_per_element + (d.is_cpu() ? host_per_element : 0);
-    const double room = d.is_cpu() ? double(host_available_bytes()) : double(properties(d).memory_bytes);
-    require_memory(d, "demo --n " + std::to_string(n), device_per_element * double(n), host_per_element * double(n),
-                   "Choose a smaller --n (" + format_number(per_element, 0) + " bytes per element" +
-                       (d.is_cpu() ? ": at most about " + std::to_string(std::size_t(room / per_element)) + " here)"
-                                   : " on " + d.name() + " plus " + format_number(host_per_element, 0) +
-                                         " on the host)"));
-  }
+  constexpr std::size_t device_per_element = 12, host_per_element = 16;
+  const std::string advice =
+      d.is_cpu() ? "Choose a smaller --n (" + std::to_string(device_per_element + host_per_element) +
+                       " bytes per element: at most about " +
+                       std::to_string(host_available_bytes() / (device_per_element + host_per_element)) + " here)"
+                 : "Choose a smaller --n (" + std::to_string(device_per_element) + " bytes per element on " +
+                       d.name() + ", " + std::to_string(host_per_element) + " on the host)";
+  require_memory(d, "demo --n " + std::to_string(n), double(device_per_element) * double(n),
+                 double(host_per_element) * double(n), advice);
 
   out() << wrap("The seed pipeline func1 -> func2 -> func3 (f1 = 1.5v + 0.5, f2 = sqrt(v^2 + 1), f3 = 0.5 sin v) "
                 "on " + d.name() + " (" + properties(d).name + "), n = " + std::to_string(n) + " float32 (" +
