@@ -1,14 +1,13 @@
 // resident bench: pipeline, small, foundation. Compiled by nvcc in CUDA builds.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
-
-#include <unistd.h>
-
-#include <filesystem>
 #include <sstream>
 
 #include "commands.hpp"
