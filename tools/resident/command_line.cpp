@@ -106,8 +106,10 @@ command_line::command_line() {
   pipeline_->add_option("--plot", bench_.plot, "Draw the ratio per size into FILE.png (needs gnuplot)")
       ->type_name("FILE.png");
   pipeline_->add_option("--from", bench_.from, "Plot an earlier --json output instead of measuring (with --plot)")
+      ->type_name("FILE")
       ->check(CLI::ExistingFile);
   pipeline_->add_option("--peers", bench_.peers, "Add the peers' series from bench/peers/peers.py --json output to the plot")
+      ->type_name("FILE")
       ->check(CLI::ExistingFile);
   small_ = bench_cmd_->add_subcommand("small", "n = 10^4: time per call for a fused launch, three kernels, graph replay");
   common(small_);
@@ -123,14 +125,17 @@ command_line::command_line() {
   sizes(matmul_, "matrix sizes n (default 512,1024,2048,4096,8192 on a GPU; 128,256,512,1024 on the CPU)",
         whole_number("matrix sizes", 1, 65536, "65536"));
   matmul_->add_option("--algos", algos_, "naive,blocked,shared,tuned,vendor,vendor_tf32 (default: all for the device)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->type_name("ALGO,ALGO,...");
   matmul_->add_option("--plot", bench_.plot, "Draw TFLOP/s per size into FILE.png (needs gnuplot)")
       ->type_name("FILE.png");
   matmul_->add_option("--from", bench_.from, "Plot an earlier --json output instead of measuring (with --plot)")
+      ->type_name("FILE")
       ->check(CLI::ExistingFile);
   guide_ = bench_cmd_->add_subcommand("guide", "The guide's examples (memory kinds, coalescing, divergence, ...) as one table");
   common(guide_);
   guide_->add_option("--examples", examples_dir_, "Folder holding the example programs (default: the build tree)")
+      ->type_name("DIR")
       ->check(CLI::ExistingDirectory);
 
   pipeline_->footer("Examples:\n  resident bench pipeline --sizes 20,22,24 --json p.json --plot p.png\n"
@@ -153,6 +158,10 @@ void command_line::parse(int argc, const char* const* argv) {
   });
   if (!asks_help) {
     auto command = std::find_if(args.begin(), args.end(), [](const std::string& a) { return a.empty() || a[0] != '-'; });
+    if (command != args.begin())
+      throw CLI::ExtrasError("unknown option '" + args.front() + "': options follow the command, e.g. `resident demo " +
+                                 "--n 1000`; resident --help lists the commands",
+                             CLI::ExitCodes::ExtrasError);
     if (command == args.end())
       throw CLI::RequiredError("a command is required: " + one_of(commands) + ", e.g. `resident demo`; " +
                                    "resident --help describes them",
