@@ -1,16 +1,22 @@
 // resident bench: pipeline, small, foundation. Compiled by nvcc in CUDA builds.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "commands.hpp"
+#include "memory_budget.hpp"
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/resident.hpp"
 #include "seed.hpp"
 #include "table.hpp"
+#include "warm_up.hpp"
 
 namespace resident::cli {
 namespace {
@@ -22,7 +28,7 @@ device pick(const bench_options& o) {
 }
 
 void header(const char* what, device d) {
-  std::cout << what << " on " << d.name() << " (" << properties(d).name << ")\n";
+  out() << what << " on " << d.name() << " (" << properties(d).name << ")\n";
 }
 
 }  // namespace
@@ -32,7 +38,18 @@ void plot_png(const std::string& path, const std::string& title, const std::stri
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
     throw invalid_argument("--plot needs gnuplot, which is not installed: install gnuplot-nox "
                            "(scripts/setup.sh does), or write --json and plot that elsewhere");
-  std::string data = path + ".dat", script = path + ".gp";
+  // The data, the script and gnuplot's messages go to a private folder: gnuplot's complaints belong in
+  // the error, not in the report, and the output's folder needs room for the PNG alone.
+  std::string tmpl = (std::filesystem::temp_directory_path() / "resident-plot-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) throw invalid_argument("--plot: cannot create a temporary folder in " + tmpl);
+  const std::filesystem::path work(tmpl);
+  const std::string data = (work / "plot.dat").string(), script = (work / "plot.gp").string(),
+                    log = (work / "gnuplot.log").string();
+  auto quoted = [](const std::string& s) {  // a gnuplot single-quoted string: '' stands for '
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c);
+    return q + "'";
+  };
   {
     std::ofstream f(data);
     for (auto& s : series) {
@@ -41,20 +58,22 @@ void plot_png(const std::string& path, const std::string& title, const std::stri
       f << "\n\n";
     }
     std::ofstream g(script);
-    g << "set terminal pngcairo size 900,540 font ',11' noenhanced\nset output '" << path << "'\n"
-      << "set title '" << title << "'\nset xlabel '" << xlabel << "'\nset ylabel '" << ylabel << "'\n"
-      << "set grid\nset key outside right\nset logscale y\n" << (logx ? "set logscale x 2\nset format x '2^%L'\n" : "")
-      << "plot ";
+    g << "set terminal pngcairo size 900,540 font ',11' noenhanced\nset output " << quoted(path) << "\n"
+      << "set title " << quoted(title) << "\nset xlabel " << quoted(xlabel) << "\nset ylabel " << quoted(ylabel)
+      << "\nset grid\nset key outside right\nset logscale y\n"
+      << (logx ? "set logscale x 2\nset format x '2^%L'\n" : "") << "plot ";
     for (std::size_t i = 0; i < series.size(); ++i)
-      g << (i ? ", " : "") << "'" << data << "' index " << i << " with linespoints lw 2 title '" << series[i].name
-        << "'";
+      g << (i ? ", " : "") << quoted(data) << " index " << i << " with linespoints lw 2 title " << quoted(series[i].name);
     g << "\n";
   }
-  int rc = std::system(("gnuplot '" + script + "' 2>&1").c_str());
-  std::remove(data.c_str());
-  std::remove(script.c_str());
-  if (rc != 0) throw invalid_argument("gnuplot failed to draw " + path);
-  std::cout << "plot written to " << path << "\n";
+  const int rc = std::system(("gnuplot '" + script + "' > '" + log + "' 2>&1").c_str());
+  std::stringstream messages;
+  messages << std::ifstream(log).rdbuf();
+  std::error_code ec;
+  std::filesystem::remove_all(work, ec);
+  if (rc != 0)
+    throw invalid_argument("--plot: gnuplot failed to draw '" + path + "'; it said:\n" + messages.str());
+  out() << "plot written to " << path << "\n";
 }
 
 namespace {
@@ -68,7 +87,7 @@ nlohmann::json read_json(const std::string& path) {
 }
 
 // Adds the peers' time-over-memcpy series per system.
-void add_peer_series(const std::string& path, std::vector<plot_series>& series) {
+void add_peer_series(const std::string& path, std::vector<plot_series>& series) try {
   if (path.empty()) return;
   nlohmann::json p = read_json(path);
   std::vector<std::string> order;
@@ -85,10 +104,11 @@ void add_peer_series(const std::string& path, std::vector<plot_series>& series) 
       }
     series.push_back(s);
   }
+} catch (const nlohmann::json::exception& e) {
+  throw invalid_argument("--peers: '" + path + "' is not the --json output of bench/peers/peers.py (" + e.what() + ")");
 }
 
-int plot_pipeline_from(const bench_options& o) {
-  if (o.plot.empty()) throw invalid_argument("--from needs --plot FILE.png: it only draws an earlier run");
+int plot_pipeline_from(const bench_options& o) try {
   nlohmann::json j = read_json(o.from);
   if (j.value("benchmark", "") != "pipeline")
     throw invalid_argument("'" + o.from + "' is not the --json output of `resident bench pipeline`");
@@ -106,19 +126,27 @@ int plot_pipeline_from(const bench_options& o) {
   plot_png(o.plot, "seed pipeline, time / device-to-device memcpy (" + j.value("device_name", std::string("?")) + ")",
            "elements (float32)", "time / memcpy time of the same bytes (lower is better)", series, true);
   return 0;
+} catch (const nlohmann::json::exception& e) {
+  throw invalid_argument("--from: '" + o.from + "' is not the --json output of `resident bench pipeline` (" + e.what() + ")");
 }
 }  // namespace
 
 int run_bench_pipeline(const bench_options& o) {
   if (!o.from.empty()) return plot_pipeline_from(o);
+  std::vector<plot_series> peer_series;  // read before measuring, so a bad file fails first
+  add_peer_series(o.peers, peer_series);
   const device d = pick(o);
   std::vector<std::size_t> logs = o.sizes;
   if (logs.empty()) logs = d.is_cuda() ? std::vector<std::size_t>{20, 22, 24, 26, 28} : std::vector<std::size_t>{16, 18, 20, 22};
   for (auto l : logs)
     if (l < 4 || l > 32) throw invalid_argument("--sizes takes log2 element counts between 4 and 32, got " + std::to_string(l));
+  const std::size_t largest = *std::max_element(logs.begin(), logs.end());
+  // Per element: x and y on the device; the input and a checked download on the host.
+  require_memory(d, "bench pipeline at n = 2^" + std::to_string(largest), 8 * std::ldexp(1.0, int(largest)),
+                 8 * std::ldexp(1.0, int(largest)), "Choose smaller --sizes (16 bytes per element in all)");
   const int reps = o.reps ? o.reps : (d.is_cuda() ? 50 : 10);
   header("Fused seed pipeline vs device-to-device memcpy of the same bytes", d);
-  std::cout << "(median of " << reps << "; fused / memcpy = time over the time of copying the same bytes, 1.00 = copy\n"
+  out() << "(median of " << reps << "; fused / memcpy = time over the time of copying the same bytes, 1.00 = copy\n"
             << " speed; sum GB/s counts the bytes it reads, memcpy GB/s the bytes it reads and writes)\n";
 
   auto master = map<func1>() | map<func2>() | map<func3>();
@@ -138,24 +166,30 @@ int run_bench_pipeline(const bench_options& o) {
     array<float> total(1, s.ref());
     master(x, y);
     if (seed_error(hx, y.to_host()) > 1e-5) throw error("bench pipeline: fused result is wrong at n = 2^" + std::to_string(l));
-    const double mc = time_region(s.ref(), reps, 3, [&] { copy(x, y); }).median();
-    const double fu = time_region(s.ref(), reps, 3, [&] { master(x, y); }).median();
-    const double k3 = time_region(s.ref(), reps, 3, [&] {
-                        map<func1>()(x, y);
-                        map<func2>()(y);
-                        map<func3>()(y);
-                      }).median();
-    const double su = time_region(s.ref(), reps, 3, [&] { sum(x, total); }).median();
+    // Each variant is warmed up just before it is timed.
+    auto timed = [&](auto&& f) {
+      warm_up(s.ref(), f);
+      return time_region(s.ref(), reps, 0, f).median();
+    };
+    const double mc = timed([&] { copy(x, y); });
+    const double fu = timed([&] { master(x, y); });
+    const double k3 = timed([&] {
+      map<func1>()(x, y);
+      map<func2>()(y);
+      map<func3>()(y);
+    });
+    const double su = timed([&] { sum(x, total); });
     const double bytes = 8.0 * double(n);
     t.add({"2^" + std::to_string(l), detail::format_bytes(bytes), table::cell(mc, 4), table::cell(fu, 4),
-           table::cell(fu / mc, 3), table::cell(k3, 4), table::cell(su, 4), table::cell(mc / (2 * su), 3),
-           table::cell(bytes / (fu * 1e-3) / 1e9, 0)});
+           table::cell(fu / mc, 3), table::cell(k3, 4), table::cell(su, 4), table::cell(mc / (2 * su), -1),
+           table::cell(bytes / (fu * 1e-3) / 1e9, -1)});
     fused_s.x.push_back(double(n));
     fused_s.y.push_back(fu / mc);
     three_s.x.push_back(double(n));
     three_s.y.push_back(k3 / mc);
   }
-  t.print(std::cout);
+  bar.finish();
+  t.print(out());
   nlohmann::json cpu_loop;
   if (d.is_cpu()) {
     // The CPU target: the fused pipeline against the loop a person would write by hand with OpenMP.
@@ -164,15 +198,21 @@ int run_bench_pipeline(const bench_options& o) {
     array<float> x = to_device(hx, s.ref()), y(n, s.ref());
     float* px = x.data();
     float* py = y.data();
-    const double hand = time_region(s.ref(), reps, 2, [&] {
-                          const long ln = long(n);
+    auto hand_loop = [&] {
+      const long ln = long(n);
 #pragma omp parallel for simd schedule(static)
-                          for (long i = 0; i < ln; ++i) py[i] = func3(func2(func1(px[i])));
-                        }).median();
-    const double fused = time_region(s.ref(), reps, 2, [&] { master(x, y); }).median();
-    std::cout << "\nCPU backend at n = 2^" << logs.back() << ": hand-written OpenMP loop " << format_number(hand, 3)
-              << " ms, fused pipeline " << format_number(fused, 3) << " ms: the pipeline runs at "
-              << format_number(hand / fused, 2) << "x the hand-written loop's speed\n";
+      for (long i = 0; i < ln; ++i) py[i] = func3(func2(func1(px[i])));
+    };
+    warm_up(s.ref(), hand_loop);
+    const double hand = time_region(s.ref(), reps, 0, hand_loop).median();
+    auto fused_call = [&] { master(x, y); };
+    warm_up(s.ref(), fused_call);
+    const double fused = time_region(s.ref(), reps, 0, fused_call).median();
+    out() << "\n"
+          << wrap("CPU backend at n = 2^" + std::to_string(logs.back()) + ": hand-written OpenMP loop " +
+                  format_number(hand, 3) + " ms, fused pipeline " + format_number(fused, 3) +
+                  " ms: the pipeline runs at " + format_number(hand / fused, 2) + "x the hand-written loop's speed")
+          << "\n";
     cpu_loop = {{"log2_n", logs.back()}, {"hand_ms", hand}, {"fused_ms", fused}, {"speed_ratio", hand / fused}};
   }
   if (!o.json.empty()) {
@@ -183,7 +223,7 @@ int run_bench_pipeline(const bench_options& o) {
   }
   if (!o.plot.empty()) {
     std::vector<plot_series> series{fused_s, three_s};
-    add_peer_series(o.peers, series);
+    series.insert(series.end(), peer_series.begin(), peer_series.end());
     plot_png(o.plot, "seed pipeline, time / device-to-device memcpy (" + properties(d).name + ")",
              "elements (float32)", "time / memcpy time of the same bytes (lower is better)", series, true);
   }
@@ -195,30 +235,37 @@ int run_bench_small(const bench_options& o) {
   const std::size_t n = o.sizes.empty() ? 10000 : o.sizes.front();
   const int reps = o.reps ? o.reps : 30;
   const int batch = 200;
+  require_memory(d, "bench small at n = " + std::to_string(n), 8 * double(n), 8 * double(n),
+                 "Choose a smaller --sizes (16 bytes per element in all)");
   header("Small pipeline, launch-bound", d);
-  std::cout << "(n = " << n << "; time per pipeline call = median over " << reps << " batches of " << batch
+  out() << "(n = " << n << "; time per pipeline call = median over " << reps << " batches of " << batch
             << " back-to-back calls)\n";
   auto master = map<func1>() | map<func2>() | map<func3>();
   stream s(d);
+  progress bar("bench small", 3);
+  bar.step("fused");
   auto hx = seed_input(n);
   array<float> x = to_device(hx, s.ref()), y(n, s.ref());
   master(x, y);
   if (seed_error(hx, y.to_host()) > 1e-5) throw error("bench small: fused result is wrong");
   const double fused = time_batched(s.ref(), reps, 2, batch, [&] { master(x, y); }).median() * 1e3;
+  bar.step("three kernels");
   const double three = time_batched(s.ref(), reps, 2, batch, [&] {
                          map<func1>()(x, y);
                          map<func2>()(y);
                          map<func3>()(y);
                        }).median() * 1e3;
+  bar.step("graph replay");
   graph g = graph::capture(s.ref(), [&] {
     for (int i = 0; i < batch; ++i) master(x, y);
   });
   const double replay = time_region(s.ref(), reps, 2, [&] { g.replay(s.ref()); }).median() * 1e3 / batch;
+  bar.finish();
   table t({{"variant", "variant", false}, {"time per call (us)", "us_per_call"}, {"kernels per call", "kernels"}});
   t.add({"fused, one launch per call", table::cell(fused, 2), table::cell(1, 0)});
   t.add({"three kernels per call", table::cell(three, 2), table::cell(3, 0)});
   t.add({"fused, graph replay (" + std::to_string(batch) + " calls per graph)", table::cell(replay, 2), table::cell(1, 0)});
-  t.print(std::cout);
+  t.print(out());
   if (!o.json.empty()) {
     nlohmann::json j = bench_json("small", d.name(), properties(d).name, t);
     j["n"] = n;
@@ -234,7 +281,12 @@ int run_bench_foundation(const bench_options& o) {
   table t({{"measure", "measure", false}, {"median", "median", true}, {"unit", "unit", false}, {"note", "note", false}});
   // Uploads and downloads of 1 GiB (256 MiB on the CPU).
   const std::size_t bytes = d.is_cuda() ? std::size_t(1) << 30 : std::size_t(256) << 20;
-  for (auto& r : measure_bandwidth(d, bytes, reps / 2 + 1)) t.add({r.what, table::cell(r.gbs, 1), "GB/s", r.note});
+  // Two arrays on the device; a pageable and a pinned buffer on the host.
+  require_memory(d, "bench foundation", 2 * double(bytes), 2 * double(bytes), "Free memory and run it again");
+  progress bar("bench foundation", 3);
+  bar.step("copy rates");
+  for (auto& r : measure_bandwidth(d, bytes, reps / 2 + 1)) t.add({r.what, table::cell(r.gbs, -1), "GB/s", r.note});
+  bar.step("allocation");
   // Pool allocate + free of 1 MiB vs the driver's allocator.
   stream s(d);
   const std::size_t mib = std::size_t(1) << 20;
@@ -253,10 +305,12 @@ int run_bench_foundation(const bench_options& o) {
     t.add({"pool / cudaMalloc", table::cell(pool_us / raw_us, 3), "ratio", "lower is better"});
   }
   // Empty launches back to back.
+  bar.step("launch overhead");
   auto empty = [] RESIDENT_HD(thread_index) {};
   double launch_us = time_batched(s.ref(), reps, 2, batch, [&] { launch(s.ref(), {dims(1), dims(32)}, empty); }).median() * 1e3;
   t.add({"empty launch, checked", table::cell(launch_us, 2), "us", "validate + launch + error check + ledger"});
-  t.print(std::cout);
+  bar.finish();
+  t.print(out());
   if (!o.json.empty()) write_json(bench_json("foundation", d.name(), properties(d).name, t), o.json);
   return 0;
 }

@@ -47,7 +47,7 @@ int run_bench_guide(const bench_options& o, const std::string& examples_dir) {
                              "'; build the examples (cmake --build <build>) or pass --examples DIR");
   const fs::path rows_file = fs::temp_directory_path() / ("resident-guide-" + std::to_string(::getpid()) + ".jsonl");
   fs::remove(rows_file);
-  std::cout << "The guide's examples on " << d.name() << " (" << properties(d).name << ")\n";
+  out() << "The guide's examples on " << d.name() << " (" << properties(d).name << ")\n";
   {
     progress p("bench guide", std::size(guide_examples));
     for (const char* name : guide_examples) {
@@ -75,8 +75,8 @@ int run_bench_guide(const bench_options& o, const std::string& examples_dir) {
            table::cell(j["ratio"].get<double>(), 2)});
   }
   fs::remove(rows_file);
-  t.print(std::cout);
-  std::cout << "Each example prints why its ratio comes out as it does: run it alone (" << dir.string()
+  t.print(out());
+  out() << "Each example prints why its ratio comes out as it does: run it alone (" << dir.string()
             << "/example_NAME).\n";
   if (!o.json.empty()) write_json(bench_json("guide", d.name(), properties(d).name, t), o.json);
   return 0;

@@ -1,9 +1,11 @@
 // resident bench matmul: the ladder, every algorithm per size, TFLOP/s and ratio to the vendor library.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <map>
 
 #include "commands.hpp"
+#include "memory_budget.hpp"
 #include "resident/resident.hpp"
 #include "table.hpp"
 
@@ -37,7 +39,7 @@ double time_matmul(device d, std::size_t n, matmul_algo algo, int reps) {
   return time_region(s.ref(), reps, 1, [&] { matmul(A, B, C, algo); }).median();
 }
 
-int plot_matmul_from(const bench_options& o) {
+int plot_matmul_from(const bench_options& o) try {
   std::ifstream f(o.from);
   nlohmann::json j;
   try {
@@ -45,6 +47,8 @@ int plot_matmul_from(const bench_options& o) {
   } catch (const std::exception& e) {
     throw invalid_argument("cannot read JSON from '" + o.from + "': " + e.what());
   }
+  if (j.value("benchmark", "") != "matmul")
+    throw invalid_argument("'" + o.from + "' is not the --json output of `resident bench matmul`");
   std::map<std::string, plot_series> by;
   std::vector<std::string> order;
   for (auto& r : j.at("rows")) {
@@ -61,6 +65,8 @@ int plot_matmul_from(const bench_options& o) {
   plot_png(o.plot, "matmul ladder, float32 (" + j.value("device_name", std::string("?")) + ")", "n (n x n times n x n)",
            "TFLOP/s", series, true);
   return 0;
+} catch (const nlohmann::json::exception& e) {
+  throw invalid_argument("--from: '" + o.from + "' is not the --json output of `resident bench matmul` (" + e.what() + ")");
 }
 
 }  // namespace
@@ -79,10 +85,20 @@ int run_bench_matmul(const bench_options& o, const std::vector<std::string>& alg
                                                    matmul_algo::vendor, matmul_algo::vendor_tf32}
                         : std::vector<matmul_algo>{matmul_algo::naive, matmul_algo::blocked, matmul_algo::vendor};
   for (auto a : algos)
-    if (!matmul_supported(a, d, 4)) throw invalid_argument("--algos: '" + to_string(a) + "' does not run on " + d.name());
-  std::cout << "Matrix multiply ladder, float32, C = A B with n x n matrices, on " << d.name() << " ("
+    if (!matmul_supported(a, d, 4)) {
+      std::string runs;
+      for (auto b : {matmul_algo::naive, matmul_algo::blocked, matmul_algo::shared, matmul_algo::tuned,
+                     matmul_algo::vendor, matmul_algo::vendor_tf32})
+        if (matmul_supported(b, d, 4)) runs += (runs.empty() ? "" : ",") + to_string(b);
+      throw invalid_argument("--algos: '" + to_string(a) + "' does not run on " + d.name() + "; these do: " + runs);
+    }
+  out() << "Matrix multiply ladder, float32, C = A B with n x n matrices, on " << d.name() << " ("
             << properties(d).name << ")\n";
   progress bar("bench matmul", sizes.size() * algos.size());
+  const double largest = double(*std::max_element(sizes.begin(), sizes.end()));
+  // A, B and C on the device; the input matrix on the host.
+  require_memory(d, "bench matmul at n = " + format_number(largest, 0), 12 * largest * largest,
+                 4 * largest * largest, "Choose smaller --sizes (16 bytes per matrix element in all)");
   std::vector<point> pts;
   std::map<std::size_t, double> vendor_tf;
   for (auto n : sizes)
@@ -96,11 +112,12 @@ int run_bench_matmul(const bench_options& o, const std::vector<std::string>& alg
       pts.push_back({to_string(a), n, ms, flops / (ms * 1e-3) / 1e12});
       if (a == matmul_algo::vendor) vendor_tf[n] = pts.back().tflops;
     }
+  bar.finish();
   table t({{"algo", "algo", false}, {"n", "n"}, {"median (ms)", "ms"}, {"TFLOP/s", "tflops"}, {"/ vendor FP32", "over_vendor"}});
   for (auto& p : pts)
-    t.add({p.algo, table::cell(double(p.n), 0), table::cell(p.ms, -1), table::cell(p.tflops, 3),
-           vendor_tf.count(p.n) ? table::cell(p.tflops / vendor_tf[p.n], 3) : table::cell::none()});
-  t.print(std::cout);
+    t.add({p.algo, table::cell(double(p.n), 0), table::cell(p.ms, -1), table::cell(p.tflops, -1),
+           vendor_tf.count(p.n) ? table::cell(p.tflops / vendor_tf[p.n], -1) : table::cell::none()});
+  t.print(out());
 
   // The seed's claim: GPU kernels "3000x / 3500x" faster than the CPU. Measured here at one size.
   nlohmann::json claim;
@@ -108,7 +125,7 @@ int run_bench_matmul(const bench_options& o, const std::vector<std::string>& alg
     const std::size_t n = 1024;
     const double cpu = time_matmul(device::cpu(), n, matmul_algo::naive, 1);
     const double gn = time_matmul(d, n, matmul_algo::naive, 10), gs = time_matmul(d, n, matmul_algo::shared, 10);
-    std::cout << "\nThe seed's claim (GPU kernels 3000x / 3500x faster than the CPU), measured at n = " << n
+    out() << "\nThe seed's claim (GPU kernels 3000x / 3500x faster than the CPU), measured at n = " << n
               << ": CPU naive triple loop (" << properties(device::cpu()).multiprocessors << " threads) "
               << format_number(cpu, 1) << " ms; GPU naive " << format_number(cpu / gn, 0) << "x, GPU shared "
               << format_number(cpu / gs, 0) << "x faster.\n";

@@ -1,8 +1,10 @@
 // resident bench rng: filling existing arrays vs cuRAND; a large array filled, transformed and reduced
 // without further allocation; Monte-Carlo pi fused vs fill-then-reduce. Compiled by nvcc in CUDA builds.
+#include <algorithm>
 #include <iostream>
 
 #include "commands.hpp"
+#include "memory_budget.hpp"
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/resident.hpp"
 #include "table.hpp"
@@ -14,30 +16,36 @@ int run_bench_rng(const bench_options& o) {
   const device d = o.device.empty() ? default_device() : parse_device(o.device);
   require(d);
   const int reps = o.reps ? o.reps : (d.is_cuda() ? 30 : 5);
-  std::cout << "Random numbers into existing arrays on " << d.name() << " (" << properties(d).name << ")\n";
+  out() << "Random numbers into existing arrays on " << d.name() << " (" << properties(d).name << ")\n";
+  // The fill buffer, then the points for pi, then (on the CPU) the 256 MiB array, one after another.
+  const std::size_t n = d.is_cuda() ? std::size_t(1) << 28 : std::size_t(1) << 24;
+  const std::size_t points = d.is_cuda() ? std::size_t(1) << 28 : std::size_t(1) << 22;
+  require_memory(d, "bench rng", std::max({4.0 * double(n), 8.0 * double(points), d.is_cpu() ? 256.0 * (1 << 20) : 0.0}),
+                 0, "Free memory and run it again");
+  progress bar("bench rng", 3);
   stream s(d);
   table t({{"measure", "measure", false}, {"median", "median", true}, {"unit", "unit", false}, {"note", "note", false}});
   const std::uint64_t seed = 20261129;
 
   // Fill rate into one buffer: bytes written per second.
-  const std::size_t n = d.is_cuda() ? std::size_t(1) << 28 : std::size_t(1) << 24;
+  bar.step("fill rate");
   {
     array<float> a(n, s.ref());
     const auto allocs = pool_stats(d).allocations;
     const double ms = time_region(s.ref(), reps, 3, [&] { random::fill_uniform(a, seed); }).median();
     const double gbs = double(a.bytes()) / (ms * 1e-3) / 1e9;
-    t.add({"fill_uniform float32, " + detail::format_bytes(double(a.bytes())), table::cell(gbs, 0), "GB/s",
+    t.add({"fill_uniform float32, " + detail::format_bytes(double(a.bytes())), table::cell(gbs, -1), "GB/s",
            std::to_string(pool_stats(d).allocations - allocs) + " allocations during the fills"});
     if (d.is_cuda()) {
       const double cu = curand_uniform_fill_ms(a.data(), n, seed, s.ref(), reps);
       const double cgbs = double(a.bytes()) / (cu * 1e-3) / 1e9;
-      t.add({"cuRAND Philox4x32-10 uniform, same buffer", table::cell(cgbs, 0), "GB/s", "curandGenerateUniform"});
+      t.add({"cuRAND Philox4x32-10 uniform, same buffer", table::cell(cgbs, -1), "GB/s", "curandGenerateUniform"});
       t.add({"fill_uniform / cuRAND rate", table::cell(gbs / cgbs, 3), "ratio", "higher is better"});
     }
   }
   // Monte-Carlo pi: points generated, tested and counted in one pass, vs written to memory first.
+  bar.step("Monte-Carlo pi");
   {
-    const std::size_t points = d.is_cuda() ? std::size_t(1) << 28 : std::size_t(1) << 22;
     auto inside = [] RESIDENT_HD(random::point2<float> p) { return std::uint64_t(p.x * p.x + p.y * p.y <= 1.f); };
     auto fused = random::uniform_points<float>(seed) | map(inside) | reduce(plus{}, std::uint64_t(0));
     array<std::uint64_t> count(1, s.ref());
@@ -65,6 +73,7 @@ int run_bench_rng(const bench_options& o) {
     t.add({"fill-then-reduce / fused time", table::cell(m_ms / f_ms, 2), "ratio", "higher: fusing pays"});
   }
   // One array of about 60% of free memory (GPU; 256 MiB on the CPU): filled, squared in place, reduced.
+  bar.step("large array");
   {
     std::size_t bytes = std::size_t(256) << 20;
     if (d.is_cuda()) {
@@ -87,10 +96,11 @@ int run_bench_rng(const bench_options& o) {
     const double mean = sum.to_host()[0] / double(m);
     const auto extra = pool_stats(d).allocations - allocs;
     t.add({"large array " + detail::format_bytes(double(big.bytes())) + ": fill, square, sum", table::cell(ms, 1), "ms",
-           "mean of v^2 = " + format_number(mean, 4) + " (1/3 expected); " + std::to_string(extra) +
-               " pool allocation(s) (the reduction's scratch)"});
+           "mean of v^2 " + format_number(mean, 4) + " (1/3 expected); " + std::to_string(extra) +
+               " pool allocation(s), scratch"});
   }
-  t.print(std::cout);
+  bar.finish();
+  t.print(out());
   if (!o.json.empty()) write_json(bench_json("rng", d.name(), properties(d).name, t), o.json);
   return 0;
 }

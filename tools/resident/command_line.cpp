@@ -1,15 +1,64 @@
 #include "command_line.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstdlib>
+
 #include "resident/resident.hpp"
 #include "table.hpp"
 
 namespace resident::cli {
+namespace {
+
+// A whole number from lo to hi, refused with the option's name (CLI11 adds it), what it counts and the range.
+CLI::Validator whole_number(const std::string& what, std::uint64_t lo, std::uint64_t hi, const std::string& hi_text) {
+  const std::string range = what + " from " + std::to_string(lo) + " to " + hi_text;
+  return CLI::Validator(
+      [=](std::string& v) -> std::string {
+        const bool digits = !v.empty() && v.size() <= 19 &&
+                            std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+        if (!digits) {
+          const bool number = !v.empty() && (std::isdigit((unsigned char)v.back()) != 0) &&
+                              v.find_first_not_of("+-0123456789") == std::string::npos;
+          return "'" + v + "' is " + (number ? "out of range" : "not a whole number") + "; give " + range;
+        }
+        const std::uint64_t x = std::stoull(v);
+        if (x < lo || x > hi) return v + " is out of range; give " + range;
+        return {};
+      },
+      range);
+}
+
+const char* const commands[] = {"info", "demo", "bench"};
+const char* const benchmarks[] = {"pipeline", "small", "foundation", "rng", "flow", "matmul", "guide"};
+
+template <std::size_t N>
+std::string one_of(const char* const (&names)[N]) {
+  std::string s;
+  for (std::size_t i = 0; i < N; ++i) s += std::string(i == 0 ? "" : i + 1 == N ? " or " : ", ") + names[i];
+  return s;
+}
+
+template <std::size_t N>
+bool known(const char* const (&names)[N], const std::string& a) {
+  return std::find_if(std::begin(names), std::end(names), [&](const char* n) { return a == n; }) != std::end(names);
+}
+
+bool ends_with_png(const std::string& path) {
+  if (path.size() < 4) return false;
+  std::string ext = path.substr(path.size() - 4);
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return ext == ".png";
+}
+
+}  // namespace
 
 command_line::command_line() {
   app_ = std::make_unique<CLI::App>("resident: GPU data pipelines whose data stays on the device.\n\n"
                "Examples:\n"
                "  resident info --measure          devices, backends and measured copy rates\n"
-               "  resident demo                    the seed pipeline four ways, checked and timed\n"
+               "  resident demo                    the seed pipeline five ways, checked and timed\n"
                "  resident demo --device cpu --n 1000000 --json demo.json\n"
                "  resident bench pipeline --sizes 20,22,24,26,28 --json p.json --plot p.png\n"
                "  resident bench pipeline --from p.json --peers peers.json --plot p.png\n"
@@ -20,65 +69,165 @@ command_line::command_line() {
 
   info_cmd_ = app_->add_subcommand("info", "Backends compiled in, each device, the default device");
   info_cmd_->add_flag("--measure", info_.measure, "Also measure device-to-device and host<->device copy rates");
-  info_cmd_->add_option("--device", info_.device, "Device for --measure: cpu, cuda or cuda:N (default: the default device)");
-  info_cmd_->add_option("--json", info_.json, "Write the same as JSON to FILE ('-' for stdout)");
+  info_cmd_->add_option("--device", info_.device, "Device for --measure: cpu, cuda or cuda:N (default: the default device)")
+      ->type_name("DEVICE");
+  info_cmd_->add_option("--json", info_.json, "Write the same as JSON to FILE ('-' for stdout)")->type_name("FILE");
 
-  demo_cmd_ = app_->add_subcommand("demo", "The seed pipeline f1 -> f2 -> f3 run four ways, checked against FP64 and timed");
-  demo_cmd_->add_option("--device", demo_.device, "cpu, cuda or cuda:N (default: the GPU if one answers, else the CPU)");
+  demo_cmd_ = app_->add_subcommand("demo", "The seed pipeline f1 -> f2 -> f3 run five ways, checked against FP64 and timed");
+  demo_cmd_->add_option("--device", demo_.device, "cpu, cuda or cuda:N (default: the GPU if one answers, else the CPU)")
+      ->type_name("DEVICE");
+  const auto element_count = whole_number("an element count", 1, std::uint64_t(1) << 34, "2^34 (17179869184)");
+  const auto repetitions = whole_number("a repetition count", 1, 100000, "100000");
   demo_cmd_->add_option("--n", demo_.n, "Elements (default: 2^26 on a GPU, 2^22 on the CPU)")
-      ->check(CLI::Range(std::size_t(1), std::size_t(1) << 34).description("an element count from 1 to 2^34"));
-  demo_cmd_->add_option("--reps", demo_.reps, "Timed repetitions per mode (median reported)")->check(CLI::Range(1, 100000));
-  demo_cmd_->add_option("--json", demo_.json, "Write the table and ledger as JSON to FILE ('-' for stdout)");
+      ->type_name("N")
+      ->check(element_count);
+  demo_cmd_->add_option("--reps", demo_.reps, "Timed repetitions per mode (median reported)")
+      ->type_name("N")
+      ->check(repetitions);
+  demo_cmd_->add_option("--json", demo_.json, "Write the table and ledger as JSON to FILE ('-' for stdout)")
+      ->type_name("FILE");
 
+  info_cmd_->footer("Example:\n  resident info --measure --json info.json");
+  demo_cmd_->footer("Example:\n  resident demo --device cpu --n 1000000 --json demo.json");
   bench_cmd_ = app_->add_subcommand("bench", "Benchmarks, timed with device events (median of many)");
   bench_cmd_->require_subcommand(1);
-  auto common = [&](CLI::App* c, const char* sizes_help) {
-    c->add_option("--device", bench_.device, "cpu, cuda or cuda:N");
-    c->add_option("--sizes", bench_.sizes, sizes_help)->delimiter(',');
-    c->add_option("--json", bench_.json, "Write the results as JSON to FILE ('-' for stdout)");
-    c->add_option("--reps", bench_.reps, "Timed repetitions per point")->check(CLI::Range(1, 100000));
+  auto common = [&](CLI::App* c) {
+    c->add_option("--device", bench_.device, "cpu, cuda or cuda:N")->type_name("DEVICE");
+    c->add_option("--json", bench_.json, "Write the results as JSON to FILE ('-' for stdout)")->type_name("FILE");
+    c->add_option("--reps", bench_.reps, "Timed repetitions per point")->type_name("N")->check(repetitions);
+  };
+  auto sizes = [&](CLI::App* c, const char* help, const CLI::Validator& each, const char* type = "N,N,...") {
+    c->add_option("--sizes", bench_.sizes, help)->delimiter(',')->type_name(type)->check(each);
   };
   pipeline_ = bench_cmd_->add_subcommand("pipeline", "Fused pipeline time over device-to-device memcpy time, per size");
-  common(pipeline_, "log2 of the element counts (default 20,22,24,26,28 on a GPU; 16,18,20,22 on the CPU)");
-  pipeline_->add_option("--plot", bench_.plot, "Draw the ratio per size into FILE.png (needs gnuplot)");
+  common(pipeline_);
+  sizes(pipeline_, "log2 of the element counts (default 20,22,24,26,28 on a GPU; 16,18,20,22 on the CPU)",
+        whole_number("log2 element counts", 4, 32, "32"));
+  pipeline_->add_option("--plot", bench_.plot, "Draw the ratio per size into FILE.png (needs gnuplot)")
+      ->type_name("FILE.png");
   pipeline_->add_option("--from", bench_.from, "Plot an earlier --json output instead of measuring (with --plot)")
+      ->type_name("FILE")
       ->check(CLI::ExistingFile);
   pipeline_->add_option("--peers", bench_.peers, "Add the peers' series from bench/peers/peers.py --json output to the plot")
+      ->type_name("FILE")
       ->check(CLI::ExistingFile);
   small_ = bench_cmd_->add_subcommand("small", "n = 10^4: time per call for a fused launch, three kernels, graph replay");
-  common(small_, "element counts (default 10000)");
+  common(small_);
+  sizes(small_, "element count (default 10000)", element_count, "N");
   foundation_ = bench_cmd_->add_subcommand("foundation", "Uploads (pageable raw, staged, pinned), pool vs cudaMalloc, launch overhead");
-  common(foundation_, "unused");
+  common(foundation_);
   rng_ = bench_cmd_->add_subcommand("rng", "Fill rate vs cuRAND, Monte-Carlo pi fused vs fill-then-reduce, a 60%-of-memory array");
-  common(rng_, "unused");
+  common(rng_);
   flow_ = bench_cmd_->add_subcommand("flow", "Independent stages on concurrent streams; an 8-stage chain eager vs graph replay");
-  common(flow_, "unused");
+  common(flow_);
   matmul_ = bench_cmd_->add_subcommand("matmul", "The matrix-multiply ladder: every algorithm per size, TFLOP/s, ratio to the vendor");
-  common(matmul_, "matrix sizes n (default 512,1024,2048,4096,8192 on a GPU; 128..1024 on the CPU)");
+  common(matmul_);
+  sizes(matmul_, "matrix sizes n (default 512,1024,2048,4096,8192 on a GPU; 128,256,512,1024 on the CPU)",
+        whole_number("matrix sizes", 1, 65536, "65536"));
   matmul_->add_option("--algos", algos_, "naive,blocked,shared,tuned,vendor,vendor_tf32 (default: all for the device)")
-      ->delimiter(',');
-  matmul_->add_option("--plot", bench_.plot, "Draw TFLOP/s per size into FILE.png (needs gnuplot)");
+      ->delimiter(',')
+      ->type_name("ALGO,ALGO,...");
+  matmul_->add_option("--plot", bench_.plot, "Draw TFLOP/s per size into FILE.png (needs gnuplot)")
+      ->type_name("FILE.png");
   matmul_->add_option("--from", bench_.from, "Plot an earlier --json output instead of measuring (with --plot)")
+      ->type_name("FILE")
       ->check(CLI::ExistingFile);
   guide_ = bench_cmd_->add_subcommand("guide", "The guide's examples (memory kinds, coalescing, divergence, ...) as one table");
-  common(guide_, "unused");
+  common(guide_);
   guide_->add_option("--examples", examples_dir_, "Folder holding the example programs (default: the build tree)")
+      ->type_name("DIR")
       ->check(CLI::ExistingDirectory);
 
+  pipeline_->footer("Examples:\n  resident bench pipeline --sizes 20,22,24 --json p.json --plot p.png\n"
+                    "  resident bench pipeline --from p.json --peers peers.json --plot p.png");
+  small_->footer("Example:\n  resident bench small --sizes 10000 --json small.json");
+  foundation_->footer("Example:\n  resident bench foundation --device cpu --json foundation.json");
+  rng_->footer("Example:\n  resident bench rng --json rng.json");
+  flow_->footer("Example:\n  resident bench flow --reps 50 --json flow.json");
+  matmul_->footer("Examples:\n  resident bench matmul --sizes 1024,2048 --algos tuned,vendor --json m.json --plot m.png\n"
+                  "  resident bench matmul --from m.json --plot m.png");
+  guide_->footer("Example:\n  resident bench guide --json guide.json");
+  bench_cmd_->footer("Example:\n  resident bench pipeline --help");
 }
 
-void command_line::parse(int argc, const char* const* argv) { app_->parse(argc, argv); }
+void command_line::parse(int argc, const char* const* argv) {
+  // CLI11 answers an unknown command with "A subcommand is required"; name it and the choices instead.
+  std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
+  const bool asks_help = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a == "-h" || a == "--help" || a == "--version";
+  });
+  if (!asks_help) {
+    auto command = std::find_if(args.begin(), args.end(), [](const std::string& a) { return a.empty() || a[0] != '-'; });
+    if (command != args.begin())
+      throw CLI::ExtrasError("unknown option '" + args.front() + "': options follow the command, e.g. `resident demo " +
+                                 "--n 1000`; resident --help lists the commands",
+                             CLI::ExitCodes::ExtrasError);
+    if (command == args.end())
+      throw CLI::RequiredError("a command is required: " + one_of(commands) + ", e.g. `resident demo`; " +
+                                   "resident --help describes them",
+                               CLI::ExitCodes::RequiredError);
+    if (!known(commands, *command))
+      throw CLI::ExtrasError("unknown command '" + *command + "': use " + one_of(commands) +
+                                 " (resident --help describes them)",
+                             CLI::ExitCodes::ExtrasError);
+    if (*command == "bench") {
+      const auto which = command + 1;
+      if (which == args.end() || which->empty() || (*which)[0] == '-')
+        throw CLI::RequiredError("bench needs a benchmark: " + one_of(benchmarks) + ", e.g. `resident bench pipeline`",
+                                 CLI::ExitCodes::RequiredError);
+      if (!known(benchmarks, *which))
+        throw CLI::ExtrasError("unknown benchmark '" + *which + "': use " + one_of(benchmarks) +
+                                   " (resident bench --help describes them)",
+                               CLI::ExitCodes::ExtrasError);
+    }
+  }
+  app_->parse(argc, argv);
+}
 
 void command_line::check() const {
   // Output files are checked before any work, so a long run does not end in "cannot write".
-  for (const std::string* path : {&info_.json, &demo_.json, &bench_.json, &bench_.plot}) check_writable(*path);
-  for (const std::string* dev : {&info_.device, &demo_.device, &bench_.device})
-    if (!dev->empty()) parse_device(*dev);
-  for (auto& a : algos_) parse_matmul_algo(a);
+  check_writable("--json", info_.json);
+  check_writable("--json", demo_.json);
+  check_writable("--json", bench_.json);
+  if (!bench_.plot.empty()) {
+    if (!ends_with_png(bench_.plot))
+      throw invalid_argument("--plot draws a PNG image: give a file name ending in .png, got '" + bench_.plot + "'");
+    if (bench_.plot == bench_.json)
+      throw invalid_argument("--plot and --json name the same file '" + bench_.plot + "': give each its own");
+    check_writable("--plot", bench_.plot);
+    if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
+      throw invalid_argument("--plot needs gnuplot, which is not installed: install gnuplot-nox "
+                             "(scripts/setup.sh does), or write --json and plot that elsewhere");
+  }
+  if (!bench_.from.empty() && bench_.plot.empty())
+    throw invalid_argument("--from '" + bench_.from + "' only draws an earlier run: add --plot FILE.png");
+  if (!bench_.from.empty() && (!bench_.sizes.empty() || bench_.reps || !bench_.json.empty() || !bench_.device.empty()))
+    throw invalid_argument("--from draws an earlier run without measuring: leave out --sizes, --reps, --json and --device");
+  if (*small_ && bench_.sizes.size() > 1)
+    throw invalid_argument("--sizes: bench small measures one element count, got " +
+                           std::to_string(bench_.sizes.size()) + "; give one, e.g. --sizes 10000");
+  if (!bench_.peers.empty() && bench_.plot.empty())
+    throw invalid_argument("--peers '" + bench_.peers + "' adds series to the plot: add --plot FILE.png");
+  for (const std::string* dev : {&info_.device, &demo_.device, &bench_.device}) {
+    if (dev->empty()) continue;
+    try {
+      parse_device(*dev);
+    } catch (const invalid_argument& e) {
+      throw invalid_argument(std::string("--device: ") + e.what());
+    }
+  }
+  for (auto& a : algos_) {
+    try {
+      parse_matmul_algo(a);
+    } catch (const invalid_argument& e) {
+      throw invalid_argument(std::string("--algos: ") + e.what());
+    }
+  }
 }
 
 int command_line::run() {
   check();
+  if (info_.json == "-" || demo_.json == "-" || bench_.json == "-") report_to_stderr();
   if (*info_cmd_) return run_info(info_);
   if (*demo_cmd_) return run_demo(demo_);
   if (*pipeline_) return run_bench_pipeline(bench_);

@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "memory_budget.hpp"
 #include "resident/insight/timing.hpp"
 #include "resident/resident.hpp"
 #include "table.hpp"
@@ -52,8 +53,8 @@ int run_info(const info_options& o) {
   const device def = o.device.empty() ? default_device() : parse_device(o.device);
   require(def);
   nlohmann::json j;
-  std::cout << "resident " << version() << "\n";
-  std::cout << "backends compiled: cpu" << (cuda_compiled ? ", cuda" : "") << "\n";
+  out() << "resident " << version() << "\n";
+  out() << "backends compiled: cpu" << (cuda_compiled ? ", cuda" : "") << "\n";
   j["version"] = version();
   j["backends"] = cuda_compiled ? nlohmann::json{"cpu", "cuda"} : nlohmann::json{"cpu"};
 
@@ -69,25 +70,26 @@ int run_info(const info_options& o) {
     devs.add({d.name(), p.name, table::cell(p.multiprocessors, 0), gib(p.memory_bytes),
               d.is_cuda() ? std::to_string(p.cc_major) + "." + std::to_string(p.cc_minor) : std::string("-")});
   }
-  std::cout << "devices:\n";
-  devs.print(std::cout);
+  out() << "devices:\n";
+  devs.print(out());
   j["devices"] = devs.json();
 
   std::string why = cuda_unavailable_reason();
-  std::cout << "default device: " << def.name();
-  if (def.is_cpu() && !why.empty()) std::cout << " (no CUDA device: " << why << ")";
-  std::cout << "\n";
+  out() << "default device: " << def.name();
+  if (def.is_cpu() && !why.empty()) out() << " (no CUDA device: " << why << ")";
+  out() << "\n";
   j["default_device"] = def.name();
   if (!why.empty()) j["cuda_unavailable"] = why;
 
   if (o.measure) {
     const std::size_t bytes = def.is_cuda() ? std::size_t(1) << 30 : std::size_t(256) << 20;
     const int reps = def.is_cuda() ? 10 : 5;
-    std::cout << "\nbandwidth on " << def.name() << " (" << detail::format_bytes(double(bytes))
+    require_memory(def, "info --measure", 2 * double(bytes), 2 * double(bytes), "Free memory and run it again");
+    out() << "\nbandwidth on " << def.name() << " (" << detail::format_bytes(double(bytes))
               << " per copy, median of " << reps << "):\n";
     table bw({{"copy", "copy", false}, {"rate (GB/s)", "gb_per_s"}, {"note", "note", false}});
-    for (auto& r : measure_bandwidth(def, bytes, reps)) bw.add({r.what, table::cell(r.gbs, 1), r.note});
-    bw.print(std::cout);
+    for (auto& r : measure_bandwidth(def, bytes, reps)) bw.add({r.what, table::cell(r.gbs, -1), r.note});
+    bw.print(out());
     j["bandwidth"] = bw.json();
   }
   if (!o.json.empty()) write_json(j, o.json);

@@ -1,5 +1,7 @@
-// resident: the command-line tool.
+// resident: the command-line tool. Exit codes (docs/errors.md lists them): 0 done; 1 a typed error or
+// a result that failed its check; 2 anything unexpected; 3 out of memory; 100-127 a bad command line.
 #include <iostream>
+#include <new>
 
 #include "command_line.hpp"
 #include "resident/error.hpp"
@@ -13,9 +15,16 @@ int main(int argc, char** argv) {
   }
   try {
     return cl.run();
+  } catch (const resident::out_of_memory& e) {
+    std::cerr << "resident: error: " << e.what() << "\n";
+    return 3;
   } catch (const resident::error& e) {
     std::cerr << "resident: error: " << e.what() << "\n";
     return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "resident: error: out of memory: an allocation on the host failed (std::bad_alloc); "
+                 "choose smaller sizes or free memory\n";
+    return 3;
   } catch (const std::exception& e) {
     std::cerr << "resident: unexpected error: " << e.what() << "\n";
     return 2;

@@ -1,10 +1,14 @@
 #include "table.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,9 +23,15 @@ std::string format_number(double v, int decimals) {
   if (decimals >= 0) {
     std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   } else {
-    double a = std::fabs(v);
-    int d = a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : 3;
-    std::snprintf(buf, sizeof buf, "%.*f", d, v);
+    // Three significant digits below 100 (0.00123 stays readable), whole numbers above, and an
+    // exponent below 0.001, where leading zeros would widen the column.
+    const double a = std::fabs(v);
+    if (a != 0 && a < 1e-3) {
+      std::snprintf(buf, sizeof buf, "%.2e", v);
+    } else {
+      const int d = a == 0 ? 0 : std::clamp(2 - int(std::floor(std::log10(a))), 0, 5);
+      std::snprintf(buf, sizeof buf, "%.*f", d, v);
+    }
   }
   return buf;
 }
@@ -66,19 +76,74 @@ nlohmann::json table::json() const {
   return a;
 }
 
-void check_writable(const std::string& path) {
+namespace {
+std::ostream* report_stream = &std::cout;
+
+[[noreturn]] void refuse(const std::string& option, const std::string& path, const std::string& why) {
+  throw invalid_argument(option + ": cannot write '" + path + "': " + why);
+}
+}  // namespace
+
+std::ostream& out() { return *report_stream; }
+void report_to_stderr() { report_stream = &std::cerr; }
+
+std::string wrap(const std::string& text, std::size_t width, const std::string& indent) {
+  if (const std::size_t nl = text.find('\n'); nl != std::string::npos) {  // each line on its own
+    const std::string rest = text.substr(nl + 1);
+    return wrap(text.substr(0, nl), width, indent) + (rest.empty() ? "" : "\n" + wrap(rest, width, indent));
+  }
+  std::string result, line = indent;
+  std::size_t start = text.find_first_not_of(' ');
+  while (start != std::string::npos && start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (line.size() > indent.size() && line.size() + 1 + word.size() > width) {
+      result += line + "\n";
+      line = indent;
+    }
+    line += (line.size() > indent.size() ? " " : "") + word;
+    start = text.find_first_not_of(' ', end);
+  }
+  return result + line;
+}
+
+void check_writable(const std::string& option, const std::string& path) {
   if (path.empty() || path == "-") return;
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
-  const std::filesystem::path dir = folder.empty() ? std::filesystem::path(".") : folder;
-  std::error_code ec;  // a path the system cannot even look up (too long, bad bytes) is an error too
-  if (!std::filesystem::is_directory(dir, ec)) {
-    const bool missing = !ec || ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory;
-    throw invalid_argument("cannot write '" + path + "': the folder '" + dir.string() +
-                           (missing ? "' does not exist" : "' cannot be used (" + ec.message() + ")") +
-                           "; create it or choose another path");
+  const std::string dir = folder.empty() ? std::string(".") : folder.string();
+  struct stat st {};
+  const bool existed = ::stat(path.c_str(), &st) == 0;
+  if (existed && S_ISDIR(st.st_mode))
+    refuse(option, path, "it is a directory; give a file name inside it, e.g. '" +
+                             (std::filesystem::path(path) / (option == "--plot" ? "out.png" : "out.json")).string() + "'");
+  if (existed && !S_ISREG(st.st_mode)) {  // /dev/null, a pipe, a terminal: opening a FIFO could block
+    if (::access(path.c_str(), W_OK) != 0) refuse(option, path, "permission denied; choose another path");
+    return;
   }
-  if (access(dir.c_str(), W_OK) != 0)
-    throw invalid_argument("cannot write '" + path + "': the folder '" + dir.string() + "' is not writable");
+  // Opening the file itself is the only test that answers for every file system (/proc, read-only
+  // mounts, ACLs); O_TRUNC is left out so that an existing file keeps its content if the run fails.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    const int e = errno;
+    struct stat dst {};
+    const bool dir_exists = ::stat(dir.c_str(), &dst) == 0, dir_is_folder = dir_exists && S_ISDIR(dst.st_mode);
+    if (e == ENOTDIR && dir_exists && !dir_is_folder)
+      refuse(option, path, "'" + dir + "' is a file, not a folder; choose another path");
+    if ((e == ENOENT || e == ENOTDIR) && !dir_is_folder)
+      refuse(option, path, "the folder '" + dir + "' does not exist; create it or choose another path");
+    if (e == ENOENT)
+      refuse(option, path, "the folder '" + dir + "' does not accept new files (" + std::strerror(e) +
+                               "); choose a path on an ordinary file system");
+    if (e == EACCES || e == EPERM)
+      refuse(option, path, std::string("permission denied: ") +
+                               (existed ? "the file is not writable" : "the folder '" + dir + "' is not writable") +
+                               " by this user; choose another path");
+    if (e == EROFS) refuse(option, path, "the folder '" + dir + "' is on a read-only file system; choose another path");
+    refuse(option, path, std::string("the path cannot be used (") + std::strerror(e) + "); choose another path");
+  }
+  ::close(fd);
+  if (!existed) ::unlink(path.c_str());
 }
 
 nlohmann::json bench_json(const std::string& benchmark, const std::string& device, const std::string& device_name,
@@ -91,9 +156,12 @@ void write_json(const nlohmann::json& j, const std::string& path) {
     std::cout << j.dump(2) << "\n";
     return;
   }
-  std::ofstream f(path);
-  if (!f) throw invalid_argument("cannot write JSON to '" + path + "': check that the folder exists and is writable");
+  check_writable("--json", path);  // the file may have gone since the check before the work
+  std::ofstream f(path, std::ios::trunc);
   f << j.dump(2) << "\n";
+  f.close();
+  if (!f) throw invalid_argument("--json: writing '" + path + "' failed (" + std::strerror(errno) + ")");
+  out() << "JSON written to " << path << "\n";
 }
 
 progress::progress(std::string what, std::size_t total)
@@ -107,8 +175,9 @@ void progress::step(const std::string& item) {
     std::cerr << what_ << " [" << done_ << "/" << total_ << "] " << item << "\n";
 }
 
-progress::~progress() {
-  if (tty_) std::cerr << "\r\033[K" << std::flush;
+void progress::finish() {
+  if (tty_ && done_ > 0) std::cerr << "\r\033[K" << std::flush;
+  done_ = 0;
 }
 
 }  // namespace resident::cli

@@ -40,26 +40,39 @@ class table {
   std::vector<std::vector<cell>> rows_;
 };
 
-/// A number with a fixed count of decimals, or with 3 significant digits when decimals < 0.
+/// A number with a fixed count of decimals, or with at least 3 significant digits when decimals < 0.
 std::string format_number(double v, int decimals);
 
-/// Checks that path ("" = none, "-" = stdout) can be created: its folder exists and is writable.
-/// @throws resident::invalid_argument saying which folder is missing.
-void check_writable(const std::string& path);
+/// Where tables, notes and progress go: stdout, or stderr once JSON has claimed stdout (`--json -`).
+std::ostream& out();
+/// Sends out() to stderr, so that stdout carries JSON alone.
+void report_to_stderr();
+
+/// text broken at spaces into lines of at most width columns (a longer word keeps its own line), each
+/// starting with indent; the text's own line breaks are kept.
+std::string wrap(const std::string& text, std::size_t width = 100, const std::string& indent = "");
+
+/// Checks that option's output file path ("" = none, "-" = stdout) can be written, by opening it for
+/// writing (created and removed again when it did not exist; an existing file is left as it is).
+/// @throws resident::invalid_argument naming the option and what is wrong (a directory, permission
+/// denied, no such folder, ...).
+void check_writable(const std::string& option, const std::string& path);
 
 /// The common head of a benchmark's JSON: {"benchmark", "device", "device_name", "rows"}.
 nlohmann::json bench_json(const std::string& benchmark, const std::string& device, const std::string& device_name,
                           const table& rows);
 
-/// Writes j to path ("-" = stdout). @throws resident::invalid_argument when the file cannot be written.
+/// Writes j to path ("-" = stdout). @throws resident::invalid_argument saying why the file cannot be written.
 void write_json(const nlohmann::json& j, const std::string& path);
 
-/// A one-line progress indicator on stderr for runs longer than a moment ("\r" updates, TTY only).
+/// Progress on stderr for runs longer than a moment: a "\r" counter on a terminal, else a line per step.
 class progress {
  public:
   progress(std::string what, std::size_t total);
   void step(const std::string& item);
-  ~progress();
+  /// Clears the terminal's counter line, so that what follows starts on a clean line.
+  void finish();
+  ~progress() { finish(); }
 
  private:
   std::string what_;
