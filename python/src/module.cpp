@@ -12,6 +12,8 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ops.hpp"
@@ -293,31 +295,36 @@ py_array from_dlpack(nb::object obj) {
 
 // ---- random fills and reductions on any array ---------------------------------------------------
 
-void fill_uniform(nb::object x, std::uint64_t seed, std::uint64_t offset, double low, double high) {
-  py_array a = from_dlpack(x);
-  visit(a.dtype, [&](auto t) {
+// Calls f(a.ref<T>()) for a float32 or float64 array, the GIL released; any other type is refused
+// with `what` named.
+template <class F>
+auto on_floats(const py_array& a, const char* what, F&& f) {
+  using R = decltype(f(std::declval<rs::array_ref<float>>()));
+  return visit(a.dtype, [&](auto t) -> R {
     using T = decltype(t);
     if constexpr (std::is_floating_point_v<T>) {
       nb::gil_scoped_release unlocked;
-      rs::py::fill_uniform(a.ref<T>(), seed, offset, low, high);
-      a.finish_foreign();
+      return f(a.ref<T>());
     } else {
-      throw rs::invalid_argument("fill_uniform fills float32 or float64 arrays, not " + rs::dlpack_dtype_name(a.dtype));
+      throw rs::invalid_argument(std::string(what) + " takes float32 or float64 arrays, not " +
+                                 rs::dlpack_dtype_name(a.dtype));
     }
+  });
+}
+
+void fill_uniform(nb::object x, std::uint64_t seed, std::uint64_t offset, double low, double high) {
+  py_array a = from_dlpack(x);
+  on_floats(a, "fill_uniform", [&](auto r) {
+    rs::py::fill_uniform(r, seed, offset, low, high);
+    a.finish_foreign();
   });
 }
 
 void fill_normal(nb::object x, std::uint64_t seed, std::uint64_t offset, double mean, double sd) {
   py_array a = from_dlpack(x);
-  visit(a.dtype, [&](auto t) {
-    using T = decltype(t);
-    if constexpr (std::is_floating_point_v<T>) {
-      nb::gil_scoped_release unlocked;
-      rs::py::fill_normal(a.ref<T>(), seed, offset, mean, sd);
-      a.finish_foreign();
-    } else {
-      throw rs::invalid_argument("fill_normal fills float32 or float64 arrays, not " + rs::dlpack_dtype_name(a.dtype));
-    }
+  on_floats(a, "fill_normal", [&](auto r) {
+    rs::py::fill_normal(r, seed, offset, mean, sd);
+    a.finish_foreign();
   });
 }
 
@@ -351,30 +358,17 @@ nb::object run_program(const rs::program& p, nb::object x, nb::object out) {
   if (a.shape != o.shape && a.size() != o.size())
     throw rs::shape_mismatch("program: the input has " + std::to_string(a.size()) + " elements, the output " +
                              std::to_string(o.size()));
-  visit(a.dtype, [&](auto t) {
-    using T = decltype(t);
-    if constexpr (std::is_floating_point_v<T>) {
-      nb::gil_scoped_release unlocked;
-      rs::run(p, a.ref<T>(), o.ref<T>());
-      o.finish_foreign();
-    } else {
-      throw rs::invalid_argument("programs run on float32 or float64 arrays, not " + rs::dlpack_dtype_name(a.dtype));
-    }
+  on_floats(a, "a program", [&](auto r) {
+    using T = typename decltype(r)::value_type;
+    rs::run(p, r, o.ref<T>());
+    o.finish_foreign();
   });
   return out.is_none() ? x : out;
 }
 
 double sum_program(const rs::program& p, nb::object x) {
   py_array a = from_dlpack(x);
-  return visit(a.dtype, [&](auto t) -> double {
-    using T = decltype(t);
-    if constexpr (std::is_floating_point_v<T>) {
-      nb::gil_scoped_release unlocked;
-      return double(rs::run_sum(p, a.ref<T>()));
-    } else {
-      throw rs::invalid_argument("programs run on float32 or float64 arrays, not " + rs::dlpack_dtype_name(a.dtype));
-    }
-  });
+  return on_floats(a, "a program", [&](auto r) { return double(rs::run_sum(p, r)); });
 }
 
 // ---- errors -------------------------------------------------------------------------------------
