@@ -6,9 +6,11 @@
 /// exact integer work, and evaluates a fixed polynomial with one rule for rounding:
 /// every a * b + c is written as an explicit fma (fmaf / fma: one rounding on both backends), every
 /// other product goes through mul_rn (on the device __fmul_rn / __dmul_rn, which nvcc never contracts
-/// into an fma; on the host a plain product, and host code that includes this header is compiled
-/// without contraction: baseline x86-64 has no fma instruction, and src/random/normal.cpp, which has,
-/// is compiled with -ffp-contract=off). Division and square roots are IEEE (correctly rounded) on both.
+/// into an fma; on the host a plain product). The library's host code for normals is
+/// src/random/normal.cpp, compiled with -ffp-contract=off; elsewhere on the host these functions give
+/// the same bits where the compiler does not contract products into fmas (it cannot on baseline
+/// x86-64, which has no fma instruction). Division and square roots are IEEE (correctly rounded) on
+/// both backends.
 ///
 /// Error bounds, measured against double (long double for the double versions) std::log, std::sin and
 /// std::cos over every input the transform produces (the float versions exhaustively, 2^24 inputs each;
@@ -52,26 +54,28 @@ RESIDENT_HD inline To bits_as(From f) {
 
 /// -2 ln(m 2^-24) for m in [1, 2^24]: the squared radius of Box-Muller from a float uniform in (0, 1].
 /// m 2^-24 = 2^e (1 + x) with 1 + x in [sqrt(1/2), sqrt(2)), both exact from the bits of float(m); then
-/// ln(1 + x) = x - x^2 / 2 + x^3 P(x), with Cephes' logf coefficients, and e ln 2 in two parts.
+/// ln(1 + x) = x - x^2 / 2 + x^3 P(x), with Cephes' logf coefficients, and e ln 2 in two parts. Every
+/// term is scaled by -2 (exact), so no product by -2 is left at the end.
 RESIDENT_HD inline float minus_two_log_24(std::uint32_t m) {
+  constexpr float k = -2.f;
   const std::uint32_t b = bits_as<std::uint32_t>(float(m)) + (0x3f800000u - 0x3f3504f3u);
-  const float e = float(int(b >> 23) - 127 - 24);
+  // e = (b >> 23) - 151 without an integer conversion: 2^23 + (b >> 23) is a float, less 2^23 + 151.
+  const float e = bits_as<float>(0x4b000000u + (b >> 23)) - 8388759.f;
   const float x = bits_as<float>((b & 0x007fffffu) + 0x3f3504f3u) - 1.f;
   const float z = mul_rn(x, x);
-  float p = 7.0376836292e-2f;
-  p = fmaf(p, x, -1.1514610310e-1f);
-  p = fmaf(p, x, 1.1676998740e-1f);
-  p = fmaf(p, x, -1.2420140846e-1f);
-  p = fmaf(p, x, 1.4249322787e-1f);
-  p = fmaf(p, x, -1.6668057665e-1f);
-  p = fmaf(p, x, 2.0000714765e-1f);
-  p = fmaf(p, x, -2.4999993993e-1f);
-  p = fmaf(p, x, 3.3333331174e-1f);
+  float p = k * 7.0376836292e-2f;
+  p = fmaf(p, x, k * -1.1514610310e-1f);
+  p = fmaf(p, x, k * 1.1676998740e-1f);
+  p = fmaf(p, x, k * -1.2420140846e-1f);
+  p = fmaf(p, x, k * 1.4249322787e-1f);
+  p = fmaf(p, x, k * -1.6668057665e-1f);
+  p = fmaf(p, x, k * 2.0000714765e-1f);
+  p = fmaf(p, x, k * -2.4999993993e-1f);
+  p = fmaf(p, x, k * 3.3333331174e-1f);
   float y = mul_rn(mul_rn(x, z), p);
-  y = fmaf(e, -2.12194440e-4f, y);  // ln 2 = 0.693359375 (exact times e) - 2.12194440e-4
-  y = fmaf(-0.5f, z, y);
-  const float l = fmaf(e, 0.693359375f, x + y);
-  return mul_rn(-2.f, l);
+  y = fmaf(e, k * -2.12194440e-4f, y);  // ln 2 = 0.693359375 (exact times e) - 2.12194440e-4
+  y = z + y;                            // -2 (-x^2 / 2)
+  return fmaf(e, k * 0.693359375f, fmaf(k, x, y));
 }
 
 template <class T>
@@ -85,7 +89,8 @@ struct cos_sin {
 RESIDENT_HD inline cos_sin<float> sincos_turn_24(std::uint32_t k) {
   const std::uint32_t t = k + (1u << 21);
   const std::uint32_t q = (t >> 22) & 3u;
-  const float s = float(int(t & 0x3fffffu) - (1 << 21)) * 0x1p-21f;
+  // s = j 2^-21, j = (t mod 2^22) - 2^21, without an integer conversion: 1.5 2^23 + j is a float.
+  const float s = fmaf(bits_as<float>(0x4b400000u - (1u << 21) + (t & 0x3fffffu)), 0x1p-21f, -6.f);
   const float z = mul_rn(s, s);
   float ps = -0x1.2dc85ap-15f;
   ps = fmaf(ps, z, 0x1.466004p-9f);
@@ -106,7 +111,7 @@ RESIDENT_HD inline cos_sin<float> sincos_turn_24(std::uint32_t k) {
 /// polynomial in s^2, e ln 2 in two parts).
 RESIDENT_HD inline double minus_two_log_53(std::uint64_t m) {
   const std::uint64_t b = bits_as<std::uint64_t>(double(m)) + (0x3ff0000000000000ull - 0x3fe6a09e667f3bcdull);
-  const double e = double(int(b >> 52) - 1023 - 53);
+  const double e = bits_as<double>(0x4330000000000000ull + (b >> 52)) - 4503599627371572.0;  // 2^52 + 1076
   const double x = bits_as<double>((b & 0x000fffffffffffffull) + 0x3fe6a09e667f3bcdull) - 1.0;
   const double hfsq = mul_rn(mul_rn(0.5, x), x);
   const double s = x / (2.0 + x);
@@ -126,7 +131,7 @@ RESIDENT_HD inline double minus_two_log_53(std::uint64_t m) {
 RESIDENT_HD inline cos_sin<double> sincos_turn_53(std::uint64_t k) {
   const std::uint64_t t = k + (1ull << 50);
   const std::uint64_t q = (t >> 51) & 3u;
-  const double s = double(std::int64_t(t & ((1ull << 51) - 1)) - (std::int64_t(1) << 50)) * 0x1p-50;
+  const double s = fma(bits_as<double>(0x4338000000000000ull - (1ull << 50) + (t & ((1ull << 51) - 1))), 0x1p-50, -6.0);
   const double z = mul_rn(s, s);
   double ps = 6.878300920269472e-12;
   ps = fma(ps, z, -1.7571531104690878e-09);
