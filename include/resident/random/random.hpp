@@ -173,7 +173,8 @@ struct uniform_distribution : detail::counter_based<uniform_distribution<T>> {
     const T u = unit_distribution<T>{{}, seed, offset}.from(w, lane, c);
     T v;
     if constexpr (sizeof(T) == 4) {
-      v = float(double(low) * double(1.f - u) + double(high) * double(u));
+      const double du = u;  // 1 - du is exact, and so is each product (24 x 24 bits)
+      v = float(double(low) * (1.0 - du) + double(high) * du);
     } else {
       v = fma(high, u, detail::mul_rn(low, 1.0 - u));
       if (v < low) v = low;
@@ -302,28 +303,26 @@ std::string exact_text(T x) {
 template <class T>
 void check_range(T low, T high, const char* what) {
   if constexpr (std::is_floating_point_v<T>)
-    if (!std::isfinite(low) || !std::isfinite(high))
-      throw invalid_argument(std::string(what) + ": the range [low, high) needs finite bounds (got low " +
-                             exact_text(low) + ", high " + exact_text(high) + "); use the largest finite values instead");
-  if (!(low < high))
-    throw invalid_argument(std::string(what) + ": low must be below high (got low " + exact_text(low) + ", high " +
-                           exact_text(high) + "); the range is [low, high), so swap them or widen it");
+    RESIDENT_EXPECTS(std::isfinite(low) && std::isfinite(high),
+                     std::string(what) + ": the range [low, high) needs finite bounds (got low " + exact_text(low) +
+                         ", high " + exact_text(high) + "); use the largest finite values instead");
+  RESIDENT_EXPECTS(low < high, std::string(what) + ": low must be below high (got low " + exact_text(low) + ", high " +
+                                   exact_text(high) + "); the range is [low, high), so swap them or widen it");
 }
 /// mean + sd z must be finite for every z the transform makes (|z| < 5.8 for float, < 8.6 for double).
 template <class T>
 void check_normal(T mean, T sd, const char* what) {
-  if (!std::isfinite(mean) || !std::isfinite(sd))
-    throw invalid_argument(std::string(what) + ": mean and standard deviation must be finite (got mean " +
-                           exact_text(mean) + ", sd " + exact_text(sd) + ")");
-  if (!(sd >= T(0)))
-    throw invalid_argument(std::string(what) + ": the standard deviation must be >= 0 (got " + exact_text(sd) +
-                           "); pass its absolute value");
+  RESIDENT_EXPECTS(std::isfinite(mean) && std::isfinite(sd),
+                   std::string(what) + ": mean and standard deviation must be finite (got mean " + exact_text(mean) +
+                       ", sd " + exact_text(sd) + ")");
+  RESIDENT_EXPECTS(sd >= T(0), std::string(what) + ": the standard deviation must be >= 0 (got " + exact_text(sd) +
+                                   "); pass its absolute value");
   constexpr double z_max = sizeof(T) == 4 ? 6.0 : 9.0;
-  if (!(std::abs(double(mean)) + z_max * double(sd) <= double(std::numeric_limits<T>::max())))
-    throw invalid_argument(std::string(what) + ": mean " + exact_text(mean) + " and sd " + exact_text(sd) +
-                           " give values beyond the largest finite value (|mean| + " + exact_text(z_max) +
-                           " sd must stay below " + exact_text(std::numeric_limits<T>::max()) +
-                           "); scale the values after generating them");
+  RESIDENT_EXPECTS(std::abs(double(mean)) + z_max * double(sd) <= double(std::numeric_limits<T>::max()),
+                   std::string(what) + ": mean " + exact_text(mean) + " and sd " + exact_text(sd) +
+                       " give values beyond the largest finite value (|mean| + " + exact_text(z_max) +
+                       " sd must stay below " + exact_text(std::numeric_limits<T>::max()) +
+                       "); scale the values after generating them");
 }
 template <class A>
 using value_of = typename std::remove_cvref_t<A>::value_type;
