@@ -27,12 +27,12 @@ int run_bench_rng(const bench_options& o) {
     const auto allocs = pool_stats(d).allocations;
     const double ms = time_region(s.ref(), reps, 3, [&] { random::fill_uniform(a, seed); }).median();
     const double gbs = double(a.bytes()) / (ms * 1e-3) / 1e9;
-    t.add({"fill_uniform float32, " + detail::format_bytes(double(a.bytes())), table::cell(gbs, 0), "GB/s",
+    t.add({"fill_uniform float32, " + detail::format_bytes(double(a.bytes())), table::cell(gbs, -1), "GB/s",
            std::to_string(pool_stats(d).allocations - allocs) + " allocations during the fills"});
     if (d.is_cuda()) {
       const double cu = curand_uniform_fill_ms(a.data(), n, seed, s.ref(), reps);
       const double cgbs = double(a.bytes()) / (cu * 1e-3) / 1e9;
-      t.add({"cuRAND Philox4x32-10 uniform, same buffer", table::cell(cgbs, 0), "GB/s", "curandGenerateUniform"});
+      t.add({"cuRAND Philox4x32-10 uniform, same buffer", table::cell(cgbs, -1), "GB/s", "curandGenerateUniform"});
       uniform_ratio = gbs / cgbs;
       t.add({"fill_uniform / cuRAND rate", table::cell(uniform_ratio, 3), "ratio", "higher is better"});
     }
@@ -40,12 +40,12 @@ int run_bench_rng(const bench_options& o) {
     // of each pair used; cuRAND's curandGenerateNormal (Philox) into the same buffer.
     const double nms = time_region(s.ref(), reps, 3, [&] { random::fill_normal(a, seed); }).median();
     const double ngbs = double(a.bytes()) / (nms * 1e-3) / 1e9;
-    t.add({"fill_normal float32, " + detail::format_bytes(double(a.bytes())), table::cell(ngbs, 0), "GB/s",
+    t.add({"fill_normal float32, " + detail::format_bytes(double(a.bytes())), table::cell(ngbs, -1), "GB/s",
            "the same bits on every backend"});
     if (d.is_cuda()) {
       const double cu = curand_normal_fill_ms(a.data(), n, seed, s.ref(), reps);
       const double cgbs = double(a.bytes()) / (cu * 1e-3) / 1e9;
-      t.add({"cuRAND Philox4x32-10 normal, same buffer", table::cell(cgbs, 0), "GB/s", "curandGenerateNormal"});
+      t.add({"cuRAND Philox4x32-10 normal, same buffer", table::cell(cgbs, -1), "GB/s", "curandGenerateNormal"});
       normal_ratio = ngbs / cgbs;
       t.add({"fill_normal / cuRAND rate", table::cell(normal_ratio, 3), "ratio", "higher is better (target >= 1)"});
     }

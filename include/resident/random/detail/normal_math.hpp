@@ -87,8 +87,7 @@ struct cos_sin {
 /// taken off in integers; the rest is (pi / 4) s with s = j 2^-21 in [-1, 1) exact, and Cephes' sinf
 /// and cosf polynomials (for |x| <= pi / 4) are evaluated in s (coefficients times (pi / 4)^k).
 RESIDENT_HD inline cos_sin<float> sincos_turn_24(std::uint32_t k) {
-  const std::uint32_t t = k + (1u << 21);
-  const std::uint32_t q = (t >> 22) & 3u;
+  const std::uint32_t t = k + (1u << 21);  // quarter turns q in bits 22 and 23
   // s = j 2^-21, j = (t mod 2^22) - 2^21, without an integer conversion: 1.5 2^23 + j is a float.
   const float s = fmaf(bits_as<float>(0x4b400000u - (1u << 21) + (t & 0x3fffffu)), 0x1p-21f, -6.f);
   const float z = mul_rn(s, s);
@@ -102,9 +101,12 @@ RESIDENT_HD inline cos_sin<float> sincos_turn_24(std::uint32_t k) {
   pc = fmaf(pc, z, 0x1.03c1e8p-6f);
   pc = fmaf(pc, z, -0x1.3bd3ccp-2f);
   const float cs = fmaf(pc, z, 1.f);
-  // The angle is q quarter turns plus (pi / 4) s: quarter turns swap and negate cos and sin.
-  const float c = (q & 1u) ? sn : cs, si = (q & 1u) ? cs : sn;
-  return {((q + 1u) & 2u) ? -c : c, (q & 2u) ? -si : si};
+  // The angle is q quarter turns plus (pi / 4) s: an odd q swaps cos and sin; cos is negated for q = 1,
+  // 2 (bit 1 of q + 1) and sin for q = 2, 3 (bit 1 of q), each bit moved to the sign bit.
+  const bool odd = (t & (1u << 22)) != 0;
+  const std::uint32_t neg_c = ((t + (1u << 22)) << 8) & 0x80000000u, neg_s = (t << 8) & 0x80000000u;
+  return {bits_as<float>(bits_as<std::uint32_t>(odd ? sn : cs) ^ neg_c),
+          bits_as<float>(bits_as<std::uint32_t>(odd ? cs : sn) ^ neg_s)};
 }
 
 /// -2 ln(m 2^-53) for m in [1, 2^53] (fdlibm's log: ln(1 + x) through s = x / (2 + x) and a minimax
@@ -129,8 +131,7 @@ RESIDENT_HD inline double minus_two_log_53(std::uint64_t m) {
 /// cos and sin of the angle 2 pi k 2^-53, k in [0, 2^53): as sincos_turn_24, with fdlibm's kernel
 /// sine and cosine polynomials (|x| <= pi / 4) in s = j 2^-50.
 RESIDENT_HD inline cos_sin<double> sincos_turn_53(std::uint64_t k) {
-  const std::uint64_t t = k + (1ull << 50);
-  const std::uint64_t q = (t >> 51) & 3u;
+  const std::uint64_t t = k + (1ull << 50);  // quarter turns q in bits 51 and 52
   const double s = fma(bits_as<double>(0x4338000000000000ull - (1ull << 50) + (t & ((1ull << 51) - 1))), 0x1p-50, -6.0);
   const double z = mul_rn(s, s);
   double ps = 6.878300920269472e-12;
@@ -149,8 +150,10 @@ RESIDENT_HD inline cos_sin<double> sincos_turn_53(std::uint64_t k) {
   pc = fma(pc, z, 0.015854344243815478);
   pc = fma(pc, z, -0.30842513753404244);
   const double cs = fma(pc, z, 1.0);
-  const double c = (q & 1u) ? sn : cs, si = (q & 1u) ? cs : sn;
-  return {((q + 1u) & 2u) ? -c : c, (q & 2u) ? -si : si};
+  const bool odd = (t & (1ull << 51)) != 0;
+  const std::uint64_t neg_c = ((t + (1ull << 51)) << 11) & (1ull << 63), neg_s = (t << 11) & (1ull << 63);
+  return {bits_as<double>(bits_as<std::uint64_t>(odd ? sn : cs) ^ neg_c),
+          bits_as<double>(bits_as<std::uint64_t>(odd ? cs : sn) ^ neg_s)};
 }
 
 /// The two normals (mean + sd r cos, mean + sd r sin) of Box-Muller from two words: u1 = (a >> 8) + 1
