@@ -1,4 +1,4 @@
-// resident bench rng: filling existing arrays vs cuRAND; a large array filled, transformed and reduced
+// resident bench rng: filling existing arrays (uniform, normal) vs cuRAND; a large array filled, transformed and reduced
 // without further allocation; Monte-Carlo pi fused vs fill-then-reduce. Compiled by nvcc in CUDA builds.
 #include <algorithm>
 #include <iostream>
@@ -29,6 +29,7 @@ int run_bench_rng(const bench_options& o) {
 
   // Fill rate into one buffer: bytes written per second.
   bar.step("fill rate");
+  double uniform_ratio = 0, normal_ratio = 0;  // of cuRAND's rate (GPU only)
   {
     array<float> a(n, s.ref());
     const auto allocs = pool_stats(d).allocations;
@@ -40,7 +41,21 @@ int run_bench_rng(const bench_options& o) {
       const double cu = curand_uniform_fill_ms(a.data(), n, seed, s.ref(), reps);
       const double cgbs = double(a.bytes()) / (cu * 1e-3) / 1e9;
       t.add({"cuRAND Philox4x32-10 uniform, same buffer", table::cell(cgbs, -1), "GB/s", "curandGenerateUniform"});
-      t.add({"fill_uniform / cuRAND rate", table::cell(gbs / cgbs, 3), "ratio", "higher is better"});
+      uniform_ratio = gbs / cgbs;
+      t.add({"fill_uniform / cuRAND rate", table::cell(uniform_ratio, 3), "ratio", "higher is better"});
+    }
+    // Normals (mean 0, sd 1): Box-Muller through the library's own log, sine and cosine, both outputs
+    // of each pair used; cuRAND's curandGenerateNormal (Philox) into the same buffer.
+    const double nms = time_region(s.ref(), reps, 3, [&] { random::fill_normal(a, seed); }).median();
+    const double ngbs = double(a.bytes()) / (nms * 1e-3) / 1e9;
+    t.add({"fill_normal float32, " + detail::format_bytes(double(a.bytes())), table::cell(ngbs, -1), "GB/s",
+           "the same bits on every backend"});
+    if (d.is_cuda()) {
+      const double cu = curand_normal_fill_ms(a.data(), n, seed, s.ref(), reps);
+      const double cgbs = double(a.bytes()) / (cu * 1e-3) / 1e9;
+      t.add({"cuRAND Philox4x32-10 normal, same buffer", table::cell(cgbs, -1), "GB/s", "curandGenerateNormal"});
+      normal_ratio = ngbs / cgbs;
+      t.add({"fill_normal / cuRAND rate", table::cell(normal_ratio, 3), "ratio", "higher is better (target >= 1)"});
     }
   }
   // Monte-Carlo pi: points generated, tested and counted in one pass, vs written to memory first.
@@ -101,7 +116,14 @@ int run_bench_rng(const bench_options& o) {
   }
   bar.finish();
   t.print(out());
-  if (!o.json.empty()) write_json(bench_json("rng", d.name(), properties(d).name, t), o.json);
+  auto j = bench_json("rng", d.name(), properties(d).name, t);
+  if (d.is_cuda()) {
+    out() << "fill_normal_vs_curand: " << format_number(normal_ratio, 3)
+          << " (fill_normal's rate over curandGenerateNormal's, same buffer; target >= 1.0)\n";
+    j["fill_normal_vs_curand"] = normal_ratio;
+    j["fill_uniform_vs_curand"] = uniform_ratio;
+  }
+  if (!o.json.empty()) write_json(j, o.json);
   return 0;
 }
 

@@ -11,5 +11,7 @@ namespace resident::cli {
 
 /// Median milliseconds of cuRAND's Philox4x32-10 generator filling n floats at p (device memory) on s.
 double curand_uniform_fill_ms(float* p, std::size_t n, std::uint64_t seed, stream_ref s, int reps);
+/// The same for normals (mean 0, sd 1): curandGenerateNormal, n even.
+double curand_normal_fill_ms(float* p, std::size_t n, std::uint64_t seed, stream_ref s, int reps);
 
 }  // namespace resident::cli

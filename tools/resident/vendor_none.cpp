@@ -7,4 +7,8 @@ double curand_uniform_fill_ms(float*, std::size_t, std::uint64_t, stream_ref, in
   throw device_unavailable("cuRAND is not in this build: it has no CUDA backend");
 }
 
+double curand_normal_fill_ms(float*, std::size_t, std::uint64_t, stream_ref, int) {
+  throw device_unavailable("cuRAND is not in this build: it has no CUDA backend");
+}
+
 }  // namespace resident::cli

@@ -2,11 +2,15 @@
 /// @file random.hpp
 /// Random numbers generated INTO existing arrays, and as source stages of fused pipelines.
 ///
-/// Counter-based: value i of the stream (seed, offset) depends only on seed and p = offset + i. For
-/// 32-bit results, p selects Philox block p / 4 and its word p % 4; for 64-bit results, block p / 2
-/// and words 2(p % 2), 2(p % 2) + 1. So the numbers are the same on the CPU and the GPU and whatever
-/// the launch configuration, a fill of [0, n) equals the fills of [0, k) and of [k, n) at offset k, and
-/// nothing is allocated: the generator is a few registers.
+/// Counter-based: value i of the stream (seed, offset) depends only on seed and its position
+/// p = (offset + i) mod 2^64. For 32-bit results, p selects Philox block p / 4 and its word p % 4; for
+/// 64-bit results, block p / 2 and words 2(p % 2), 2(p % 2) + 1. Positions wrap, so block numbers do
+/// too: after the last block (2^62 - 1, or 2^63 - 1 for 64-bit results) comes block 0, on every path
+/// (one value, blocks, vectors, the GPU's block loop). So the numbers are the same on the CPU and the
+/// GPU and whatever the launch configuration, a fill of [0, n) equals the fills of [0, k) and of [k, n)
+/// at offset k, for any offset, and nothing is allocated: the generator is a few registers.
+/// Normals are computed by the library's own log, sine and cosine (detail/normal_math.hpp), so they are
+/// the same bits on both backends too.
 ///
 ///   rs::random::fill_uniform(x, seed);                       // x[i] in [0, 1), one kernel
 ///   rs::random::fill_normal(x, seed, offset, 0.f, 1.f);
@@ -15,16 +19,27 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <limits>
 #include <string>
 #include <type_traits>
 
 #include "resident/error.hpp"
 #include "resident/fuse/pipeline.hpp"
+#include "resident/random/detail/normal_math.hpp"
 #include "resident/random/philox.hpp"
 
 namespace resident::random {
 
 namespace detail {
+
+/// Block c of a stream with P values a block, block numbers taken mod 2^64 / P: position p =
+/// (offset + i) mod 2^64 lies in block p / P, so the block after the last is block 0.
+template <int P>
+RESIDENT_HD constexpr std::uint64_t wrap_block(std::uint64_t c) {
+  static_assert(P == 1 || P == 2 || P == 4, "values per block: 1, 2 or 4");
+  return c & (~std::uint64_t(0) / std::uint64_t(P));
+}
 
 /// V consecutive values of a distribution D from value i on, when offset + i begins a Philox block:
 /// every lane is a compile-time constant once unrolled, so the words stay in registers.
@@ -35,10 +50,11 @@ RESIDENT_HD resident::detail::values<typename D::value_type, V> block_values_ali
   const std::uint64_t c = (d.offset + i) / P;
 #pragma unroll
   for (int b = 0; b < (V + P - 1) / P; ++b) {
-    const words4 w = philox_block(d.seed, c + std::uint64_t(b));
+    const std::uint64_t cb = wrap_block<P>(c + std::uint64_t(b));
+    const words4 w = philox_block(d.seed, cb);
 #pragma unroll
     for (int l = 0; l < P; ++l)
-      if (b * P + l < V) out.v[b * P + l] = d.from(w, l, c + std::uint64_t(b));
+      if (b * P + l < V) out.v[b * P + l] = d.from(w, l, cb);
   }
   return out;
 }
@@ -57,7 +73,7 @@ RESIDENT_HD resident::detail::values<typename D::value_type, V> block_values(con
   constexpr int NB = (V + P - 1) / P + 1;
   words4 w[NB];
 #pragma unroll
-  for (int b = 0; b < NB; ++b) w[b] = philox_block(d.seed, c + std::uint64_t(b));
+  for (int b = 0; b < NB; ++b) w[b] = philox_block(d.seed, wrap_block<P>(c + std::uint64_t(b)));
   const int r = int(p % P);
 #pragma unroll
   for (int k = 0; k < V; ++k) {
@@ -66,7 +82,7 @@ RESIDENT_HD resident::detail::values<typename D::value_type, V> block_values(con
 #pragma unroll
     for (int bb = 1; bb < NB; ++bb)
       if (b == bb) pick = w[bb];
-    out.v[k] = d.from(pick, (r + k) % P, c + std::uint64_t(b));
+    out.v[k] = d.from(pick, (r + k) % P, wrap_block<P>(c + std::uint64_t(b)));
   }
   return out;
 }
@@ -98,9 +114,11 @@ struct counter_based {
   RESIDENT_HD std::size_t block_lead() const {
     return std::size_t(static_cast<const D&>(*this).offset % D::per_block);
   }
-  /// The per_block values of Philox block c.
+  /// The per_block values of Philox block c (taken mod 2^64 / per_block: the GPU's loop counts past the
+  /// last block into block 0).
   RESIDENT_HD auto values_of_block(std::uint64_t c) const {
     const D& d = static_cast<const D&>(*this);
+    c = wrap_block<D::per_block>(c);
     resident::detail::values<typename D::value_type, D::per_block> out;
     const words4 w = philox_block(d.seed, c);
 #pragma unroll
@@ -133,7 +151,23 @@ struct unit_distribution : detail::counter_based<unit_distribution<T>> {
   }
 };
 
-/// Uniform in [low, high): low + (high - low) * u with u from unit_distribution.
+namespace detail {
+/// The largest value below x (x finite): the top of a half-open range [low, x).
+template <class T>
+RESIDENT_HD T below(T x) {
+  using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  if (x == T(0)) return -bits_as<T>(U(1));  // below +0 and -0: the negative denormal closest to 0
+  const U b = bits_as<U>(x);
+  return bits_as<T>(x > T(0) ? U(b - 1) : U(b + 1));
+}
+}  // namespace detail
+
+/// Uniform in [low, high) for finite low < high (what uniform() and fill_uniform check): the convex
+/// combination low (1 - u) + high u with u from unit_distribution, rounded, and a result that rounds
+/// up to high replaced by the largest value below high. float: both products are exact in double
+/// (24 x 24 bits), so the one rounding of their sum is the same whether or not a compiler fuses it, and
+/// no width high - low is formed, so [-FLT_MAX, FLT_MAX) works; double: one explicit fma, a result
+/// outside [low, high) by a rounding clamped to it. low 0 and high 1 give unit_distribution's bits.
 template <class T>
 struct uniform_distribution : detail::counter_based<uniform_distribution<T>> {
   static_assert(detail::is_real<T>, "uniform_distribution<T>: T is float or double");
@@ -146,24 +180,28 @@ struct uniform_distribution : detail::counter_based<uniform_distribution<T>> {
   std::uint64_t seed, offset;
   ///@}
   ///@{
-  /// The lower bound, and high - low.
-  T low, span;
+  /// The bounds: values lie in [low, high).
+  T low, high;
   ///@}
   /// Value `lane` of Philox block c, whose words are w (what counter_based builds on).
   RESIDENT_HD T from(const words4& w, int lane, std::uint64_t c) const {
     const T u = unit_distribution<T>{{}, seed, offset}.from(w, lane, c);
-    // The same bits on every backend, whether or not the compiler contracts a * b + c into an fma:
-    // float: span * u is exact in double (24 x 24 bits), so one rounding happens either way;
-    // double: an explicit fma.
-    if constexpr (sizeof(T) == 4)
-      return float(double(low) + double(span) * double(u));
-    else
-      return fma(span, u, low);
+    T v;
+    if constexpr (sizeof(T) == 4) {
+      const double du = u;  // 1 - du is exact, and so is each product (24 x 24 bits)
+      v = float(double(low) * (1.0 - du) + double(high) * du);
+    } else {
+      v = fma(high, u, detail::mul_rn(low, 1.0 - u));
+      if (v < low) v = low;
+    }
+    return v < high ? v : detail::below(high);
   }
 };
 
 /// Normal with the given mean and standard deviation (Box-Muller on pairs of uniforms: lanes 2j and
-/// 2j + 1 of a float block share one pair; the two doubles of a double block share one pair).
+/// 2j + 1 of a float block share one pair; the two doubles of a double block share one pair), through
+/// the library's own log, sine and cosine (detail/normal_math.hpp): the same bits on both backends.
+/// mean + sd z is one fma.
 template <class T>
 struct normal_distribution : detail::counter_based<normal_distribution<T>> {
   static_assert(detail::is_real<T>, "normal_distribution<T>: T is float or double");
@@ -183,19 +221,11 @@ struct normal_distribution : detail::counter_based<normal_distribution<T>> {
   RESIDENT_HD T from(const words4& w, int lane, std::uint64_t) const {
     if constexpr (sizeof(T) == 4) {
       const int j = lane & ~1;
-      const float u1 = (float(word(w, j) >> 8) + 1.f) * 0x1.0p-24f;  // (0, 1]: the log stays finite
-      const float u2 = unit_float(word(w, j + 1));
-      const float r = sqrtf(-2.f * logf(u1));
-      const float t = 6.28318530718f * u2;
-      const float z = (lane & 1) ? r * sinf(t) : r * cosf(t);
-      return mean + sd * z;
+      const detail::cos_sin<float> z = detail::normal_pair_here(word(w, j), word(w, j + 1), mean, sd);
+      return (lane & 1) ? z.s : z.c;
     } else {
-      const double u1 = 1.0 - unit_double(w.w[0], w.w[1]);  // (0, 1]
-      const double u2 = unit_double(w.w[2], w.w[3]);
-      const double r = sqrt(-2.0 * log(u1));
-      const double t = 6.283185307179586 * u2;
-      const double z = lane ? r * sin(t) : r * cos(t);
-      return mean + sd * z;
+      const detail::cos_sin<double> z = detail::normal_pair_here(w.w[0], w.w[1], w.w[2], w.w[3], mean, sd);
+      return lane ? z.s : z.c;
     }
   }
 };
@@ -307,11 +337,41 @@ struct point_distribution {
 };
 
 namespace detail {
+/// x with every digit that tells it apart (17 significant digits; integers as they are).
+template <class T>
+std::string exact_text(T x) {
+  if constexpr (std::is_integral_v<T>) {
+    return std::to_string(x);
+  } else {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.*g", std::is_same_v<T, float> ? 9 : 17, double(x));
+    return buf;
+  }
+}
+/// [low, high) must hold a value: low < high, both finite.
 template <class T>
 void check_range(T low, T high, const char* what) {
-  if (!(low < high))
-    throw invalid_argument(std::string(what) + ": low must be below high (got low " + std::to_string(low) +
-                           ", high " + std::to_string(high) + ")");
+  if constexpr (std::is_floating_point_v<T>)
+    RESIDENT_EXPECTS(std::isfinite(low) && std::isfinite(high),
+                     std::string(what) + ": the range [low, high) needs finite bounds (got low " + exact_text(low) +
+                         ", high " + exact_text(high) + "); use the largest finite values instead");
+  RESIDENT_EXPECTS(low < high, std::string(what) + ": low must be below high (got low " + exact_text(low) + ", high " +
+                                   exact_text(high) + "); the range is [low, high), so swap them or widen it");
+}
+/// mean + sd z must be finite for every z the transform makes (|z| < 5.8 for float, < 8.6 for double).
+template <class T>
+void check_normal(T mean, T sd, const char* what) {
+  RESIDENT_EXPECTS(std::isfinite(mean) && std::isfinite(sd),
+                   std::string(what) + ": mean and standard deviation must be finite (got mean " + exact_text(mean) +
+                       ", sd " + exact_text(sd) + ")");
+  RESIDENT_EXPECTS(sd >= T(0), std::string(what) + ": the standard deviation must be >= 0 (got " + exact_text(sd) +
+                                   "); pass its absolute value");
+  constexpr double z_max = sizeof(T) == 4 ? 6.0 : 9.0;
+  RESIDENT_EXPECTS(std::abs(double(mean)) + z_max * double(sd) <= double(std::numeric_limits<T>::max()),
+                   std::string(what) + ": mean " + exact_text(mean) + " and sd " + exact_text(sd) +
+                       " give values beyond the largest finite value (|mean| + " + exact_text(z_max) +
+                       " sd must stay below " + exact_text(std::numeric_limits<T>::max()) +
+                       "); scale the values after generating them");
 }
 template <class A>
 using value_of = typename std::remove_cvref_t<A>::value_type;
@@ -320,16 +380,25 @@ using value_of = typename std::remove_cvref_t<A>::value_type;
 // ---- source stages -------------------------------------------------------------------------
 
 /// A pipeline source yielding value i of the uniform stream (seed, offset) in [low, high).
+/// @throws invalid_argument when low >= high or a bound is not finite.
 template <class T>
 auto uniform(std::uint64_t seed, std::uint64_t offset = 0, T low = T(0), T high = T(1)) {
   detail::check_range(low, high, "random::uniform");
-  return generate(uniform_distribution<T>{{}, seed, offset, low, T(high - low)});
+  return generate(uniform_distribution<T>{{}, seed, offset, low, high});
 }
 /// A pipeline source yielding value i of the normal stream (seed, offset).
+/// @throws invalid_argument as fill_normal.
 template <class T>
 auto normal(std::uint64_t seed, std::uint64_t offset = 0, T mean = T(0), T sd = T(1)) {
-  if (!(sd >= T(0))) throw invalid_argument("random::normal: the standard deviation must be >= 0");
+  detail::check_normal(mean, sd, "random::normal");
   return generate(normal_distribution<T>{{}, seed, offset, mean, sd});
+}
+/// A pipeline source yielding value i of the integer stream (seed, offset) in [low, high), T int32_t or
+/// uint32_t. @throws invalid_argument when low >= high.
+template <class T>
+auto integers(std::uint64_t seed, std::uint64_t offset, T low, T high) {
+  detail::check_range(low, high, "random::integers");
+  return generate(integer_distribution<T>{{}, seed, offset, low, std::uint32_t(std::int64_t(high) - std::int64_t(low))});
 }
 /// A pipeline source yielding point i of the unit square (see point_distribution).
 template <class T>
@@ -340,7 +409,8 @@ auto uniform_points(std::uint64_t seed, std::uint64_t offset = 0) {
 // ---- fills into existing arrays (one kernel, no allocation) ----------------------------------
 
 /// a[i] = value i of the uniform stream (seed, offset) in [low, high). float or double arrays.
-/// @throws invalid_argument when low >= high.
+/// Every value lies in [low, high), for any finite low < high.
+/// @throws invalid_argument when low >= high or a bound is not finite, before any work.
 template <array_like A>
 void fill_uniform(A&& a, std::uint64_t seed, std::uint64_t offset = 0, detail::value_of<A> low = 0,
                   detail::value_of<A> high = 1) {
@@ -351,24 +421,25 @@ void fill_uniform(A&& a, std::uint64_t seed, std::uint64_t offset = 0, detail::v
     uniform<T>(seed, offset, low, high)(a);
 }
 
-/// a[i] = value i of the normal stream (seed, offset). @throws invalid_argument when sd < 0.
+/// a[i] = value i of the normal stream (seed, offset): the same bits on every backend.
+/// @throws invalid_argument, before any work, when sd < 0, mean or sd is not finite, or |mean| + 6 sd
+/// (9 sd for double) exceeds the largest finite value (a value could overflow). sd = 0 gives mean.
 template <array_like A>
 void fill_normal(A&& a, std::uint64_t seed, std::uint64_t offset = 0, detail::value_of<A> mean = 0,
                  detail::value_of<A> sd = 1) {
   normal<detail::value_of<A>>(seed, offset, mean, sd)(a);
 }
 
-/// a[i] = an integer uniform in [low, high), int32 or uint32 arrays. @throws invalid_argument when
-/// low >= high.
+/// a[i] = an integer uniform in [low, high), int32 or uint32 arrays; the widest range is [min, max) of
+/// the type (every 32-bit value: fill_bits). @throws invalid_argument when low >= high, before any work.
 template <array_like A>
 void fill_integers(A&& a, std::uint64_t seed, std::uint64_t offset, detail::value_of<A> low,
                    detail::value_of<A> high) {
-  using T = detail::value_of<A>;
-  detail::check_range(low, high, "random::fill_integers");
-  generate(integer_distribution<T>{{}, seed, offset, low, std::uint32_t(std::int64_t(high) - std::int64_t(low))})(a);
+  integers<detail::value_of<A>>(seed, offset, low, high)(a);
 }
 
-/// a[i] = raw word i of the stream (seed, offset): Philox block (offset + i) / 4, word (offset + i) % 4.
+/// a[i] = raw word i of the stream (seed, offset): Philox block p / 4, word p % 4, p = (offset + i) mod
+/// 2^64.
 template <array_like A>
 void fill_bits(A&& a, std::uint64_t seed, std::uint64_t offset = 0) {
   static_assert(std::is_same_v<detail::value_of<A>, std::uint32_t>, "fill_bits writes uint32_t arrays");
