@@ -1,0 +1,89 @@
+// The CPU backend's fused seed pipeline against three separate maps and hand-written loops (OpenMP and
+// serial), alternating within each round (the order rotating from round to round) so load and drift hit
+// all alike; each timing follows one untimed call of the same variant, as in `bench pipeline`. Medians
+// of wall time and of the process's CPU time (CPU time above wall time: threads spinning or working in
+// parallel; below: waiting for a core).
+// usage: cpu_fused [ROUNDS=15] [LOG2 sizes...]   (default 10 12 14 16 18 20 22)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <omp.h>
+
+#include "resident/resident.hpp"
+#include "../../tools/resident/seed.hpp"
+
+namespace rs = resident;
+using rs::cli::func1;
+using rs::cli::func2;
+using rs::cli::func3;
+
+namespace {
+double cpu_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 15;
+  std::vector<int> logs;
+  for (int i = 2; i < argc; ++i) logs.push_back(std::atoi(argv[i]));
+  if (logs.empty()) logs = {10, 12, 14, 16, 18, 20, 22};
+  std::printf("threads %d; rounds %d; per size: median wall ms (median CPU ms)\n", omp_get_max_threads(), rounds);
+  std::printf("%6s %18s %18s %18s %18s %10s %10s\n", "n", "fused", "three maps", "hand omp", "hand serial",
+              "hand/fused", "three/fused");
+  auto master = rs::map<func1>() | rs::map<func2>() | rs::map<func3>();
+  for (int l : logs) {
+    const std::size_t n = std::size_t(1) << l;
+    auto hx = rs::cli::seed_input(n);
+    rs::array<float> x = rs::to_device(hx, rs::default_stream(rs::device::cpu())), y(n, rs::device::cpu());
+    float* px = x.data();
+    float* py = y.data();
+    const long ln = long(n);
+    std::vector<std::function<void()>> variants{
+        [&] { master(x, y); },
+        [&] {
+          rs::map<func1>()(x, y);
+          rs::map<func2>()(y);
+          rs::map<func3>()(y);
+        },
+        [&] {
+#pragma omp parallel for simd schedule(static)
+          for (long i = 0; i < ln; ++i) py[i] = func3(func2(func1(px[i])));
+        },
+        [&] {
+          for (long i = 0; i < ln; ++i) py[i] = func3(func2(func1(px[i])));
+        }};
+    // Repeat each call so one timing covers at least ~2 ms of work.
+    const int inner = int(std::max<std::size_t>(1, (std::size_t(1) << 19) / n));
+    std::vector<std::vector<double>> wall(variants.size()), cpu(variants.size());
+    for (auto& v : variants) v();  // warm-up
+    for (int r = 0; r < rounds; ++r)
+      for (std::size_t o = 0; o < variants.size(); ++o) {
+        const std::size_t k = (o + std::size_t(r)) % variants.size();
+        variants[k]();
+        const double c0 = cpu_seconds();
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < inner; ++i) variants[k]();
+        const double w = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        wall[k].push_back(w / inner);
+        cpu[k].push_back((cpu_seconds() - c0) * 1e3 / inner);
+      }
+    std::printf("%6s", ("2^" + std::to_string(l)).c_str());
+    for (std::size_t k = 0; k < variants.size(); ++k) std::printf(" %9.4f (%6.4f)", median(wall[k]), median(cpu[k]));
+    std::printf(" %10.3f %10.3f\n", median(wall[2]) / median(wall[0]), median(wall[1]) / median(wall[0]));
+    if (rs::cli::seed_error(hx, y.to_host()) > 1e-5) return 1;
+  }
+  return 0;
+}
