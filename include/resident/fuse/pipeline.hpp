@@ -143,6 +143,61 @@ template <int V, class L, class Fn, class Op, class T>
 T run_reduce_cuda(stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std::size_t n, vector_plan plan,
                   const std::optional<launch_config>& cfg, T* into);
 
+// ---- the CPU loop's evaluation of whole vectors ----------------------------------------------
+/// Values the CPU loop evaluates together, U = cpu_tile / V vectors at a time.
+inline constexpr int cpu_tile = 16;
+
+template <std::size_t I, class... Fs, class X, std::size_t M, class Use>
+void apply_stages(const chain<Fs...>& c, const X (&x)[M], Use& use) {
+  if constexpr (I == sizeof...(Fs)) {
+    use(x);
+  } else {
+    using Y = decltype(get<I>(c.fs)(x[0]));
+    Y y[M];
+    for (std::size_t e = 0; e < M; ++e) y[e] = get<I>(c.fs)(x[e]);
+    apply_stages<I + 1>(c, y, use);
+  }
+}
+
+/// Evaluates fn over U whole vectors of V values from base (aligned) and passes the U * V results, in
+/// order, to use. Stage by stage: each stage runs over all of them before the next, so a stage that
+/// calls a function (sinf) makes its calls back to back and one that vectorizes does, as in separate
+/// maps, while the values stay in registers instead of making a pass through memory per stage.
+template <int V, int U, class L, class... Fs, class Use>
+void eval_vectors(const L& in, const chain<Fs...>& fn, std::size_t base, Use&& use) {
+  constexpr std::size_t M = std::size_t(U) * V;
+  auto first_stage = [&](const auto& f0, auto* x) {
+    for (int u = 0; u < U; ++u) {
+      const std::size_t b = base + std::size_t(u) * V;
+      const auto raw = in.template load<V>(b);
+      for (int k = 0; k < V; ++k) x[u * V + k] = in.template eval<V>(f0, raw, k, b);
+    }
+  };
+  if constexpr (sizeof...(Fs) <= 1) {
+    using R = decltype(in.template eval<V>(fn, in.template load<V>(base), 0, base));
+    R r[M];
+    first_stage(fn, r);
+    use(r);
+  } else {
+    using X = decltype(in.template eval<V>(get<0>(fn.fs), in.template load<V>(base), 0, base));
+    X x[M];
+    first_stage(get<0>(fn.fs), x);
+    apply_stages<1>(fn, x, use);
+  }
+}
+
+/// Runs body(j) for every whole vector j in [first, last) with its results: U vectors at a time, then
+/// one at a time. body(j, results, count): count vectors of V results each.
+template <int V, class L, class Fn, class Body>
+void for_each_vector_cpu(const L& in, const Fn& fn, std::size_t head, std::size_t first, std::size_t last,
+                         Body&& body) {
+  constexpr int U = V >= cpu_tile ? 1 : cpu_tile / V;
+  std::size_t j = first;
+  for (; j + U <= last; j += U)
+    eval_vectors<V, U>(in, fn, head + j * V, [&](const auto& r) { body(j, r, U); });
+  for (; j < last; ++j) eval_vectors<V, 1>(in, fn, head + j * V, [&](const auto& r) { body(j, r, 1); });
+}
+
 /// out[i] = fn(in[i]) for i in [0, n) on s. V: elements per vector access, when plan says vectorized.
 template <int V, class L, class Fn, class W>
 void run_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t n, vector_plan plan,
@@ -160,17 +215,13 @@ void run_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t 
   if constexpr (V > 1) {
     if (plan.vectorized) {
       // The same split as on the GPU: sources that make several values at once (random numbers) do.
-      using R = decltype(in.eval1(fn, std::size_t(0)));
       for (std::size_t i = 0; i < plan.head; ++i) out.store1(i, in.eval1(fn, i));
       cpu_loop(plan.vectors, std::size_t(V)).run([&](cpu_piece p) {
-#pragma GCC ivdep
-        for (std::size_t j = p.first; j < p.last; ++j) {
-          const std::size_t base = plan.head + j * V;
-          const auto raw = in.template load<V>(base);
-          R r[V];
-          for (int k = 0; k < V; ++k) r[k] = in.template eval<V>(fn, raw, k, base);
-          out.template store<V>(base, r);
-        }
+        for_each_vector_cpu<V>(in, fn, plan.head, p.first, p.last, [&](std::size_t j, const auto& r, int count) {
+          using R = std::remove_cvref_t<decltype(r[0])>;
+          for (int u = 0; u < count; ++u)
+            out.template store<V>(plan.head + (j + std::size_t(u)) * V, *reinterpret_cast<const R(*)[V]>(r + u * V));
+        });
       });
       for (std::size_t i = plan.head + plan.vectors * V; i < n; ++i) out.store1(i, in.eval1(fn, i));
       record_kernel(d);
@@ -218,13 +269,13 @@ T run_reduce(stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std:
     if constexpr (V > 1) {
       if (vec) {
         T lane[W];
-        auto values = [&](std::size_t j, auto&& use) {
-          const std::size_t base = head + j * V;
-          const auto raw = in.template load<V>(base);
-          for (int k = 0; k < V; ++k) use(k, static_cast<T>(in.template eval<V>(fn, raw, k, base)));
-        };
-        values(first, [&](int k, T v) { lane[k] = v; });
-        for (std::size_t j = first + 1; j < last; ++j) values(j, [&](int k, T v) { lane[k] = op(lane[k], v); });
+        eval_vectors<V, 1>(in, fn, head + first * V, [&](const auto& r) {
+          for (int k = 0; k < V; ++k) lane[k] = static_cast<T>(r[k]);
+        });
+        for_each_vector_cpu<V>(in, fn, head, first + 1, last, [&](std::size_t, const auto& r, int count) {
+          for (int u = 0; u < count; ++u)
+            for (int k = 0; k < V; ++k) lane[k] = op(lane[k], static_cast<T>(r[u * V + k]));
+        });
         return fold_lanes(lane);
       }
     }
