@@ -55,11 +55,13 @@ void launch_phases_cuda(stream_ref s, const launch_config& cfg, Phases... phases
 
 /// How the CPU backend spreads a loop over the OpenMP team.
 struct cpu_policy {
-  /// Loops over fewer elements (or emulated GPU threads) run on the calling thread: waking the team
-  /// costs microseconds on a quiet machine and up to a scheduler time slice on a busy one.
-  static constexpr std::size_t serial_below = std::size_t(1) << 14;
+  /// Loops over fewer elements (or emulated GPU threads) run on the calling thread: starting and
+  /// joining the team costs about as much as 1024 elements of a light pipeline on one core.
+  static constexpr std::size_t serial_below = 1024;
   /// Pieces per thread, taken one at a time: the others take over from a thread the OS put aside.
-  static constexpr std::size_t pieces_per_thread = 4;
+  static constexpr std::size_t pieces_per_thread = 2;
+  /// The fewest elements in a piece: taking a piece (an atomic on a shared line) stays negligible.
+  static constexpr std::size_t min_piece = std::size_t(1) << 15;
 };
 
 /// How a loop's units are cut into pieces: evenly (pieces_per_thread per thread), or one unit each
@@ -89,7 +91,8 @@ class cpu_loop {
       grain_ = 1;
     } else {
       const std::size_t want = threads * cpu_policy::pieces_per_thread;
-      grain_ = (units + want - 1) / want;
+      const std::size_t least = (cpu_policy::min_piece + items_per_unit - 1) / items_per_unit;
+      grain_ = std::max((units + want - 1) / want, std::min(least, (units + threads - 1) / threads));
     }
     pieces_ = units == 0 ? 0 : (units + grain_ - 1) / grain_;
     workers_ = static_cast<int>(std::min(threads, pieces_));
