@@ -1,6 +1,7 @@
 // The CPU backend's fused seed pipeline against three separate maps and hand-written loops (OpenMP and
-// serial), alternating within each round (the order rotating from round to round) so load and drift hit
-// all alike; each timing follows one untimed call of the same variant, as in `bench pipeline`. Medians
+// serial), alternating within each round (in an order shuffled from round to round, since a parallel
+// region after a serial stretch finds the team asleep) so load and drift hit all alike; each timing
+// follows one untimed call of the same variant, as in `bench pipeline`. Medians
 // of wall time and of the process's CPU time (CPU time above wall time: threads spinning or working in
 // parallel; below: waiting for a core).
 // usage: cpu_fused [ROUNDS=15] [LOG2 sizes...]   (default 10 12 14 16 18 20 22)
@@ -13,6 +14,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <functional>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -45,7 +48,8 @@ int main(int argc, char** argv) {
   std::vector<int> logs;
   for (int i = 2; i < argc; ++i) logs.push_back(std::atoi(argv[i]));
   if (logs.empty()) logs = {10, 12, 14, 16, 18, 20, 22};
-  std::printf("threads %d; rounds %d; per size: median wall ms (median CPU ms)\n", omp_get_max_threads(), rounds);
+  const char* stat = std::getenv("STAT") && std::string(std::getenv("STAT")) == "min" ? "min" : "median";
+  std::printf("threads %d; rounds %d; per size: %s wall ms (%s CPU ms)\n", omp_get_max_threads(), rounds, stat, stat);
   std::printf("%6s %18s %18s %18s %18s %10s %10s\n", "n", "fused", "three maps", "hand omp", "hand serial",
               "hand/fused", "three/fused");
   auto master = rs::map<func1>() | rs::map<func2>() | rs::map<func3>();
@@ -111,9 +115,12 @@ int main(int argc, char** argv) {
     const int inner = int(std::max<std::size_t>(1, (std::size_t(1) << 19) / n));
     std::vector<std::vector<double>> wall(variants.size()), cpu(variants.size());
     for (auto& v : variants) v();  // warm-up
-    for (int r = 0; r < rounds; ++r)
-      for (std::size_t o = 0; o < variants.size(); ++o) {
-        const std::size_t k = (o + std::size_t(r)) % variants.size();
+    std::mt19937 shuffler{std::uint32_t(l)};
+    std::vector<std::size_t> order(variants.size());
+    for (int r = 0; r < rounds; ++r) {
+      std::iota(order.begin(), order.end(), std::size_t(0));
+      std::shuffle(order.begin(), order.end(), shuffler);
+      for (std::size_t k : order) {
         variants[k]();
         const double c0 = cpu_seconds();
         const auto t0 = std::chrono::steady_clock::now();
@@ -122,6 +129,7 @@ int main(int argc, char** argv) {
         wall[k].push_back(w / inner);
         cpu[k].push_back((cpu_seconds() - c0) * 1e3 / inner);
       }
+    }
     std::printf("%6s", ("2^" + std::to_string(l)).c_str());
     for (std::size_t k = 0; k < variants.size(); ++k) std::printf(" %9.4f (%6.4f)", median(wall[k]), median(cpu[k]));
     std::printf(" %10.3f %10.3f\n", median(wall[2]) / median(wall[0]), median(wall[1]) / median(wall[0]));
