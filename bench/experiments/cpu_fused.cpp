@@ -111,8 +111,8 @@ int main(int argc, char** argv) {
                     for (long i = 0; i < ln; ++i) t += px[i];
                     sink = t;
                   }};
-    // Repeat each call so one timing covers at least ~2 ms of work.
-    const int inner = int(std::max<std::size_t>(1, (std::size_t(1) << 19) / n));
+    // Repeat small calls so one timing covers at least 2^16 elements.
+    const int inner = int(std::max<std::size_t>(1, (std::size_t(1) << 16) / n));
     std::vector<std::vector<double>> wall(variants.size()), cpu(variants.size());
     for (auto& v : variants) v();  // warm-up
     std::mt19937 shuffler{std::uint32_t(l)};

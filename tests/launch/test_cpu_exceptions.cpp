@@ -1,11 +1,14 @@
-// An exception thrown by user code inside the CPU backend's parallel loops reaches the caller, through
-// every entry point that runs user code, instead of terminating the process. Compiled by the host
-// compiler even in CUDA builds: the functors throw, which device code cannot.
+// The CPU backend's loop driver: an exception thrown by user code inside its parallel loops reaches the
+// caller, through every entry point that runs user code, instead of terminating the process; a team
+// that started late hands the next loops to the calling thread. Compiled by the host compiler even in
+// CUDA builds: the functors throw or ask OpenMP where they run, which device code cannot.
 #include <atomic>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <omp.h>
 
 #include "resident/flow/flow.hpp"
 #include "resident/fuse/pipeline.hpp"
@@ -210,7 +213,33 @@ TEST_P(cpu_exceptions, a_stage_whose_loop_throws_is_a_stage_error) {
   }
 }
 
+using cpu_loops = backend;
+
+TEST_P(cpu_loops, after_a_late_team_the_calling_thread_runs_the_same_pieces) {
+  if (omp_get_max_threads() < 2) GTEST_SKIP() << "needs two OpenMP threads";
+  const auto s = rs::default_stream(dev);
+  const std::size_t n = std::size_t(1) << 20;
+  auto ran_in_a_team = [&] {
+    std::atomic<bool> team{false};
+    rs::for_each_index(s, n, [&](std::size_t) {
+      if (omp_in_parallel()) team.store(true, std::memory_order_relaxed);
+    });
+    return team.load();
+  };
+  auto seed = rs::test::fresh_seed();
+  auto x = rs::to_device(rs::test::random_vector<float>(n + 3, seed), dev);
+  auto sum = rs::reduce(rs::plus{}, 0.f);
+  rs::detail::cpu_team_late_at.store(0);
+  EXPECT_TRUE(ran_in_a_team());
+  const float in_team = sum(x);
+  rs::detail::cpu_team_late_at.store(std::chrono::steady_clock::now().time_since_epoch().count());
+  EXPECT_FALSE(ran_in_a_team());
+  EXPECT_EQ(sum(x), in_team) << "seed " << seed;
+  rs::detail::cpu_team_late_at.store(0);
+}
+
 // Functors that throw run on the CPU backend only.
 INSTANTIATE_TEST_SUITE_P(backends, cpu_exceptions, ::testing::Values("cpu"), ::resident::test::backend_name);
+INSTANTIATE_TEST_SUITE_P(backends, cpu_loops, ::testing::Values("cpu"), ::resident::test::backend_name);
 
 }  // namespace

@@ -16,7 +16,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <string>
@@ -62,7 +64,23 @@ struct cpu_policy {
   static constexpr std::size_t pieces_per_thread = 2;
   /// The fewest elements in a piece: taking a piece (an atomic on a shared line) stays negligible.
   static constexpr std::size_t min_piece = std::size_t(1) << 15;
+  /// A team thread starting its region this late was waiting for a core (a woken thread gets one in
+  /// well under a millisecond on an idle core): other processes hold the cores ...
+  static constexpr std::chrono::microseconds late_start{1000};
+  /// ... so loops run on the calling thread for this long, then try the team again: a region on a
+  /// busy machine waits a scheduler time slice or more for its late thread.
+  static constexpr std::chrono::milliseconds serial_after_late{1000};
 };
+
+/// When a team thread last started late (steady_clock ticks; 0: never).
+inline std::atomic<std::int64_t> cpu_team_late_at{0};
+
+inline bool cpu_team_late_recently() {
+  const std::int64_t at = cpu_team_late_at.load(std::memory_order_relaxed);
+  if (at == 0) return false;
+  const auto since = std::chrono::steady_clock::now().time_since_epoch() - std::chrono::steady_clock::duration(at);
+  return since < cpu_policy::serial_after_late;
+}
 
 /// How a loop's units are cut into pieces: evenly (pieces_per_thread per thread), or one unit each
 /// (emulated blocks, whose work may differ).
@@ -77,8 +95,10 @@ struct cpu_piece {
 
 /// The CPU backend's one way to run a loop. It cuts [0, units) into contiguous pieces and runs
 /// body(cpu_piece) for each: on the calling thread when the work is small (cpu_policy::serial_below
-/// items, a unit being items_per_unit of them) or there is one thread, else on the OpenMP team, each
-/// thread taking its next piece from a shared counter. An exception must not leave an OpenMP region
+/// items, a unit being items_per_unit of them), there is one thread, or a team thread recently started
+/// late (cpu_policy::late_start), else on the OpenMP team, each thread taking its next piece from a
+/// shared counter. After a late start the calling thread runs the same pieces, so a reduction's result
+/// does not change. An exception must not leave an OpenMP region
 /// (the runtime would terminate the process): the first one a body throws is kept, no thread takes a
 /// piece after it, and it is rethrown here after the region. Pieces already taken finish.
 class cpu_loop {
@@ -103,16 +123,19 @@ class cpu_loop {
   template <class Body>
   void run(Body&& body) const {
     if (pieces_ == 0) return;
-    if (workers_ <= 1) {
+    if (workers_ <= 1 || cpu_team_late_recently()) {
       for (std::size_t p = 0; p < pieces_; ++p) body(piece(p, 0));
       return;
     }
+    using clock = std::chrono::steady_clock;
     std::atomic<std::size_t> next{0};
-    std::atomic<bool> failed{false};
+    std::atomic<bool> failed{false}, late{false};
     std::exception_ptr first;
+    const clock::time_point start = clock::now();
 #pragma omp parallel num_threads(workers_)
     {
       const int w = omp_get_thread_num();
+      if (w != 0 && clock::now() - start > cpu_policy::late_start) late.store(true, std::memory_order_relaxed);
       try {
         for (std::size_t p; !failed.load(std::memory_order_relaxed) &&
                             (p = next.fetch_add(1, std::memory_order_relaxed)) < pieces_;)
@@ -121,6 +144,8 @@ class cpu_loop {
         if (!failed.exchange(true)) first = std::current_exception();
       }
     }
+    if (late.load(std::memory_order_relaxed))
+      cpu_team_late_at.store(clock::now().time_since_epoch().count(), std::memory_order_relaxed);
     if (first) std::rethrow_exception(first);
   }
 
