@@ -215,27 +215,30 @@ TEST_P(cpu_exceptions, a_stage_whose_loop_throws_is_a_stage_error) {
 
 using cpu_loops = backend;
 
-TEST_P(cpu_loops, after_a_late_team_the_calling_thread_runs_the_same_pieces) {
+TEST_P(cpu_loops, after_a_team_came_too_late_the_calling_thread_runs_the_same_pieces) {
   if (omp_get_max_threads() < 2) GTEST_SKIP() << "needs two OpenMP threads";
   const auto s = rs::default_stream(dev);
   const std::size_t n = std::size_t(1) << 20;
-  auto ran_in_a_team = [&] {
+  auto ran_in_a_team = [&](std::size_t count) {
     std::atomic<bool> team{false};
-    rs::for_each_index(s, n, [&](std::size_t) {
+    rs::for_each_index(s, count, [&](std::size_t) {
       if (omp_in_parallel()) team.store(true, std::memory_order_relaxed);
     });
     return team.load();
   };
   auto seed = rs::test::fresh_seed();
-  auto x = rs::to_device(rs::test::random_vector<float>(n + 3, seed), dev);
+  auto x = rs::to_device(rs::test::random_vector<float>(n, seed), dev);
   auto sum = rs::reduce(rs::plus{}, 0.f);
-  rs::detail::cpu_team_late_at.store(0);
-  EXPECT_TRUE(ran_in_a_team());
+  rs::detail::cpu_late_at.store(0);
+  EXPECT_TRUE(ran_in_a_team(n));
   const float in_team = sum(x);
-  rs::detail::cpu_team_late_at.store(std::chrono::steady_clock::now().time_since_epoch().count());
-  EXPECT_FALSE(ran_in_a_team());
+  // The team of a loop of n / 2 items came too late: loops of up to n items run on the calling thread
+  // (the same pieces, so the same sum), larger ones still on the team.
+  rs::detail::cpu_team_came_late(n / 2);
+  EXPECT_FALSE(ran_in_a_team(n));
   EXPECT_EQ(sum(x), in_team) << "seed " << seed;
-  rs::detail::cpu_team_late_at.store(0);
+  EXPECT_TRUE(ran_in_a_team(4 * n));
+  rs::detail::cpu_late_at.store(0);
 }
 
 // Functors that throw run on the CPU backend only.

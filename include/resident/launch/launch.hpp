@@ -67,19 +67,28 @@ struct cpu_policy {
   /// A team thread starting its region this late was waiting for a core (a woken thread gets one in
   /// well under a millisecond on an idle core): other processes hold the cores ...
   static constexpr std::chrono::microseconds late_start{1000};
-  /// ... so loops run on the calling thread for this long, then try the team again: a region on a
-  /// busy machine waits a scheduler time slice or more for its late thread.
+  /// ... and when it came after the calling thread had done all the work, loops of up to twice that
+  /// size run on the calling thread for this long, then try the team again.
   static constexpr std::chrono::milliseconds serial_after_late{1000};
 };
 
-/// When a team thread last started late (steady_clock ticks; 0: never).
-inline std::atomic<std::int64_t> cpu_team_late_at{0};
+/// The largest loop (in items) whose team came too late to help, and when (steady_clock ticks).
+inline std::atomic<std::size_t> cpu_late_items{0};
+inline std::atomic<std::int64_t> cpu_late_at{0};
 
-inline bool cpu_team_late_recently() {
-  const std::int64_t at = cpu_team_late_at.load(std::memory_order_relaxed);
+/// Whether a loop of this many items should leave the team alone: one as large came too late lately.
+inline bool cpu_team_too_late_for(std::size_t items) {
+  const std::int64_t at = cpu_late_at.load(std::memory_order_relaxed);
   if (at == 0) return false;
   const auto since = std::chrono::steady_clock::now().time_since_epoch() - std::chrono::steady_clock::duration(at);
-  return since < cpu_policy::serial_after_late;
+  return since < cpu_policy::serial_after_late && items <= 2 * cpu_late_items.load(std::memory_order_relaxed);
+}
+
+/// Records that the team of a loop of this many items came too late to help.
+inline void cpu_team_came_late(std::size_t items) {
+  if (!cpu_team_too_late_for(items)) cpu_late_items.store(items, std::memory_order_relaxed);
+  else if (items > cpu_late_items.load(std::memory_order_relaxed)) cpu_late_items.store(items, std::memory_order_relaxed);
+  cpu_late_at.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
 }
 
 /// How a loop's units are cut into pieces: evenly (pieces_per_thread per thread), or one unit each
@@ -95,15 +104,16 @@ struct cpu_piece {
 
 /// The CPU backend's one way to run a loop. It cuts [0, units) into contiguous pieces and runs
 /// body(cpu_piece) for each: on the calling thread when the work is small (cpu_policy::serial_below
-/// items, a unit being items_per_unit of them), there is one thread, or a team thread recently started
-/// late (cpu_policy::late_start), else on the OpenMP team, each thread taking its next piece from a
-/// shared counter. After a late start the calling thread runs the same pieces, so a reduction's result
-/// does not change. An exception must not leave an OpenMP region
+/// items, a unit being items_per_unit of them), there is one thread, or the team of a loop as large
+/// recently came too late to help (cpu_policy::late_start), else on the OpenMP team, each thread taking
+/// its next piece from a shared counter. In the last case the calling thread runs the same pieces, so
+/// a reduction's result does not change. An exception must not leave an OpenMP region
 /// (the runtime would terminate the process): the first one a body throws is kept, no thread takes a
 /// piece after it, and it is rethrown here after the region. Pieces already taken finish.
 class cpu_loop {
  public:
-  cpu_loop(std::size_t units, std::size_t items_per_unit, cut how = cut::even) : units_(units) {
+  cpu_loop(std::size_t units, std::size_t items_per_unit, cut how = cut::even)
+      : units_(units), items_(units * items_per_unit) {
     const auto threads = static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
     if (units <= 1 || threads == 1 || units * items_per_unit < cpu_policy::serial_below) {
       grain_ = std::max<std::size_t>(units, 1);
@@ -123,13 +133,13 @@ class cpu_loop {
   template <class Body>
   void run(Body&& body) const {
     if (pieces_ == 0) return;
-    if (workers_ <= 1 || cpu_team_late_recently()) {
+    if (workers_ <= 1 || cpu_team_too_late_for(items_)) {
       for (std::size_t p = 0; p < pieces_; ++p) body(piece(p, 0));
       return;
     }
     using clock = std::chrono::steady_clock;
     std::atomic<std::size_t> next{0};
-    std::atomic<bool> failed{false}, late{false};
+    std::atomic<bool> failed{false}, late{false}, helped{false};
     std::exception_ptr first;
     const clock::time_point start = clock::now();
 #pragma omp parallel num_threads(workers_)
@@ -139,19 +149,21 @@ class cpu_loop {
       try {
         for (std::size_t p; !failed.load(std::memory_order_relaxed) &&
                             (p = next.fetch_add(1, std::memory_order_relaxed)) < pieces_;)
+        {
           body(piece(p, w));
+          if (w != 0) helped.store(true, std::memory_order_relaxed);
+        }
       } catch (...) {
         if (!failed.exchange(true)) first = std::current_exception();
       }
     }
-    if (late.load(std::memory_order_relaxed))
-      cpu_team_late_at.store(clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+    if (late.load(std::memory_order_relaxed) && !helped.load(std::memory_order_relaxed)) cpu_team_came_late(items_);
     if (first) std::rethrow_exception(first);
   }
 
  private:
   cpu_piece piece(std::size_t p, int w) const { return {p, p * grain_, std::min(units_, (p + 1) * grain_), w}; }
-  std::size_t units_, grain_ = 1, pieces_ = 0;
+  std::size_t units_, items_, grain_ = 1, pieces_ = 0;
   int workers_ = 1;
 };
 
