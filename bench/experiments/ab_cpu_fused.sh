@@ -21,11 +21,11 @@ B=$alt/build/tools/resident/resident A=build/cpu/tools/resident/resident
 FB=$alt/build/bench/cpu_fused
 FA=build/cpu/bench/cpu_fused
 name() { [ "$1" = "$B" ] || [ "$1" = "$FB" ] && echo "before ($base)" || echo after; }
-echo "### resident bench pipeline --device cpu (default sizes, median of 10)"
-for r in 1 2 3; do
+echo "### resident bench pipeline --device cpu (default sizes 2^16..2^22, median of 10)"
+for r in 1 2; do
   for bin in "$B" "$A"; do
     echo "== round $r: $(name "$bin"); load $(cut -d' ' -f1-3 /proc/loadavg)"
-    "$bin" bench pipeline --device cpu 2>/dev/null | grep -E '^ +2\^|^CPU backend'
+    "$bin" bench pipeline --device cpu 2>/dev/null | grep -E '^ +n  |^ +2\^|^CPU backend'
   done
 done
 echo
@@ -37,16 +37,14 @@ for r in 1 2; do
   done
 done
 echo
-for spec in "seed median 2" "seed min 2" "seed median 1" "cheap median 2" "cheap min 2" "sum median 2"; do
+for spec in "seed min 2 21" "seed median 2 9" "seed median 1 9" "cheap min 2 21" "sum median 2 9"; do
   set -- $spec
-  echo "### cpu_fused: WORK=$1 STAT=$2 OMP_NUM_THREADS=$3; 21 rounds; wall ms (process CPU ms)"
+  echo "### cpu_fused: WORK=$1 STAT=$2 OMP_NUM_THREADS=$3; $4 rounds; wall ms (process CPU ms)"
   sizes="10 12 14 16 18 20 22"
   [ "$3" = 1 ] && sizes="12 16 20"
-  for r in 1 2; do
-    for bin in "$FB" "$FA"; do
-      echo "== round $r: $(name "$bin"); load $(cut -d' ' -f1-3 /proc/loadavg)"
-      WORK=$1 STAT=$2 OMP_NUM_THREADS=$3 "$bin" 21 $sizes | tail -n +3
-    done
+  for bin in "$FB" "$FA"; do
+    echo "== $(name "$bin"); load $(cut -d' ' -f1-3 /proc/loadavg)"
+    WORK=$1 STAT=$2 OMP_NUM_THREADS=$3 timeout 300 "$bin" "$4" $sizes | tail -n +3
   done
   echo
 done

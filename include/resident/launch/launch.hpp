@@ -67,8 +67,9 @@ struct cpu_policy {
   /// A team thread starting its region this late was waiting for a core (a woken thread gets one in
   /// well under a millisecond on an idle core): other processes hold the cores ...
   static constexpr std::chrono::microseconds late_start{1000};
-  /// ... and when it came after the calling thread had done all the work, loops of up to twice that
-  /// size run on the calling thread for this long, then try the team again.
+  /// ... and when it came after the calling thread had done all the work, and over twice as late as
+  /// that work took, loops of up to twice that size run on the calling thread for this long, then try
+  /// the team again.
   static constexpr std::chrono::milliseconds serial_after_late{1000};
 };
 
@@ -139,25 +140,34 @@ class cpu_loop {
     }
     using clock = std::chrono::steady_clock;
     std::atomic<std::size_t> next{0};
-    std::atomic<bool> failed{false}, late{false}, helped{false};
+    std::atomic<bool> failed{false}, helped{false};
+    std::atomic<clock::rep> latest{0};  // the latest start of a team thread, after `start`
     std::exception_ptr first;
+    clock::duration worked{};  // the calling thread's time on the pieces
     const clock::time_point start = clock::now();
 #pragma omp parallel num_threads(workers_)
     {
       const int w = omp_get_thread_num();
-      if (w != 0 && clock::now() - start > cpu_policy::late_start) late.store(true, std::memory_order_relaxed);
+      if (w != 0) {
+        const clock::rep after = (clock::now() - start).count();
+        for (clock::rep seen = latest.load(); after > seen && !latest.compare_exchange_weak(seen, after);) {
+        }
+      }
       try {
         for (std::size_t p; !failed.load(std::memory_order_relaxed) &&
-                            (p = next.fetch_add(1, std::memory_order_relaxed)) < pieces_;)
-        {
+                            (p = next.fetch_add(1, std::memory_order_relaxed)) < pieces_;) {
           body(piece(p, w));
           if (w != 0) helped.store(true, std::memory_order_relaxed);
         }
       } catch (...) {
         if (!failed.exchange(true)) first = std::current_exception();
       }
+      if (w == 0) worked = clock::now() - start;
     }
-    if (late.load(std::memory_order_relaxed) && !helped.load(std::memory_order_relaxed)) cpu_team_came_late(items_);
+    // The team came too late to help when its threads started after the calling thread had done all
+    // the work, late enough that waiting for them cost twice the work itself.
+    const clock::duration late(latest.load());
+    if (!helped.load() && late > cpu_policy::late_start && late > 2 * worked) cpu_team_came_late(items_);
     if (first) std::rethrow_exception(first);
   }
 
