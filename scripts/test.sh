@@ -14,6 +14,7 @@ bash scripts/setup.sh
 
 echo "== docs: figures against bench/results, API reference into build/docs"
 python3 scripts/check_doc_figures.py
+mkdir -p build/docs  # Doxygen makes only the last folder of its output path
 doxygen docs/Doxyfile
 
 presets=(cpu debug)

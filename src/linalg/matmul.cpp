@@ -1,4 +1,4 @@
-// The matmul front door and the CPU algorithms (host compiler, OpenMP, OpenBLAS).
+// The matmul front door and the CPU algorithms (host compiler, OpenMP through cpu_loop, OpenBLAS).
 #include "resident/linalg/matmul.hpp"
 
 #include <cblas.h>
@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "resident/launch/launch.hpp"
 #include "resident/memory/ledger.hpp"
 
 namespace resident {
@@ -53,14 +54,15 @@ void cpu_naive(const gemm_args& g) {
   const T* B = static_cast<const T*>(g.b);
   T* C = static_cast<T*>(g.c);
   const T alpha = T(g.alpha), beta = T(g.beta);
-#pragma omp parallel for schedule(static)
-  for (long i = 0; i < long(g.m); ++i)
-    for (std::size_t j = 0; j < g.n; ++j) {
-      T s = 0;
-      for (std::size_t p = 0; p < g.k; ++p) s += A[std::size_t(i) * g.lda + p] * B[p * g.ldb + j];
-      T& c = C[std::size_t(i) * g.ldc + j];
-      c = beta == T(0) ? alpha * s : alpha * s + beta * c;
-    }
+  cpu_loop(g.m, g.n * g.k).run([&](cpu_piece rows) {
+    for (std::size_t i = rows.first; i < rows.last; ++i)
+      for (std::size_t j = 0; j < g.n; ++j) {
+        T s = 0;
+        for (std::size_t p = 0; p < g.k; ++p) s += A[i * g.lda + p] * B[p * g.ldb + j];
+        T& c = C[i * g.ldc + j];
+        c = beta == T(0) ? alpha * s : alpha * s + beta * c;
+      }
+  });
 }
 
 // The register tile of the blocked algorithm: acc (MR x NR) += A[rows, p0:p1] * B[p0:p1, cols], with
@@ -107,50 +109,53 @@ void cpu_blocked(const gemm_args& g) {
   const T alpha = T(g.alpha), beta = T(g.beta);
   const std::size_t m = g.m, n = g.n, k = g.k;
   // C = beta * C first, so the blocks below only accumulate alpha * A * B.
-#pragma omp parallel for schedule(static)
-  for (long i = 0; i < long(m); ++i)
-    for (std::size_t j = 0; j < n; ++j) {
-      T& c = C[std::size_t(i) * g.ldc + j];
-      c = beta == T(0) ? T(0) : beta * c;
-    }
+  cpu_loop(m, n).run([&](cpu_piece rows) {
+    for (std::size_t i = rows.first; i < rows.last; ++i)
+      for (std::size_t j = 0; j < n; ++j) {
+        T& c = C[i * g.ldc + j];
+        c = beta == T(0) ? T(0) : beta * c;
+      }
+  });
   std::vector<T> panel(KC * NC);  // (NC / nr strips) x (KC rows) x (nr columns)
-  const long row_blocks = long((m + MC - 1) / MC);
+  const std::size_t row_blocks = (m + MC - 1) / MC;
   for (std::size_t p0 = 0; p0 < k; p0 += KC) {
     const std::size_t kc = std::min(k, p0 + KC) - p0;
     for (std::size_t j0 = 0; j0 < n; j0 += NC) {
       const std::size_t nc = std::min(n, j0 + NC) - j0, strips = (nc + nr - 1) / nr;
-#pragma omp parallel for schedule(static)
-      for (long sp = 0; sp < long(strips * kc); ++sp) {
-        const std::size_t st = std::size_t(sp) / kc, p = std::size_t(sp) % kc;
-        T* dst = panel.data() + (st * kc + p) * nr;
-        const T* src = B + (p0 + p) * g.ldb + j0 + st * nr;
-        const std::size_t w = std::min(nr, nc - st * nr);
-        for (std::size_t q = 0; q < nr; ++q) dst[q] = q < w ? src[q] : T(0);
-      }
-#pragma omp parallel for schedule(dynamic, 1)
-      for (long rb = 0; rb < row_blocks; ++rb) {
-        const std::size_t i0 = std::size_t(rb) * MC, i1 = std::min(m, i0 + MC);
-        T acc[MR * nr];
-        for (std::size_t i = i0; i < i1; i += MR) {
-          const std::size_t mr = std::min(MR, i1 - i);
-          for (std::size_t st = 0; st < strips; ++st) {
-            const T* bs = panel.data() + st * kc * nr;
-            if (mr == MR) {
-              micro_kernel(A + i * g.lda + p0, g.lda, bs, nr, kc, acc);
-            } else {  // the last rows
-              std::fill(acc, acc + MR * nr, T(0));
-              for (std::size_t p = 0; p < kc; ++p)
-                for (std::size_t r = 0; r < mr; ++r) {
-                  const T a = A[(i + r) * g.lda + p0 + p];
-                  for (std::size_t q = 0; q < nr; ++q) acc[r * nr + q] += a * bs[p * nr + q];
-                }
+      cpu_loop(strips * kc, nr).run([&](cpu_piece rows) {
+        for (std::size_t sp = rows.first; sp < rows.last; ++sp) {
+          const std::size_t st = sp / kc, p = sp % kc;
+          T* dst = panel.data() + (st * kc + p) * nr;
+          const T* src = B + (p0 + p) * g.ldb + j0 + st * nr;
+          const std::size_t w = std::min(nr, nc - st * nr);
+          for (std::size_t q = 0; q < nr; ++q) dst[q] = q < w ? src[q] : T(0);
+        }
+      });
+      cpu_loop(row_blocks, MC * nc, cut::one_each).run([&](cpu_piece blocks) {
+        for (std::size_t rb = blocks.first; rb < blocks.last; ++rb) {
+          const std::size_t i0 = rb * MC, i1 = std::min(m, i0 + MC);
+          T acc[MR * nr];
+          for (std::size_t i = i0; i < i1; i += MR) {
+            const std::size_t mr = std::min(MR, i1 - i);
+            for (std::size_t st = 0; st < strips; ++st) {
+              const T* bs = panel.data() + st * kc * nr;
+              if (mr == MR) {
+                micro_kernel(A + i * g.lda + p0, g.lda, bs, nr, kc, acc);
+              } else {  // the last rows
+                std::fill(acc, acc + MR * nr, T(0));
+                for (std::size_t p = 0; p < kc; ++p)
+                  for (std::size_t r = 0; r < mr; ++r) {
+                    const T a = A[(i + r) * g.lda + p0 + p];
+                    for (std::size_t q = 0; q < nr; ++q) acc[r * nr + q] += a * bs[p * nr + q];
+                  }
+              }
+              const std::size_t j = j0 + st * nr, w = std::min(nr, nc - st * nr);
+              for (std::size_t r = 0; r < mr; ++r)
+                for (std::size_t q = 0; q < w; ++q) C[(i + r) * g.ldc + j + q] += alpha * acc[r * nr + q];
             }
-            const std::size_t j = j0 + st * nr, w = std::min(nr, nc - st * nr);
-            for (std::size_t r = 0; r < mr; ++r)
-              for (std::size_t q = 0; q < w; ++q) C[(i + r) * g.ldc + j + q] += alpha * acc[r * nr + q];
           }
         }
-      }
+      });
     }
   }
 }

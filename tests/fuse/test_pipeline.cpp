@@ -1,6 +1,8 @@
 // Compiled by nvcc when the CUDA backend is in the build.
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <algorithm>
 #include <span>
 #include <thread>
 
@@ -140,6 +142,63 @@ TEST_P(pipelines, reduce_with_init_counts_it_once) {
   float dot = (rs::zip(a, b) | rs::map([] RESIDENT_HD(float p, float q) { return p * q; }) |
                rs::reduce(rs::plus{}, 0.f))();
   EXPECT_EQ(dot, 35.f);
+}
+
+// One NaN rule on both backends: plus, minimum and maximum all propagate NaN, wherever it sits (the
+// scalar head, the vectors, the tail; the first, a middle, the last element) and as init.
+TEST_P(pipelines, every_reduction_propagates_nan) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::size_t n : {std::size_t(1), std::size_t(3), std::size_t(1000), std::size_t(1000003)}) {
+    auto seed = rs::test::fresh_seed();
+    auto h = rs::test::random_vector<float>(n + 1, seed, -2.0, 2.0);
+    // In the slice [1, n + 1) of an aligned array, elements 0-2 are the scalar head; the tail follows
+    // the last whole vector.
+    std::vector<std::size_t> where{0, n / 2, n - 1};
+    if (n > 8) where.insert(where.end(), {1, 2, 3, n - 2});
+    for (std::size_t at : where) {
+      SCOPED_TRACE("n = " + std::to_string(n) + ", NaN at " + std::to_string(at) + ", seed = " + std::to_string(seed));
+      auto hn = h;
+      hn[at + 1] = nan;
+      auto whole = rs::to_device(hn, dev);
+      for (int aligned = 0; aligned < 2; ++aligned) {
+        auto x = aligned ? rs::to_device(std::vector<float>(hn.begin() + 1, hn.end()), dev) : rs::array<float>{};
+        auto in = aligned ? x.slice(0, n) : whole.slice(1, n);
+        EXPECT_TRUE(std::isnan(rs::reduce(rs::plus{}, 0.f)(in))) << "plus";
+        EXPECT_TRUE(std::isnan(rs::reduce(rs::minimum{}, INFINITY)(in))) << "minimum";
+        EXPECT_TRUE(std::isnan(rs::reduce(rs::maximum{}, -INFINITY)(in))) << "maximum";
+        auto wide = rs::map([] RESIDENT_HD(float v) { return double(v); });
+        EXPECT_TRUE(std::isnan((wide | rs::reduce(rs::maximum{}, 0.0))(in))) << "maximum in double";
+        EXPECT_TRUE(std::isnan((wide | rs::reduce(rs::minimum{}, 0.0))(in))) << "minimum in double";
+        std::vector<float> poison{rs::test::poison<float>()};
+        auto out = rs::to_device(poison, dev);
+        rs::reduce(rs::maximum{}, -INFINITY)(in, out);
+        EXPECT_TRUE(std::isnan(out.to_host()[0])) << "maximum into an array";
+        rs::reduce(rs::minimum{}, INFINITY)(in, out);
+        EXPECT_TRUE(std::isnan(out.to_host()[0])) << "minimum into an array";
+      }
+    }
+    // NaN as init, over values without one; and without any NaN, the exact extremes.
+    auto clean = rs::to_device(std::vector<float>(h.begin() + 1, h.end()), dev);
+    EXPECT_TRUE(std::isnan(rs::reduce(rs::maximum{}, nan)(clean)));
+    EXPECT_TRUE(std::isnan(rs::reduce(rs::minimum{}, nan)(clean)));
+    EXPECT_TRUE(std::isnan(rs::reduce(rs::plus{}, nan)(clean)));
+    EXPECT_EQ(rs::reduce(rs::maximum{}, -INFINITY)(clean), *std::max_element(h.begin() + 1, h.end()));
+    EXPECT_EQ(rs::reduce(rs::minimum{}, INFINITY)(clean), *std::min_element(h.begin() + 1, h.end()));
+  }
+  // From a generator (the block path) and a zip.
+  auto gen = rs::generate([] RESIDENT_HD(std::size_t i) { return i == 777 ? std::numeric_limits<double>::quiet_NaN() : double(i); });
+  EXPECT_TRUE(std::isnan((gen | rs::reduce(rs::maximum{}, 0.0))(100000, rs::default_stream(dev))));
+  EXPECT_TRUE(std::isnan((gen | rs::reduce(rs::minimum{}, 0.0))(100000, rs::default_stream(dev))));
+  std::vector<float> ha(5000, 1.f);
+  ha[4999] = nan;
+  auto a = rs::to_device(ha, dev), b = rs::to_device(std::vector<float>(5000, 2.f), dev);
+  EXPECT_TRUE(std::isnan((rs::zip(a, b) | rs::map([] RESIDENT_HD(float p, float q) { return p * q; }) |
+                          rs::reduce(rs::maximum{}, 0.f))()));
+  // The operators themselves, as both backends call them.
+  EXPECT_TRUE(std::isnan(rs::maximum{}(1.f, nan)) && std::isnan(rs::maximum{}(nan, 1.f)));
+  EXPECT_TRUE(std::isnan(rs::minimum{}(1.f, nan)) && std::isnan(rs::minimum{}(nan, 1.f)));
+  EXPECT_EQ(rs::maximum{}(1, 2), 2);
+  EXPECT_EQ(rs::minimum{}(1, 2), 1);
 }
 
 TEST_P(pipelines, generated_and_zipped_reductions_into_a_result_array_stay_on_the_device) {

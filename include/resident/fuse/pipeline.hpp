@@ -10,9 +10,12 @@
 ///   float s = (rs::map<f1>() | rs::reduce(rs::plus{}, 0.f))(data);   // one pass, synchronizes
 ///
 /// The file that calls a pipeline on a CUDA array must be compiled by nvcc.
+///
+/// On the CPU backend an exception thrown by a stage (or a generator) reaches the caller: the first
+/// one thrown is rethrown after the loop. Other elements may or may not have been computed by then
+/// (pieces of the loop already started finish, no new ones start), so an output is partly written.
 
 #include <cstddef>
-#include <omp.h>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -29,7 +32,13 @@
 namespace resident {
 
 // ---- reduction operators ---------------------------------------------------------------------
-/// Reduction operator: a + b (the sum's init is usually 0).
+// NaN rule, the same on both backends (these functors run in the CPU loops and the GPU kernels alike):
+// every operator propagates NaN. A NaN among the values, or as init, makes the result NaN, for
+// minimum and maximum as for plus: a NaN in the data is never hidden (IEEE 754-2019 minimum /
+// maximum, NumPy's min / max; unlike std::fmin / std::fmax, which drop it). To skip NaN, map them
+// to +-infinity first.
+
+/// a + b.
 struct plus {
   /// a + b.
   template <class T>
@@ -37,20 +46,30 @@ struct plus {
     return a + b;
   }
 };
-/// Reduction operator: the smaller of a and b (init: the type's largest value).
+namespace detail {
+template <class T>
+RESIDENT_HD constexpr bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return v != v;
+  else
+    return false;
+}
+}  // namespace detail
+
+/// The smaller of a and b; NaN when either is NaN (a NaN a is kept by the comparison failing).
 struct minimum {
   /// The smaller of a and b (a when equal).
   template <class T>
   RESIDENT_HD constexpr T operator()(T a, T b) const {
-    return b < a ? b : a;
+    return (b < a || detail::is_nan(b)) ? b : a;
   }
 };
-/// Reduction operator: the larger of a and b (init: the type's lowest value).
+/// The larger of a and b; NaN when either is NaN (a NaN a is kept by the comparison failing).
 struct maximum {
   /// The larger of a and b (a when equal).
   template <class T>
   RESIDENT_HD constexpr T operator()(T a, T b) const {
-    return a < b ? b : a;
+    return (a < b || detail::is_nan(b)) ? b : a;
   }
 };
 
@@ -127,6 +146,61 @@ template <int V, class L, class Fn, class Op, class T>
 T run_reduce_cuda(stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std::size_t n, vector_plan plan,
                   const std::optional<launch_config>& cfg, T* into);
 
+// ---- the CPU loop's evaluation of whole vectors ----------------------------------------------
+/// Values the CPU loop evaluates together, U = cpu_tile / V vectors at a time.
+inline constexpr int cpu_tile = 16;
+
+template <std::size_t I, class... Fs, class X, std::size_t M, class Use>
+void apply_stages(const chain<Fs...>& c, const X (&x)[M], Use& use) {
+  if constexpr (I == sizeof...(Fs)) {
+    use(x);
+  } else {
+    using Y = decltype(get<I>(c.fs)(x[0]));
+    Y y[M];
+    for (std::size_t e = 0; e < M; ++e) y[e] = get<I>(c.fs)(x[e]);
+    apply_stages<I + 1>(c, y, use);
+  }
+}
+
+/// Evaluates fn over U whole vectors of V values from base (aligned) and passes the U * V results, in
+/// order, to use. Stage by stage: each stage runs over all of them before the next, so a stage that
+/// calls a function (sinf) makes its calls back to back and one that vectorizes does, as in separate
+/// maps, while the values stay in registers instead of making a pass through memory per stage.
+template <int V, int U, class L, class... Fs, class Use>
+void eval_vectors(const L& in, const chain<Fs...>& fn, std::size_t base, Use&& use) {
+  constexpr std::size_t M = std::size_t(U) * V;
+  auto first_stage = [&](const auto& f0, auto* x) {
+    for (int u = 0; u < U; ++u) {
+      const std::size_t b = base + std::size_t(u) * V;
+      const auto raw = in.template load<V>(b);
+      for (int k = 0; k < V; ++k) x[u * V + k] = in.template eval<V>(f0, raw, k, b);
+    }
+  };
+  if constexpr (sizeof...(Fs) <= 1) {
+    using R = decltype(in.template eval<V>(fn, in.template load<V>(base), 0, base));
+    R r[M];
+    first_stage(fn, r);
+    use(r);
+  } else {
+    using X = decltype(in.template eval<V>(get<0>(fn.fs), in.template load<V>(base), 0, base));
+    X x[M];
+    first_stage(get<0>(fn.fs), x);
+    apply_stages<1>(fn, x, use);
+  }
+}
+
+/// Runs body(j) for every whole vector j in [first, last) with its results: U vectors at a time, then
+/// one at a time. body(j, results, count): count vectors of V results each.
+template <int V, class L, class Fn, class Body>
+void for_each_vector_cpu(const L& in, const Fn& fn, std::size_t head, std::size_t first, std::size_t last,
+                         Body&& body) {
+  constexpr int U = V >= cpu_tile ? 1 : cpu_tile / V;
+  std::size_t j = first;
+  for (; j + U <= last; j += U)
+    eval_vectors<V, U>(in, fn, head + j * V, [&](const auto& r) { body(j, r, U); });
+  for (; j < last; ++j) eval_vectors<V, 1>(in, fn, head + j * V, [&](const auto& r) { body(j, r, 1); });
+}
+
 /// out[i] = fn(in[i]) for i in [0, n) on s. V: elements per vector access, when plan says vectorized.
 template <int V, class L, class Fn, class W>
 void run_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t n, vector_plan plan,
@@ -144,25 +218,24 @@ void run_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t 
   if constexpr (V > 1) {
     if (plan.vectorized) {
       // The same split as on the GPU: sources that make several values at once (random numbers) do.
-      using R = decltype(in.eval1(fn, std::size_t(0)));
       for (std::size_t i = 0; i < plan.head; ++i) out.store1(i, in.eval1(fn, i));
-      const long nv = static_cast<long>(plan.vectors);
-#pragma omp parallel for schedule(static)
-      for (long j = 0; j < nv; ++j) {
-        const std::size_t base = plan.head + std::size_t(j) * V;
-        const auto raw = in.template load<V>(base);
-        R r[V];
-        for (int k = 0; k < V; ++k) r[k] = in.template eval<V>(fn, raw, k, base);
-        out.template store<V>(base, r);
-      }
+      cpu_loop(plan.vectors, std::size_t(V)).run([&](cpu_piece p) {
+        for_each_vector_cpu<V>(in, fn, plan.head, p.first, p.last, [&](std::size_t j, const auto& r, int count) {
+          using R = std::remove_cvref_t<decltype(r[0])>;
+          for (int u = 0; u < count; ++u)
+            out.template store<V>(plan.head + (j + std::size_t(u)) * V, *reinterpret_cast<const R(*)[V]>(r + u * V));
+        });
+      });
       for (std::size_t i = plan.head + plan.vectors * V; i < n; ++i) out.store1(i, in.eval1(fn, i));
       record_kernel(d);
       return;
     }
   }
-  const long ln = static_cast<long>(n);
-#pragma omp parallel for simd schedule(static)
-  for (long i = 0; i < ln; ++i) out.store1(std::size_t(i), in.eval1(fn, std::size_t(i)));
+  cpu_loop(n, 1).run([&](cpu_piece p) {
+    // ivdep, not omp simd: the elements are independent, and an exception may leave this loop.
+#pragma GCC ivdep
+    for (std::size_t i = p.first; i < p.last; ++i) out.store1(i, in.eval1(fn, i));
+  });
   record_kernel(d);
 }
 
@@ -183,38 +256,53 @@ T run_reduce(stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std:
     return init;
   }
   if (cfg) validate(*cfg, d);
-  // Contiguous static chunks, folded in thread order; whole vectors of V where the plan allows.
-  std::vector<T> partial(std::size_t(omp_get_max_threads()), init);
-  std::vector<char> valid(partial.size(), 0);
+  // Each piece folds in lanes (lane k takes every V-th value; 4 lanes over single elements), then
+  // folds its lanes; the pieces' partials are folded in order after the head and before the tail.
+  // Independent lanes let the compiler keep the fold in vector registers.
   const bool vec = V > 1 && plan.vectorized;
-  const std::size_t head = vec ? plan.head : 0, body = vec ? plan.vectors : 0;
-#pragma omp parallel
-  {
-    const std::size_t t = std::size_t(omp_get_thread_num());
-    T acc = init;
-    bool have = false;
-    auto fold = [&](T v) {
-      acc = have ? op(acc, v) : v;
-      have = true;
-    };
-#pragma omp for schedule(static) nowait
-    for (long j = 0; j < long(body); ++j) {
-      const std::size_t base = head + std::size_t(j) * V;
-      const auto raw = in.template load<V>(base);
-      for (int k = 0; k < V; ++k) fold(static_cast<T>(in.template eval<V>(fn, raw, k, base)));
+  const std::size_t head = vec ? plan.head : 0, units = vec ? plan.vectors : n;
+  constexpr int W = V > 1 ? V : 4;
+  auto value = [&](std::size_t i) { return static_cast<T>(in.eval1(fn, i)); };
+  auto fold_lanes = [&](T (&lane)[W]) {
+    T r = lane[0];
+    for (int k = 1; k < W; ++k) r = op(r, lane[k]);
+    return r;
+  };
+  auto fold_piece = [&](std::size_t first, std::size_t last) -> T {
+    if constexpr (V > 1) {
+      if (vec) {
+        T lane[W];
+        eval_vectors<V, 1>(in, fn, head + first * V, [&](const auto& r) {
+          for (int k = 0; k < V; ++k) lane[k] = static_cast<T>(r[k]);
+        });
+        for_each_vector_cpu<V>(in, fn, head, first + 1, last, [&](std::size_t, const auto& r, int count) {
+          for (int u = 0; u < count; ++u)
+            for (int k = 0; k < V; ++k) lane[k] = op(lane[k], static_cast<T>(r[u * V + k]));
+        });
+        return fold_lanes(lane);
+      }
     }
-    const std::size_t rest = head + (n - head - body * V);  // the head, then the tail
-#pragma omp for schedule(static)
-    for (long r = 0; r < long(rest); ++r) {
-      const std::size_t i = std::size_t(r) < head ? std::size_t(r) : std::size_t(r) + body * V;
-      fold(static_cast<T>(in.eval1(fn, i)));
+    if (last - first < std::size_t(W)) {
+      T r = value(first);
+      for (std::size_t i = first + 1; i < last; ++i) r = op(r, value(i));
+      return r;
     }
-    partial[t] = acc;
-    valid[t] = have;
-  }
+    T lane[W];
+    for (int k = 0; k < W; ++k) lane[k] = value(first + std::size_t(k));
+    std::size_t i = first + W;
+    for (; i + W <= last; i += W)
+      for (int k = 0; k < W; ++k) lane[k] = op(lane[k], value(i + std::size_t(k)));
+    T r = fold_lanes(lane);
+    for (; i < last; ++i) r = op(r, value(i));
+    return r;
+  };
   T r = init;
-  for (std::size_t t = 0; t < partial.size(); ++t)
-    if (valid[t]) r = op(r, partial[t]);
+  for (std::size_t i = 0; i < head; ++i) r = op(r, value(i));
+  const cpu_loop loop(units, vec ? std::size_t(V) : 1);
+  std::vector<T> partial(loop.pieces(), init);
+  loop.run([&](cpu_piece p) { partial[p.index] = fold_piece(p.first, p.last); });
+  for (const T& v : partial) r = op(r, v);
+  for (std::size_t i = head + units * (vec ? V : 1); i < n; ++i) r = op(r, value(i));
   record_kernel(d);
   if (into) *into = r;
   return r;
@@ -417,7 +505,7 @@ constexpr auto generate(G g) {
 }
 
 /// A terminal stage folding the values with op (associative and commutative, like std::reduce)
-/// starting from init; the result has init's type.
+/// starting from init; the result has init's type. plus, minimum and maximum propagate NaN.
 template <class Op, class T>
 constexpr auto reduce(Op op, T init) {
   return pipeline<detail::input_source, detail::chain<>, detail::reduce_stage<Op, T>>{
