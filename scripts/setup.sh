@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libcli11-dev nlohmann-json3-dev libdlpack-dev librandom123-dev
   gnuplot-nox
+  clang libclang-rt-dev libomp-dev  # the libFuzzer targets (scripts/fuzz_ci.sh)
 )
 
 missing=()

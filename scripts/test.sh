@@ -29,3 +29,4 @@ cmake --install build/cpu --prefix build/install >/dev/null
 cmake -S tests/consumer -B build/consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
 cmake --build build/consumer
 ctest --test-dir build/consumer --output-on-failure
+if command -v clang++ >/dev/null; then echo "== fuzz: the bounded CI run"; bash scripts/fuzz_ci.sh; fi
