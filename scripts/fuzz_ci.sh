@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The bounded fuzz run of CI: builds the three libFuzzer targets (clang, ASan + UBSan, CPU backend),
-# runs each over its stored corpus in tests/fuzz/corpus/ and then fuzzes it for SECONDS (default 75),
+# runs each over its stored corpus in tests/fuzz/corpus/ (fuzz_api: and tests/fuzz/regressions/) and then fuzzes it for SECONDS (default 75),
 # the three at once. The stored corpus is read, never written (new inputs go to build/fuzz/ci-*).
 # About 5 minutes on 2 cores, the build included. Fails on any crash, leak or sanitizer report,
 # leaving the input in build/fuzz/ci-crash-*.
@@ -23,7 +23,7 @@ for t in "${targets[@]}"; do
   rm -rf "build/fuzz/ci-$t" && mkdir -p "build/fuzz/ci-$t"
   (cd build/fuzz && ASAN_OPTIONS=allocator_may_return_null=1 ./tests/fuzz/fuzz_$t -max_total_time="$seconds" \
      -malloc_limit_mb=2147483647 -print_final_stats=1 -artifact_prefix="ci-crash-$t-" \
-     "ci-$t" "../../tests/fuzz/corpus/$t" >"ci-$t.log" 2>&1) &
+     "ci-$t" "../../tests/fuzz/corpus/$t" $([ "$t" = api ] && echo ../../tests/fuzz/regressions) >"ci-$t.log" 2>&1) &
   pids+=($!)
 done
 status=0

@@ -10,13 +10,18 @@ using rs::test::backend;
 class fuzz_regressions : public backend {};
 
 // fuzz_api (probe "ledger"): an empty to_device counted one H2D copy of 0 bytes; copy(a, a) counted
-// device-to-device bytes although nothing moves; a copy between empty arrays counted a copy.
+// device-to-device bytes although nothing moves; a copy between empty arrays counted a copy; an empty
+// to_device was refused under transfer_policy::forbid.
 TEST_P(fuzz_regressions, DISABLED_empty_and_self_copies_count_nothing) {
   {
     rs::scoped_ledger l(dev);
     auto a = rs::to_device(std::vector<float>{}, dev);
     EXPECT_EQ(l.delta().h2d_copies, 0u) << "an empty upload moves nothing";
     EXPECT_TRUE(a.to_host().empty());
+  }
+  {
+    rs::scoped_transfer_policy forbid(rs::transfer_policy::forbid);
+    EXPECT_NO_THROW((void)rs::to_device(std::vector<float>{}, dev)) << "nothing crosses the bus";
   }
   {
     auto a = rs::to_device(std::vector<float>{1.f, 2.f, 3.f}, dev);
