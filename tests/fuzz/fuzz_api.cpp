@@ -237,6 +237,40 @@ struct throw_at {
   }
 };
 
+// Global linear indices of a thread and its block, whatever the launch's shape.
+std::size_t block_id(const rs::thread_index& t) {
+  return (std::size_t(t.block.z) * t.grid_dim.y + t.block.y) * t.grid_dim.x + t.block.x;
+}
+std::size_t thread_id(const rs::thread_index& t) {
+  return (std::size_t(t.thread.z) * t.block_dim.y + t.thread.y) * t.block_dim.x + t.thread.x;
+}
+struct write_ids {
+  float k;
+  void operator()(rs::thread_index t, rs::array_view<float> out) const {
+    const std::size_t id = block_id(t) * t.block_dim.count() + thread_id(t);
+    if (id < out.size()) out[id] = float(id) * k;
+  }
+};
+// Two phases: each thread leaves its value in shared memory, then takes its right neighbour's.
+struct leave_id {
+  float k;
+  void operator()(rs::thread_index t, rs::block_shared sh) const {
+    sh.as<float>()[thread_id(t)] = float(block_id(t) * t.block_dim.count() + thread_id(t)) * k;
+  }
+};
+struct take_neighbour {
+  rs::array_view<float> out;
+  void operator()(rs::thread_index t, rs::block_shared sh) const {
+    const std::size_t bc = t.block_dim.count(), id = block_id(t) * bc + thread_id(t);
+    if (id < out.size()) out[id] = sh.as<float>()[(thread_id(t) + 1) % bc];
+  }
+};
+struct write_index {
+  rs::array_view<float> out;
+  float k;
+  void operator()(std::size_t i) const { out[i] = float(i) * k; }
+};
+
 // ---- the interpreter's state: arrays with their mirrors -----------------------------------------
 
 template <class T>
@@ -361,6 +395,31 @@ struct fuzz_state {
     if (!s.moved) s.ref = s.a.to_host();
   }
 };
+
+// A launch configuration, mostly small and valid; `valid` says whether the CPU device accepts it.
+rs::launch_config pick_config(fuzz_state& st, bool& valid) {
+  static const rs::device_properties p = rs::properties(rs::device::cpu());
+  auto extent = [&](unsigned small, unsigned limit) {
+    switch (st.in.ConsumeIntegralInRange<int>(0, 15)) {
+      case 0: return 0u;
+      case 1: return limit + 1;
+      case 2: return ~0u;
+      default: return st.in.ConsumeIntegralInRange<unsigned>(1, small);
+    }
+  };
+  rs::launch_config c;
+  c.grid = rs::dims(extent(6, unsigned(p.max_grid_dim[0])), st.in.ConsumeBool() ? 1u : extent(3, unsigned(p.max_grid_dim[1])),
+                    st.in.ConsumeBool() ? 1u : extent(2, unsigned(p.max_grid_dim[2])));
+  c.block = rs::dims(extent(9, unsigned(p.max_block_dim[0])), st.in.ConsumeBool() ? 1u : extent(3, unsigned(p.max_block_dim[1])),
+                     st.in.ConsumeBool() ? 1u : extent(2, unsigned(p.max_block_dim[2])));
+  c.shared_bytes = c.block.count() * sizeof(float) + st.in.ConsumeIntegralInRange<std::size_t>(0, 64);
+  if (st.in.ConsumeIntegralInRange<int>(0, 15) == 0) c.shared_bytes = p.shared_per_block_optin + 1;
+  const unsigned g[] = {c.grid.x, c.grid.y, c.grid.z}, b[] = {c.block.x, c.block.y, c.block.z};
+  valid = c.block.count() <= std::size_t(p.max_threads_per_block) && c.shared_bytes <= p.shared_per_block_optin;
+  for (int i = 0; i < 3; ++i)
+    valid = valid && g[i] >= 1 && b[i] >= 1 && g[i] <= unsigned(p.max_grid_dim[i]) && b[i] <= unsigned(p.max_block_dim[i]);
+  return c;
+}
 
 // A slice of a live slot picked by the input, or the whole array; returns the offset too.
 template <class T>
@@ -556,13 +615,25 @@ void op_map_in_place(fuzz_state& st) {
   const int which = st.in.ConsumeIntegralInRange<int>(0, 3);
   const affine af = pick_affine<T>(st);
   const bool whole = r->first == 0 && r->second == s.ref.size() && st.in.ConsumeBool();
-  if (attempt("map in place", s.moved ? expect::invalid : expect::ok, [&] {
-        if (whole)
+  bool valid = true;
+  const bool configured = st.in.ConsumeIntegralInRange<int>(0, 3) == 0;
+  const rs::launch_config cfg = configured ? pick_config(st, valid) : rs::launch_config{};
+  // A call with nothing to do may skip the configuration's check.
+  const expect e = s.moved ? expect::invalid : valid ? expect::ok : r->second == 0 ? expect::maybe : expect::invalid;
+  const auto before = rs::ledger(rs::device::cpu());
+  if (!attempt("map in place" + (configured ? " with " + cfg.str() : std::string()), e, [&] {
+        if (configured)
+          rs::map(af).with_config(cfg)(s.a.slice(r->first, r->second));
+        else if (whole)
           run_map<T>(which, s.a, af);
         else
           run_map<T>(which, s.a.slice(r->first, r->second), af);
       }))
-    apply_map(st, which, s.ref, r->first, r->second, af);
+    return;
+  apply_map(st, configured ? 0 : which, s.ref, r->first, r->second, af);
+  const auto kernels = (rs::ledger(rs::device::cpu()) - before).kernels;
+  if (kernels != (r->second ? 1u : 0u))
+    fail("a fused map over " + std::to_string(r->second) + " elements counted " + std::to_string(kernels) + " kernels");
 }
 
 template <class T, class U>
@@ -1306,6 +1377,33 @@ void op_handles(fuzz_state& st) {
   }
 }
 
+// launch, launch_phases and for_each_index writing a float slot, against the thread arithmetic.
+void op_launch(fuzz_state& st) {
+  auto& s = st.pick<float>();
+  if (s.moved) return;
+  const float k = float(st.in.ConsumeIntegralInRange<int>(-3, 3)) / 2;
+  const int kind = st.in.ConsumeIntegralInRange<int>(0, 2);
+  const rs::stream_ref on = st.pick_stream();
+  const std::size_t n = s.ref.size();
+  if (kind == 2) {
+    attempt("for_each_index", expect::ok, [&] { rs::for_each_index(on, n, write_index{s.a.view(), k}); });
+    for (std::size_t i = 0; i < n; ++i) s.ref[i] = float(i) * k;
+    return;
+  }
+  bool valid = true;
+  const rs::launch_config cfg = pick_config(st, valid);
+  if (!attempt((kind ? "launch_phases " : "launch ") + cfg.str(), valid ? expect::ok : expect::invalid, [&] {
+        if (kind == 0)
+          rs::launch(on, cfg, write_ids{k}, s.a.view());
+        else
+          rs::launch_phases(on, cfg, leave_id{k}, take_neighbour{s.a.view()});
+      }))
+    return;
+  const std::size_t bc = cfg.block.count(), total = cfg.grid.count() * bc;
+  for (std::size_t id = 0; id < std::min(n, total); ++id)
+    s.ref[id] = kind == 0 ? float(id) * k : float((id / bc) * bc + (id % bc + 1) % bc) * k;
+}
+
 // Huge sizes: refused with a typed error, nothing allocated.
 void op_huge(fuzz_state& st) {
   if (!probe("size")) return;
@@ -1347,7 +1445,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   {
     fuzz_state st(in);
     for (int ops = 0; ops < 48 && in.remaining_bytes() > 0; ++ops) {
-      switch (in.ConsumeIntegralInRange<int>(0, 31)) {
+      switch (in.ConsumeIntegralInRange<int>(0, 32)) {
         case 0: op_allocate<float>(st); break;
         case 1: op_allocate<double>(st); break;
         case 2: op_allocate<std::uint32_t>(st); break;
@@ -1379,7 +1477,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         case 28: op_array2d(st); break;
         case 29: op_handles(st); break;
         case 30: in.ConsumeBool() ? op_huge(st) : op_policy_threads(st); break;
-        default: in.ConsumeBool() ? op_throw(st) : op_flow_padded(st);
+        case 31: in.ConsumeBool() ? op_throw(st) : op_flow_padded(st); break;
+        default: op_launch(st);
       }
       ++st.step;
       st.check_all("after a call");
