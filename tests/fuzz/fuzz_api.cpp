@@ -84,7 +84,8 @@ bool attempt(const std::string& what, expect e, F&& f) {
   try {
     f();
   } catch (const rs::stage_error& x) {
-    if (e != expect::stage && e != expect::resident_error && e != expect::maybe) wrong(std::string("stage_error: ") + x.what());
+    if (e != expect::stage && e != expect::resident_error && e != expect::maybe)
+      wrong(std::string("stage_error: ") + x.what());
     return false;
   } catch (const rs::flow_error& x) {
     if (e != expect::flow && e != expect::invalid && e != expect::resident_error && e != expect::maybe)
@@ -99,10 +100,12 @@ bool attempt(const std::string& what, expect e, F&& f) {
       wrong(std::string("device_mismatch: ") + x.what());
     return false;
   } catch (const rs::invalid_argument& x) {
-    if (e != expect::invalid && e != expect::resident_error && e != expect::maybe) wrong(std::string("invalid_argument: ") + x.what());
+    if (e != expect::invalid && e != expect::resident_error && e != expect::maybe)
+      wrong(std::string("invalid_argument: ") + x.what());
     return false;
   } catch (const rs::transfer_forbidden& x) {
-    if (e != expect::forbidden && e != expect::resident_error && e != expect::maybe) wrong(std::string("transfer_forbidden: ") + x.what());
+    if (e != expect::forbidden && e != expect::resident_error && e != expect::maybe)
+      wrong(std::string("transfer_forbidden: ") + x.what());
     return false;
   } catch (const rs::error& x) {
     if (e != expect::resident_error && e != expect::maybe) wrong(std::string("resident::error: ") + x.what());
@@ -357,9 +360,8 @@ struct fuzz_state {
   template <class T>
   void allocate(slot<T>& s, std::size_t n) {
     rs::array<T> a;
-    if (!attempt("array(" + std::to_string(n) + ")", expect::ok, [&] {
-          a = in.ConsumeBool() ? rs::array<T>(n, rs::device::cpu()) : rs::array<T>(n, pick_stream());
-        }))
+    if (!attempt("array(" + std::to_string(n) + ")", expect::ok,
+                 [&] { a = in.ConsumeBool() ? rs::array<T>(n, rs::device::cpu()) : rs::array<T>(n, pick_stream()); }))
       return;
     if (a.size() != n) fail("array(n) has size " + std::to_string(a.size()));
     std::vector<T> p(n, poison<T>());
@@ -408,16 +410,19 @@ rs::launch_config pick_config(fuzz_state& st, bool& valid) {
     }
   };
   rs::launch_config c;
-  c.grid = rs::dims(extent(6, unsigned(p.max_grid_dim[0])), st.in.ConsumeBool() ? 1u : extent(3, unsigned(p.max_grid_dim[1])),
+  c.grid = rs::dims(extent(6, unsigned(p.max_grid_dim[0])),
+                    st.in.ConsumeBool() ? 1u : extent(3, unsigned(p.max_grid_dim[1])),
                     st.in.ConsumeBool() ? 1u : extent(2, unsigned(p.max_grid_dim[2])));
-  c.block = rs::dims(extent(9, unsigned(p.max_block_dim[0])), st.in.ConsumeBool() ? 1u : extent(3, unsigned(p.max_block_dim[1])),
+  c.block = rs::dims(extent(9, unsigned(p.max_block_dim[0])),
+                     st.in.ConsumeBool() ? 1u : extent(3, unsigned(p.max_block_dim[1])),
                      st.in.ConsumeBool() ? 1u : extent(2, unsigned(p.max_block_dim[2])));
   c.shared_bytes = c.block.count() * sizeof(float) + st.in.ConsumeIntegralInRange<std::size_t>(0, 64);
   if (st.in.ConsumeIntegralInRange<int>(0, 15) == 0) c.shared_bytes = p.shared_per_block_optin + 1;
   const unsigned g[] = {c.grid.x, c.grid.y, c.grid.z}, b[] = {c.block.x, c.block.y, c.block.z};
   valid = c.block.count() <= std::size_t(p.max_threads_per_block) && c.shared_bytes <= p.shared_per_block_optin;
   for (int i = 0; i < 3; ++i)
-    valid = valid && g[i] >= 1 && b[i] >= 1 && g[i] <= unsigned(p.max_grid_dim[i]) && b[i] <= unsigned(p.max_block_dim[i]);
+    valid =
+        valid && g[i] >= 1 && b[i] >= 1 && g[i] <= unsigned(p.max_grid_dim[i]) && b[i] <= unsigned(p.max_block_dim[i]);
   return c;
 }
 
@@ -426,9 +431,12 @@ template <class T>
 std::optional<std::pair<std::size_t, std::size_t>> pick_range(fuzz_state& st, slot<T>& s) {
   const std::size_t n = s.ref.size();
   if (st.in.ConsumeBool()) return std::pair<std::size_t, std::size_t>{0, n};
-  std::size_t off = st.in.ConsumeIntegralInRange<std::size_t>(0, n + 2), cnt = st.in.ConsumeIntegralInRange<std::size_t>(0, n + 2);
-  if (st.in.ConsumeIntegralInRange<int>(0, 7) == 0) off = std::numeric_limits<std::size_t>::max() - st.in.ConsumeIntegralInRange<std::size_t>(0, 3);
-  if (st.in.ConsumeIntegralInRange<int>(0, 7) == 0) cnt = std::numeric_limits<std::size_t>::max() - st.in.ConsumeIntegralInRange<std::size_t>(0, 3);
+  std::size_t off = st.in.ConsumeIntegralInRange<std::size_t>(0, n + 2),
+              cnt = st.in.ConsumeIntegralInRange<std::size_t>(0, n + 2);
+  if (st.in.ConsumeIntegralInRange<int>(0, 7) == 0)
+    off = std::numeric_limits<std::size_t>::max() - st.in.ConsumeIntegralInRange<std::size_t>(0, 3);
+  if (st.in.ConsumeIntegralInRange<int>(0, 7) == 0)
+    cnt = std::numeric_limits<std::size_t>::max() - st.in.ConsumeIntegralInRange<std::size_t>(0, 3);
   const bool inside = !s.moved && off <= n && cnt <= n - off;
   std::optional<rs::array_ref<T>> r;
   attempt("slice(" + std::to_string(off) + ", " + std::to_string(cnt) + ") of " + std::to_string(n),
@@ -535,7 +543,8 @@ void op_copy_between(fuzz_state& st) {
   auto& b = st.pick<T>();
   const auto before = rs::ledger(rs::device::cpu());
   if (st.in.ConsumeBool()) {
-    const expect e = (a.moved || b.moved) ? expect::invalid : (a.ref.size() != b.ref.size() ? expect::shape : expect::ok);
+    const expect e =
+        (a.moved || b.moved) ? expect::invalid : (a.ref.size() != b.ref.size() ? expect::shape : expect::ok);
     if (attempt("copy(array, array)", e, [&] { rs::copy(a.a, b.a); })) {
       b.ref = a.ref;
       const auto delta = rs::ledger(rs::device::cpu()) - before;
@@ -584,22 +593,29 @@ void op_move(fuzz_state& st) {
 }
 
 template <class T>
-void apply_map(fuzz_state& st, int which, std::vector<T>& ref, std::size_t off, std::size_t cnt, const affine& af) {
+void apply_map(int which, std::vector<T>& ref, std::size_t off, std::size_t cnt, const affine& af) {
   for (std::size_t i = off; i < off + cnt; ++i) {
-    if (which == 0) ref[i] = af(ref[i]);
-    else if (which == 1) ref[i] = square{}(ref[i]);
-    else if (which == 2) ref[i] = negate_if_odd(ref[i]);
-    else ref[i] = square{}(af(ref[i]));
+    if (which == 0)
+      ref[i] = af(ref[i]);
+    else if (which == 1)
+      ref[i] = square{}(ref[i]);
+    else if (which == 2)
+      ref[i] = negate_if_odd(ref[i]);
+    else
+      ref[i] = square{}(af(ref[i]));
   }
-  (void)st;
 }
 
 template <class T, class A>
 void run_map(int which, A&& x, const affine& af) {
-  if (which == 0) rs::map(af)(x);
-  else if (which == 1) rs::map(square{})(x);
-  else if (which == 2) rs::map<negate_if_odd<T>>()(x);
-  else (rs::map(af) | rs::map(square{}))(x);
+  if (which == 0)
+    rs::map(af)(x);
+  else if (which == 1)
+    rs::map(square{})(x);
+  else if (which == 2)
+    rs::map<negate_if_odd<T>>()(x);
+  else
+    (rs::map(af) | rs::map(square{}))(x);
 }
 
 template <class T>
@@ -630,7 +646,7 @@ void op_map_in_place(fuzz_state& st) {
           run_map<T>(which, s.a.slice(r->first, r->second), af);
       }))
     return;
-  apply_map(st, configured ? 0 : which, s.ref, r->first, r->second, af);
+  apply_map(configured ? 0 : which, s.ref, r->first, r->second, af);
   const auto kernels = (rs::ledger(rs::device::cpu()) - before).kernels;
   if (kernels != (r->second ? 1u : 0u))
     fail("a fused map over " + std::to_string(r->second) + " elements counted " + std::to_string(kernels) + " kernels");
@@ -682,7 +698,8 @@ void op_reduce(fuzz_state& st) {
       if (std::isnan(init)) init = T(1);
       for (T& x : v)
         if (std::isnan(x)) x = T(0);
-      if (v != std::vector<T>(s.ref.begin() + std::ptrdiff_t(r->first), s.ref.begin() + std::ptrdiff_t(r->first + r->second))) {
+      if (v != std::vector<T>(s.ref.begin() + std::ptrdiff_t(r->first),
+                              s.ref.begin() + std::ptrdiff_t(r->first + r->second))) {
         std::copy(v.begin(), v.end(), s.ref.begin() + std::ptrdiff_t(r->first));
         rs::copy_async(std::span<const T>(v), s.a.slice(r->first, r->second));
       }
@@ -698,8 +715,10 @@ void op_reduce(fuzz_state& st) {
   const bool whole = r->first == 0 && r->second == s.ref.size();
   auto call = [&](auto red) {
     if (out) {
-      if (whole) red(s.a, out->a);
-      else red(s.a.slice(r->first, r->second), out->a);
+      if (whole)
+        red(s.a, out->a);
+      else
+        red(s.a.slice(r->first, r->second), out->a);
       got = out->a.to_host()[0];
     } else if (into == 1) {
       got = (rs::zip(s.a.slice(r->first, r->second)) | red)();
@@ -708,14 +727,19 @@ void op_reduce(fuzz_state& st) {
     }
   };
   if (!attempt("reduce", e, [&] {
-        if (op == 0) call(rs::reduce(rs::plus{}, init));
-        else if (op == 1) call(rs::reduce(rs::minimum{}, init));
-        else call(rs::reduce(rs::maximum{}, init));
+        if (op == 0)
+          call(rs::reduce(rs::plus{}, init));
+        else if (op == 1)
+          call(rs::reduce(rs::minimum{}, init));
+        else
+          call(rs::reduce(rs::maximum{}, init));
       }))
     return;
   if (out) out->ref[0] = got;
-  const std::string what = std::string(op == 0 ? "plus" : op == 1 ? "minimum" : "maximum") + " over " +
-                           std::to_string(v.size()) + " elements";
+  const std::string what = std::string(op == 0   ? "plus"
+                                       : op == 1 ? "minimum"
+                                                 : "maximum") +
+                           " over " + std::to_string(v.size()) + " elements";
   if constexpr (std::is_floating_point_v<T>) {
     if (op == 0) {
       double sum = double(init), mag = std::fabs(double(init));
@@ -729,7 +753,8 @@ void op_reduce(fuzz_state& st) {
       if (has_nan || (pinf && ninf)) {
         if (!std::isnan(got)) fail(what + ": NaN expected, got " + show(double(got)));
       } else if (pinf || ninf) {
-        if (got != (pinf ? 1 : -1) * std::numeric_limits<T>::infinity()) fail(what + ": infinity expected, got " + show(double(got)));
+        if (got != (pinf ? 1 : -1) * std::numeric_limits<T>::infinity())
+          fail(what + ": infinity expected, got " + show(double(got)));
       } else if (mag < double(std::numeric_limits<T>::max()) / 4) {
         const double tol = double(v.size() + 2) * double(std::numeric_limits<T>::epsilon()) * mag;
         if (!(std::fabs(double(got) - sum) <= tol)) fail(what + ": " + show(double(got)) + ", reference " + show(sum));
@@ -755,7 +780,9 @@ std::uint64_t pick_offset(fuzz_state& st, std::size_t n) {
       if (!probe("wrap") && o + n < o) o = ~std::uint64_t(0) - n;  // keep offset + n - 1 below 2^64
       return o;
     }
-    case 2: return (std::uint64_t(1) << st.in.ConsumeIntegralInRange<int>(30, 63)) + st.in.ConsumeIntegralInRange<std::uint64_t>(0, 9);
+    case 2:
+      return (std::uint64_t(1) << st.in.ConsumeIntegralInRange<int>(30, 63)) +
+             st.in.ConsumeIntegralInRange<std::uint64_t>(0, 9);
     default: {
       std::uint64_t o = st.in.ConsumeIntegral<std::uint64_t>();
       if (!probe("wrap") && o + n < o) o = ~std::uint64_t(0) - n;
@@ -775,11 +802,25 @@ void op_fill_real(fuzz_state& st) {
   T lo = 0, hi = 1;
   if (kind != 0) {
     switch (st.in.ConsumeIntegralInRange<int>(0, 5)) {
-      case 0: lo = st.pick_value<T>(); hi = st.pick_value<T>(); break;
-      case 1: lo = st.pick_value<T>(); hi = std::nextafter(lo, std::numeric_limits<T>::infinity()); break;  // one ulp
-      case 2: lo = -std::numeric_limits<T>::max(); hi = std::numeric_limits<T>::max(); break;
-      case 3: lo = T(st.in.ConsumeIntegralInRange<int>(1, 64)); hi = T(2) * lo; break;
-      default: lo = T(st.in.ConsumeIntegralInRange<int>(-50, 50)) / 4; hi = lo + T(st.in.ConsumeIntegralInRange<int>(-2, 80)) / 8;
+      case 0:
+        lo = st.pick_value<T>();
+        hi = st.pick_value<T>();
+        break;
+      case 1:
+        lo = st.pick_value<T>();
+        hi = std::nextafter(lo, std::numeric_limits<T>::infinity());
+        break;  // one ulp
+      case 2:
+        lo = -std::numeric_limits<T>::max();
+        hi = std::numeric_limits<T>::max();
+        break;
+      case 3:
+        lo = T(st.in.ConsumeIntegralInRange<int>(1, 64));
+        hi = T(2) * lo;
+        break;
+      default:
+        lo = T(st.in.ConsumeIntegralInRange<int>(-50, 50)) / 4;
+        hi = lo + T(st.in.ConsumeIntegralInRange<int>(-2, 80)) / 8;
     }
   }
   const bool edges = probe("range");
@@ -787,19 +828,25 @@ void op_fill_real(fuzz_state& st) {
   expect e = s.moved ? expect::invalid : expect::ok;
   if (kind == 2) {  // normal(mean lo, sd hi)
     if (!edges && !(hi >= 0 && finite && std::fabs(lo) < 1e6 && hi < 1e6) && !(!(hi >= 0) || std::isnan(lo))) return;
-    if (e == expect::ok && !(hi >= T(0))) e = expect::invalid;
-    else if (e == expect::ok && !finite) e = expect::maybe;  // refusing non-finite parameters is right too
+    if (e == expect::ok && !(hi >= T(0)))
+      e = expect::invalid;
+    else if (e == expect::ok && !finite)
+      e = expect::maybe;  // refusing non-finite parameters is right too
   } else {
     if (!edges && lo < hi && !finite) return;
-    if (e == expect::ok && !(lo < hi)) e = expect::invalid;
-    else if (e == expect::ok && !finite) e = expect::maybe;
+    if (e == expect::ok && !(lo < hi))
+      e = expect::invalid;
+    else if (e == expect::ok && !finite)
+      e = expect::maybe;
   }
-  const std::vector<T> before = s.ref;
   if (!attempt("random fill", e, [&] {
         auto x = s.a.slice(r->first, n);
-        if (kind == 2) rs::random::fill_normal(x, seed, offset, lo, hi);
-        else if (kind == 1 && st.in.ConsumeBool()) rs::random::uniform<T>(seed, offset, lo, hi)(x);
-        else rs::random::fill_uniform(x, seed, offset, lo, hi);
+        if (kind == 2)
+          rs::random::fill_normal(x, seed, offset, lo, hi);
+        else if (kind == 1 && st.in.ConsumeBool())
+          rs::random::uniform<T>(seed, offset, lo, hi)(x);
+        else
+          rs::random::fill_uniform(x, seed, offset, lo, hi);
       }))
     return;  // refused: the array must be as it was (checked after the call)
   if (e == expect::maybe && kind == 2) {
@@ -830,7 +877,8 @@ void op_fill_real(fuzz_state& st) {
     if (edges && !(v >= lo && v < hi)) fail(where + ": outside [low, high)");
     if (want < hi && !same(v, want)) {
       // A fix that keeps values below high may round differently by an ulp or two of the width.
-      const double tol = 4 * double(std::numeric_limits<T>::epsilon()) * (std::fabs(double(hi)) + std::fabs(double(lo)));
+      const double tol =
+          4 * double(std::numeric_limits<T>::epsilon()) * (std::fabs(double(hi)) + std::fabs(double(lo)));
       if (!(std::fabs(double(v) - double(want)) <= tol)) fail(where + ", reference " + show(double(want)));
     }
   }
@@ -851,12 +899,15 @@ void op_fill_integers(fuzz_state& st) {
   const expect e = s.moved ? expect::invalid : (kind != 0 && !(lo < hi)) ? expect::invalid : expect::ok;
   if (!attempt("fill_integers / fill_bits", e, [&] {
         auto x = s.a.slice(r->first, n);
-        if (kind == 0) rs::random::fill_bits(x, seed, offset);
-        else rs::random::fill_integers(x, seed, offset, lo, hi);
+        if (kind == 0)
+          rs::random::fill_bits(x, seed, offset);
+        else
+          rs::random::fill_integers(x, seed, offset, lo, hi);
       }))
     return;
   for (std::size_t i = 0; i < n; ++i)
-    s.ref[r->first + i] = kind == 0 ? philox_ref::bits(seed, offset, i) : philox_ref::integer(seed, offset, i, lo, hi - lo);
+    s.ref[r->first + i] =
+        kind == 0 ? philox_ref::bits(seed, offset, i) : philox_ref::integer(seed, offset, i, lo, hi - lo);
 }
 
 // A generator source reduced without memory: the sum of n uniforms, against the oracle's sum.
@@ -871,9 +922,11 @@ void op_generate_reduce(fuzz_state& st) {
     else
       got = (rs::random::uniform<float>(seed, offset) | rs::map(affine{1, 0}) | rs::reduce(rs::plus{}, 0.0))(n);
   });
-  for (std::size_t i = 0; i < n; ++i) want += use_double ? philox_ref::unit<double>(seed, offset, i) : double(philox_ref::unit<float>(seed, offset, i));
+  for (std::size_t i = 0; i < n; ++i)
+    want += use_double ? philox_ref::unit<double>(seed, offset, i) : double(philox_ref::unit<float>(seed, offset, i));
   if (!(std::fabs(got - want) <= 1e-9 * double(n + 1)))
-    fail("sum of " + std::to_string(n) + " uniforms at offset " + std::to_string(offset) + ": " + show(got) + ", reference " + show(want));
+    fail("sum of " + std::to_string(n) + " uniforms at offset " + std::to_string(offset) + ": " + show(got) +
+         ", reference " + show(want));
 }
 
 // Transfers under each policy: forbid refuses host<->device copies and changes nothing.
@@ -908,9 +961,11 @@ void op_policy(fuzz_state& st) {
       const bool ok = attempt("to_host under a policy", e(true), [&] { s.a.to_host(std::span<T>(out)); });
       const std::vector<T>& want = ok ? s.ref : before;
       for (std::size_t i = 0; i < n; ++i)
-        if (!same(out[i], want[i])) fail(ok ? "to_host under a policy: wrong values" : "a refused to_host wrote to the host buffer");
+        if (!same(out[i], want[i]))
+          fail(ok ? "to_host under a policy: wrong values" : "a refused to_host wrote to the host buffer");
     } else if (what == 2) {
-      if (attempt("copy into an array under a policy", e(true), [&] { rs::copy(std::span<const T>(h), s.a); })) s.ref = h;
+      if (attempt("copy into an array under a policy", e(true), [&] { rs::copy(std::span<const T>(h), s.a); }))
+        s.ref = h;
     } else if (what == 3) {
       rs::array<T> c;
       if (attempt("device-to-device copy under a policy", s.moved ? expect::invalid : expect::ok, [&] {
@@ -943,7 +998,8 @@ void op_policy_threads(fuzz_state& st) {
   std::vector<float> h(3, 1.f);
   std::optional<rs::scoped_transfer_policy> mine;
   if (interleave) mine.emplace(rs::transfer_policy::allow);
-  const bool ok = attempt("to_device on a thread without a forbid scope", expect::ok, [&] { (void)rs::to_device(h, rs::device::cpu()); });
+  const bool ok = attempt("to_device on a thread without a forbid scope", expect::ok,
+                          [&] { (void)rs::to_device(h, rs::device::cpu()); });
   release.set_value();
   t.join();
   mine.reset();
@@ -1031,7 +1087,8 @@ void op_flow(fuzz_state& st) {
     }
     std::vector<std::size_t> after;
     const int na = in.ConsumeIntegralInRange<int>(0, 2);
-    for (int j = 0; j < na; ++j) after.push_back(in.ConsumeIntegralInRange<std::size_t>(0, id + (in.ConsumeIntegralInRange<int>(0, 9) == 0)));
+    for (int j = 0; j < na; ++j)
+      after.push_back(in.ConsumeIntegralInRange<std::size_t>(0, id + (in.ConsumeIntegralInRange<int>(0, 9) == 0)));
     const bool infer = in.ConsumeIntegralInRange<int>(0, 4) != 0;
     bool bad_after = false;
     for (auto a : after) bad_after |= a >= id;
@@ -1043,13 +1100,16 @@ void op_flow(fuzz_state& st) {
     m.preds = after;
     if (infer)
       for (std::size_t e = 0; e < id; ++e)
-        if (overlaps(m.reads, model[e].writes) || overlaps(m.writes, model[e].writes) || overlaps(m.writes, model[e].reads))
+        if (overlaps(m.reads, model[e].writes) || overlaps(m.writes, model[e].writes) ||
+            overlaps(m.writes, model[e].reads))
           m.preds.push_back(e);
     model.push_back(std::move(m));
     if (in.ConsumeIntegralInRange<int>(0, 3) == 0) {
-      const std::size_t e = in.ConsumeIntegralInRange<std::size_t>(0, model.size()), l = in.ConsumeIntegralInRange<std::size_t>(0, model.size());
+      const std::size_t e = in.ConsumeIntegralInRange<std::size_t>(0, model.size()),
+                        l = in.ConsumeIntegralInRange<std::size_t>(0, model.size());
       const bool good = e < model.size() && l < model.size() && e != l;
-      if (attempt("flow::order", good ? expect::ok : expect::flow, [&] { fl->order(e, l); })) model[l].preds.push_back(e);
+      if (attempt("flow::order", good ? expect::ok : expect::flow, [&] { fl->order(e, l); }))
+        model[l].preds.push_back(e);
     }
   }
   const std::size_t n = model.size();
@@ -1060,7 +1120,8 @@ void op_flow(fuzz_state& st) {
       std::sort(v->begin(), v->end());
       v->erase(std::unique(v->begin(), v->end()), v->end());
     }
-    if (want != got) fail("flow: stage " + std::to_string(i) + " has other predecessors than the declared accesses give");
+    if (want != got)
+      fail("flow: stage " + std::to_string(i) + " has other predecessors than the declared accesses give");
   }
   // The model's verdict: a cycle, or two overlapping writers with no path between them.
   std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
@@ -1082,7 +1143,8 @@ void op_flow(fuzz_state& st) {
       const std::size_t s = log[k];
       if (seen[s]) fail(std::string(what) + ": a stage ran twice");
       for (std::size_t p : model[s].preds)
-        if (!seen[p]) fail(std::string(what) + ": stage " + std::to_string(s) + " ran before its predecessor " + std::to_string(p));
+        if (!seen[p])
+          fail(std::string(what) + ": stage " + std::to_string(s) + " ran before its predecessor " + std::to_string(p));
       seen[s] = true;
     }
   };
@@ -1154,7 +1216,8 @@ void op_graph(fuzz_state& st) {
   st.check(s, "graph::capture ran the work");  // capture records, it does not run
   const int replays = st.in.ConsumeIntegralInRange<int>(0, 3);
   for (int r = 0; r < replays; ++r) attempt("graph::replay", expect::ok, [&] { g.replay(on); });
-  if (replays && !s.ref.empty() && g.kernels() != 1) fail("graph::kernels is " + std::to_string(g.kernels()) + " for one map");
+  if (replays && !s.ref.empty() && g.kernels() != 1)
+    fail("graph::kernels is " + std::to_string(g.kernels()) + " for one map");
   st.check(s, "after graph::replay");
   attempt("replay on another device", expect::device, [&] { g.replay(rs::stream_ref(rs::device::cuda(0), nullptr)); });
   if (st.in.ConsumeBool()) {
@@ -1178,7 +1241,9 @@ void op_graph(fuzz_state& st) {
 template <class T>
 void op_matmul(fuzz_state& st) {
   auto& in = st.in;
-  auto dim = [&] { return in.ConsumeIntegralInRange<std::size_t>(0, 5) == 0 ? 0 : in.ConsumeIntegralInRange<std::size_t>(1, 37); };
+  auto dim = [&] {
+    return in.ConsumeIntegralInRange<std::size_t>(0, 5) == 0 ? 0 : in.ConsumeIntegralInRange<std::size_t>(1, 37);
+  };
   const std::size_t m = dim(), k = dim(), n = dim();
   std::size_t k2 = k, cm = m, cn = n;
   if (in.ConsumeIntegralInRange<int>(0, 7) == 0) k2 = dim();
@@ -1186,8 +1251,8 @@ void op_matmul(fuzz_state& st) {
   if (in.ConsumeIntegralInRange<int>(0, 7) == 0) cn = dim();
   auto pad = [&](std::size_t c) { return in.ConsumeBool() ? c : c + in.ConsumeIntegralInRange<std::size_t>(1, 9); };
   const std::size_t lda = pad(k), ldb = pad(n), ldc = pad(cn);
-  const rs::matmul_algo algos[] = {rs::matmul_algo::automatic, rs::matmul_algo::naive, rs::matmul_algo::blocked,
-                                   rs::matmul_algo::vendor, rs::matmul_algo::tuned, rs::matmul_algo::shared,
+  const rs::matmul_algo algos[] = {rs::matmul_algo::automatic,  rs::matmul_algo::naive, rs::matmul_algo::blocked,
+                                   rs::matmul_algo::vendor,     rs::matmul_algo::tuned, rs::matmul_algo::shared,
                                    rs::matmul_algo::vendor_tf32};
   const auto algo = algos[in.ConsumeIntegralInRange<int>(0, 6)];
   const T alpha = T(in.ConsumeIntegralInRange<int>(-8, 8)) / 4;
@@ -1206,15 +1271,18 @@ void op_matmul(fuzz_state& st) {
   rs::copy(std::span<const T>(hc), C.storage());
   const bool supported = rs::matmul_supported(algo, rs::device::cpu(), sizeof(T));
   expect e = expect::ok;
-  if (k != k2 || cm != m || cn != n) e = expect::shape;
-  else if (!supported) e = expect::invalid;
+  if (k != k2 || cm != m || cn != n)
+    e = expect::shape;
+  else if (!supported)
+    e = expect::invalid;
   const int alias = in.ConsumeIntegralInRange<int>(0, 9);
   if (alias == 0 && e == expect::ok && m * k > 0) {  // C is A: refused
     attempt("matmul into its own input", expect::invalid, [&] { rs::matmul(A, B, A, algo, alpha, beta); });
     return;
   }
-  if (!attempt("matmul " + std::to_string(m) + "x" + std::to_string(k) + " * " + std::to_string(k2) + "x" + std::to_string(n) +
-                   " -> " + std::to_string(cm) + "x" + std::to_string(cn) + " algo " + rs::to_string(algo),
+  if (!attempt("matmul " + std::to_string(m) + "x" + std::to_string(k) + " * " + std::to_string(k2) + "x" +
+                   std::to_string(n) + " -> " + std::to_string(cm) + "x" + std::to_string(cn) + " algo " +
+                   rs::to_string(algo),
                e, [&] { rs::matmul(A, B, C, algo, alpha, beta); })) {
     const std::vector<T> now = C.storage().to_host();
     for (std::size_t i = 0; i < hc.size(); ++i)
@@ -1237,19 +1305,21 @@ void op_matmul(fuzz_state& st) {
       const double c0 = double(hc[i * ldc + j]);
       const double want = double(alpha) * acc + (beta == T(0) ? 0.0 : double(beta) * c0);
       const double tol = 4 * double(k + 2) * double(std::numeric_limits<T>::epsilon()) *
-                         (std::fabs(double(alpha)) * mag + std::fabs(double(beta) * (beta == T(0) ? 0.0 : c0))) + 1e-300;
+                             (std::fabs(double(alpha)) * mag + std::fabs(double(beta) * (beta == T(0) ? 0.0 : c0))) +
+                         1e-300;
       if (!(std::fabs(double(v) - want) <= tol))
-        fail("matmul " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + " lda " + std::to_string(lda) +
-             " ldb " + std::to_string(ldb) + " ldc " + std::to_string(ldc) + " algo " + rs::to_string(algo) + " alpha " +
-             show(double(alpha)) + " beta " + show(double(beta)) + ": C(" + std::to_string(i) + ", " + std::to_string(j) +
-             ") = " + show(double(v)) + ", reference " + show(want));
+        fail("matmul " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + " lda " +
+             std::to_string(lda) + " ldb " + std::to_string(ldb) + " ldc " + std::to_string(ldc) + " algo " +
+             rs::to_string(algo) + " alpha " + show(double(alpha)) + " beta " + show(double(beta)) + ": C(" +
+             std::to_string(i) + ", " + std::to_string(j) + ") = " + show(double(v)) + ", reference " + show(want));
     }
 }
 
 // 2-D arrays: to_device, to_host with ld > cols, views, moved-from.
 void op_array2d(fuzz_state& st) {
   auto& in = st.in;
-  const std::size_t rows = in.ConsumeIntegralInRange<std::size_t>(0, 20), cols = in.ConsumeIntegralInRange<std::size_t>(0, 20);
+  const std::size_t rows = in.ConsumeIntegralInRange<std::size_t>(0, 20),
+                    cols = in.ConsumeIntegralInRange<std::size_t>(0, 20);
   std::size_t ld = in.ConsumeBool() ? 0 : in.ConsumeIntegralInRange<std::size_t>(0, 30);
   std::optional<rs::array2d<float>> a;
   const bool bad_ld = ld != 0 && ld < cols;
@@ -1257,7 +1327,8 @@ void op_array2d(fuzz_state& st) {
                bad_ld ? expect::invalid : expect::ok, [&] { a.emplace(rows, cols, rs::device::cpu(), ld); }))
     return;
   const std::size_t l = ld ? ld : cols;
-  if (a->ld() != l || a->rows() != rows || a->cols() != cols || a->storage().size() != rows * l) fail("array2d: wrong shape");
+  if (a->ld() != l || a->rows() != rows || a->cols() != cols || a->storage().size() != rows * l)
+    fail("array2d: wrong shape");
   std::vector<float> all = st.host_data<float>(rows * l);
   rs::copy(std::span<const float>(all), a->storage());
   std::vector<float> packed = a->to_host();
@@ -1288,14 +1359,17 @@ void op_array2d(fuzz_state& st) {
 // A flow stage reading the last row of a padded 2-D array gets its edge from the stage writing it.
 void op_flow_padded(fuzz_state& st) {
   if (!probe("padded")) return;
-  const std::size_t rows = st.in.ConsumeIntegralInRange<std::size_t>(2, 6), cols = st.in.ConsumeIntegralInRange<std::size_t>(1, 5);
+  const std::size_t rows = st.in.ConsumeIntegralInRange<std::size_t>(2, 6),
+                    cols = st.in.ConsumeIntegralInRange<std::size_t>(1, 5);
   rs::array2d<float> a(rows, cols, rs::device::cpu(), cols + st.in.ConsumeIntegralInRange<std::size_t>(1, 5));
   rs::flow f(rs::device::cpu());
-  f.add("write a", [](rs::stream_ref) {}, rs::access{}.writes(a));
-  const float* last = a.data() + (rows - 1) * a.ld();
-  rs::array_ref<float> last_row(const_cast<float*>(last), cols, a.stream());
-  const auto id = f.add("read a's last row", [](rs::stream_ref) {}, rs::access{}.reads(last_row));
-  if (f.predecessors(id).empty()) fail("flow: no edge from a stage writing a padded array2d to one reading its last row");
+  f.add(
+      "write a", [](rs::stream_ref) {}, rs::access{}.writes(a));
+  rs::array_ref<float> last_row(a.data() + (rows - 1) * a.ld(), cols, a.stream());
+  const auto id = f.add(
+      "read a's last row", [](rs::stream_ref) {}, rs::access{}.reads(last_row));
+  if (f.predecessors(id).empty())
+    fail("flow: no edge from a stage writing a padded array2d to one reading its last row");
 }
 
 // Streams, events, pinned buffers: plain use and moved-from objects.
@@ -1305,7 +1379,8 @@ void op_handles(fuzz_state& st) {
     case 0: {
       auto& s = st.pick<float>();
       if (s.moved) return;
-      attempt("set_stream to another device", expect::device, [&] { s.a.set_stream(rs::stream_ref(rs::device::cuda(0), nullptr)); });
+      attempt("set_stream to another device", expect::device,
+              [&] { s.a.set_stream(rs::stream_ref(rs::device::cuda(0), nullptr)); });
       attempt("set_stream", expect::ok, [&] { s.a.set_stream(st.pick_stream()); });
       break;
     }
@@ -1350,7 +1425,8 @@ void op_handles(fuzz_state& st) {
       if (p.size() != 0 || p.data() != nullptr) fail("a moved-from pinned_buffer is not empty");
       if (probe("moved") && in.ConsumeBool())
         attempt("to_device of a moved-from pinned_buffer", expect::maybe, [&] {
-          if (rs::to_device(p, rs::default_stream(rs::device::cpu())).size() != 0) fail("a moved-from pinned_buffer uploaded elements");
+          if (rs::to_device(p, rs::default_stream(rs::device::cpu())).size() != 0)
+            fail("a moved-from pinned_buffer uploaded elements");
         });
       break;
     }
@@ -1407,14 +1483,27 @@ void op_launch(fuzz_state& st) {
 // Huge sizes: refused with a typed error, nothing allocated.
 void op_huge(fuzz_state& st) {
   if (!probe("size")) return;
-  const std::size_t big[] = {std::size_t(-1), std::size_t(-1) - 255, std::size_t(-1) / 4, std::size_t(-1) / 4 + 1,
-                             std::size_t(-1) / 8, (std::size_t(1) << 61) + 1, std::size_t(1) << 62, std::size_t(1) << 50};
+  const std::size_t big[] = {std::size_t(-1),         std::size_t(-1) - 255, std::size_t(-1) / 4,
+                             std::size_t(-1) / 4 + 1, std::size_t(-1) / 8,   (std::size_t(1) << 61) + 1,
+                             std::size_t(1) << 62,    std::size_t(1) << 50};
   const std::size_t n = big[st.in.ConsumeIntegralInRange<int>(0, 7)];
   switch (st.in.ConsumeIntegralInRange<int>(0, 4)) {
-    case 0: attempt("array<uint8_t>(" + std::to_string(n) + ")", expect::resident_error, [&] { rs::array<std::uint8_t> a(n, rs::device::cpu()); }); break;
-    case 1: attempt("array<float>(" + std::to_string(n) + ")", expect::resident_error, [&] { rs::array<float> a(n, rs::device::cpu()); }); break;
-    case 2: attempt("array<double>(" + std::to_string(n) + ")", expect::resident_error, [&] { rs::array<double> a(n, st.side); }); break;
-    case 3: attempt("pinned_buffer<double>(" + std::to_string(n) + ")", expect::resident_error, [&] { rs::pinned_buffer<double> p(n); }); break;
+    case 0:
+      attempt("array<uint8_t>(" + std::to_string(n) + ")", expect::resident_error,
+              [&] { rs::array<std::uint8_t> a(n, rs::device::cpu()); });
+      break;
+    case 1:
+      attempt("array<float>(" + std::to_string(n) + ")", expect::resident_error,
+              [&] { rs::array<float> a(n, rs::device::cpu()); });
+      break;
+    case 2:
+      attempt("array<double>(" + std::to_string(n) + ")", expect::resident_error,
+              [&] { rs::array<double> a(n, st.side); });
+      break;
+    case 3:
+      attempt("pinned_buffer<double>(" + std::to_string(n) + ")", expect::resident_error,
+              [&] { rs::pinned_buffer<double> p(n); });
+      break;
     default: {
       const std::size_t r = std::size_t(1) << st.in.ConsumeIntegralInRange<int>(20, 40);
       attempt("array2d(" + std::to_string(r) + ", " + std::to_string(n / r) + ")", expect::resident_error,
