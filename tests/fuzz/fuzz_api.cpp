@@ -290,6 +290,7 @@ struct fuzz_state {
   slot<double> d[2];
   slot<std::uint32_t> u[2];
   int step = 0;
+  const rs::pool_statistics pool0 = rs::pool_stats(rs::device::cpu());
 
   explicit fuzz_state(FuzzedDataProvider& p) : in(p) {}
 
@@ -390,6 +391,20 @@ struct fuzz_state {
     for (auto& s : f) check(s, what);
     for (auto& s : d) check(s, what);
     for (auto& s : u) check(s, what);
+    // The pool holds exactly the live arrays (empty ones hold nothing).
+    std::size_t live = 0, bytes = 0;
+    auto count = [&](const auto& s) {
+      live += s.a.size() ? 1 : 0;
+      bytes += s.a.bytes();
+    };
+    for (auto& s : f) count(s);
+    for (auto& s : d) count(s);
+    for (auto& s : u) count(s);
+    const auto now = rs::pool_stats(rs::device::cpu());
+    if (now.outstanding - pool0.outstanding != live || now.bytes_in_use - pool0.bytes_in_use != bytes)
+      fail(std::string(what) + ": the pool counts " + std::to_string(now.outstanding - pool0.outstanding) +
+           " allocations of " + std::to_string(now.bytes_in_use - pool0.bytes_in_use) + " bytes, the live arrays " +
+           std::to_string(live) + " of " + std::to_string(bytes));
   }
   // After an operation whose effect is allowed to be partial: the mirror takes what the array holds.
   template <class T>
@@ -497,7 +512,8 @@ void op_download(fuzz_state& st) {
   const expect e = s.moved ? expect::invalid : (m != n ? expect::shape : expect::ok);
   std::vector<T> out(m, fuzz_state::poison<T>());
   const std::vector<T> untouched = out;
-  attempt("to_host", e, [&] {
+  const auto before = rs::ledger(rs::device::cpu());
+  const bool ok = attempt("to_host", e, [&] {
     if (how == 0) {
       s.a.to_host(std::span<T>(out), st.in.ConsumeBool() ? rs::staging::chunked : rs::staging::none);
     } else if (how == 1) {
@@ -516,6 +532,10 @@ void op_download(fuzz_state& st) {
   const std::vector<T>& want = e == expect::ok ? s.ref : untouched;
   for (std::size_t i = 0; i < m; ++i)
     if (!same(out[i], want[i])) fail("to_host: element " + std::to_string(i) + " is " + show(double(out[i])));
+  const auto delta = rs::ledger(rs::device::cpu()) - before;
+  if (ok && delta.d2h_bytes != n * sizeof(T))
+    fail("to_host of " + std::to_string(n * sizeof(T)) + " bytes counted " + std::to_string(delta.d2h_bytes));
+  if (!ok && (delta.d2h_bytes || delta.d2h_copies)) fail("a refused to_host counted a transfer");
 }
 
 template <class T>
@@ -910,6 +930,35 @@ void op_fill_integers(fuzz_state& st) {
         kind == 0 ? philox_ref::bits(seed, offset, i) : philox_ref::integer(seed, offset, i, lo, hi - lo);
 }
 
+// fill_integers on int32 arrays: signed ranges, the full range of the type.
+void op_fill_int32(fuzz_state& st) {
+  const std::size_t n = st.pick_size();
+  const std::uint64_t seed = st.in.ConsumeIntegral<std::uint64_t>(), offset = pick_offset(st, n);
+  std::int32_t lo = st.in.ConsumeIntegral<std::int32_t>(), hi = st.in.ConsumeIntegral<std::int32_t>();
+  if (st.in.ConsumeBool()) lo = std::numeric_limits<std::int32_t>::min(), hi = std::numeric_limits<std::int32_t>::max();
+  rs::array<std::int32_t> a(n, rs::device::cpu());
+  std::vector<std::int32_t> want(n, 0x5A5A5A5A);
+  rs::copy(std::span<const std::int32_t>(want), a);
+  if (attempt("fill_integers<int32>", lo < hi ? expect::ok : expect::invalid,
+              [&] { rs::random::fill_integers(a, seed, offset, lo, hi); }))
+    for (std::size_t i = 0; i < n; ++i)
+      want[i] = std::int32_t(philox_ref::integer(seed, offset, i, std::uint32_t(lo),
+                                                 std::uint32_t(std::int64_t(hi) - std::int64_t(lo))));
+  if (a.to_host() != want) fail("fill_integers<int32> in [" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
+}
+
+// The pool's controls between calls: trimming and caching must not disturb live arrays.
+void op_pool(fuzz_state& st) {
+  const rs::device cpu = rs::device::cpu();
+  if (st.in.ConsumeBool()) {
+    rs::trim_pool(cpu);
+  } else {
+    const bool on = st.in.ConsumeBool();
+    rs::set_pool_caching(cpu, on);
+    if (rs::pool_caching(cpu) != on) fail("pool_caching does not say what set_pool_caching set");
+  }
+}
+
 // A generator source reduced without memory: the sum of n uniforms, against the oracle's sum.
 void op_generate_reduce(fuzz_state& st) {
   const std::size_t n = st.pick_size();
@@ -1260,6 +1309,8 @@ void op_matmul(fuzz_state& st) {
   auto make = [&](std::size_t r, std::size_t c, std::size_t ld, std::vector<T>& all) {
     rs::array2d<T> a(r, c, rs::device::cpu(), ld);
     all = st.host_data<T>(r * ld, false);
+    for (std::size_t i = 0; i < r; ++i)  // padding: NaN, which must never reach C
+      for (std::size_t j = c; j < ld; ++j) all[i * ld + j] = std::numeric_limits<T>::quiet_NaN();
     rs::copy(std::span<const T>(all), a.storage());
     return a;
   };
@@ -1530,11 +1581,12 @@ void op_throw(fuzz_state& st) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   FuzzedDataProvider in(data, size);
+  const bool caching = rs::pool_caching(rs::device::cpu());
   const auto pool0 = rs::pool_stats(rs::device::cpu());
   {
     fuzz_state st(in);
     for (int ops = 0; ops < 48 && in.remaining_bytes() > 0; ++ops) {
-      switch (in.ConsumeIntegralInRange<int>(0, 32)) {
+      switch (in.ConsumeIntegralInRange<int>(0, 34)) {
         case 0: op_allocate<float>(st); break;
         case 1: op_allocate<double>(st); break;
         case 2: op_allocate<std::uint32_t>(st); break;
@@ -1567,12 +1619,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         case 29: op_handles(st); break;
         case 30: in.ConsumeBool() ? op_huge(st) : op_policy_threads(st); break;
         case 31: in.ConsumeBool() ? op_throw(st) : op_flow_padded(st); break;
-        default: op_launch(st);
+        case 32: op_launch(st); break;
+        case 33: op_fill_int32(st); break;
+        default: op_pool(st);
       }
       ++st.step;
       st.check_all("after a call");
     }
   }
+  rs::set_pool_caching(rs::device::cpu(), caching);  // each input starts alike
   const auto pool1 = rs::pool_stats(rs::device::cpu());
   if (pool1.bytes_in_use != pool0.bytes_in_use || pool1.outstanding != pool0.outstanding)
     fail("the pool holds " + std::to_string(pool1.bytes_in_use - pool0.bytes_in_use) + " more bytes in " +
