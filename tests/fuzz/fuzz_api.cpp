@@ -10,7 +10,9 @@
 // throw (user functors throwing inside OpenMP loops), policy (transfer-policy scopes across threads),
 // wrap (RNG offsets that wrap 2^64), range (uniform/normal parameters at the edges: results must stay in
 // [low, high)), nan (NaN in min/max reductions), ledger (copies of 0 bytes and self-copies count
-// nothing), padded (flow edges for 2-D arrays with ld > cols), beta (matmul with beta = 0 ignores C).
+// nothing), padded (flow edges for 2-D arrays with ld > cols), beta (matmul with beta = 0 ignores C),
+// unrecorded (elapsed_ms of an event never recorded), foreign (events and streams ordered against a
+// stream of another device).
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <algorithm>
@@ -1451,6 +1453,18 @@ void op_handles(fuzz_state& st) {
         rs::event e2(std::move(e0));
         attempt("record on a moved-from event", expect::invalid, [&] { e0.record(st.side); });
         attempt("elapsed_ms of a moved-from event", expect::invalid, [&] { (void)elapsed_ms(e0, e1); });
+      }
+      if (probe("unrecorded") && in.ConsumeBool()) {  // CUDA refuses an event never recorded
+        rs::event fresh(rs::device::cpu());
+        attempt("elapsed_ms from an event never recorded", expect::invalid, [&] { (void)elapsed_ms(fresh, e1); });
+        attempt("elapsed_ms to an event never recorded", expect::invalid, [&] { (void)elapsed_ms(e1, fresh); });
+      }
+      if (probe("foreign") && in.ConsumeBool()) {  // a stream of another device cannot be ordered this way
+        const rs::stream_ref gpu(rs::device::cuda(0), nullptr);
+        attempt("event::record on a stream of another device", expect::resident_error, [&] { e0.record(gpu); });
+        attempt("event::wait_on by a stream of another device", expect::resident_error, [&] { e1.wait_on(gpu); });
+        attempt("stream_ref::wait_for a stream of another device", expect::resident_error,
+                [&] { rs::default_stream(rs::device::cpu()).wait_for(gpu); });
       }
       break;
     }

@@ -51,4 +51,24 @@ TEST_P(fuzz_regressions, DISABLED_flow_edges_cover_padded_rows) {
   EXPECT_EQ(f.predecessors(reader), (std::vector<rs::flow::stage_id>{0}));
 }
 
+// fuzz_api (probe "unrecorded"): elapsed_ms with an event that was never recorded returned a meaningless
+// figure on the CPU (the time since the clock's epoch); CUDA refuses it.
+TEST_P(fuzz_regressions, DISABLED_elapsed_ms_needs_recorded_events) {
+  rs::event recorded(dev), fresh(dev);
+  recorded.record(rs::default_stream(dev));
+  EXPECT_THROW((void)elapsed_ms(fresh, recorded), rs::error);
+  EXPECT_THROW((void)elapsed_ms(recorded, fresh), rs::error);
+}
+
+// fuzz_api (probe "foreign"): event::record, event::wait_on and stream_ref::wait_for with a stream of
+// another device were accepted and did nothing, so the order they promise does not hold.
+TEST_P(fuzz_regressions, DISABLED_events_and_streams_refuse_another_devices_stream) {
+  const rs::stream_ref foreign(dev.is_cpu() ? rs::device::cuda(0) : rs::device::cpu(), nullptr);
+  rs::event e(dev);
+  EXPECT_THROW(e.record(foreign), rs::device_mismatch);
+  e.record(rs::default_stream(dev));
+  EXPECT_THROW(e.wait_on(foreign), rs::device_mismatch);
+  EXPECT_THROW(rs::default_stream(dev).wait_for(foreign), rs::device_mismatch);
+}
+
 RESIDENT_BACKENDS(fuzz_regressions);
