@@ -944,8 +944,8 @@ void op_fill_int32(fuzz_state& st) {
   if (attempt("fill_integers<int32>", lo < hi ? expect::ok : expect::invalid,
               [&] { rs::random::fill_integers(a, seed, offset, lo, hi); }))
     for (std::size_t i = 0; i < n; ++i)
-      want[i] = std::int32_t(philox_ref::integer(seed, offset, i, std::uint32_t(lo),
-                                                 std::uint32_t(std::int64_t(hi) - std::int64_t(lo))));
+      want[i] = std::int32_t(
+          philox_ref::integer(seed, offset, i, std::uint32_t(lo), std::uint32_t(std::int64_t(hi) - std::int64_t(lo))));
   if (a.to_host() != want) fail("fill_integers<int32> in [" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
 }
 
@@ -1076,179 +1076,186 @@ void op_flow(fuzz_state& st) {
   };
   std::vector<stage_model> model;
   std::vector<std::size_t> log;
-  const int count = in.ConsumeIntegralInRange<int>(0, 7);
-  auto range_of = [](const float* p, std::size_t n) { return rs::access::range{p, n * sizeof(float)}; };
-  auto overlaps = [](const std::vector<rs::access::range>& x, const std::vector<rs::access::range>& y) {
-    for (auto& a : x)
-      for (auto& b : y)
-        if (a.overlaps(b)) return true;
-    return false;
-  };
-  for (int k = 0; k < count; ++k) {
-    const std::size_t id = model.size();
-    int kind = in.ConsumeIntegralInRange<int>(0, 6);
-    if (kind > 4) kind = 0;
-    const int ia = in.ConsumeIntegralInRange<int>(0, 3), ib = in.ConsumeIntegralInRange<int>(0, 3);
-    auto& A = st.f[ia];
-    auto& B = st.f[ib];
-    if (A.moved || B.moved) continue;
-    std::size_t off = 0, cnt = A.ref.size();
-    if (in.ConsumeBool() && cnt) {
-      off = in.ConsumeIntegralInRange<std::size_t>(0, cnt - 1);
-      cnt = in.ConsumeIntegralInRange<std::size_t>(0, cnt - off);
-    }
-    const affine af = pick_affine<float>(st);
-    stage_model m;
-    rs::access acc;
-    std::function<void(rs::stream_ref)> work;
-    const float* pa = A.a.data() + off;
-    if (kind == 0 || kind == 4) {  // in place on a window of A
-      acc.writes(A.a.slice(off, cnt));
-      if (kind == 4) acc.reads(A.a.slice(off, cnt));
-      m.writes.push_back(range_of(pa, cnt));
-      if (kind == 4) m.reads.push_back(range_of(pa, cnt));
-      work = [&st, ia, off, cnt, af, id, &log](rs::stream_ref) {
-        log.push_back(id);
-        rs::map(af)(st.f[ia].a.slice(off, cnt));
-        for (std::size_t i = off; i < off + cnt; ++i) st.f[ia].ref[i] = af(st.f[ia].ref[i]);
-      };
-    } else if (kind == 1) {  // B = af(A)
-      acc.reads(A.a).writes(B.a);
-      m.reads.push_back(range_of(A.a.data(), A.ref.size()));
-      m.writes.push_back(range_of(B.a.data(), B.ref.size()));
-      m.throws = A.ref.size() != B.ref.size();  // shape_mismatch inside the stage
-      work = [&st, ia, ib, af, id, &log](rs::stream_ref) {
-        log.push_back(id);
-        rs::map(af)(st.f[ia].a, st.f[ib].a);
-        const std::vector<float> src = st.f[ia].ref;
-        for (std::size_t i = 0; i < src.size(); ++i) st.f[ib].ref[i] = af(src[i]);
-      };
-    } else if (kind == 2) {  // reads A only
-      acc.reads(A.a);
-      m.reads.push_back(range_of(A.a.data(), A.ref.size()));
-      work = [&st, ia, id, &log](rs::stream_ref) {
-        log.push_back(id);
-        (void)(rs::reduce(rs::plus{}, 0.0))(st.f[ia].a);
-      };
-    } else {  // a stage that fails
-      m.throws = true;
-      work = [id, &log](rs::stream_ref) {
-        log.push_back(id);
-        throw user_error{};
-      };
-    }
-    std::vector<std::size_t> after;
-    const int na = in.ConsumeIntegralInRange<int>(0, 2);
-    for (int j = 0; j < na; ++j)
-      after.push_back(in.ConsumeIntegralInRange<std::size_t>(0, id + (in.ConsumeIntegralInRange<int>(0, 9) == 0)));
-    const bool infer = in.ConsumeIntegralInRange<int>(0, 4) != 0;
-    bool bad_after = false;
-    for (auto a : after) bad_after |= a >= id;
-    if (!attempt("flow::add", bad_after ? expect::flow : expect::ok, [&] {
-          fl->add("s" + std::to_string(id), std::move(work), std::move(acc), after,
-                  infer ? rs::inference::on : rs::inference::off);
-        }))
-      continue;
-    m.preds = after;
-    if (infer)
-      for (std::size_t e = 0; e < id; ++e)
-        if (overlaps(m.reads, model[e].writes) || overlaps(m.writes, model[e].writes) ||
-            overlaps(m.writes, model[e].reads))
-          m.preds.push_back(e);
-    model.push_back(std::move(m));
-    if (in.ConsumeIntegralInRange<int>(0, 3) == 0) {
-      const std::size_t e = in.ConsumeIntegralInRange<std::size_t>(0, model.size()),
-                        l = in.ConsumeIntegralInRange<std::size_t>(0, model.size());
-      const bool good = e < model.size() && l < model.size() && e != l;
-      if (attempt("flow::order", good ? expect::ok : expect::flow, [&] { fl->order(e, l); }))
-        model[l].preds.push_back(e);
-    }
-  }
-  const std::size_t n = model.size();
-  if (fl->size() != n) fail("flow::size is " + std::to_string(fl->size()) + ", stages added " + std::to_string(n));
-  for (std::size_t i = 0; i < n; ++i) {
-    auto want = model[i].preds, got = fl->predecessors(i);
-    for (auto* v : {&want, &got}) {
-      std::sort(v->begin(), v->end());
-      v->erase(std::unique(v->begin(), v->end()), v->end());
-    }
-    if (want != got)
-      fail("flow: stage " + std::to_string(i) + " has other predecessors than the declared accesses give");
-  }
-  // The model's verdict: a cycle, or two overlapping writers with no path between them.
-  std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
-  for (int pass = 0; pass < int(n) + 1; ++pass)
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t p : model[i].preds) {
-        reach[i][p] = true;
-        for (std::size_t q = 0; q < n; ++q)
-          if (reach[p][q]) reach[i][q] = true;
+  // One or two rounds: stages added, the flow run; the second round adds stages to the flow that ran.
+  const int rounds = in.ConsumeIntegralInRange<int>(1, 2);
+  for (int round = 0; round < rounds; ++round) {
+    const int count = in.ConsumeIntegralInRange<int>(0, 7);
+    auto range_of = [](const float* p, std::size_t n) { return rs::access::range{p, n * sizeof(float)}; };
+    auto overlaps = [](const std::vector<rs::access::range>& x, const std::vector<rs::access::range>& y) {
+      for (auto& a : x)
+        for (auto& b : y)
+          if (a.overlaps(b)) return true;
+      return false;
+    };
+    for (int k = 0; k < count; ++k) {
+      const std::size_t id = model.size();
+      int kind = in.ConsumeIntegralInRange<int>(0, 6);
+      if (kind > 4) kind = 0;
+      const int ia = in.ConsumeIntegralInRange<int>(0, 3), ib = in.ConsumeIntegralInRange<int>(0, 3);
+      auto& A = st.f[ia];
+      auto& B = st.f[ib];
+      if (A.moved || B.moved) continue;
+      std::size_t off = 0, cnt = A.ref.size();
+      if (in.ConsumeBool() && cnt) {
+        off = in.ConsumeIntegralInRange<std::size_t>(0, cnt - 1);
+        cnt = in.ConsumeIntegralInRange<std::size_t>(0, cnt - off);
       }
-  bool invalid = false;
-  for (std::size_t i = 0; i < n; ++i) invalid |= reach[i][i];
-  for (std::size_t i = 0; i < n && !invalid; ++i)
-    for (std::size_t j = i + 1; j < n; ++j)
-      if (overlaps(model[i].writes, model[j].writes) && !reach[i][j] && !reach[j][i]) invalid = true;
-  auto check_log = [&](std::size_t from, const char* what) {
-    std::vector<bool> seen(n, false);
-    for (std::size_t k = from; k < log.size(); ++k) {
-      const std::size_t s = log[k];
-      if (seen[s]) fail(std::string(what) + ": a stage ran twice");
-      for (std::size_t p : model[s].preds)
-        if (!seen[p])
-          fail(std::string(what) + ": stage " + std::to_string(s) + " ran before its predecessor " + std::to_string(p));
-      seen[s] = true;
+      const affine af = pick_affine<float>(st);
+      stage_model m;
+      rs::access acc;
+      std::function<void(rs::stream_ref)> work;
+      const float* pa = A.a.data() + off;
+      if (kind == 0 || kind == 4) {  // in place on a window of A
+        acc.writes(A.a.slice(off, cnt));
+        if (kind == 4) acc.reads(A.a.slice(off, cnt));
+        m.writes.push_back(range_of(pa, cnt));
+        if (kind == 4) m.reads.push_back(range_of(pa, cnt));
+        work = [&st, ia, off, cnt, af, id, &log](rs::stream_ref) {
+          log.push_back(id);
+          rs::map(af)(st.f[ia].a.slice(off, cnt));
+          for (std::size_t i = off; i < off + cnt; ++i) st.f[ia].ref[i] = af(st.f[ia].ref[i]);
+        };
+      } else if (kind == 1) {  // B = af(A)
+        acc.reads(A.a).writes(B.a);
+        m.reads.push_back(range_of(A.a.data(), A.ref.size()));
+        m.writes.push_back(range_of(B.a.data(), B.ref.size()));
+        m.throws = A.ref.size() != B.ref.size();  // shape_mismatch inside the stage
+        work = [&st, ia, ib, af, id, &log](rs::stream_ref) {
+          log.push_back(id);
+          rs::map(af)(st.f[ia].a, st.f[ib].a);
+          const std::vector<float> src = st.f[ia].ref;
+          for (std::size_t i = 0; i < src.size(); ++i) st.f[ib].ref[i] = af(src[i]);
+        };
+      } else if (kind == 2) {  // reads A only
+        acc.reads(A.a);
+        m.reads.push_back(range_of(A.a.data(), A.ref.size()));
+        work = [&st, ia, id, &log](rs::stream_ref) {
+          log.push_back(id);
+          (void)(rs::reduce(rs::plus{}, 0.0))(st.f[ia].a);
+        };
+      } else {  // a stage that fails
+        m.throws = true;
+        work = [id, &log](rs::stream_ref) {
+          log.push_back(id);
+          throw user_error{};
+        };
+      }
+      std::vector<std::size_t> after;
+      const int na = in.ConsumeIntegralInRange<int>(0, 2);
+      for (int j = 0; j < na; ++j)
+        after.push_back(in.ConsumeIntegralInRange<std::size_t>(0, id + (in.ConsumeIntegralInRange<int>(0, 9) == 0)));
+      const bool infer = in.ConsumeIntegralInRange<int>(0, 4) != 0;
+      bool bad_after = false;
+      for (auto a : after) bad_after |= a >= id;
+      if (!attempt("flow::add", bad_after ? expect::flow : expect::ok, [&] {
+            fl->add(in.ConsumeRandomLengthString(12) + std::to_string(id), std::move(work), std::move(acc), after,
+                    infer ? rs::inference::on : rs::inference::off);
+          }))
+        continue;
+      m.preds = after;
+      if (infer)
+        for (std::size_t e = 0; e < id; ++e)
+          if (overlaps(m.reads, model[e].writes) || overlaps(m.writes, model[e].writes) ||
+              overlaps(m.writes, model[e].reads))
+            m.preds.push_back(e);
+      model.push_back(std::move(m));
+      if (in.ConsumeIntegralInRange<int>(0, 3) == 0) {
+        const std::size_t e = in.ConsumeIntegralInRange<std::size_t>(0, model.size()),
+                          l = in.ConsumeIntegralInRange<std::size_t>(0, model.size());
+        const bool good = e < model.size() && l < model.size() && e != l;
+        if (attempt("flow::order", good ? expect::ok : expect::flow, [&] { fl->order(e, l); }))
+          model[l].preds.push_back(e);
+      }
     }
-  };
-  // Which stage of a valid flow fails first, in the order it ran.
-  const auto expected_run = [&](std::size_t from) {
-    for (std::size_t k = from; k < log.size(); ++k)
-      if (model[log[k]].throws) return expect::stage;
-    return expect::ok;
-  };
-  attempt("flow::validate", invalid ? expect::flow : expect::ok, [&] { (void)fl->validate(); });
-  const std::size_t start = log.size();
-  bool ran_ok = false;
-  try {
-    fl->run();
-    ran_ok = true;
-  } catch (const rs::flow_error&) {
-    if (!invalid) fail("flow::run: a flow_error for a valid flow");
-  } catch (const rs::stage_error& x) {
-    if (invalid) fail("flow::run: stages ran in an invalid flow");
+    const std::size_t n = model.size();
+    if (fl->size() != n) fail("flow::size is " + std::to_string(fl->size()) + ", stages added " + std::to_string(n));
+    for (std::size_t i = 0; i < n; ++i) {
+      auto want = model[i].preds, got = fl->predecessors(i);
+      for (auto* v : {&want, &got}) {
+        std::sort(v->begin(), v->end());
+        v->erase(std::unique(v->begin(), v->end()), v->end());
+      }
+      if (want != got)
+        fail("flow: stage " + std::to_string(i) + " has other predecessors than the declared accesses give");
+    }
+    // The model's verdict: a cycle, or two overlapping writers with no path between them.
+    std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
+    for (int pass = 0; pass < int(n) + 1; ++pass)
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t p : model[i].preds) {
+          reach[i][p] = true;
+          for (std::size_t q = 0; q < n; ++q)
+            if (reach[p][q]) reach[i][q] = true;
+        }
+    bool invalid = false;
+    for (std::size_t i = 0; i < n; ++i) invalid |= reach[i][i];
+    for (std::size_t i = 0; i < n && !invalid; ++i)
+      for (std::size_t j = i + 1; j < n; ++j)
+        if (overlaps(model[i].writes, model[j].writes) && !reach[i][j] && !reach[j][i]) invalid = true;
+    auto check_log = [&](std::size_t from, const char* what) {
+      std::vector<bool> seen(n, false);
+      for (std::size_t k = from; k < log.size(); ++k) {
+        const std::size_t s = log[k];
+        if (seen[s]) fail(std::string(what) + ": a stage ran twice");
+        for (std::size_t p : model[s].preds)
+          if (!seen[p])
+            fail(std::string(what) + ": stage " + std::to_string(s) + " ran before its predecessor " +
+                 std::to_string(p));
+        seen[s] = true;
+      }
+    };
+    // Which stage of a valid flow fails first, in the order it ran.
+    const auto expected_run = [&](std::size_t from) {
+      for (std::size_t k = from; k < log.size(); ++k)
+        if (model[log[k]].throws) return expect::stage;
+      return expect::ok;
+    };
+    attempt("flow::validate", invalid ? expect::flow : expect::ok, [&] { (void)fl->validate(); });
+    const std::size_t start = log.size();
+    bool ran_ok = false;
     try {
-      std::rethrow_if_nested(x);
-      fail("stage_error without the original exception nested");
-    } catch (const user_error&) {
-    } catch (const rs::shape_mismatch&) {
+      fl->run();
+      ran_ok = true;
+    } catch (const rs::flow_error&) {
+      if (!invalid) fail("flow::run: a flow_error for a valid flow");
+    } catch (const rs::stage_error& x) {
+      if (invalid) fail("flow::run: stages ran in an invalid flow");
+      try {
+        std::rethrow_if_nested(x);
+        fail("stage_error without the original exception nested");
+      } catch (const user_error&) {
+      } catch (const rs::shape_mismatch&) {
+      } catch (...) {
+        fail("stage_error nests an exception the stage did not throw");
+      }
     } catch (...) {
-      fail("stage_error nests an exception the stage did not throw");
+      fail("flow::run: an exception other than flow_error / stage_error");
     }
-  } catch (...) {
-    fail("flow::run: an exception other than flow_error / stage_error");
+    if (invalid && log.size() != start) fail("flow::run: an invalid flow ran stages");
+    if (!invalid) {
+      check_log(start, "flow::run");
+      if (ran_ok != (expected_run(start) == expect::ok)) fail("flow::run: a failing stage went unreported");
+      if (ran_ok && log.size() - start != n) fail("flow::run: not every stage ran");
+      (void)fl->report_table();
+    }
+    st.check_all("after flow::run");
+    if (invalid || !ran_ok) return;
+    if (round + 1 < rounds) continue;
+    if (!in.ConsumeBool()) return;
+    // Capture once, replay a few times.
+    std::optional<rs::graph> g;
+    attempt("flow::capture", expect::ok, [&] { g.emplace(fl->capture()); });
+    const int replays = in.ConsumeIntegralInRange<int>(0, 3);
+    const bool gone = probe("capture") && in.ConsumeBool();
+    if (gone) fl.reset();  // the graph must not depend on the flow it came from
+    for (int r = 0; r < replays; ++r) {
+      const std::size_t from = log.size();
+      attempt("graph::replay of a flow", expect::ok, [&] { g->replay(rs::default_stream(rs::device::cpu())); });
+      check_log(from, "graph::replay");
+      if (log.size() - from != n) fail("graph::replay: not every stage ran");
+    }
+    st.check_all("after graph::replay");
   }
-  if (invalid && log.size() != start) fail("flow::run: an invalid flow ran stages");
-  if (!invalid) {
-    check_log(start, "flow::run");
-    if (ran_ok != (expected_run(start) == expect::ok)) fail("flow::run: a failing stage went unreported");
-    if (ran_ok && log.size() - start != n) fail("flow::run: not every stage ran");
-    (void)fl->report_table();
-  }
-  st.check_all("after flow::run");
-  if (invalid || !ran_ok || !in.ConsumeBool()) return;
-  // Capture once, replay a few times.
-  std::optional<rs::graph> g;
-  attempt("flow::capture", expect::ok, [&] { g.emplace(fl->capture()); });
-  const int replays = in.ConsumeIntegralInRange<int>(0, 3);
-  const bool gone = probe("capture") && in.ConsumeBool();
-  if (gone) fl.reset();  // the graph must not depend on the flow it came from
-  for (int r = 0; r < replays; ++r) {
-    const std::size_t from = log.size();
-    attempt("graph::replay of a flow", expect::ok, [&] { g->replay(rs::default_stream(rs::device::cpu())); });
-    check_log(from, "graph::replay");
-    if (log.size() - from != n) fail("graph::replay: not every stage ran");
-  }
-  st.check_all("after graph::replay");
 }
 
 // Graphs on a stream: capture a pipeline, replay it, update it, moved-from and foreign-device replays.
