@@ -12,7 +12,7 @@
 // [low, high)), nan (NaN in min/max reductions), ledger (copies of 0 bytes and self-copies count
 // nothing), padded (flow edges for 2-D arrays with ld > cols), beta (matmul with beta = 0 ignores C),
 // unrecorded (elapsed_ms of an event never recorded), foreign (events and streams ordered against a
-// stream of another device).
+// stream of another device), update_empty (graph::update of a graph holding nothing).
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <algorithm>
@@ -611,6 +611,7 @@ void op_move(fuzz_state& st) {
     rs::array<T> c(0, rs::device::cpu());
     rs::copy(a.a, c);
   });
+  if (probe("moved")) attempt("set_stream of a moved-from array", expect::invalid, [&] { a.a.set_stream(st.side); });
 }
 
 template <class T>
@@ -1169,6 +1170,7 @@ void op_flow(fuzz_state& st) {
     }
     const std::size_t n = model.size();
     if (fl->size() != n) fail("flow::size is " + std::to_string(fl->size()) + ", stages added " + std::to_string(n));
+    attempt("predecessors of a stage not in the flow", expect::flow, [&] { (void)fl->predecessors(n); });
     for (std::size_t i = 0; i < n; ++i) {
       auto want = model[i].preds, got = fl->predecessors(i);
       for (auto* v : {&want, &got}) {
@@ -1266,6 +1268,10 @@ void op_graph(fuzz_state& st) {
   const rs::stream_ref on = st.pick_stream();
   rs::graph g;
   attempt("replay of an empty graph", expect::invalid, [&] { g.replay(on); });
+  if (probe("update_empty")) {  // CUDA refuses to update a graph that holds nothing: the CPU must agree
+    rs::graph empty;
+    attempt("graph::update of an empty graph", expect::invalid, [&] { empty.update(on, [] {}); });
+  }
   attempt("graph::capture", expect::ok, [&] {
     g = rs::graph::capture(on, [&s, af] {
       rs::map(af)(s.a);
@@ -1560,7 +1566,7 @@ void op_huge(fuzz_state& st) {
                              std::size_t(-1) / 4 + 1, std::size_t(-1) / 8,   (std::size_t(1) << 61) + 1,
                              std::size_t(1) << 62,    std::size_t(1) << 50};
   const std::size_t n = big[st.in.ConsumeIntegralInRange<int>(0, 7)];
-  switch (st.in.ConsumeIntegralInRange<int>(0, 4)) {
+  switch (st.in.ConsumeIntegralInRange<int>(0, 5)) {
     case 0:
       attempt("array<uint8_t>(" + std::to_string(n) + ")", expect::resident_error,
               [&] { rs::array<std::uint8_t> a(n, rs::device::cpu()); });
@@ -1577,10 +1583,19 @@ void op_huge(fuzz_state& st) {
       attempt("pinned_buffer<double>(" + std::to_string(n) + ")", expect::resident_error,
               [&] { rs::pinned_buffer<double> p(n); });
       break;
-    default: {
+    case 4: {
       const std::size_t r = std::size_t(1) << st.in.ConsumeIntegralInRange<int>(20, 40);
       attempt("array2d(" + std::to_string(r) + ", " + std::to_string(n / r) + ")", expect::resident_error,
               [&] { rs::array2d<float> a(r, n / r + 1, rs::device::cpu()); });
+      break;
+    }
+    default: {  // rows * cols wraps to the size of the host buffer
+      const std::size_t r = std::size_t(1) << st.in.ConsumeIntegralInRange<int>(1, 63);
+      const std::size_t c = (std::size_t(1) << 63) / (r / 2);
+      std::vector<float> h(r * c);
+      attempt(
+          "to_device(span of " + std::to_string(h.size()) + ", " + std::to_string(r) + ", " + std::to_string(c) + ")",
+          expect::invalid, [&] { (void)rs::to_device(std::span<const float>(h), r, c, rs::device::cpu()); });
     }
   }
 }

@@ -71,4 +71,26 @@ TEST_P(fuzz_regressions, DISABLED_events_and_streams_refuse_another_devices_stre
   EXPECT_THROW(rs::default_stream(dev).wait_for(foreign), rs::device_mismatch);
 }
 
+// fuzz_api (probe "update_empty"): graph::update of a graph that holds nothing (default-constructed or
+// moved from) succeeded on the CPU and made it replayable; CUDA refuses it ("capture one first").
+TEST_P(fuzz_regressions, DISABLED_updating_an_empty_graph_is_refused) {
+  rs::stream s(dev);
+  rs::graph empty;
+  EXPECT_THROW(empty.update(s, [] {}), rs::invalid_argument);
+  rs::graph captured = rs::graph::capture(s, [] {});
+  rs::graph taken(std::move(captured));
+  EXPECT_THROW(captured.update(s, [] {}), rs::invalid_argument);
+  EXPECT_THROW(captured.replay(s), rs::invalid_argument);
+}
+
+// fuzz_api (probe "moved"): set_stream on a moved-from array succeeded; every other use of a moved-from
+// array throws "use of a moved-from array".
+TEST_P(fuzz_regressions, DISABLED_set_stream_of_a_moved_from_array_throws) {
+  rs::stream s(dev);
+  rs::array<float> a(8, dev);
+  rs::array<float> b(std::move(a));
+  EXPECT_THROW(a.set_stream(s), rs::invalid_argument);
+  b.set_stream(rs::default_stream(dev));
+}
+
 RESIDENT_BACKENDS(fuzz_regressions);
