@@ -1517,6 +1517,18 @@ void op_handles(fuzz_state& st) {
       rs::array_ref<float> foreign(s.a.data(), s.a.size(), rs::stream_ref(rs::device::cuda(0), nullptr));
       attempt("map into an array on another device", expect::device, [&] { rs::map(square{})(s.a, foreign); });
       attempt("zip with an array on another device", expect::device, [&] { (void)rs::zip(s.a, foreign); });
+      const expect refused = s.ref.empty() ? expect::maybe : expect::resident_error;  // nothing to do: either
+      attempt("a pipeline on another device's array", refused, [&] { rs::map(square{})(foreign); });
+      attempt("a random fill on another device's array", refused, [&] { rs::random::fill_uniform(foreign, 1); });
+      if (probe("foreign")) {  // a copy this build cannot make is not counted as made
+        const std::vector<float> h(s.ref.size(), 1.f);
+        const auto before = rs::ledger(rs::device::cuda(0));
+        attempt("copy_async to another device's array", s.ref.empty() ? expect::maybe : expect::resident_error,
+                [&] { rs::copy_async(std::span<const float>(h), foreign); });
+        const auto delta = rs::ledger(rs::device::cuda(0)) - before;
+        if (delta.h2d_copies || delta.h2d_bytes)
+          fail("a refused copy to cuda:0 counted " + std::to_string(delta.h2d_bytes) + " bytes in the ledger");
+      }
       break;
     }
     default: {
