@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-75}
 targets=(cli validation api)
 export RESIDENT_FUZZ_KNOWN=${RESIDENT_FUZZ_KNOWN:-0}
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}  # three targets share the cores: no spinning threads
 command -v clang++ >/dev/null || { echo "fuzz_ci: clang++ is missing: apt-get install clang libclang-rt-dev libomp-dev"; exit 1; }
 start=$SECONDS
 cmake -S . -B build/fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DRESIDENT_CUDA=OFF -DRESIDENT_FUZZ=ON \
