@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libcli11-dev nlohmann-json3-dev libdlpack-dev librandom123-dev
   gnuplot-nox doxygen python3 python3-dev python3-venv
+  clang libclang-rt-dev libomp-dev  # the libFuzzer targets (scripts/fuzz_ci.sh)
 )
 
 missing=()

@@ -68,6 +68,9 @@ else
   consume consumer-subdirectory tests/consumer/subdirectory -DRESIDENT_CUDA=OFF
 fi
 
+echo "== fuzz: the bounded CI run of the libFuzzer targets (clang)"
+if command -v clang++ >/dev/null; then bash scripts/fuzz_ci.sh; fi
+
 echo "== python: pip install . (CPU backend here, for speed), then the pytest suite"
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation . \
   -Ccmake.define.RESIDENT_CUDA=OFF -Cbuild-dir=build/python-cpu
