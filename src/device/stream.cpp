@@ -1,5 +1,6 @@
 #include "resident/device/stream.hpp"
 
+#include <string>
 #include <utility>
 
 #include "resident/detail/cuda_runtime.hpp"
@@ -12,7 +13,16 @@ void stream_ref::synchronize() const {
   if (device_.is_cuda()) detail::cuda::stream_synchronize(handle_);
 }
 
+namespace {
+void same_device(device mine, stream_ref s, const char* what) {
+  if (!(s.device() == mine))
+    throw device_mismatch(std::string(what) + ": a stream of " + s.device().name() + " for work on " + mine.name() +
+                          "; order work across devices by synchronizing the other device's stream");
+}
+}  // namespace
+
 void stream_ref::wait_for(stream_ref before) const {
+  same_device(device_, before, "stream_ref::wait_for");
   if (device_.is_cuda()) detail::cuda::stream_after(handle_, before.native());
 }
 
@@ -65,6 +75,7 @@ void event::check_live() const {
 }
 void event::record(stream_ref s) {
   check_live();
+  same_device(device_, s, "event::record");
   if (device_.is_cuda())
     detail::cuda::event_record(handle_, s.native());
   else
@@ -76,12 +87,16 @@ void event::synchronize() const {
 }
 void event::wait_on(stream_ref s) const {
   check_live();
+  same_device(device_, s, "event::wait_on");
   if (handle_) detail::cuda::stream_wait_event(s.native(), handle_);
 }
 double elapsed_ms(const event& a, const event& b) {
   a.check_live();
   b.check_live();
   if (a.handle_ && b.handle_) return detail::cuda::event_elapsed_ms(a.handle_, b.handle_);
+  // On the CPU an event holds the time it was recorded at; one never recorded has no time.
+  if (a.cpu_time_ == std::chrono::steady_clock::time_point{} || b.cpu_time_ == std::chrono::steady_clock::time_point{})
+    throw invalid_argument("elapsed_ms: an event that was never recorded; record both first");
   return std::chrono::duration<double, std::milli>(b.cpu_time_ - a.cpu_time_).count();
 }
 

@@ -94,6 +94,7 @@ stager& stager_of(device d) {
 void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s, staging how) {
   if (bytes == 0 || dst == src) return;  // nothing moves: nothing to count or forbid
   device d = s.device();
+  require(d);  // a copy that cannot be made is refused before it is counted
   record_transfer(d, direction::h2d, bytes);
   if (d.is_cpu()) {
     parallel_memcpy(dst, src, bytes);
@@ -119,6 +120,7 @@ void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_r
 void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_ref s, sync mode, staging how) {
   if (bytes == 0 || dst == src) return;  // nothing moves: nothing to count or forbid
   device d = s.device();
+  require(d);  // a copy that cannot be made is refused before it is counted
   record_transfer(d, direction::d2h, bytes);
   if (d.is_cpu()) {
     parallel_memcpy(dst, src, bytes);
@@ -154,6 +156,7 @@ void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_r
 void copy_device_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s) {
   if (bytes == 0 || dst == src) return;  // nothing moves: nothing to count
   device d = s.device();
+  require(d);  // a copy that cannot be made is refused before it is counted
   record_transfer(d, direction::d2d, bytes);
   if (d.is_cpu())
     parallel_memcpy(dst, src, bytes);

@@ -22,16 +22,18 @@ class event {
   event(const event&) = delete;
   event& operator=(const event&) = delete;
 
-  /// Records the event at the current end of s (asynchronous).
+  /// Records the event at the current end of s (asynchronous). @throws device_mismatch for a stream of
+  /// another device.
   void record(stream_ref s);
   /// Blocks until the recorded work has finished.
   void synchronize() const;
-  /// Makes s wait for this event before running later work (asynchronous).
+  /// Makes s wait for this event before running later work (asynchronous). @throws device_mismatch.
   void wait_on(stream_ref s) const;
   /// The cudaEvent_t (nullptr on the CPU).
   cuda_event_t native() const noexcept { return handle_; }
 
-  /// Milliseconds between two recorded events; synchronizes on `end`.
+  /// Milliseconds between two recorded events; synchronizes on `end`. @throws invalid_argument (CPU) or
+  /// cuda_error when one was never recorded.
   friend double elapsed_ms(const event& start, const event& end);
 
   /// Throws invalid_argument when the event was moved from.

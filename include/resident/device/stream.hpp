@@ -20,7 +20,8 @@ class stream_ref {
   /// Blocks until the work queued so far has finished.
   void synchronize() const;
   /// Makes this stream wait for the work queued on `before` so far (asynchronous; an event between
-  /// them on CUDA, nothing on the CPU where work runs as it is issued).
+  /// them on CUDA, nothing on the CPU where work runs as it is issued). @throws device_mismatch when
+  /// `before` is a stream of another device.
   void wait_for(stream_ref before) const;
 
  private:
