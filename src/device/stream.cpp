@@ -76,10 +76,9 @@ void event::check_live() const {
 void event::record(stream_ref s) {
   check_live();
   same_device(device_, s, "event::record");
-  if (device_.is_cuda())
-    detail::cuda::event_record(handle_, s.native());
-  else
-    cpu_time_ = std::chrono::steady_clock::now();  // CPU work is done by the time it is issued
+  if (device_.is_cuda()) detail::cuda::event_record(handle_, s.native());
+  // CPU work is done by the time it is issued; on CUDA the time only marks the event as recorded.
+  cpu_time_ = std::chrono::steady_clock::now();
 }
 void event::synchronize() const {
   check_live();
@@ -93,10 +92,10 @@ void event::wait_on(stream_ref s) const {
 double elapsed_ms(const event& a, const event& b) {
   a.check_live();
   b.check_live();
-  if (a.handle_ && b.handle_) return detail::cuda::event_elapsed_ms(a.handle_, b.handle_);
-  // On the CPU an event holds the time it was recorded at; one never recorded has no time.
+  // An event never recorded has no time: refused alike on both backends, before CUDA is asked.
   if (a.cpu_time_ == std::chrono::steady_clock::time_point{} || b.cpu_time_ == std::chrono::steady_clock::time_point{})
     throw invalid_argument("elapsed_ms: an event that was never recorded; record both first");
+  if (a.handle_ && b.handle_) return detail::cuda::event_elapsed_ms(a.handle_, b.handle_);
   return std::chrono::duration<double, std::milli>(b.cpu_time_ - a.cpu_time_).count();
 }
 

@@ -32,8 +32,8 @@ class event {
   /// The cudaEvent_t (nullptr on the CPU).
   cuda_event_t native() const noexcept { return handle_; }
 
-  /// Milliseconds between two recorded events; synchronizes on `end`. @throws invalid_argument (CPU) or
-  /// cuda_error when one was never recorded.
+  /// Milliseconds between two recorded events; synchronizes on `end`. @throws invalid_argument when
+  /// one was never recorded.
   friend double elapsed_ms(const event& start, const event& end);
 
   /// Throws invalid_argument when the event was moved from.
