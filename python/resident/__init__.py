@@ -17,7 +17,7 @@ import json as _json
 from . import _core
 from ._core import Array, cuda_device_count, cuda_unavailable_reason, default_device, empty, from_dlpack, synchronize
 from ._core import to_device, sum, min, max  # noqa: A001 (resident's reductions, on any array)
-from ._core import op, program
+from ._core import matmul, op, program
 
 
 class Error(RuntimeError):
@@ -103,7 +103,7 @@ class transfer_policy:
 
 from . import random  # noqa: E402  (after the exception types are registered)
 
-__all__ = ["Array", "op", "program", "empty", "to_device", "from_dlpack", "default_device", "cuda_device_count",
+__all__ = ["Array", "matmul", "op", "program", "empty", "to_device", "from_dlpack", "default_device", "cuda_device_count",
            "cuda_unavailable_reason", "synchronize", "ledger", "transfer_policy", "sum", "min", "max", "random",
            "Error", "InvalidArgument", "ShapeMismatch", "DeviceMismatch", "InvalidLaunch", "FlowError",
            "OutOfMemory", "DeviceUnavailable", "TransferForbidden", "StageError", "CudaError", "DeviceLost"]

@@ -197,6 +197,11 @@ class program:
     def sum(self, x: object) -> float:
         """The sum of p(x[i]) in one pass, in x's precision. Synchronizes."""
 
+def matmul(a: object, b: object, out: object | None = None, algo: str = 'auto', alpha: float = 1.0, beta: float = 0.0) -> object:
+    """
+    out = alpha * a @ b + beta * out (2-D float32 / float64 arrays of any library, one device) by one of the ladder's algorithms: auto, naive, blocked, shared, tuned, vendor, vendor_tf32. Asynchronous on out's stream for resident's arrays; finished before returning for other libraries' arrays.
+    """
+
 def fill_uniform(x: object, seed: int, offset: int = 0, low: float = 0.0, high: float = 1.0) -> None: ...
 
 def fill_normal(x: object, seed: int, offset: int = 0, mean: float = 0.0, sd: float = 1.0) -> None: ...

@@ -371,6 +371,44 @@ double sum_program(const rs::program& p, nb::object x) {
   return on_floats(a, "a program", [&](auto r) { return double(rs::run_sum(p, r)); });
 }
 
+// ---- matmul -------------------------------------------------------------------------------------
+
+// out = alpha * a @ b + beta * out for 2-D C-contiguous float32 / float64 arrays of any library on one
+// device, by one of the ladder's algorithms; out is made (beta must then be 0) when not given.
+nb::object matmul(nb::object a_obj, nb::object b_obj, nb::object out_obj, const std::string& algo_name, double alpha,
+                  double beta) {
+  const rs::matmul_algo algo = rs::parse_matmul_algo(algo_name);
+  py_array a = from_dlpack(a_obj), b = from_dlpack(b_obj);
+  for (const py_array* m : {&a, &b})
+    if (m->shape.size() != 2)
+      throw rs::shape_mismatch("matmul takes 2-D arrays, got one of " + std::to_string(m->shape.size()) + " dimensions");
+  if (!(a.dtype.code == b.dtype.code && a.dtype.bits == b.dtype.bits))
+    throw rs::invalid_argument("matmul: A holds " + rs::dlpack_dtype_name(a.dtype) + ", B " + rs::dlpack_dtype_name(b.dtype));
+  on_floats(a, "matmul", [](auto) {});
+  if (out_obj.is_none()) {
+    if (beta != 0) throw rs::invalid_argument("matmul: beta is not 0 but there is no out array to scale");
+    out_obj = nb::cast(empty_of({a.shape[0], b.shape[1]}, a.dtype, a.device()));
+  }
+  py_array c = from_dlpack(out_obj);
+  if (c.shape.size() != 2)
+    throw rs::shape_mismatch("matmul takes 2-D arrays, got an out array of " + std::to_string(c.shape.size()) +
+                             " dimensions");
+  if (!(c.dtype.code == a.dtype.code && c.dtype.bits == a.dtype.bits))
+    throw rs::invalid_argument("matmul: A holds " + rs::dlpack_dtype_name(a.dtype) + ", out " + rs::dlpack_dtype_name(c.dtype));
+  const auto ext = [](const py_array& m, int i) { return std::size_t(m.shape[std::size_t(i)]); };
+  rs::detail::check_matmul(ext(a, 0), ext(a, 1), ext(b, 0), ext(b, 1), ext(c, 0), ext(c, 1), a.data,
+                           a.size() * a.itemsize(), b.data, b.size() * b.itemsize(), c.data, c.size() * c.itemsize(),
+                           a.device(), b.device(), c.device());
+  {
+    nb::gil_scoped_release unlocked;
+    rs::detail::matmul({ext(a, 0), ext(b, 1), ext(a, 1), a.data, b.data, c.data, ext(a, 1), ext(b, 1), ext(c, 1),
+                        alpha, beta, a.itemsize(), c.stream},
+                       algo);
+    c.finish_foreign();
+  }
+  return out_obj;
+}
+
 // ---- errors -------------------------------------------------------------------------------------
 
 nb::dict& exception_types() {
@@ -534,6 +572,12 @@ NB_MODULE(_core, m) {
     a.stream.synchronize();
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
   }, nb::arg("program"), nb::arg("x"), nb::arg("calls"));
+
+  m.def("matmul", &matmul, nb::arg("a"), nb::arg("b"), nb::arg("out") = nb::none(), nb::arg("algo") = "auto",
+        nb::arg("alpha") = 1.0, nb::arg("beta") = 0.0,
+        "out = alpha * a @ b + beta * out (2-D float32 / float64 arrays of any library, one device) by one of the "
+        "ladder's algorithms: auto, naive, blocked, shared, tuned, vendor, vendor_tf32. Asynchronous on "
+        "out's stream for resident's arrays; finished before returning for other libraries' arrays.");
 
   m.def("fill_uniform", &fill_uniform, nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0, nb::arg("low") = 0.0,
         nb::arg("high") = 1.0);

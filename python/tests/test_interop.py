@@ -275,3 +275,53 @@ def test_program_on_torch_and_cupy_is_one_kernel():
     ref = seed_reference(cp.asnumpy(c))
     SEED(c)
     assert np.max(np.abs(cp.asnumpy(c) - ref)) <= 1e-14
+
+
+# ---- matmul on any library's 2-D arrays -------------------------------------------------------------
+
+@pytest.mark.parametrize("algo", ["auto", "naive", "blocked", "vendor"])
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-5), (np.float64, 1e-13)])
+def test_matmul_matches_fp64_on_the_cpu(algo, dtype, tol):
+    rng = np.random.default_rng()
+    for m, k, n in [(1, 1, 1), (37, 5, 11), (64, 65, 63)]:
+        a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64) + 1e-300
+        c = np.from_dlpack(rs.matmul(a, b, algo=algo))
+        assert np.max(np.abs(c - ref) / scale) <= tol
+        out = np.full((m, n), 3.0, dtype=dtype)  # alpha and beta into another library's array
+        assert rs.matmul(a, b, out=out, algo=algo, alpha=2.0, beta=0.5) is out
+        assert np.max(np.abs(out - (2 * ref + 1.5)) / (2 * scale + 1.5)) <= tol
+
+
+def test_matmul_bad_input_is_typed():
+    a, b = np.ones((4, 5), np.float32), np.ones((5, 3), np.float32)
+    with pytest.raises(rs.ShapeMismatch, match="columns must equal"):
+        rs.matmul(a, a)
+    with pytest.raises(rs.ShapeMismatch, match="2-D"):
+        rs.matmul(a[0], b)
+    with pytest.raises(rs.ShapeMismatch):
+        rs.matmul(a, b, out=np.zeros((4, 4), np.float32))
+    with pytest.raises(rs.InvalidArgument, match="float32, B float64"):
+        rs.matmul(a, b.astype(np.float64))
+    with pytest.raises(rs.InvalidArgument, match="does not run on cpu"):
+        rs.matmul(a, b, algo="tuned")
+    with pytest.raises(rs.InvalidArgument, match="unknown matmul algorithm"):
+        rs.matmul(a, b, algo="fastest")
+    with pytest.raises(rs.InvalidArgument, match="beta"):
+        rs.matmul(a, b, beta=1.0)
+    with pytest.raises(rs.InvalidArgument, match="float32 or float64"):
+        rs.matmul(a.astype(np.int32), b.astype(np.int32))
+
+
+@gpu
+def test_matmul_on_torch_tensors():
+    torch = _import("torch")
+    a = torch.randn(300, 129, device="cuda")
+    b = torch.randn(129, 257, device="cuda")
+    ref = a.double().cpu().numpy() @ b.double().cpu().numpy()
+    scale = np.abs(a.double().cpu().numpy()) @ np.abs(b.double().cpu().numpy())
+    for algo in ("naive", "shared", "tuned", "vendor"):
+        out = torch.full((300, 257), float("nan"), device="cuda")
+        rs.matmul(a, b, out=out, algo=algo)
+        assert np.max(np.abs(out.cpu().numpy() - ref) / scale) <= 1e-5, algo
