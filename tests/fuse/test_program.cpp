@@ -91,6 +91,15 @@ TEST_P(programs, bad_input_is_typed) {
   }
 }
 
+TEST_P(programs, empty_arrays_run_nothing) {
+  rs::array<double> x(0, dev), y(0, dev);
+  rs::scoped_ledger l(dev);
+  rs::run(seed_program(), x, y);
+  rs::run(seed_program(), y);
+  EXPECT_EQ(rs::run_sum(seed_program(), x), 0.0);
+  EXPECT_EQ(l.delta().h2d_bytes + l.delta().d2h_bytes, 0u);
+}
+
 TEST(program_names, round_trip_and_parse_errors) {
   const rs::program p = seed_program() | rs::op::pow(0.25) | rs::op::maximum(-1e300);
   rs::program q;

@@ -71,6 +71,14 @@ TEST_P(dlpack, export_shares_memory_and_frees_on_the_deleter) {
   EXPECT_EQ(transfers(dev) - before, 1u) << "only the explicit download may move bytes";
 }
 
+TEST_P(dlpack, empty_arrays_round_trip) {
+  DLManagedTensor* t = rs::to_dlpack(rs::array<std::int32_t>(0, dev));
+  EXPECT_EQ(t->dl_tensor.shape[0], 0);
+  auto b = rs::from_dlpack<std::int32_t>(t);
+  EXPECT_EQ(b.size(), 0u);
+  EXPECT_EQ(b.ref().size(), 0u);
+}
+
 TEST_P(dlpack, shared_export_outlives_either_side) {
   auto a = std::make_shared<rs::array<float>>(rs::to_device(std::vector<float>{1, 2, 3, 4}, dev));
   DLManagedTensor* t = rs::to_dlpack(a);
