@@ -1,6 +1,16 @@
 #pragma once
 /// @file error.hpp
-/// The one error idiom: exceptions derived from resident::error, and three macros.
+/// The one error idiom. Everything resident throws derives from resident::error. Library code raises
+/// errors through the macros below, which record the raising file and line in the message:
+///
+///   RESIDENT_EXPECTS(n >= 0, "n must be >= 0");                    // invalid_argument
+///   RESIDENT_EXPECTS(a.size() == b.size(), "sizes differ", shape_mismatch);
+///   RESIDENT_FAIL("unknown name '" + s + "'");                     // invalid_argument
+///   RESIDENT_FAIL("no CUDA backend", device_unavailable);
+///
+/// A failed call into a vendor library (CUDA runtime, cuBLAS, cuRAND, NVRTC, nvJitLink, NCCL) is a
+/// library_error carrying that library's name and status code, raised by the library's own wrapper
+/// (RESIDENT_CUDA_TRY in detail/cuda_check.hpp, the others in detail/library_check.hpp).
 
 #include <cstddef>
 #include <stdexcept>
@@ -14,21 +24,33 @@ class error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A CUDA runtime call failed. Carries the error code and name.
-class cuda_error : public error {
+/// A call into a vendor library failed: which library, its status code and the status's name.
+class library_error : public error {
+ public:
+  /// library: "CUDA", "cuBLAS", "cuRAND", "NVRTC", "nvJitLink", "NCCL"; code: the library's status
+  /// value; name: its symbolic name; what: the message with the call and file:line.
+  library_error(std::string library, int code, std::string name, const std::string& what)
+      : error(what), library_(std::move(library)), code_(code), name_(std::move(name)) {}
+  /// The library whose call failed.
+  const std::string& library() const noexcept { return library_; }
+  /// The library's status code of the failed call (never its success value).
+  int code() const noexcept { return code_; }
+  /// The status's name, e.g. "cudaErrorMemoryAllocation" or "CUBLAS_STATUS_NOT_INITIALIZED".
+  const std::string& name() const noexcept { return name_; }
+
+ private:
+  std::string library_;
+  int code_;
+  std::string name_;
+};
+
+/// A CUDA runtime call failed. Carries the cudaError_t code and name.
+class cuda_error : public library_error {
  public:
   /// Wraps a failed CUDA runtime call: its error code, its name (e.g. "cudaErrorInvalidValue") and a
   /// message with the call and file:line.
   cuda_error(int code, std::string name, const std::string& what)
-      : error(what), code_(code), name_(std::move(name)) {}
-  /// The cudaError_t value of the failed call.
-  int code() const noexcept { return code_; }
-  /// The CUDA error's name, e.g. "cudaErrorMemoryAllocation".
-  const std::string& name() const noexcept { return name_; }
-
- private:
-  int code_;
-  std::string name_;
+      : library_error("CUDA", code, std::move(name), what) {}
 };
 
 /// The device hit a fault that poisons its context (illegal address, trap, launch failure). The
@@ -100,13 +122,32 @@ class transfer_forbidden : public error {
 };
 
 namespace detail {
-[[noreturn]] void throw_expects(const char* cond, const std::string& msg, const char* file, int line);
+/// " [src/memory/pool.cpp:42]": the raising site, relative to the source tree.
+std::string site(const char* file, int line);
+/// Throws E(msg + site(file, line)).
+template <class E>
+[[noreturn]] void fail(const std::string& msg, const char* file, int line) {
+  throw E(msg + site(file, line));
+}
 }  // namespace detail
 
 }  // namespace resident
 
-/// Throws resident::invalid_argument (or the given error type) with file:line when cond is false.
-#define RESIDENT_EXPECTS(cond, msg)                                         \
-  do {                                                                      \
-    if (!(cond)) ::resident::detail::throw_expects(#cond, msg, __FILE__, __LINE__); \
+#define RESIDENT_DETAIL_PICK3(a, b, c, name, ...) name
+#define RESIDENT_DETAIL_FAIL1(msg) ::resident::detail::fail<::resident::invalid_argument>(msg, __FILE__, __LINE__)
+#define RESIDENT_DETAIL_FAIL2(msg, type) ::resident::detail::fail<::resident::type>(msg, __FILE__, __LINE__)
+#define RESIDENT_DETAIL_EXPECTS2(cond, msg) \
+  do {                                      \
+    if (!(cond)) RESIDENT_DETAIL_FAIL1(msg); \
   } while (0)
+#define RESIDENT_DETAIL_EXPECTS3(cond, msg, type) \
+  do {                                            \
+    if (!(cond)) RESIDENT_DETAIL_FAIL2(msg, type); \
+  } while (0)
+
+/// RESIDENT_FAIL(msg [, type]): throws resident::type (default invalid_argument) with msg and the
+/// raising file:line.
+#define RESIDENT_FAIL(...) RESIDENT_DETAIL_PICK3(__VA_ARGS__, _, RESIDENT_DETAIL_FAIL2, RESIDENT_DETAIL_FAIL1, _)(__VA_ARGS__)
+/// RESIDENT_EXPECTS(cond, msg [, type]): RESIDENT_FAIL(msg [, type]) when cond is false.
+#define RESIDENT_EXPECTS(...) \
+  RESIDENT_DETAIL_PICK3(__VA_ARGS__, RESIDENT_DETAIL_EXPECTS3, RESIDENT_DETAIL_EXPECTS2, _, _)(__VA_ARGS__)

@@ -60,8 +60,12 @@ class StageError(Error):
     """A flow stage raised."""
 
 
-class CudaError(Error):
-    """A CUDA call failed."""
+class LibraryError(Error):
+    """A call into a vendor library (CUDA, cuBLAS, cuRAND, NVRTC, nvJitLink, NCCL) failed."""
+
+
+class CudaError(LibraryError):
+    """A CUDA runtime call failed."""
 
 
 class DeviceLost(CudaError):
@@ -70,7 +74,7 @@ class DeviceLost(CudaError):
 
 _core._set_exception_types({c.__name__: c for c in (
     Error, InvalidArgument, ShapeMismatch, DeviceMismatch, InvalidLaunch, FlowError, OutOfMemory,
-    DeviceUnavailable, TransferForbidden, StageError, CudaError, DeviceLost)})
+    DeviceUnavailable, TransferForbidden, StageError, LibraryError, CudaError, DeviceLost)})
 
 
 def ledger():
@@ -106,5 +110,6 @@ from . import random  # noqa: E402  (after the exception types are registered)
 __all__ = ["Array", "matmul", "op", "program", "empty", "to_device", "from_dlpack", "default_device", "cuda_device_count",
            "cuda_unavailable_reason", "synchronize", "ledger", "transfer_policy", "sum", "min", "max", "random",
            "Error", "InvalidArgument", "ShapeMismatch", "DeviceMismatch", "InvalidLaunch", "FlowError",
-           "OutOfMemory", "DeviceUnavailable", "TransferForbidden", "StageError", "CudaError", "DeviceLost"]
+           "OutOfMemory", "DeviceUnavailable", "TransferForbidden", "StageError", "LibraryError", "CudaError",
+           "DeviceLost"]
 __version__ = "0.1.0"

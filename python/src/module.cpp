@@ -427,6 +427,7 @@ void translate(const std::exception_ptr& p, void*) {
     std::rethrow_exception(p);
   } catch (const rs::device_lost& e) { raise("DeviceLost", e);
   } catch (const rs::cuda_error& e) { raise("CudaError", e);
+  } catch (const rs::library_error& e) { raise("LibraryError", e);
   } catch (const rs::out_of_memory& e) { raise("OutOfMemory", e);
   } catch (const rs::invalid_launch& e) { raise("InvalidLaunch", e);
   } catch (const rs::shape_mismatch& e) { raise("ShapeMismatch", e);

@@ -7,9 +7,9 @@
 namespace resident::detail::cuda {
 namespace {
 [[noreturn]] void absent() {
-  throw device_unavailable(
+  RESIDENT_FAIL(
       "this build of resident has no CUDA backend: reconfigure with -DRESIDENT_CUDA=ON (needs the "
-      "CUDA toolkit) or use the cpu device");
+      "CUDA toolkit) or use the cpu device", device_unavailable);
 }
 }  // namespace
 
@@ -46,7 +46,7 @@ void host_pinned_free(void*) noexcept {}
 bool is_pinned(const void*) noexcept { return false; }
 int pointer_device(const void*) noexcept { return -1; }
 bool dependent_launch(int) { return false; }
-void check_launch(const char*) {}
+void check_launch(const char*, std::source_location) {}
 void set_device(int) { absent(); }
 
 }  // namespace resident::detail::cuda

@@ -36,8 +36,8 @@ bool is_sticky(cudaError_t e) noexcept {
 }
 
 void throw_cuda(cudaError_t e, const char* call, const char* file, int line) {
-  std::string msg = std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
-                    cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+  std::string msg = std::string(call) + " failed" + site(file, line) + ": CUDA " + cudaGetErrorName(e) + " (" +
+                    cudaGetErrorString(e) + ")";
   if (is_sticky(e)) {
     throw device_lost(static_cast<int>(e), cudaGetErrorName(e),
                       msg + ". The device's context is lost: restart the process to use the GPU again.");
@@ -345,12 +345,12 @@ bool dependent_launch(int dev) {
   return m >= 9;
 }
 
-void check_launch(const char* what) {
+void check_launch(const char* what, std::source_location at) {
   cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) throw_cuda(e, what, __FILE__, __LINE__);
+  if (e != cudaSuccess) throw_cuda(e, what, at.file_name(), int(at.line()));
   if constexpr (debug_sync) {
     e = cudaDeviceSynchronize();
-    if (e != cudaSuccess) throw_cuda(e, what, __FILE__, __LINE__);
+    if (e != cudaSuccess) throw_cuda(e, what, at.file_name(), int(at.line()));
   }
 }
 

@@ -15,12 +15,6 @@ namespace resident {
 
 const char* version() noexcept { return "0.1.0"; }
 
-namespace detail {
-void throw_expects(const char* cond, const std::string& msg, const char* file, int line) {
-  throw invalid_argument(msg + " (expected " + cond + " at " + file + ":" + std::to_string(line) + ")");
-}
-}  // namespace detail
-
 std::string device::name() const {
   return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index_);
 }
@@ -34,7 +28,7 @@ device parse_device(std::string_view t) {
     auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), i);
     if (ec == std::errc{} && p == rest.data() + rest.size() && i >= 0) return device::cuda(i);
   }
-  throw invalid_argument("unknown device '" + std::string(t) + "': use cpu, cuda or cuda:N (N >= 0)");
+  RESIDENT_FAIL("unknown device '" + std::string(t) + "': use cpu, cuda or cuda:N (N >= 0)");
 }
 
 int cuda_device_count() noexcept {
@@ -52,12 +46,12 @@ void require(device d) {
   if (d.is_cpu()) return;
   int n = cuda_device_count();
   if (n == 0)
-    throw device_unavailable("device " + d.name() + " is not available: " + cuda_unavailable_reason() +
-                             ". Use the cpu device (RESIDENT_DEVICE=cpu or --device cpu)");
+    RESIDENT_FAIL("device " + d.name() + " is not available: " + cuda_unavailable_reason() +
+                             ". Use the cpu device (RESIDENT_DEVICE=cpu or --device cpu)", device_unavailable);
   if (d.index() >= n)
-    throw device_unavailable("device " + d.name() + " does not exist: this machine has " +
+    RESIDENT_FAIL("device " + d.name() + " does not exist: this machine has " +
                              std::to_string(n) + " CUDA device" + (n == 1 ? "" : "s") + " (cuda:0 .. cuda:" +
-                             std::to_string(n - 1) + ")");
+                             std::to_string(n - 1) + ")", device_unavailable);
 }
 
 device default_device() {

@@ -16,8 +16,8 @@ void stream_ref::synchronize() const {
 namespace {
 void same_device(device mine, stream_ref s, const char* what) {
   if (!(s.device() == mine))
-    throw device_mismatch(std::string(what) + ": a stream of " + s.device().name() + " for work on " + mine.name() +
-                          "; order work across devices by synchronizing the other device's stream");
+    RESIDENT_FAIL(std::string(what) + ": a stream of " + s.device().name() + " for work on " + mine.name() +
+                          "; order work across devices by synchronizing the other device's stream", device_mismatch);
 }
 }  // namespace
 
@@ -47,7 +47,7 @@ stream& stream::operator=(stream&& o) noexcept {
   return *this;
 }
 void stream::check_live() const {
-  if (moved_) throw invalid_argument("use of a moved-from stream: it no longer owns a stream on " + device_.name());
+  if (moved_) RESIDENT_FAIL("use of a moved-from stream: it no longer owns a stream on " + device_.name());
 }
 
 event::event(device d) : device_(d) {
@@ -71,7 +71,7 @@ event& event::operator=(event&& o) noexcept {
   return *this;
 }
 void event::check_live() const {
-  if (moved_) throw invalid_argument("use of a moved-from event: it no longer owns an event on " + device_.name());
+  if (moved_) RESIDENT_FAIL("use of a moved-from event: it no longer owns an event on " + device_.name());
 }
 void event::record(stream_ref s) {
   check_live();
@@ -94,7 +94,7 @@ double elapsed_ms(const event& a, const event& b) {
   b.check_live();
   // An event never recorded has no time: refused alike on both backends, before CUDA is asked.
   if (a.cpu_time_ == std::chrono::steady_clock::time_point{} || b.cpu_time_ == std::chrono::steady_clock::time_point{})
-    throw invalid_argument("elapsed_ms: an event that was never recorded; record both first");
+    RESIDENT_FAIL("elapsed_ms: an event that was never recorded; record both first");
   if (a.handle_ && b.handle_) return detail::cuda::event_elapsed_ms(a.handle_, b.handle_);
   return std::chrono::duration<double, std::milli>(b.cpu_time_ - a.cpu_time_).count();
 }

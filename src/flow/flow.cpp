@@ -137,13 +137,13 @@ struct flow::impl {
 };
 
 flow::impl& flow::live() const {
-  if (!p_) throw invalid_argument("use of a moved-from flow: it no longer holds stages; use the flow it was moved to");
+  if (!p_) RESIDENT_FAIL("use of a moved-from flow: it no longer holds stages; use the flow it was moved to");
   return *p_;
 }
 
 flow::flow(device d, int streams) : p_(std::make_unique<impl>()) {
   require(d);
-  if (streams < 1) throw invalid_argument("flow: needs at least one stream, got " + std::to_string(streams));
+  if (streams < 1) RESIDENT_FAIL("flow: needs at least one stream, got " + std::to_string(streams));
   p_->dev = d;
   if (d.is_cuda())
     for (int i = 0; i < streams; ++i) p_->streams.emplace_back(d);
@@ -158,9 +158,9 @@ flow::stage_id flow::add(std::string name, std::function<void(stream_ref)> work,
   const stage_id id = f.stages.size();
   for (stage_id a : after)
     if (a >= id)
-      throw flow_error("flow: stage '" + name + "' is to run after stage " + std::to_string(a) +
-                       ", which does not exist yet (stages are numbered from 0 as they are added)");
-  if (!work) throw invalid_argument("flow: stage '" + name + "' has no work");
+      RESIDENT_FAIL("flow: stage '" + name + "' is to run after stage " + std::to_string(a) +
+                       ", which does not exist yet (stages are numbered from 0 as they are added)", flow_error);
+  if (!work) RESIDENT_FAIL("flow: stage '" + name + "' has no work");
   impl::stage st{std::move(name), std::make_shared<const std::function<void(stream_ref)>>(std::move(work)),
                   std::move(acc), std::move(after)};
   if (infer == inference::on)
@@ -179,8 +179,8 @@ void flow::order(stage_id earlier, stage_id later) {
   impl& f = live();
   const std::size_t n = f.stages.size();
   if (earlier >= n || later >= n || earlier == later)
-    throw flow_error("flow::order: stages " + std::to_string(earlier) + " and " + std::to_string(later) +
-                     " are not two stages of this flow (it has " + std::to_string(n) + ")");
+    RESIDENT_FAIL("flow::order: stages " + std::to_string(earlier) + " and " + std::to_string(later) +
+                     " are not two stages of this flow (it has " + std::to_string(n) + ")", flow_error);
   auto& preds = f.stages[later].preds;
   if (std::find(preds.begin(), preds.end(), earlier) == preds.end()) preds.push_back(earlier);
 }
@@ -210,8 +210,8 @@ std::vector<flow::stage_id> flow::validate() const {
     std::string names;
     for (stage_id i = 0; i < n; ++i)
       if (indegree[i]) names += (names.empty() ? "'" : ", '") + st[i].name + "'";
-    throw flow_error("flow: the dependencies form a cycle through stages " + names +
-                     "; remove one of the explicit orders");
+    RESIDENT_FAIL("flow: the dependencies form a cycle through stages " + names +
+                     "; remove one of the explicit orders", flow_error);
   }
   // Reachability, to find writers of one array that nothing orders.
   std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
@@ -224,9 +224,9 @@ std::vector<flow::stage_id> flow::validate() const {
   for (stage_id i = 0; i < n; ++i)
     for (stage_id j = i + 1; j < n; ++j)
       if (any_overlap(st[i].acc.write_ranges(), st[j].acc.write_ranges()) && !reach[i][j] && !reach[j][i])
-        throw flow_error("flow: stages '" + st[i].name + "' and '" + st[j].name +
+        RESIDENT_FAIL("flow: stages '" + st[i].name + "' and '" + st[j].name +
                          "' both write the same array and nothing orders them; add an order or let the flow "
-                         "infer one");
+                         "infer one", flow_error);
   return order;
 }
 
@@ -267,7 +267,7 @@ stream_ref flow::stream() const {
 
 const std::vector<flow::stage_id>& flow::predecessors(stage_id s) const {
   impl& f = live();
-  if (s >= f.stages.size()) throw flow_error("flow: no stage " + std::to_string(s));
+  if (s >= f.stages.size()) RESIDENT_FAIL("flow: no stage " + std::to_string(s), flow_error);
   return f.stages[s].preds;
 }
 

@@ -25,7 +25,7 @@ constexpr int constants(op::code c) {
 
 void check_code(op::code c) {
   if (int(c) >= n_codes)
-    throw invalid_argument("op: unknown operation code " + std::to_string(int(c)) + " (0.." +
+    RESIDENT_FAIL("op: unknown operation code " + std::to_string(int(c)) + " (0.." +
                            std::to_string(n_codes - 1) + " are defined)");
 }
 
@@ -155,7 +155,7 @@ std::string program::name() const {
 program operator|(program p, op o) {
   check_code(o.what);
   if (p.ops_.size() == program::max_ops)
-    throw invalid_argument("program: more than " + std::to_string(program::max_ops) +
+    RESIDENT_FAIL("program: more than " + std::to_string(program::max_ops) +
                            " operations; split it into two programs run one after the other");
   p.ops_.push_back(o);
   return p;
@@ -169,11 +169,11 @@ program operator|(program p, const program& q) {
 template <class T>
 void run(const program& p, array_ref<T> x, array_ref<T> y) {
   if (!(x.device() == y.device()))
-    throw device_mismatch("run: the input is on " + x.device().name() + ", the output on " + y.device().name() +
-                          "; copy it over first");
+    RESIDENT_FAIL("run: the input is on " + x.device().name() + ", the output on " + y.device().name() +
+                          "; copy it over first", device_mismatch);
   if (x.size() != y.size())
-    throw shape_mismatch("run: the input has " + std::to_string(x.size()) + " elements, the output " +
-                         std::to_string(y.size()));
+    RESIDENT_FAIL("run: the input has " + std::to_string(x.size()) + " elements, the output " +
+                         std::to_string(y.size()), shape_mismatch);
   if (x.stream().native() != y.stream().native()) y.stream().wait_for(x.stream());
   auto k = map(compile<T>(p));
   if (x.data() == y.data()) k(y);

@@ -29,13 +29,13 @@ device device_of(DLDevice d) {
     case kDLCPU:
     case kDLCUDAHost: return device::cpu();
     case kDLCUDA:
-      if (d.device_id < 0) throw invalid_argument("DLPack: CUDA device id " + std::to_string(d.device_id));
+      if (d.device_id < 0) RESIDENT_FAIL("DLPack: CUDA device id " + std::to_string(d.device_id));
       return device::cuda(d.device_id);
     case kDLCUDAManaged:
-      throw invalid_argument("DLPack: managed (unified) memory is not used in place; copy it into a device or "
+      RESIDENT_FAIL("DLPack: managed (unified) memory is not used in place; copy it into a device or "
                              "host tensor first");
     default:
-      throw invalid_argument("DLPack: device type " + std::to_string(int(d.device_type)) +
+      RESIDENT_FAIL("DLPack: device type " + std::to_string(int(d.device_type)) +
                              " is neither the CPU nor a CUDA device");
   }
 }
@@ -45,8 +45,8 @@ namespace detail {
 void order_for(stream_ref producer, const std::optional<stream_ref>& consumer) {
   if (!consumer) return;
   if (!(consumer->device() == producer.device()))
-    throw device_mismatch("to_dlpack: the consumer's stream is on " + consumer->device().name() + ", the array on " +
-                          producer.device().name());
+    RESIDENT_FAIL("to_dlpack: the consumer's stream is on " + consumer->device().name() + ", the array on " +
+                          producer.device().name(), device_mismatch);
   if (consumer->native() != producer.native()) consumer->wait_for(producer);
 }
 
@@ -71,33 +71,33 @@ DLManagedTensor* make_dlpack(void* data, DLDataType dtype, device d, int ndim, c
 
 std::pair<void*, std::size_t> dlpack_checked(const DLTensor& t, DLDataType want, std::size_t align) {
   if (t.dtype.code != want.code || t.dtype.bits != want.bits || t.dtype.lanes != want.lanes)
-    throw invalid_argument("DLPack: the tensor holds " + dlpack_dtype_name(t.dtype) + ", expected " +
+    RESIDENT_FAIL("DLPack: the tensor holds " + dlpack_dtype_name(t.dtype) + ", expected " +
                            dlpack_dtype_name(want) + " (convert it first, or ask for the matching element type)");
   if (t.ndim < 0 || (t.ndim > 0 && !t.shape))
-    throw invalid_argument("DLPack: a tensor of " + std::to_string(t.ndim) + " dimensions without a shape");
+    RESIDENT_FAIL("DLPack: a tensor of " + std::to_string(t.ndim) + " dimensions without a shape");
   // Elements, checked for overflow; a dimension of extent 1 may carry any stride (as PyTorch makes them).
   std::uint64_t n = 1;
   bool contiguous = true;
   std::int64_t expect = 1;
   for (int i = t.ndim - 1; i >= 0; --i) {
     const std::int64_t e = t.shape[i];
-    if (e < 0) throw invalid_argument("DLPack: extent " + std::to_string(e) + " in dimension " + std::to_string(i));
+    if (e < 0) RESIDENT_FAIL("DLPack: extent " + std::to_string(e) + " in dimension " + std::to_string(i));
     if (t.strides && e != 1 && t.strides[i] != expect) contiguous = false;
     if (e != 0 && n > std::numeric_limits<std::uint64_t>::max() / std::uint64_t(e))
-      throw invalid_argument("DLPack: the tensor's element count overflows");
+      RESIDENT_FAIL("DLPack: the tensor's element count overflows");
     n *= std::uint64_t(e);
     expect *= e;
   }
   const std::size_t elem = (std::size_t(want.bits) * want.lanes + 7) / 8;
   if (n > std::numeric_limits<std::size_t>::max() / elem)
-    throw invalid_argument("DLPack: the tensor's byte count overflows");
+    RESIDENT_FAIL("DLPack: the tensor's byte count overflows");
   if (n != 0 && !contiguous)
-    throw invalid_argument("DLPack: the tensor is strided; resident uses C-contiguous memory in place (make it "
+    RESIDENT_FAIL("DLPack: the tensor is strided; resident uses C-contiguous memory in place (make it "
                            "contiguous first, e.g. .contiguous() or ascontiguousarray)");
-  if (n != 0 && !t.data) throw invalid_argument("DLPack: a tensor of " + std::to_string(n) + " elements with no data");
+  if (n != 0 && !t.data) RESIDENT_FAIL("DLPack: a tensor of " + std::to_string(n) + " elements with no data");
   char* p = static_cast<char*>(t.data) + t.byte_offset;
   if (n != 0 && reinterpret_cast<std::uintptr_t>(p) % align != 0)
-    throw invalid_argument("DLPack: the tensor's first element is not aligned to " + std::to_string(align) + " bytes");
+    RESIDENT_FAIL("DLPack: the tensor's first element is not aligned to " + std::to_string(align) + " bytes");
   return {n ? p : nullptr, std::size_t(n)};
 }
 

@@ -31,7 +31,7 @@ std::string launch_config::str() const {
 void validate(const launch_config& cfg, device d) {
   const device_properties p = properties(d);
   auto fail = [&](const std::string& what) {
-    throw invalid_launch("invalid launch configuration " + cfg.str() + " on " + d.name() + ": " + what);
+    RESIDENT_FAIL("invalid launch configuration " + cfg.str() + " on " + d.name() + ": " + what, invalid_launch);
   };
   const char* axis[] = {"x", "y", "z"};
   unsigned g[] = {cfg.grid.x, cfg.grid.y, cfg.grid.z};

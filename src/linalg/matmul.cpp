@@ -29,7 +29,7 @@ matmul_algo parse_matmul_algo(const std::string& s) {
   for (auto a : {matmul_algo::automatic, matmul_algo::naive, matmul_algo::blocked, matmul_algo::shared,
                  matmul_algo::tuned, matmul_algo::vendor, matmul_algo::vendor_tf32})
     if (to_string(a) == s) return a;
-  throw invalid_argument("unknown matmul algorithm '" + s +
+  RESIDENT_FAIL("unknown matmul algorithm '" + s +
                          "': use auto, naive, blocked, shared, tuned, vendor or vendor_tf32");
 }
 
@@ -180,22 +180,22 @@ void check_matmul(std::size_t am, std::size_t ak, std::size_t bk, std::size_t bn
                   std::size_t c_bytes, device da, device db, device dc) {
   auto dims = [](std::size_t r, std::size_t c) { return std::to_string(r) + " x " + std::to_string(c); };
   if (ak != bk)
-    throw shape_mismatch("matmul: A is " + dims(am, ak) + " and B is " + dims(bk, bn) +
-                         ": A's columns must equal B's rows");
+    RESIDENT_FAIL("matmul: A is " + dims(am, ak) + " and B is " + dims(bk, bn) +
+                         ": A's columns must equal B's rows", shape_mismatch);
   if (cm != am || cn != bn)
-    throw shape_mismatch("matmul: C is " + dims(cm, cn) + " but A * B is " + dims(am, bn));
+    RESIDENT_FAIL("matmul: C is " + dims(cm, cn) + " but A * B is " + dims(am, bn), shape_mismatch);
   if (!(da == dc) || !(db == dc))
-    throw device_mismatch("matmul: A on " + da.name() + ", B on " + db.name() + ", C on " + dc.name() +
-                          "; all three must be on one device");
+    RESIDENT_FAIL("matmul: A on " + da.name() + ", B on " + db.name() + ", C on " + dc.name() +
+                          "; all three must be on one device", device_mismatch);
   if (overlaps(c, c_bytes, a, a_bytes) || overlaps(c, c_bytes, b, b_bytes))
-    throw invalid_argument("matmul: C overlaps A or B; write the product into a separate array");
+    RESIDENT_FAIL("matmul: C overlaps A or B; write the product into a separate array");
 }
 
 void matmul(const gemm_args& g, matmul_algo algo) {
   const device d = g.stream.device();
   if (algo == matmul_algo::automatic) algo = matmul_algo::vendor;
   if (!matmul_supported(algo, d, g.element_size))
-    throw invalid_argument("matmul: algorithm '" + to_string(algo) + "' does not run on " + d.name() + " for " +
+    RESIDENT_FAIL("matmul: algorithm '" + to_string(algo) + "' does not run on " + d.name() + " for " +
                            (g.element_size == 4 ? "float" : "double") +
                            (d.is_cpu() ? "; the CPU offers naive, blocked and vendor"
                                        : "; the GPU offers naive, shared, tuned, vendor_tf32 (float) and vendor"));

@@ -3,6 +3,6 @@
 
 namespace resident::detail {
 void matmul_cuda(const gemm_args&, matmul_algo) {
-  throw device_unavailable("matmul on a CUDA device needs the CUDA backend: reconfigure with -DRESIDENT_CUDA=ON");
+  RESIDENT_FAIL("matmul on a CUDA device needs the CUDA backend: reconfigure with -DRESIDENT_CUDA=ON", device_unavailable);
 }
 }  // namespace resident::detail

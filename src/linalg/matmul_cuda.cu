@@ -8,6 +8,7 @@
 
 #include "resident/detail/cuda_check.hpp"
 #include "resident/detail/cuda_runtime.hpp"
+#include "resident/detail/library_check.hpp"
 #include "resident/launch/detail/launch_cuda.cuh"
 #include "resident/linalg/matmul.hpp"
 #include "resident/memory/ledger.hpp"
@@ -181,35 +182,27 @@ cublasHandle_t handle_of(int dev) {
   std::lock_guard lock(handles.m);
   if (!handles.h[dev]) {
     cuda::set_device(dev);
-    if (cublasCreate(&handles.h[dev]) != CUBLAS_STATUS_SUCCESS)
-      throw cuda_error(0, "CUBLAS_STATUS", "cublasCreate failed on cuda:" + std::to_string(dev));
+    RESIDENT_CUBLAS_TRY(cublasCreate(&handles.h[dev]));
   }
   return handles.h[dev];
 }
 
-void cublas_try(cublasStatus_t st, const char* what) {
-  if (st != CUBLAS_STATUS_SUCCESS)
-    throw cuda_error(int(st), cublasGetStatusName(st), std::string(what) + " failed: " + cublasGetStatusString(st));
-}
-
 void vendor(const gemm_args& a, bool tf32) {
   cublasHandle_t h = handle_of(a.stream.device().index());
-  cublas_try(cublasSetStream(h, a.stream.native()), "cublasSetStream");
-  cublas_try(cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+  RESIDENT_CUBLAS_TRY(cublasSetStream(h, a.stream.native()));
+  RESIDENT_CUBLAS_TRY(cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
   // Row-major C = A B is column-major C^T = B^T A^T: pass B first, dimensions swapped. Leading
   // dimensions of empty operands (k = 0) are 0 here; BLAS asks for at least 1.
   const int m = int(a.m), n = int(a.n), k = int(a.k);
   const int lda = std::max(1, int(a.lda)), ldb = std::max(1, int(a.ldb));
   if (a.element_size == 4) {
     const float alpha = float(a.alpha), beta = float(a.beta);
-    cublas_try(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, static_cast<const float*>(a.b), ldb,
-                           static_cast<const float*>(a.a), lda, &beta, static_cast<float*>(a.c), int(a.ldc)),
-               "cublasSgemm");
+    RESIDENT_CUBLAS_TRY(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, static_cast<const float*>(a.b), ldb,
+                           static_cast<const float*>(a.a), lda, &beta, static_cast<float*>(a.c), int(a.ldc)));
   } else {
-    cublas_try(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &a.alpha, static_cast<const double*>(a.b),
+    RESIDENT_CUBLAS_TRY(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &a.alpha, static_cast<const double*>(a.b),
                            ldb, static_cast<const double*>(a.a), lda, &a.beta,
-                           static_cast<double*>(a.c), int(a.ldc)),
-               "cublasDgemm");
+                           static_cast<double*>(a.c), int(a.ldc)));
   }
 }
 

@@ -145,7 +145,7 @@ transfer_policy default_transfer_policy() {
   if (s == "allow") return transfer_policy::allow;
   if (s == "log") return transfer_policy::log;
   if (s == "forbid") return transfer_policy::forbid;
-  throw invalid_argument("RESIDENT_TRANSFER_POLICY is '" + std::string(s) +
+  RESIDENT_FAIL("RESIDENT_TRANSFER_POLICY is '" + std::string(s) +
                          "': use allow, log or forbid (or leave it unset for allow)");
 }
 
@@ -171,11 +171,11 @@ void record_transfer(device d, direction dir, std::uint64_t bytes) {
     const char* name = dir == direction::h2d ? "host-to-device" : "device-to-host";
     const transfer_policy p = current_transfer_policy();
     if (p == transfer_policy::forbid) {
-      throw transfer_forbidden(std::string("a ") + name + " transfer of " + format_bytes(double(bytes)) +
+      RESIDENT_FAIL(std::string("a ") + name + " transfer of " + format_bytes(double(bytes)) +
                                " on " + d.name() + " was attempted while the transfer policy is forbid (" +
                                (t_scoped ? "set by a scoped_transfer_policy on this thread"
                                          : "the process default, from RESIDENT_TRANSFER_POLICY") +
-                               "); move the transfer out of that scope or relax the policy");
+                               "); move the transfer out of that scope or relax the policy", transfer_forbidden);
     }
     if (p == transfer_policy::log)
       std::cerr << "resident: " << name << " transfer of " << format_bytes(double(bytes)) << " on "

@@ -5,6 +5,7 @@
 /// call then throws device_unavailable). Keeps the CUDA headers out of every public .hpp.
 
 #include <cstddef>
+#include <source_location>
 #include <string>
 
 #include "resident/config.hpp"
@@ -65,8 +66,9 @@ int pointer_device(const void* p) noexcept;
 /// Whether fused kernels on dev launch with programmatic dependent launch (see launch.hpp).
 bool dependent_launch(int dev);
 
-/// Checks the error state after a kernel launch (throws cuda_error / device_lost).
-void check_launch(const char* what);
+/// Checks the error state after a kernel launch (throws cuda_error / device_lost naming `at`, the
+/// launching line).
+void check_launch(const char* what, std::source_location at = std::source_location::current());
 
 /// Makes dev current for the calling thread.
 void set_device(int dev);

@@ -40,7 +40,7 @@ class graph {
       return g;
     }
     if (s.native() == nullptr)
-      throw invalid_argument("graph::capture needs a created stream (rs::stream), not the default stream");
+      RESIDENT_FAIL("graph::capture needs a created stream (rs::stream), not the default stream");
     g.kernels_ = record(s, work);
     g.exec_ = detail::graph_end(s);
     return g;
@@ -54,14 +54,14 @@ class graph {
   template <class F>
   void update(stream_ref s, F&& work) {
     check_live();
-    if (!exec_ && !cpu_work_) throw invalid_argument("graph::update of an empty graph: capture one first");
+    if (!exec_ && !cpu_work_) RESIDENT_FAIL("graph::update of an empty graph: capture one first");
     if (device_.is_cpu()) {
       cpu_work_ = std::function<void()>(std::forward<F>(work));
       return;
     }
     const std::uint64_t k = record(s, work);
     if (!detail::graph_end_update(s, exec_))
-      throw invalid_argument("graph::update: the new work differs in shape from the captured graph (other "
+      RESIDENT_FAIL("graph::update: the new work differs in shape from the captured graph (other "
                              "kernels, node count or dependencies); capture a new graph with graph::capture");
     kernels_ = k;
   }
@@ -92,7 +92,7 @@ class graph {
   void replay(stream_ref s) const {
     check_live();
     if (!(s.device() == device_))
-      throw device_mismatch("graph captured on " + device_.name() + " replayed on " + s.device().name());
+      RESIDENT_FAIL("graph captured on " + device_.name() + " replayed on " + s.device().name(), device_mismatch);
     if (exec_) {
       detail::graph_launch(exec_, s);
       detail::record_kernel(device_, kernels_);
@@ -101,7 +101,7 @@ class graph {
       cpu_work_();  // counts its own kernels as it runs them
       kernels_ = l.delta().kernels;
     } else {
-      throw invalid_argument("replay of an empty graph: capture one first");
+      RESIDENT_FAIL("replay of an empty graph: capture one first");
     }
   }
   /// Kernels one replay launches.
@@ -109,7 +109,7 @@ class graph {
 
   /// Throws invalid_argument when the graph was moved from.
   void check_live() const {
-    if (moved_) throw invalid_argument("use of a moved-from graph: it no longer holds captured work");
+    if (moved_) RESIDENT_FAIL("use of a moved-from graph: it no longer holds captured work");
   }
 
  private:

@@ -309,13 +309,13 @@ T run_reduce(stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std:
 }
 
 [[noreturn]] inline void throw_size(const char* what, std::size_t a, std::size_t b) {
-  throw shape_mismatch(std::string("pipeline: ") + what + " " + std::to_string(a) + " elements, expected " +
-                       std::to_string(b));
+  RESIDENT_FAIL(std::string("pipeline: ") + what + " " + std::to_string(a) + " elements, expected " +
+                       std::to_string(b), shape_mismatch);
 }
 inline void check_same(device a, device b, const char* what) {
   if (!(a == b))
-    throw device_mismatch(std::string("pipeline: ") + what + " is on " + a.name() + ", the rest on " + b.name() +
-                          "; copy it over first (rs::copy_to)");
+    RESIDENT_FAIL(std::string("pipeline: ") + what + " is on " + a.name() + ", the rest on " + b.name() +
+                          "; copy it over first (rs::copy_to)", device_mismatch);
 }
 
 }  // namespace detail

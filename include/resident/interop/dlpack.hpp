@@ -86,7 +86,7 @@ DLManagedTensor* to_dlpack(array<T>&& a, std::optional<stream_ref> consumer = st
 /// deleter, so the memory outlives whichever side lets go last.
 template <class T>
 DLManagedTensor* to_dlpack(std::shared_ptr<array<T>> a, std::optional<stream_ref> consumer = std::nullopt) {
-  if (!a) throw invalid_argument("to_dlpack: a null array pointer");
+  if (!a) RESIDENT_FAIL("to_dlpack: a null array pointer");
   a->check_live();
   detail::order_for(a->stream(), consumer);
   const std::int64_t shape[1] = {static_cast<std::int64_t>(a->size())};
@@ -128,11 +128,11 @@ class dlpack_array {
 
 /// Takes over t, ordered on s; on an error t stays the caller's. @throws as above.
   explicit dlpack_array(DLManagedTensor* t, stream_ref s) : managed_(t) {
-    if (!t) throw invalid_argument("from_dlpack: a null DLManagedTensor");
+    if (!t) RESIDENT_FAIL("from_dlpack: a null DLManagedTensor");
     try {
       const resident::device d = device_of(t->dl_tensor.device);
       if (!(s.device() == d))
-        throw device_mismatch("from_dlpack: the tensor lies on " + d.name() + ", the stream is on " + s.device().name());
+        RESIDENT_FAIL("from_dlpack: the tensor lies on " + d.name() + ", the stream is on " + s.device().name(), device_mismatch);
       auto [data, n] = detail::dlpack_checked(t->dl_tensor, dlpack_dtype<T>(), alignof(T));
       data_ = static_cast<T*>(data);
       size_ = n;
@@ -174,7 +174,7 @@ class dlpack_array {
   stream_ref stream() const noexcept { return stream_; }
   /// @throws invalid_argument when moved from.
   void check_live() const {
-    if (moved_) throw invalid_argument("use of a moved-from dlpack_array: it no longer holds a tensor");
+    if (moved_) RESIDENT_FAIL("use of a moved-from dlpack_array: it no longer holds a tensor");
   }
 /// What kernels receive. @throws invalid_argument when moved from.
   array_view<T> view() const {
@@ -208,7 +208,7 @@ dlpack_array<T> from_dlpack(DLManagedTensor* t, stream_ref s) {
 /// The same, on the default stream of the tensor's device.
 template <class T>
 dlpack_array<T> from_dlpack(DLManagedTensor* t) {
-  if (!t) throw invalid_argument("from_dlpack: a null DLManagedTensor");
+  if (!t) RESIDENT_FAIL("from_dlpack: a null DLManagedTensor");
   return dlpack_array<T>(t, default_stream(device_of(t->dl_tensor.device)));
 }
 
@@ -218,7 +218,7 @@ template <class T>
 array_ref<T> as_array_ref(const DLTensor& t, stream_ref s) {
   const device d = device_of(t.device);
   if (!(s.device() == d))
-    throw device_mismatch("as_array_ref: the tensor lies on " + d.name() + ", the stream is on " + s.device().name());
+    RESIDENT_FAIL("as_array_ref: the tensor lies on " + d.name() + ", the stream is on " + s.device().name(), device_mismatch);
   auto [data, n] = detail::dlpack_checked(t, dlpack_dtype<T>(), alignof(T));
   return {static_cast<T*>(data), n, s};
 }

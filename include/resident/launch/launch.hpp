@@ -41,7 +41,7 @@ inline constexpr bool nvcc_compiled = false;
 #endif
 
 [[noreturn]] inline void throw_not_nvcc(device d) {
-  throw invalid_argument("this code runs on " + d.name() +
+  RESIDENT_FAIL("this code runs on " + d.name() +
                          " but its translation unit was not compiled by nvcc; compile it as CUDA "
                          "(set_source_files_properties(... LANGUAGE CUDA)) or run on the cpu device");
 }

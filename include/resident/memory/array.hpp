@@ -87,7 +87,7 @@ class array {
   void set_stream(stream_ref s) {
     check_live();
     if (!(s.device() == device()))
-      throw device_mismatch("set_stream: stream on " + s.device().name() + ", array on " + device().name());
+      RESIDENT_FAIL("set_stream: stream on " + s.device().name() + ", array on " + device().name(), device_mismatch);
     if (s.native() != stream_.native()) s.wait_for(stream_);
     stream_ = s;
   }
@@ -109,8 +109,8 @@ class array {
   void to_host(std::span<T> out, staging st = staging::chunked) const {
     check_live();
     if (out.size() != size_)
-      throw shape_mismatch("to_host: host buffer holds " + std::to_string(out.size()) + " elements, array " +
-                           std::to_string(size_));
+      RESIDENT_FAIL("to_host: host buffer holds " + std::to_string(out.size()) + " elements, array " +
+                           std::to_string(size_), shape_mismatch);
     detail::copy_device_to_host(out.data(), data_, bytes(), stream_, sync::blocking, st);
   }
   /// Starts copying the array into a pinned buffer and returns; synchronize the array's stream before
@@ -119,8 +119,8 @@ class array {
     check_live();
     out.check_live();
     if (out.size() != size_)
-      throw shape_mismatch("to_host_async: pinned buffer holds " + std::to_string(out.size()) +
-                           " elements, array " + std::to_string(size_));
+      RESIDENT_FAIL("to_host_async: pinned buffer holds " + std::to_string(out.size()) +
+                           " elements, array " + std::to_string(size_), shape_mismatch);
     detail::copy_device_to_host(out.data(), data_, bytes(), stream_, sync::async);
   }
 
@@ -130,7 +130,7 @@ class array {
 
   /// Throws invalid_argument when the array was moved from.
   void check_live() const {
-    if (moved_) throw invalid_argument("use of a moved-from array: it no longer owns memory");
+    if (moved_) RESIDENT_FAIL("use of a moved-from array: it no longer owns memory");
   }
 
  private:
@@ -179,7 +179,7 @@ template <class T>
 array_ref<T> array<T>::slice(std::size_t offset, std::size_t count) const {
   check_live();
   if (offset > size_ || count > size_ - offset)
-    throw invalid_argument("slice [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
+    RESIDENT_FAIL("slice [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
                            std::to_string(count) + ") is outside an array of " + std::to_string(size_) + " elements");
   return {data_ + offset, count, stream_};
 }
@@ -273,10 +273,10 @@ class array2d {
   static std::size_t checked_elements(std::size_t rows, std::size_t cols, std::size_t ld) {
     std::size_t l = ld ? ld : cols;
     if (ld && ld < cols)
-      throw invalid_argument("array2d: leading dimension " + std::to_string(ld) + " is smaller than cols " +
+      RESIDENT_FAIL("array2d: leading dimension " + std::to_string(ld) + " is smaller than cols " +
                              std::to_string(cols));
     if (l != 0 && rows > array<T>::max_size() / l)
-      throw invalid_argument("array2d: " + std::to_string(rows) + " x " + std::to_string(l) +
+      RESIDENT_FAIL("array2d: " + std::to_string(rows) + " x " + std::to_string(l) +
                              " elements overflow the byte count");
     return rows * l;
   }
@@ -323,12 +323,12 @@ array<T> to_device(const pinned_buffer<T>& host, stream_ref s) {
 template <class T>
 array2d<T> to_device(std::span<const T> host, std::size_t rows, std::size_t cols, stream_ref s) {
   if (cols != 0 && rows > array<T>::max_size() / cols)
-    throw invalid_argument("to_device: " + std::to_string(rows) + " x " + std::to_string(cols) +
+    RESIDENT_FAIL("to_device: " + std::to_string(rows) + " x " + std::to_string(cols) +
                            " elements overflow the byte count");
   if (host.size() != rows * cols)
-    throw shape_mismatch("to_device: host buffer holds " + std::to_string(host.size()) + " elements, " +
+    RESIDENT_FAIL("to_device: host buffer holds " + std::to_string(host.size()) + " elements, " +
                          std::to_string(rows) + " x " + std::to_string(cols) + " needs " +
-                         std::to_string(rows * cols));
+                         std::to_string(rows * cols), shape_mismatch);
   array2d<T> a(rows, cols, s);
   detail::copy_host_to_device(a.data(), host.data(), host.size_bytes(), a.stream());
   return a;
@@ -359,8 +359,8 @@ void copy(const array<T>& src, array<T>& dst) {
   src.check_live();
   dst.check_live();
   if (src.size() != dst.size())
-    throw shape_mismatch("copy: source has " + std::to_string(src.size()) + " elements, destination " +
-                         std::to_string(dst.size()));
+    RESIDENT_FAIL("copy: source has " + std::to_string(src.size()) + " elements, destination " +
+                         std::to_string(dst.size()), shape_mismatch);
   if (src.empty() || &src == &dst) return;
   device s = src.device(), d = dst.device();
   if (s == d) {
@@ -371,8 +371,8 @@ void copy(const array<T>& src, array<T>& dst) {
   } else if (s.is_cuda() && d.is_cpu()) {
     detail::copy_device_to_host(dst.data(), src.data(), src.bytes(), src.stream(), sync::blocking);
   } else {
-    throw device_mismatch("copy: from " + s.name() + " to " + d.name() +
-                          " between two GPUs is not supported; copy through the host");
+    RESIDENT_FAIL("copy: from " + s.name() + " to " + d.name() +
+                          " between two GPUs is not supported; copy through the host", device_mismatch);
   }
 }
 
@@ -382,8 +382,8 @@ template <class T>
 void copy(std::type_identity_t<std::span<const T>> host, array<T>& dst, staging st = staging::chunked) {
   dst.check_live();
   if (host.size() != dst.size())
-    throw shape_mismatch("copy: host buffer holds " + std::to_string(host.size()) + " elements, array " +
-                         std::to_string(dst.size()));
+    RESIDENT_FAIL("copy: host buffer holds " + std::to_string(host.size()) + " elements, array " +
+                         std::to_string(dst.size()), shape_mismatch);
   detail::copy_host_to_device(dst.data(), host.data(), dst.bytes(), dst.stream(), st);
 }
 
@@ -396,8 +396,8 @@ template <array_like A>
 void copy_async(std::span<const typename std::remove_cvref_t<A>::value_type> host, A&& dst) {
   dst.check_live();
   if (host.size() != dst.size())
-    throw shape_mismatch("copy_async: host memory holds " + std::to_string(host.size()) + " elements, array " +
-                         std::to_string(dst.size()));
+    RESIDENT_FAIL("copy_async: host memory holds " + std::to_string(host.size()) + " elements, array " +
+                         std::to_string(dst.size()), shape_mismatch);
   detail::copy_host_to_device(dst.data(), host.data(), host.size_bytes(), dst.stream());
 }
 
@@ -408,8 +408,8 @@ template <array_like A>
 void copy_async(const A& src, std::span<typename std::remove_cvref_t<A>::value_type> host) {
   src.check_live();
   if (host.size() != src.size())
-    throw shape_mismatch("copy_async: host memory holds " + std::to_string(host.size()) + " elements, array " +
-                         std::to_string(src.size()));
+    RESIDENT_FAIL("copy_async: host memory holds " + std::to_string(host.size()) + " elements, array " +
+                         std::to_string(src.size()), shape_mismatch);
   detail::copy_device_to_host(host.data(), src.data(), host.size_bytes(), src.stream(), sync::async);
 }
 

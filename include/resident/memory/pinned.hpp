@@ -94,7 +94,7 @@ class pinned_buffer {
 
   /// Throws invalid_argument when the buffer was moved from.
   void check_live() const {
-    if (moved_) throw invalid_argument("use of a moved-from pinned_buffer: it no longer owns memory");
+    if (moved_) RESIDENT_FAIL("use of a moved-from pinned_buffer: it no longer owns memory");
   }
 
  private:

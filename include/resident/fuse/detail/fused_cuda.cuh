@@ -400,8 +400,8 @@ T run_reduce_cuda(stream_ref s, const L& in, const Fn& fn, const Op& op, T init,
                     : groups ? fused_config<k1>(generator_groups(in, n), cfg, s.device(), U, reduce_block)
                              : fused_config<k1>(n, cfg, s.device(), U, reduce_block);
   if (c.block.count() != std::size_t(reduce_block) || c.block.y != 1 || c.block.z != 1)
-    throw invalid_launch("a fused reduction runs blocks of " + std::to_string(reduce_block) + " threads; " + c.str() +
-                         " asks for " + std::to_string(c.block.count()));
+    RESIDENT_FAIL("a fused reduction runs blocks of " + std::to_string(reduce_block) + " threads; " + c.str() +
+                         " asks for " + std::to_string(c.block.count()), invalid_launch);
   const unsigned blocks = c.grid.x;
   // Scratch: the per-block partials and the result, in one pool block, and while s is being captured
   // the counters the blocks count their finishing in (launch_counters).

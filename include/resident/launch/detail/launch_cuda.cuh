@@ -168,7 +168,7 @@ void for_each_cuda(stream_ref s, std::size_t n, F f) {
 template <class... KArgs, class... Args>
 void launch_kernel(void (*kernel)(KArgs...), stream_ref s, const launch_config& cfg, Args&&... args) {
   if (!s.device().is_cuda())
-    throw device_mismatch("launch_kernel needs a CUDA stream; on the CPU use launch() with a functor");
+    RESIDENT_FAIL("launch_kernel needs a CUDA stream; on the CPU use launch() with a functor", device_mismatch);
   validate(cfg, s.device());
   detail::raise_shared_limit(kernel, cfg.shared_bytes);
   kernel<<<detail::to_dim3(cfg.grid), detail::to_dim3(cfg.block), cfg.shared_bytes, s.native()>>>(
