@@ -12,6 +12,7 @@
 
 #include "resident/detail/cuda_check.hpp"
 #include "resident/detail/cuda_runtime.hpp"
+#include "resident/detail/per_device.hpp"
 #include "resident/device/graph.hpp"
 #include "resident/launch/config.hpp"
 
@@ -65,22 +66,20 @@ auto on_device(int dev, F&& f) {
   return f();
 }
 
-constexpr int max_devices = 64;
-
 cudaMemPool_t pool_of(int dev) {
-  static std::array<std::atomic<cudaMemPool_t>, max_devices> pools{};
+  static per_device<std::atomic<cudaMemPool_t>> pools;
   static std::mutex m;
-  if (cudaMemPool_t p = pools[std::size_t(dev)].load(std::memory_order_acquire)) return p;  // the hot path
+  if (cudaMemPool_t p = pools.cuda(dev).load(std::memory_order_acquire)) return p;  // the hot path
   std::lock_guard lock(m);
-  if (!pools[std::size_t(dev)].load()) {
+  if (!pools.cuda(dev).load()) {
     cudaMemPool_t p;
     RESIDENT_CUDA_TRY(cudaDeviceGetDefaultMemPool(&p, dev));
     // Keep freed memory in the pool for reuse instead of returning it at each synchronization.
     std::uint64_t threshold = UINT64_MAX;
     RESIDENT_CUDA_TRY(cudaMemPoolSetAttribute(p, cudaMemPoolAttrReleaseThreshold, &threshold));
-    pools[std::size_t(dev)].store(p, std::memory_order_release);
+    pools.cuda(dev).store(p, std::memory_order_release);
   }
-  return pools[std::size_t(dev)].load();
+  return pools.cuda(dev).load();
 }
 
 }  // namespace
@@ -215,10 +214,10 @@ void stream_after(cuda_stream_t after, cuda_stream_t before) {
   // ordered by the stream they are launched on instead.
   if (stream_is_capturing(after) && !stream_is_capturing(before)) return;
   // One event per thread and device, re-recorded each time: a wait binds to the record before it.
-  thread_local std::array<cudaEvent_t, max_devices> events{};
+  thread_local per_device<cudaEvent_t> events;
   int dev = 0;
   RESIDENT_CUDA_TRY(cudaGetDevice(&dev));
-  cudaEvent_t& e = events[std::size_t(dev)];
+  cudaEvent_t& e = events.cuda(dev);
   if (!e) RESIDENT_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   RESIDENT_CUDA_TRY(cudaEventRecord(e, before));
   RESIDENT_CUDA_TRY(cudaStreamWaitEvent(after, e, 0));
@@ -335,12 +334,12 @@ int pointer_device(const void* p) noexcept {
 
 bool dependent_launch(int dev) {
   if (!programmatic_launch()) return false;
-  static std::array<std::atomic<int>, 64> major{};  // 0: not asked yet
-  if (dev < 0 || dev >= int(major.size())) return false;
-  int m = major[std::size_t(dev)].load(std::memory_order_relaxed);
+  static per_device<std::atomic<int>> major;  // 0: not asked yet
+  if (dev < 0 || dev >= max_cuda_devices) return false;
+  int m = major.cuda(dev).load(std::memory_order_relaxed);
   if (m == 0) {
     RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev));
-    major[std::size_t(dev)].store(m, std::memory_order_relaxed);
+    major.cuda(dev).store(m, std::memory_order_relaxed);
   }
   return m >= 9;
 }

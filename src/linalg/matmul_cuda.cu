@@ -9,6 +9,7 @@
 #include "resident/detail/cuda_check.hpp"
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/detail/library_check.hpp"
+#include "resident/detail/per_device.hpp"
 #include "resident/launch/detail/launch_cuda.cuh"
 #include "resident/linalg/matmul.hpp"
 #include "resident/memory/ledger.hpp"
@@ -169,10 +170,10 @@ __global__ void __launch_bounds__(256, 2) tuned_kernel(gemm_f32 g) {
 // One cuBLAS handle per device, created on first use and destroyed at exit (before the CUDA runtime
 // tears down: the table is built after the runtime started).
 struct cublas_handles {
-  std::array<cublasHandle_t, 64> h{};
+  detail::per_device<cublasHandle_t> h;
   std::mutex m;
   ~cublas_handles() {
-    for (auto x : h)
+    for (auto x : h.all())
       if (x) cublasDestroy(x);
   }
 };
@@ -180,11 +181,11 @@ struct cublas_handles {
 cublasHandle_t handle_of(int dev) {
   static cublas_handles handles;
   std::lock_guard lock(handles.m);
-  if (!handles.h[dev]) {
+  if (!handles.h.cuda(dev)) {
     cuda::set_device(dev);
-    RESIDENT_CUBLAS_TRY(cublasCreate(&handles.h[dev]));
+    RESIDENT_CUBLAS_TRY(cublasCreate(&handles.h.cuda(dev)));
   }
-  return handles.h[dev];
+  return handles.h.cuda(dev);
 }
 
 void vendor(const gemm_args& a, bool tf32) {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "resident/detail/per_device.hpp"
 #include "resident/error.hpp"
 
 namespace resident {
@@ -21,16 +22,12 @@ struct atomic_counts {
   std::atomic<bool> used{false};
 };
 
-constexpr int max_cuda = 64;
-// Slot 0 is the CPU, slot 1 + i is cuda:i.
-std::array<atomic_counts, max_cuda + 1>& table() {
-  static std::array<atomic_counts, max_cuda + 1> t;
+detail::per_device<atomic_counts>& table() {
+  static detail::per_device<atomic_counts> t;
   return t;
 }
 atomic_counts& slot(device d) {
-  int i = d.is_cpu() ? 0 : 1 + d.index();
-  RESIDENT_EXPECTS(i >= 0 && i <= max_cuda, "device index out of range for the ledger");
-  auto& c = table()[static_cast<std::size_t>(i)];
+  auto& c = table()[d];
   c.used.store(true, std::memory_order_relaxed);
   return c;
 }
@@ -119,7 +116,7 @@ ledger_counts ledger(device d) { return read(slot(d)); }
 
 ledger_snapshot ledger() {
   ledger_snapshot s;
-  auto& t = table();
+  auto& t = table().all();
   for (std::size_t i = 0; i < t.size(); ++i) {
     if (!t[i].used.load(std::memory_order_relaxed)) continue;
     device d = i == 0 ? device::cpu() : device::cuda(static_cast<int>(i - 1));

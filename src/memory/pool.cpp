@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "resident/detail/cuda_runtime.hpp"
+#include "resident/detail/per_device.hpp"
 #include "resident/error.hpp"
 #include "resident/memory/ledger.hpp"
 
@@ -49,12 +50,9 @@ struct pool_state {
   }
 };
 
-constexpr int max_cuda = 64;
 pool_state& state(device d) {
-  static std::array<pool_state, max_cuda + 1> s;
-  int i = d.is_cpu() ? 0 : 1 + d.index();
-  RESIDENT_EXPECTS(i >= 0 && i <= max_cuda, "device index out of range for the pool");
-  return s[static_cast<std::size_t>(i)];
+  static detail::per_device<pool_state> s;
+  return s[d];
 }
 
 // Under AddressSanitizer the pool poisons what its blocks hold beyond the request and whole cached

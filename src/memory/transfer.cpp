@@ -7,10 +7,11 @@
 #include <memory>
 #include <string>
 
-#include "resident/error.hpp"
 #include <mutex>
 
 #include "resident/detail/cuda_runtime.hpp"
+#include "resident/detail/per_device.hpp"
+#include "resident/error.hpp"
 #include "resident/device/event.hpp"
 #include "resident/memory/ledger.hpp"
 #include "resident/memory/pinned.hpp"
@@ -82,9 +83,9 @@ struct stager {
 
 stager& stager_of(device d) {
   static std::mutex m;
-  static std::array<std::unique_ptr<stager>, 64> all;
+  static detail::per_device<std::unique_ptr<stager>> all;
   std::lock_guard lock(m);
-  auto& s = all[static_cast<std::size_t>(d.index())];
+  auto& s = all[d];
   if (!s) s = std::make_unique<stager>(d);
   return *s;
 }

@@ -1,0 +1,39 @@
+#pragma once
+/// @file per_device.hpp
+/// The one per-device table: a T for the CPU and for each CUDA device index resident can address.
+
+#include <array>
+#include <cstddef>
+#include <string>
+
+#include "resident/device/device.hpp"
+#include "resident/error.hpp"
+
+namespace resident::detail {
+
+/// The CUDA device indices resident addresses: 0 .. max_cuda_devices - 1.
+inline constexpr int max_cuda_devices = 64;
+
+/// One T per device, value-initialized: slot 0 is the CPU, slot 1 + i is cuda:i. Every access checks
+/// the index (an index beyond the table is invalid_argument, never a write past it).
+template <class T>
+class per_device {
+ public:
+  /// The slot of device d.
+  T& operator[](device d) { return slots_[slot(d.is_cpu() ? -1 : d.index())]; }
+  /// The slot of cuda:index.
+  T& cuda(int index) { return slots_[slot(index)]; }
+  /// Every slot, the CPU's first.
+  std::array<T, max_cuda_devices + 1>& all() noexcept { return slots_; }
+
+ private:
+  static std::size_t slot(int cuda_index) {
+    RESIDENT_EXPECTS(cuda_index >= -1 && cuda_index < max_cuda_devices,
+                     "CUDA device index " + std::to_string(cuda_index) + " is beyond the " +
+                         std::to_string(max_cuda_devices) + " devices resident addresses");
+    return std::size_t(cuda_index + 1);
+  }
+  std::array<T, max_cuda_devices + 1> slots_{};
+};
+
+}  // namespace resident::detail
