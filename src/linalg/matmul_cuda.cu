@@ -71,9 +71,8 @@ __global__ void shared_kernel(gemm_f32 g) {
 // is fetched into registers while the current one is multiplied. Checked: blocks wholly inside C with
 // 16-byte aligned rows load and store without bounds checks (a block-uniform branch), the guarded path
 // serves the edges and any shape. Unchecked (chosen on the host when every dimension is a multiple of
-// the tiles and every row 16-byte aligned): no checks at all, measured 0.925 of cuBLAS FP32 at 4096 and
-// 8192 where the checked form measured 0.885-0.892 (bench/results/2026-11-30: run 17 and
-// sgemm-variants-2..4; bench/experiments/sgemm_variants.cu also measured the tile shapes around it).
+// the tiles and every row 16-byte aligned): no checks at all, a few percent faster than the checked form
+// (bench/results/tuning.md).
 constexpr int TBM = 128, TBN = 128, TBK = 8;
 
 template <bool Checked>

@@ -514,6 +514,126 @@ TEST_P(pipelines, dependent_chains_see_each_predecessor_with_and_without_depende
   rs::set_programmatic_launch(was);
 }
 
+TEST_P(pipelines, inclusive_scans_after_maps_zips_and_generators_match_the_reference) {
+  const std::uint64_t kernels = dev.is_cuda() ? 2 : 1;  // CUB's look-back set-up, then the scan
+  for (std::size_t n : {std::size_t(1), std::size_t(5), std::size_t(1000), std::size_t(1 << 20) + 3}) {
+    auto seed = rs::test::fresh_seed();
+    SCOPED_TRACE("n = " + std::to_string(n) + ", seed = " + std::to_string(seed));
+    auto h = rs::test::random_vector<float>(n, seed, 0.0, 1.0);
+    auto x = rs::to_device(h, dev);
+    // Out of place into doubles: y[i] = sum of f1(x[0..i]), against an FP64 prefix sum.
+    rs::array<double> y = rs::to_device(std::vector<double>(n, rs::test::poison<double>()), dev);
+    {
+      rs::scoped_ledger l(dev);
+      rs::scoped_transfer_policy forbid(rs::transfer_policy::forbid);
+      (rs::map<f1>() | rs::map([] RESIDENT_HD(float v) { return double(v); }) | rs::inclusive_scan(rs::plus{}))(x, y);
+      EXPECT_EQ(l.delta().kernels, kernels);
+      EXPECT_EQ(l.delta().h2d_copies + l.delta().d2h_copies, 0u);
+    }
+    std::vector<double> ref(n);
+    double acc = 0;
+    for (std::size_t i = 0; i < n; ++i) ref[i] = acc += double(f1(h[i]));  // the stage in float, the sum in FP64
+    EXPECT_LT(rs::test::rel_error(y.to_host(), ref), 1e-12);
+    // In place, a running maximum: exact, whatever the order of combination.
+    rs::inclusive_scan(rs::maximum{})(x);
+    auto m = x.to_host();
+    float run = h[0];
+    for (std::size_t i = 0; i < n; ++i) {
+      run = std::max(run, h[i]);
+      ASSERT_EQ(m[i], run) << "at " << i;
+    }
+    // A zip, then a generator: exact integer sums.
+    auto a = rs::to_device(std::vector<std::int32_t>(n, 3), dev), b = rs::to_device(std::vector<std::int32_t>(n, 4), dev);
+    rs::array<std::int64_t> z(n, dev);
+    (rs::zip(a, b) | rs::map([] RESIDENT_HD(std::int32_t p, std::int32_t q) { return std::int64_t(p) * q; }) |
+     rs::inclusive_scan(rs::plus{}))(z);
+    auto zh = z.to_host();
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(zh[i], std::int64_t(12) * std::int64_t(i + 1)) << "at " << i;
+    (rs::generate([] RESIDENT_HD(std::size_t i) { return std::int64_t(i % 5); }) | rs::inclusive_scan(rs::plus{}))(z);
+    zh = z.to_host();
+    std::int64_t want = 0;
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(zh[i], want += std::int64_t(i % 5)) << "at " << i;
+  }
+}
+
+TEST_P(pipelines, scans_refuse_bad_calls_before_work_and_do_nothing_when_empty) {
+  rs::array<float> x(10, dev), y(11, dev), none(0, dev);
+  auto scan = rs::inclusive_scan(rs::plus{});
+  EXPECT_THROW(scan(x, y), rs::shape_mismatch);
+  EXPECT_THROW(scan.with_config({rs::dims(1), rs::dims(32)})(x), rs::invalid_launch);
+  rs::scoped_ledger l(dev);
+  scan(none);
+  EXPECT_EQ(l.delta().kernels, 0u);
+  rs::array<float> moved = std::move(x);
+  EXPECT_THROW(scan(x), rs::invalid_argument);
+}
+
+struct plus_one {
+  RESIDENT_HD float operator()(float v) const { return v + 1.f; }
+};
+struct constant {
+  float c;
+  RESIDENT_HD float operator()(std::size_t) const { return c; }
+};
+struct to_double {
+  RESIDENT_HD double operator()(float v) const { return double(v); }
+};
+struct product {
+  RESIDENT_HD float operator()(float p, float q) const { return p * q; }
+};
+
+// x = 1 + steps and w = 2, both on stream a, x written by a queue of `steps` kernels.
+struct queued_inputs {
+  static constexpr int steps = 30;
+  static constexpr float last = 1.f + steps;
+  rs::array<float> x, w;
+  queued_inputs(std::size_t n, rs::stream_ref a) : x(n, a), w(n, a) {
+    rs::generate(constant{1.f})(x);
+    rs::generate(constant{2.f})(w);
+    for (int i = 0; i < steps; ++i) rs::map(plus_one{})(x);
+  }
+};
+
+TEST_P(pipelines, inputs_on_other_streams_are_ordered_before_the_call_without_a_host_synchronization) {
+  // Every call below reads inputs last written on stream a and writes on stream b (an output, a
+  // result array): it must see the last of a's kernels. On the CPU backend work runs as it is issued.
+  rs::stream a(dev), b(dev);
+  const std::size_t n = (std::size_t(1) << 22) + 1;
+  const float last = queued_inputs::last;
+  {
+    queued_inputs in(n, a);
+    rs::array<float> y(n, b);
+    rs::map(scale{2.f})(in.x, y);
+    auto h = y.to_host();
+    EXPECT_EQ(h.front(), 2.f * last);
+    EXPECT_EQ(h.back(), 2.f * last);
+  }
+  {
+    queued_inputs in(n, a);
+    rs::array<float> y(n, b);
+    (rs::zip(in.x, in.w) | rs::map(product{}))(y);
+    EXPECT_EQ(y.to_host().back(), 2.f * last);
+  }
+  {
+    queued_inputs in(n, a);
+    rs::array<double> r(1, b);
+    (rs::map(to_double{}) | rs::reduce(rs::plus{}, 0.0))(in.x, r);
+    EXPECT_EQ(r.to_host()[0], double(last) * double(n));
+  }
+  {
+    queued_inputs in(n, a);
+    rs::array<double> y(n, b);
+    (rs::map(to_double{}) | rs::inclusive_scan(rs::plus{}))(in.x, y);
+    EXPECT_EQ(y.to_host().back(), double(last) * double(n));
+  }
+  {
+    queued_inputs in(n, a);
+    rs::array<float> y(n, b);
+    rs::copy(in.x, y);
+    EXPECT_EQ(y.to_host().back(), last);
+  }
+}
+
 RESIDENT_BACKENDS(pipelines);
 
 }  // namespace

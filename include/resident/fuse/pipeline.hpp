@@ -11,6 +11,14 @@
 ///
 /// The file that calls a pipeline on a CUDA array must be compiled by nvcc.
 ///
+/// Streams: a call runs on the stream of the array it writes (the output, or the one-element result
+/// array of a reduction); a reduction that returns its value runs on its input's stream and
+/// synchronizes it. Inputs on other streams of the device are ordered before the call with an event;
+/// nothing else synchronizes the host.
+///
+/// Sources and terminals have one shape (detail/sources.hpp); the executors are per backend
+/// (detail/fused_cpu.hpp, detail/fused_cuda.cuh) behind one dispatch (detail/backend.hpp).
+///
 /// On the CPU backend an exception thrown by a stage (or a generator) reaches the caller: the first
 /// one thrown is rethrown after the loop. Other elements may or may not have been computed by then
 /// (pieces of the loop already started finish, no new ones start), so an output is partly written.
@@ -21,8 +29,11 @@
 #include <type_traits>
 #include <vector>
 
+#include "resident/detail/backend.hpp"
 #include "resident/error.hpp"
 #include "resident/fuse/detail/access.hpp"
+#include "resident/fuse/detail/fused_cpu.hpp"
+#include "resident/fuse/detail/sources.hpp"
 #include "resident/fuse/detail/tuple.hpp"
 #include "resident/launch/config.hpp"
 #include "resident/launch/launch.hpp"
@@ -75,47 +86,6 @@ struct maximum {
 
 namespace detail {
 
-// ---- what a pipeline starts from and ends in ---------------------------------------------------
-struct input_source {};  ///< the array the pipeline is called with
-
-/// Several arrays read in step.
-template <class... Ts>
-struct zip_source {
-  tuple<const Ts*...> ptrs;
-  std::size_t size;
-  stream_ref stream;
-
-  zip_loader<Ts...> loader() const { return {ptrs}; }
-  template <class... Out>
-  static constexpr int width = vector_width<Ts..., Out...>();
-  /// The vector split for these arrays plus the output (out == nullptr: none).
-  template <class... Out>
-  vector_plan plan(const Out*... out) const {
-    return plan_impl<Out...>(std::index_sequence_for<Ts...>{}, out...);
-  }
-
- private:
-  template <class... Out, std::size_t... I>
-  vector_plan plan_impl(std::index_sequence<I...>, const Out*... out) const {
-    return plan_vectors(size, vector_width<Ts..., Out...>(),
-                        {std::pair<const void*, std::size_t>{get<I>(ptrs), sizeof(Ts)}...,
-                         std::pair<const void*, std::size_t>{out, sizeof(Out)}...});
-  }
-};
-
-template <class G>
-struct generate_source {
-  G g;
-  generate_loader<G> loader() const { return {g}; }
-};
-
-struct no_reduce {};
-template <class Op, class T>
-struct reduce_stage {
-  Op op;
-  T init;
-};
-
 /// A stage made from a RESIDENT_HD function named at compile time.
 template <auto F>
 struct function_stage {
@@ -126,10 +96,6 @@ struct function_stage {
 };
 
 template <class T>
-inline constexpr bool is_reduce = false;
-template <class Op, class T>
-inline constexpr bool is_reduce<reduce_stage<Op, T>> = true;
-template <class T>
 inline constexpr bool is_zip = false;
 template <class... Ts>
 inline constexpr bool is_zip<zip_source<Ts...>> = true;
@@ -138,190 +104,22 @@ inline constexpr bool is_generate = false;
 template <class G>
 inline constexpr bool is_generate<generate_source<G>> = true;
 
-// ---- the two executors: CPU loops here, CUDA kernels in fused_cuda.cuh ----------------------
+// The CUDA twins of fused_cpu.hpp's executors, defined in fused_cuda.cuh (nvcc only).
 template <int V, class L, class Fn, class W>
-void run_map_cuda(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t n, vector_plan plan,
-                  const std::optional<launch_config>& cfg);
+void run_map(cuda_backend, stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t n, vector_plan plan,
+             const std::optional<launch_config>& cfg);
 template <int V, class L, class Fn, class Op, class T>
-T run_reduce_cuda(stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std::size_t n, vector_plan plan,
-                  const std::optional<launch_config>& cfg, T* into);
-
-// ---- the CPU loop's evaluation of whole vectors ----------------------------------------------
-/// Values the CPU loop evaluates together, U = cpu_tile / V vectors at a time.
-inline constexpr int cpu_tile = 16;
-
-template <std::size_t I, class... Fs, class X, std::size_t M, class Use>
-void apply_stages(const chain<Fs...>& c, const X (&x)[M], Use& use) {
-  if constexpr (I == sizeof...(Fs)) {
-    use(x);
-  } else {
-    using Y = decltype(get<I>(c.fs)(x[0]));
-    Y y[M];
-    for (std::size_t e = 0; e < M; ++e) y[e] = get<I>(c.fs)(x[e]);
-    apply_stages<I + 1>(c, y, use);
-  }
-}
-
-/// Evaluates fn over U whole vectors of V values from base (aligned) and passes the U * V results, in
-/// order, to use. Stage by stage: each stage runs over all of them before the next, so a stage that
-/// calls a function (sinf) makes its calls back to back and one that vectorizes does, as in separate
-/// maps, while the values stay in registers instead of making a pass through memory per stage.
-template <int V, int U, class L, class... Fs, class Use>
-void eval_vectors(const L& in, const chain<Fs...>& fn, std::size_t base, Use&& use) {
-  constexpr std::size_t M = std::size_t(U) * V;
-  auto first_stage = [&](const auto& f0, auto* x) {
-    for (int u = 0; u < U; ++u) {
-      const std::size_t b = base + std::size_t(u) * V;
-      const auto raw = in.template load<V>(b);
-      for (int k = 0; k < V; ++k) x[u * V + k] = in.template eval<V>(f0, raw, k, b);
-    }
-  };
-  if constexpr (sizeof...(Fs) <= 1) {
-    using R = decltype(in.template eval<V>(fn, in.template load<V>(base), 0, base));
-    R r[M];
-    first_stage(fn, r);
-    use(r);
-  } else {
-    using X = decltype(in.template eval<V>(get<0>(fn.fs), in.template load<V>(base), 0, base));
-    X x[M];
-    first_stage(get<0>(fn.fs), x);
-    apply_stages<1>(fn, x, use);
-  }
-}
-
-/// Runs body(j) for every whole vector j in [first, last) with its results: U vectors at a time, then
-/// one at a time. body(j, results, count): count vectors of V results each.
-template <int V, class L, class Fn, class Body>
-void for_each_vector_cpu(const L& in, const Fn& fn, std::size_t head, std::size_t first, std::size_t last,
-                         Body&& body) {
-  constexpr int U = V >= cpu_tile ? 1 : cpu_tile / V;
-  std::size_t j = first;
-  for (; j + U <= last; j += U)
-    eval_vectors<V, U>(in, fn, head + j * V, [&](const auto& r) { body(j, r, U); });
-  for (; j < last; ++j) eval_vectors<V, 1>(in, fn, head + j * V, [&](const auto& r) { body(j, r, 1); });
-}
-
-/// out[i] = fn(in[i]) for i in [0, n) on s. V: elements per vector access, when plan says vectorized.
-template <int V, class L, class Fn, class W>
-void run_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t n, vector_plan plan,
-             const std::optional<launch_config>& cfg) {
-  if (n == 0) return;
-  const device d = s.device();
-  if (d.is_cuda()) {
-    if constexpr (nvcc_compiled)
-      run_map_cuda<V>(s, in, fn, out, n, plan, cfg);
-    else
-      throw_not_nvcc(d);
-    return;
-  }
-  if (cfg) validate(*cfg, d);
-  if constexpr (V > 1) {
-    if (plan.vectorized) {
-      // The same split as on the GPU: sources that make several values at once (random numbers) do.
-      for (std::size_t i = 0; i < plan.head; ++i) out.store1(i, in.eval1(fn, i));
-      cpu_loop(plan.vectors, std::size_t(V)).run([&](cpu_piece p) {
-        for_each_vector_cpu<V>(in, fn, plan.head, p.first, p.last, [&](std::size_t j, const auto& r, int count) {
-          using R = std::remove_cvref_t<decltype(r[0])>;
-          for (int u = 0; u < count; ++u)
-            out.template store<V>(plan.head + (j + std::size_t(u)) * V, *reinterpret_cast<const R(*)[V]>(r + u * V));
-        });
-      });
-      for (std::size_t i = plan.head + plan.vectors * V; i < n; ++i) out.store1(i, in.eval1(fn, i));
-      record_kernel(d);
-      return;
-    }
-  }
-  cpu_loop(n, 1).run([&](cpu_piece p) {
-    // ivdep, not omp simd: the elements are independent, and an exception may leave this loop.
-#pragma GCC ivdep
-    for (std::size_t i = p.first; i < p.last; ++i) out.store1(i, in.eval1(fn, i));
-  });
-  record_kernel(d);
-}
-
-/// Folds fn(in[i]) over [0, n) with op, starting from init. into == nullptr: synchronizes and returns
-/// the value; otherwise writes it to into (memory of s's device) asynchronously.
-template <int V, class L, class Fn, class Op, class T>
-T run_reduce(stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std::size_t n, vector_plan plan,
-             const std::optional<launch_config>& cfg, T* into = nullptr) {
-  const device d = s.device();
-  if (d.is_cuda()) {
-    if constexpr (nvcc_compiled)
-      return run_reduce_cuda<V>(s, in, fn, op, init, n, plan, cfg, into);
-    else
-      throw_not_nvcc(d);
-  }
-  if (n == 0) {
-    if (into) *into = init;
-    return init;
-  }
-  if (cfg) validate(*cfg, d);
-  // Each piece folds in lanes (lane k takes every V-th value; 4 lanes over single elements), then
-  // folds its lanes; the pieces' partials are folded in order after the head and before the tail.
-  // Independent lanes let the compiler keep the fold in vector registers.
-  const bool vec = V > 1 && plan.vectorized;
-  const std::size_t head = vec ? plan.head : 0, units = vec ? plan.vectors : n;
-  constexpr int W = V > 1 ? V : 4;
-  auto value = [&](std::size_t i) { return static_cast<T>(in.eval1(fn, i)); };
-  auto fold_lanes = [&](T (&lane)[W]) {
-    T r = lane[0];
-    for (int k = 1; k < W; ++k) r = op(r, lane[k]);
-    return r;
-  };
-  auto fold_piece = [&](std::size_t first, std::size_t last) -> T {
-    if constexpr (V > 1) {
-      if (vec) {
-        T lane[W];
-        eval_vectors<V, 1>(in, fn, head + first * V, [&](const auto& r) {
-          for (int k = 0; k < V; ++k) lane[k] = static_cast<T>(r[k]);
-        });
-        for_each_vector_cpu<V>(in, fn, head, first + 1, last, [&](std::size_t, const auto& r, int count) {
-          for (int u = 0; u < count; ++u)
-            for (int k = 0; k < V; ++k) lane[k] = op(lane[k], static_cast<T>(r[u * V + k]));
-        });
-        return fold_lanes(lane);
-      }
-    }
-    if (last - first < std::size_t(W)) {
-      T r = value(first);
-      for (std::size_t i = first + 1; i < last; ++i) r = op(r, value(i));
-      return r;
-    }
-    T lane[W];
-    for (int k = 0; k < W; ++k) lane[k] = value(first + std::size_t(k));
-    std::size_t i = first + W;
-    for (; i + W <= last; i += W)
-      for (int k = 0; k < W; ++k) lane[k] = op(lane[k], value(i + std::size_t(k)));
-    T r = fold_lanes(lane);
-    for (; i < last; ++i) r = op(r, value(i));
-    return r;
-  };
-  T r = init;
-  for (std::size_t i = 0; i < head; ++i) r = op(r, value(i));
-  const cpu_loop loop(units, vec ? std::size_t(V) : 1);
-  std::vector<T> partial(loop.pieces(), init);
-  loop.run([&](cpu_piece p) { partial[p.index] = fold_piece(p.first, p.last); });
-  for (const T& v : partial) r = op(r, v);
-  for (std::size_t i = head + units * (vec ? V : 1); i < n; ++i) r = op(r, value(i));
-  record_kernel(d);
-  if (into) *into = r;
-  return r;
-}
-
-[[noreturn]] inline void throw_size(const char* what, std::size_t a, std::size_t b) {
-  RESIDENT_FAIL(std::string("pipeline: ") + what + " " + std::to_string(a) + " elements, expected " +
-                       std::to_string(b), shape_mismatch);
-}
-inline void check_same(device a, device b, const char* what) {
-  if (!(a == b))
-    RESIDENT_FAIL(std::string("pipeline: ") + what + " is on " + a.name() + ", the rest on " + b.name() +
-                          "; copy it over first (rs::copy_to)", device_mismatch);
-}
+T run_reduce(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std::size_t n,
+             vector_plan plan, const std::optional<launch_config>& cfg, T* into);
+template <class U, class L, class Fn, class Op>
+void run_scan(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op, U* out, std::size_t n,
+              const std::optional<launch_config>& cfg);
 
 }  // namespace detail
 
 /// A composed pipeline: where elements come from (Src), the stages (Chain), and an optional terminal
-/// reduction (Red). Build it with map / zip / generate / reduce and `|`; call it on arrays.
+/// (Red: a reduction or a scan). Build it with map / zip / generate / reduce / inclusive_scan and `|`;
+/// call it on arrays. Every call binds its source and its target and runs `execute`, one kernel.
 template <class Src, class Chain, class Red>
 class pipeline {
   static constexpr bool from_input = std::is_same_v<Src, detail::input_source>;
@@ -334,7 +132,7 @@ class pipeline {
   Src src;
   /// The stages, applied in order to each element.
   Chain chain;
-  /// The terminal reduction, or none.
+  /// The terminal stage (reduction or scan), or none.
   Red red;
   std::optional<launch_config> config;  ///< fixed [grid, block]; default: from occupancy
 
@@ -345,94 +143,44 @@ class pipeline {
     return p;
   }
 
-  /// In place: x[i] = stages(x[i]). One kernel on x's stream; asynchronous. x: an array or a slice.
+  /// Reading the array x. Maps and scans write x in place (one kernel on x's stream, asynchronous);
+  /// a reduction returns its value (synchronizes x's stream; on a GPU the value's download is a
+  /// device-to-host transfer in the ledger, refused under transfer_policy::forbid). x: array or slice.
   template <array_like A>
-    requires(from_input && !reduces)
-  void operator()(A&& x) const {
-    using T = typename std::remove_cvref_t<A>::value_type;
-    x.check_live();
-    constexpr int V = detail::vector_width<T>();
-    detail::run_map<V>(x.stream(), detail::view_loader<T>{x.data()}, chain, detail::writer<T>{x.data()}, x.size(),
-                       detail::plan_vectors(x.size(), V, {{x.data(), sizeof(T)}}), config);
+    requires(from_input)
+  auto operator()(A&& x) const {
+    if constexpr (reduces)
+      return execute(detail::bind_input(x), detail::host_target{});
+    else
+      execute(detail::bind_input(x), detail::write_into(x));
   }
 
-  /// Out of place: y[i] = stages(x[i]), converted to y's element type. One kernel on y's stream.
-  /// @throws shape_mismatch, device_mismatch before any work.
+  /// Reading x into y: y[i] = stages(x[i]) converted to y's element type (maps, scans), or a
+  /// reduction's value into y[0] of a one-element array, left on the device. One kernel on y's stream,
+  /// after x's work; asynchronous. @throws shape_mismatch, device_mismatch before any work.
   template <array_like A, array_like B>
-    requires(from_input && !reduces)
+    requires(from_input)
   void operator()(const A& x, B&& y) const {
-    using T = typename std::remove_cvref_t<A>::value_type;
-    using U = typename std::remove_cvref_t<B>::value_type;
-    x.check_live();
-    y.check_live();
-    if (x.size() != y.size()) detail::throw_size("the output holds", y.size(), x.size());
-    detail::check_same(y.stream().device(), x.stream().device(), "the output");
-    constexpr int V = detail::vector_width<T, U>();
-    detail::run_map<V>(y.stream(), detail::view_loader<T>{x.data()}, chain, detail::writer<U>{y.data()}, y.size(),
-                       detail::plan_vectors(y.size(), V, {{x.data(), sizeof(T)}, {y.data(), sizeof(U)}}), config);
+    execute(detail::bind_input(x), target(y));
   }
 
-  /// From a zip or generate source into y. One kernel on y's stream.
+  /// From a zip or generate source into y (the elements; or a reduction's value into y[0] of a
+  /// one-element array, from a zip). One kernel on y's stream, after the zipped arrays' work.
   /// @throws shape_mismatch, device_mismatch before any work.
   template <array_like B>
-    requires(!from_input && !reduces)
+    requires(!from_input && !(generates && reduces))
   void operator()(B&& y) const {
-    using U = typename std::remove_cvref_t<B>::value_type;
-    y.check_live();
-    if constexpr (zips) {
-      if (src.size != y.size()) detail::throw_size("the output holds", y.size(), src.size);
-      detail::check_same(y.stream().device(), src.stream.device(), "the output");
-      detail::run_map<Src::template width<U>>(y.stream(), src.loader(), chain, detail::writer<U>{y.data()},
-                                             y.size(), src.plan(y.data()), config);
-    } else {
-      constexpr int V = detail::vector_width<U>();
-      detail::run_map<V>(y.stream(), src.loader(), chain, detail::writer<U>{y.data()}, y.size(),
-                         detail::plan_vectors(y.size(), V, {{y.data(), sizeof(U)}}), config);
-    }
+    if constexpr (generates)
+      execute(src.bind(y.size(), y.stream()), target(y));
+    else
+      execute(src, target(y));
   }
 
-  /// Reduces stages(x[i]) over x in one pass; synchronizes and returns the value. On a GPU the value's
-  /// download is a device-to-host transfer in the ledger (and refused under transfer_policy::forbid);
-  /// the overload taking a result array keeps it on the device.
-  template <array_like A>
-    requires(from_input && reduces)
-  auto operator()(const A& x) const {
-    using T = typename std::remove_cvref_t<A>::value_type;
-    x.check_live();
-    constexpr int V = detail::vector_width<T>();
-    return detail::run_reduce<V>(x.stream(), detail::view_loader<T>{x.data()}, chain, red.op, red.init, x.size(),
-                                 detail::plan_vectors(x.size(), V, {{x.data(), sizeof(T)}}), config);
-  }
-
-  /// Reduces stages(x[i]) over x into out[0], a one-element array on x's device, without
-  /// synchronizing: the value stays resident for later stages. @throws shape_mismatch, device_mismatch.
-  template <array_like A, class T>
-    requires(from_input && reduces)
-  void operator()(const A& x, array<T>& out) const {
-    using X = typename std::remove_cvref_t<A>::value_type;
-    x.check_live();
-    check_result(out, x.stream().device());
-    constexpr int V = detail::vector_width<X>();
-    detail::run_reduce<V>(x.stream(), detail::view_loader<X>{x.data()}, chain, red.op, red.init, x.size(),
-                          detail::plan_vectors(x.size(), V, {{x.data(), sizeof(X)}}), config, out.data());
-  }
-
-  /// Reduces over a zip source; synchronizes and returns the value.
+  /// Reduces over a zip source; synchronizes the first zipped array's stream and returns the value.
   auto operator()() const
     requires(zips && reduces)
   {
-    return detail::run_reduce<Src::template width<>>(src.stream, src.loader(), chain, red.op, red.init, src.size,
-                                                     src.plan(), config);
-  }
-
-  /// Reduces over a zip source into out[0], a one-element array on the zip's device, on the zip's
-  /// stream, without synchronizing. @throws shape_mismatch, device_mismatch.
-  template <class T>
-    requires(zips && reduces)
-  void operator()(array<T>& out) const {
-    check_result(out, src.stream.device());
-    detail::run_reduce<Src::template width<>>(src.stream, src.loader(), chain, red.op, red.init, src.size, src.plan(),
-                                              config, out.data());
+    return execute(src, detail::host_target{});
   }
 
   /// Reduces over a generate source for i in [0, n) on s; synchronizes and returns the value.
@@ -440,7 +188,7 @@ class pipeline {
     requires(generates && reduces)
   {
     require(s.device());
-    return detail::run_reduce<generated_width>(s, src.loader(), chain, red.op, red.init, n, generated_plan(n), config);
+    return execute(src.bind(n, s), detail::host_target{});
   }
 
   /// Reduces over a generate source for i in [0, n) into out[0], a one-element array, on out's stream,
@@ -448,24 +196,70 @@ class pipeline {
   template <class T>
     requires(generates && reduces)
   void operator()(std::size_t n, array<T>& out) const {
-    check_result(out, out.device());
-    detail::run_reduce<generated_width>(out.stream(), src.loader(), chain, red.op, red.init, n, generated_plan(n),
-                                        config, out.data());
+    out.check_live();
+    execute(src.bind(n, out.stream()), target(out));
+  }
+
+  /// Runs the pipeline from a bound source into a target: the one path every call takes. Checks sizes
+  /// and devices, orders the source's streams before the stream it runs on (the target's; the
+  /// source's for a value returned to the host), and hands the loader, the stages and the terminal to
+  /// the device's executor.
+  template <class S, class Target>
+  auto execute(const S& in, const Target& out) const {
+    const stream_ref s = run_stream(in, out);
+    detail::check_same(s.device(), in.device(), std::is_same_v<Target, detail::host_target> ? "the input" : "the output");
+    if constexpr (!reduces)
+      if (out.size() != in.size()) detail::throw_size("the output holds", out.size(), in.size());
+    in.order_before(s);
+    const std::size_t n = in.size();
+    if constexpr (reduces) {
+      constexpr int V = S::template width<>;
+      using T = decltype(red.init);
+      T* into = nullptr;
+      if constexpr (!std::is_same_v<Target, detail::host_target>) into = out.p;
+      return detail::dispatch(s.device(), [&](auto backend) {
+        return detail::run_reduce<V>(backend, s, in.loader(), chain, red.op, red.init, n, in.template plan<V>(),
+                                     config, into);
+      });
+    } else if constexpr (detail::is_scan<Red>) {
+      RESIDENT_EXPECTS(!config, "a fused scan chooses its own launch shape; call it without with_config",
+                       invalid_launch);
+      if (n == 0) return;
+      detail::dispatch(s.device(), [&](auto backend) {
+        detail::run_scan(backend, s, in.loader(), chain, red.op, out.data(), n, config);
+      });
+    } else {
+      if (n == 0) return;
+      using U = std::remove_pointer_t<decltype(out.data())>;
+      constexpr int V = S::template width<U>;
+      detail::dispatch(s.device(), [&](auto backend) {
+        detail::run_map<V>(backend, s, in.loader(), chain, detail::writer<U>{out.data()}, n,
+                           in.template plan<V>(static_cast<const U*>(out.data())), config);
+      });
+    }
   }
 
  private:
-  // Nothing is read: every index is "aligned", so generators that make several values at once do.
-  static constexpr int generated_width = 4;
-  static detail::vector_plan generated_plan(std::size_t n) {
-    return {0, n / generated_width, n / generated_width > 0};
+  template <class S, class Target>
+  static stream_ref run_stream(const S& in, const Target& out) {
+    if constexpr (std::is_same_v<Target, detail::host_target>)
+      return in.stream();
+    else
+      return out.stream();
   }
 
-  template <class T>
-  void check_result(const array<T>& out, device d) const {
-    static_assert(std::is_same_v<T, decltype(red.init)>, "the result array's type must be the reduction's init type");
-    out.check_live();
-    if (out.size() != 1) detail::throw_size("the result array holds", out.size(), 1);
-    detail::check_same(out.device(), d, "the result array");
+  // A map's or scan's output array, or a reduction's one-element result array.
+  template <array_like B>
+  auto target(B& y) const {
+    if constexpr (reduces) {
+      using T = typename std::remove_cvref_t<B>::value_type;
+      static_assert(std::is_same_v<T, decltype(red.init)>, "the result array's type must be the reduction's init type");
+      y.check_live();
+      if (y.size() != 1) detail::throw_size("the result array holds", y.size(), 1);
+      return detail::value_target<T>{y.data(), y.stream()};
+    } else {
+      return detail::write_into(y);
+    }
   }
 };
 
@@ -494,14 +288,14 @@ auto zip(const A& a, const As&... rest) {
   ((rest.size() == a.size() ? void() : detail::throw_size("zip: an array holds", rest.size(), a.size())), ...);
   (detail::check_same(rest.stream().device(), a.stream().device(), "a zipped array"), ...);
   using S = detail::zip_source<typename std::remove_cvref_t<A>::value_type, typename std::remove_cvref_t<As>::value_type...>;
-  S s{{{a.data()}, {rest.data()}...}, a.size(), a.stream()};
+  S s{{{a.data()}, {rest.data()}...}, a.size(), {a.stream(), rest.stream()...}};
   return pipeline<S, detail::chain<>, detail::no_reduce>{s, {}, {}, {}};
 }
 
 /// A source making element i as g(i) (i is std::size_t): nothing is read from memory.
 template <class G>
 constexpr auto generate(G g) {
-  return pipeline<detail::generate_source<G>, detail::chain<>, detail::no_reduce>{{g}, {}, {}, {}};
+  return pipeline<detail::generate_source<G>, detail::chain<>, detail::no_reduce>{{g, 0, {}}, {}, {}, {}};
 }
 
 /// A terminal stage folding the values with op (associative and commutative, like std::reduce)
@@ -510,6 +304,15 @@ template <class Op, class T>
 constexpr auto reduce(Op op, T init) {
   return pipeline<detail::input_source, detail::chain<>, detail::reduce_stage<Op, T>>{
       {}, {}, {op, init}, {}};
+}
+
+/// A terminal stage writing the inclusive prefix combinations of the values with op (associative, like
+/// std::inclusive_scan): out[i] = op(v[0], ..., v[i]), computed in out's element type. In place or out
+/// of place; after maps, zips or a generator. One pass over the input (CUB's single-pass scan on CUDA,
+/// whose look-back state is set up by a second, small kernel: two kernels in the ledger).
+template <class Op>
+constexpr auto inclusive_scan(Op op) {
+  return pipeline<detail::input_source, detail::chain<>, detail::scan_stage<Op>>{{}, {}, {op}, {}};
 }
 
 /// Composition: a's source and stages, then b's stages and reduction. b must not have a source of its

@@ -63,4 +63,18 @@ struct thread_index {
   RESIDENT_HD constexpr std::size_t grid_stride() const { return std::size_t(grid_dim.x) * block_dim.x; }
 };
 
+/// A block's shared memory (cfg.shared_bytes of it, 16-byte aligned): on-chip on the GPU, a buffer per
+/// block on the CPU backend.
+struct block_shared {
+  /// Start of the block's shared memory.
+  void* data;
+  /// Its size in bytes (cfg.shared_bytes).
+  std::size_t bytes;
+  /// The shared memory as an array of T.
+  template <class T>
+  RESIDENT_HD T* as() const {
+    return static_cast<T*>(data);
+  }
+};
+
 }  // namespace resident

@@ -351,8 +351,9 @@ array2d<T> to_device(const std::vector<T>& host, std::size_t rows, std::size_t c
 }
 
 /// Copies src into dst (same size): device-to-device when both are on one device, otherwise an
-/// explicit host<->device transfer (counted as such). Ordered on dst's stream after src's work.
-/// Copying an array onto itself, or an empty one, does nothing and counts nothing.
+/// explicit host<->device transfer (counted as such). Streams: runs on dst's stream after src's work
+/// (an event, no host synchronization); a copy into CPU memory from a GPU runs on src's stream and
+/// synchronizes it. Copying an array onto itself, or an empty one, does nothing and counts nothing.
 /// @throws shape_mismatch, device_mismatch (two different GPUs).
 template <class T>
 void copy(const array<T>& src, array<T>& dst) {
@@ -364,7 +365,7 @@ void copy(const array<T>& src, array<T>& dst) {
   if (src.empty() || &src == &dst) return;
   device s = src.device(), d = dst.device();
   if (s == d) {
-    if (!(src.stream().native() == dst.stream().native())) src.stream().synchronize();
+    if (!(src.stream().native() == dst.stream().native())) dst.stream().wait_for(src.stream());
     detail::copy_device_to_device(dst.data(), src.data(), src.bytes(), dst.stream());
   } else if (s.is_cpu() && d.is_cuda()) {
     detail::copy_host_to_device(dst.data(), src.data(), src.bytes(), dst.stream());

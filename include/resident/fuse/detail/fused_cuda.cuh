@@ -1,13 +1,17 @@
 #pragma once
 /// @file fused_cuda.cuh
-/// The fused pipeline kernels (nvcc only): a map with vector loads (grid-stride, or for long maps
-/// taking its work from a counter), and a single-pass reduction whose last block folds the per-block
-/// partials.
+/// The CUDA backend of the fused pipeline executors (twin of fused_cpu.hpp; nvcc only): a map with
+/// vector loads (grid-stride, or for long maps taking its work from a counter), a single-pass
+/// reduction whose last block folds the per-block partials, and a scan on CUB's single-pass scan.
 
 #include <cub/block/block_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
 
 #include "resident/detail/cuda_check.hpp"
 #include "resident/detail/cuda_runtime.hpp"
+#include "resident/detail/tuning.hpp"
 #include "resident/fuse/pipeline.hpp"
 #include "resident/launch/detail/launch_cuda.cuh"
 
@@ -18,8 +22,6 @@ inline constexpr bool reads_memory = true;
 template <class G>
 inline constexpr bool reads_memory<generate_loader<G>> = false;
 
-/// Vectors in flight per thread per iteration: enough independent 16-byte loads to cover latency.
-inline constexpr int fused_unroll = 4;
 
 // Calls visit(i, raw) for vectors j, j + stride, ..., U of them (those below nvec) of V elements at
 // head + j * V, with all U loads issued before the first visit.
@@ -49,9 +51,8 @@ __device__ __forceinline__ void for_each_vector(const L& in, std::size_t head, s
 
 // The same, each block taking U * blockDim.x vectors at a time from counter[0] (zero at the launch):
 // blocks that run ahead take more, all finish together, and the vectors in flight stay close together
-// in memory. Streaming maps measured 1.020-1.052 of memcpy this way against 1.060-1.077 striding
-// (fused-variants-7..9: blocks of 128 or 256 at full occupancy). Each block finds the work gone once;
-// the last block to find it gone (counted in counter[1]) zeroes both counters for the next launch.
+// in memory (faster than striding for long maps). Each block finds the work gone once; the last block
+// to find it gone (counted in counter[1]) zeroes both counters for the next launch.
 template <int V, int U, class L, class F>
 __device__ __forceinline__ void for_each_vector_taken(const L& in, std::size_t head, std::size_t nvec,
                                                       unsigned long long* counter, F&& visit) {
@@ -76,9 +77,7 @@ __device__ __forceinline__ void for_each_vector_taken(const L& in, std::size_t h
 /// Generators that make a block of values per call (counter-based random numbers) run over their
 /// blocks rather than over vectors of the output: every call is aligned, and the two ends of [0, n) are
 /// lanes masked off in the first and last blocks, so the kernel holds one generator call and no scalar
-/// head or tail path. Measured (bench/results/2026-11-30, rng-variants-5..13): fill_uniform from
-/// 0.98 to 1.15-1.16 of cuRAND's rate (with the loop below and Philox's __umulhi), 53 registers down
-/// to 29-32.
+/// head or tail path (fewer registers, faster than cuRAND's fill).
 template <class G>
 constexpr int block_size_of() {
   if constexpr (makes_aligned_blocks<G>)
@@ -102,12 +101,11 @@ std::size_t generator_groups(const L& in, std::size_t n) {
 
 // Calls visit(i, values, full) for the generator blocks covering [0, n): i is the index of a block's
 // first value (below 0, wrapped, for a first block that begins before 0). The blocks wholly inside
-// [0, n) form one range, one block per thread per iteration (2 or 4, all made before the first visit,
-// measured slower: rng-variants-8), with full a std::true_type: no checks in the loop, whose trips are
-// counted down in 32 bits (a 64-bit bound per block cost 4 % of Monte-Carlo pi, rng-variants-12; the
-// outer loop turns again only past 2^32 - 1 trips). The at most two blocks cut by the ends of [0, n)
-// come first, one thread each, with full a std::false_type (after the loop they would share its
-// registers: 36 instead of 24 for a fill, rng-variants-7). Block numbers follow the loop counter.
+// [0, n) form one range, one block per thread per iteration (more, made before the first visit, were
+// slower), with full a std::true_type: no checks in the loop, whose trips are counted down in 32 bits
+// (a 64-bit bound per block was slower; the outer loop turns again only past 2^32 - 1 trips). The at
+// most two blocks cut by the ends of [0, n) come first, one thread each, with full a std::false_type
+// (after the loop they would share its registers). Block numbers follow the loop counter.
 template <class L, class F>
 __device__ __forceinline__ void for_each_generator_block(const L& in, std::size_t n, F&& visit) {
   constexpr int P = generator_group<L>;
@@ -188,10 +186,6 @@ __global__ void fused_map_kernel(L in, Fn fn, W out, std::size_t head, std::size
   fused_map_body<V, U>(in, fn, out, head, nvec, n, next);
 }
 
-// Generators (Philox) are arithmetic-bound: they run at full occupancy (blocks of generator_block)
-// where streaming kernels run at 1024 threads per SM (fused_config). Blocks of 1024 measured
-// 1.039 of cuRAND's fill rate, 512 1.023 and 256 1.006 (rng-variants-6; the same order in -5).
-inline constexpr int generator_block = 1024;
 
 template <class T>
 struct maybe {
@@ -210,7 +204,7 @@ struct maybe_op {
   }
 };
 
-inline constexpr int reduce_block = 256;
+inline constexpr int reduce_block = cuda_tuning::reduce_block;
 
 template <int V, int U, class L, class Fn, class Op, class T>
 __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, const Op& op, T init, std::size_t head,
@@ -239,8 +233,7 @@ __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, con
     });
   } else {
     if (tid < head) fold(static_cast<T>(in.eval1(fn, tid)));
-    // Striding: taking the vectors from a counter as long maps do measured slower here, 0.84-0.87 of
-    // the copy rate at 2^26 against 0.93-0.94 (ab-reduce-1).
+    // Striding: taking the vectors from a counter, as long maps do, is slower here.
     for_each_vector<V, U>(in, head, nvec, [&](std::size_t i, const auto& raw) {
 #pragma unroll
       for (int k = 0; k < V; ++k) fold(static_cast<T>(in.template eval<V>(fn, raw, k, i)));
@@ -297,9 +290,9 @@ launch_config fused_config(std::size_t items, const std::optional<launch_config>
   const std::size_t resident_threads = std::size_t(o.max_grid) * unsigned(o.block);
   if (items >= resident_threads * unsigned(per_thread)) return wave_config(o, items, std::size_t(per_thread));
   occupancy spread = o;
-  if (!fixed_block && o.block > 128) {
-    spread.block = 128;
-    spread.max_grid = int(resident_threads / 128);
+  if (!fixed_block && o.block > cuda_tuning::spread_block) {
+    spread.block = cuda_tuning::spread_block;
+    spread.max_grid = int(resident_threads / cuda_tuning::spread_block);
   }
   return wave_config(spread, items, 1);
 }
@@ -309,19 +302,10 @@ template <int V, int U, class L, class Fn, class W>
 void launch_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t items, std::size_t head,
                 std::size_t nvec, std::size_t n, const std::optional<launch_config>& cfg) {
   constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
-  launch_dependent(k, fused_config<k>(items, cfg, s.device(), U, reads_memory<L> ? 0 : generator_block), s, in, fn,
+  launch_dependent(k, fused_config<k>(items, cfg, s.device(), U, reads_memory<L> ? 0 : cuda_tuning::generator_block), s, in, fn,
                    out, head, nvec, n, static_cast<unsigned long long*>(nullptr));
 }
 
-/// Maps over memory of at least taken_waves full waves take their vectors from a counter
-/// (for_each_vector_taken) in blocks of taken_block at full occupancy, taken_unroll vectors per thread
-/// per take. Measured against the seed pipeline's copy time (bench/results/2026-11-30, taken-block-*.log,
-/// ab-taken-1..2.log): at 2^26 blocks of 256 1.036-1.047, of 128 1.046-1.060, of 192 1.044-1.049, of 512
-/// 1.10; 2 vectors per thread and 4 alike at 2^26 and 2^28 (each ahead by 0.5 % in one of two calls), 2
-/// ahead at 2^24 (1.058-1.070 against 1.089-1.091), 1 at 1.34 and 8 at 1.21.
-inline constexpr int taken_block = 256;
-inline constexpr int taken_unroll = 2;
-inline constexpr std::size_t taken_waves = 2;
 
 inline constexpr std::size_t counter_bytes = 2 * sizeof(unsigned long long);
 
@@ -339,11 +323,11 @@ inline unsigned long long* launch_counters(stream_ref s, void* captured_scratch)
 template <int V, int U, class L, class Fn, class W>
 bool launch_map_taken(stream_ref s, const L& in, const Fn& fn, const W& out, vector_plan plan, std::size_t n) {
   constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
-  static const occupancy o = occupancy_with_block(k, taken_block);
-  if (plan.vectors < taken_waves * std::size_t(o.max_grid) * taken_block * U) return false;
+  static const occupancy o = occupancy_with_block(k, cuda_tuning::taken_block);
+  if (plan.vectors < cuda_tuning::taken_waves * std::size_t(o.max_grid) * cuda_tuning::taken_block * U) return false;
   void* scratch = cuda::stream_is_capturing(s.native()) ? pool_allocate(counter_bytes, s) : nullptr;
   try {
-    launch_dependent(k, launch_config{dims(unsigned(o.max_grid)), dims(unsigned(taken_block)), 0}, s, in, fn, out,
+    launch_dependent(k, launch_config{dims(unsigned(o.max_grid)), dims(unsigned(cuda_tuning::taken_block)), 0}, s, in, fn, out,
                      plan.head, plan.vectors, n, launch_counters(s, scratch));
   } catch (...) {
     if (scratch) pool_deallocate(scratch, counter_bytes, s);
@@ -354,12 +338,12 @@ bool launch_map_taken(stream_ref s, const L& in, const Fn& fn, const W& out, vec
 }
 
 template <int V, class L, class Fn, class W>
-void run_map_cuda(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t n, vector_plan plan,
-                  const std::optional<launch_config>& cfg) {
+void run_map(cuda_backend, stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t n, vector_plan plan,
+             const std::optional<launch_config>& cfg) {
   // Several vectors in flight per thread hide memory latency; a generator reads nothing, and unrolling
   // its arithmetic only costs registers.
-  constexpr int U = reads_memory<L> ? fused_unroll : 1;
-  constexpr int taken_U = reads_memory<L> ? taken_unroll : 1;
+  constexpr int U = reads_memory<L> ? cuda_tuning::map_unroll : 1;
+  constexpr int taken_U = reads_memory<L> ? cuda_tuning::taken_unroll : 1;
   if constexpr (generator_group<L> > 0)
     launch_map<1, 1>(s, in, fn, out, generator_groups(in, n), 0, 0, n, cfg);
   else if (plan.vectorized && V > 1) {
@@ -385,9 +369,9 @@ void copy_device_to_device_value(T* p, T v, stream_ref s) {
 }
 
 template <int V, class L, class Fn, class Op, class T>
-T run_reduce_cuda(stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std::size_t n, vector_plan plan,
-                  const std::optional<launch_config>& cfg, T* into) {
-  constexpr int U = reads_memory<L> ? fused_unroll : 1;  // U: unused by generators
+T run_reduce(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std::size_t n,
+             vector_plan plan, const std::optional<launch_config>& cfg, T* into) {
+  constexpr int U = reads_memory<L> ? cuda_tuning::map_unroll : 1;  // U: unused by generators
   if (n == 0) {
     if (into) copy_device_to_device_value(into, init, s);
     return init;
@@ -428,6 +412,33 @@ T run_reduce_cuda(stream_ref s, const L& in, const Fn& fn, const Op& op, T init,
   }
   pool_deallocate(scratch, bytes, s);
   return value;
+}
+
+// Element i of the stages' values, converted to the scan's type: CUB's scan reads its input through it.
+template <class U, class L, class Fn>
+struct scan_input {
+  L in;
+  Fn fn;
+  __device__ U operator()(std::size_t i) const { return static_cast<U>(in.eval1(fn, i)); }
+};
+
+template <class U, class L, class Fn, class Op>
+void run_scan(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op, U* out, std::size_t n,
+              const std::optional<launch_config>&) {
+  auto values = thrust::make_transform_iterator(thrust::counting_iterator<std::size_t>(0), scan_input<U, L, Fn>{in, fn});
+  std::size_t bytes = 0;
+  RESIDENT_CUDA_TRY(cub::DeviceScan::InclusiveScan(nullptr, bytes, values, out, op, n, s.native()));
+  void* scratch = pool_allocate(bytes, s);
+  try {
+    RESIDENT_CUDA_TRY(cub::DeviceScan::InclusiveScan(scratch, bytes, values, out, op, n, s.native()));
+    cuda::check_launch("fused scan kernel");
+  } catch (...) {
+    pool_deallocate(scratch, bytes, s);
+    throw;
+  }
+  pool_deallocate(scratch, bytes, s);
+  record_kernel(s.device());  // the look-back state's set-up
+  record_kernel(s.device());  // the scan
 }
 
 }  // namespace resident::detail

@@ -1,11 +1,13 @@
 #pragma once
 /// @file launch_cuda.cuh
-/// The CUDA side of launch.hpp: kernel templates and the checked launch (nvcc only).
+/// The CUDA backend of launch.hpp (twin of launch_cpu.hpp): kernel templates, occupancy and the
+/// checked launch (nvcc only).
 
 #include <cuda_runtime.h>
 
 #include "resident/detail/cuda_check.hpp"
 #include "resident/detail/cuda_runtime.hpp"
+#include "resident/detail/tuning.hpp"
 #include "resident/launch/launch.hpp"
 
 namespace resident {
@@ -75,10 +77,9 @@ occupancy occupancy_with_block(Kernel kernel, int block) {
   return occupancy{block, per_sm * sms > 0 ? per_sm * sms : sms};
 }
 
-/// For streaming kernels: the largest block (1024 down to 128) that keeps 1024 threads resident per
-/// SM, and one wave of it. Measured on the H200 (bench/results, fused_variants): the seed pipeline ran
-/// 4-9% faster at 1024 threads per SM than at the occupancy API's 1536 (block 768, 2 per SM).
-/// Falls back to occupancy_for when no block size reaches 1024 threads per SM.
+/// For streaming kernels: the largest block (1024 down to 128) that keeps
+/// cuda_tuning::streaming_threads_per_sm threads resident per SM, and one wave of it. Falls back to
+/// occupancy_for when no block size reaches that.
 template <class Kernel>
 occupancy occupancy_streaming(Kernel kernel) {
   int dev = 0, sms = 0;
@@ -87,7 +88,8 @@ occupancy occupancy_streaming(Kernel kernel) {
   for (int block = 1024; block >= 128; block /= 2) {
     int per_sm = 0;
     RESIDENT_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
-    if (per_sm * block >= 1024) return occupancy{block, (1024 / block) * sms};
+    constexpr int want = cuda_tuning::streaming_threads_per_sm;
+    if (per_sm * block >= want) return occupancy{block, (want / block) * sms};
   }
   return occupancy_for(kernel);
 }
@@ -128,7 +130,7 @@ void launch_dependent(void (*kernel)(KArgs...), const launch_config& c, stream_r
 }
 
 template <class F, class... Args>
-void launch_cuda(stream_ref s, const launch_config& cfg, F f, Args... args) {
+void launch_functor(cuda_backend, stream_ref s, const launch_config& cfg, F f, Args... args) {
   auto k = functor_kernel<F, Args...>;
   raise_shared_limit(k, cfg.shared_bytes);
   k<<<to_dim3(cfg.grid), to_dim3(cfg.block), cfg.shared_bytes, s.native()>>>(f, args...);
@@ -137,7 +139,7 @@ void launch_cuda(stream_ref s, const launch_config& cfg, F f, Args... args) {
 }
 
 template <class... Phases>
-void launch_phases_cuda(stream_ref s, const launch_config& cfg, Phases... phases) {
+void launch_phases_on(cuda_backend, stream_ref s, const launch_config& cfg, Phases... phases) {
   auto k = phases_kernel<Phases...>;
   raise_shared_limit(k, cfg.shared_bytes);
   k<<<to_dim3(cfg.grid), to_dim3(cfg.block), cfg.shared_bytes, s.native()>>>(cfg.shared_bytes, phases...);
@@ -146,15 +148,15 @@ void launch_phases_cuda(stream_ref s, const launch_config& cfg, Phases... phases
 }
 
 template <class F>
-launch_config for_each_config_cuda(std::size_t n) {
+launch_config for_each_config_on(cuda_backend, std::size_t n) {
   static const occupancy o = occupancy_for(grid_stride_kernel<F>);
   return wave_config(o, n);
 }
 
 template <class F>
-void for_each_cuda(stream_ref s, std::size_t n, F f) {
+void for_each_on(cuda_backend, stream_ref s, std::size_t n, F f) {
   auto k = grid_stride_kernel<F>;
-  launch_config cfg = for_each_config_cuda<F>(n);
+  launch_config cfg = for_each_config_on<F>(cuda_backend{}, n);
   k<<<to_dim3(cfg.grid), to_dim3(cfg.block), 0, s.native()>>>(n, f);
   detail::cuda::check_launch("for_each_index");
   record_kernel(s.device());

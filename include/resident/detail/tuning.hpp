@@ -1,0 +1,53 @@
+#pragma once
+/// @file tuning.hpp
+/// The one tuning policy: every constant that shapes how resident's executors run, one struct per
+/// architecture, one line of reason each. The measurements behind the values are in
+/// bench/results/tuning.md; the benchmarks that re-measure them are `resident bench pipeline`, `small`
+/// and `rng`. Host and device code read the same structs.
+
+#include <chrono>
+#include <cstddef>
+
+namespace resident::detail {
+
+/// The CPU backend (OpenMP).
+struct cpu_tuning {
+  /// Loops over fewer items run on the calling thread: waking the team costs about what they take.
+  static constexpr std::size_t serial_below = 1024;
+  /// Pieces per thread, taken one at a time, so the others take over from a thread the OS put aside.
+  static constexpr std::size_t pieces_per_thread = 2;
+  /// The fewest items in a piece: taking a piece (an atomic on a shared line) stays negligible.
+  static constexpr std::size_t min_piece = std::size_t(1) << 15;
+  /// A team thread starting this late was waiting for a core held by another process ...
+  static constexpr std::chrono::microseconds late_start{1000};
+  /// ... and loops of up to twice such a loop's size then run on the calling thread this long.
+  static constexpr std::chrono::milliseconds serial_after_late{1000};
+  /// Values a fused loop evaluates together per stage, so each stage's calls vectorize.
+  static constexpr int tile = 16;
+};
+
+/// Hopper (sm_90): the H200 and H100.
+struct sm90_tuning {
+  /// Vectors in flight per thread per iteration of a striding map: enough 16-byte loads to cover latency.
+  static constexpr int map_unroll = 4;
+  /// Streaming kernels keep this many threads resident per SM: faster than the occupancy API's 1536.
+  static constexpr int streaming_threads_per_sm = 1024;
+  /// Calls too small to give every resident thread its items run one item per thread in blocks this
+  /// small, so more SMs share a launch-bound call.
+  static constexpr int spread_block = 128;
+  /// Maps of at least this many full waves take their vectors from a counter instead of striding ...
+  static constexpr std::size_t taken_waves = 2;
+  /// ... in blocks of this size at full occupancy (the fastest of 128 / 192 / 256 / 512) ...
+  static constexpr int taken_block = 256;
+  /// ... this many vectors per thread per take (1 and 8 were far slower, 2 and 4 alike).
+  static constexpr int taken_unroll = 2;
+  /// Generators (Philox) are arithmetic-bound: full occupancy in blocks of 1024 beat 512 and 256.
+  static constexpr int generator_block = 1024;
+  /// Fused reductions: blocks of 256 folded by cub::BlockReduce, one wave.
+  static constexpr int reduce_block = 256;
+};
+
+/// The policy of the architecture the kernels are built for (CMAKE_CUDA_ARCHITECTURES 90).
+using cuda_tuning = sm90_tuning;
+
+}  // namespace resident::detail
