@@ -1,7 +1,6 @@
 // The CUDA interface of a build without the CUDA backend: no device answers, and any call that
 // would need one says how to get it.
 #include "resident/detail/cuda_runtime.hpp"
-#include "resident/device/graph.hpp"
 #include "resident/error.hpp"
 
 namespace resident::detail::cuda {
@@ -49,13 +48,11 @@ bool dependent_launch(int) { return false; }
 void check_launch(const char*, std::source_location) {}
 void set_device(int) { absent(); }
 
-}  // namespace resident::detail::cuda
-
-namespace resident::detail {
-void* graph_begin(stream_ref) { cuda::absent(); }
-void* graph_end(stream_ref) { cuda::absent(); }
-bool graph_end_update(stream_ref, void*) { cuda::absent(); }
+void* graph_begin(stream_ref) { absent(); }
+void* graph_end(stream_ref) { absent(); }
+bool graph_end_update(stream_ref, void*) { absent(); }
 void graph_abort(stream_ref) noexcept {}
-void graph_launch(void*, stream_ref) { cuda::absent(); }
+void graph_launch(void*, stream_ref) { absent(); }
 void graph_destroy(void*) noexcept {}
-}  // namespace resident::detail
+
+}  // namespace resident::detail::cuda

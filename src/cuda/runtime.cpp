@@ -13,7 +13,7 @@
 #include "resident/detail/cuda_check.hpp"
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/detail/per_device.hpp"
-#include "resident/device/graph.hpp"
+#include "resident/memory/ledger.hpp"
 #include "resident/launch/config.hpp"
 
 namespace resident::detail {
@@ -355,10 +355,6 @@ void check_launch(const char* what, std::source_location at) {
 
 void set_device(int dev) { RESIDENT_CUDA_TRY(cudaSetDevice(dev)); }
 
-}  // namespace resident::detail::cuda
-
-namespace resident::detail {
-
 void* graph_begin(stream_ref s) {
   RESIDENT_CUDA_TRY(cudaStreamBeginCapture(s.native(), cudaStreamCaptureModeThreadLocal));
   return nullptr;
@@ -457,4 +453,4 @@ void graph_destroy(void* exec) noexcept {
   topologies().shapes.erase(exec);
 }
 
-}  // namespace resident::detail
+}  // namespace resident::detail::cuda

@@ -13,8 +13,6 @@
 
 namespace resident {
 
-const char* version() noexcept { return "0.1.0"; }
-
 std::string device::name() const {
   return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index_);
 }

@@ -10,6 +10,7 @@
 
 #include "resident/config.hpp"
 #include "resident/device/device.hpp"
+#include "resident/device/stream.hpp"
 
 namespace resident::detail::cuda {
 
@@ -72,5 +73,18 @@ void check_launch(const char* what, std::source_location at = std::source_locati
 
 /// Makes dev current for the calling thread.
 void set_device(int dev);
+
+/// Starts capturing the work issued on s into a graph.
+void* graph_begin(stream_ref s);
+/// Ends the capture on s and returns the instantiated graph.
+void* graph_end(stream_ref s);
+/// Ends the capture on s and updates exec in place if the new graph has its shape; false if not.
+bool graph_end_update(stream_ref s, void* exec);
+/// Ends a failed capture on s, discarding what it held.
+void graph_abort(stream_ref s) noexcept;
+/// Launches an instantiated graph on s.
+void graph_launch(void* exec, stream_ref s);
+/// Destroys an instantiated graph.
+void graph_destroy(void* exec) noexcept;
 
 }  // namespace resident::detail::cuda

@@ -7,21 +7,12 @@
 #include <functional>
 #include <utility>
 
+#include "resident/detail/cuda_runtime.hpp"
 #include "resident/device/stream.hpp"
 #include "resident/error.hpp"
 #include "resident/memory/ledger.hpp"
 
 namespace resident {
-
-namespace detail {
-void* graph_begin(stream_ref s);                 // starts capturing s
-void* graph_end(stream_ref s);                   // ends the capture, returns the instantiated graph
-bool graph_end_update(stream_ref s, void* exec);  // ends the capture, updates exec in place if it can
-void graph_abort(stream_ref s) noexcept;         // ends a failed capture, discarding it
-void graph_launch(void* exec, stream_ref s);
-void graph_destroy(void* exec) noexcept;
-void forget_kernels(device d, std::uint64_t n);  // captured launches did not run
-}  // namespace detail
 
 /// A captured sequence of work. Move-only; replaying or updating a moved-from graph throws
 /// invalid_argument.
@@ -42,7 +33,7 @@ class graph {
     if (s.native() == nullptr)
       RESIDENT_FAIL("graph::capture needs a created stream (rs::stream), not the default stream");
     g.kernels_ = record(s, work);
-    g.exec_ = detail::graph_end(s);
+    g.exec_ = detail::cuda::graph_end(s);
     return g;
   }
 
@@ -60,7 +51,7 @@ class graph {
       return;
     }
     const std::uint64_t k = record(s, work);
-    if (!detail::graph_end_update(s, exec_))
+    if (!detail::cuda::graph_end_update(s, exec_))
       RESIDENT_FAIL("graph::update: the new work differs in shape from the captured graph (other "
                              "kernels, node count or dependencies); capture a new graph with graph::capture");
     kernels_ = k;
@@ -68,7 +59,7 @@ class graph {
 
   /// An empty graph; replaying it throws invalid_argument.
   graph() = default;
-  ~graph() { detail::graph_destroy(exec_); }
+  ~graph() { detail::cuda::graph_destroy(exec_); }
   /// Takes over o's captured work; o is left empty.
   graph(graph&& o) noexcept
       : device_(o.device_), exec_(std::exchange(o.exec_, nullptr)), cpu_work_(std::exchange(o.cpu_work_, {})),
@@ -76,7 +67,7 @@ class graph {
   /// Destroys this graph's work and takes over o's; o is left empty.
   graph& operator=(graph&& o) noexcept {
     if (this != &o) {
-      detail::graph_destroy(exec_);
+      detail::cuda::graph_destroy(exec_);
       device_ = o.device_;
       exec_ = std::exchange(o.exec_, nullptr);
       cpu_work_ = std::exchange(o.cpu_work_, {});
@@ -94,7 +85,7 @@ class graph {
     if (!(s.device() == device_))
       RESIDENT_FAIL("graph captured on " + device_.name() + " replayed on " + s.device().name(), device_mismatch);
     if (exec_) {
-      detail::graph_launch(exec_, s);
+      detail::cuda::graph_launch(exec_, s);
       detail::record_kernel(device_, kernels_);
     } else if (cpu_work_) {
       scoped_ledger l(device_);
@@ -117,12 +108,12 @@ class graph {
   // the work launched (taken back out of the ledger: they did not run). Drops the capture on a throw.
   template <class F>
   static std::uint64_t record(stream_ref s, F& work) {
-    detail::graph_begin(s);
+    detail::cuda::graph_begin(s);
     scoped_ledger l(s.device());
     try {
       work();
     } catch (...) {
-      detail::graph_abort(s);
+      detail::cuda::graph_abort(s);
       throw;
     }
     const std::uint64_t k = l.delta().kernels;
