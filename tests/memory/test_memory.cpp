@@ -343,6 +343,21 @@ TEST_P(ledger, empty_and_self_copies_count_nothing) {
   }
 }
 
+TEST(per_device, indices_beyond_the_table_are_refused) {
+  // The ledger and the pools keep one slot per device: an index past the table is an error, never a
+  // write past it.
+  for (int i : {64, 65, 1 << 20}) {
+    EXPECT_THROW(rs::ledger(rs::device::cuda(i)), rs::invalid_argument) << i;
+    try {
+      rs::ledger(rs::device::cuda(i));
+    } catch (const rs::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("beyond the 64 devices"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("per_device.hpp:"), std::string::npos) << e.what();  // the raising site
+    }
+  }
+  EXPECT_NO_THROW(rs::ledger(rs::device::cpu()));
+}
+
 TEST(ledger_print, ends_with_a_newline) {
   auto a = rs::to_device(std::vector<float>{1.f, 2.f}, rs::device::cpu());
   std::ostringstream os;

@@ -151,10 +151,11 @@ int run_bench_pipeline(const bench_options& o) {
 
   auto master = map<func1>() | map<func2>() | map<func3>();
   auto sum = map([] RESIDENT_HD(float v) { return v; }) | reduce(plus{}, 0.f);
+  auto scan = map<func1>() | inclusive_scan(plus{});  // running sums of the first stage, y = scan(f1(x))
   table t({{"n", "log2_n"}, {"bytes moved", "bytes", true}, {"memcpy (ms)", "memcpy_ms"},
            {"fused (ms)", "fused_ms"}, {"fused / memcpy", "fused_over_memcpy"}, {"3 kernels (ms)", "three_kernels_ms"},
            {"sum (ms)", "sum_ms"}, {"sum GB/s / memcpy GB/s", "sum_rate_over_memcpy_rate"},
-           {"fused GB/s", "fused_gb_per_s"}});
+           {"fused GB/s", "fused_gb_per_s"}, {"scan (ms)", "scan_ms"}, {"scan / memcpy", "scan_over_memcpy"}});
   plot_series fused_s{"fused pipeline / memcpy", {}, {}}, three_s{"three kernels / memcpy", {}, {}};
   progress bar("bench pipeline", logs.size());
   stream s(d);
@@ -179,10 +180,15 @@ int run_bench_pipeline(const bench_options& o) {
       map<func3>()(y);
     });
     const double su = timed([&] { sum(x, total); });
+    scan(x, y);
+    // Float running sums of 2^28 values drift from the FP64 sums by rounding (the tests check the scan
+    // against FP64 in double); a wrong combination of pieces is off by far more than 5%.
+    if (scan_error(hx, y.to_host()) > 0.05) throw error("bench pipeline: scan result is wrong at n = 2^" + std::to_string(l));
+    const double sc = timed([&] { scan(x, y); });
     const double bytes = 8.0 * double(n);
     t.add({"2^" + std::to_string(l), detail::format_bytes(bytes), table::cell(mc, 4), table::cell(fu, 4),
            table::cell(fu / mc, 3), table::cell(k3, 4), table::cell(su, 4), table::cell(mc / (2 * su), -1),
-           table::cell(bytes / (fu * 1e-3) / 1e9, -1)});
+           table::cell(bytes / (fu * 1e-3) / 1e9, -1), table::cell(sc, 4), table::cell(sc / mc, 3)});
     fused_s.x.push_back(double(n));
     fused_s.y.push_back(fu / mc);
     three_s.x.push_back(double(n));

@@ -48,4 +48,16 @@ inline double seed_error(const std::vector<float>& x, const std::vector<float>& 
   return bad ? INFINITY : (den > 0 ? num / den : num);
 }
 
+/// max over i of |y[i] - ref[i]| / ref[i] for the running sums ref[i] = sum of func1(x[0..i]) in
+/// double (every element checked; func1's values are positive). NaN gives +inf.
+inline double scan_error(const std::vector<float>& x, const std::vector<float>& y) {
+  double acc = 0, worst = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    acc += double(func1(x[i]));
+    const double e = std::fabs(double(y[i]) - acc) / acc;
+    if (!(e <= worst)) worst = std::isfinite(e) ? e : INFINITY;
+  }
+  return worst;
+}
+
 }  // namespace resident::cli
