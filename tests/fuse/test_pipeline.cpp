@@ -532,8 +532,10 @@ TEST_P(pipelines, inclusive_scans_after_maps_zips_and_generators_match_the_refer
     }
     std::vector<double> ref(n);
     double acc = 0;
-    for (std::size_t i = 0; i < n; ++i) ref[i] = acc += double(f1(h[i]));  // the stage in float, the sum in FP64
-    EXPECT_LT(rs::test::rel_error(y.to_host(), ref), 1e-12);
+    // The stage in float (the GPU contracts it into an fma: an ulp apart), the sums in FP64: a wrong
+    // combination of pieces or tiles is off by far more than a float ulp.
+    for (std::size_t i = 0; i < n; ++i) ref[i] = acc += double(f1(h[i]));
+    EXPECT_LT(rs::test::rel_error(y.to_host(), ref), 1e-7);
     // In place, a running maximum: exact, whatever the order of combination.
     rs::inclusive_scan(rs::maximum{})(x);
     auto m = x.to_host();
