@@ -133,13 +133,18 @@ template <class E>
 
 }  // namespace resident
 
+/// Picks the macro named by the argument count (an implementation detail of the two below).
 #define RESIDENT_DETAIL_PICK3(a, b, c, name, ...) name
+/// RESIDENT_FAIL(msg).
 #define RESIDENT_DETAIL_FAIL1(msg) ::resident::detail::fail<::resident::invalid_argument>(msg, __FILE__, __LINE__)
+/// RESIDENT_FAIL(msg, type).
 #define RESIDENT_DETAIL_FAIL2(msg, type) ::resident::detail::fail<::resident::type>(msg, __FILE__, __LINE__)
+/// RESIDENT_EXPECTS(cond, msg).
 #define RESIDENT_DETAIL_EXPECTS2(cond, msg) \
   do {                                      \
     if (!(cond)) RESIDENT_DETAIL_FAIL1(msg); \
   } while (0)
+/// RESIDENT_EXPECTS(cond, msg, type).
 #define RESIDENT_DETAIL_EXPECTS3(cond, msg, type) \
   do {                                            \
     if (!(cond)) RESIDENT_DETAIL_FAIL2(msg, type); \
