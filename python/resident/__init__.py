@@ -11,6 +11,10 @@ or another library's. Errors are `resident.Error` subclasses carrying the C++ me
     y = torch.from_dlpack(x)                             # the same memory, no copy
     p = rs.op.affine(1.5, 0.5) | rs.op.square() | rs.op.add(1) | rs.op.sqrt() | rs.op.sin() | rs.op.mul(0.5)
     p(x)                                                 # ONE fused kernel, in place, on any library's array
+    f = rs.Flow()                                        # stages of Python work, independent ones concurrent
+    f.add("fill", lambda: rs.random.fill_uniform(x, 1), writes=[x])
+    f.add("map", lambda: p(x), reads=[x], writes=[x])
+    g = f.capture(); g.replay()                          # the whole flow as one CUDA graph launch
 """
 import json as _json
 
@@ -18,6 +22,7 @@ from . import _core
 from ._core import Array, cuda_device_count, cuda_unavailable_reason, default_device, empty, from_dlpack, synchronize
 from ._core import to_device, sum, min, max  # noqa: A001 (resident's reductions, on any array)
 from ._core import matmul, op, program
+from ._core import Flow, Graph, capture
 
 
 class Error(RuntimeError):
@@ -107,7 +112,7 @@ class transfer_policy:
 
 from . import random  # noqa: E402  (after the exception types are registered)
 
-__all__ = ["Array", "matmul", "op", "program", "empty", "to_device", "from_dlpack", "default_device", "cuda_device_count",
+__all__ = ["Array", "Flow", "Graph", "capture", "matmul", "op", "program", "empty", "to_device", "from_dlpack", "default_device", "cuda_device_count",
            "cuda_unavailable_reason", "synchronize", "ledger", "transfer_policy", "sum", "min", "max", "random",
            "Error", "InvalidArgument", "ShapeMismatch", "DeviceMismatch", "InvalidLaunch", "FlowError",
            "OutOfMemory", "DeviceUnavailable", "TransferForbidden", "StageError", "LibraryError", "CudaError",

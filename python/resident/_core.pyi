@@ -213,3 +213,43 @@ def sum(x: object) -> float: ...
 def min(x: object) -> float: ...
 
 def max(x: object) -> float: ...
+
+class Graph:
+    """Captured resident work: replay() runs it again as one launch (CUDA)."""
+
+    def replay(self) -> None:
+        """
+        Runs the captured work again, asynchronously; the device's default stream (where arrays' own work runs) waits for it, so later work sees its results.
+        """
+
+    @property
+    def kernels(self) -> int:
+        """Kernels one replay launches."""
+
+class Flow:
+    """
+    Named stages of Python work with dependencies, independent ones on concurrent streams; resident calls inside a stage run on the stage's stream.
+    """
+
+    def __init__(self, device: str | None = None, streams: int = 4) -> None: ...
+
+    def add(self, name: str, work: object, reads: Sequence[object] = [], writes: Sequence[object] = [], after: Sequence[int] = [], infer: bool = True) -> int:
+        """
+        Adds a stage calling work() (no arguments); returns its id. Edges are inferred from the declared reads and writes (arrays of any library) in the order stages are added, plus `after`.
+        """
+
+    def run(self) -> None:
+        """Runs every stage in dependency order and waits for them."""
+
+    def capture(self) -> Graph:
+        """The whole flow as one Graph (nothing runs during the capture)."""
+
+    def report(self) -> list:
+        """The last run's per-stage figures: name, stream, ms, kernels, bytes."""
+
+    def __len__(self) -> int: ...
+
+def capture(work: object, device: str | None = None) -> Graph:
+    """
+    The resident work that work() issues, captured into a Graph on a stream of its own (nothing runs during the capture on CUDA; on the CPU a replay calls work() again).
+    """

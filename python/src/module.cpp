@@ -8,6 +8,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <numeric>
@@ -74,6 +75,19 @@ std::intptr_t handle_of(rs::cuda_stream_t s) { return s == nullptr ? 1 : reinter
 
 // ---- the array ----------------------------------------------------------------------------------
 
+// The stream of the flow stage (or capture) whose Python work runs now on this thread, if any: work on
+// arrays of its device goes there instead of the array's own stream.
+thread_local const rs::stream_ref* t_stage_stream = nullptr;
+
+// Sets t_stage_stream for a scope.
+struct stage_stream_scope {
+  const rs::stream_ref* previous;
+  explicit stage_stream_scope(const rs::stream_ref& s) : previous(std::exchange(t_stage_stream, &s)) {}
+  ~stage_stream_scope() { t_stage_stream = previous; }
+  stage_stream_scope(const stage_stream_scope&) = delete;
+  stage_stream_scope& operator=(const stage_stream_scope&) = delete;
+};
+
 // A C-contiguous block of elements on one device: memory resident allocated, or another library's
 // tensor taken in place. `owner` keeps the memory alive as long as any Array or exported tensor uses it.
 struct py_array {
@@ -89,13 +103,18 @@ struct py_array {
   }
   std::size_t itemsize() const { return dtype.bits / 8u; }
   rs::device device() const { return stream.device(); }
+  // The stream work on the array runs on: a running flow stage's, else the array's own.
+  rs::stream_ref work_stream() const {
+    return t_stage_stream && t_stage_stream->device() == stream.device() ? *t_stage_stream : stream;
+  }
   template <class T>
   rs::array_ref<T> ref() const {
-    return {static_cast<T*>(data), size(), stream};
+    return {static_cast<T*>(data), size(), work_stream()};
   }
-  // Foreign memory may be read by its owner on any stream next: wait for resident's work on it.
+  // Foreign memory may be read by its owner on any stream next: wait for resident's work on it (inside
+  // a flow stage the flow's run waits for every stage before it returns).
   void finish_foreign() const {
-    if (foreign) stream.synchronize();
+    if (foreign && !t_stage_stream) stream.synchronize();
   }
 };
 
@@ -402,11 +421,121 @@ nb::object matmul(nb::object a_obj, nb::object b_obj, nb::object out_obj, const 
   {
     nb::gil_scoped_release unlocked;
     rs::detail::matmul({ext(a, 0), ext(b, 1), ext(a, 1), a.data, b.data, c.data, ext(a, 1), ext(b, 1), ext(c, 1),
-                        alpha, beta, a.itemsize(), c.stream},
+                        alpha, beta, a.itemsize(), c.work_stream()},
                        algo);
     c.finish_foreign();
   }
   return out_obj;
+}
+
+// ---- flows and graphs of Python work ------------------------------------------------------------
+
+// A captured graph and what its work needs alive: the Python callables (inside the work) and the arrays
+// the stages declared. Replays run on `stream`; the device's default stream then waits for them.
+struct py_graph {
+  rs::graph g;
+  rs::stream_ref stream;
+  std::shared_ptr<rs::stream> own_stream;  // a stream made for rs.capture, kept for the replays
+  std::vector<std::shared_ptr<const void>> keep;
+
+  void replay() {
+    {
+      nb::gil_scoped_release unlocked;
+      g.replay(stream);
+    }
+    // On the CPU the captured Python work ran inside replay (the GIL is taken back for it: see call()).
+    rs::default_stream(stream.device()).wait_for(stream);
+  }
+};
+
+// Calls a Python stage with the GIL held and resident's work on s. Python errors propagate as
+// nb::python_error (a flow wraps them into its stage_error).
+std::function<void(rs::stream_ref)> python_work(nb::object fn) {
+  auto held = std::shared_ptr<nb::object>(new nb::object(std::move(fn)), [](nb::object* p) {
+    nb::gil_scoped_acquire locked;
+    delete p;
+  });
+  return [held](rs::stream_ref s) {
+    nb::gil_scoped_acquire locked;
+    stage_stream_scope scope(s);
+    (*held)();
+  };
+}
+
+struct py_flow {
+  std::unique_ptr<rs::flow> f;
+  std::vector<std::shared_ptr<const void>> keep;
+
+  py_flow(const std::optional<std::string>& dev, int streams) : f(std::make_unique<rs::flow>(pick(dev), streams)) {}
+
+  std::size_t add(const std::string& name, nb::object work, const std::vector<nb::object>& reads,
+                  const std::vector<nb::object>& writes, const std::vector<std::size_t>& after, bool infer) {
+    if (!PyCallable_Check(work.ptr()))
+      throw rs::invalid_argument("Flow.add: the work of stage '" + name + "' is not callable");
+    rs::access acc;
+    auto declare = [&](const std::vector<nb::object>& arrays, bool write) {
+      for (const nb::object& o : arrays) {
+        py_array a = from_dlpack(o);
+        if (!(a.device() == f->stream().device()))
+          throw rs::device_mismatch("Flow.add: stage '" + name + "' declares an array on " + a.device().name() +
+                                    "; the flow runs on " + f->stream().device().name());
+        const rs::access::range r{a.data, a.size() * a.itemsize()};
+        write ? acc.writes(r) : acc.reads(r);
+        keep.push_back(a.owner);
+      }
+    };
+    declare(reads, false);
+    declare(writes, true);
+    return f->add(name, python_work(std::move(work)), std::move(acc), after,
+                  infer ? rs::inference::on : rs::inference::off);
+  }
+
+  void run() {
+    nb::gil_scoped_release unlocked;  // each stage takes the GIL back for its Python work
+    f->run();
+  }
+
+  py_graph capture() {
+    py_graph g;
+    {
+      nb::gil_scoped_release unlocked;
+      g.g = f->capture();
+    }
+    g.stream = f->stream();
+    g.keep = keep;
+    return g;
+  }
+
+  nb::list report() const {
+    nb::list l;
+    for (const rs::stage_report& r : f->report()) {
+      nb::dict d;
+      d["name"] = r.name;
+      d["stream"] = r.stream_index;
+      d["ms"] = r.ms;
+      d["kernels"] = r.issued.kernels;
+      d["h2d_bytes"] = r.issued.h2d_bytes;
+      d["d2h_bytes"] = r.issued.d2h_bytes;
+      l.append(d);
+    }
+    return l;
+  }
+};
+
+// The resident work fn() issues, captured on a stream of its own (CUDA: one graph; the CPU: fn itself).
+py_graph capture(nb::object fn, const std::optional<std::string>& dev) {
+  if (!PyCallable_Check(fn.ptr())) throw rs::invalid_argument("capture: the work is not callable");
+  py_graph g;
+  g.own_stream = std::make_shared<rs::stream>(pick(dev));
+  g.stream = g.own_stream->ref();
+  auto work = python_work(std::move(fn));
+  const rs::stream_ref s = g.stream;
+  {
+    nb::gil_scoped_release unlocked;
+    s.wait_for(rs::default_stream(s.device()));  // after the work queued so far, as a flow starts
+    g.g = rs::graph::capture(s, [work, s] { work(s); });
+  }
+  return g;
 }
 
 // ---- errors -------------------------------------------------------------------------------------
@@ -588,4 +717,25 @@ NB_MODULE(_core, m) {
   m.def("sum", [](nb::object x) { return reduce(x, rs::py::reduction::sum); }, nb::arg("x"));
   m.def("min", [](nb::object x) { return reduce(x, rs::py::reduction::min); }, nb::arg("x"));
   m.def("max", [](nb::object x) { return reduce(x, rs::py::reduction::max); }, nb::arg("x"));
+
+  nb::class_<py_graph>(m, "Graph", "Captured resident work: replay() runs it again as one launch (CUDA).")
+      .def("replay", &py_graph::replay,
+           "Runs the captured work again, asynchronously; the device's default stream (where arrays' own work "
+           "runs) waits for it, so later work sees its results.")
+      .def_prop_ro("kernels", [](const py_graph& g) { return g.g.kernels(); }, "Kernels one replay launches.");
+  nb::class_<py_flow>(m, "Flow", "Named stages of Python work with dependencies, independent ones on concurrent "
+                                 "streams; resident calls inside a stage run on the stage's stream.")
+      .def(nb::init<const std::optional<std::string>&, int>(), nb::arg("device") = nb::none(), nb::arg("streams") = 4)
+      .def("add", &py_flow::add, nb::arg("name"), nb::arg("work").none(), nb::arg("reads") = std::vector<nb::object>{},
+           nb::arg("writes") = std::vector<nb::object>{}, nb::arg("after") = std::vector<std::size_t>{},
+           nb::arg("infer") = true,
+           "Adds a stage calling work() (no arguments); returns its id. Edges are inferred from the declared "
+           "reads and writes (arrays of any library) in the order stages are added, plus `after`.")
+      .def("run", &py_flow::run, "Runs every stage in dependency order and waits for them.")
+      .def("capture", &py_flow::capture, "The whole flow as one Graph (nothing runs during the capture).")
+      .def("report", &py_flow::report, "The last run's per-stage figures: name, stream, ms, kernels, bytes.")
+      .def("__len__", [](const py_flow& f) { return f.f->size(); });
+  m.def("capture", &capture, nb::arg("work").none(), nb::arg("device") = nb::none(),
+        "The resident work that work() issues, captured into a Graph on a stream of its own (nothing runs "
+        "during the capture on CUDA; on the CPU a replay calls work() again).");
 }
