@@ -101,6 +101,7 @@ command_line::command_line() {
       ->check(repetitions);
   demo_cmd_->add_option("--json", demo_.json, "Write the table and ledger as JSON to FILE ('-' for stdout)")
       ->type_name("FILE");
+  demo_cmd_->add_flag("--stream", demo_.stream, "Add a mode (e): host to host, streamed in overlapped chunks");
 
   info_cmd_->footer("Example:\n  resident info --measure --json info.json");
   demo_cmd_->footer("Example:\n  resident demo --device cpu --n 1000000 --json demo.json");
