@@ -35,7 +35,10 @@ struct chunk_timing {
 
 /// How a streamed pipeline cuts host data into chunks. Zero means "choose": a chunk of 64 MiB of
 /// input, 3 chunks in flight, both made smaller until the device staging fits in half the device's
-/// free memory and under the pool's limit (set_pool_limit, RESIDENT_POOL_LIMIT).
+/// free memory and under the pool's limit (set_pool_limit, RESIDENT_POOL_LIMIT). The device staging
+/// (depth chunks of every input, and of the output unless it is staged in place of the single input)
+/// comes from the pool; pageable host arrays also need depth chunks of page-locked host staging each,
+/// which the library keeps per device for later calls.
 struct stream_options {
   std::size_t chunk_elements = 0;  ///< elements per chunk (the last one may hold fewer); 0: chosen
   int depth = 0;                   ///< chunks in flight, 1 to 16 (buffer sets); 0: chosen
