@@ -41,7 +41,7 @@ CLI::Validator byte_count() {
         v = std::to_string(*b);
         return {};
       },
-      "BYTES");
+      "a byte count such as 8GiB");
 }
 
 const char* const commands[] = {"info", "demo", "bench"};
