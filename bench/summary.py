@@ -88,6 +88,13 @@ def main(d):
         if sweep:  # the sweep against the occupancy-chosen configuration: its fastest and slowest points
             for r in (min(sweep, key=lambda r: r["ms"]), max(sweep, key=lambda r: r["ms"])):
                 row(f"guide launch_config: {r['variant'][:30]}", f"{r['ratio']:.2f}x time", "", None)
+    st = load(d, "stream.json")
+    if st:
+        for r in st["rows"]:
+            if r["target"] is not None:
+                row(f"stream: {r['measure']}", f"{r['gbs']:.1f} GB/s, {r['ratio']:.3f}", f">= {r['target']:.2f}",
+                    r["ratio"] >= r["target"])
+        row("stream: results checked, peak under the pool limit", str(st["ok"]), "True", st["ok"])
     py = load(d, "python.json")
     if py:
         if py["exchange"]:

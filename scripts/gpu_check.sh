@@ -85,6 +85,9 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   step bench-matmul "$cli" bench matmul --json "$logs/matmul.json"
   step bench-flow "$cli" bench flow --json "$logs/flow.json"
   step bench-guide "$cli" bench guide --json "$logs/guide.json"
+  # 8 GiB of host data through a pool capped at 2 GiB (the host holds 128 GiB: pinned and pageable
+  # input and output take 32 GiB).
+  step bench-stream "$cli" bench stream --size 8GiB --pool-limit 2GiB --json "$logs/stream.json"
   step bench-python env PYTHONUNBUFFERED=1 python3 bench/peers/python_overhead.py --json "$logs/python.json"
   if [ "${SKIP_PEERS:-0}" != 1 ]; then
     step peers env PYTHONUNBUFFERED=1 python3 bench/peers/peers.py --json "$logs/peers.json" \

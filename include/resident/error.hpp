@@ -13,6 +13,7 @@
 /// (RESIDENT_CUDA_TRY in detail/cuda_check.hpp, the others in detail/library_check.hpp).
 
 #include <cstddef>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -61,7 +62,8 @@ class device_lost : public cuda_error {
   using cuda_error::cuda_error;
 };
 
-/// An allocation failed after the pool was trimmed and the allocation retried once.
+/// An allocation failed after the pool was trimmed and the allocation retried once, or would have
+/// taken the pool past its limit.
 class out_of_memory : public error {
  public:
   /// The message and the figures at the time of the failure, all in bytes.
@@ -80,9 +82,25 @@ class out_of_memory : public error {
   std::size_t pool_reserved() const noexcept { return pool_reserved_; }
   /// Bytes of the pool in use by live allocations when it failed.
   std::size_t pool_in_use() const noexcept { return pool_in_use_; }
+  /// The pool's limit when the allocation was refused for crossing it (set_pool_limit,
+  /// RESIDENT_POOL_LIMIT); empty when no limit was in force.
+  std::optional<std::size_t> pool_limit() const noexcept { return limit_; }
+  /// The largest block the pool could have handed out without growing, where the backend can know
+  /// it (the host pool's largest cached block); empty when it cannot (CUDA memory pools do not say).
+  std::optional<std::size_t> largest_free_block() const noexcept { return largest_free_; }
+
+  /// The same figures plus the pool's limit and its largest free block (empty: none / unknown).
+  out_of_memory(const std::string& what, std::size_t requested, std::size_t free_bytes,
+                std::size_t pool_reserved, std::size_t pool_in_use, std::optional<std::size_t> limit,
+                std::optional<std::size_t> largest_free_block)
+      : out_of_memory(what, requested, free_bytes, pool_reserved, pool_in_use) {
+    limit_ = limit;
+    largest_free_ = largest_free_block;
+  }
 
  private:
   std::size_t requested_, free_, pool_reserved_, pool_in_use_;
+  std::optional<std::size_t> limit_, largest_free_;
 };
 
 /// An argument is invalid (bad value, moved-from array, unknown name).

@@ -20,3 +20,4 @@
 #include "resident/fuse/program.hpp"
 #include "resident/insight/timing.hpp"
 #include "resident/random/random.hpp"
+#include "resident/streaming/streaming.hpp"

@@ -19,6 +19,7 @@ struct atomic_counts {
   std::atomic<std::uint64_t> h2d_bytes{0}, h2d_copies{0}, d2h_bytes{0}, d2h_copies{0};
   std::atomic<std::uint64_t> d2d_bytes{0}, d2d_copies{0}, kernels{0}, allocations{0}, pool_hits{0};
   std::atomic<std::uint64_t> peak_bytes{0};
+  std::atomic<std::uint64_t> streamed_h2d_bytes{0}, streamed_d2h_bytes{0}, stream_chunks{0};
   std::atomic<bool> used{false};
 };
 
@@ -43,6 +44,9 @@ ledger_counts read(const atomic_counts& a) {
   c.allocations = a.allocations;
   c.pool_hits = a.pool_hits;
   c.peak_bytes = a.peak_bytes;
+  c.streamed_h2d_bytes = a.streamed_h2d_bytes;
+  c.streamed_d2h_bytes = a.streamed_d2h_bytes;
+  c.stream_chunks = a.stream_chunks;
   return c;
 }
 
@@ -66,6 +70,9 @@ ledger_counts ledger_counts::operator-(const ledger_counts& b) const {
   r.allocations = allocations - b.allocations;
   r.pool_hits = pool_hits - b.pool_hits;
   r.peak_bytes = peak_bytes;  // a level: the later value stands
+  r.streamed_h2d_bytes = streamed_h2d_bytes - b.streamed_h2d_bytes;
+  r.streamed_d2h_bytes = streamed_d2h_bytes - b.streamed_d2h_bytes;
+  r.stream_chunks = stream_chunks - b.stream_chunks;
   return r;
 }
 
@@ -76,6 +83,10 @@ std::string ledger_counts::summary() const {
      << ", D2D " << d2d_copies << plural(d2d_copies, " copy ", " copies ") << detail::format_bytes(double(d2d_bytes))
      << ", kernels " << kernels << ", allocations " << allocations << " (" << pool_hits
      << " from the pool), peak " << detail::format_bytes(double(peak_bytes));
+  if (stream_chunks > 0)
+    os << ", streamed " << stream_chunks << plural(stream_chunks, " chunk (H2D ", " chunks (H2D ")
+       << detail::format_bytes(double(streamed_h2d_bytes)) << ", D2H " << detail::format_bytes(double(streamed_d2h_bytes))
+       << ")";
   return os.str();
 }
 
@@ -84,7 +95,8 @@ std::string ledger_counts::json() const {
   os << "{\"h2d_bytes\":" << h2d_bytes << ",\"h2d_copies\":" << h2d_copies << ",\"d2h_bytes\":" << d2h_bytes
      << ",\"d2h_copies\":" << d2h_copies << ",\"d2d_bytes\":" << d2d_bytes << ",\"d2d_copies\":" << d2d_copies
      << ",\"kernels\":" << kernels << ",\"allocations\":" << allocations << ",\"pool_hits\":" << pool_hits
-     << ",\"peak_bytes\":" << peak_bytes << "}";
+     << ",\"peak_bytes\":" << peak_bytes << ",\"streamed_h2d_bytes\":" << streamed_h2d_bytes
+     << ",\"streamed_d2h_bytes\":" << streamed_d2h_bytes << ",\"stream_chunks\":" << stream_chunks << "}";
   return os.str();
 }
 
@@ -196,6 +208,15 @@ void record_transfer(device d, direction dir, std::uint64_t bytes) {
 
 void record_kernel(device d, std::uint64_t count) { slot(d).kernels += count; }
 void forget_kernels(device d, std::uint64_t count) { slot(d).kernels -= count; }
+
+void record_stream_chunk(device d, std::uint64_t h2d_bytes, std::uint64_t d2h_bytes) {
+  auto& c = slot(d);
+  c.streamed_h2d_bytes += h2d_bytes;
+  c.streamed_d2h_bytes += d2h_bytes;
+  ++c.stream_chunks;
+}
+
+void reset_ledger_peak(device d, std::uint64_t bytes_in_use) { slot(d).peak_bytes = bytes_in_use; }
 
 void record_allocation(device d, bool pool_hit, std::uint64_t bytes_in_use) {
   auto& c = slot(d);

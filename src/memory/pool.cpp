@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,14 +29,58 @@ bool caching_from_environment() {
   return !(v && std::string(v) == "0");
 }
 
+// A limit that set_pool_limit has not set: the environment's (RESIDENT_POOL_LIMIT) applies.
+constexpr std::size_t limit_from_environment = 0;
+// An explicitly lifted limit.
+constexpr std::size_t no_limit = std::numeric_limits<std::size_t>::max();
+
+struct environment_limit {
+  std::optional<std::size_t> bytes;
+  std::string error;  ///< the message when the variable holds no byte count
+};
+
+// RESIDENT_POOL_LIMIT, read once: every pool's starting limit.
+const environment_limit& pool_limit_from_environment() {
+  static const environment_limit e = [] {
+    environment_limit r;
+    const char* v = std::getenv("RESIDENT_POOL_LIMIT");
+    if (!v || !*v || std::string(v) == "none") return r;
+    r.bytes = detail::parse_bytes(v);
+    if (!r.bytes || *r.bytes == 0) {
+      r.bytes.reset();
+      r.error = std::string("RESIDENT_POOL_LIMIT is '") + v +
+                "': give a byte count above 0 such as 2GiB, 512MiB or 1000000 (or unset it for no limit)";
+    }
+    return r;
+  }();
+  return e;
+}
+
 struct pool_state {
   std::atomic<std::size_t> in_use{0}, peak{0};
   std::atomic<std::uint64_t> allocations{0}, hits{0}, outstanding{0};
   std::atomic<bool> caching{caching_from_environment()};
   std::atomic<std::size_t> last_reserved{0};  ///< the device pool's reservation after the last allocation
+  std::atomic<std::size_t> limit{limit_from_environment};  ///< set_pool_limit's value, or the two markers
 
-  void count(std::size_t bytes, bool hit, device d) {
-    std::size_t now = in_use += bytes;
+  std::optional<std::size_t> current_limit() const {
+    const std::size_t l = limit;
+    if (l == no_limit) return std::nullopt;
+    if (l != limit_from_environment) return l;
+    const environment_limit& e = pool_limit_from_environment();
+    if (!e.error.empty()) RESIDENT_FAIL(e.error);
+    return e.bytes;
+  }
+  // Adds bytes to the bytes in use unless that would cross the limit; returns the new figure, or 0
+  // when refused. Claimed before allocating, so two threads cannot both pass the limit.
+  std::size_t claim(std::size_t bytes, std::optional<std::size_t> cap) {
+    std::size_t cur = in_use.load();
+    do {
+      if (cap && (bytes > *cap || cur > *cap - bytes)) return 0;
+    } while (!in_use.compare_exchange_weak(cur, cur + bytes));
+    return cur + bytes;
+  }
+  void count(std::size_t now, bool hit, device d) {
     std::size_t p = peak.load();
     while (now > p && !peak.compare_exchange_weak(p, now)) {
     }
@@ -121,6 +166,13 @@ class host_pool {
     cached_ = 0;
   }
   std::size_t reserved() const { return reserved_; }
+  /// The largest block the pool caches (what it can hand out without asking the system).
+  std::size_t largest_cached() {
+    std::lock_guard lock(m_);
+    for (auto it = free_.rbegin(); it != free_.rend(); ++it)
+      if (!it->second.empty()) return it->first;
+    return 0;
+  }
 
  private:
   std::mutex m_;
@@ -138,32 +190,50 @@ host_pool& cpu_pool() {
 // size arithmetic (rounding it up to the pool's granularity would wrap).
 constexpr std::size_t largest_request = std::size_t(std::numeric_limits<std::ptrdiff_t>::max()) / 4096 * 4096;
 
-enum class oom_reason { retried, beyond_any_allocation };
+enum class oom_reason { retried, beyond_any_allocation, limit };
 
-[[noreturn]] void throw_oom(device d, std::size_t bytes, oom_reason why = oom_reason::retried) {
+[[noreturn]] void throw_oom(device d, std::size_t bytes, oom_reason why = oom_reason::retried,
+                            std::optional<std::size_t> limit = std::nullopt) {
   std::size_t free_b = 0, total = 0, reserved = 0;
+  std::optional<std::size_t> largest;
   if (d.is_cuda()) {
     detail::cuda::mem_info(d.index(), &free_b, &total);
     reserved = detail::cuda::pool_reserved(d.index());
   } else {
     reserved = cpu_pool().reserved();
+    largest = cpu_pool().largest_cached();
     const long page = sysconf(_SC_PAGE_SIZE), avail = sysconf(_SC_AVPHYS_PAGES), all = sysconf(_SC_PHYS_PAGES);
     if (page > 0 && avail > 0) free_b = std::size_t(avail) * std::size_t(page);
     if (page > 0 && all > 0) total = std::size_t(all) * std::size_t(page);
   }
   std::size_t used = state(d).in_use;
-  const std::string what =
-      why == oom_reason::retried
-          ? ". The pool was trimmed and the allocation retried once; free arrays or use smaller ones"
-          : ". No allocation can exceed " + std::to_string(largest_request) +
-                " bytes, so nothing was allocated; check the element count";
+  auto figure = [](std::size_t b) { return detail::format_bytes(double(b)) + " (" + std::to_string(b) + " bytes)"; };
+  std::string what;
+  switch (why) {
+    case oom_reason::retried:
+      what = ". The pool was trimmed and the allocation retried once; free arrays or use smaller ones";
+      break;
+    case oom_reason::beyond_any_allocation:
+      what = ". No allocation can exceed " + std::to_string(largest_request) +
+             " bytes, so nothing was allocated; check the element count";
+      break;
+    case oom_reason::limit:
+      what = ". It would take the pool past its limit of " + figure(*limit) +
+             " (set_pool_limit or RESIDENT_POOL_LIMIT); the pool's cache was returned and the limit checked "
+             "again. Free arrays, use smaller ones or raise the limit";
+      break;
+  }
   throw out_of_memory(
-      "out of memory on " + d.name() + ": asked for " + detail::format_bytes(double(bytes)) + " (" +
-          std::to_string(bytes) + " bytes); the device has " + detail::format_bytes(double(free_b)) +
-          " free of " + detail::format_bytes(double(total)) + "; the pool holds " +
-          detail::format_bytes(double(reserved)) + " of which " + detail::format_bytes(double(used)) + " in use" +
-          what,
-      bytes, free_b, reserved, used);
+      "out of memory on " + d.name() + ": asked for " + figure(bytes) + "; the device has " +
+          detail::format_bytes(double(free_b)) + " free of " + detail::format_bytes(double(total)) +
+          "; the pool has " + figure(used) + " in use and " + figure(reserved) + " reserved" +
+          (limit ? ", limit " + figure(*limit) : std::string(", no limit")) + ", largest free block " +
+          (largest ? figure(*largest) : std::string("unknown (the CUDA pool does not say)")) + what,
+      bytes, free_b, reserved, used, limit, largest);
+}
+
+std::size_t reserved_bytes(device d) {
+  return d.is_cuda() ? detail::cuda::pool_reserved(d.index()) : cpu_pool().reserved();
 }
 
 }  // namespace
@@ -176,8 +246,33 @@ pool_statistics pool_stats(device d) {
   r.allocations = s.allocations;
   r.pool_hits = s.hits;
   r.outstanding = s.outstanding;
-  r.bytes_reserved = d.is_cuda() ? detail::cuda::pool_reserved(d.index()) : cpu_pool().reserved();
+  r.bytes_reserved = reserved_bytes(d);
+  r.limit = s.current_limit();
   return r;
+}
+
+void set_pool_limit(device d, std::size_t bytes) {
+  auto& s = state(d);
+  RESIDENT_EXPECTS(bytes > 0, "set_pool_limit: a limit of 0 bytes would refuse every allocation; use "
+                              "clear_pool_limit to lift the limit");
+  const std::size_t used = s.in_use;
+  RESIDENT_EXPECTS(bytes >= used, "set_pool_limit: the pool on " + d.name() + " has " +
+                                      detail::format_bytes(double(used)) + " (" + std::to_string(used) +
+                                      " bytes) in use, above the limit of " + std::to_string(bytes) +
+                                      " bytes; free arrays first or choose a limit of at least that");
+  s.limit = bytes == no_limit ? no_limit : bytes;
+  if (reserved_bytes(d) > bytes) trim_pool(d);
+}
+
+void clear_pool_limit(device d) { state(d).limit = no_limit; }
+
+std::optional<std::size_t> pool_limit(device d) { return state(d).current_limit(); }
+
+void reset_pool_peak(device d) {
+  auto& s = state(d);
+  const std::size_t now = s.in_use;
+  s.peak = now;
+  detail::reset_ledger_peak(d, now);
 }
 
 void trim_pool(device d) {
@@ -196,29 +291,78 @@ void set_pool_caching(device d, bool enabled) {
 
 namespace detail {
 
+std::optional<std::size_t> parse_bytes(std::string_view t) {
+  std::size_t i = 0, v = 0;
+  if (t.empty() || t[0] < '0' || t[0] > '9') return std::nullopt;
+  for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) {
+    const std::size_t digit = std::size_t(t[i] - '0');
+    if (v > (std::numeric_limits<std::size_t>::max() - digit) / 10) return std::nullopt;
+    v = v * 10 + digit;
+  }
+  if (i < t.size() && t[i] == ' ') ++i;
+  const std::string_view unit = t.substr(i);
+  static constexpr std::pair<std::string_view, std::size_t> units[] = {
+      {"", 1},         {"B", 1},
+      {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40},
+      {"kB", 1000ull},     {"KB", 1000ull},     {"MB", 1000000ull},  {"GB", 1000000000ull},
+      {"TB", 1000000000000ull}};
+  for (auto [name, scale] : units) {
+    if (unit != name) continue;
+    if (v > std::numeric_limits<std::size_t>::max() / scale) return std::nullopt;
+    return v * scale;
+  }
+  return std::nullopt;
+}
+
 void* pool_allocate(std::size_t bytes, stream_ref s) {
   if (bytes == 0) return nullptr;
   device d = s.device();
   auto& st = state(d);
   if (bytes > largest_request) throw_oom(d, bytes, oom_reason::beyond_any_allocation);
+  const std::optional<std::size_t> limit = st.current_limit();
+  std::size_t now = st.claim(bytes, limit);
+  if (now == 0) {
+    // Return the cache, then look again: frees made meanwhile count.
+    if (d.is_cpu())
+      cpu_pool().trim();
+    else
+      cuda::pool_trim(d.index(), s.native());
+    now = st.claim(bytes, limit);
+    if (now == 0) throw_oom(d, bytes, oom_reason::limit, limit);
+  }
+  // The bytes are claimed: give them back on every way out but success.
+  auto refuse = [&](oom_reason why) {
+    st.in_use -= bytes;
+    throw_oom(d, bytes, why, limit);
+  };
+  // Under a limit, the pool returns its cache before growing past it.
+  const bool over = limit && reserved_bytes(d) > *limit - bytes;
   if (d.is_cpu()) {
+    if (over) cpu_pool().trim();
     bool hit = false;
     void* p = cpu_pool().allocate(bytes, &hit);
     if (!p) {
       cpu_pool().trim();
       p = cpu_pool().allocate(bytes, &hit);
     }
-    if (!p) throw_oom(d, bytes);
-    st.count(bytes, hit, d);
+    if (!p) refuse(oom_reason::retried);
+    st.count(now, hit, d);
     return p;
   }
   int dev = d.index();
-  void* p = cuda::pool_allocate(dev, bytes, s.native());
-  if (!p) {
-    cuda::pool_trim(dev, s.native());
+  void* p = nullptr;
+  try {
+    if (over) cuda::pool_trim(dev, s.native());
     p = cuda::pool_allocate(dev, bytes, s.native());
-    if (!p) throw_oom(d, bytes);
+    if (!p) {
+      cuda::pool_trim(dev, s.native());
+      p = cuda::pool_allocate(dev, bytes, s.native());
+    }
+  } catch (...) {
+    st.in_use -= bytes;
+    throw;
   }
+  if (!p) refuse(oom_reason::retried);
   // A hit: the pool did not have to grow past what it held after the last allocation (frees keep
   // memory in the pool, so only growth or a trim moves the figure). One query per allocation; none
   // while s is being captured into a graph, where the query is refused (the graph's replays allocate).
@@ -227,7 +371,7 @@ void* pool_allocate(std::size_t bytes, stream_ref s) {
     const std::size_t reserved = cuda::pool_reserved(dev);
     hit = reserved <= st.last_reserved.exchange(reserved);
   }
-  st.count(bytes, hit, d);
+  st.count(now, hit, d);
   return p;
 }
 

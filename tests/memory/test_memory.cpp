@@ -554,6 +554,150 @@ TEST(array_view, out_of_bounds_stops_in_debug_builds) {
   }
 }
 
+// A limit caps the bytes in use: the peak stays at or below it, a request past it is a typed error
+// with the figures, nothing leaks, and the pool works again once the limit is lifted.
+TEST_P(pool, limit_caps_the_bytes_in_use) {
+  rs::synchronize(dev);
+  const std::size_t base = rs::pool_stats(dev).bytes_in_use;
+  const std::size_t cap = base + (std::size_t(8) << 20);
+  struct lift {
+    rs::device d;
+    ~lift() { rs::clear_pool_limit(d); }
+  } lifted{dev};
+  rs::set_pool_limit(dev, cap);
+  ASSERT_EQ(rs::pool_limit(dev), cap);
+  EXPECT_EQ(rs::pool_stats(dev).limit, cap);
+  rs::reset_pool_peak(dev);
+  rs::scoped_ledger l(dev);
+  {
+    std::vector<rs::array<float>> held;
+    for (int i = 0; i < 3; ++i) held.emplace_back(std::size_t(2) << 18, dev);  // 3 x 2 MiB
+    auto h = rs::test::random_vector<float>(std::size_t(1) << 18, rs::test::fresh_seed());
+    auto x = rs::to_device(h, dev);  // 1 MiB: 7 MiB in use
+    try {
+      rs::array<float> y(std::size_t(1) << 19, dev);  // 2 MiB more: past the cap
+      FAIL() << "the pool went past its limit";
+    } catch (const rs::out_of_memory& e) {
+      const std::string w = e.what();
+      EXPECT_EQ(e.requested(), std::size_t(2) << 20);
+      EXPECT_EQ(e.pool_limit(), cap);
+      EXPECT_EQ(e.pool_in_use(), base + (std::size_t(7) << 20));
+      EXPECT_GE(e.pool_reserved(), e.pool_in_use());
+      EXPECT_NE(w.find("past its limit of"), std::string::npos) << w;
+      EXPECT_NE(w.find(std::to_string(cap) + " bytes"), std::string::npos) << w;
+      EXPECT_NE(w.find("in use"), std::string::npos) << w;
+      EXPECT_NE(w.find("reserved"), std::string::npos) << w;
+      EXPECT_NE(w.find("largest free block"), std::string::npos) << w;
+      EXPECT_EQ(e.largest_free_block().has_value(), dev.is_cpu()) << w;
+    }
+    EXPECT_EQ(x.to_host(), h);  // what was allocated is intact
+    held.pop_back();
+    rs::array<float> y(std::size_t(1) << 19, dev);  // fits again once 2 MiB are freed
+  }
+  rs::synchronize(dev);
+  EXPECT_LE(rs::pool_stats(dev).peak_bytes, cap);
+  EXPECT_LE(l.delta().peak_bytes, cap);
+  EXPECT_GE(l.delta().peak_bytes, base + (std::size_t(7) << 20));
+  EXPECT_EQ(rs::pool_stats(dev).bytes_in_use, base);
+  if (dev.is_cpu()) {
+    EXPECT_LE(rs::pool_stats(dev).bytes_reserved, cap);  // the cache went back before growing past it
+  }
+}
+
+TEST_P(pool, limits_that_cannot_hold_are_refused) {
+  rs::synchronize(dev);
+  const auto before = rs::pool_limit(dev);
+  rs::array<char> a(std::size_t(1) << 20, dev);
+  const std::size_t used = rs::pool_stats(dev).bytes_in_use;
+  try {
+    rs::set_pool_limit(dev, used - 1);
+    FAIL() << "a limit below the bytes in use was accepted";
+  } catch (const rs::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("in use"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(rs::pool_limit(dev), before);  // unchanged
+  EXPECT_THROW(rs::set_pool_limit(dev, 0), rs::invalid_argument);
+  rs::set_pool_limit(dev, used);  // exactly the bytes in use: nothing more can be allocated
+  EXPECT_THROW(rs::array<char>(1, dev), rs::out_of_memory);
+  rs::clear_pool_limit(dev);
+  EXPECT_FALSE(rs::pool_limit(dev).has_value());
+  EXPECT_NO_THROW(rs::array<char>(1, dev));
+}
+
+// Two threads allocating against one limit never pass it together.
+TEST_P(pool, limit_holds_between_threads) {
+  rs::synchronize(dev);
+  const std::size_t base = rs::pool_stats(dev).bytes_in_use;
+  const std::size_t cap = base + (std::size_t(4) << 20);
+  rs::set_pool_limit(dev, cap);
+  rs::reset_pool_peak(dev);
+  std::atomic<int> refused{0};
+  auto work = [&] {
+    for (int i = 0; i < 200; ++i) {
+      try {
+        rs::array<char> a(std::size_t(3) << 20, dev);
+      } catch (const rs::out_of_memory&) {
+        ++refused;
+      }
+    }
+  };
+  std::thread t1(work), t2(work);
+  t1.join();
+  t2.join();
+  rs::synchronize(dev);
+  rs::clear_pool_limit(dev);
+  EXPECT_LE(rs::pool_stats(dev).peak_bytes, cap);
+  EXPECT_EQ(rs::pool_stats(dev).bytes_in_use, base);
+}
+
+TEST(pool_limit, byte_counts_parse) {
+  using rs::detail::parse_bytes;
+  EXPECT_EQ(parse_bytes("2GiB"), std::size_t(2) << 30);
+  EXPECT_EQ(parse_bytes("512 MiB"), std::size_t(512) << 20);
+  EXPECT_EQ(parse_bytes("1000000"), 1000000u);
+  EXPECT_EQ(parse_bytes("3GB"), 3000000000u);
+  EXPECT_EQ(parse_bytes("7B"), 7u);
+  EXPECT_FALSE(parse_bytes(""));
+  EXPECT_FALSE(parse_bytes("lots"));
+  EXPECT_FALSE(parse_bytes("-1GiB"));
+  EXPECT_FALSE(parse_bytes("2 GiBs"));
+  EXPECT_FALSE(parse_bytes("1.5GiB"));
+  EXPECT_FALSE(parse_bytes("99999999999999999999"));
+  EXPECT_FALSE(parse_bytes("20000000TiB"));
+}
+
+// RESIDENT_POOL_LIMIT, read once: CTest runs this case with the variable unset, valid and bad.
+TEST(pool_limit, environment_sets_every_pools_starting_limit) {
+  const char* v = std::getenv("RESIDENT_POOL_LIMIT");
+  const rs::device d = rs::device::cpu();
+  if (!v) {
+    EXPECT_FALSE(rs::pool_limit(d).has_value());
+    return;
+  }
+  const auto bytes = rs::detail::parse_bytes(v);
+  if (bytes && *bytes > 0) {
+    EXPECT_EQ(rs::pool_limit(d), *bytes);
+    EXPECT_THROW(rs::array<char>(*bytes + 1, d), rs::out_of_memory);
+    rs::set_pool_limit(d, *bytes + 4096);  // the call overrides the variable
+    EXPECT_EQ(rs::pool_limit(d), *bytes + 4096);
+    rs::clear_pool_limit(d);
+    EXPECT_NO_THROW(rs::array<char>(*bytes + 1, d));
+    return;
+  }
+  try {
+    (void)rs::pool_limit(d);
+    FAIL() << "a bad RESIDENT_POOL_LIMIT was accepted";
+  } catch (const rs::invalid_argument& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("RESIDENT_POOL_LIMIT"), std::string::npos) << w;
+    EXPECT_NE(w.find(std::string("'") + v + "'"), std::string::npos) << w;
+  }
+  EXPECT_THROW(rs::array<char>(16, d), rs::invalid_argument);
+  rs::set_pool_limit(d, std::size_t(1) << 30);  // an explicit limit does not need the variable
+  EXPECT_NO_THROW(rs::array<char>(16, d));
+  rs::clear_pool_limit(d);
+}
+
 RESIDENT_BACKENDS(timings);
 RESIDENT_BACKENDS(arrays);
 RESIDENT_BACKENDS(pool);

@@ -30,8 +30,22 @@ CLI::Validator whole_number(const std::string& what, std::uint64_t lo, std::uint
       range);
 }
 
+// A byte count such as 8GiB, 512MiB or 1000000 from 1 to 2^50, rewritten as its digits.
+CLI::Validator byte_count() {
+  const std::string range = "a byte count from 1 to 1PiB, e.g. 8GiB, 512MiB or 1000000";
+  return CLI::Validator(
+      [=](std::string& v) -> std::string {
+        const auto b = detail::parse_bytes(v);
+        if (!b) return "'" + v + "' is not a byte count; give " + range;
+        if (*b < 1 || *b > (std::size_t(1) << 50)) return v + " is out of range; give " + range;
+        v = std::to_string(*b);
+        return {};
+      },
+      "a byte count such as 8GiB");
+}
+
 const char* const commands[] = {"info", "demo", "bench"};
-const char* const benchmarks[] = {"pipeline", "small", "foundation", "rng", "flow", "matmul", "guide"};
+const char* const benchmarks[] = {"pipeline", "small", "foundation", "rng", "flow", "matmul", "guide", "stream"};
 
 template <std::size_t N>
 std::string one_of(const char* const (&names)[N]) {
@@ -62,7 +76,8 @@ command_line::command_line() {
                "  resident demo --device cpu --n 1000000 --json demo.json\n"
                "  resident bench pipeline --sizes 20,22,24,26,28 --json p.json --plot p.png\n"
                "  resident bench pipeline --from p.json --peers peers.json --plot p.png\n"
-               "  resident bench guide --json guide.json   the guide's examples as one table\n",
+               "  resident bench guide --json guide.json   the guide's examples as one table\n"
+               "  resident bench stream --size 8GiB --pool-limit 2GiB   data larger than the pool, streamed\n",
                "resident");
   app_->set_version_flag("--version", resident::version());
   app_->require_subcommand(1);
@@ -86,6 +101,7 @@ command_line::command_line() {
       ->check(repetitions);
   demo_cmd_->add_option("--json", demo_.json, "Write the table and ledger as JSON to FILE ('-' for stdout)")
       ->type_name("FILE");
+  demo_cmd_->add_flag("--stream", demo_.stream, "Add a mode (e): host to host, streamed in overlapped chunks");
 
   info_cmd_->footer("Example:\n  resident info --measure --json info.json");
   demo_cmd_->footer("Example:\n  resident demo --device cpu --n 1000000 --json demo.json");
@@ -138,6 +154,30 @@ command_line::command_line() {
       ->type_name("DIR")
       ->check(CLI::ExistingDirectory);
 
+  stream_cmd_ = bench_cmd_->add_subcommand(
+      "stream", "The seed pipeline streamed over host data of 4x the pool's limit vs the seed's way and pinned copies alone");
+  stream_cmd_->add_option("--device", stream_.device, "cpu, cuda or cuda:N")->type_name("DEVICE");
+  stream_cmd_->add_option("--json", stream_.json, "Write the results and the chunk sweep as JSON to FILE ('-' for stdout)")
+      ->type_name("FILE");
+  stream_cmd_->add_option("--reps", stream_.reps, "Timed repetitions per measure (default 3)")->type_name("N")->check(repetitions);
+  stream_cmd_->add_option("--size", stream_.size, "Bytes of host float32 input (default: 4x the pool's limit)")
+      ->type_name("BYTES")
+      ->transform(byte_count());
+  stream_cmd_->add_option("--pool-limit", stream_.pool_limit,
+                          "Cap on the device pool (default: RESIDENT_POOL_LIMIT, else 2GiB on a GPU, 64MiB on the CPU)")
+      ->type_name("BYTES")
+      ->transform(byte_count());
+  stream_cmd_->add_option("--chunk", stream_.chunk, "Bytes of input per chunk (default: chosen from memory, 64MiB at most)")
+      ->type_name("BYTES")
+      ->transform(byte_count());
+  stream_cmd_->add_option("--depth", stream_.depth, "Chunks in flight, 1 to 16 (default: chosen, 3)")
+      ->type_name("N")
+      ->check(whole_number("a chunk count", 1, 16, "16"));
+  auto* pin = stream_cmd_->add_flag("--pinned", stream_.pinned, "Stream page-locked host memory only");
+  auto* page = stream_cmd_->add_flag("--pageable", stream_.pageable, "Stream pageable host memory only");
+  pin->excludes(page);
+  stream_cmd_->footer("Examples:\n  resident bench stream --size 8GiB --pool-limit 2GiB --json stream.json\n"
+                      "  resident bench stream --device cpu --size 256MiB --pageable --chunk 16MiB --depth 2");
   pipeline_->footer("Examples:\n  resident bench pipeline --sizes 20,22,24 --json p.json --plot p.png\n"
                     "  resident bench pipeline --from p.json --peers peers.json --plot p.png");
   small_->footer("Example:\n  resident bench small --sizes 10000 --json small.json");
@@ -189,6 +229,7 @@ void command_line::check() const {
   check_writable("--json", info_.json);
   check_writable("--json", demo_.json);
   check_writable("--json", bench_.json);
+  check_writable("--json", stream_.json);
   if (!bench_.plot.empty()) {
     if (!ends_with_png(bench_.plot))
       throw invalid_argument("--plot draws a PNG image: give a file name ending in .png, got '" + bench_.plot + "'");
@@ -208,7 +249,10 @@ void command_line::check() const {
                            std::to_string(bench_.sizes.size()) + "; give one, e.g. --sizes 10000");
   if (!bench_.peers.empty() && bench_.plot.empty())
     throw invalid_argument("--peers '" + bench_.peers + "' adds series to the plot: add --plot FILE.png");
-  for (const std::string* dev : {&info_.device, &demo_.device, &bench_.device}) {
+  if (stream_.pool_limit && stream_.chunk && stream_.chunk > stream_.pool_limit)
+    throw invalid_argument("--chunk: " + std::to_string(stream_.chunk) + " bytes do not fit under --pool-limit " +
+                           std::to_string(stream_.pool_limit) + "; give a smaller chunk or a larger limit");
+  for (const std::string* dev : {&info_.device, &demo_.device, &bench_.device, &stream_.device}) {
     if (dev->empty()) continue;
     try {
       parse_device(*dev);
@@ -227,7 +271,7 @@ void command_line::check() const {
 
 int command_line::run() {
   check();
-  if (info_.json == "-" || demo_.json == "-" || bench_.json == "-") report_to_stderr();
+  if (info_.json == "-" || demo_.json == "-" || bench_.json == "-" || stream_.json == "-") report_to_stderr();
   if (*info_cmd_) return run_info(info_);
   if (*demo_cmd_) return run_demo(demo_);
   if (*pipeline_) return run_bench_pipeline(bench_);
@@ -237,6 +281,7 @@ int command_line::run() {
   if (*flow_) return run_bench_flow(bench_);
   if (*matmul_) return run_bench_matmul(bench_, algos_);
   if (*guide_) return run_bench_guide(bench_, examples_dir_);
+  if (*stream_cmd_) return run_bench_stream(stream_);
   return 0;
 }
 

@@ -28,10 +28,12 @@ class command_line {
   info_options info_;
   demo_options demo_;
   bench_options bench_;
+  stream_bench_options stream_;
   std::vector<std::string> algos_;
   std::string examples_dir_;
   CLI::App *info_cmd_ = nullptr, *demo_cmd_ = nullptr, *bench_cmd_ = nullptr, *pipeline_ = nullptr,
-           *small_ = nullptr, *foundation_ = nullptr, *rng_ = nullptr, *flow_ = nullptr, *matmul_ = nullptr, *guide_ = nullptr;
+           *small_ = nullptr, *foundation_ = nullptr, *rng_ = nullptr, *flow_ = nullptr, *matmul_ = nullptr, *guide_ = nullptr,
+           *stream_cmd_ = nullptr;
 };
 
 }  // namespace resident::cli

@@ -31,6 +31,7 @@ struct demo_options {
   std::size_t n = 0;  ///< 0 = the device's default
   int reps = 0;       ///< 0 = the device's default
   std::string json;
+  bool stream = false;  ///< also stream the pipeline host to host in chunks
 };
 int run_demo(const demo_options& o);
 
@@ -49,6 +50,19 @@ int run_bench_foundation(const bench_options& o);
 int run_bench_rng(const bench_options& o);
 int run_bench_flow(const bench_options& o);
 int run_bench_matmul(const bench_options& o, const std::vector<std::string>& algos);
+struct stream_bench_options {
+  std::string device;
+  std::string json;
+  std::size_t size = 0;        ///< bytes of host input; 0 = 4x the pool's limit
+  std::size_t chunk = 0;       ///< bytes of input per chunk; 0 = chosen by the call
+  std::size_t pool_limit = 0;  ///< 0 = the limit in force, else 2 GiB on a GPU, 64 MiB on the CPU
+  int depth = 0;               ///< chunks in flight; 0 = chosen by the call
+  int reps = 0;
+  bool pinned = false, pageable = false;  ///< neither: both
+};
+/// The seed pipeline streamed over host data larger than the pool's limit, against the seed's way and
+/// pinned copies alone.
+int run_bench_stream(const stream_bench_options& o);
 /// Runs the guide's example programs found in examples_dir ("" = the build tree next to the CLI).
 int run_bench_guide(const bench_options& o, const std::string& examples_dir);
 

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include "resident/device/stream.hpp"
 
@@ -18,6 +20,7 @@ struct pool_statistics {
   std::uint64_t allocations = 0;   ///< allocations served since start
   std::uint64_t pool_hits = 0;     ///< of which the pool served without growing
   std::uint64_t outstanding = 0;   ///< live allocations now
+  std::optional<std::size_t> limit;  ///< the cap on bytes in use (set_pool_limit); empty: none
 };
 
 /// Figures of d's pool.
@@ -32,12 +35,38 @@ void set_pool_caching(device d, bool enabled);
 /// Whether d's pool caches freed memory (on by default; RESIDENT_POOL_CACHING=0 starts it off).
 bool pool_caching(device d);
 
+/// Caps the bytes d's pool may have in use at once (the ledger's and pool_stats' peak_bytes stay at
+/// or below it). An allocation that would cross the limit first returns the pool's cached memory to
+/// the system and checks again (frees made meanwhile count), then throws out_of_memory with the
+/// requested, in-use and reserved bytes and the limit. Before the pool grows past the limit it returns
+/// its cached memory, so the memory it reserves stays near the limit too (within the driver's
+/// granularity on CUDA). Synchronizes d when it trims. Each device has its own limit; the
+/// environment variable RESIDENT_POOL_LIMIT (e.g. `2GiB`, `512MiB`, `1000000`; read once) gives
+/// every device's starting limit.
+/// @throws invalid_argument when bytes is 0 (use clear_pool_limit to lift a limit) or below the bytes
+/// d's pool has in use now (free arrays first).
+void set_pool_limit(device d, std::size_t bytes);
+/// Lifts d's pool limit (also one RESIDENT_POOL_LIMIT set).
+void clear_pool_limit(device d);
+/// d's pool limit in bytes; empty when there is none.
+/// @throws invalid_argument when RESIDENT_POOL_LIMIT holds something that is not a byte count.
+std::optional<std::size_t> pool_limit(device d);
+
+/// Starts the peak figures of d (pool_stats().peak_bytes and the ledger's peak_bytes) again from
+/// the bytes in use now, so that a region's peak can be measured.
+void reset_pool_peak(device d);
+
 /// Alignment of every pool allocation, in bytes.
 inline constexpr std::size_t pool_alignment = 256;
 
 namespace detail {
+/// Reads a byte count: digits with an optional unit B, KiB, MiB, GiB, TiB (powers of 1024) or kB,
+/// MB, GB, TB (powers of 1000), a space allowed between them; empty when text is not one or it
+/// overflows.
+std::optional<std::size_t> parse_bytes(std::string_view text);
 /// Allocates bytes on s's device, ordered on s. bytes == 0 returns nullptr and does no device work.
-/// @throws out_of_memory after trimming the pool and retrying once.
+/// @throws out_of_memory after trimming the pool and retrying once, or when the pool's limit would be
+/// crossed after a trim.
 void* pool_allocate(std::size_t bytes, stream_ref s);
 /// Frees p (allocated with the same size) ordered on s. Never throws.
 void pool_deallocate(void* p, std::size_t bytes, stream_ref s) noexcept;

@@ -1,0 +1,360 @@
+#include "resident/streaming/detail/chunk_loop.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <string>
+
+#include "resident/detail/cuda_runtime.hpp"
+#include "resident/detail/per_device.hpp"
+#include "resident/device/event.hpp"
+#include "resident/error.hpp"
+#include "resident/memory/array.hpp"
+#include "resident/memory/ledger.hpp"
+#include "resident/memory/pinned.hpp"
+#include "resident/memory/pool.hpp"
+#include "resident/memory/transfer.hpp"
+
+namespace resident::detail {
+namespace cu = detail::cuda;
+namespace {
+
+// Big chunks keep the copy engines at the bus rate (each copy has a fixed cost of a few microseconds);
+// three in flight let one chunk go up, one be computed and one come down at once.
+constexpr std::size_t target_chunk_bytes = std::size_t(64) << 20;
+constexpr int default_depth = 3;
+constexpr int max_depth = 16;
+// A chosen chunk is never made smaller than this many elements to fit memory.
+constexpr std::size_t smallest_chosen_chunk = 4096;
+// Device buffers inside the staging allocation start at this alignment (the pool's).
+constexpr std::size_t buffer_alignment = pool_alignment;
+
+std::size_t round_up(std::size_t b) { return (b + buffer_alignment - 1) / buffer_alignment * buffer_alignment; }
+
+// Page-locked staging kept per device between calls: page-locking hundreds of MiB costs tens of
+// milliseconds, far more than the copies of a chunk.
+struct pinned_cache {
+  std::mutex m;
+  std::vector<pinned_buffer<unsigned char>> free;
+};
+pinned_cache& cache_of(device d) {
+  static per_device<pinned_cache> all;
+  return all[d];
+}
+constexpr std::size_t cache_keeps = 8;
+
+pinned_buffer<unsigned char> take_pinned(device d, std::size_t bytes) {
+  auto& c = cache_of(d);
+  {
+    std::lock_guard lock(c.m);
+    auto best = c.free.end();
+    for (auto it = c.free.begin(); it != c.free.end(); ++it)
+      if (it->size() >= bytes && (best == c.free.end() || it->size() < best->size())) best = it;
+    if (best != c.free.end()) {
+      pinned_buffer<unsigned char> b = std::move(*best);
+      c.free.erase(best);
+      return b;
+    }
+  }
+  return pinned_buffer<unsigned char>(bytes);
+}
+void give_back_pinned(device d, pinned_buffer<unsigned char>&& b) noexcept {
+  if (!b.data()) return;
+  auto& c = cache_of(d);
+  std::lock_guard lock(c.m);
+  if (c.free.size() < cache_keeps) c.free.push_back(std::move(b));  // else freed here
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+struct chunk_loop::cuda_state {
+  resident::stream up, kernel, down;
+  std::vector<event> uploaded, computed, downloaded;
+  array<unsigned char> staging;                     // depth slots of device buffers
+  std::vector<std::vector<void*>> in;               // [slot][input] device chunk buffers
+  std::vector<void*> out;                           // [slot] device output buffer
+  std::vector<pinned_buffer<unsigned char>> stage_in;  // per input: depth pinned chunks (empty: pinned input)
+  pinned_buffer<unsigned char> stage_out;           // depth pinned chunks (empty: pinned or no output)
+  pinned_buffer<unsigned char> results;             // one partial per chunk
+  event start;
+  std::vector<event> marks;                         // timeline: 6 per chunk
+  explicit cuda_state(device d) : up(d), kernel(d), down(d), staging(0, kernel.ref()), start(d) {}
+};
+
+chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side output, bool in_place,
+                       std::size_t result_bytes, const stream_options& o)
+    : device_(o.target), n_(n), result_bytes_(result_bytes), inputs_(std::move(inputs)), output_(output),
+      in_place_(in_place && inputs_.size() == 1 && output.data && inputs_[0].element_bytes == output.element_bytes),
+      timeline_(o.timeline), start_(std::chrono::steady_clock::now()) {
+  require(device_);
+  RESIDENT_EXPECTS(o.depth >= 0 && o.depth <= max_depth,
+                   "stream_options: depth " + std::to_string(o.depth) + " is out of range; give 1 to " +
+                       std::to_string(max_depth) + " chunks in flight, or 0 to let the call choose");
+  // Bytes of one element in every input together, and in the output.
+  std::size_t in_bytes = 0;
+  for (const host_side& h : inputs_) in_bytes += h.element_bytes;
+  const std::size_t out_bytes = output_.data ? output_.element_bytes : 0;
+  const std::size_t widest = std::max({in_bytes, out_bytes, std::size_t(1)});
+  RESIDENT_EXPECTS(o.chunk_elements <= std::numeric_limits<std::size_t>::max() / max_depth / widest / 2,
+                   "stream_options: a chunk of " + std::to_string(o.chunk_elements) +
+                       " elements overflows the byte count; give a smaller chunk_elements");
+  // Output ranges that overlap an input other than exactly would be written before being read.
+  if (output_.data && n > 0) {
+    const auto* ob = static_cast<const unsigned char*>(output_.data);
+    for (const host_side& h : inputs_) {
+      const auto* ib = static_cast<const unsigned char*>(h.data);
+      const bool overlap = ob < ib + n * h.element_bytes && ib < ob + n * out_bytes;
+      const bool same = ob == ib && out_bytes == h.element_bytes;
+      RESIDENT_EXPECTS(!overlap || same, "streamed pipeline: the host output overlaps an input without being "
+                                         "the same elements; write into separate memory or exactly in place");
+    }
+  }
+  const bool moves = !inputs_.empty() || output_.data || result_bytes_ > 0;
+  if (n > 0 && moves && current_transfer_policy() == transfer_policy::forbid)
+    RESIDENT_FAIL("a streamed pipeline of " + std::to_string(n) + " elements on " + device_.name() +
+                      " would move data between host and device while the transfer policy is forbid; "
+                      "run it outside that scope or relax the policy",
+                  transfer_forbidden);
+  depth_ = o.depth ? o.depth : default_depth;
+  chunk_ = o.chunk_elements ? o.chunk_elements : std::max<std::size_t>(target_chunk_bytes / widest, 1);
+  summary_.elements = n;
+  if (n == 0) {
+    chunk_ = 0;
+    summary_.depth = depth_;
+    return;
+  }
+
+  // Device bytes of one slot: each input's chunk, and the output's unless it is staged in place.
+  const std::size_t stage_out_bytes = output_.data && !in_place_ ? out_bytes : 0;
+  auto slot_bytes = [&](std::size_t c) {
+    std::size_t b = 0;
+    for (const host_side& h : inputs_) b += round_up(c * h.element_bytes);
+    return b + round_up(c * stage_out_bytes);
+  };
+  if (device_.is_cuda()) {
+    // Half the free memory, and what the pool's limit leaves, less the partials and some slack.
+    std::size_t free_b = 0, total = 0;
+    cu::mem_info(device_.index(), &free_b, &total);
+    std::size_t budget = free_b / 2;
+    if (auto lim = pool_limit(device_)) {
+      const std::size_t used = pool_stats(device_).bytes_in_use;
+      budget = std::min(budget, *lim > used ? *lim - used : 0);
+    }
+    const std::size_t reserve = std::size_t(max_depth) * round_up(result_bytes_) + (std::size_t(64) << 10);
+    budget = budget > reserve ? budget - reserve : 0;
+    if (!o.chunk_elements) {
+      chunk_ = std::min(chunk_, n);
+      while (std::size_t(depth_) * slot_bytes(chunk_) > budget && chunk_ > smallest_chosen_chunk) chunk_ /= 2;
+      if (!o.depth)
+        while (std::size_t(depth_) * slot_bytes(chunk_) > budget && depth_ > 2) --depth_;
+      if (chunk_ < n) chunk_ = std::max<std::size_t>(chunk_ / 256 * 256, 1);  // keeps chunks aligned
+    }
+  }
+  chunk_ = std::min(std::max<std::size_t>(chunk_, 1), n);
+  chunks_ = (n + chunk_ - 1) / chunk_;
+  if (std::size_t(depth_) > chunks_ && !o.depth) depth_ = int(chunks_);
+  summary_.chunk_elements = chunk_;
+  summary_.depth = depth_;
+  summary_.chunks = chunks_;
+  if (device_.is_cpu()) {
+    results_.resize(chunks_ * result_bytes_);
+    summary_.pinned_input = summary_.pinned_output = true;  // the host memory is the device's
+    return;
+  }
+
+  // Everything the loop needs, allocated before any data moves (the pool's limit applies here).
+  auto st = std::make_unique<cuda_state>(device_);
+  const std::size_t per_slot = slot_bytes(chunk_);
+  st->staging = array<unsigned char>(std::size_t(depth_) * per_slot, st->kernel.ref());
+  st->in.assign(std::size_t(depth_), std::vector<void*>(inputs_.size()));
+  st->out.assign(std::size_t(depth_), nullptr);
+  for (int k = 0; k < depth_; ++k) {
+    unsigned char* p = st->staging.data() + std::size_t(k) * per_slot;
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+      st->in[std::size_t(k)][i] = p;
+      p += round_up(chunk_ * inputs_[i].element_bytes);
+    }
+    st->out[std::size_t(k)] = output_.data ? (in_place_ ? st->in[std::size_t(k)][0] : p) : nullptr;
+    st->uploaded.emplace_back(device_);
+    st->computed.emplace_back(device_);
+    st->downloaded.emplace_back(device_);
+  }
+  summary_.pinned_input = true;
+  st->stage_in.resize(inputs_.size());
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    if (cu::is_pinned(inputs_[i].data)) continue;
+    summary_.pinned_input = false;
+    st->stage_in[i] = take_pinned(device_, std::size_t(depth_) * chunk_ * inputs_[i].element_bytes);
+  }
+  summary_.pinned_output = output_.data && cu::is_pinned(output_.data);
+  if (output_.data && !summary_.pinned_output)
+    st->stage_out = take_pinned(device_, std::size_t(depth_) * chunk_ * out_bytes);
+  if (result_bytes_) st->results = pinned_buffer<unsigned char>(chunks_ * result_bytes_);
+  if (timeline_)
+    for (std::size_t e = 0; e < 6 * chunks_; ++e) st->marks.emplace_back(device_);
+  summary_.device_bytes = st->staging.size();
+  cuda_ = std::move(st);
+}
+
+chunk_loop::~chunk_loop() {
+  if (!cuda_) return;
+  try {
+    cuda_->up.synchronize();
+    cuda_->kernel.synchronize();
+    cuda_->down.synchronize();
+  } catch (...) {
+    // A lost device: its memory goes with it.
+  }
+  for (auto& b : cuda_->stage_in) give_back_pinned(device_, std::move(b));
+  give_back_pinned(device_, std::move(cuda_->stage_out));
+}
+
+stream_ref chunk_loop::kernel_stream() const { return cuda_ ? cuda_->kernel.ref() : default_stream(device_); }
+
+const void* chunk_loop::host_results() const noexcept {
+  return cuda_ ? static_cast<const void*>(cuda_->results.data()) : static_cast<const void*>(results_.data());
+}
+
+void chunk_loop::run(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results) {
+  RESIDENT_EXPECTS(result_bytes_ == 0 || chunks_ == 0 || results.size() >= std::size_t(depth_),
+                   "streamed pipeline: a result slot per chunk in flight is needed");
+  if (timeline_) timeline_->clear();
+  if (chunks_ > 0) {
+    if (cuda_)
+      run_cuda(kernel, results);
+    else
+      run_cpu(kernel, results);
+  }
+  for (const host_side& h : inputs_) summary_.h2d_bytes += std::uint64_t(n_) * h.element_bytes;
+  if (output_.data) summary_.d2h_bytes = std::uint64_t(n_) * output_.element_bytes;
+  summary_.seconds = ms_since(start_) / 1e3;
+}
+
+// The CPU's memory is the host's: each chunk's kernel reads and writes the host arrays in place. The
+// ledger counts the chunks' bytes as the GPU's copies, so the counts agree across backends.
+void chunk_loop::run_cpu(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results) {
+  std::vector<void*> in(inputs_.size());
+  for (std::size_t c = 0; c < chunks_; ++c) {
+    chunk_view v;
+    v.index = c;
+    v.first = c * chunk_;
+    v.count = std::min(chunk_, n_ - v.first);
+    v.inputs = &in;
+    chunk_timing t{c, v.first, v.count};
+    t.upload_begin_ms = ms_since(start_);
+    std::uint64_t up = 0, down = 0;
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+      const std::size_t b = v.count * inputs_[i].element_bytes;
+      in[i] = const_cast<unsigned char*>(static_cast<const unsigned char*>(inputs_[i].data)) + v.first * inputs_[i].element_bytes;
+      record_transfer(device_, direction::h2d, b);
+      up += b;
+    }
+    if (output_.data)
+      v.output = static_cast<unsigned char*>(const_cast<void*>(output_.data)) + v.first * output_.element_bytes;
+    t.upload_end_ms = t.kernel_begin_ms = ms_since(start_);
+    kernel(v);
+    t.kernel_end_ms = t.download_begin_ms = ms_since(start_);
+    if (output_.data) {
+      down = v.count * output_.element_bytes;
+      record_transfer(device_, direction::d2h, down);
+    }
+    if (result_bytes_) {
+      std::memcpy(results_.data() + c * result_bytes_, results[0], result_bytes_);
+      record_transfer(device_, direction::d2h, result_bytes_);
+    }
+    t.download_end_ms = ms_since(start_);
+    record_stream_chunk(device_, up, down);
+    if (timeline_) timeline_->push_back(t);
+  }
+}
+
+// Chunk c uses slot k = c % depth. Its upload waits until the slot's previous chunk has been
+// downloaded (the slot's buffers are free), its kernel waits for its upload, its download for its
+// kernel: events between the three streams, never a host wait, except before refilling a pageable
+// input's pinned staging (its last upload must have read it) and before draining a pageable output's.
+void chunk_loop::run_cuda(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results) {
+  cuda_state& st = *cuda_;
+  const std::size_t depth = std::size_t(depth_);
+  const bool stage_out = output_.data && st.stage_out.data();
+  auto mark = [&](std::size_t c, int m, stream_ref s) {
+    if (timeline_) st.marks[6 * c + std::size_t(m)].record(s);
+  };
+  // A pageable output's chunk comes down into pinned staging; the host copies it out before the slot
+  // is used again, and at the end.
+  auto drain = [&](std::size_t c) {
+    const std::size_t k = c % depth, first = c * chunk_, count = std::min(chunk_, n_ - first);
+    st.downloaded[k].synchronize();
+    parallel_memcpy(static_cast<unsigned char*>(const_cast<void*>(output_.data)) + first * output_.element_bytes,
+                    st.stage_out.data() + k * chunk_ * output_.element_bytes, count * output_.element_bytes);
+  };
+  if (timeline_) st.start.record(st.up.ref());
+  std::vector<void*> in(inputs_.size());
+  for (std::size_t c = 0; c < chunks_; ++c) {
+    const std::size_t k = c % depth, first = c * chunk_, count = std::min(chunk_, n_ - first);
+    const bool reused = c >= depth;
+    // Upload.
+    if (reused) st.downloaded[k].wait_on(st.up.ref());
+    mark(c, 0, st.up.ref());
+    std::uint64_t up = 0, down = 0;
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+      const std::size_t eb = inputs_[i].element_bytes, b = count * eb;
+      const auto* src = static_cast<const unsigned char*>(inputs_[i].data) + first * eb;
+      if (st.stage_in[i].data()) {
+        if (reused) st.uploaded[k].synchronize();  // the slot's last upload has read its staging
+        unsigned char* pinned = st.stage_in[i].data() + k * chunk_ * eb;
+        parallel_memcpy(pinned, src, b);
+        src = pinned;
+      }
+      record_transfer(device_, direction::h2d, b);
+      cu::memcpy_async(st.in[k][i], src, b, cu::copy_kind::host_to_device, st.up.ref().native());
+      up += b;
+    }
+    mark(c, 1, st.up.ref());
+    st.uploaded[k].record(st.up.ref());
+    // Kernel.
+    st.uploaded[k].wait_on(st.kernel.ref());
+    mark(c, 2, st.kernel.ref());
+    for (std::size_t i = 0; i < inputs_.size(); ++i) in[i] = st.in[k][i];
+    chunk_view v{c, first, count, int(k), &in, st.out[k]};
+    kernel(v);
+    mark(c, 3, st.kernel.ref());
+    st.computed[k].record(st.kernel.ref());
+    // Download.
+    st.computed[k].wait_on(st.down.ref());
+    mark(c, 4, st.down.ref());
+    if (output_.data) {
+      if (stage_out && reused) drain(c - depth);
+      down = count * output_.element_bytes;
+      void* dst = stage_out ? static_cast<void*>(st.stage_out.data() + k * chunk_ * output_.element_bytes)
+                            : static_cast<unsigned char*>(const_cast<void*>(output_.data)) + first * output_.element_bytes;
+      record_transfer(device_, direction::d2h, down);
+      cu::memcpy_async(dst, st.out[k], down, cu::copy_kind::device_to_host, st.down.ref().native());
+    }
+    if (result_bytes_) {
+      record_transfer(device_, direction::d2h, result_bytes_);
+      cu::memcpy_async(st.results.data() + c * result_bytes_, results[k], result_bytes_,
+                       cu::copy_kind::device_to_host, st.down.ref().native());
+    }
+    mark(c, 5, st.down.ref());
+    st.downloaded[k].record(st.down.ref());
+    record_stream_chunk(device_, up, down);
+  }
+  if (stage_out)
+    for (std::size_t c = chunks_ > depth ? chunks_ - depth : 0; c < chunks_; ++c) drain(c);
+  st.down.synchronize();
+  if (timeline_) {
+    auto at = [&](std::size_t c, int m) { return elapsed_ms(st.start, st.marks[6 * c + std::size_t(m)]); };
+    for (std::size_t c = 0; c < chunks_; ++c) {
+      const std::size_t first = c * chunk_;
+      timeline_->push_back({c, first, std::min(chunk_, n_ - first), at(c, 0), at(c, 1), at(c, 2), at(c, 3), at(c, 4),
+                            at(c, 5)});
+    }
+  }
+}
+
+}  // namespace resident::detail

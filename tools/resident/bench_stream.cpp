@@ -1,0 +1,288 @@
+// resident bench stream: the seed pipeline streamed over host data larger than the pool's limit,
+// against the seed's way (upload, run, download in pieces that fit, one after another) and against
+// pinned copies alone, all measured in the same run. Compiled by nvcc in CUDA builds.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <iostream>
+
+#include "commands.hpp"
+#include "memory_budget.hpp"
+#include "resident/resident.hpp"
+#include "seed.hpp"
+#include "table.hpp"
+
+namespace resident::cli {
+namespace {
+
+constexpr double tolerance = 1e-5;  // float32 math against the FP64 reference, relative to max |ref|
+constexpr std::size_t MiB = std::size_t(1) << 20;
+
+double median_ms(int reps, const std::function<void()>& f) {
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto a = std::chrono::steady_clock::now();
+    f();
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// max |y - ref(x)| / max |ref| over every element, in parallel; +inf when y holds a NaN or infinity.
+double seed_error(const float* x, const float* y, std::size_t n) {
+  double num = 0, den = 0;
+  bool bad = false;
+#pragma omp parallel for reduction(max : num, den) reduction(|| : bad)
+  for (long i = 0; i < long(n); ++i) {
+    const double r = seed_reference(x[i]);
+    if (!std::isfinite(double(y[i]))) bad = true;
+    num = std::max(num, std::fabs(double(y[i]) - r));
+    den = std::max(den, std::fabs(r));
+  }
+  return bad ? INFINITY : (den > 0 ? num / den : num);
+}
+
+double gbs(std::size_t bytes, double ms) { return double(bytes) / (ms * 1e-3) / 1e9; }
+
+}  // namespace
+
+int run_bench_stream(const stream_bench_options& o) {
+  const device d = o.device.empty() ? default_device() : parse_device(o.device);
+  require(d);
+  const bool gpu = d.is_cuda();
+  const int reps = o.reps ? o.reps : 3;
+  // The pool's limit: given, else the one in force, else 2 GiB on a GPU and 64 MiB on the CPU.
+  const auto in_force = pool_limit(d);
+  const std::size_t limit = o.pool_limit ? o.pool_limit : in_force ? *in_force : gpu ? std::size_t(2) << 30 : 64 * MiB;
+  const std::size_t bytes = (o.size ? o.size : 4 * limit) / sizeof(float) * sizeof(float);
+  const std::size_t n = bytes / sizeof(float);
+  if (n == 0) throw invalid_argument("--size: " + std::to_string(o.size) + " bytes hold no float; give at least 4");
+  const std::size_t chunk = o.chunk / sizeof(float);
+  if (o.chunk && chunk == 0) throw invalid_argument("--chunk: " + std::to_string(o.chunk) + " bytes hold no float; give at least 4");
+  const bool pinned = o.pinned || !o.pageable, pageable = o.pageable || !o.pinned;
+  // Host: the pinned and the pageable input and output; device: the pool's limit.
+  const double host_bytes = double(bytes) * 2 * (int(pinned) + int(pageable));
+  require_memory(d, "bench stream --size " + std::to_string(bytes), gpu ? double(limit) : 0.0, host_bytes,
+                 "Choose a smaller --size (" + std::string(pinned && pageable ? "4" : "2") +
+                     " host bytes per byte of data; --pinned or --pageable alone halves it)");
+  trim_pool(d);
+  set_pool_limit(d, limit);
+  struct restore {
+    device d;
+    std::optional<std::size_t> was;
+    ~restore() {
+      if (was)
+        set_pool_limit(d, *was);
+      else
+        clear_pool_limit(d);
+    }
+  } restored{d, in_force};
+
+  out() << wrap("The seed pipeline func1 -> func2 -> func3 streamed on " + d.name() + " (" + properties(d).name +
+                ") over " + detail::format_bytes(double(bytes)) + " of host float32 (" + std::to_string(n) +
+                " elements), " + format_number(double(bytes) / double(limit), -1) + "x the pool's limit of " +
+                detail::format_bytes(double(limit)) + "; input bytes per second, median of " + std::to_string(reps) +
+                " runs")
+        << "\n\n";
+
+  const auto seed = map<func1>() | map<func2>() | map<func3>();
+  const auto sum = seed | reduce(plus{}, 0.0);
+  const stream_options opts{.chunk_elements = chunk, .depth = o.depth, .target = d};
+  const std::size_t sweep_count = 7;
+  progress bar("bench stream", 4 + std::size_t(pinned) * (3 + sweep_count) + std::size_t(pageable) * 2);
+
+  bar.step("host data");
+  pinned_buffer<float> pin_in(pinned ? n : 0), pin_out(pinned ? n : 0);
+  std::vector<float> page_in, page_out;
+  {
+    const std::vector<float> hx = seed_input(n);
+    if (pinned) detail::parallel_memcpy(pin_in.data(), hx.data(), bytes);
+    if (pageable) page_in = hx;
+  }
+  if (pageable) page_out.assign(n, -1234.5f);
+  // Copies alone run between pinned memory (the pageable buffers when --pageable alone).
+  float* host_in = pinned ? pin_in.data() : page_in.data();
+  float* host_out = pinned ? pin_out.data() : page_out.data();
+
+  // (b) Pinned copies alone: both directions at once on two streams, and the upload alone, in pieces
+  // of 64 MiB through device buffers that fit the limit.
+  const std::size_t piece = std::min<std::size_t>(std::max<std::size_t>(limit / 4 / sizeof(float), 1), std::min(n, 16 * MiB));
+  stream up(d), down(d);
+  array<float> up_buf(piece, up.ref()), down_buf(piece, down.ref());
+  event start(d), up_end(d), down_end(d);
+  auto copies = [&](bool both) {
+    start.record(up.ref());
+    start.wait_on(down.ref());
+    for (std::size_t first = 0; first < n; first += piece) {
+      const std::size_t c = std::min(piece, n - first);
+      copy_async(std::span<const float>(host_in + first, c), up_buf.slice(0, c));
+      if (both) copy_async(down_buf.slice(0, c), std::span<float>(host_out + first, c));
+    }
+    up_end.record(up.ref());
+    down_end.record(down.ref());
+    up.synchronize();
+    down.synchronize();
+  };
+  bar.step("pinned copies, both directions at once");
+  copies(true);  // warm-up
+  std::vector<double> up_ms, down_ms, solo_ms;
+  for (int r = 0; r < reps; ++r) {
+    copies(true);
+    up_ms.push_back(elapsed_ms(start, up_end));
+    down_ms.push_back(elapsed_ms(start, down_end));
+  }
+  bar.step("pinned upload alone");
+  for (int r = 0; r < reps; ++r) {
+    copies(false);
+    solo_ms.push_back(elapsed_ms(start, up_end));
+  }
+  up_buf = array<float>();
+  down_buf = array<float>();
+  auto med = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double duplex_up = gbs(bytes, med(up_ms)), duplex_down = gbs(bytes, med(down_ms)), upload = gbs(bytes, med(solo_ms));
+
+  // (a) The seed's way: upload a piece, run, download it, one after another, in pieces that fit.
+  bar.step("the seed's way, in pieces that fit");
+  synchronize(d);
+  const std::size_t seed_piece = std::max<std::size_t>(std::min(n, (limit - pool_stats(d).bytes_in_use) / 2 / sizeof(float)), 1);
+  double seed_ms = 0;
+  {
+    stream s(d);
+    array<float> x(seed_piece, s.ref());
+    auto seeds_way = [&] {
+      for (std::size_t first = 0; first < n; first += seed_piece) {
+        const std::size_t c = std::min(seed_piece, n - first);
+        auto xs = x.slice(0, c);
+        copy_async(std::span<const float>(host_in + first, c), xs);
+        seed(xs);
+        copy_async(xs, std::span<float>(host_out + first, c));
+        s.synchronize();
+      }
+    };
+    seeds_way();
+    seed_ms = median_ms(reps, seeds_way);
+  }
+  if (seed_error(host_in, host_out, n) > tolerance) throw error("bench stream: the seed's way gave a wrong result");
+
+  table t({{"measure", "measure", false}, {"GB/s", "gbs", true}, {"ratio", "ratio", true}, {"target", "target", true},
+           {"note", "note", false}});
+  nlohmann::json extra;
+  t.add({"pinned duplex copies: upload", table::cell(duplex_up, -1), table::cell(1.0, 2), table::cell::none(),
+         "reference of the ratios"});
+  t.add({"pinned duplex copies: download", table::cell(duplex_down, -1), table::cell(duplex_down / duplex_up, 2),
+         table::cell::none(), ""});
+  t.add({"pinned upload alone", table::cell(upload, -1), table::cell(upload / duplex_up, 2), table::cell::none(),
+         "reference of the reductions"});
+  t.add({"seed's way, pinned", table::cell(gbs(bytes, seed_ms), -1), table::cell(gbs(bytes, seed_ms) / duplex_up, 2),
+         table::cell::none(), "pieces of " + detail::format_bytes(double(seed_piece * sizeof(float))) + ", no overlap"});
+
+  bool ok = true;
+  stream_summary used{};
+  auto streamed = [&](const char* what, const char* key, const float* in, float* out_buf, double target) {
+    std::fill(out_buf, out_buf + n, -1234.5f);
+    scoped_ledger l(d);
+    reset_pool_peak(d);
+    const std::span<const float> is(in, n);
+    const std::span<float> os(out_buf, n);
+    used = stream_pipeline(seed, is, os, opts);
+    const ledger_counts per_call = l.delta();
+    const double err = seed_error(in, out_buf, n);
+    ok = ok && err <= tolerance && per_call.peak_bytes <= limit;
+    const double ms = median_ms(reps, [&] { stream_pipeline(seed, is, os, opts); });
+    t.add({std::string("streamed, ") + what, table::cell(gbs(bytes, ms), -1), table::cell(gbs(bytes, ms) / duplex_up, 2),
+           table::cell(target, 2),
+           format_number(gbs(bytes, ms) / gbs(bytes, seed_ms), -1) + "x seed's way, " +
+               detail::format_bytes(double(used.chunk_elements * sizeof(float))) + " x " + std::to_string(used.depth) +
+               ""});
+    extra[std::string("ledger_streamed_") + key] = nlohmann::json::parse(per_call.json());
+  };
+  if (pinned) {
+    bar.step("streamed, pinned in/out");
+    streamed("pinned in/out", "pinned", pin_in.data(), pin_out.data(), 0.97);
+  }
+  if (pageable) {
+    bar.step("streamed, pageable in/out");
+    streamed("pageable in/out", "pageable", page_in.data(), page_out.data(), 0.80);
+  }
+  const float* red_in = pinned ? pin_in.data() : page_in.data();
+  const float* red_ref = pinned ? pin_out.data() : page_out.data();
+  bar.step(std::string("streamed reduction, ") + (pinned ? "pinned" : "pageable"));
+  {
+    const std::span<const float> is(red_in, n);
+    const double value = stream_pipeline(sum, is, opts);
+    double ref = 0;
+#pragma omp parallel for reduction(+ : ref)
+    for (long i = 0; i < long(n); ++i) ref += red_ref[i];
+    ok = ok && std::fabs(value - ref) <= 1e-6 * (std::fabs(ref) + double(n));
+    const double ms = median_ms(reps, [&] { (void)stream_pipeline(sum, is, opts); });
+    t.add({std::string("streamed reduction, ") + (pinned ? "pinned" : "pageable"), table::cell(gbs(bytes, ms), -1),
+           table::cell(gbs(bytes, ms) / upload, 2), table::cell(0.90, 2), "sum of f3(f2(f1(x)))"});
+  }
+  if (pageable) {
+    bar.step("streamed reduction, pageable");
+    const std::span<const float> is(page_in.data(), n);
+    const double ms = median_ms(reps, [&] { (void)stream_pipeline(sum, is, opts); });
+    if (pinned)
+      t.add({"streamed reduction, pageable", table::cell(gbs(bytes, ms), -1), table::cell(gbs(bytes, ms) / upload, 2),
+             table::cell::none(), ""});
+  }
+
+  // Throughput against chunk size: pinned in and out, the depth as above.
+  nlohmann::json sweep = nlohmann::json::array();
+  if (pinned) {
+    for (std::size_t k = 0; k < sweep_count; ++k) {
+      const std::size_t cb = (std::size_t(4) << k) * MiB;  // 4 MiB to 256 MiB
+      bar.step("chunk sweep, " + detail::format_bytes(double(cb)));
+      const int depth = o.depth ? o.depth : 3;
+      if (cb / sizeof(float) > n || std::size_t(depth) * cb + MiB > limit) continue;  // more than the data or the limit
+      stream_options so = opts;
+      so.chunk_elements = cb / sizeof(float);
+      so.depth = depth;
+      const std::span<const float> is(pin_in.data(), n);
+      const std::span<float> os(pin_out.data(), n);
+      stream_pipeline(seed, is, os, so);
+      const double ms = median_ms(reps, [&] { stream_pipeline(seed, is, os, so); });
+      sweep.push_back({{"chunk_bytes", cb}, {"depth", depth}, {"gbs", gbs(bytes, ms)}, {"ratio", gbs(bytes, ms) / duplex_up}});
+    }
+  }
+  bar.finish();
+  t.print(out());
+  out() << wrap("ratio: to the pinned upload measured with both directions at once (duplex) (the reductions: to the "
+                "upload alone); target: the streaming layer's goal on a GPU; GB/s: input bytes per second",
+                100, "  ")
+        << "\n";
+  if (sweep.size()) {
+    std::string line = "chunk sweep (pinned in and out):";
+    for (const auto& s : sweep)
+      line += " " + detail::format_bytes(double(s["chunk_bytes"].get<std::size_t>())) + " " +
+              format_number(s["gbs"].get<double>(), -1) + " GB/s;";
+    out() << wrap(line, 100, "  ") << "\n";
+  }
+  if (!gpu) out() << "  (on the CPU backend the chunks are read and written in place: no bus, no overlap)\n";
+  if (!ok) out() << "ERROR: a streamed result differs from the FP64 reference or the pool went past its limit\n";
+  if (!o.json.empty()) {
+    nlohmann::json j = bench_json("stream", d.name(), properties(d).name, t);
+    j["size_bytes"] = bytes;
+    j["pool_limit_bytes"] = limit;
+    j["reps"] = reps;
+    j["chunk_elements"] = used.chunk_elements;
+    j["depth"] = used.depth;
+    j["seed_piece_bytes"] = seed_piece * sizeof(float);
+    j["duplex_upload_gbs"] = duplex_up;
+    j["duplex_download_gbs"] = duplex_down;
+    j["upload_gbs"] = upload;
+    j["sweep"] = sweep;
+    j["ok"] = ok;
+    for (auto& [k, v] : extra.items()) j[k] = v;
+    write_json(j, o.json);
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace resident::cli
