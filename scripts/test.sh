@@ -75,4 +75,7 @@ echo "== python: pip install . (CPU backend here, for speed), then the pytest su
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation . \
   -Ccmake.define.RESIDENT_CUDA=OFF -Cbuild-dir=build/python-cpu
 for ex in examples/python/*.py; do .venv/bin/python "$ex"; done
+# Lifetimes across the boundary (arrays, capsules, flows and graphs released in every order) under
+# Python's debug allocator (freed memory poisoned, buffer ends guarded) and development mode, then as users run it.
+PYTHONMALLOC=debug .venv/bin/python -X dev -m pytest -q python/tests
 .venv/bin/python -m pytest -q python/tests
