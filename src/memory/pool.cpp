@@ -17,6 +17,7 @@
 #include "resident/detail/per_device.hpp"
 #include "resident/error.hpp"
 #include "resident/memory/ledger.hpp"
+#include <nvtx_ranges.hpp>
 
 namespace resident {
 namespace {
@@ -42,7 +43,7 @@ struct pool_state {
     ++allocations;
     if (hit) ++hits;
     ++outstanding;
-    detail::record_allocation(d, hit, now);
+    detail::record_allocation(d, hit, now, bytes);
   }
   void uncount(std::size_t bytes) {
     in_use -= bytes;
@@ -198,6 +199,7 @@ namespace detail {
 
 void* pool_allocate(std::size_t bytes, stream_ref s) {
   if (bytes == 0) return nullptr;
+  nvtx::range range("pool allocate", bytes);
   device d = s.device();
   auto& st = state(d);
   if (bytes > largest_request) throw_oom(d, bytes, oom_reason::beyond_any_allocation);

@@ -9,6 +9,7 @@
 
 #include "resident/device/stream.hpp"
 #include "resident/error.hpp"
+#include "resident/insight/detail/call_scope.hpp"
 #include "resident/memory/ledger.hpp"
 
 namespace resident {
@@ -33,6 +34,7 @@ class graph {
   /// @throws invalid_argument for the default stream; whatever work() throws (the capture is dropped).
   template <class F>
   static graph capture(stream_ref s, F&& work) {
+    detail::nvtx_scope range("graph capture");
     graph g;
     g.device_ = s.device();
     if (s.device().is_cpu()) {
@@ -54,6 +56,7 @@ class graph {
   template <class F>
   void update(stream_ref s, F&& work) {
     check_live();
+    detail::nvtx_scope range("graph update");
     if (!exec_ && !cpu_work_) RESIDENT_FAIL("graph::update of an empty graph: capture one first");
     if (device_.is_cpu()) {
       cpu_work_ = std::function<void()>(std::forward<F>(work));
@@ -91,6 +94,7 @@ class graph {
   /// Runs the captured work on s (asynchronous on CUDA); counts its kernels in the ledger.
   void replay(stream_ref s) const {
     check_live();
+    detail::nvtx_scope range("graph replay");
     if (!(s.device() == device_))
       RESIDENT_FAIL("graph captured on " + device_.name() + " replayed on " + s.device().name(), device_mismatch);
     if (exec_) {

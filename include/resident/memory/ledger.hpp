@@ -106,7 +106,8 @@ enum class direction { h2d, d2h, d2d };
 /// Applies the transfer policy (may throw transfer_forbidden) and counts the copy.
 void record_transfer(device d, direction dir, std::uint64_t bytes);
 void record_kernel(device d, std::uint64_t count = 1);
-void record_allocation(device d, bool pool_hit, std::uint64_t bytes_in_use);
+/// Counts an allocation of `bytes` (bytes_in_use: the pool's use after it, for the peak).
+void record_allocation(device d, bool pool_hit, std::uint64_t bytes_in_use, std::uint64_t bytes);
 /// Human-readable bytes: "256.0 MiB".
 std::string format_bytes(double bytes);
 }  // namespace detail
