@@ -152,7 +152,8 @@ call_scope::call_scope(std::string_view name, stream_ref s, const call_facts& fa
   collector& c = the();
   if (device_.is_cuda()) {
     try {
-      if (!cu::stream_is_capturing(stream_)) {
+      capturing_ = cu::stream_is_capturing(stream_);
+      if (!capturing_) {
         std::lock_guard lock(c.m);
         if (!c.at_exit_registered && from_environment()) {
           // Registered after the CUDA runtime started, so it runs before the runtime's own teardown.
@@ -262,7 +263,7 @@ const call_scope* call_scope::current() noexcept { return t_innermost; }
 
 void call_scope::note_kernels(device d, std::uint64_t n) noexcept {
   if (call_scope* s = t_innermost) {
-    s->kernels_ += n;
+    if (!s->capturing_) s->kernels_ += n;  // captured kernels count when a replay runs them
     return;
   }
   if (!profiling()) return;

@@ -40,6 +40,20 @@ std::string format_rate(double gbps) {
   std::snprintf(b, sizeof b, gbps >= 100 ? "%.0f GB/s" : "%.1f GB/s", gbps);
   return b;
 }
+// Text as lines of at most `width` columns, the first indented by two spaces, the rest by four.
+std::string wrap(const std::string& text, std::size_t width) {
+  std::string out, line = "  ";
+  std::istringstream words(text);
+  for (std::string w; words >> w;) {
+    if (line.size() > 4 && line.size() + 1 + w.size() > width) {
+      out += line + "\n";
+      line = "    ";
+    }
+    if (line.back() != ' ') line += ' ';
+    line += w;
+  }
+  return out + line + "\n";
+}
 std::string bytes(std::uint64_t b) { return detail::format_bytes(double(b)); }
 
 std::string json_string(const std::string& s) {
@@ -74,8 +88,9 @@ std::string profile_site::site() const {
 }
 double profile_site::gbps() const {
   if (timed_calls == 0 || seconds <= 0 || calls == 0) return 0;
-  // The timed calls' share of the bytes (calls captured into graphs are not timed).
-  const double moved = double(bytes_read + bytes_written) * double(timed_calls) / double(calls);
+  // The timed calls' share of the bytes (calls captured into graphs are not timed); a transfer's rate
+  // is that of the bytes it moves across.
+  const double moved = double(transfer ? bytes_read : bytes_read + bytes_written) * double(timed_calls) / double(calls);
   return moved / seconds / 1e9;
 }
 double profile_site::seconds_per_call() const { return timed_calls ? seconds / double(timed_calls) : 0; }
@@ -108,7 +123,7 @@ std::vector<profile_advice> advise(const std::vector<profile_site>& sites,
       out.push_back({"repeated_transfer", at, m.str(), "examples/seed_pipeline.cpp"});
       m.str("");
     }
-    if (!s.transfer && s.dev.is_cuda() && s.timed_calls >= P::launch_min_calls &&
+    if (!s.transfer && s.name != "graph replay" && s.dev.is_cuda() && s.timed_calls >= P::launch_min_calls &&
         s.seconds_per_call() < P::launch_bound_seconds) {
       m << s.name << " ran " << s.calls << " times at " << format_seconds(s.seconds_per_call()) << " per call on "
         << bytes((s.bytes_read + s.bytes_written) / s.calls)
@@ -161,6 +176,8 @@ std::string profile_report::table() const {
     os << (i ? ", " : " ") << copy_rates[i].first.name() << " "
        << (copy_rates[i].second > 0 ? format_rate(copy_rates[i].second) : "not measured");
   os << "\n";
+  // The device column only when the sites ran on several devices.
+  const bool one_device = std::all_of(sites.begin(), sites.end(), [&](const profile_site& s) { return s.dev == sites[0].dev; });
   const std::vector<std::string> head = {"site", "call", "device", "calls", "kernels", "time", "per call",
                                          "read", "written", "GB/s", "of copy", "H2D", "D2H"};
   std::vector<std::vector<std::string>> rows;
@@ -171,7 +188,7 @@ std::string profile_report::table() const {
     if (timed && !s.transfer && rate > 0 && (s.bytes_read + s.bytes_written) > 0)
       std::snprintf(pct, sizeof pct, "%.0f%%", 100 * s.gbps() / rate);
     const double moved = double(s.bytes_read + s.bytes_written);
-    rows.push_back({s.site(), s.name, s.dev.name(), std::to_string(s.calls), std::to_string(s.kernels),
+    rows.push_back({s.site(), s.file.empty() ? "-" : s.name, s.dev.name(), std::to_string(s.calls), std::to_string(s.kernels),
                     timed ? format_seconds(s.seconds) : "-", timed ? format_seconds(s.seconds_per_call()) : "-",
                     bytes(s.bytes_read), bytes(s.bytes_written), timed && moved > 0 ? format_rate(s.gbps()) : "-", pct,
                     bytes(s.h2d_bytes), bytes(s.d2h_bytes)});
@@ -184,6 +201,7 @@ std::string profile_report::table() const {
   auto line = [&](const std::vector<std::string>& r) {
     std::string l;
     for (std::size_t c = 0; c < r.size(); ++c) {
+      if (c == 2 && one_device) continue;
       const std::size_t pad = w[c] - r[c].size();
       if (c) l += "  ";
       if (c < 3) l += r[c] + std::string(pad, ' ');  // text left, figures right
@@ -199,7 +217,7 @@ std::string profile_report::table() const {
   } else {
     os << "advice:\n";
     for (const profile_advice& a : advice)
-      os << "  " << a.site << " [" << a.kind << "] " << a.message << " (see " << a.example << ")\n";
+      os << wrap(a.site + " [" + a.kind + "] " + a.message + "; see " + a.example + ".", 100);
   }
   return os.str();
 }

@@ -183,8 +183,8 @@ void record_transfer(device d, direction dir, std::uint64_t bytes) {
                                "); move the transfer out of that scope or relax the policy", transfer_forbidden);
     }
     if (p == transfer_policy::log)
-      std::cerr << "resident: " << name << " transfer of " << format_bytes(double(bytes)) << " (" << bytes
-                << " bytes) on " << d.name() << at << "\n";
+      std::cerr << "resident: " << name << " transfer of " << format_bytes(double(bytes)) << " on " << d.name()
+                << " (" << bytes << " bytes)" << at << "\n";
   }
   call_scope::note_transfer(d, dir == direction::h2d ? 0 : dir == direction::d2h ? 1 : 2, bytes);
   switch (dir) {

@@ -298,9 +298,9 @@ TEST(transfer_policy, log_lines_name_the_callers_file_line_and_bytes) {
   const unsigned back = std::source_location::current().line() + 1;
   std::vector<float> out = x.to_host();
   const std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("host-to-device transfer of 3.9 KiB (4000 bytes) on cpu by to_device at " + here(line)),
+  EXPECT_NE(err.find("host-to-device transfer of 3.9 KiB on cpu (4000 bytes) by to_device at " + here(line)),
             std::string::npos) << err;
-  EXPECT_NE(err.find("device-to-host transfer of 3.9 KiB (4000 bytes) on cpu by to_host at " + here(back)),
+  EXPECT_NE(err.find("device-to-host transfer of 3.9 KiB on cpu (4000 bytes) by to_host at " + here(back)),
             std::string::npos) << err;
 
   rs::scoped_transfer_policy forbid(rs::transfer_policy::forbid);

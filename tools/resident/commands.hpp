@@ -31,6 +31,7 @@ struct demo_options {
   std::size_t n = 0;  ///< 0 = the device's default
   int reps = 0;       ///< 0 = the device's default
   std::string json;
+  bool profile = false;  ///< print the profile report of the run (and add it to the JSON)
 };
 int run_demo(const demo_options& o);
 

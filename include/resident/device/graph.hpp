@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <source_location>
 #include <utility>
 
 #include "resident/device/stream.hpp"
@@ -91,10 +92,11 @@ class graph {
   graph(const graph&) = delete;
   graph& operator=(const graph&) = delete;
 
-  /// Runs the captured work on s (asynchronous on CUDA); counts its kernels in the ledger.
-  void replay(stream_ref s) const {
+  /// Runs the captured work on s (asynchronous on CUDA); counts its kernels in the ledger, and in the
+  /// profile at the caller's line (`where`).
+  void replay(stream_ref s, std::source_location where = std::source_location::current()) const {
     check_live();
-    detail::nvtx_scope range("graph replay");
+    detail::call_scope scope("graph replay", s, {}, detail::call_kind::compute, where);
     if (!(s.device() == device_))
       RESIDENT_FAIL("graph captured on " + device_.name() + " replayed on " + s.device().name(), device_mismatch);
     if (exec_) {

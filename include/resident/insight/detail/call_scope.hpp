@@ -76,6 +76,7 @@ class call_scope {
   bool merged_ = false;      ///< opened inside a scope of the same location: counts into that one
   int timer_ = -1;           ///< index of the event pair timing the call, -1: host clock or untimed
   bool timed_ = false;       ///< the call's time is measured
+  bool capturing_ = false;   ///< the stream is being captured: its kernels run at the graph's replays
   std::chrono::steady_clock::time_point start_{};
   std::uint64_t kernels_ = 0, h2d_ = 0, d2h_ = 0, d2d_ = 0, allocations_ = 0, allocated_ = 0;
   bool pool_grew_ = false;
