@@ -230,6 +230,7 @@ call_scope::~call_scope() {
   r.min_call_bytes = r.calls == 0 ? moved : std::min(r.min_call_bytes, moved);
   r.max_call_bytes = std::max(r.max_call_bytes, moved);
   ++r.calls;
+  r.stages = facts_.stages;
   r.kernels += kernels_;
   r.bytes_read += facts_.bytes_read;
   r.bytes_written += facts_.bytes_written;

@@ -188,7 +188,9 @@ std::string profile_report::table() const {
     if (timed && !s.transfer && rate > 0 && (s.bytes_read + s.bytes_written) > 0)
       std::snprintf(pct, sizeof pct, "%.0f%%", 100 * s.gbps() / rate);
     const double moved = double(s.bytes_read + s.bytes_written);
-    rows.push_back({s.site(), s.file.empty() ? "-" : s.name, s.dev.name(), std::to_string(s.calls), std::to_string(s.kernels),
+    const std::string call =
+        s.file.empty() ? "-" : s.stages > 1 ? s.name + " (" + std::to_string(s.stages) + " stages)" : s.name;
+    rows.push_back({s.site(), call, s.dev.name(), std::to_string(s.calls), std::to_string(s.kernels),
                     timed ? format_seconds(s.seconds) : "-", timed ? format_seconds(s.seconds_per_call()) : "-",
                     bytes(s.bytes_read), bytes(s.bytes_written), timed && moved > 0 ? format_rate(s.gbps()) : "-", pct,
                     bytes(s.h2d_bytes), bytes(s.d2h_bytes)});
@@ -232,7 +234,7 @@ std::string profile_report::json() const {
   for (std::size_t i = 0; i < sites.size(); ++i) {
     const profile_site& s = sites[i];
     os << (i ? "," : "") << "{\"file\":" << json_string(s.file) << ",\"line\":" << s.line
-       << ",\"name\":" << json_string(s.name) << ",\"transfer\":" << (s.transfer ? "true" : "false")
+       << ",\"name\":" << json_string(s.name) << ",\"transfer\":" << (s.transfer ? "true" : "false") << ",\"stages\":" << s.stages
        << ",\"device\":" << json_string(s.dev.name()) << ",\"calls\":" << s.calls
        << ",\"timed_calls\":" << s.timed_calls << ",\"kernels\":" << s.kernels
        << ",\"seconds\":" << json_number(s.seconds) << ",\"bytes_read\":" << s.bytes_read

@@ -289,6 +289,13 @@ TEST(profile, the_report_prints_a_table_with_units_and_valid_json) {
   EXPECT_EQ(nlohmann::json::parse(empty.json())["sites"].size(), 0u);
 }
 
+TEST(profile, copy_rate_of_an_absent_device_is_refused) {
+  EXPECT_THROW((void)rs::copy_rate(rs::device::cuda(63)), rs::device_unavailable);
+  const double cpu = rs::copy_rate(rs::device::cpu());
+  EXPECT_GT(cpu, 0.0);
+  EXPECT_EQ(rs::copy_rate(rs::device::cpu()), cpu);  // measured once, then cached
+}
+
 TEST(transfer_policy, log_lines_name_the_callers_file_line_and_bytes) {
   const std::vector<float> h(1000, 1.5f);
   rs::scoped_transfer_policy log(rs::transfer_policy::log);

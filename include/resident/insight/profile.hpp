@@ -22,6 +22,7 @@ struct profile_site {
   unsigned line = 0;     ///< the caller's line
   std::string name;      ///< what was called: a pipeline's stages, "to_device", "copy", ...
   bool transfer = false;  ///< an explicit transfer (its rate is the bus's, not compared to the copy rate)
+  int stages = 0;         ///< element-wise stages each call fused into one pass (0: not a pipeline)
   device dev{};           ///< where the calls ran
   std::uint64_t calls = 0;        ///< calls made
   std::uint64_t timed_calls = 0;  ///< calls whose time was measured (not those captured into graphs)
