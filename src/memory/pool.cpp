@@ -182,9 +182,11 @@ pool_statistics pool_stats(device d) {
 }
 
 void trim_pool(device d) {
-  if (d.is_cuda())
+  if (d.is_cuda()) {
     detail::cuda::pool_trim(d.index(), nullptr);
-  else
+    // The next allocation that takes memory again is growth, not a hit.
+    state(d).last_reserved = detail::cuda::pool_reserved(d.index());
+  } else
     cpu_pool().trim();
 }
 
