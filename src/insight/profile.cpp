@@ -240,7 +240,11 @@ call_scope::~call_scope() {
   r.d2d_bytes += d2d_;
   r.allocations += allocations_;
   r.allocated_bytes += allocated_;
-  if (pool_grew_) ++r.calls_pool_grew;
+  // Memory in use rose past where this site's previous allocating call left it: what it made stays alive.
+  if (allocations_ > 0) {
+    if (r.bytes_in_use == 0 || in_use_ > r.bytes_in_use) ++r.calls_pool_grew;
+    r.bytes_in_use = in_use_;
+  }
   if (timer_ < 0 && timed_) {
     r.seconds += std::chrono::duration<double>(cpu_end - start_).count();
     ++r.timed_calls;
@@ -285,11 +289,11 @@ void call_scope::note_transfer(device d, int dir, std::uint64_t bytes) noexcept 
   (dir == 0 ? r.h2d_bytes : dir == 1 ? r.d2h_bytes : r.d2d_bytes) += bytes;
 }
 
-void call_scope::note_allocation(device d, bool pool_grew, std::uint64_t bytes) noexcept {
+void call_scope::note_allocation(device d, std::uint64_t bytes, std::uint64_t bytes_in_use) noexcept {
   if (call_scope* s = t_innermost) {
     ++s->allocations_;
     s->allocated_ += bytes;
-    s->pool_grew_ |= pool_grew;
+    s->in_use_ = bytes_in_use;
     return;
   }
   if (!profiling()) return;

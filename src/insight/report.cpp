@@ -157,8 +157,8 @@ std::vector<profile_advice> advise(const std::vector<profile_site>& sites,
       m.str("");
     }
     if (s.calls >= P::grows_min_calls && s.calls_pool_grew == s.calls) {
-      m << "the pool grew on every one of the " << s.calls << " calls of " << s.name << " (" << bytes(s.allocated_bytes)
-        << " allocated): the arrays made here stay alive; reuse one array (write into it with copy or a "
+      m << "memory in use grew on every one of the " << s.calls << " calls of " << s.name << " ("
+        << bytes(s.allocated_bytes) << " allocated, " << bytes(s.bytes_in_use) << " in use after the last): the arrays made here stay alive; reuse one array (write into it with copy or a "
            "pipeline's output argument) or let each go before the next call";
       out.push_back({"pool_grows", at, m.str(), "examples/async_overlap.cpp"});
       m.str("");
@@ -242,7 +242,7 @@ std::string profile_report::json() const {
        << ",\"gbps\":" << json_number(s.gbps()) << ",\"h2d_bytes\":" << s.h2d_bytes
        << ",\"d2h_bytes\":" << s.d2h_bytes << ",\"d2d_bytes\":" << s.d2d_bytes
        << ",\"allocations\":" << s.allocations << ",\"allocated_bytes\":" << s.allocated_bytes
-       << ",\"calls_pool_grew\":" << s.calls_pool_grew << ",\"fusable_calls\":" << s.fusable_calls << "}";
+       << ",\"calls_pool_grew\":" << s.calls_pool_grew << ",\"bytes_in_use\":" << s.bytes_in_use << ",\"fusable_calls\":" << s.fusable_calls << "}";
   }
   os << "],\"advice\":[";
   for (std::size_t i = 0; i < advice.size(); ++i)

@@ -210,7 +210,7 @@ void record_kernel(device d, std::uint64_t count) {
 void forget_kernels(device d, std::uint64_t count) { slot(d).kernels -= count; }
 
 void record_allocation(device d, bool pool_hit, std::uint64_t bytes_in_use, std::uint64_t bytes) {
-  call_scope::note_allocation(d, !pool_hit, bytes);
+  call_scope::note_allocation(d, bytes, bytes_in_use);
   auto& c = slot(d);
   ++c.allocations;
   if (pool_hit) ++c.pool_hits;

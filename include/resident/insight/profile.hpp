@@ -38,7 +38,10 @@ struct profile_site {
   std::uint64_t d2d_bytes = 0;      ///< device-to-device copy bytes
   std::uint64_t allocations = 0;    ///< pool allocations made inside the calls
   std::uint64_t allocated_bytes = 0;  ///< bytes those allocations asked for
-  std::uint64_t calls_pool_grew = 0;  ///< calls during which the pool had to take more memory
+  /// Calls that allocated and left more pool memory in use than this site's previous allocating call
+  /// did (the first such call counts): what the calls make stays alive.
+  std::uint64_t calls_pool_grew = 0;
+  std::uint64_t bytes_in_use = 0;  ///< pool bytes in use after the last allocating call (a level)
   std::uint64_t fusable_calls = 0;  ///< calls that mapped the array the previous call (one map, on an
                                     ///< adjacent line of the same file) had just mapped
   unsigned fusable_with_line = 0;   ///< the line of that previous call
@@ -85,8 +88,8 @@ enum class profile_output { table, quiet };
 /// Collects a profile over its lifetime: every call made on any thread while it is alive is counted
 /// to its call site (several profiles may be open; each reports the calls made during its own life).
 /// At destruction, prints the report to stderr unless built with profile_output::quiet. Collecting
-/// adds two events per call on a GPU and reads them when a report is made (that synchronizes with
-/// the events only).
+/// adds two events per call on a GPU, read when a profile starts or reports (or when 512 wait): that
+/// waits for those calls' end events only, never for the whole device.
 class profile {
  public:
   /// Starts collecting.

@@ -60,8 +60,8 @@ class call_scope {
   static void note_kernels(device d, std::uint64_t n) noexcept;
   /// See note_kernels. `dir`: 0 host-to-device, 1 device-to-host, 2 device-to-device.
   static void note_transfer(device d, int dir, std::uint64_t bytes) noexcept;
-  /// See note_kernels. `pool_grew`: the pool had to take more memory for this allocation.
-  static void note_allocation(device d, bool pool_grew, std::uint64_t bytes) noexcept;
+  /// See note_kernels. `bytes_in_use`: the bytes of d's pool in use after this allocation.
+  static void note_allocation(device d, std::uint64_t bytes, std::uint64_t bytes_in_use) noexcept;
 
  private:
   std::string_view name_;
@@ -78,8 +78,7 @@ class call_scope {
   bool timed_ = false;       ///< the call's time is measured
   bool capturing_ = false;   ///< the stream is being captured: its kernels run at the graph's replays
   std::chrono::steady_clock::time_point start_{};
-  std::uint64_t kernels_ = 0, h2d_ = 0, d2h_ = 0, d2d_ = 0, allocations_ = 0, allocated_ = 0;
-  bool pool_grew_ = false;
+  std::uint64_t kernels_ = 0, h2d_ = 0, d2h_ = 0, d2d_ = 0, allocations_ = 0, allocated_ = 0, in_use_ = 0;
 };
 
 /// An NVTX range for the lifetime of the object, for public headers (which cannot include NVTX):
