@@ -221,6 +221,27 @@ TEST_P(insight, calls_from_two_threads_add_up) {
   EXPECT_EQ(calls, 400u);
 }
 
+// An entry point whose parameters end in a pack takes its stream as a located_stream.
+template <class... Args>
+unsigned launch_like(rs::detail::located_stream s, Args...) {
+  rs::detail::call_scope scope("launch_like", s.stream, {}, rs::detail::call_kind::compute, s.where);
+  return s.where.line();
+}
+
+TEST_P(insight, a_located_stream_carries_the_callers_line_through_a_pack) {
+  rs::stream owner(dev);
+  const unsigned line = std::source_location::current().line() + 1;
+  EXPECT_EQ(launch_like(owner, 1, 2.0, 'c'), line);
+  EXPECT_EQ(launch_like(rs::default_stream(dev)), line + 1);
+  rs::profile prof(rs::profile_output::quiet);
+  const unsigned at = std::source_location::current().line() + 1;
+  launch_like(owner.ref(), 3);
+  const rs::profile_report r = prof.report();
+  const auto* s = find_site(r, at, "launch_like");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->site(), here(at));
+}
+
 RESIDENT_BACKENDS(insight);
 
 // The advice is a pure function of the figures: conditions a CPU cannot produce are checked here.

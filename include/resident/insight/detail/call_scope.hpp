@@ -6,9 +6,11 @@
 /// while a scope is open on the thread are counted to its innermost scope.
 
 #include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <source_location>
 #include <string_view>
+#include <type_traits>
 
 #include "resident/device/stream.hpp"
 
@@ -79,6 +81,21 @@ class call_scope {
   bool capturing_ = false;   ///< the stream is being captured: its kernels run at the graph's replays
   std::chrono::steady_clock::time_point start_{};
   std::uint64_t kernels_ = 0, h2d_ = 0, d2h_ = 0, d2d_ = 0, allocations_ = 0, allocated_ = 0, in_use_ = 0;
+};
+
+/// A stream argument that remembers the caller's line, for entry points whose parameters end in a pack
+/// (`launch(s, cfg, f, args...)`), where a defaulted std::source_location cannot follow: taking
+/// `located_stream s` in place of `stream_ref s`, the conversion's default argument is evaluated
+/// where the user made the call. Anything convertible to stream_ref converts (a stream, a stream_ref).
+struct located_stream {
+  stream_ref stream;            ///< the stream the call runs on
+  std::source_location where;  ///< the caller's file and line
+  /// Converts s, recording the line of the call whose argument it is.
+  template <class S>
+    requires std::convertible_to<const S&, stream_ref>
+  located_stream(const S& s, std::source_location w = std::source_location::current()) noexcept(
+      std::is_nothrow_convertible_v<const S&, stream_ref>)
+      : stream(s), where(w) {}
 };
 
 /// An NVTX range for the lifetime of the object, for public headers (which cannot include NVTX):
