@@ -88,6 +88,20 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   # 8 GiB of host data through a pool capped at 2 GiB (the host holds 128 GiB: pinned and pageable
   # input and output take 32 GiB).
   step bench-stream "$cli" bench stream --size 8GiB --pool-limit 2GiB --json "$logs/stream.json"
+  # The profile report of the seed demo on the GPU (events, the measured copy rate, advice), and the
+  # NVTX timeline where Nsight Systems is installed.
+  step demo-profile "$cli" demo --profile --json "$logs/demo-profile.json"
+  if command -v nsys > /dev/null; then
+    step nsys-demo nsys profile -t cuda,nvtx --force-overwrite true -o "$logs/demo-nvtx" "$cli" demo --n 1048576 --reps 3
+  fi
+  # NVTX_COST=1: the small pipeline with and without NVTX compiled in (a second build).
+  if [ "${NVTX_COST:-0}" = 1 ]; then
+    step nvtx-off-configure cmake -S . -B "$build-nonvtx" -G Ninja -DRESIDENT_CUDA=ON -DRESIDENT_NVTX=OFF \
+      -DCMAKE_BUILD_TYPE=Release -DRESIDENT_BUILD_TESTS=OFF -DRESIDENT_BUILD_EXAMPLES=OFF -DRESIDENT_BUILD_BENCH=OFF
+    step nvtx-off-build cmake --build "$build-nonvtx" --target resident_cli -j "$jobs"
+    step bench-small-nvtx-on "$cli" bench small --json "$logs/small-nvtx-on.json"
+    step bench-small-nvtx-off "$build-nonvtx/tools/resident/resident" bench small --json "$logs/small-nvtx-off.json"
+  fi
   step bench-python env PYTHONUNBUFFERED=1 python3 bench/peers/python_overhead.py --json "$logs/python.json"
   if [ "${SKIP_PEERS:-0}" != 1 ]; then
     step peers env PYTHONUNBUFFERED=1 python3 bench/peers/peers.py --json "$logs/peers.json" \

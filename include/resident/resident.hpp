@@ -18,6 +18,7 @@
 #include "resident/memory/pool.hpp"
 #include "resident/fuse/pipeline.hpp"
 #include "resident/fuse/program.hpp"
+#include "resident/insight/profile.hpp"
 #include "resident/insight/timing.hpp"
 #include "resident/random/random.hpp"
 #include "resident/streaming/streaming.hpp"

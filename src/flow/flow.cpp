@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "resident/detail/cuda_runtime.hpp"
+#include <nvtx_ranges.hpp>
 #include "resident/device/event.hpp"
 
 namespace resident {
@@ -27,6 +28,7 @@ bool any_overlap(const std::vector<access::range>& x, const std::vector<access::
 
 // Runs one stage's work on s; a throw comes out as a stage_error naming the stage.
 void run_named(const std::string& name, const std::function<void(stream_ref)>& work, stream_ref s) {
+  detail::nvtx::range range(name.c_str());
   try {
     work(s);
   } catch (...) {

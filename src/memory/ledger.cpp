@@ -11,6 +11,7 @@
 
 #include "resident/detail/per_device.hpp"
 #include "resident/error.hpp"
+#include "resident/insight/detail/call_scope.hpp"
 
 namespace resident {
 namespace {
@@ -179,17 +180,25 @@ void record_transfer(device d, direction dir, std::uint64_t bytes) {
   if (dir != direction::d2d) {
     const char* name = dir == direction::h2d ? "host-to-device" : "device-to-host";
     const transfer_policy p = current_transfer_policy();
+    // The user's call that moved the bytes: its file and line (the innermost call scope's).
+    std::string at;
+    if (const call_scope* s = call_scope::current(); s && s->where().line() != 0) {
+      std::string_view f = s->where().file_name();
+      if (auto slash = f.find_last_of('/'); slash != std::string_view::npos) f.remove_prefix(slash + 1);
+      at = " by " + std::string(s->name()) + " at " + std::string(f) + ":" + std::to_string(s->where().line());
+    }
     if (p == transfer_policy::forbid) {
       RESIDENT_FAIL(std::string("a ") + name + " transfer of " + format_bytes(double(bytes)) +
-                               " on " + d.name() + " was attempted while the transfer policy is forbid (" +
+                               " on " + d.name() + at + " was attempted while the transfer policy is forbid (" +
                                (t_scoped ? "set by a scoped_transfer_policy on this thread"
                                          : "the process default, from RESIDENT_TRANSFER_POLICY") +
                                "); move the transfer out of that scope or relax the policy", transfer_forbidden);
     }
     if (p == transfer_policy::log)
-      std::cerr << "resident: " << name << " transfer of " << format_bytes(double(bytes)) << " on "
-                << d.name() << "\n";
+      std::cerr << "resident: " << name << " transfer of " << format_bytes(double(bytes)) << " on " << d.name()
+                << " (" << bytes << " bytes)" << at << "\n";
   }
+  call_scope::note_transfer(d, dir == direction::h2d ? 0 : dir == direction::d2h ? 1 : 2, bytes);
   switch (dir) {
     case direction::h2d:
       c.h2d_bytes += bytes;
@@ -206,7 +215,10 @@ void record_transfer(device d, direction dir, std::uint64_t bytes) {
   }
 }
 
-void record_kernel(device d, std::uint64_t count) { slot(d).kernels += count; }
+void record_kernel(device d, std::uint64_t count) {
+  slot(d).kernels += count;
+  call_scope::note_kernels(d, count);
+}
 void forget_kernels(device d, std::uint64_t count) { slot(d).kernels -= count; }
 
 void record_stream_chunk(device d, std::uint64_t h2d_bytes, std::uint64_t d2h_bytes) {
@@ -218,7 +230,8 @@ void record_stream_chunk(device d, std::uint64_t h2d_bytes, std::uint64_t d2h_by
 
 void reset_ledger_peak(device d, std::uint64_t bytes_in_use) { slot(d).peak_bytes = bytes_in_use; }
 
-void record_allocation(device d, bool pool_hit, std::uint64_t bytes_in_use) {
+void record_allocation(device d, bool pool_hit, std::uint64_t bytes_in_use, std::uint64_t bytes) {
+  call_scope::note_allocation(d, bytes, bytes_in_use);
   auto& c = slot(d);
   ++c.allocations;
   if (pool_hit) ++c.pool_hits;

@@ -18,6 +18,7 @@
 #include "resident/detail/per_device.hpp"
 #include "resident/error.hpp"
 #include "resident/memory/ledger.hpp"
+#include <nvtx_ranges.hpp>
 
 namespace resident {
 namespace {
@@ -80,14 +81,14 @@ struct pool_state {
     } while (!in_use.compare_exchange_weak(cur, cur + bytes));
     return cur + bytes;
   }
-  void count(std::size_t now, bool hit, device d) {
+  void count(std::size_t now, std::size_t bytes, bool hit, device d) {
     std::size_t p = peak.load();
     while (now > p && !peak.compare_exchange_weak(p, now)) {
     }
     ++allocations;
     if (hit) ++hits;
     ++outstanding;
-    detail::record_allocation(d, hit, now);
+    detail::record_allocation(d, hit, now, bytes);
   }
   void uncount(std::size_t bytes) {
     in_use -= bytes;
@@ -276,9 +277,11 @@ void reset_pool_peak(device d) {
 }
 
 void trim_pool(device d) {
-  if (d.is_cuda())
+  if (d.is_cuda()) {
     detail::cuda::pool_trim(d.index(), nullptr);
-  else
+    // The next allocation that takes memory again is growth, not a hit.
+    state(d).last_reserved = detail::cuda::pool_reserved(d.index());
+  } else
     cpu_pool().trim();
 }
 
@@ -316,6 +319,7 @@ std::optional<std::size_t> parse_bytes(std::string_view t) {
 
 void* pool_allocate(std::size_t bytes, stream_ref s) {
   if (bytes == 0) return nullptr;
+  nvtx::range range("pool allocate", bytes);
   device d = s.device();
   auto& st = state(d);
   if (bytes > largest_request) throw_oom(d, bytes, oom_reason::beyond_any_allocation);
@@ -346,7 +350,7 @@ void* pool_allocate(std::size_t bytes, stream_ref s) {
       p = cpu_pool().allocate(bytes, &hit);
     }
     if (!p) refuse(oom_reason::retried);
-    st.count(now, hit, d);
+    st.count(now, bytes, hit, d);
     return p;
   }
   int dev = d.index();
@@ -371,7 +375,7 @@ void* pool_allocate(std::size_t bytes, stream_ref s) {
     const std::size_t reserved = cuda::pool_reserved(dev);
     hit = reserved <= st.last_reserved.exchange(reserved);
   }
-  st.count(now, hit, d);
+  st.count(now, bytes, hit, d);
   return p;
 }
 

@@ -16,6 +16,7 @@
 #include "resident/memory/ledger.hpp"
 #include "resident/memory/pinned.hpp"
 #include "resident/memory/pool.hpp"
+#include <nvtx_ranges.hpp>
 
 namespace resident::detail {
 namespace cu = detail::cuda;
@@ -69,6 +70,7 @@ void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_r
   device d = s.device();
   require(d);  // a copy that cannot be made is refused before it is counted
   record_transfer(d, direction::h2d, bytes);
+  nvtx::range range("host-to-device", bytes);
   if (d.is_cpu()) {
     parallel_memcpy(dst, src, bytes);
     return;
@@ -95,6 +97,7 @@ void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_r
   device d = s.device();
   require(d);  // a copy that cannot be made is refused before it is counted
   record_transfer(d, direction::d2h, bytes);
+  nvtx::range range("device-to-host", bytes);
   if (d.is_cpu()) {
     parallel_memcpy(dst, src, bytes);
     return;
@@ -131,6 +134,7 @@ void copy_device_to_device(void* dst, const void* src, std::size_t bytes, stream
   device d = s.device();
   require(d);  // a copy that cannot be made is refused before it is counted
   record_transfer(d, direction::d2d, bytes);
+  nvtx::range range("device-to-device", bytes);
   if (d.is_cpu())
     parallel_memcpy(dst, src, bytes);
   else

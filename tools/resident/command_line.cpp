@@ -102,9 +102,12 @@ command_line::command_line() {
   demo_cmd_->add_option("--json", demo_.json, "Write the table and ledger as JSON to FILE ('-' for stdout)")
       ->type_name("FILE");
   demo_cmd_->add_flag("--stream", demo_.stream, "Add a mode (e): host to host, streamed in overlapped chunks");
+  demo_cmd_->add_flag("--profile", demo_.profile,
+                      "Profile the run: each call site's calls, time, bytes and GB/s, with advice (docs/insight.md)");
 
   info_cmd_->footer("Example:\n  resident info --measure --json info.json");
-  demo_cmd_->footer("Example:\n  resident demo --device cpu --n 1000000 --json demo.json");
+  demo_cmd_->footer("Examples:\n  resident demo --device cpu --n 1000000 --json demo.json\n"
+                    "  resident demo --profile          the report per call site, and what to change");
   bench_cmd_ = app_->add_subcommand("bench", "Benchmarks, timed with device events (median of many)");
   bench_cmd_->require_subcommand(1);
   auto common = [&](CLI::App* c) {

@@ -32,6 +32,7 @@ struct demo_options {
   int reps = 0;       ///< 0 = the device's default
   std::string json;
   bool stream = false;  ///< also stream the pipeline host to host in chunks
+  bool profile = false;  ///< print the profile report of the run (and add it to the JSON)
 };
 int run_demo(const demo_options& o);
 

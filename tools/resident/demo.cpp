@@ -1,6 +1,7 @@
 // resident demo: the seed's question answered with measured numbers. Compiled by nvcc in CUDA builds.
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "commands.hpp"
@@ -49,6 +50,9 @@ int run_demo(const demo_options& o) {
         << "\n\n";
 
   const std::vector<float> hx = seed_input(n);
+  // --profile: every call below is counted at its line of this file.
+  std::optional<profile> prof;
+  if (o.profile) prof.emplace(profile_output::quiet);
   stream s(d);
   std::vector<mode_result> results;
   progress bar("demo", o.stream ? 6 : 5);
@@ -198,6 +202,12 @@ int run_demo(const demo_options& o) {
                     " ms, still " + format_number(results[1].ms / fused.ms, -1) + "x the fused time).",
                 100, "  ")
         << "\n";
+  std::optional<profile_report> report;
+  if (prof) {
+    report = prof->report();
+    out() << "\nProfile of this run (each call site of tools/resident/demo.cpp; docs/insight.md explains it):\n"
+          << *report;
+  }
   out().flush();
   if (!ok) out() << "ERROR: a mode's result differs from the FP64 reference by more than " << tolerance << "\n";
 
@@ -211,6 +221,7 @@ int run_demo(const demo_options& o) {
     for (std::size_t i = 0; i < results.size(); ++i) j["modes"][i]["key"] = results[i].key;
     j["ledger"] = nlohmann::json::parse(ledger().json());
     j["checked"] = ok;
+    if (report) j["profile"] = nlohmann::json::parse(report->json());
     write_json(j, o.json);
   }
   return ok ? 0 : 1;

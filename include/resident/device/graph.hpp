@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <source_location>
 #include <utility>
 
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/device/stream.hpp"
 #include "resident/error.hpp"
+#include "resident/insight/detail/call_scope.hpp"
 #include "resident/memory/ledger.hpp"
 
 namespace resident {
@@ -24,6 +26,7 @@ class graph {
   /// @throws invalid_argument for the default stream; whatever work() throws (the capture is dropped).
   template <class F>
   static graph capture(stream_ref s, F&& work) {
+    detail::nvtx_scope range("graph capture");
     graph g;
     g.device_ = s.device();
     if (s.device().is_cpu()) {
@@ -45,6 +48,7 @@ class graph {
   template <class F>
   void update(stream_ref s, F&& work) {
     check_live();
+    detail::nvtx_scope range("graph update");
     if (!exec_ && !cpu_work_) RESIDENT_FAIL("graph::update of an empty graph: capture one first");
     if (device_.is_cpu()) {
       cpu_work_ = std::function<void()>(std::forward<F>(work));
@@ -79,9 +83,11 @@ class graph {
   graph(const graph&) = delete;
   graph& operator=(const graph&) = delete;
 
-  /// Runs the captured work on s (asynchronous on CUDA); counts its kernels in the ledger.
-  void replay(stream_ref s) const {
+  /// Runs the captured work on s (asynchronous on CUDA); counts its kernels in the ledger, and in the
+  /// profile at the caller's line (`where`).
+  void replay(stream_ref s, std::source_location where = std::source_location::current()) const {
     check_live();
+    detail::call_scope scope("graph replay", s, {}, detail::call_kind::compute, where);
     if (!(s.device() == device_))
       RESIDENT_FAIL("graph captured on " + device_.name() + " replayed on " + s.device().name(), device_mismatch);
     if (exec_) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <concepts>
 #include <cstddef>
+#include <source_location>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "resident/error.hpp"
+#include "resident/insight/detail/call_scope.hpp"
 #include "resident/memory/array_view.hpp"
 #include "resident/memory/pinned.hpp"
 #include "resident/memory/pool.hpp"
@@ -98,29 +100,33 @@ class array {
     return {data_, size_};
   }
 
-  /// Copies the array into a new host vector. Synchronizes.
-  std::vector<T> to_host() const {
+  /// Copies the array into a new host vector. Synchronizes. `where` (the caller's line) names the
+  /// call in the profile and in transfer_policy::log lines.
+  std::vector<T> to_host(std::source_location where = std::source_location::current()) const {
     std::vector<T> h(size_);
-    to_host(std::span<T>(h));
+    to_host(std::span<T>(h), staging::chunked, where);
     return h;
   }
   /// Copies the array into host memory of the same size. Synchronizes.
   /// @throws shape_mismatch when the sizes differ.
-  void to_host(std::span<T> out, staging st = staging::chunked) const {
+  void to_host(std::span<T> out, staging st = staging::chunked, std::source_location where = std::source_location::current()) const {
     check_live();
     if (out.size() != size_)
       RESIDENT_FAIL("to_host: host buffer holds " + std::to_string(out.size()) + " elements, array " +
                            std::to_string(size_), shape_mismatch);
+    detail::call_scope scope("to_host", stream_, detail::transfer_facts(bytes()), detail::call_kind::transfer, where);
     detail::copy_device_to_host(out.data(), data_, bytes(), stream_, sync::blocking, st);
   }
   /// Starts copying the array into a pinned buffer and returns; synchronize the array's stream before
   /// reading the buffer. @throws shape_mismatch when the sizes differ.
-  void to_host_async(pinned_buffer<T>& out) const {
+  void to_host_async(pinned_buffer<T>& out, std::source_location where = std::source_location::current()) const {
     check_live();
     out.check_live();
     if (out.size() != size_)
       RESIDENT_FAIL("to_host_async: pinned buffer holds " + std::to_string(out.size()) +
                            " elements, array " + std::to_string(size_), shape_mismatch);
+    detail::call_scope scope("to_host_async", stream_, detail::transfer_facts(bytes()), detail::call_kind::transfer,
+                             where);
     detail::copy_device_to_host(out.data(), data_, bytes(), stream_, sync::async);
   }
 
@@ -259,8 +265,8 @@ class array2d {
   }
 
   /// rows * cols elements, row-major and packed (padding dropped). Synchronizes.
-  std::vector<T> to_host() const {
-    std::vector<T> all = storage_.to_host();
+  std::vector<T> to_host(std::source_location where = std::source_location::current()) const {
+    std::vector<T> all = storage_.to_host(where);
     if (ld_ == cols_) return all;
     std::vector<T> packed(rows_ * cols_);
     for (std::size_t r = 0; r < rows_; ++r)
@@ -288,32 +294,37 @@ class array2d {
 /// Uploads host memory into a new array on s's device: the one explicit host-to-device transfer.
 /// Pageable memory is staged through pinned buffers (returns once it has been read); pinned memory is
 /// copied asynchronously on s.
+///
+/// Every transfer takes the caller's line as a last, defaulted argument (`where`): the profile counts
+/// the call there (the new array's allocation included), and transfer_policy::log names it.
 template <class T>
-array<T> to_device(std::span<const T> host, stream_ref s, staging st = staging::chunked) {
+array<T> to_device(std::span<const T> host, stream_ref s, staging st = staging::chunked, std::source_location where = std::source_location::current()) {
+  detail::call_scope scope("to_device", s, detail::transfer_facts(host.size_bytes()), detail::call_kind::transfer,
+                           where);
   array<T> a(host.size(), s);
   detail::copy_host_to_device(a.data(), host.data(), a.bytes(), s, st);
   return a;
 }
 /// Uploads host memory into a new array on d's default stream (default: the default device).
 template <class T>
-array<T> to_device(std::span<const T> host, device d = default_device()) {
-  return to_device(host, default_stream(d));
+array<T> to_device(std::span<const T> host, device d = default_device(), std::source_location where = std::source_location::current()) {
+  return to_device(host, default_stream(d), staging::chunked, where);
 }
 /// Uploads a host vector into a new array on d's default stream (default: the default device).
 template <class T>
-array<T> to_device(const std::vector<T>& host, device d = default_device()) {
-  return to_device(std::span<const T>(host), default_stream(d));
+array<T> to_device(const std::vector<T>& host, device d = default_device(), std::source_location where = std::source_location::current()) {
+  return to_device(std::span<const T>(host), default_stream(d), staging::chunked, where);
 }
 /// Uploads a host vector into a new array ordered on s, staged as st says.
 template <class T>
-array<T> to_device(const std::vector<T>& host, stream_ref s, staging st = staging::chunked) {
-  return to_device(std::span<const T>(host), s, st);
+array<T> to_device(const std::vector<T>& host, stream_ref s, staging st = staging::chunked, std::source_location where = std::source_location::current()) {
+  return to_device(std::span<const T>(host), s, st, where);
 }
 /// Uploads a pinned buffer into a new array: one asynchronous copy on s; keep host alive and unchanged
 /// until s is synchronized.
 template <class T>
-array<T> to_device(const pinned_buffer<T>& host, stream_ref s) {
-  return to_device(host.span(), s);
+array<T> to_device(const pinned_buffer<T>& host, stream_ref s, std::source_location where = std::source_location::current()) {
+  return to_device(host.span(), s, staging::chunked, where);
 }
 
 /// Uploads a packed rows x cols host matrix into a new 2-D array (leading dimension cols) on s's
@@ -321,7 +332,7 @@ array<T> to_device(const pinned_buffer<T>& host, stream_ref s) {
 /// @throws shape_mismatch when host does not hold rows * cols elements; invalid_argument when
 /// rows * cols overflows.
 template <class T>
-array2d<T> to_device(std::span<const T> host, std::size_t rows, std::size_t cols, stream_ref s) {
+array2d<T> to_device(std::span<const T> host, std::size_t rows, std::size_t cols, stream_ref s, std::source_location where = std::source_location::current()) {
   if (cols != 0 && rows > array<T>::max_size() / cols)
     RESIDENT_FAIL("to_device: " + std::to_string(rows) + " x " + std::to_string(cols) +
                            " elements overflow the byte count");
@@ -329,25 +340,28 @@ array2d<T> to_device(std::span<const T> host, std::size_t rows, std::size_t cols
     RESIDENT_FAIL("to_device: host buffer holds " + std::to_string(host.size()) + " elements, " +
                          std::to_string(rows) + " x " + std::to_string(cols) + " needs " +
                          std::to_string(rows * cols), shape_mismatch);
+  detail::call_scope scope("to_device", s, detail::transfer_facts(host.size_bytes()), detail::call_kind::transfer,
+                           where);
   array2d<T> a(rows, cols, s);
   detail::copy_host_to_device(a.data(), host.data(), host.size_bytes(), a.stream());
   return a;
 }
 /// As above, on d's default stream.
 template <class T>
-array2d<T> to_device(std::span<const T> host, std::size_t rows, std::size_t cols, device d = default_device()) {
-  return to_device(host, rows, cols, default_stream(d));
+array2d<T> to_device(std::span<const T> host, std::size_t rows, std::size_t cols, device d = default_device(),
+                     std::source_location where = std::source_location::current()) {
+  return to_device(host, rows, cols, default_stream(d), where);
 }
 /// Uploads a packed rows x cols host matrix from a vector, ordered on s. @throws shape_mismatch.
 template <class T>
-array2d<T> to_device(const std::vector<T>& host, std::size_t rows, std::size_t cols, stream_ref s) {
-  return to_device(std::span<const T>(host), rows, cols, s);
+array2d<T> to_device(const std::vector<T>& host, std::size_t rows, std::size_t cols, stream_ref s, std::source_location where = std::source_location::current()) {
+  return to_device(std::span<const T>(host), rows, cols, s, where);
 }
 /// Uploads a packed rows x cols host matrix from a vector onto d. @throws shape_mismatch.
 template <class T>
 array2d<T> to_device(const std::vector<T>& host, std::size_t rows, std::size_t cols,
-                     device d = default_device()) {
-  return to_device(std::span<const T>(host), rows, cols, default_stream(d));
+                     device d = default_device(), std::source_location where = std::source_location::current()) {
+  return to_device(std::span<const T>(host), rows, cols, default_stream(d), where);
 }
 
 /// Copies src into dst (same size): device-to-device when both are on one device, otherwise an
@@ -356,7 +370,7 @@ array2d<T> to_device(const std::vector<T>& host, std::size_t rows, std::size_t c
 /// synchronizes it. Copying an array onto itself, or an empty one, does nothing and counts nothing.
 /// @throws shape_mismatch, device_mismatch (two different GPUs).
 template <class T>
-void copy(const array<T>& src, array<T>& dst) {
+void copy(const array<T>& src, array<T>& dst, std::source_location where = std::source_location::current()) {
   src.check_live();
   dst.check_live();
   if (src.size() != dst.size())
@@ -364,6 +378,8 @@ void copy(const array<T>& src, array<T>& dst) {
                          std::to_string(dst.size()), shape_mismatch);
   if (src.empty() || &src == &dst) return;
   device s = src.device(), d = dst.device();
+  detail::call_scope scope("copy", s.is_cuda() && d.is_cpu() ? src.stream() : dst.stream(),
+                           detail::transfer_facts(src.bytes()), detail::call_kind::transfer, where);
   if (s == d) {
     if (!(src.stream().native() == dst.stream().native())) dst.stream().wait_for(src.stream());
     detail::copy_device_to_device(dst.data(), src.data(), src.bytes(), dst.stream());
@@ -380,11 +396,14 @@ void copy(const array<T>& src, array<T>& dst) {
 /// Uploads host memory into an existing array of the same size (no allocation). Staging and
 /// synchronization as for to_device. @throws shape_mismatch.
 template <class T>
-void copy(std::type_identity_t<std::span<const T>> host, array<T>& dst, staging st = staging::chunked) {
+void copy(std::type_identity_t<std::span<const T>> host, array<T>& dst, staging st = staging::chunked,
+          std::source_location where = std::source_location::current()) {
   dst.check_live();
   if (host.size() != dst.size())
     RESIDENT_FAIL("copy: host buffer holds " + std::to_string(host.size()) + " elements, array " +
                          std::to_string(dst.size()), shape_mismatch);
+  detail::call_scope scope("copy", dst.stream(), detail::transfer_facts(dst.bytes()), detail::call_kind::transfer,
+                           where);
   detail::copy_host_to_device(dst.data(), host.data(), dst.bytes(), dst.stream(), st);
 }
 
@@ -394,11 +413,13 @@ void copy(std::type_identity_t<std::span<const T>> host, array<T>& dst, staging 
 /// synchronized. Pageable memory is staged and the call returns once it has been read.
 /// @throws shape_mismatch.
 template <array_like A>
-void copy_async(std::span<const typename std::remove_cvref_t<A>::value_type> host, A&& dst) {
+void copy_async(std::span<const typename std::remove_cvref_t<A>::value_type> host, A&& dst, std::source_location where = std::source_location::current()) {
   dst.check_live();
   if (host.size() != dst.size())
     RESIDENT_FAIL("copy_async: host memory holds " + std::to_string(host.size()) + " elements, array " +
                          std::to_string(dst.size()), shape_mismatch);
+  detail::call_scope scope("copy_async", dst.stream(), detail::transfer_facts(host.size_bytes()),
+                           detail::call_kind::transfer, where);
   detail::copy_host_to_device(dst.data(), host.data(), host.size_bytes(), dst.stream());
 }
 
@@ -406,19 +427,23 @@ void copy_async(std::span<const typename std::remove_cvref_t<A>::value_type> hos
 /// destinations block until done). Read the host memory after synchronizing the stream.
 /// @throws shape_mismatch.
 template <array_like A>
-void copy_async(const A& src, std::span<typename std::remove_cvref_t<A>::value_type> host) {
+void copy_async(const A& src, std::span<typename std::remove_cvref_t<A>::value_type> host, std::source_location where = std::source_location::current()) {
   src.check_live();
   if (host.size() != src.size())
     RESIDENT_FAIL("copy_async: host memory holds " + std::to_string(host.size()) + " elements, array " +
                          std::to_string(src.size()), shape_mismatch);
+  detail::call_scope scope("copy_async", src.stream(), detail::transfer_facts(host.size_bytes()),
+                           detail::call_kind::transfer, where);
   detail::copy_device_to_host(host.data(), src.data(), host.size_bytes(), src.stream(), sync::async);
 }
 
 /// A new array on `to` holding a copy of a (one explicit transfer, or a device-to-device copy).
 template <class T>
-array<T> copy_to(const array<T>& a, device to) {
+array<T> copy_to(const array<T>& a, device to, std::source_location where = std::source_location::current()) {
+  detail::call_scope scope("copy_to", a.stream(), detail::transfer_facts(a.bytes()), detail::call_kind::transfer,
+                           where);
   array<T> r(a.size(), to);
-  copy(a, r);
+  copy(a, r, where);
   return r;
 }
 

@@ -114,7 +114,8 @@ void record_transfer(device d, direction dir, std::uint64_t bytes);
 void record_kernel(device d, std::uint64_t count = 1);
 /// Takes back count kernels recorded on d: captured launches that did not run.
 void forget_kernels(device d, std::uint64_t count);
-void record_allocation(device d, bool pool_hit, std::uint64_t bytes_in_use);
+/// Counts an allocation of `bytes` (bytes_in_use: the pool's use after it, for the peak).
+void record_allocation(device d, bool pool_hit, std::uint64_t bytes_in_use, std::uint64_t bytes);
 /// Counts one chunk of a streamed pipeline and the bytes it moved each way (the copies themselves are
 /// counted by record_transfer).
 void record_stream_chunk(device d, std::uint64_t h2d_bytes, std::uint64_t d2h_bytes);

@@ -1,0 +1,486 @@
+// Collection: call scopes, per-site figures, timing events, the copy rate per device, the profile
+// scope and RESIDENT_PROFILE's report at exit.
+#include "resident/insight/profile.hpp"
+
+#include <nvtx_ranges.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "resident/detail/cuda_runtime.hpp"
+#include "resident/detail/per_device.hpp"
+#include "resident/device/event.hpp"
+#include "resident/error.hpp"
+#include "resident/insight/detail/call_scope.hpp"
+#include "resident/memory/transfer.hpp"
+
+namespace resident {
+namespace {
+namespace cu = detail::cuda;
+
+struct site_key {
+  std::string file;
+  unsigned line = 0;
+  std::string name;
+  bool transfer = false;
+  int dev = -1;  // -1: the CPU, else the CUDA index
+  auto operator<=>(const site_key&) const = default;
+};
+int dev_code(device d) { return d.is_cpu() ? -1 : d.index(); }
+device dev_of(int code) { return code < 0 ? device::cpu() : device::cuda(code); }
+
+// Two events around one call on a GPU, reused once their time has been read.
+struct timer {
+  event start, end;
+  site_key key;
+  explicit timer(device d) : start(d), end(d) {}
+};
+
+using site_table = std::map<site_key, profile_site>;
+
+// Everything collected, for the whole process. Never destroyed: the report at exit and calls made
+// from static destructors may still use it.
+struct collector {
+  std::mutex m;
+  site_table sites;
+  std::deque<timer> timers;      // stable addresses; indices handed to scopes
+  std::vector<int> free_timers;  // indices of timers not in use
+  std::vector<int> pending;      // recorded, time not read yet, oldest first
+  std::map<std::uint64_t, site_table> snapshots;  // per open profile: the figures when it began
+  std::uint64_t next_snapshot = 1;
+  std::atomic<int> open_profiles{0};
+  bool at_exit_registered = false;
+};
+collector& the() {
+  static auto* c = new collector;
+  return *c;
+}
+
+bool from_environment() {
+  static const bool on = [] {
+    const char* v = std::getenv("RESIDENT_PROFILE");
+    return v && *v && std::string_view(v) != "0";
+  }();
+  return on;
+}
+
+thread_local detail::call_scope* t_innermost = nullptr;
+
+// The last single-map call closed on this thread, for the "could fuse" advice.
+struct last_map {
+  const char* file = nullptr;
+  unsigned line = 0;
+  const void* output = nullptr;
+  int dev = 0;
+};
+thread_local last_map t_last{};
+
+profile_site& row(site_table& t, const site_key& k) {
+  auto [it, fresh] = t.try_emplace(k);
+  if (fresh) {
+    it->second.file = k.file;
+    it->second.line = k.line;
+    it->second.name = k.name;
+    it->second.transfer = k.transfer;
+    it->second.dev = dev_of(k.dev);
+  }
+  return it->second;
+}
+
+// Reads the time of the oldest `count` pending timers (synchronizing with their end events) into
+// their sites. Called with the lock held.
+void resolve(collector& c, std::size_t count) {
+  count = std::min(count, c.pending.size());
+  for (std::size_t i = 0; i < count; ++i) {
+    timer& t = c.timers[std::size_t(c.pending[i])];
+    try {
+      profile_site& r = row(c.sites, t.key);
+      r.seconds += elapsed_ms(t.start, t.end) / 1e3;
+      ++r.timed_calls;
+    } catch (...) {
+      // The device is gone (a fault, or the runtime shut down at exit): the call stays untimed.
+    }
+    c.free_timers.push_back(c.pending[i]);
+  }
+  c.pending.erase(c.pending.begin(), c.pending.begin() + std::ptrdiff_t(count));
+}
+
+void write_report_at_exit();
+
+const site_key outside_key(device d) { return {"", 0, "(outside any call)", false, dev_code(d)}; }
+
+}  // namespace
+
+bool profiling() { return from_environment() || the().open_profiles.load(std::memory_order_relaxed) > 0; }
+
+namespace detail {
+
+call_scope::call_scope(std::string_view name, stream_ref s, const call_facts& facts, call_kind kind,
+                       std::source_location where) noexcept
+    : name_(name), where_(where), kind_(kind), facts_(facts), device_(s.device()), stream_(s.native()),
+      outer_(t_innermost), unwinding_(std::uncaught_exceptions()) {
+  if constexpr (nvtx::enabled) {
+    // NVTX copies the message; the name is not always terminated, so a bounded copy goes first.
+    char msg[96];
+    const std::size_t n = std::min(name.size(), sizeof msg - 1);
+    std::memcpy(msg, name.data(), n);
+    msg[n] = '\0';
+    // The payload: the bytes a transfer moves, or those a computation reads and writes.
+    nvtx::push(msg, kind == call_kind::transfer ? facts.bytes_read : facts.bytes_read + facts.bytes_written);
+  }
+  if (outer_ && outer_->where_.line() == where.line() && outer_->where_.column() == where.column() &&
+      std::strcmp(outer_->where_.file_name(), where.file_name()) == 0) {
+    merged_ = true;
+    return;
+  }
+  t_innermost = this;
+  if (!profiling()) return;
+  collecting_ = true;
+  collector& c = the();
+  if (device_.is_cuda()) {
+    try {
+      capturing_ = cu::stream_is_capturing(stream_);
+      if (!capturing_) {
+        std::lock_guard lock(c.m);
+        if (!c.at_exit_registered && from_environment()) {
+          // Registered after the CUDA runtime started, so it runs before the runtime's own teardown.
+          std::atexit(write_report_at_exit);
+          c.at_exit_registered = true;
+        }
+        int i = -1;
+        for (std::size_t k = 0; k < c.free_timers.size(); ++k)
+          if (c.timers[std::size_t(c.free_timers[k])].start.native() &&
+              dev_code(device_) == c.timers[std::size_t(c.free_timers[k])].key.dev) {
+            i = c.free_timers[k];
+            c.free_timers.erase(c.free_timers.begin() + std::ptrdiff_t(k));
+            break;
+          }
+        if (i < 0) {
+          c.timers.emplace_back(device_);
+          i = int(c.timers.size() - 1);
+        }
+        c.timers[std::size_t(i)].key.dev = dev_code(device_);
+        c.timers[std::size_t(i)].start.record(s);
+        timer_ = i;
+        timed_ = true;
+      }
+    } catch (...) {
+      timed_ = false;  // untimed rather than failing the user's call
+    }
+  } else {
+    if (from_environment()) {
+      std::lock_guard lock(c.m);
+      if (!c.at_exit_registered) {
+        std::atexit(write_report_at_exit);
+        c.at_exit_registered = true;
+      }
+    }
+    timed_ = true;
+    start_ = std::chrono::steady_clock::now();
+  }
+}
+
+call_scope::~call_scope() {
+  const bool failed = std::uncaught_exceptions() > unwinding_;
+  nvtx::pop();
+  if (merged_) return;
+  t_innermost = outer_;
+  if (!collecting_) return;
+  collector& c = the();
+  const auto cpu_end = std::chrono::steady_clock::now();
+  site_key k{where_.file_name(), where_.line(), std::string(name_), kind_ == call_kind::transfer, dev_code(device_)};
+  std::lock_guard lock(c.m);
+  if (timer_ >= 0) {
+    timer& t = c.timers[std::size_t(timer_)];
+    bool recorded = false;
+    if (!failed) {
+      try {
+        t.end.record(stream_ref(device_, stream_));
+        recorded = true;
+      } catch (...) {
+      }
+    }
+    if (recorded) {
+      t.key = k;
+      c.pending.push_back(timer_);
+      if (c.pending.size() > 512) resolve(c, 256);
+    } else {
+      c.free_timers.push_back(timer_);
+    }
+  }
+  if (failed) {
+    t_last = {};
+    return;  // a call that threw is not a measurement
+  }
+  profile_site& r = row(c.sites, k);
+  const std::uint64_t moved = facts_.bytes_read + facts_.bytes_written;
+  r.min_call_bytes = r.calls == 0 ? moved : std::min(r.min_call_bytes, moved);
+  r.max_call_bytes = std::max(r.max_call_bytes, moved);
+  ++r.calls;
+  r.stages = facts_.stages;
+  r.kernels += kernels_;
+  r.bytes_read += facts_.bytes_read;
+  r.bytes_written += facts_.bytes_written;
+  r.elements += facts_.elements;
+  r.h2d_bytes += h2d_;
+  r.d2h_bytes += d2h_;
+  r.d2d_bytes += d2d_;
+  r.allocations += allocations_;
+  r.allocated_bytes += allocated_;
+  // Memory in use rose past where this site's previous allocating call left it: what it made stays alive.
+  if (allocations_ > 0) {
+    if (r.bytes_in_use == 0 || in_use_ > r.bytes_in_use) ++r.calls_pool_grew;
+    r.bytes_in_use = in_use_;
+  }
+  if (timer_ < 0 && timed_) {
+    r.seconds += std::chrono::duration<double>(cpu_end - start_).count();
+    ++r.timed_calls;
+  }
+  // Two single-map calls in a row, the second mapping what the first wrote, from the next lines.
+  if (kind_ == call_kind::compute && facts_.stages == 1 && facts_.input) {
+    const last_map& p = t_last;
+    if (p.file && p.output == facts_.input && p.dev == k.dev && std::strcmp(p.file, where_.file_name()) == 0 &&
+        where_.line() > p.line && where_.line() - p.line <= 3) {
+      ++r.fusable_calls;
+      r.fusable_with_line = p.line;
+    }
+  }
+  if (kind_ == call_kind::compute && facts_.stages == 1 && facts_.output)
+    t_last = {where_.file_name(), where_.line(), facts_.output, k.dev};
+  else
+    t_last = {};
+}
+
+const call_scope* call_scope::current() noexcept { return t_innermost; }
+
+void call_scope::note_kernels(device d, std::uint64_t n) noexcept {
+  if (call_scope* s = t_innermost) {
+    if (!s->capturing_) s->kernels_ += n;  // captured kernels count when a replay runs them
+    return;
+  }
+  if (!profiling()) return;
+  collector& c = the();
+  std::lock_guard lock(c.m);
+  row(c.sites, outside_key(d)).kernels += n;
+}
+
+void call_scope::note_transfer(device d, int dir, std::uint64_t bytes) noexcept {
+  if (call_scope* s = t_innermost) {
+    (dir == 0 ? s->h2d_ : dir == 1 ? s->d2h_ : s->d2d_) += bytes;
+    return;
+  }
+  if (!profiling()) return;
+  collector& c = the();
+  std::lock_guard lock(c.m);
+  profile_site& r = row(c.sites, outside_key(d));
+  (dir == 0 ? r.h2d_bytes : dir == 1 ? r.d2h_bytes : r.d2d_bytes) += bytes;
+}
+
+void call_scope::note_allocation(device d, std::uint64_t bytes, std::uint64_t bytes_in_use) noexcept {
+  if (call_scope* s = t_innermost) {
+    ++s->allocations_;
+    s->allocated_ += bytes;
+    s->in_use_ = bytes_in_use;
+    return;
+  }
+  if (!profiling()) return;
+  collector& c = the();
+  std::lock_guard lock(c.m);
+  profile_site& r = row(c.sites, outside_key(d));
+  ++r.allocations;
+  r.allocated_bytes += bytes;
+}
+
+nvtx_scope::nvtx_scope(const char* message, std::uint64_t bytes) noexcept { nvtx::push(message, bytes); }
+nvtx_scope::~nvtx_scope() { nvtx::pop(); }
+
+}  // namespace detail
+
+namespace {
+
+// Figures of `now` minus those of `before`, site by site (sites without calls since are dropped).
+std::vector<profile_site> difference(const site_table& now, const site_table& before) {
+  std::vector<profile_site> out;
+  for (auto& [k, r] : now) {
+    profile_site d = r;
+    if (auto it = before.find(k); it != before.end()) {
+      const profile_site& b = it->second;
+      d.calls -= b.calls;
+      d.timed_calls -= b.timed_calls;
+      d.kernels -= b.kernels;
+      d.seconds -= b.seconds;
+      d.bytes_read -= b.bytes_read;
+      d.bytes_written -= b.bytes_written;
+      d.elements -= b.elements;
+      d.h2d_bytes -= b.h2d_bytes;
+      d.d2h_bytes -= b.d2h_bytes;
+      d.d2d_bytes -= b.d2d_bytes;
+      d.allocations -= b.allocations;
+      d.allocated_bytes -= b.allocated_bytes;
+      d.calls_pool_grew -= b.calls_pool_grew;
+      d.fusable_calls -= b.fusable_calls;
+    }
+    if (d.calls || d.kernels || d.h2d_bytes || d.d2h_bytes || d.d2d_bytes || d.allocations) out.push_back(d);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const profile_site& a, const profile_site& b) {
+    return a.seconds > b.seconds;
+  });
+  return out;
+}
+
+profile_report make_report(const site_table& before) {
+  collector& c = the();
+  profile_report rep;
+  {
+    std::lock_guard lock(c.m);
+    resolve(c, c.pending.size());
+    rep.sites = difference(c.sites, before);
+  }
+  for (const profile_site& s : rep.sites) {
+    bool known = false;
+    for (auto& [d, rate] : rep.copy_rates) known |= d == s.dev;
+    if (known) continue;
+    double rate = 0;
+    try {
+      rate = copy_rate(s.dev);
+    } catch (...) {
+      // The device cannot be measured now (gone, or the runtime is shutting down): no rate, and no
+      // advice that needs one.
+    }
+    rep.copy_rates.emplace_back(s.dev, rate);
+  }
+  rep.advice = advise(rep.sites, rep.copy_rates);
+  return rep;
+}
+
+void write_report_at_exit() {
+  try {
+    const profile_report r = make_report({});
+    std::cerr << r;
+    if (const char* path = std::getenv("RESIDENT_PROFILE_JSON"); path && *path) {
+      std::ofstream f(path);
+      f << r.json() << "\n";
+      if (!f) std::cerr << "resident: could not write the profile to '" << path << "'\n";
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "resident: the profile could not be reported: " << e.what() << "\n";
+  }
+}
+
+// The rate of one device, measured once.
+struct rate_cache {
+  std::mutex m;
+  detail::per_device<double> gbps;
+};
+rate_cache& rates() {
+  static auto* r = new rate_cache;
+  return *r;
+}
+
+double measure_cpu() {
+  constexpr std::size_t bytes = std::size_t(64) << 20;
+  std::unique_ptr<char[]> a(new char[bytes]), b(new char[bytes]);
+  std::memset(a.get(), 1, bytes);
+  std::memset(b.get(), 2, bytes);
+  double best = 0;
+  for (int rep = 0; rep < 4; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    detail::parallel_memcpy(b.get(), a.get(), bytes);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (rep > 0 && s > 0) best = std::max(best, 2.0 * double(bytes) / s / 1e9);
+  }
+  return best;
+}
+
+double measure_cuda(int dev) {
+  constexpr std::size_t bytes = std::size_t(256) << 20;
+  // The driver's own allocations and a stream of its own: nothing of this enters the ledger or the pool.
+  void* a = cu::raw_malloc(dev, bytes);
+  void* b = nullptr;
+  cuda_stream_t s = nullptr;
+  cuda_event_t e0 = nullptr, e1 = nullptr;
+  double best = 0;
+  try {
+    b = cu::raw_malloc(dev, bytes);
+    s = cu::stream_create(dev);
+    e0 = cu::event_create(dev);
+    e1 = cu::event_create(dev);
+    for (int rep = 0; rep < 6; ++rep) {
+      cu::event_record(e0, s);
+      cu::memcpy_async(b, a, bytes, cu::copy_kind::device_to_device, s);
+      cu::event_record(e1, s);
+      const double ms = cu::event_elapsed_ms(e0, e1);
+      if (rep > 0 && ms > 0) best = std::max(best, 2.0 * double(bytes) / (ms / 1e3) / 1e9);
+    }
+  } catch (...) {
+    cu::event_destroy(e0);
+    cu::event_destroy(e1);
+    if (s) cu::stream_destroy(s);
+    if (b) cu::raw_free(b);
+    cu::raw_free(a);
+    throw;
+  }
+  cu::event_destroy(e0);
+  cu::event_destroy(e1);
+  cu::stream_destroy(s);
+  cu::raw_free(b);
+  cu::raw_free(a);
+  return best;
+}
+
+}  // namespace
+
+double copy_rate(device d) {
+  require(d);
+  rate_cache& r = rates();
+  std::lock_guard lock(r.m);
+  double& g = r.gbps[d];
+  if (g == 0) g = d.is_cpu() ? measure_cpu() : measure_cuda(d.index());
+  return g;
+}
+
+profile::profile(profile_output out) : out_(out) {
+  collector& c = the();
+  std::lock_guard lock(c.m);
+  resolve(c, c.pending.size());
+  start_ = c.next_snapshot++;
+  c.snapshots[start_] = c.sites;
+  c.open_profiles.fetch_add(1);
+}
+
+profile::~profile() {
+  collector& c = the();
+  try {
+    if (out_ == profile_output::table) std::cerr << report();
+  } catch (const std::exception& e) {
+    std::cerr << "resident: the profile could not be reported: " << e.what() << "\n";
+  }
+  std::lock_guard lock(c.m);
+  c.snapshots.erase(start_);
+  c.open_profiles.fetch_sub(1);
+}
+
+profile_report profile::report() const {
+  collector& c = the();
+  site_table before;
+  {
+    std::lock_guard lock(c.m);
+    before = c.snapshots[start_];
+  }
+  return make_report(before);
+}
+
+}  // namespace resident

@@ -1,0 +1,258 @@
+// The profile's report: the table, the JSON, and the advice drawn from measured conditions.
+#include <algorithm>
+#include <cstdio>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "resident/insight/profile.hpp"
+#include "resident/memory/ledger.hpp"
+
+namespace resident {
+namespace {
+
+// When a measured condition becomes advice; one reason each.
+struct advice_policy {
+  // The same byte count from one line three times or more is a loop moving the same data.
+  static constexpr std::uint64_t repeat_min_calls = 3;
+  // Launch-bound: many calls, each shorter than a few launch latencies (~2-4 us each on current GPUs).
+  static constexpr std::uint64_t launch_min_calls = 16;
+  static constexpr double launch_bound_seconds = 10e-6;
+  // Far below the copy rate: a quarter of it, on calls large enough (1 MiB and up) that a launch's
+  // fixed cost does not explain it, over at least a millisecond of measured time.
+  static constexpr double below_fraction = 0.25;
+  static constexpr std::uint64_t below_min_call_bytes = std::uint64_t(1) << 20;
+  static constexpr double below_min_seconds = 1e-3;
+  // The pool grows on every call: four calls or more, each one taking more memory.
+  static constexpr std::uint64_t grows_min_calls = 4;
+};
+
+std::string format_seconds(double s) {
+  char b[32];
+  if (s >= 1) std::snprintf(b, sizeof b, "%.2f s", s);
+  else if (s >= 1e-3) std::snprintf(b, sizeof b, "%.2f ms", s * 1e3);
+  else std::snprintf(b, sizeof b, "%.1f us", s * 1e6);
+  return b;
+}
+std::string format_rate(double gbps) {
+  char b[32];
+  std::snprintf(b, sizeof b, gbps >= 100 ? "%.0f GB/s" : "%.1f GB/s", gbps);
+  return b;
+}
+// Text as lines of at most `width` columns, the first indented by two spaces, the rest by four.
+std::string wrap(const std::string& text, std::size_t width) {
+  std::string out, line = "  ";
+  std::istringstream words(text);
+  for (std::string w; words >> w;) {
+    if (line.size() > 4 && line.size() + 1 + w.size() > width) {
+      out += line + "\n";
+      line = "    ";
+    }
+    if (line.back() != ' ') line += ' ';
+    line += w;
+  }
+  return out + line + "\n";
+}
+std::string bytes(std::uint64_t b) { return detail::format_bytes(double(b)); }
+
+std::string json_string(const std::string& s) {
+  std::string o = "\"";
+  for (char ch : s) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += ch;
+    } else if (c < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+    } else {
+      o += ch;
+    }
+  }
+  return o + "\"";
+}
+std::string json_number(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+}  // namespace
+
+std::string profile_site::site() const {
+  if (file.empty()) return "(outside any call)";
+  const auto slash = file.find_last_of('/');
+  return (slash == std::string::npos ? file : file.substr(slash + 1)) + ":" + std::to_string(line);
+}
+double profile_site::gbps() const {
+  if (timed_calls == 0 || seconds <= 0 || calls == 0) return 0;
+  // The timed calls' share of the bytes (calls captured into graphs are not timed); a transfer's rate
+  // is that of the bytes it moves across.
+  const double moved = double(transfer ? bytes_read : bytes_read + bytes_written) * double(timed_calls) / double(calls);
+  return moved / seconds / 1e9;
+}
+double profile_site::seconds_per_call() const { return timed_calls ? seconds / double(timed_calls) : 0; }
+
+double profile_report::copy_rate(device d) const {
+  for (auto& [dev, rate] : copy_rates)
+    if (dev == d) return rate;
+  return 0;
+}
+
+std::vector<profile_advice> advise(const std::vector<profile_site>& sites,
+                                   const std::vector<std::pair<device, double>>& copy_rates) {
+  using P = advice_policy;
+  std::vector<profile_advice> out;
+  auto rate_of = [&](device d) {
+    for (auto& [dev, r] : copy_rates)
+      if (dev == d) return r;
+    return 0.0;
+  };
+  for (const profile_site& s : sites) {
+    if (s.calls == 0) continue;  // work outside any call site has no line to point at
+    const std::string at = s.site();
+    std::ostringstream m;
+    if (s.transfer && (s.h2d_bytes || s.d2h_bytes) && s.calls >= P::repeat_min_calls &&
+        s.min_call_bytes == s.max_call_bytes && s.min_call_bytes > 0) {
+      m << s.name << " moved the same " << bytes(s.max_call_bytes / 2) << " between host and device " << s.calls
+        << " times (" << bytes(s.h2d_bytes + s.d2h_bytes)
+        << " in all): move it once outside the loop and keep the array on the device; chain the work on it"
+           " there (guideline: minimize host<->device transfers)";
+      out.push_back({"repeated_transfer", at, m.str(), "examples/seed_pipeline.cpp"});
+      m.str("");
+    }
+    if (!s.transfer && s.name != "graph replay" && s.dev.is_cuda() && s.timed_calls >= P::launch_min_calls &&
+        s.seconds_per_call() < P::launch_bound_seconds) {
+      m << s.name << " ran " << s.calls << " times at " << format_seconds(s.seconds_per_call()) << " per call on "
+        << bytes((s.bytes_read + s.bytes_written) / s.calls)
+        << ": launch-bound, the fixed cost of each launch outweighs the work; capture the sequence once as a"
+           " graph and replay it (rs::graph::capture), or batch the work into fewer, larger calls";
+      out.push_back({"launch_bound", at, m.str(), "resident bench small (docs/guide.md: small pipelines)"});
+      m.str("");
+    }
+    const double rate = rate_of(s.dev);
+    if (!s.transfer && rate > 0 && s.timed_calls > 0 && s.seconds >= P::below_min_seconds &&
+        s.min_call_bytes >= P::below_min_call_bytes && s.gbps() < P::below_fraction * rate) {
+      char pct[16];
+      std::snprintf(pct, sizeof pct, "%.0f%%", 100 * s.gbps() / rate);
+      m << s.name << " moved its bytes at " << format_rate(s.gbps()) << ", " << pct << " of this device's copy rate ("
+        << format_rate(rate)
+        << "): memory is not what limits it; look for uncoalesced access, divergent branches or repeated "
+           "reads of the same data, or arithmetic that dominates (guidelines: coalescing, divergence, "
+           "redundant access)";
+      out.push_back({"below_copy_rate", at, m.str(), "examples/coalescing.cpp, examples/divergence.cpp, "
+                                                     "examples/redundant_access.cpp"});
+      m.str("");
+    }
+    if (s.fusable_calls > 0) {
+      const auto colon = at.rfind(':');
+      m << s.name << " maps the array that the single map on line " << s.fusable_with_line
+        << " has just written (" << s.fusable_calls << (s.fusable_calls == 1 ? " time" : " times")
+        << "): compose the two into one pipeline (map(f) | map(g)), one pass through memory instead of two";
+      out.push_back({"could_fuse", at.substr(0, colon + 1) + std::to_string(s.fusable_with_line) + "-" +
+                                       std::to_string(s.line),
+                     m.str(), "examples/seed_pipeline.cpp"});
+      m.str("");
+    }
+    if (s.calls >= P::grows_min_calls && s.calls_pool_grew == s.calls) {
+      m << "memory in use grew on every one of the " << s.calls << " calls of " << s.name << " ("
+        << bytes(s.allocated_bytes) << " allocated, " << bytes(s.bytes_in_use) << " in use after the last): the arrays made here stay alive; reuse one array (write into it with copy or a "
+           "pipeline's output argument) or let each go before the next call";
+      out.push_back({"pool_grows", at, m.str(), "examples/async_overlap.cpp"});
+      m.str("");
+    }
+  }
+  return out;
+}
+
+std::string profile_report::table() const {
+  std::ostringstream os;
+  os << "resident profile:";
+  if (sites.empty()) return os.str() + " nothing recorded\n";
+  os << " " << sites.size() << (sites.size() == 1 ? " call site" : " call sites") << "; copy rate";
+  for (std::size_t i = 0; i < copy_rates.size(); ++i)
+    os << (i ? ", " : " ") << copy_rates[i].first.name() << " "
+       << (copy_rates[i].second > 0 ? format_rate(copy_rates[i].second) : "not measured");
+  os << "\n";
+  // The device column only when the sites ran on several devices.
+  const bool one_device = std::all_of(sites.begin(), sites.end(), [&](const profile_site& s) { return s.dev == sites[0].dev; });
+  const std::vector<std::string> head = {"site", "call", "device", "calls", "kernels", "time", "per call",
+                                         "read", "written", "GB/s", "of copy", "H2D", "D2H"};
+  std::vector<std::vector<std::string>> rows;
+  for (const profile_site& s : sites) {
+    const double rate = copy_rate(s.dev);
+    const bool timed = s.timed_calls > 0;
+    char pct[16] = "-";
+    if (timed && !s.transfer && rate > 0 && (s.bytes_read + s.bytes_written) > 0)
+      std::snprintf(pct, sizeof pct, "%.0f%%", 100 * s.gbps() / rate);
+    const double moved = double(s.bytes_read + s.bytes_written);
+    const std::string call =
+        s.file.empty() ? "-" : s.stages > 1 ? s.name + " (" + std::to_string(s.stages) + " stages)" : s.name;
+    rows.push_back({s.site(), call, s.dev.name(), std::to_string(s.calls), std::to_string(s.kernels),
+                    timed ? format_seconds(s.seconds) : "-", timed ? format_seconds(s.seconds_per_call()) : "-",
+                    bytes(s.bytes_read), bytes(s.bytes_written), timed && moved > 0 ? format_rate(s.gbps()) : "-", pct,
+                    bytes(s.h2d_bytes), bytes(s.d2h_bytes)});
+  }
+  std::vector<std::size_t> w(head.size());
+  for (std::size_t c = 0; c < head.size(); ++c) {
+    w[c] = head[c].size();
+    for (auto& r : rows) w[c] = std::max(w[c], r[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string l;
+    for (std::size_t c = 0; c < r.size(); ++c) {
+      if (c == 2 && one_device) continue;
+      const std::size_t pad = w[c] - r[c].size();
+      if (c) l += "  ";
+      if (c < 3) l += r[c] + std::string(pad, ' ');  // text left, figures right
+      else l += std::string(pad, ' ') + r[c];
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    return l + "\n";
+  };
+  os << line(head);
+  for (auto& r : rows) os << line(r);
+  if (advice.empty()) {
+    os << "advice: none (nothing measured calls for a change)\n";
+  } else {
+    os << "advice:\n";
+    for (const profile_advice& a : advice)
+      os << wrap(a.site + " [" + a.kind + "] " + a.message + "; see " + a.example + ".", 100);
+  }
+  return os.str();
+}
+
+std::string profile_report::json() const {
+  std::ostringstream os;
+  os << "{\"schema\":\"resident.profile\",\"version\":1,\"copy_rates\":[";
+  for (std::size_t i = 0; i < copy_rates.size(); ++i)
+    os << (i ? "," : "") << "{\"device\":" << json_string(copy_rates[i].first.name())
+       << ",\"gbps\":" << json_number(copy_rates[i].second) << "}";
+  os << "],\"sites\":[";
+  for (std::size_t i = 0; i < sites.size(); ++i) {
+    const profile_site& s = sites[i];
+    os << (i ? "," : "") << "{\"file\":" << json_string(s.file) << ",\"line\":" << s.line
+       << ",\"name\":" << json_string(s.name) << ",\"transfer\":" << (s.transfer ? "true" : "false") << ",\"stages\":" << s.stages
+       << ",\"device\":" << json_string(s.dev.name()) << ",\"calls\":" << s.calls
+       << ",\"timed_calls\":" << s.timed_calls << ",\"kernels\":" << s.kernels
+       << ",\"seconds\":" << json_number(s.seconds) << ",\"bytes_read\":" << s.bytes_read
+       << ",\"bytes_written\":" << s.bytes_written << ",\"elements\":" << s.elements
+       << ",\"gbps\":" << json_number(s.gbps()) << ",\"h2d_bytes\":" << s.h2d_bytes
+       << ",\"d2h_bytes\":" << s.d2h_bytes << ",\"d2d_bytes\":" << s.d2d_bytes
+       << ",\"allocations\":" << s.allocations << ",\"allocated_bytes\":" << s.allocated_bytes
+       << ",\"calls_pool_grew\":" << s.calls_pool_grew << ",\"bytes_in_use\":" << s.bytes_in_use << ",\"fusable_calls\":" << s.fusable_calls << "}";
+  }
+  os << "],\"advice\":[";
+  for (std::size_t i = 0; i < advice.size(); ++i)
+    os << (i ? "," : "") << "{\"kind\":" << json_string(advice[i].kind) << ",\"site\":" << json_string(advice[i].site)
+       << ",\"message\":" << json_string(advice[i].message) << ",\"example\":" << json_string(advice[i].example)
+       << "}";
+  os << "]}";
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const profile_report& r) { return os << r.table(); }
+
+}  // namespace resident

@@ -1,0 +1,344 @@
+// The profile report and its advice: figures per call site equal to the ledger's, the caller's file
+// and line, each advice provoked by a program that breaks its guideline and absent from a clean one.
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <functional>
+#include <source_location>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support.hpp"
+
+namespace rs = resident;
+using rs::test::backend;
+
+namespace {
+
+using insight = backend;
+
+struct affine {
+  float a, b;
+  RESIDENT_HD float operator()(float v) const { return a * v + b; }
+};
+// Arithmetic that dominates the bytes: far below the copy rate on any device.
+struct heavy {
+  int iterations;
+  RESIDENT_HD float operator()(float v) const {
+    for (int k = 0; k < iterations; ++k) v = sinf(v) * 1.0001f + 0.25f;
+    return v;
+  }
+};
+
+// What a pipeline call's dispatch point does: one call scope around the call, at the caller's line.
+template <class P, class A>
+void profiled(const P& p, A& x, int stages, std::source_location where = std::source_location::current()) {
+  rs::detail::call_scope scope("map", x.stream(),
+                               {x.bytes(), x.bytes(), x.size(), stages, x.data(), x.data()},
+                               rs::detail::call_kind::compute, where);
+  p(x);
+}
+
+std::string here(unsigned line) { return "test_profile.cpp:" + std::to_string(line); }
+
+const rs::profile_site* find_site(const rs::profile_report& r, unsigned line, const std::string& name) {
+  for (const auto& s : r.sites)
+    if (s.line == line && s.name == name) return &s;
+  return nullptr;
+}
+bool has_advice(const rs::profile_report& r, const std::string& kind, const std::string& site = "") {
+  for (const auto& a : r.advice)
+    if (a.kind == kind && (site.empty() || a.site == site)) return true;
+  return false;
+}
+std::string advice_list(const rs::profile_report& r) { return r.table(); }
+
+TEST_P(insight, report_figures_equal_the_ledger_and_name_the_callers_line) {
+  const std::uint64_t seed = rs::test::fresh_seed();
+  SCOPED_TRACE(seed);
+  const std::size_t n = 1 << 14;
+  auto h = rs::test::random_vector<float>(n, seed);
+  std::vector<float> out(n, rs::test::poison<float>());
+  rs::scoped_ledger l(dev);
+  rs::profile prof(rs::profile_output::quiet);
+  const unsigned up = std::source_location::current().line() + 1;
+  auto x = rs::to_device(h, dev);
+  const unsigned run = std::source_location::current().line() + 1;
+  profiled(rs::map(affine{2.f, 1.f}) | rs::map(affine{0.5f, -1.f}), x, 2);
+  const unsigned down = std::source_location::current().line() + 1;
+  x.to_host(std::span<float>(out));
+  for (std::size_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(out[i], 0.5f * (2.f * h[i] + 1.f) - 1.f) << i;
+
+  const rs::profile_report r = prof.report();
+  const rs::ledger_counts c = l.delta();
+  std::uint64_t h2d = 0, d2h = 0, kernels = 0;
+  for (const auto& s : r.sites) {
+    h2d += s.h2d_bytes;
+    d2h += s.d2h_bytes;
+    kernels += s.kernels;
+  }
+  EXPECT_EQ(h2d, c.h2d_bytes);
+  EXPECT_EQ(d2h, c.d2h_bytes);
+  EXPECT_EQ(kernels, c.kernels);
+
+  const auto* u = find_site(r, up, "to_device");
+  const auto* m = find_site(r, run, "map");
+  const auto* d = find_site(r, down, "to_host");
+  ASSERT_TRUE(u && m && d) << r.table();
+  EXPECT_EQ(u->site(), here(up));
+  EXPECT_EQ(u->h2d_bytes, n * sizeof(float));
+  EXPECT_TRUE(u->transfer);
+  EXPECT_EQ(u->allocations, 1u);  // the new array counts to the upload's line
+  EXPECT_EQ(m->calls, 1u);
+  EXPECT_EQ(m->kernels, 1u);
+  EXPECT_EQ(m->bytes_read, n * sizeof(float));
+  EXPECT_EQ(m->bytes_written, n * sizeof(float));
+  EXPECT_EQ(m->timed_calls, 1u);
+  EXPECT_GT(m->seconds, 0.0);
+  EXPECT_EQ(d->d2h_bytes, n * sizeof(float));
+  EXPECT_EQ(r.copy_rates.size(), 1u);
+  EXPECT_GT(r.copy_rate(dev), 0.0);
+  EXPECT_TRUE(r.advice.empty()) << r.table();  // a clean program: one upload, one fused pass, one download
+}
+
+TEST_P(insight, a_transfer_repeated_in_a_loop_gets_the_transfer_advice) {
+  const std::uint64_t seed = rs::test::fresh_seed();
+  SCOPED_TRACE(seed);
+  auto h = rs::test::random_vector<float>(1 << 12, seed);
+  rs::profile prof(rs::profile_output::quiet);
+  unsigned line = 0;
+  for (int i = 0; i < 5; ++i) {
+    line = std::source_location::current().line() + 1;
+    auto x = rs::to_device(h, dev);
+    profiled(rs::map(affine{2.f, 1.f}), x, 1);
+    h = x.to_host();  // the seed's pattern: every step crosses the bus both ways
+  }
+  const rs::profile_report r = prof.report();
+  EXPECT_TRUE(has_advice(r, "repeated_transfer", here(line))) << advice_list(r);
+  const auto* s = find_site(r, line, "to_device");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->calls, 5u);
+  EXPECT_EQ(s->h2d_bytes, 5u * h.size() * sizeof(float));
+  for (const auto& a : r.advice) {
+    if (a.kind == "repeated_transfer") {
+      EXPECT_EQ(a.example, "examples/seed_pipeline.cpp");
+    }
+  }
+}
+
+TEST_P(insight, two_single_maps_on_adjacent_lines_get_the_fusion_advice) {
+  const std::uint64_t seed = rs::test::fresh_seed();
+  auto x = rs::to_device(rs::test::random_vector<float>(1 << 12, seed), dev);
+  {
+    rs::profile prof(rs::profile_output::quiet);
+    const unsigned first = std::source_location::current().line() + 1;
+    profiled(rs::map(affine{2.f, 1.f}), x, 1);
+    profiled(rs::map(affine{0.5f, 3.f}), x, 1);
+    const rs::profile_report r = prof.report();
+    EXPECT_TRUE(has_advice(r, "could_fuse", here(first) + "-" + std::to_string(first + 1))) << advice_list(r);
+  }
+  {
+    rs::profile prof(rs::profile_output::quiet);
+    profiled(rs::map(affine{2.f, 1.f}) | rs::map(affine{0.5f, 3.f}), x, 2);  // already fused
+    profiled(rs::map(affine{2.f, 1.f}) | rs::map(affine{0.5f, 3.f}), x, 2);
+    const rs::profile_report r = prof.report();
+    EXPECT_FALSE(has_advice(r, "could_fuse")) << advice_list(r);
+  }
+}
+
+TEST_P(insight, a_pool_that_grows_on_every_call_gets_the_pool_advice) {
+  const std::uint64_t seed = rs::test::fresh_seed();
+  // Large enough on a GPU that each array takes new memory from the device.
+  const std::size_t n = dev.is_cuda() ? std::size_t(16) << 20 : std::size_t(1) << 18;
+  rs::synchronize(dev);
+  rs::trim_pool(dev);
+  std::vector<rs::array<float>> kept;
+  {
+    rs::profile prof(rs::profile_output::quiet);
+    unsigned line = 0;
+    for (int i = 0; i < 5; ++i) {
+      std::vector<float> h = rs::test::random_vector<float>(n + std::size_t(i) * 4096, seed + std::uint64_t(i));
+      line = std::source_location::current().line() + 1;
+      kept.push_back(rs::to_device(h, dev));
+    }
+    const rs::profile_report r = prof.report();
+    EXPECT_TRUE(has_advice(r, "pool_grows", here(line))) << advice_list(r);
+    EXPECT_FALSE(has_advice(r, "repeated_transfer")) << advice_list(r);  // each size differs
+  }
+  kept.clear();
+  {
+    rs::profile prof(rs::profile_output::quiet);
+    for (int i = 0; i < 5; ++i) {
+      auto x = rs::to_device(rs::test::random_vector<float>(n, seed), dev);  // let go each time
+      profiled(rs::map(affine{2.f, 1.f}), x, 1);
+    }
+    EXPECT_FALSE(has_advice(prof.report(), "pool_grows")) << advice_list(prof.report());
+  }
+}
+
+TEST_P(insight, a_pipeline_far_below_the_copy_rate_gets_the_memory_advice) {
+  const std::uint64_t seed = rs::test::fresh_seed();
+  const std::size_t n = 1 << 19;
+  auto x = rs::to_device(rs::test::random_vector<float>(n, seed), dev);
+  rs::profile prof(rs::profile_output::quiet);
+  const unsigned line = std::source_location::current().line() + 1;
+  profiled(rs::map(heavy{dev.is_cuda() ? 4096 : 16}), x, 1);
+  const rs::profile_report r = prof.report();
+  EXPECT_TRUE(has_advice(r, "below_copy_rate", here(line))) << advice_list(r);
+}
+
+TEST_P(insight, a_call_that_throws_is_not_counted_and_the_profile_stays_usable) {
+  auto x = rs::to_device(rs::test::random_vector<float>(256, rs::test::fresh_seed()), dev);
+  rs::profile prof(rs::profile_output::quiet);
+  const unsigned line = std::source_location::current().line() + 1;
+  EXPECT_THROW(([&] { rs::detail::call_scope s("failing", x.stream(), {}, rs::detail::call_kind::compute);
+                      throw std::runtime_error("user code"); })(),
+               std::runtime_error);
+  EXPECT_EQ(find_site(prof.report(), line, "failing"), nullptr);
+  EXPECT_EQ(rs::detail::call_scope::current(), nullptr);
+  profiled(rs::map(affine{1.f, 1.f}), x, 1);
+  EXPECT_EQ(prof.report().sites.size(), 1u);
+}
+
+TEST_P(insight, calls_from_two_threads_add_up) {
+  auto x = rs::to_device(rs::test::random_vector<float>(1 << 10, rs::test::fresh_seed()), dev);
+  auto y = rs::to_device(rs::test::random_vector<float>(1 << 10, rs::test::fresh_seed()), dev);
+  rs::profile prof(rs::profile_output::quiet);
+  auto work = [&](rs::array<float>& a) {
+    for (int i = 0; i < 200; ++i) {
+      rs::detail::call_scope s("threaded", a.stream(), {a.bytes(), a.bytes(), a.size(), 1, nullptr, nullptr},
+                               rs::detail::call_kind::compute, std::source_location());
+    }
+  };
+  std::thread t1(work, std::ref(x)), t2(work, std::ref(y));
+  t1.join();
+  t2.join();
+  std::uint64_t calls = 0;
+  for (const auto& s : prof.report().sites)
+    if (s.name == "threaded") calls += s.calls;
+  EXPECT_EQ(calls, 400u);
+}
+
+// An entry point whose parameters end in a pack takes its stream as a located_stream.
+template <class... Args>
+unsigned launch_like(rs::detail::located_stream s, Args...) {
+  rs::detail::call_scope scope("launch_like", s.stream, {}, rs::detail::call_kind::compute, s.where);
+  return s.where.line();
+}
+
+TEST_P(insight, a_located_stream_carries_the_callers_line_through_a_pack) {
+  rs::stream owner(dev);
+  const unsigned line = std::source_location::current().line() + 1;
+  EXPECT_EQ(launch_like(owner, 1, 2.0, 'c'), line);
+  EXPECT_EQ(launch_like(rs::default_stream(dev)), line + 1);
+  rs::profile prof(rs::profile_output::quiet);
+  const unsigned at = std::source_location::current().line() + 1;
+  launch_like(owner.ref(), 3);
+  const rs::profile_report r = prof.report();
+  const auto* s = find_site(r, at, "launch_like");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->site(), here(at));
+}
+
+RESIDENT_BACKENDS(insight);
+
+// The advice is a pure function of the figures: conditions a CPU cannot produce are checked here.
+rs::profile_site gpu_site(const char* name, std::uint64_t calls, double seconds, std::uint64_t bytes_per_call) {
+  rs::profile_site s;
+  s.file = "/src/app.cpp";
+  s.line = 42;
+  s.name = name;
+  s.dev = rs::device::cuda(0);
+  s.calls = s.timed_calls = calls;
+  s.kernels = calls;
+  s.seconds = seconds;
+  s.bytes_read = s.bytes_written = calls * bytes_per_call / 2;
+  s.min_call_bytes = s.max_call_bytes = bytes_per_call;
+  return s;
+}
+
+TEST(advice, launch_bound_calls_on_a_gpu_are_told_to_capture_a_graph) {
+  const std::vector<std::pair<rs::device, double>> rate = {{rs::device::cuda(0), 4000.0}};
+  auto small = gpu_site("map|map", 1000, 1000 * 3e-6, 8192);  // 3 us per call
+  auto a = rs::advise({small}, rate);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].kind, "launch_bound");
+  EXPECT_EQ(a[0].site, "app.cpp:42");
+  EXPECT_NE(a[0].message.find("graph"), std::string::npos);
+
+  auto big = gpu_site("map|map", 100, 100 * 180e-6, std::size_t(512) << 20);  // ~3 TB/s: near the copy rate
+  EXPECT_TRUE(rs::advise({big}, rate).empty());
+  auto few = gpu_site("map", 4, 4 * 3e-6, 8192);  // too few calls to call it a pattern
+  EXPECT_TRUE(rs::advise({few}, rate).empty());
+}
+
+TEST(advice, no_advice_where_nothing_was_measured) {
+  auto untimed = gpu_site("map", 1000, 0, std::size_t(64) << 20);
+  untimed.timed_calls = 0;  // captured into a graph: no time
+  EXPECT_TRUE(rs::advise({untimed}, {{rs::device::cuda(0), 4000.0}}).empty());
+  auto slow = gpu_site("map", 10, 10 * 1e-3, std::size_t(64) << 20);  // 67 GB/s
+  EXPECT_TRUE(rs::advise({slow}, {{rs::device::cuda(0), 0.0}}).empty());  // no copy rate: no comparison
+  EXPECT_EQ(rs::advise({slow}, {{rs::device::cuda(0), 4000.0}}).at(0).kind, "below_copy_rate");
+}
+
+TEST(profile, the_report_prints_a_table_with_units_and_valid_json) {
+  rs::profile_report r;
+  r.sites = {gpu_site("map", 1000, 1000 * 3e-6, 8192)};
+  r.sites[0].file = "/a \"quoted\"\\dir/app.cpp";
+  r.copy_rates = {{rs::device::cuda(0), 4000.0}};
+  r.advice = rs::advise(r.sites, r.copy_rates);
+  const std::string t = r.table();
+  EXPECT_NE(t.find("site"), std::string::npos);
+  EXPECT_NE(t.find("GB/s"), std::string::npos);
+  EXPECT_NE(t.find(" us"), std::string::npos);
+  EXPECT_NE(t.find("KiB"), std::string::npos);
+  EXPECT_NE(t.find("[launch_bound]"), std::string::npos);
+  const auto j = nlohmann::json::parse(r.json());
+  EXPECT_EQ(j["schema"], "resident.profile");
+  EXPECT_EQ(j["version"], 1);
+  EXPECT_TRUE(j["sites"][0]["calls"].is_number_unsigned());
+  EXPECT_EQ(j["sites"][0]["calls"], 1000);
+  EXPECT_TRUE(j["sites"][0]["seconds"].is_number_float());
+  EXPECT_EQ(j["sites"][0]["file"], "/a \"quoted\"\\dir/app.cpp");
+  EXPECT_EQ(j["advice"][0]["kind"], "launch_bound");
+  EXPECT_EQ(j["copy_rates"][0]["device"], "cuda:0");
+
+  const rs::profile_report empty;
+  EXPECT_NE(empty.table().find("nothing recorded"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(empty.json())["sites"].size(), 0u);
+}
+
+TEST(profile, copy_rate_of_an_absent_device_is_refused) {
+  EXPECT_THROW((void)rs::copy_rate(rs::device::cuda(63)), rs::device_unavailable);
+  const double cpu = rs::copy_rate(rs::device::cpu());
+  EXPECT_GT(cpu, 0.0);
+  EXPECT_EQ(rs::copy_rate(rs::device::cpu()), cpu);  // measured once, then cached
+}
+
+TEST(transfer_policy, log_lines_name_the_callers_file_line_and_bytes) {
+  const std::vector<float> h(1000, 1.5f);
+  rs::scoped_transfer_policy log(rs::transfer_policy::log);
+  testing::internal::CaptureStderr();
+  const unsigned line = std::source_location::current().line() + 1;
+  auto x = rs::to_device(h, rs::device::cpu());
+  const unsigned back = std::source_location::current().line() + 1;
+  std::vector<float> out = x.to_host();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("host-to-device transfer of 3.9 KiB on cpu (4000 bytes) by to_device at " + here(line)),
+            std::string::npos) << err;
+  EXPECT_NE(err.find("device-to-host transfer of 3.9 KiB on cpu (4000 bytes) by to_host at " + here(back)),
+            std::string::npos) << err;
+
+  rs::scoped_transfer_policy forbid(rs::transfer_policy::forbid);
+  const unsigned refused = std::source_location::current().line() + 2;
+  try {
+    rs::copy(std::span<const float>(h), x);
+    ADD_FAILURE() << "the transfer was not refused";
+  } catch (const rs::transfer_forbidden& e) {
+    EXPECT_NE(std::string(e.what()).find("by copy at " + here(refused)), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
