@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -35,6 +36,7 @@
 #include "resident/fuse/detail/fused_cpu.hpp"
 #include "resident/fuse/detail/sources.hpp"
 #include "resident/fuse/detail/tuple.hpp"
+#include "resident/insight/detail/call_scope.hpp"
 #include "resident/launch/config.hpp"
 #include "resident/launch/launch.hpp"
 #include "resident/memory/array.hpp"
@@ -95,6 +97,11 @@ struct function_stage {
   }
 };
 
+template <class C>
+inline constexpr std::size_t chain_size = 0;
+template <class... Fs>
+inline constexpr std::size_t chain_size<chain<Fs...>> = sizeof...(Fs);
+
 template <class T>
 inline constexpr bool is_zip = false;
 template <class... Ts>
@@ -148,11 +155,11 @@ class pipeline {
   /// device-to-host transfer in the ledger, refused under transfer_policy::forbid). x: array or slice.
   template <array_like A>
     requires(from_input)
-  auto operator()(A&& x) const {
+  auto operator()(A&& x, std::source_location where = std::source_location::current()) const {
     if constexpr (reduces)
-      return execute(detail::bind_input(x), detail::host_target{});
+      return execute(detail::bind_input(x), detail::host_target{}, where);
     else
-      execute(detail::bind_input(x), detail::write_into(x));
+      execute(detail::bind_input(x), detail::write_into(x), where);
   }
 
   /// Reading x into y: y[i] = stages(x[i]) converted to y's element type (maps, scans), or a
@@ -160,8 +167,8 @@ class pipeline {
   /// after x's work; asynchronous. @throws shape_mismatch, device_mismatch before any work.
   template <array_like A, array_like B>
     requires(from_input)
-  void operator()(const A& x, B&& y) const {
-    execute(detail::bind_input(x), target(y));
+  void operator()(const A& x, B&& y, std::source_location where = std::source_location::current()) const {
+    execute(detail::bind_input(x), target(y), where);
   }
 
   /// From a zip or generate source into y (the elements; or a reduction's value into y[0] of a
@@ -169,48 +176,54 @@ class pipeline {
   /// @throws shape_mismatch, device_mismatch before any work.
   template <array_like B>
     requires(!from_input && !(generates && reduces))
-  void operator()(B&& y) const {
+  void operator()(B&& y, std::source_location where = std::source_location::current()) const {
     if constexpr (generates)
-      execute(src.bind(y.size(), y.stream()), target(y));
+      execute(src.bind(y.size(), y.stream()), target(y), where);
     else
-      execute(src, target(y));
+      execute(src, target(y), where);
   }
 
   /// Reduces over a zip source; synchronizes the first zipped array's stream and returns the value.
-  auto operator()() const
+  auto operator()(std::source_location where = std::source_location::current()) const
     requires(zips && reduces)
   {
-    return execute(src, detail::host_target{});
+    return execute(src, detail::host_target{}, where);
   }
 
   /// Reduces over a generate source for i in [0, n) on s; synchronizes and returns the value.
-  auto operator()(std::size_t n, stream_ref s = default_stream(default_device())) const
+  auto operator()(std::size_t n, stream_ref s = default_stream(default_device()),
+                  std::source_location where = std::source_location::current()) const
     requires(generates && reduces)
   {
     require(s.device());
-    return execute(src.bind(n, s), detail::host_target{});
+    return execute(src.bind(n, s), detail::host_target{}, where);
   }
 
   /// Reduces over a generate source for i in [0, n) into out[0], a one-element array, on out's stream,
   /// without synchronizing: the value stays on the device. @throws shape_mismatch.
   template <class T>
     requires(generates && reduces)
-  void operator()(std::size_t n, array<T>& out) const {
+  void operator()(std::size_t n, array<T>& out, std::source_location where = std::source_location::current()) const {
     out.check_live();
-    execute(src.bind(n, out.stream()), target(out));
+    execute(src.bind(n, out.stream()), target(out), where);
   }
 
   /// Runs the pipeline from a bound source into a target: the one path every call takes. Checks sizes
   /// and devices, orders the source's streams before the stream it runs on (the target's; the
-  /// source's for a value returned to the host), and hands the loader, the stages and the terminal to
-  /// the device's executor.
+  /// source's for a value returned to the host), opens the call's insight scope (NVTX range, profile
+  /// row at `where`), and hands the loader, the stages and the terminal to the device's executor.
   template <class S, class Target>
-  auto execute(const S& in, const Target& out) const {
+  auto execute(const S& in, const Target& out, std::source_location where = std::source_location::current()) const {
     const stream_ref s = run_stream(in, out);
     detail::check_same(s.device(), in.device(), std::is_same_v<Target, detail::host_target> ? "the input" : "the output");
     if constexpr (!reduces)
       if (out.size() != in.size()) detail::throw_size("the output holds", out.size(), in.size());
     in.order_before(s);
+    constexpr const char* name = reduces ? "pipeline reduce" : detail::is_scan<Red> ? "pipeline scan" : "pipeline";
+    detail::call_scope scope(name, s,
+                             {in.bytes(), out.bytes(), in.size(), int(detail::chain_size<Chain>), in.input(),
+                              out.output()},
+                             detail::call_kind::compute, where);
     const std::size_t n = in.size();
     if constexpr (reduces) {
       constexpr int V = S::template width<>;

@@ -23,6 +23,7 @@
 #include "resident/detail/backend.hpp"
 #include "resident/device/stream.hpp"
 #include "resident/error.hpp"
+#include "resident/insight/detail/call_scope.hpp"
 #include "resident/launch/config.hpp"
 #include "resident/launch/detail/launch_cpu.hpp"
 #include "resident/memory/ledger.hpp"
@@ -46,8 +47,10 @@ void for_each_on(cuda_backend, stream_ref s, std::size_t n, F f);
 /// @throws invalid_launch, cuda_error, device_lost; on the CPU backend, the first exception f threw
 /// (other blocks may or may not have run).
 template <class F, class... Args>
-void launch(stream_ref s, const launch_config& cfg, F f, Args... args) {
+void launch(detail::located_stream at, const launch_config& cfg, F f, Args... args) {
+  const stream_ref s = at.stream;
   validate(cfg, s.device());
+  detail::call_scope scope("launch", s, {}, detail::call_kind::compute, at.where);
   detail::dispatch(s.device(), [&](auto backend) { detail::launch_functor(backend, s, cfg, f, args...); });
 }
 
@@ -61,9 +64,11 @@ void launch(stream_ref s, const launch_config& cfg, F f, Args... args) {
 /// @throws invalid_launch (as launch()); on the CPU backend, the first exception a phase threw (other
 /// blocks may or may not have run).
 template <class... Phases>
-void launch_phases(stream_ref s, const launch_config& cfg, Phases... phases) {
+void launch_phases(detail::located_stream at, const launch_config& cfg, Phases... phases) {
   static_assert(sizeof...(Phases) >= 1, "launch_phases needs at least one phase");
+  const stream_ref s = at.stream;
   validate(cfg, s.device());
+  detail::call_scope scope("launch_phases", s, {}, detail::call_kind::compute, at.where);
   detail::dispatch(s.device(), [&](auto backend) { detail::launch_phases_on(backend, s, cfg, phases...); });
 }
 
@@ -79,8 +84,10 @@ launch_config for_each_config(stream_ref s, std::size_t n, F) {
 /// occupancy API on CUDA, a parallel loop on the CPU. One kernel in the ledger; n == 0 does nothing.
 /// @throws on the CPU backend, the first exception f threw (other indices may or may not have run).
 template <class F>
-void for_each_index(stream_ref s, std::size_t n, F f) {
+void for_each_index(detail::located_stream at, std::size_t n, F f) {
   if (n == 0) return;
+  const stream_ref s = at.stream;
+  detail::call_scope scope("for_each_index", s, {0, 0, n, 0, nullptr, nullptr}, detail::call_kind::compute, at.where);
   detail::dispatch(s.device(), [&](auto backend) { detail::for_each_on(backend, s, n, f); });
 }
 

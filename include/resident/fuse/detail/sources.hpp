@@ -9,8 +9,9 @@
 ///   loader()                the reader the executors call (load<V> / eval<V> / eval1, see access.hpp)
 ///   width<Out...>           elements per vector access together with outputs of types Out
 ///   plan<V>(out...)         the split of [0, size()) into a head, vectors of V and a tail
-/// and every terminal (where the values go) answers stream(), device() and, for element outputs,
-/// size() and data(). A new source or terminal is one new type here; the executors take any of them.
+///   bytes(), input()        the bytes it reads and the array it reads (nullptr: several, or none)
+/// and every target (where the values go) answers stream(), bytes(), output() and, for element
+/// outputs, size() and data(). A new source or terminal is one new type here; the executors take any of them.
 
 #include <array>
 #include <cstddef>
@@ -57,6 +58,8 @@ struct array_source {
   resident::device device() const { return s.device(); }
   stream_ref stream() const { return s; }
   void order_before(stream_ref run) const { order_after(run, s); }
+  std::size_t bytes() const { return n * sizeof(T); }
+  const void* input() const { return p; }
   view_loader<T> loader() const { return {p}; }
   template <class... Out>
   static constexpr int width = vector_width<T, Out...>();
@@ -86,6 +89,8 @@ struct zip_source {
   void order_before(stream_ref run) const {
     for (stream_ref s : streams) order_after(run, s);
   }
+  std::size_t bytes() const { return n * (sizeof(Ts) + ...); }
+  const void* input() const { return nullptr; }
   zip_loader<Ts...> loader() const { return {ptrs}; }
   template <class... Out>
   static constexpr int width = vector_width<Ts..., Out...>();
@@ -116,6 +121,8 @@ struct generate_source {
   resident::device device() const { return s.device(); }
   stream_ref stream() const { return s; }
   void order_before(stream_ref) const {}
+  std::size_t bytes() const { return 0; }
+  const void* input() const { return nullptr; }
   generate_loader<G> loader() const { return {g}; }
   /// With an output: vectors of its width; without (a reduction): every index is "aligned", so
   /// generators that make several values at once do.
@@ -164,6 +171,8 @@ struct array_target {
   std::size_t size() const { return n; }
   U* data() const { return p; }
   stream_ref stream() const { return s; }
+  std::size_t bytes() const { return n * sizeof(U); }
+  const void* output() const { return p; }
 };
 /// A reduction's value written into out[0] of a one-element array, left on the device.
 template <class T>
@@ -171,9 +180,14 @@ struct value_target {
   T* p;
   stream_ref s;
   stream_ref stream() const { return s; }
+  std::size_t bytes() const { return sizeof(T); }
+  const void* output() const { return p; }
 };
 /// A reduction's value returned to the caller (synchronizes the source's stream).
-struct host_target {};
+struct host_target {
+  std::size_t bytes() const { return 0; }
+  const void* output() const { return nullptr; }
+};
 
 /// The output array of a map or scan. @throws invalid_argument when moved from.
 template <array_like B>
