@@ -22,6 +22,7 @@ void synchronize_device(int) { absent(); }
 cuda_stream_t stream_create(int) { absent(); }
 void stream_destroy(cuda_stream_t) noexcept {}
 void stream_synchronize(cuda_stream_t) { absent(); }
+bool stream_done(cuda_stream_t) { absent(); }
 bool stream_is_capturing(cuda_stream_t) { return false; }
 unsigned long long* stream_counters(int, cuda_stream_t) { absent(); }
 void stream_after(cuda_stream_t, cuda_stream_t) { absent(); }

@@ -203,6 +203,15 @@ void stream_destroy(cuda_stream_t s) noexcept {
   cudaStreamDestroy(s);
 }
 void stream_synchronize(cuda_stream_t s) { RESIDENT_CUDA_TRY(cudaStreamSynchronize(s)); }
+bool stream_done(cuda_stream_t s) {
+  const cudaError_t e = cudaStreamQuery(s);
+  if (e == cudaErrorNotReady) {
+    cudaGetLastError();
+    return false;
+  }
+  if (e != cudaSuccess) throw_cuda(e, "cudaStreamQuery", __FILE__, __LINE__);
+  return true;
+}
 bool stream_is_capturing(cuda_stream_t s) {
   cudaStreamCaptureStatus st;
   RESIDENT_CUDA_TRY(cudaStreamIsCapturing(s, &st));

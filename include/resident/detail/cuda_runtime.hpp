@@ -20,6 +20,8 @@ void synchronize_device(int dev);
 cuda_stream_t stream_create(int dev);
 void stream_destroy(cuda_stream_t s) noexcept;
 void stream_synchronize(cuda_stream_t s);
+/// Whether the work queued on s has finished (cudaStreamQuery; a fault throws).
+bool stream_done(cuda_stream_t s);
 bool stream_is_capturing(cuda_stream_t s);
 /// Two counters in device memory that kernels on stream s of dev may count work in: the stream's own
 /// slot, made zero on first use (a legacy or per-thread default stream has one per host thread), kept
