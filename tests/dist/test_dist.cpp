@@ -270,6 +270,10 @@ TEST_P(sharded, communicator_all_reduces_in_one_process) {
   double want = 0;
   for (float v : hx) want += v;
   EXPECT_NEAR(dist::reduce(rs::reduce(rs::plus{}, 0.0), x), want, 1e-9 * 5001);
+  for (std::size_t r = 0; r < devices.size(); ++r) {  // freed on each device's own default stream
+    dist::detail::device_scope on(devices[r]);
+    bufs[r] = rs::array<float>();
+  }
   auto moved = std::move(c);
   EXPECT_THROW((void)c.size(), rs::invalid_argument);
 }

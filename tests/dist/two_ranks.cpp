@@ -87,6 +87,18 @@ int main(int argc, char** argv) {
 
     auto x = dist::to_device(host, c);
     check(x.local_count() == 1 && x.first_shard() == std::size_t(rank), rank, "this process holds the wrong shard");
+    try {
+      (void)x.to_host();
+      check(false, rank, "to_host gathered shards of another process");
+    } catch (const rs::invalid_argument& e) {
+      check(std::string(e.what()).find("each process reads its own shards") != std::string::npos, rank, e.what());
+    }
+    try {
+      (void)x.slice(x.extent(1 - std::size_t(rank)).offset, 1);
+      check(false, rank, "a slice of another process's shard was made");
+    } catch (const rs::invalid_argument& e) {
+      check(std::string(e.what()).find("held by another process") != std::string::npos, rank, e.what());
+    }
     rs::scoped_ledger l(dev);
     dist::apply(rs::map<f1>() | rs::map<f2>() | rs::map<f3>(), x);
     const double got = dist::reduce(rs::reduce(rs::plus{}, 0.0), x);

@@ -71,11 +71,13 @@ class sharded_array {
     allocate(default_streams(c.devices()));
   }
 
+  /// Takes over o's shards; o is left moved-from.
   sharded_array(sharded_array&& o) noexcept
       : comm_(std::exchange(o.comm_, nullptr)), n_(std::exchange(o.n_, 0)), world_(std::exchange(o.world_, 0)),
         first_(std::exchange(o.first_, 0)), shards_(std::move(o.shards_)), moved_(std::exchange(o.moved_, true)) {
     o.shards_.clear();
   }
+  /// Frees this array's shards (each on its stream) and takes over o's; o is left moved-from.
   sharded_array& operator=(sharded_array&& o) noexcept {
     if (this != &o) {
       release();
@@ -333,7 +335,18 @@ auto reduce(const P& p, const sharded_array<T>& a) {
   using Op = std::remove_cvref_t<decltype(p.red.op)>;
   a.check_live();
   const std::size_t L = a.local_count();
-  std::vector<array<R>> part;
+  // The partial values, each freed on its own device's stream also when a combine throws.
+  struct partials : std::vector<array<R>> {
+    ~partials() {
+      for (auto& x : *this) {
+        try {
+          detail::device_scope on(x.device());
+          x = array<R>();
+        } catch (...) {
+        }
+      }
+    }
+  } part;
   part.reserve(L);
   for (std::size_t i = 0; i < L; ++i) {
     detail::device_scope on(a.device(i));
@@ -373,10 +386,6 @@ auto reduce(const P& p, const sharded_array<T>& a) {
       }
       v = i == 0 ? x : p.red.op(v, x);
     }
-  }
-  for (auto& x : part) {
-    detail::device_scope on(x.device());
-    x = array<R>();
   }
   return v;
 }
