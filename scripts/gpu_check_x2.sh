@@ -8,7 +8,7 @@
 #   LOG_DIR receives one log per step, dist.json / dist-2p30.json and summary.txt.
 #   SKIP_BENCH=1 / SKIP_SANITIZER=1 leave those parts out.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 logs=${1:-${OUT:-build/gpu-x2-logs}}
 mkdir -p "$logs"
 build=build/gpu-x2

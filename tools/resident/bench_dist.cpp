@@ -82,26 +82,34 @@ int run_bench_dist(const bench_options& o) {
   const std::vector<stream_ref> s = {owned[0].ref(), owned[1].ref()};
 
   if (gpu) {
-    // Peer copies of 1 GiB: each way, both at once, and the raw runtime call for comparison.
+    // Peer copies of 1 GiB: each way, both at once, and the raw runtime call for comparison. A copy
+    // runs on its destination's stream after its source's; the two directions use four streams so
+    // that neither waits for the other.
     const std::size_t bytes = std::size_t(1) << 30, count = bytes / sizeof(float);
-    array<float> a0(count, s[0]), b0(count, s[0]), a1(count, s[1]), b1(count, s[1]);
+    std::vector<stream> extra;
+    for (auto d : devs) {
+      dist::detail::device_scope on(d);
+      extra.emplace_back(d);
+    }
+    const stream_ref x0 = extra[0].ref(), x1 = extra[1].ref();
+    array<float> a0(count, s[0]), b0(count, x0), a1(count, s[1]), b1(count, x1);
     random::fill_uniform(a0, 1);
     {
       dist::detail::device_scope on(devs[1]);
       random::fill_uniform(a1, 2);
     }
     bar.step("peer copy cuda:0 -> cuda:1");
-    const double to1 = events_ms({s[1]}, reps, [&] { copy(a0, b1); });
+    const double to1 = events_ms({x1}, reps, [&] { copy(a0, b1); });
     bar.step("peer copy cuda:1 -> cuda:0");
-    const double to0 = events_ms({s[0]}, reps, [&] { copy(a1, b0); });
+    const double to0 = events_ms({x0}, reps, [&] { copy(a1, b0); });
     bar.step("peer copies both ways at once");
-    const double both = events_ms(s, reps, [&] {
+    const double both = events_ms({x1, x0}, reps, [&] {
       copy(a0, b1);
       copy(a1, b0);
     });
     bar.step("cudaMemcpyPeerAsync alone");
-    const double raw = events_ms({s[1]}, reps, [&] {
-      detail::cuda::memcpy_peer_async(b1.data(), 1, a0.data(), 0, bytes, s[1].native());
+    const double raw = events_ms({x1}, reps, [&] {
+      detail::cuda::memcpy_peer_async(b1.data(), 1, a0.data(), 0, bytes, x1.native());
     });
     const bool direct = detail::cuda::can_access_peer(0, 1);
     const std::string link = direct ? "direct peer access" : "no peer access: staged by the driver";
@@ -139,7 +147,7 @@ int run_bench_dist(const bench_options& o) {
   t.add({"seed map " + size + ", one device", table::cell(one_ms, 3), "ms",
          format_number(gbs(2.0 * double(n * sizeof(float)), one_ms), -1) + " GB/s"});
   t.add({"seed map " + size + ", sharded over two", table::cell(two_ms, 3), "ms",
-         "the slower shard of 2^" + std::to_string(log2_n - 1) + " each"});
+         (gpu ? "the slower GPU, 2^" : "both CPU shards, 2^") + std::to_string(log2_n - 1) + " each"});
   t.add({"one / sharded", table::cell(one_ms / two_ms, 3), "ratio", gpu ? "2.0: both GPUs at full rate" : "the CPU's cores are shared"});
 
   // A sum of the seed pipeline over the whole array: per shard, then combined.
