@@ -74,7 +74,8 @@ class device_scope {
 
 /// A set of ranks, one per device, that combine values. This process holds devices().size() of them
 /// (ranks first_rank() ...); size() counts all. Move-only; a moved-from communicator throws on use.
-/// Collectives are called by every process, each with its own ranks' buffers.
+/// Collectives are called by every process, each with its own ranks' buffers, from one thread at a
+/// time per communicator (NCCL's rule; a second thread would interleave the processes' calls).
 class communicator {
  public:
   /// One process, one rank per device in `devices` (all GPUs, or all the CPU; a device may repeat on the
@@ -127,8 +128,9 @@ class communicator {
   /// all-reduce per buffer, on the buffer's stream, asynchronous (no host synchronization); the
   /// buffers are read on their streams after the work queued there. CPU ranks: combined by the host
   /// (and MPI across processes) before the call returns.
-  /// @throws invalid_argument for the wrong number of buffers, one on another device than its rank's,
-  /// or a moved-from communicator; library_error from NCCL or MPI.
+  /// @throws invalid_argument for the wrong number of buffers, a buffer shorter than count, or a
+  /// moved-from communicator; device_mismatch for a buffer on another device than its rank's;
+  /// library_error from NCCL or MPI.
   template <class T>
   void all_reduce(std::span<const array_ref<T>> buffers, std::size_t count, combine op) const {
     std::vector<detail::buffer> b;
