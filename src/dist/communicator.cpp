@@ -44,21 +44,6 @@ struct communicator_state {
   }
 };
 
-device_scope::device_scope(device d) {
-  if (!d.is_cuda()) return;
-  const int now = cu::current_device();
-  if (now == d.index()) return;
-  cu::set_device(d.index());
-  previous_ = now;
-}
-device_scope::~device_scope() {
-  if (previous_ < 0) return;
-  try {
-    cu::set_device(previous_);
-  } catch (...) {  // a lost context: nothing left to restore
-  }
-}
-
 namespace {
 
 template <class T>
@@ -146,6 +131,21 @@ nccl::unique_id receive_id(const std::string& path, std::chrono::milliseconds ti
 }  // namespace
 }  // namespace detail
 
+device_scope::device_scope(device d) {
+  if (!d.is_cuda()) return;
+  const int now = cu::current_device();
+  if (now == d.index()) return;
+  cu::set_device(d.index());
+  previous_ = now;
+}
+device_scope::~device_scope() {
+  if (previous_ < 0) return;
+  try {
+    cu::set_device(previous_);
+  } catch (...) {  // a lost context: nothing left to restore
+  }
+}
+
 communicator::communicator(std::unique_ptr<detail::communicator_state> s) : s_(std::move(s)) {}
 
 communicator::communicator(std::vector<device> devices) : s_(std::make_unique<detail::communicator_state>()) {
@@ -210,6 +210,9 @@ communicator communicator::from_launcher(std::optional<device> d, std::chrono::m
                      "rank a GPU");
     return communicator(std::move(s));
   }
+  // One GPU per process: it becomes the process's current device, so that work on its default stream
+  // outside the dist functions lands there too.
+  cu::set_device(dev.index());
   if (size == 1) {
     s->comms = nccl::init_all({dev.index()});
     return communicator(std::move(s));
@@ -230,7 +233,7 @@ communicator communicator::from_launcher(std::optional<device> d, std::chrono::m
     else
       id = detail::receive_id(rendezvous, timeout);
   }
-  detail::device_scope on(dev);
+  device_scope on(dev);
   std::error_code ignored;
   try {
     s->comms = {nccl::init_rank(id, size, rank, timeout)};
@@ -283,7 +286,7 @@ void communicator::all_reduce_raw(std::span<const detail::buffer> b, std::size_t
   if (group) detail::nccl::group_start();
   try {
     for (std::size_t i = 0; i < b.size(); ++i) {
-      detail::device_scope on(s.devices[i]);
+      device_scope on(s.devices[i]);
       detail::nccl::all_reduce(s.comms[i], b[i].data, count, t, op, b[i].stream.native(), s.timeout);
     }
   } catch (...) {
@@ -300,7 +303,7 @@ void communicator::synchronize(std::span<const stream_ref> streams) const {
                                                            " ranks of this process");
   if (s.cpu) return;  // the host's combine is done when all_reduce returns
   for (std::size_t i = 0; i < streams.size(); ++i) {
-    detail::device_scope on(s.devices[i]);
+    device_scope on(s.devices[i]);
     detail::nccl::wait(s.comms[i], streams[i].native(), s.timeout);
   }
 }
@@ -311,7 +314,7 @@ void communicator::barrier() const {
   std::vector<array_ref<std::int32_t>> refs;
   std::vector<stream_ref> streams;
   for (auto d : s.devices) {
-    detail::device_scope on(d);
+    device_scope on(d);
     one.emplace_back(1, default_stream(d));
     refs.push_back(one.back().slice(0, 1));
     streams.push_back(one.back().stream());
@@ -320,13 +323,13 @@ void communicator::barrier() const {
     for (auto& a : one) *a.data() = 0;
   else
     for (auto& a : one) {
-      detail::device_scope on(a.device());
+      device_scope on(a.device());
       cu::memset_async(a.data(), 0, sizeof(std::int32_t), a.stream().native());
     }
   all_reduce<std::int32_t>(refs, 1, combine::sum);
   synchronize(streams);
   for (auto& a : one) {
-    detail::device_scope on(a.device());
+    device_scope on(a.device());
     a = array<std::int32_t>();
   }
 }

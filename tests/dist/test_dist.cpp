@@ -75,6 +75,7 @@ TEST_P(sharded, scatter_and_gather_round_trip_with_exact_ledger_counts) {
     EXPECT_EQ(x.local(i).size(), e.count);
     EXPECT_EQ(x.device(i), devices[i]);
     std::vector<float> part(e.count, rs::test::poison<float>());
+    dist::device_scope on(x.device(i));  // the shard's default stream is its device's
     rs::copy_async(x.local(i), std::span<float>(part));
     x.stream(i).synchronize();
     EXPECT_TRUE(std::equal(part.begin(), part.end(), h.begin() + std::ptrdiff_t(e.offset))) << "shard " << i;
@@ -166,7 +167,10 @@ TEST_P(sharded, slices_within_a_shard_work_and_across_a_border_fail) {
   const auto e1 = x.extent(1);
   auto s = x.slice(e1.offset + 1, e1.count - 1);  // inside shard 1
   EXPECT_EQ(s.device(), devices[1]);
-  rs::map<f1>()(s);
+  {
+    dist::device_scope on(s.device());
+    rs::map<f1>()(s);
+  }
   auto back = x.to_host();
   for (std::size_t i = 0; i < n; ++i) {
     const bool in = i >= e1.offset + 1 && i < e1.offset + e1.count;
@@ -236,7 +240,7 @@ TEST_P(sharded, communicator_all_reduces_in_one_process) {
   std::vector<rs::stream_ref> streams;
   for (std::size_t r = 0; r < devices.size(); ++r) {
     h.push_back(rs::test::random_vector<float>(count, rs::test::fresh_seed()));
-    dist::detail::device_scope on(devices[r]);
+    dist::device_scope on(devices[r]);
     bufs.push_back(rs::to_device(h.back(), devices[r]));
   }
   for (auto& b : bufs) {
@@ -245,13 +249,13 @@ TEST_P(sharded, communicator_all_reduces_in_one_process) {
   }
   for (auto op : {dist::combine::sum, dist::combine::max}) {
     for (std::size_t r = 0; r < devices.size(); ++r) {
-      dist::detail::device_scope on(devices[r]);
+      dist::device_scope on(devices[r]);
       rs::copy(std::span<const float>(h[r]), bufs[r]);
     }
     c.all_reduce<float>(refs, count, op);
     c.synchronize(streams);
     for (std::size_t r = 0; r < devices.size(); ++r) {
-      dist::detail::device_scope on(devices[r]);
+      dist::device_scope on(devices[r]);
       auto got = bufs[r].to_host();
       for (std::size_t i = 0; i < count; ++i) {
         double want = op == dist::combine::sum ? 0.0 : -INFINITY;
@@ -271,7 +275,7 @@ TEST_P(sharded, communicator_all_reduces_in_one_process) {
   for (float v : hx) want += v;
   EXPECT_NEAR(dist::reduce(rs::reduce(rs::plus{}, 0.0), x), want, 1e-9 * 5001);
   for (std::size_t r = 0; r < devices.size(); ++r) {  // freed on each device's own default stream
-    dist::detail::device_scope on(devices[r]);
+    dist::device_scope on(devices[r]);
     bufs[r] = rs::array<float>();
   }
   auto moved = std::move(c);

@@ -37,7 +37,7 @@ void check(bool ok, int rank, const std::string& what) {
 template <class T>
 T all_reduce_value(const dist::communicator& c, T v, dist::combine op) {
   const rs::device d = c.devices()[0];
-  dist::detail::device_scope on(d);
+  dist::device_scope on(d);
   auto a = rs::to_device(std::vector<T>{v}, d);
   std::vector<rs::array_ref<T>> refs{a.slice(0, 1)};
   std::vector<rs::stream_ref> streams{a.stream()};

@@ -76,7 +76,7 @@ int run_bench_dist(const bench_options& o) {
   progress bar("bench dist", gpu ? 9 : 3);
   std::vector<stream> owned;
   for (auto d : devs) {
-    dist::detail::device_scope on(d);
+    dist::device_scope on(d);
     owned.emplace_back(d);
   }
   const std::vector<stream_ref> s = {owned[0].ref(), owned[1].ref()};
@@ -88,14 +88,14 @@ int run_bench_dist(const bench_options& o) {
     const std::size_t bytes = std::size_t(1) << 30, count = bytes / sizeof(float);
     std::vector<stream> extra;
     for (auto d : devs) {
-      dist::detail::device_scope on(d);
+      dist::device_scope on(d);
       extra.emplace_back(d);
     }
     const stream_ref x0 = extra[0].ref(), x1 = extra[1].ref();
     array<float> a0(count, s[0]), b0(count, x0), a1(count, s[1]), b1(count, x1);
     random::fill_uniform(a0, 1);
     {
-      dist::detail::device_scope on(devs[1]);
+      dist::device_scope on(devs[1]);
       random::fill_uniform(a1, 2);
     }
     bar.step("peer copy cuda:0 -> cuda:1");

@@ -55,10 +55,15 @@ struct buffer {
   stream_ref stream;
 };
 struct communicator_state;
+}  // namespace detail
 
 /// Makes d's GPU the calling thread's current device for the object's lifetime, then restores the
-/// previous one (a null stream handle, pool allocations and launches name the current device's). Does
-/// nothing for the CPU.
+/// previous one. Work on an array of another GPU than the current one that uses its device's default
+/// stream (a null stream handle) needs it: launches, allocations and copies on the default stream go
+/// to the current device's. The dist functions set it for every shard; code that works on one shard
+/// itself (shard arrays, slices) opens one. Does nothing for the CPU.
+///
+///   { rs::dist::device_scope on(x.device(1)); rs::map<f>()(x.local(1)); }
 class device_scope {
  public:
   /// Makes d current (a GPU), remembering the previous device.
@@ -70,7 +75,6 @@ class device_scope {
  private:
   int previous_ = -1;
 };
-}  // namespace detail
 
 /// A set of ranks, one per device, that combine values. This process holds devices().size() of them
 /// (ranks first_rank() ...); size() counts all. Move-only; a moved-from communicator throws on use.
@@ -92,8 +96,9 @@ class communicator {
   ///   PMI_RANK / PMI_SIZE), with RESIDENT_RENDEZVOUS naming a file, fresh for each job, on a file
   ///   system all ranks see, through which rank 0 hands NCCL's unique id to the others;
   /// - else a world of one rank.
-  /// The rank works on `d`, by default cuda:(local rank % GPUs) when a GPU answers, else the CPU. GPU
-  /// ranks are joined by NCCL (ncclCommInitRank); CPU ranks of several processes need MPI. A rank that
+  /// The rank works on `d`, by default cuda:(local rank % GPUs) when a GPU answers, else the CPU; a
+  /// GPU becomes the calling thread's current device. GPU ranks are joined by NCCL
+  /// (ncclCommInitRank); CPU ranks of several processes need MPI. A rank that
   /// does not join within `timeout` (or fails) makes the others throw instead of hanging.
   /// @throws invalid_argument for inconsistent variables or a CPU world without MPI; library_error
   /// (NCCL, MPI, or "timeout").

@@ -167,7 +167,7 @@ class sharded_array {
                         std::to_string(n_), shape_mismatch);
     for (std::size_t i = 0; i < shards_.size(); ++i) {
       const shard_extent e = extent(first_ + i);
-      detail::device_scope on(shards_[i].device());
+      device_scope on(shards_[i].device());
       shards_[i].to_host(out.subspan(e.offset, e.count));
     }
   }
@@ -193,7 +193,7 @@ class sharded_array {
     RESIDENT_EXPECTS(n_ <= array<T>::max_size(), "sharded_array size " + std::to_string(n_) + " overflows the byte count");
     shards_.reserve(streams.size());
     for (std::size_t i = 0; i < streams.size(); ++i) {
-      detail::device_scope on(streams[i].device());
+      device_scope on(streams[i].device());
       shards_.emplace_back(extent(first_ + i).count, streams[i]);
     }
   }
@@ -207,7 +207,7 @@ class sharded_array {
     // Each shard is freed on its stream with its device current (a null stream names the current one's).
     for (auto& a : shards_) {
       try {
-        detail::device_scope on(a.device());
+        device_scope on(a.device());
         a = array<T>();
       } catch (...) {
       }
@@ -259,7 +259,7 @@ void copy(std::type_identity_t<std::span<const T>> host, sharded_array<T>& dst) 
                       std::to_string(dst.size()), shape_mismatch);
   for (std::size_t i = 0; i < dst.local_count(); ++i) {
     const shard_extent e = dst.extent(dst.first_shard() + i);
-    detail::device_scope on(dst.device(i));
+    device_scope on(dst.device(i));
     resident::copy(host.subspan(e.offset, e.count), dst.local_array(i));
   }
 }
@@ -271,7 +271,7 @@ template <class T, class F>
 void for_each_shard(const sharded_array<T>& a, F&& f) {
   a.check_live();
   for (std::size_t i = 0; i < a.local_count(); ++i) {
-    detail::device_scope on(a.device(i));
+    device_scope on(a.device(i));
     f(a.local(i), a.extent(a.first_shard() + i));
   }
 }
@@ -301,7 +301,7 @@ void apply(const P& p, const sharded_array<T>& x, sharded_array<U>& y) {
       RESIDENT_FAIL("apply: shard " + std::to_string(x.first_shard() + i) + " of the input is on " + x.device(i).name() +
                         ", of the output on " + y.device(i).name() + "; shard both over the same devices", device_mismatch);
   for (std::size_t i = 0; i < x.local_count(); ++i) {
-    detail::device_scope on(y.device(i));
+    device_scope on(y.device(i));
     y.stream(i).wait_for(x.stream(i));
     p(x.local(i), y.local(i));
   }
@@ -340,7 +340,7 @@ auto reduce(const P& p, const sharded_array<T>& a) {
     ~partials() {
       for (auto& x : *this) {
         try {
-          detail::device_scope on(x.device());
+          device_scope on(x.device());
           x = array<R>();
         } catch (...) {
         }
@@ -349,7 +349,7 @@ auto reduce(const P& p, const sharded_array<T>& a) {
   } part;
   part.reserve(L);
   for (std::size_t i = 0; i < L; ++i) {
-    detail::device_scope on(a.device(i));
+    device_scope on(a.device(i));
     part.emplace_back(1, a.stream(i));
     if constexpr (detail::is_plus<Op>) {
       P q = p;
@@ -371,7 +371,7 @@ auto reduce(const P& p, const sharded_array<T>& a) {
       }
       c->all_reduce<R>(refs, 1, detail::combine_of<Op>());
       c->synchronize(streams);
-      detail::device_scope on(part[0].device());
+      device_scope on(part[0].device());
       part[0].to_host(std::span<R>(&v, 1));
     } else {
       RESIDENT_FAIL("reduce: across processes the shards' values combine by NCCL or MPI, which know plus, minimum "
@@ -381,7 +381,7 @@ auto reduce(const P& p, const sharded_array<T>& a) {
     for (std::size_t i = 0; i < L; ++i) {
       R x{};
       {
-        detail::device_scope on(part[i].device());
+        device_scope on(part[i].device());
         part[i].to_host(std::span<R>(&x, 1));
       }
       v = i == 0 ? x : p.red.op(v, x);
