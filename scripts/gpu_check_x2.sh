@@ -6,7 +6,8 @@
 #
 # usage: scripts/gpu_check_x2.sh [LOG_DIR]     (default: $OUT, else build/gpu-x2-logs)
 #   LOG_DIR receives one log per step, dist.json / dist-2p30.json and summary.txt.
-#   SKIP_BENCH=1 / SKIP_SANITIZER=1 leave those parts out.
+#   SKIP_BENCH=1 / SKIP_SANITIZER=1 leave those parts out; ONLY_BUILD=1 stops after the build (a call
+#   of its own where one command may run 10 minutes; the next call finds the build done).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 logs=${1:-${OUT:-build/gpu-x2-logs}}
@@ -76,6 +77,10 @@ lone_rank_times_out() {
 step configure cmake -S . -B "$build" -G Ninja -DRESIDENT_CUDA=ON -DCMAKE_BUILD_TYPE=Release
 grep -E "resident: (NCCL|MPI)" "$logs/configure.log" >&2
 step build cmake --build "$build" -j "$jobs" --target test_dist test_memory dist_two_ranks resident_cli
+if [ "${ONLY_BUILD:-0}" = 1 ]; then
+  printf 'build: %s\n' "$([ $status -eq 0 ] && echo ok || echo FAIL)" | tee "$logs/summary.txt"
+  exit $status
+fi
 
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 if [ "$gpus" -lt 2 ]; then
