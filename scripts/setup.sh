@@ -8,6 +8,7 @@ packages=(
   g++ cmake ninja-build ccache pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libcli11-dev nlohmann-json3-dev libdlpack-dev librandom123-dev
+  libopenmpi-dev openmpi-bin  # the optional MPI bootstrap of dist/ and its two-process test
   gnuplot-nox doxygen python3 python3-dev python3-venv
   clang libclang-rt-dev libomp-dev  # the libFuzzer targets (scripts/fuzz_ci.sh)
 )

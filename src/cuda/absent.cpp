@@ -21,9 +21,11 @@ void synchronize_device(int) { absent(); }
 cuda_stream_t stream_create(int) { absent(); }
 void stream_destroy(cuda_stream_t) noexcept {}
 void stream_synchronize(cuda_stream_t) { absent(); }
+bool stream_done(cuda_stream_t) { absent(); }
 bool stream_is_capturing(cuda_stream_t) { return false; }
 unsigned long long* stream_counters(int, cuda_stream_t) { absent(); }
 void stream_after(cuda_stream_t, cuda_stream_t) { absent(); }
+void stream_after_peer(cuda_stream_t, int, cuda_stream_t, int) { absent(); }
 cuda_event_t event_create(int) { absent(); }
 void event_destroy(cuda_event_t) noexcept {}
 void event_record(cuda_event_t, cuda_stream_t) { absent(); }
@@ -40,6 +42,9 @@ void raw_free(void*) { absent(); }
 void mem_info(int, std::size_t*, std::size_t*) { absent(); }
 void memcpy_async(void*, const void*, std::size_t, copy_kind, cuda_stream_t) { absent(); }
 void memset_async(void*, int, std::size_t, cuda_stream_t) { absent(); }
+bool can_access_peer(int, int) { return false; }
+bool enable_peer_access(int, int) { absent(); }
+void memcpy_peer_async(void*, int, const void*, int, std::size_t, cuda_stream_t) { absent(); }
 void* host_pinned_allocate(std::size_t) { absent(); }
 void host_pinned_free(void*) noexcept {}
 bool is_pinned(const void*) noexcept { return false; }
@@ -47,6 +52,7 @@ int pointer_device(const void*) noexcept { return -1; }
 bool dependent_launch(int) { return false; }
 void check_launch(const char*, std::source_location) {}
 void set_device(int) { absent(); }
+int current_device() { absent(); }
 
 void* graph_begin(stream_ref) { absent(); }
 void* graph_end(stream_ref) { absent(); }

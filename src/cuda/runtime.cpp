@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "resident/detail/cuda_check.hpp"
@@ -202,6 +203,15 @@ void stream_destroy(cuda_stream_t s) noexcept {
   cudaStreamDestroy(s);
 }
 void stream_synchronize(cuda_stream_t s) { RESIDENT_CUDA_TRY(cudaStreamSynchronize(s)); }
+bool stream_done(cuda_stream_t s) {
+  const cudaError_t e = cudaStreamQuery(s);
+  if (e == cudaErrorNotReady) {
+    cudaGetLastError();
+    return false;
+  }
+  if (e != cudaSuccess) throw_cuda(e, "cudaStreamQuery", __FILE__, __LINE__);
+  return true;
+}
 bool stream_is_capturing(cuda_stream_t s) {
   cudaStreamCaptureStatus st;
   RESIDENT_CUDA_TRY(cudaStreamIsCapturing(s, &st));
@@ -221,6 +231,29 @@ void stream_after(cuda_stream_t after, cuda_stream_t before) {
   if (!e) RESIDENT_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   RESIDENT_CUDA_TRY(cudaEventRecord(e, before));
   RESIDENT_CUDA_TRY(cudaStreamWaitEvent(after, e, 0));
+}
+
+void stream_after_peer(cuda_stream_t after, int after_dev, cuda_stream_t before, int before_dev) {
+  if (after == before && after_dev == before_dev) return;
+  // The event belongs to before's device (an event is recorded on a stream of its own device); any
+  // device's stream may wait on it. Each call runs with its stream's device current, so that a null
+  // handle names that device's legacy default stream.
+  const bool before_captured = on_device(before_dev, [&] { return stream_is_capturing(before); });
+  const bool after_captured = on_device(after_dev, [&] { return stream_is_capturing(after); });
+  // A stream being captured cannot wait for work outside its capture: the graph's replays are
+  // ordered by the stream they are launched on instead.
+  if (after_captured && !before_captured) return;
+  thread_local per_device<cudaEvent_t> events;
+  cudaEvent_t& e = events.cuda(before_dev);
+  on_device(before_dev, [&] {
+    if (!e) RESIDENT_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    RESIDENT_CUDA_TRY(cudaEventRecord(e, before));
+    return 0;
+  });
+  on_device(after_dev, [&] {
+    RESIDENT_CUDA_TRY(cudaStreamWaitEvent(after, e, 0));
+    return 0;
+  });
 }
 
 cuda_event_t event_create(int dev) {
@@ -300,6 +333,56 @@ void memcpy_async(void* dst, const void* src, std::size_t bytes, copy_kind k, cu
 
 void memset_async(void* dst, int value, std::size_t bytes, cuda_stream_t s) {
   RESIDENT_CUDA_TRY(cudaMemsetAsync(dst, value, bytes, s));
+}
+
+bool can_access_peer(int dev, int peer) {
+  int ok = 0;
+  RESIDENT_CUDA_TRY(cudaDeviceCanAccessPeer(&ok, dev, peer));
+  return ok != 0;
+}
+
+bool enable_peer_access(int a, int b) {
+  // 0: not asked yet; 1: direct access enabled; 2: no direct access (the driver stages copies).
+  static per_device<per_device<std::atomic<int>>> done;
+  if (int v = done.cuda(a).cuda(b).load(std::memory_order_acquire)) return v == 1;
+  static std::mutex m;
+  std::lock_guard lock(m);
+  if (int v = done.cuda(a).cuda(b).load()) return v == 1;
+  const bool direct = a != b && can_access_peer(a, b) && can_access_peer(b, a);
+  if (direct) {
+    for (auto [dev, peer] : {std::pair{a, b}, std::pair{b, a}}) {
+      on_device(dev, [peer] {
+        const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled)
+          cudaGetLastError();  // enabled outside resident: what we want
+        else if (e != cudaSuccess)
+          throw_cuda(e, "cudaDeviceEnablePeerAccess", __FILE__, __LINE__);
+        return 0;
+      });
+      // Allocations from peer's pool become readable and writable by dev's kernels and copies.
+      cudaMemAccessDesc d{};
+      d.location.type = cudaMemLocationTypeDevice;
+      d.location.id = dev;
+      d.flags = cudaMemAccessFlagsProtReadWrite;
+      RESIDENT_CUDA_TRY(cudaMemPoolSetAccess(pool_of(peer), &d, 1));
+    }
+  }
+  done.cuda(a).cuda(b).store(direct ? 1 : 2, std::memory_order_release);
+  done.cuda(b).cuda(a).store(direct ? 1 : 2, std::memory_order_release);
+  return direct;
+}
+
+void memcpy_peer_async(void* dst, int dst_dev, const void* src, int src_dev, std::size_t bytes, cuda_stream_t s) {
+  on_device(dst_dev, [&] {
+    RESIDENT_CUDA_TRY(cudaMemcpyPeerAsync(dst, dst_dev, src, src_dev, bytes, s));
+    return 0;
+  });
+}
+
+int current_device() {
+  int d = 0;
+  RESIDENT_CUDA_TRY(cudaGetDevice(&d));
+  return d;
 }
 
 void* host_pinned_allocate(std::size_t bytes) {

@@ -18,7 +18,8 @@ namespace {
 
 struct atomic_counts {
   std::atomic<std::uint64_t> h2d_bytes{0}, h2d_copies{0}, d2h_bytes{0}, d2h_copies{0};
-  std::atomic<std::uint64_t> d2d_bytes{0}, d2d_copies{0}, kernels{0}, allocations{0}, pool_hits{0};
+  std::atomic<std::uint64_t> d2d_bytes{0}, d2d_copies{0}, peer_bytes{0}, peer_copies{0};
+  std::atomic<std::uint64_t> kernels{0}, allocations{0}, pool_hits{0};
   std::atomic<std::uint64_t> peak_bytes{0};
   std::atomic<std::uint64_t> streamed_h2d_bytes{0}, streamed_d2h_bytes{0}, stream_chunks{0};
   std::atomic<bool> used{false};
@@ -41,6 +42,8 @@ ledger_counts read(const atomic_counts& a) {
   c.d2h_copies = a.d2h_copies;
   c.d2d_bytes = a.d2d_bytes;
   c.d2d_copies = a.d2d_copies;
+  c.peer_bytes = a.peer_bytes;
+  c.peer_copies = a.peer_copies;
   c.kernels = a.kernels;
   c.allocations = a.allocations;
   c.pool_hits = a.pool_hits;
@@ -67,6 +70,8 @@ ledger_counts ledger_counts::operator-(const ledger_counts& b) const {
   r.d2h_copies = d2h_copies - b.d2h_copies;
   r.d2d_bytes = d2d_bytes - b.d2d_bytes;
   r.d2d_copies = d2d_copies - b.d2d_copies;
+  r.peer_bytes = peer_bytes - b.peer_bytes;
+  r.peer_copies = peer_copies - b.peer_copies;
   r.kernels = kernels - b.kernels;
   r.allocations = allocations - b.allocations;
   r.pool_hits = pool_hits - b.pool_hits;
@@ -81,8 +86,10 @@ std::string ledger_counts::summary() const {
   std::ostringstream os;
   os << "H2D " << h2d_copies << plural(h2d_copies, " copy ", " copies ") << detail::format_bytes(double(h2d_bytes))
      << ", D2H " << d2h_copies << plural(d2h_copies, " copy ", " copies ") << detail::format_bytes(double(d2h_bytes))
-     << ", D2D " << d2d_copies << plural(d2d_copies, " copy ", " copies ") << detail::format_bytes(double(d2d_bytes))
-     << ", kernels " << kernels << ", allocations " << allocations << " (" << pool_hits
+     << ", D2D " << d2d_copies << plural(d2d_copies, " copy ", " copies ") << detail::format_bytes(double(d2d_bytes));
+  if (peer_copies)
+    os << ", peer " << peer_copies << plural(peer_copies, " copy ", " copies ") << detail::format_bytes(double(peer_bytes));
+  os << ", kernels " << kernels << ", allocations " << allocations << " (" << pool_hits
      << " from the pool), peak " << detail::format_bytes(double(peak_bytes));
   if (stream_chunks > 0)
     os << ", streamed " << stream_chunks << plural(stream_chunks, " chunk (H2D ", " chunks (H2D ")
@@ -95,6 +102,7 @@ std::string ledger_counts::json() const {
   std::ostringstream os;
   os << "{\"h2d_bytes\":" << h2d_bytes << ",\"h2d_copies\":" << h2d_copies << ",\"d2h_bytes\":" << d2h_bytes
      << ",\"d2h_copies\":" << d2h_copies << ",\"d2d_bytes\":" << d2d_bytes << ",\"d2d_copies\":" << d2d_copies
+     << ",\"peer_bytes\":" << peer_bytes << ",\"peer_copies\":" << peer_copies
      << ",\"kernels\":" << kernels << ",\"allocations\":" << allocations << ",\"pool_hits\":" << pool_hits
      << ",\"peak_bytes\":" << peak_bytes << ",\"streamed_h2d_bytes\":" << streamed_h2d_bytes
      << ",\"streamed_d2h_bytes\":" << streamed_d2h_bytes << ",\"stream_chunks\":" << stream_chunks << "}";
@@ -177,7 +185,7 @@ std::string format_bytes(double b) {
 
 void record_transfer(device d, direction dir, std::uint64_t bytes) {
   auto& c = slot(d);
-  if (dir != direction::d2d) {
+  if (dir == direction::h2d || dir == direction::d2h) {
     const char* name = dir == direction::h2d ? "host-to-device" : "device-to-host";
     const transfer_policy p = current_transfer_policy();
     // The user's call that moved the bytes: its file and line (the innermost call scope's).
@@ -211,6 +219,10 @@ void record_transfer(device d, direction dir, std::uint64_t bytes) {
     case direction::d2d:
       c.d2d_bytes += bytes;
       ++c.d2d_copies;
+      break;
+    case direction::peer:
+      c.peer_bytes += bytes;
+      ++c.peer_copies;
       break;
   }
 }

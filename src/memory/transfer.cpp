@@ -141,4 +141,18 @@ void copy_device_to_device(void* dst, const void* src, std::size_t bytes, stream
     cu::memcpy_async(dst, src, bytes, cu::copy_kind::device_to_device, s.native());
 }
 
+void copy_peer(void* dst, stream_ref dst_s, const void* src, stream_ref src_s, std::size_t bytes) {
+  if (bytes == 0) return;  // nothing moves: nothing to count
+  const device d = dst_s.device(), s = src_s.device();
+  RESIDENT_EXPECTS(d.is_cuda() && s.is_cuda() && !(d == s),
+                   "copy_peer: from " + s.name() + " to " + d.name() + ": a peer copy joins two different GPUs");
+  require(d);  // a copy that cannot be made is refused before it is counted
+  require(s);
+  cu::enable_peer_access(d.index(), s.index());
+  record_transfer(d, direction::peer, bytes);
+  cu::stream_after_peer(dst_s.native(), d.index(), src_s.native(), s.index());
+  cu::memcpy_peer_async(dst, d.index(), src, s.index(), bytes, dst_s.native());
+  cu::stream_after_peer(src_s.native(), s.index(), dst_s.native(), d.index());
+}
+
 }  // namespace resident::detail

@@ -698,9 +698,81 @@ TEST(pool_limit, environment_sets_every_pools_starting_limit) {
   rs::clear_pool_limit(d);
 }
 
+// Copies between two GPUs: peer copies on the destination's stream, ordered by events, counted as
+// peer bytes on the receiving device, allowed where host transfers are forbidden. The CPU instance
+// checks the same rules on slices of one device (ordering, overlap refused).
+using peer = backend;
+
+TEST_P(peer, copies_between_two_gpus_are_peer_copies_ordered_by_events) {
+  if (GetParam() == "cpu") GTEST_SKIP() << "peer copies join two GPUs; the CPU case is slices_copy_and_overlap";
+  if (rs::cuda_device_count() < 2)
+    GTEST_SKIP() << "needs two GPUs, " << rs::cuda_device_count() << " answer";
+  const rs::device d0 = rs::device::cuda(0), d1 = rs::device::cuda(1);
+  const std::size_t n = (std::size_t(48) << 20) + 3;  // 192 MiB and a tail: long enough to race
+  auto h = rs::test::random_vector<float>(n, rs::test::fresh_seed());
+  rs::stream s0(d0), s1(d1), s2(d0);
+  auto a = rs::to_device(h, s0.ref());
+  rs::array<float> b(n, s1.ref()), c(n, s2.ref());
+  rs::copy(std::vector<float>(n, rs::test::poison<float>()), b);
+  rs::copy(std::vector<float>(n, rs::test::poison<float>()), c);
+  rs::scoped_ledger l0(d0), l1(d1);
+  {
+    rs::scoped_transfer_policy forbid(rs::transfer_policy::forbid);
+    rs::copy(a, b);  // on s1 after s0's upload
+    rs::copy(b, c);  // back on s2 (cuda:0) after the copy on s1: no host synchronization between
+  }
+  const auto t0 = l0.delta(), t1 = l1.delta();
+  EXPECT_EQ(t1.peer_copies, 1u);
+  EXPECT_EQ(t1.peer_bytes, n * sizeof(float));
+  EXPECT_EQ(t0.peer_copies, 1u);
+  EXPECT_EQ(t0.peer_bytes, n * sizeof(float));
+  EXPECT_EQ(t0.h2d_copies + t0.d2h_copies + t0.d2d_copies + t1.h2d_copies + t1.d2h_copies + t1.d2d_copies, 0u);
+  EXPECT_NE(t1.summary().find("peer 1 copy 192.0 MiB"), std::string::npos) << t1.summary();
+  EXPECT_NE(t1.json().find("\"peer_copies\":1"), std::string::npos) << t1.json();
+  EXPECT_EQ(c.to_host(), h);
+  EXPECT_EQ(b.to_host(), h);
+}
+
+TEST_P(peer, source_may_be_freed_and_reused_right_after_a_peer_copy) {
+  if (GetParam() == "cpu") GTEST_SKIP() << "peer copies join two GPUs";
+  if (rs::cuda_device_count() < 2)
+    GTEST_SKIP() << "needs two GPUs, " << rs::cuda_device_count() << " answer";
+  const std::size_t n = std::size_t(32) << 20;
+  auto h = rs::test::random_vector<float>(n, rs::test::fresh_seed());
+  rs::stream s0(rs::device::cuda(0)), s1(rs::device::cuda(1));
+  rs::array<float> b(n, s1.ref());
+  {
+    auto a = rs::to_device(h, s0.ref());
+    rs::copy(a, b);
+  }  // a is freed on s0, which waits for the copy on s1
+  rs::array<float> reuse(n, s0.ref());  // likely a's memory again
+  rs::copy(std::vector<float>(n, rs::test::poison<float>()), reuse);
+  EXPECT_EQ(b.to_host(), h);
+  // Slices of arrays on two GPUs copy the same way.
+  auto whole = rs::to_device(h, s0.ref());
+  rs::array<float> part(1000, s1.ref());
+  rs::copy(whole.slice(n - 1000, 1000), part);
+  EXPECT_EQ(part.to_host(), std::vector<float>(h.end() - 1000, h.end()));
+}
+
+TEST_P(peer, slices_copy_and_overlap) {
+  auto h = rs::test::random_vector<float>(4096, rs::test::fresh_seed());
+  auto a = rs::to_device(h, dev);
+  rs::array<float> b(1024, dev);
+  rs::copy(a.slice(1000, 1024), b);
+  EXPECT_EQ(b.to_host(), std::vector<float>(h.begin() + 1000, h.begin() + 2024));
+  rs::copy(b, a.slice(0, 1024));  // into a slice
+  auto back = a.to_host();
+  EXPECT_TRUE(std::equal(back.begin(), back.begin() + 1024, h.begin() + 1000));
+  EXPECT_THROW(rs::copy(a.slice(0, 1024), a.slice(512, 1024)), rs::invalid_argument);
+  EXPECT_THROW(rs::copy(a.slice(0, 1024), a.slice(0, 1000)), rs::shape_mismatch);
+  rs::copy(a.slice(7, 100), a.slice(7, 100));  // onto itself: nothing
+}
+
 RESIDENT_BACKENDS(timings);
 RESIDENT_BACKENDS(arrays);
 RESIDENT_BACKENDS(pool);
 RESIDENT_BACKENDS(ledger);
+RESIDENT_BACKENDS(peer);
 
 }  // namespace

@@ -45,7 +45,7 @@ CLI::Validator byte_count() {
 }
 
 const char* const commands[] = {"info", "demo", "bench"};
-const char* const benchmarks[] = {"pipeline", "small", "foundation", "rng", "flow", "matmul", "guide", "stream"};
+const char* const benchmarks[] = {"pipeline", "small", "foundation", "rng", "flow", "matmul", "guide", "stream", "dist"};
 
 template <std::size_t N>
 std::string one_of(const char* const (&names)[N]) {
@@ -151,6 +151,10 @@ command_line::command_line() {
   matmul_->add_option("--from", bench_.from, "Plot an earlier --json output instead of measuring (with --plot)")
       ->type_name("FILE")
       ->check(CLI::ExistingFile);
+  dist_ = bench_cmd_->add_subcommand("dist", "Two devices: peer copies, NCCL all-reduce, the seed map and a sum, one vs sharded");
+  common(dist_);
+  sizes(dist_, "log2 of the seed map's element count (default 28 on GPUs, 22 on the CPU)",
+        whole_number("log2 element counts", 4, 32, "32"), "N");
   guide_ = bench_cmd_->add_subcommand("guide", "The guide's examples (memory kinds, coalescing, divergence, ...) as one table");
   common(guide_);
   guide_->add_option("--examples", examples_dir_, "Folder holding the example programs (default: the build tree)")
@@ -190,6 +194,8 @@ command_line::command_line() {
   matmul_->footer("Examples:\n  resident bench matmul --sizes 1024,2048 --algos tuned,vendor --json m.json --plot m.png\n"
                   "  resident bench matmul --from m.json --plot m.png");
   guide_->footer("Example:\n  resident bench guide --json guide.json");
+  dist_->footer("Examples:\n  resident bench dist --json dist.json          cuda:0 and cuda:1\n"
+                "  resident bench dist --device cpu --sizes 20   two CPU shards");
   bench_cmd_->footer("Example:\n  resident bench pipeline --help");
 }
 
@@ -247,6 +253,9 @@ void command_line::check() const {
     throw invalid_argument("--from '" + bench_.from + "' only draws an earlier run: add --plot FILE.png");
   if (!bench_.from.empty() && (!bench_.sizes.empty() || bench_.reps || !bench_.json.empty() || !bench_.device.empty()))
     throw invalid_argument("--from draws an earlier run without measuring: leave out --sizes, --reps, --json and --device");
+  if (*dist_ && bench_.sizes.size() > 1)
+    throw invalid_argument("--sizes: bench dist measures one element count, got " +
+                           std::to_string(bench_.sizes.size()) + "; give one log2 count, e.g. --sizes 28");
   if (*small_ && bench_.sizes.size() > 1)
     throw invalid_argument("--sizes: bench small measures one element count, got " +
                            std::to_string(bench_.sizes.size()) + "; give one, e.g. --sizes 10000");
@@ -285,6 +294,7 @@ int command_line::run() {
   if (*matmul_) return run_bench_matmul(bench_, algos_);
   if (*guide_) return run_bench_guide(bench_, examples_dir_);
   if (*stream_cmd_) return run_bench_stream(stream_);
+  if (*dist_) return run_bench_dist(bench_);
   return 0;
 }
 

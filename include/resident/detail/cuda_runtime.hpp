@@ -21,6 +21,8 @@ void synchronize_device(int dev);
 cuda_stream_t stream_create(int dev);
 void stream_destroy(cuda_stream_t s) noexcept;
 void stream_synchronize(cuda_stream_t s);
+/// Whether the work queued on s has finished (cudaStreamQuery; a fault throws).
+bool stream_done(cuda_stream_t s);
 bool stream_is_capturing(cuda_stream_t s);
 /// Two counters in device memory that kernels on stream s of dev may count work in: the stream's own
 /// slot, made zero on first use (a legacy or per-thread default stream has one per host thread), kept
@@ -31,6 +33,10 @@ unsigned long long* stream_counters(int dev, cuda_stream_t s);
 /// Makes `after` wait for the work queued on `before` so far (an event between them; nullptr is the
 /// legacy default stream, which non-blocking streams do not wait for by themselves).
 void stream_after(cuda_stream_t after, cuda_stream_t before);
+/// The same across devices: `after`, a stream of after_dev, waits for the work queued so far on
+/// `before`, a stream of before_dev (an event of before_dev recorded there; a stream of one device may
+/// wait on another device's event; a null handle is that device's legacy default stream). Asynchronous.
+void stream_after_peer(cuda_stream_t after, int after_dev, cuda_stream_t before, int before_dev);
 
 cuda_event_t event_create(int dev);
 void event_destroy(cuda_event_t e) noexcept;
@@ -55,6 +61,14 @@ void mem_info(int dev, std::size_t* free_bytes, std::size_t* total_bytes);
 enum class copy_kind { host_to_device, device_to_host, device_to_device, host_to_host };
 void memcpy_async(void* dst, const void* src, std::size_t bytes, copy_kind k, cuda_stream_t s);
 void memset_async(void* dst, int value, std::size_t bytes, cuda_stream_t s);
+/// Whether dev can address peer's memory directly (NVLink or PCIe peer-to-peer).
+bool can_access_peer(int dev, int peer);
+/// Once per pair, both ways: peer access between a and b enabled where the hardware allows it, and
+/// each device's pool made readable and writable by the other (cudaMemPoolSetAccess). Returns whether
+/// the two have direct access; without it, peer copies still work, staged by the driver.
+bool enable_peer_access(int a, int b);
+/// bytes from src on src_dev to dst on dst_dev (cudaMemcpyPeerAsync), ordered on s.
+void memcpy_peer_async(void* dst, int dst_dev, const void* src, int src_dev, std::size_t bytes, cuda_stream_t s);
 
 /// Page-locked host memory; nullptr when the system cannot give that much.
 void* host_pinned_allocate(std::size_t bytes);
@@ -73,6 +87,8 @@ void check_launch(const char* what, std::source_location at = std::source_locati
 
 /// Makes dev current for the calling thread.
 void set_device(int dev);
+/// The calling thread's current device.
+int current_device();
 
 /// Starts capturing the work issued on s into a graph.
 void* graph_begin(stream_ref s);

@@ -364,32 +364,45 @@ array2d<T> to_device(const std::vector<T>& host, std::size_t rows, std::size_t c
   return to_device(std::span<const T>(host), rows, cols, default_stream(d), where);
 }
 
-/// Copies src into dst (same size): device-to-device when both are on one device, otherwise an
-/// explicit host<->device transfer (counted as such). Streams: runs on dst's stream after src's work
-/// (an event, no host synchronization); a copy into CPU memory from a GPU runs on src's stream and
-/// synchronizes it. Copying an array onto itself, or an empty one, does nothing and counts nothing.
-/// @throws shape_mismatch, device_mismatch (two different GPUs).
-template <class T>
-void copy(const array<T>& src, array<T>& dst, std::source_location where = std::source_location::current()) {
+/// Copies src into dst (same size): device-to-device when both are on one device, a peer copy
+/// (cudaMemcpyPeerAsync, NVLink or PCIe, never through the host) between two GPUs, otherwise an
+/// explicit host<->device transfer (counted as such). Streams: runs on dst's stream after the work
+/// queued on src's stream (an event, also across two GPUs, no host synchronization); a peer copy also
+/// makes src's stream wait for it, so src may be rewritten or freed on its stream right after; a copy
+/// into CPU memory from a GPU runs on src's stream and synchronizes it. Peer copies count as peer bytes
+/// and copies on dst's device and pass every transfer policy. Copying an array onto itself, or an
+/// empty one, does nothing and counts nothing.
+/// @throws shape_mismatch; invalid_argument when two different slices of one array overlap.
+template <array_like A, array_like B>
+void copy(const A& src, B&& dst, std::source_location where = std::source_location::current()) {
+  static_assert(std::is_same_v<typename std::remove_cvref_t<A>::value_type,
+                               typename std::remove_cvref_t<B>::value_type>,
+                "copy: source and destination hold the same element type");
   src.check_live();
   dst.check_live();
   if (src.size() != dst.size())
     RESIDENT_FAIL("copy: source has " + std::to_string(src.size()) + " elements, destination " +
                          std::to_string(dst.size()), shape_mismatch);
-  if (src.empty() || &src == &dst) return;
-  device s = src.device(), d = dst.device();
-  detail::call_scope scope("copy", s.is_cuda() && d.is_cpu() ? src.stream() : dst.stream(),
-                           detail::transfer_facts(src.bytes()), detail::call_kind::transfer, where);
+  const std::size_t bytes = src.size() * sizeof(typename std::remove_cvref_t<A>::value_type);
+  if (src.size() == 0 || static_cast<const void*>(src.data()) == static_cast<const void*>(dst.data())) return;
+  const stream_ref ss = src.stream(), ds = dst.stream();
+  const device s = ss.device(), d = ds.device();
+  detail::call_scope scope("copy", s.is_cuda() && d.is_cpu() ? ss : ds, detail::transfer_facts(bytes),
+                           detail::call_kind::transfer, where);
   if (s == d) {
-    if (!(src.stream().native() == dst.stream().native())) dst.stream().wait_for(src.stream());
-    detail::copy_device_to_device(dst.data(), src.data(), src.bytes(), dst.stream());
+    const auto* a = reinterpret_cast<const char*>(src.data());
+    const auto* b = reinterpret_cast<const char*>(dst.data());
+    if (a < b + bytes && b < a + bytes)
+      RESIDENT_FAIL("copy: source and destination overlap (two slices of one array); copy through a "
+                    "separate array");
+    ds.wait_for(ss);
+    detail::copy_device_to_device(dst.data(), src.data(), bytes, ds);
   } else if (s.is_cpu() && d.is_cuda()) {
-    detail::copy_host_to_device(dst.data(), src.data(), src.bytes(), dst.stream());
+    detail::copy_host_to_device(dst.data(), src.data(), bytes, ds);
   } else if (s.is_cuda() && d.is_cpu()) {
-    detail::copy_device_to_host(dst.data(), src.data(), src.bytes(), src.stream(), sync::blocking);
+    detail::copy_device_to_host(dst.data(), src.data(), bytes, ss, sync::blocking);
   } else {
-    RESIDENT_FAIL("copy: from " + s.name() + " to " + d.name() +
-                          " between two GPUs is not supported; copy through the host", device_mismatch);
+    detail::copy_peer(dst.data(), ds, src.data(), ss, bytes);
   }
 }
 
@@ -443,7 +456,7 @@ array<T> copy_to(const array<T>& a, device to, std::source_location where = std:
   detail::call_scope scope("copy_to", a.stream(), detail::transfer_facts(a.bytes()), detail::call_kind::transfer,
                            where);
   array<T> r(a.size(), to);
-  copy(a, r, where);
+  resident::copy(a, r, where);
   return r;
 }
 

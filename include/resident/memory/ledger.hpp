@@ -25,6 +25,11 @@ struct ledger_counts {
   /// Device-to-device bytes and copies.
   std::uint64_t d2d_bytes = 0, d2d_copies = 0;
   ///@}
+  ///@{
+  /// Device-to-device-peer bytes and copies: from another GPU into this one (counted on the
+  /// receiving device; NVLink or PCIe peer-to-peer, never the host).
+  std::uint64_t peer_bytes = 0, peer_copies = 0;
+  ///@}
   /// Kernels launched (a graph replay counts the kernels it holds).
   std::uint64_t kernels = 0;
   std::uint64_t allocations = 0;  ///< pool allocations (hits included)
@@ -39,7 +44,7 @@ struct ledger_counts {
 
   /// What happened since `before` (counts subtracted; peak_bytes is this snapshot's).
   ledger_counts operator-(const ledger_counts& before) const;
-  /// One line: "H2D 1 copy 256.0 MiB, D2H ..., kernels 1, ...".
+  /// One line: "H2D 1 copy 256.0 MiB, D2H ..., kernels 1, ..." (peer copies only when there were some).
   std::string summary() const;
   /// The counts as one JSON object.
   std::string json() const;
@@ -77,7 +82,8 @@ class scoped_ledger {
 };
 
 /// What a host<->device transfer is allowed to do: allow silently, log it to stderr, or throw
-/// transfer_forbidden. Device-to-device copies are not transfers across the bus and always pass, and
+/// transfer_forbidden. Device-to-device copies, within one GPU or between two (peer copies), are not
+/// transfers across the host bus and always pass, and
 /// copies of nothing (0 bytes, or memory onto itself) are not transfers at all.
 ///
 /// The policy in force on a thread is that of its innermost open scoped_transfer_policy, else the
@@ -108,7 +114,7 @@ transfer_policy default_transfer_policy();
 transfer_policy current_transfer_policy();
 
 namespace detail {
-enum class direction { h2d, d2h, d2d };
+enum class direction { h2d, d2h, d2d, peer };
 /// Applies the transfer policy (may throw transfer_forbidden) and counts the copy.
 void record_transfer(device d, direction dir, std::uint64_t bytes);
 void record_kernel(device d, std::uint64_t count = 1);

@@ -33,6 +33,13 @@ void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_r
 /// Within one device, ordered on s.
 void copy_device_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s);
 
+/// From src (memory of src_s's GPU) to dst (memory of dst_s's GPU, another one): cudaMemcpyPeerAsync
+/// on dst_s after the work queued on src_s (an event between the two devices), then src_s waits for
+/// the copy, so that src's later writes and its release come after it was read. Peer access and pool
+/// access between the two are enabled on first use. Counted as a peer copy on dst's device; passes
+/// every transfer policy (nothing crosses the host bus). Asynchronous: no host synchronization.
+void copy_peer(void* dst, stream_ref dst_s, const void* src, stream_ref src_s, std::size_t bytes);
+
 /// Parallel host memcpy (OpenMP threads over 1 MiB pieces).
 void parallel_memcpy(void* dst, const void* src, std::size_t bytes) noexcept;
 

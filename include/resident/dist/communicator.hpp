@@ -1,0 +1,168 @@
+#pragma once
+/// @file communicator.hpp
+/// Ranks that combine values: one rank per device. Within one process a communicator spans several
+/// devices (GPUs joined by NCCL, made with ncclCommInitAll; CPU "ranks" combined by the host); across
+/// processes each process is one rank (GPUs: NCCL made with ncclCommInitRank; the CPU: MPI), started by
+/// `mpirun` or described by environment variables. Nothing travels through a transport of resident's
+/// own: NCCL moves device memory, MPI host memory, and NCCL's unique id is exchanged by MPI or a file.
+///
+///   rs::dist::communicator local({rs::device::cuda(0), rs::device::cuda(1)});   // one process, 2 GPUs
+///   auto world = rs::dist::communicator::from_launcher();                       // mpirun -n 2 prog
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "resident/device/device.hpp"
+#include "resident/device/stream.hpp"
+#include "resident/memory/array.hpp"
+
+namespace resident::dist {
+
+/// How values from all ranks are combined: what NCCL and MPI combine natively.
+enum class combine { sum, min, max };
+
+/// How the ranks of a communicator were started.
+enum class launcher {
+  in_process,   ///< one process, one rank per device given
+  environment,  ///< one rank per process: RESIDENT_RANK, RESIDENT_WORLD_SIZE, RESIDENT_RENDEZVOUS
+  mpi           ///< one rank per process, started by mpirun (a build with MPI)
+};
+
+/// "in-process", "environment" or "mpi".
+const char* to_string(launcher l) noexcept;
+
+namespace detail {
+/// Element types that collectives carry.
+enum class element { f32, f64, i32, u32, i64, u64 };
+template <class T>
+constexpr element element_of() {
+  if constexpr (std::is_same_v<T, float>) return element::f32;
+  else if constexpr (std::is_same_v<T, double>) return element::f64;
+  else if constexpr (std::is_integral_v<T> && sizeof(T) == 4) return std::is_signed_v<T> ? element::i32 : element::u32;
+  else if constexpr (std::is_integral_v<T> && sizeof(T) == 8) return std::is_signed_v<T> ? element::i64 : element::u64;
+  else static_assert(sizeof(T) == 0, "collectives carry float, double and 32- or 64-bit integers");
+}
+/// One rank's buffer: count elements at data on s's device.
+struct buffer {
+  void* data;
+  stream_ref stream;
+};
+struct communicator_state;
+}  // namespace detail
+
+/// Makes d's GPU the calling thread's current device for the object's lifetime, then restores the
+/// previous one. Work on an array of another GPU than the current one that uses its device's default
+/// stream (a null stream handle) needs it: launches, allocations and copies on the default stream go
+/// to the current device's. The dist functions set it for every shard; code that works on one shard
+/// itself (shard arrays, slices) opens one. Does nothing for the CPU.
+///
+///   { rs::dist::device_scope on(x.device(1)); rs::map<f>()(x.local(1)); }
+class device_scope {
+ public:
+  /// Makes d current (a GPU), remembering the previous device.
+  explicit device_scope(device d);
+  ~device_scope();
+  device_scope(const device_scope&) = delete;
+  device_scope& operator=(const device_scope&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+/// A set of ranks, one per device, that combine values. This process holds devices().size() of them
+/// (ranks first_rank() ...); size() counts all. Move-only; a moved-from communicator throws on use.
+/// Collectives are called by every process, each with its own ranks' buffers, from one thread at a
+/// time per communicator (NCCL's rule; a second thread would interleave the processes' calls).
+class communicator {
+ public:
+  /// One process, one rank per device in `devices` (all GPUs, or all the CPU; a device may repeat on the
+  /// CPU, which makes several CPU ranks). GPUs are joined by NCCL (ncclCommInitAll), CPU ranks are
+  /// combined by the host. @throws invalid_argument for no devices, a mix of kinds, a GPU named twice;
+  /// device_unavailable; library_error from NCCL; invalid_argument when GPUs are named in a build
+  /// without NCCL.
+  explicit communicator(std::vector<device> devices);
+
+  /// This process as one rank of several, as its launcher says:
+  /// - started by mpirun in a build with MPI: MPI's rank and size (MPI is initialized here when the
+  ///   program has not done it, and finalized at exit);
+  /// - else RESIDENT_RANK and RESIDENT_WORLD_SIZE (or mpirun's OMPI_COMM_WORLD_RANK / _SIZE, or
+  ///   PMI_RANK / PMI_SIZE), with RESIDENT_RENDEZVOUS naming a file, fresh for each job, on a file
+  ///   system all ranks see, through which rank 0 hands NCCL's unique id to the others;
+  /// - else a world of one rank.
+  /// The rank works on `d`, by default cuda:(local rank % GPUs) when a GPU answers, else the CPU; a
+  /// GPU becomes the calling thread's current device. GPU ranks are joined by NCCL
+  /// (ncclCommInitRank); CPU ranks of several processes need MPI. A rank that
+  /// does not join within `timeout` (or fails) makes the others throw instead of hanging.
+  /// @throws invalid_argument for inconsistent variables or a CPU world without MPI; library_error
+  /// (NCCL, MPI, or "timeout").
+  static communicator from_launcher(std::optional<device> d = std::nullopt,
+                                    std::chrono::milliseconds timeout = std::chrono::seconds(120));
+
+  ~communicator();
+  /// Takes over o's ranks; o is left moved-from.
+  communicator(communicator&& o) noexcept;
+  /// Releases this communicator's ranks and takes over o's.
+  communicator& operator=(communicator&& o) noexcept;
+  communicator(const communicator&) = delete;
+  communicator& operator=(const communicator&) = delete;
+
+  /// Ranks in all processes.
+  int size() const;
+  /// The rank of this process's first device; its devices hold ranks first_rank() + i.
+  int first_rank() const;
+  /// This process's devices, one per rank it holds.
+  const std::vector<device>& devices() const;
+  /// How the ranks were started.
+  launcher started_by() const;
+  /// True when other processes hold ranks too.
+  bool spans_processes() const { return int(devices().size()) < size(); }
+  /// How long a collective waits for the other ranks before it gives up (from_launcher's timeout).
+  std::chrono::milliseconds timeout() const;
+  /// What joins the ranks: "NCCL 2.28.9", "MPI (Open MPI ...)", "host".
+  std::string transport() const;
+
+  /// In place, on every rank: buffers[i] (count elements on devices()[i], one per rank this process
+  /// holds, in order) becomes the combination of that buffer over all ranks. GPU ranks: one NCCL
+  /// all-reduce per buffer, on the buffer's stream, asynchronous (no host synchronization); the
+  /// buffers are read on their streams after the work queued there. CPU ranks: combined by the host
+  /// (and MPI across processes) before the call returns.
+  /// @throws invalid_argument for the wrong number of buffers, a buffer shorter than count, or a
+  /// moved-from communicator; device_mismatch for a buffer on another device than its rank's;
+  /// library_error from NCCL or MPI.
+  template <class T>
+  void all_reduce(std::span<const array_ref<T>> buffers, std::size_t count, combine op) const {
+    std::vector<detail::buffer> b;
+    b.reserve(buffers.size());
+    for (const auto& r : buffers) {
+      RESIDENT_EXPECTS(r.size() >= count, "all_reduce: a buffer holds " + std::to_string(r.size()) +
+                                              " elements, the call combines " + std::to_string(count));
+      b.push_back({r.data(), r.stream()});
+    }
+    all_reduce_raw(b, count, detail::element_of<T>(), op);
+  }
+
+  /// Waits until the collectives queued on the buffers' streams have finished, watching for a failed
+  /// or silent rank: after timeout() the communicator is aborted and the call throws. Synchronizes.
+  /// @throws library_error (NCCL's error, or "timeout").
+  void synchronize(std::span<const stream_ref> streams) const;
+
+  /// Blocks until every rank has called barrier (a one-element all-reduce). Synchronizes.
+  void barrier() const;
+
+  /// The implementation's state (for the library's own files).
+  detail::communicator_state& state() const;
+
+ private:
+  explicit communicator(std::unique_ptr<detail::communicator_state> s);
+  void all_reduce_raw(std::span<const detail::buffer> b, std::size_t count, detail::element t, combine op) const;
+  std::unique_ptr<detail::communicator_state> s_;
+};
+
+}  // namespace resident::dist

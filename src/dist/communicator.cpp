@@ -1,0 +1,337 @@
+#include "resident/dist/communicator.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+
+#include "resident/detail/cuda_runtime.hpp"
+#include "resident/dist/detail/mpi.hpp"
+#include "resident/dist/detail/nccl.hpp"
+#include "resident/error.hpp"
+
+namespace resident::dist {
+namespace cu = resident::detail::cuda;
+
+const char* to_string(launcher l) noexcept {
+  switch (l) {
+    case launcher::in_process: return "in-process";
+    case launcher::environment: return "environment";
+    case launcher::mpi: return "mpi";
+  }
+  return "?";
+}
+
+namespace detail {
+
+struct communicator_state {
+  std::vector<device> devices;
+  int size = 1;
+  int first_rank = 0;
+  launcher how = launcher::in_process;
+  std::chrono::milliseconds timeout{std::chrono::seconds(120)};
+  bool cpu = false;             // CPU ranks: the host combines, MPI across processes
+  std::vector<nccl::comm_t> comms;  // GPU ranks: one NCCL communicator per local device
+  communicator_state() = default;
+  communicator_state(const communicator_state&) = delete;
+  communicator_state& operator=(const communicator_state&) = delete;
+  ~communicator_state() {
+    for (auto c : comms) nccl::destroy(c);
+  }
+};
+
+namespace {
+
+template <class T>
+void combine_host(std::span<const buffer> b, std::size_t count, combine op) {
+  T* out = static_cast<T*>(b[0].data);
+  for (std::size_t r = 1; r < b.size(); ++r) {
+    const T* in = static_cast<const T*>(b[r].data);
+    for (std::size_t i = 0; i < count; ++i) {
+      switch (op) {
+        case combine::sum: out[i] = T(out[i] + in[i]); break;
+        // NaN propagates as in the pipelines' minimum and maximum.
+        case combine::min: out[i] = (in[i] < out[i] || in[i] != in[i]) ? in[i] : out[i]; break;
+        case combine::max: out[i] = (in[i] > out[i] || in[i] != in[i]) ? in[i] : out[i]; break;
+      }
+    }
+  }
+}
+
+void combine_host(std::span<const buffer> b, std::size_t count, element t, combine op) {
+  switch (t) {
+    case element::f32: combine_host<float>(b, count, op); break;
+    case element::f64: combine_host<double>(b, count, op); break;
+    case element::i32: combine_host<std::int32_t>(b, count, op); break;
+    case element::u32: combine_host<std::uint32_t>(b, count, op); break;
+    case element::i64: combine_host<std::int64_t>(b, count, op); break;
+    case element::u64: combine_host<std::uint64_t>(b, count, op); break;
+  }
+}
+
+std::size_t element_bytes(element t) {
+  return t == element::f32 || t == element::i32 || t == element::u32 ? 4 : 8;
+}
+
+// The first of the variables that is set, or null.
+const char* first_env(std::initializer_list<const char*> names, const char** which = nullptr) {
+  for (const char* n : names)
+    if (const char* v = std::getenv(n); v && *v) {
+      if (which) *which = n;
+      return v;
+    }
+  return nullptr;
+}
+
+int parse_count(const char* name, const char* text, int low) {
+  int v = 0;
+  const std::string_view s(text);
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || v < low)
+    RESIDENT_FAIL(std::string(name) + " is '" + std::string(s) + "': give a whole number from " +
+                  std::to_string(low));
+  return v;
+}
+
+// Rank 0 writes NCCL's unique id into `path` (whole, by a rename); the others wait for it.
+constexpr char magic[9] = "resident";
+
+void publish_id(const std::string& path, const nccl::unique_id& id) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f.write(magic, 8);
+    f.write(id.data(), std::streamsize(id.size()));
+    if (!f) RESIDENT_FAIL("RESIDENT_RENDEZVOUS: cannot write '" + tmp + "': give a path in a writable folder that all ranks see");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) RESIDENT_FAIL("RESIDENT_RENDEZVOUS: cannot create '" + path + "': " + ec.message());
+}
+
+nccl::unique_id receive_id(const std::string& path, std::chrono::milliseconds timeout) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    std::ifstream f(path, std::ios::binary);
+    char head[8];
+    nccl::unique_id id{};
+    if (f.read(head, 8) && std::equal(head, head + 8, magic) && f.read(id.data(), std::streamsize(id.size())))
+      return id;
+    if (std::chrono::steady_clock::now() - start > timeout)
+      RESIDENT_FAIL("RESIDENT_RENDEZVOUS: rank 0 did not write '" + path + "' within " +
+                    std::to_string(timeout.count()) + " ms; is rank 0 running, with the same path?");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+}  // namespace
+}  // namespace detail
+
+device_scope::device_scope(device d) {
+  if (!d.is_cuda()) return;
+  const int now = cu::current_device();
+  if (now == d.index()) return;
+  cu::set_device(d.index());
+  previous_ = now;
+}
+device_scope::~device_scope() {
+  if (previous_ < 0) return;
+  try {
+    cu::set_device(previous_);
+  } catch (...) {  // a lost context: nothing left to restore
+  }
+}
+
+communicator::communicator(std::unique_ptr<detail::communicator_state> s) : s_(std::move(s)) {}
+
+communicator::communicator(std::vector<device> devices) : s_(std::make_unique<detail::communicator_state>()) {
+  RESIDENT_EXPECTS(!devices.empty(), "communicator: give at least one device");
+  const bool cpu = devices.front().is_cpu();
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    RESIDENT_EXPECTS(devices[i].is_cpu() == cpu, "communicator: devices " + devices.front().name() + " and " +
+                                                     devices[i].name() + " mix the CPU and GPUs; give one kind");
+    require(devices[i]);
+    for (std::size_t j = 0; j < i && !cpu; ++j)
+      RESIDENT_EXPECTS(!(devices[j] == devices[i]),
+                       "communicator: " + devices[i].name() + " is named twice; NCCL joins each GPU once");
+  }
+  s_->devices = std::move(devices);
+  s_->size = int(s_->devices.size());
+  s_->cpu = cpu;
+  if (!cpu) {
+    std::vector<int> idx;
+    for (auto d : s_->devices) idx.push_back(d.index());
+    s_->comms = detail::nccl::init_all(idx);
+  }
+}
+
+communicator communicator::from_launcher(std::optional<device> d, std::chrono::milliseconds timeout) {
+  namespace mpi = detail::mpi;
+  namespace nccl = detail::nccl;
+  RESIDENT_EXPECTS(timeout.count() > 0, "communicator::from_launcher: the timeout must be positive");
+  auto s = std::make_unique<detail::communicator_state>();
+  s->timeout = timeout;
+  int rank = 0, size = 1, local = 0;
+  const char* rank_name = "RESIDENT_RANK";
+  const char* size_name = "RESIDENT_WORLD_SIZE";
+  if (mpi::available() && mpi::launched()) {
+    mpi::init();
+    rank = mpi::rank();
+    size = mpi::size();
+    local = mpi::local_rank();
+    s->how = launcher::mpi;
+  } else if (const char* n = detail::first_env({"RESIDENT_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, &size_name)) {
+    size = detail::parse_count(size_name, n, 1);
+    const char* r = detail::first_env({"RESIDENT_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}, &rank_name);
+    RESIDENT_EXPECTS(r, std::string(size_name) + " is set but no rank: set RESIDENT_RANK too (0 to " +
+                            std::to_string(size - 1) + ")");
+    rank = detail::parse_count(rank_name, r, 0);
+    RESIDENT_EXPECTS(rank < size, std::string(rank_name) + " is " + std::to_string(rank) + " but " + size_name +
+                                      " is " + std::to_string(size) + ": ranks go from 0 to size - 1");
+    const char* local_name = "RESIDENT_LOCAL_RANK";
+    const char* l = detail::first_env({"RESIDENT_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"}, &local_name);
+    local = l ? detail::parse_count(local_name, l, 0) : rank;
+    s->how = launcher::environment;
+  }
+  const device dev = d ? *d : (cuda_device_count() > 0 ? device::cuda(local % cuda_device_count()) : device::cpu());
+  require(dev);
+  s->devices = {dev};
+  s->size = size;
+  s->first_rank = rank;
+  s->cpu = dev.is_cpu();
+  if (s->cpu) {
+    RESIDENT_EXPECTS(size == 1 || s->how == launcher::mpi,
+                     "communicator: " + std::to_string(size) + " CPU ranks in separate processes combine through "
+                     "MPI: build resident with MPI (libopenmpi-dev) and start the program with mpirun, or give each "
+                     "rank a GPU");
+    return communicator(std::move(s));
+  }
+  // One GPU per process: it becomes the process's current device, so that work on its default stream
+  // outside the dist functions lands there too.
+  cu::set_device(dev.index());
+  if (size == 1) {
+    s->comms = nccl::init_all({dev.index()});
+    return communicator(std::move(s));
+  }
+  nccl::unique_id id{};
+  std::string rendezvous;
+  if (rank == 0) id = nccl::make_unique_id();
+  if (s->how == launcher::mpi) {
+    mpi::broadcast(id.data(), id.size(), 0);
+  } else {
+    const char* path = std::getenv("RESIDENT_RENDEZVOUS");
+    RESIDENT_EXPECTS(path && *path, "communicator: " + std::to_string(size) + " ranks from " + size_name +
+                                        " need RESIDENT_RENDEZVOUS: a file path, fresh for each job, on a file system "
+                                        "all ranks see, through which rank 0 hands NCCL's unique id to the others");
+    rendezvous = path;
+    if (rank == 0)
+      detail::publish_id(rendezvous, id);
+    else
+      id = detail::receive_id(rendezvous, timeout);
+  }
+  device_scope on(dev);
+  std::error_code ignored;
+  try {
+    s->comms = {nccl::init_rank(id, size, rank, timeout)};
+  } catch (...) {
+    if (rank == 0 && !rendezvous.empty()) std::filesystem::remove(rendezvous, ignored);
+    throw;
+  }
+  if (rank == 0 && !rendezvous.empty()) std::filesystem::remove(rendezvous, ignored);  // every rank has joined
+  return communicator(std::move(s));
+}
+
+communicator::~communicator() = default;
+communicator::communicator(communicator&& o) noexcept = default;
+communicator& communicator::operator=(communicator&& o) noexcept = default;
+
+detail::communicator_state& communicator::state() const {
+  if (!s_) RESIDENT_FAIL("use of a moved-from communicator: it no longer holds ranks");
+  return *s_;
+}
+int communicator::size() const { return state().size; }
+int communicator::first_rank() const { return state().first_rank; }
+const std::vector<device>& communicator::devices() const { return state().devices; }
+launcher communicator::started_by() const { return state().how; }
+std::chrono::milliseconds communicator::timeout() const { return state().timeout; }
+std::string communicator::transport() const {
+  auto& s = state();
+  if (!s.cpu) return detail::nccl::version();
+  return s.size > int(s.devices.size()) ? detail::mpi::version() : "host";
+}
+
+void communicator::all_reduce_raw(std::span<const detail::buffer> b, std::size_t count, detail::element t,
+                                  combine op) const {
+  auto& s = state();
+  RESIDENT_EXPECTS(b.size() == s.devices.size(), "all_reduce: " + std::to_string(b.size()) + " buffers for the " +
+                                                     std::to_string(s.devices.size()) + " ranks of this process");
+  for (std::size_t i = 0; i < b.size(); ++i)
+    if (!(b[i].stream.device() == s.devices[i]))
+      RESIDENT_FAIL("all_reduce: buffer " + std::to_string(i) + " is on " + b[i].stream.device().name() + ", its rank on " +
+                        s.devices[i].name(), device_mismatch);
+  if (count == 0) return;
+  if (s.cpu) {
+    detail::combine_host(b, count, t, op);
+    if (s.size > int(s.devices.size())) detail::mpi::all_reduce(b[0].data, count, t, op);
+    for (std::size_t i = 1; i < b.size(); ++i)
+      if (b[i].data != b[0].data) std::copy_n(static_cast<const char*>(b[0].data), count * detail::element_bytes(t),
+                                              static_cast<char*>(b[i].data));
+    return;
+  }
+  const bool group = b.size() > 1;
+  if (group) detail::nccl::group_start();
+  try {
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      device_scope on(s.devices[i]);
+      detail::nccl::all_reduce(s.comms[i], b[i].data, count, t, op, b[i].stream.native(), s.timeout);
+    }
+  } catch (...) {
+    if (group) detail::nccl::group_end();
+    throw;
+  }
+  if (group) detail::nccl::group_end();
+}
+
+void communicator::synchronize(std::span<const stream_ref> streams) const {
+  auto& s = state();
+  RESIDENT_EXPECTS(streams.size() == s.devices.size(), "synchronize: " + std::to_string(streams.size()) +
+                                                           " streams for the " + std::to_string(s.devices.size()) +
+                                                           " ranks of this process");
+  if (s.cpu) return;  // the host's combine is done when all_reduce returns
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    device_scope on(s.devices[i]);
+    detail::nccl::wait(s.comms[i], streams[i].native(), s.timeout);
+  }
+}
+
+void communicator::barrier() const {
+  auto& s = state();
+  std::vector<array<std::int32_t>> one;
+  std::vector<array_ref<std::int32_t>> refs;
+  std::vector<stream_ref> streams;
+  for (auto d : s.devices) {
+    device_scope on(d);
+    one.emplace_back(1, default_stream(d));
+    refs.push_back(one.back().slice(0, 1));
+    streams.push_back(one.back().stream());
+  }
+  if (s.cpu)
+    for (auto& a : one) *a.data() = 0;
+  else
+    for (auto& a : one) {
+      device_scope on(a.device());
+      cu::memset_async(a.data(), 0, sizeof(std::int32_t), a.stream().native());
+    }
+  all_reduce<std::int32_t>(refs, 1, combine::sum);
+  synchronize(streams);
+  for (auto& a : one) {
+    device_scope on(a.device());
+    a = array<std::int32_t>();
+  }
+}
+
+}  // namespace resident::dist
