@@ -13,7 +13,7 @@ def load(d, name):
 
 
 def main(d):
-    """Prints the table; returns False when the pipeline's margins were judged and missed."""
+    """Prints the table and the pipeline's margins; returns False when they are missed (or not measured)."""
     lines = []
     def row(what, value, target, ok):
         lines.append((what, value, target, "pass" if ok else ("FAIL" if ok is not None else "-")))
@@ -35,6 +35,8 @@ def main(d):
             worst = "-" if v["worst"] is None else f"{v['worst']:.3f}"
             row(f"pipeline 2^{v['log2_n']}: {v['label']}, worst of {v['repetitions']}", worst, v["target"], v["ok"])
         margins = pipeline_targets.verdict_line(verdicts)
+    else:
+        margins = "pipeline margins: FAIL (no pipeline.json in " + d + ")"
     small = load(d, "small.json")
     if small:
         for r in small["rows"]:
@@ -140,10 +142,9 @@ def main(d):
     print("  ".join("-" * w[i] for i in range(4)))
     for l in lines:
         print("  ".join(str(c).ljust(w[i]) for i, c in enumerate(l)).rstrip())
-    if margins:
-        print()
-        print(margins)
-    return margins is None or margins.startswith("pipeline margins: pass")
+    print()
+    print(margins)
+    return margins.startswith("pipeline margins: pass")
 
 
 if __name__ == "__main__":

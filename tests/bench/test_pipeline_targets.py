@@ -131,6 +131,14 @@ class verdict(unittest.TestCase):
                               r"+>= 0\.95 +pass")
         self.assertIn("\npipeline margins: FAIL (3 of 10 targets missed", out)
 
+    def test_summary_without_a_pipeline_run_says_fail(self):
+        with tempfile.TemporaryDirectory() as d:
+            text = io.StringIO()
+            with redirect_stdout(text):
+                ok = summary.main(d)
+        self.assertFalse(ok)
+        self.assertIn("pipeline margins: FAIL (no pipeline.json in", text.getvalue())
+
     @unittest.skipUnless(os.environ.get("PIPELINE_JSON"), "PIPELINE_JSON names no output of the CLI")
     def test_the_clis_json_reads_as_its_sweeps(self):
         with open(os.environ["PIPELINE_JSON"]) as f:

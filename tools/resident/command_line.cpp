@@ -120,8 +120,8 @@ command_line::command_line() {
   sizes(pipeline_, "log2 of the element counts (default 20,22,24,26,28 on a GPU; 16,18,20,22 on the CPU)",
         whole_number("log2 element counts", 4, 32, "32"));
   pipeline_->add_option("--repeat", bench_.repeat,
-                        "Measure the whole sweep N times; each size reports the median over the sweeps and their "
-                        "spread (default 3 on a GPU, 1 on the CPU)")
+                        "Sweeps of all sizes in one call; each size reports their median and spread (default 3 on a GPU, "
+                        "1 on the CPU)")
       ->type_name("N")
       ->check(whole_number("a count of sweeps", 1, 100, "100"));
   pipeline_->add_option("--plot", bench_.plot, "Draw the ratio per size into FILE.png (needs gnuplot)")
