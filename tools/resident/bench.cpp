@@ -172,7 +172,8 @@ std::string spread(double lo, double hi, int decimals) {
 
 const char* const sum_form =
     "map + sum into a device array, sum(x, total): the total stays in a one-element device array, "
-    "nothing is downloaded; timed like the others, from before the launch to the event after it";
+    "nothing is downloaded; timed like the others, one call between two events on its stream, no host "
+    "synchronization inside";
 }  // namespace
 
 int run_bench_pipeline(const bench_options& o) {
