@@ -6,6 +6,9 @@
 # usage: scripts/gpu_check.sh [LOG_DIR]       (default: build/gpu-logs)
 #   LOG_DIR receives one log per step, the benchmarks' JSON, and summary.txt.
 #   SKIP_SANITIZER=1 / SKIP_BENCH=1 / SKIP_PEERS=1 leave those parts out.
+#   The summary ends with the pipeline's margins, pass or FAIL: every target of bench/pipeline_targets.py
+#   met in every one of the three sweeps of `bench pipeline`. STRICT_MARGINS=1 makes a FAIL there fail
+#   the check (exit 1) too.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=${1:-build/gpu-logs}
@@ -78,7 +81,8 @@ cli="$build/tools/resident/resident"
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   step info "$cli" info --measure --json "$logs/info.json"
   step demo "$cli" demo --json "$logs/demo.json"
-  step bench-pipeline "$cli" bench pipeline --json "$logs/pipeline.json"
+  # Three sweeps of every size in one call: each target must hold in every sweep (the summary's margins).
+  step bench-pipeline "$cli" bench pipeline --repeat 3 --json "$logs/pipeline.json"
   step bench-small "$cli" bench small --json "$logs/small.json"
   step bench-foundation "$cli" bench foundation --json "$logs/foundation.json"
   step bench-rng "$cli" bench rng --json "$logs/rng.json"
@@ -147,6 +151,18 @@ fi
     printf "%-48s  %-6s  %7s\n" "$n" "$res" "$sec"
   done
   echo
-  if [ "${SKIP_BENCH:-0}" != 1 ]; then python3 bench/summary.py "$logs"; fi
-} | tee "$logs/summary.txt"
+} >"$logs/summary.txt"
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+  # The figures against their targets; the last line is the pipeline's margins, pass or FAIL
+  # (summary.py exits 3 for a FAIL there, which counts only with STRICT_MARGINS=1).
+  python3 bench/summary.py "$logs" --strict >>"$logs/summary.txt" 2>&1
+  rc=$?
+  if [ $rc -eq 3 ]; then
+    [ "${STRICT_MARGINS:-0}" = 1 ] && status=1
+  elif [ $rc -ne 0 ]; then
+    echo "bench/summary.py failed (exit $rc)" >>"$logs/summary.txt"
+    status=1
+  fi
+fi
+cat "$logs/summary.txt"
 exit $status

@@ -131,6 +131,51 @@ int plot_pipeline_from(const bench_options& o) try {
 }
 }  // namespace
 
+namespace {
+// One size in one repetition of the sweep: each time the median of --reps timed calls (ms).
+struct pipeline_point {
+  double memcpy, fused, three, sum, scan;
+  double fused_ratio() const { return fused / memcpy; }
+  // sum reads 4 bytes per element, memcpy reads and writes 8: the rates' ratio.
+  double sum_rate_ratio() const { return memcpy / (2 * sum); }
+  double scan_ratio() const { return scan / memcpy; }
+};
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+table pipeline_table() {
+  return table({{"n", "log2_n"}, {"bytes moved", "bytes", true}, {"memcpy (ms)", "memcpy_ms"},
+                {"fused (ms)", "fused_ms"}, {"fused / memcpy", "fused_over_memcpy"},
+                {"3 kernels (ms)", "three_kernels_ms"}, {"sum (ms)", "sum_ms"},
+                {"sum GB/s / memcpy GB/s", "sum_rate_over_memcpy_rate"}, {"fused GB/s", "fused_gb_per_s"},
+                {"scan (ms)", "scan_ms"}, {"scan / memcpy", "scan_over_memcpy"}});
+}
+
+// A row of pipeline_table(): the times and the three ratios given (over repetitions, the ratios' own
+// medians, which need not equal the ratios of the medians).
+std::vector<table::cell> pipeline_row(std::size_t log2_n, const pipeline_point& t, double fused_ratio,
+                                      double sum_ratio, double scan_ratio) {
+  const double bytes = 8.0 * std::ldexp(1.0, int(log2_n));
+  return {"2^" + std::to_string(log2_n), detail::format_bytes(bytes), table::cell(t.memcpy, 4),
+          table::cell(t.fused, 4), table::cell(fused_ratio, 3), table::cell(t.three, 4), table::cell(t.sum, 4),
+          table::cell(sum_ratio, -1), table::cell(bytes / (t.fused * 1e-3) / 1e9, -1), table::cell(t.scan, 4),
+          table::cell(scan_ratio, 3)};
+}
+
+std::string spread(double lo, double hi, int decimals) {
+  return format_number(lo, decimals) + " - " + format_number(hi, decimals);
+}
+
+const char* const sum_form =
+    "map + sum into a device array, sum(x, total): the total stays in a one-element device array, "
+    "nothing is downloaded; timed like the others, one call between two events on its stream, no host "
+    "synchronization inside";
+}  // namespace
+
 int run_bench_pipeline(const bench_options& o) {
   if (!o.from.empty()) return plot_pipeline_from(o);
   std::vector<plot_series> peer_series;  // read before measuring, so a bad file fails first
@@ -140,62 +185,110 @@ int run_bench_pipeline(const bench_options& o) {
   if (logs.empty()) logs = d.is_cuda() ? std::vector<std::size_t>{20, 22, 24, 26, 28} : std::vector<std::size_t>{16, 18, 20, 22};
   for (auto l : logs)
     if (l < 4 || l > 32) throw invalid_argument("--sizes takes log2 element counts between 4 and 32, got " + std::to_string(l));
+  const int repeat = o.repeat ? o.repeat : (d.is_cuda() ? 3 : 1);
+  if (repeat < 1 || repeat > 100) throw invalid_argument("--repeat takes a count of sweeps from 1 to 100, got " + std::to_string(repeat));
   const std::size_t largest = *std::max_element(logs.begin(), logs.end());
   // Per element: x and y on the device; the input and a checked download on the host.
   require_memory(d, "bench pipeline at n = 2^" + std::to_string(largest), 8 * std::ldexp(1.0, int(largest)),
                  8 * std::ldexp(1.0, int(largest)), "Choose smaller --sizes (16 bytes per element in all)");
   const int reps = o.reps ? o.reps : (d.is_cuda() ? 50 : 10);
   header("Fused seed pipeline vs device-to-device memcpy of the same bytes", d);
-  out() << "(median of " << reps << "; fused / memcpy = time over the time of copying the same bytes, 1.00 = copy\n"
-            << " speed; sum GB/s counts the bytes it reads, memcpy GB/s the bytes it reads and writes)\n";
+  out() << wrap("(" + std::string(repeat > 1 ? "median over " + std::to_string(repeat) + " sweeps of each sweep's median of " +
+                                                   std::to_string(reps)
+                                             : "median of " + std::to_string(reps)) +
+                "; fused / memcpy = time over the time of copying the same bytes, 1.00 = copy speed; sum is " +
+                "map + sum into a device array, sum(x, total), nothing downloaded; sum GB/s counts the bytes it " +
+                "reads, memcpy GB/s the bytes it reads and writes)",
+                100, " ")
+        << "\n";
 
   auto master = map<func1>() | map<func2>() | map<func3>();
   auto sum = map([] RESIDENT_HD(float v) { return v; }) | reduce(plus{}, 0.f);
   auto scan = map<func1>() | inclusive_scan(plus{});  // running sums of the first stage, y = scan(f1(x))
-  table t({{"n", "log2_n"}, {"bytes moved", "bytes", true}, {"memcpy (ms)", "memcpy_ms"},
-           {"fused (ms)", "fused_ms"}, {"fused / memcpy", "fused_over_memcpy"}, {"3 kernels (ms)", "three_kernels_ms"},
-           {"sum (ms)", "sum_ms"}, {"sum GB/s / memcpy GB/s", "sum_rate_over_memcpy_rate"},
-           {"fused GB/s", "fused_gb_per_s"}, {"scan (ms)", "scan_ms"}, {"scan / memcpy", "scan_over_memcpy"}});
-  plot_series fused_s{"fused pipeline / memcpy", {}, {}}, three_s{"three kernels / memcpy", {}, {}};
-  progress bar("bench pipeline", logs.size());
+  // points[r][i]: repetition r at size logs[i]. Each repetition is a whole sweep, so a slow spell of
+  // the host or the GPU shows as one repetition's outlier rather than one size's.
+  std::vector<std::vector<pipeline_point>> points(static_cast<std::size_t>(repeat));
+  progress bar("bench pipeline", std::size_t(repeat) * logs.size());
   stream s(d);
-  for (auto l : logs) {
-    bar.step("2^" + std::to_string(l));
-    const std::size_t n = std::size_t(1) << l;
-    auto hx = seed_input(n);
-    array<float> x = to_device(hx, s.ref()), y(n, s.ref());
-    array<float> total(1, s.ref());
-    master(x, y);
-    if (seed_error(hx, y.to_host()) > 1e-5) throw error("bench pipeline: fused result is wrong at n = 2^" + std::to_string(l));
-    // Each variant is warmed up just before it is timed.
-    auto timed = [&](auto&& f) {
-      warm_up(s.ref(), f);
-      return time_region(s.ref(), reps, 0, f).median();
-    };
-    const double mc = timed([&] { copy(x, y); });
-    const double fu = timed([&] { master(x, y); });
-    const double k3 = timed([&] {
-      map<func1>()(x, y);
-      map<func2>()(y);
-      map<func3>()(y);
-    });
-    const double su = timed([&] { sum(x, total); });
-    scan(x, y);
-    // Float running sums of 2^28 values drift from the FP64 sums by rounding (the tests check the scan
-    // against FP64 in double); a wrong combination of pieces is off by far more than 5%.
-    if (scan_error(hx, y.to_host()) > 0.05) throw error("bench pipeline: scan result is wrong at n = 2^" + std::to_string(l));
-    const double sc = timed([&] { scan(x, y); });
-    const double bytes = 8.0 * double(n);
-    t.add({"2^" + std::to_string(l), detail::format_bytes(bytes), table::cell(mc, 4), table::cell(fu, 4),
-           table::cell(fu / mc, 3), table::cell(k3, 4), table::cell(su, 4), table::cell(mc / (2 * su), -1),
-           table::cell(bytes / (fu * 1e-3) / 1e9, -1), table::cell(sc, 4), table::cell(sc / mc, 3)});
-    fused_s.x.push_back(double(n));
-    fused_s.y.push_back(fu / mc);
-    three_s.x.push_back(double(n));
-    three_s.y.push_back(k3 / mc);
+  for (int r = 0; r < repeat; ++r) {
+    for (auto l : logs) {
+      bar.step((repeat > 1 ? "repetition " + std::to_string(r + 1) + "/" + std::to_string(repeat) + ", " : std::string()) +
+               "2^" + std::to_string(l));
+      const std::size_t n = std::size_t(1) << l;
+      const std::string at = " at n = 2^" + std::to_string(l);
+      auto hx = seed_input(n);
+      array<float> x = to_device(hx, s.ref()), y(n, s.ref());
+      array<float> total(1, s.ref());
+      master(x, y);
+      if (seed_error(hx, y.to_host()) > 1e-5) throw error("bench pipeline: fused result is wrong" + at);
+      // Each variant is warmed up just before it is timed.
+      auto timed = [&](auto&& f) {
+        warm_up(s.ref(), f);
+        return time_region(s.ref(), reps, 0, f).median();
+      };
+      pipeline_point p{};
+      p.memcpy = timed([&] { copy(x, y); });
+      p.fused = timed([&] { master(x, y); });
+      p.three = timed([&] {
+        map<func1>()(x, y);
+        map<func2>()(y);
+        map<func3>()(y);
+      });
+      p.sum = timed([&] { sum(x, total); });
+      scan(x, y);
+      // Float running sums of 2^28 values drift from the FP64 sums by rounding (the tests check the scan
+      // against FP64 in double); a wrong combination of pieces is off by far more than 5%.
+      if (scan_error(hx, y.to_host()) > 0.05) throw error("bench pipeline: scan result is wrong" + at);
+      p.scan = timed([&] { scan(x, y); });
+      points[std::size_t(r)].push_back(p);
+    }
   }
   bar.finish();
+
+  // Each size: the median over repetitions of every figure, and the spread of the three ratios.
+  table t = pipeline_table();
+  table spread_t({{"n", ""}, {"fused / memcpy", ""}, {"min - max", "", false}, {"sum rate / memcpy rate", ""},
+                  {"min - max", "", false}, {"scan / memcpy", ""}, {"min - max", "", false}});
+  nlohmann::json extremes = nlohmann::json::array();
+  plot_series fused_s{"fused pipeline / memcpy", {}, {}}, three_s{"three kernels / memcpy", {}, {}};
+  for (std::size_t i = 0; i < logs.size(); ++i) {
+    auto across = [&](auto figure) {
+      std::vector<double> v;
+      for (auto& rep : points) v.push_back(figure(rep[i]));
+      return v;
+    };
+    const auto fr = across([](const pipeline_point& p) { return p.fused_ratio(); });
+    const auto sr = across([](const pipeline_point& p) { return p.sum_rate_ratio(); });
+    const auto cr = across([](const pipeline_point& p) { return p.scan_ratio(); });
+    const pipeline_point med{median_of(across([](const pipeline_point& p) { return p.memcpy; })),
+                             median_of(across([](const pipeline_point& p) { return p.fused; })),
+                             median_of(across([](const pipeline_point& p) { return p.three; })),
+                             median_of(across([](const pipeline_point& p) { return p.sum; })),
+                             median_of(across([](const pipeline_point& p) { return p.scan; }))};
+    t.add(pipeline_row(logs[i], med, median_of(fr), median_of(sr), median_of(cr)));
+    auto [f_lo, f_hi] = std::minmax_element(fr.begin(), fr.end());
+    auto [s_lo, s_hi] = std::minmax_element(sr.begin(), sr.end());
+    auto [c_lo, c_hi] = std::minmax_element(cr.begin(), cr.end());
+    spread_t.add({"2^" + std::to_string(logs[i]), table::cell(median_of(fr), 3), spread(*f_lo, *f_hi, 3),
+                  table::cell(median_of(sr), 3), spread(*s_lo, *s_hi, 3), table::cell(median_of(cr), 3),
+                  spread(*c_lo, *c_hi, 3)});
+    extremes.push_back({{"fused_over_memcpy_min", *f_lo}, {"fused_over_memcpy_max", *f_hi},
+                        {"sum_rate_over_memcpy_rate_min", *s_lo}, {"sum_rate_over_memcpy_rate_max", *s_hi},
+                        {"scan_over_memcpy_min", *c_lo}, {"scan_over_memcpy_max", *c_hi}});
+    fused_s.x.push_back(std::ldexp(1.0, int(logs[i])));
+    fused_s.y.push_back(median_of(fr));
+    three_s.x.push_back(std::ldexp(1.0, int(logs[i])));
+    three_s.y.push_back(med.three / med.memcpy);
+  }
   t.print(out());
+  if (repeat > 1) {
+    out() << "\n"
+          << wrap("Spread over the " + std::to_string(repeat) +
+                      " sweeps (ratios, each sweep's own; median and the lowest and highest sweep):",
+                  100, " ")
+          << "\n";
+    spread_t.print(out());
+  }
   nlohmann::json cpu_loop;
   if (d.is_cpu()) {
     // The CPU target: the fused pipeline against the loop a person would write by hand with OpenMP.
@@ -222,9 +315,24 @@ int run_bench_pipeline(const bench_options& o) {
     cpu_loop = {{"log2_n", logs.back()}, {"hand_ms", hand}, {"fused_ms", fused}, {"speed_ratio", hand / fused}};
   }
   if (!o.json.empty()) {
+    // rows: each size's medians over the repetitions (the keys of a one-sweep run) with the ratios' min
+    // and max beside them; repetitions: every sweep's own rows.
     nlohmann::json j = bench_json("pipeline", d.name(), properties(d).name, t);
-    if (!cpu_loop.is_null()) j["cpu_hand_loop"] = cpu_loop;
+    for (std::size_t i = 0; i < logs.size(); ++i) j["rows"][i].update(extremes[i]);
+    nlohmann::json sweeps = nlohmann::json::array();
+    for (int r = 0; r < repeat; ++r) {
+      table rt = pipeline_table();
+      for (std::size_t i = 0; i < logs.size(); ++i) {
+        const pipeline_point& p = points[std::size_t(r)][i];
+        rt.add(pipeline_row(logs[i], p, p.fused_ratio(), p.sum_rate_ratio(), p.scan_ratio()));
+      }
+      sweeps.push_back({{"repetition", r + 1}, {"rows", rt.json()}});
+    }
+    j["repetitions"] = sweeps;
+    j["repeat"] = repeat;
     j["reps"] = reps;
+    j["sum_form"] = sum_form;
+    if (!cpu_loop.is_null()) j["cpu_hand_loop"] = cpu_loop;
     write_json(j, o.json);
   }
   if (!o.plot.empty()) {

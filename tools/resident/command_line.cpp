@@ -122,6 +122,11 @@ command_line::command_line() {
   common(pipeline_);
   sizes(pipeline_, "log2 of the element counts (default 20,22,24,26,28 on a GPU; 16,18,20,22 on the CPU)",
         whole_number("log2 element counts", 4, 32, "32"));
+  pipeline_->add_option("--repeat", bench_.repeat,
+                        "Sweeps of all sizes in one call; each size reports their median and spread (default 3 on a GPU, "
+                        "1 on the CPU)")
+      ->type_name("N")
+      ->check(whole_number("a count of sweeps", 1, 100, "100"));
   pipeline_->add_option("--plot", bench_.plot, "Draw the ratio per size into FILE.png (needs gnuplot)")
       ->type_name("FILE.png");
   pipeline_->add_option("--from", bench_.from, "Plot an earlier --json output instead of measuring (with --plot)")
@@ -186,6 +191,7 @@ command_line::command_line() {
   stream_cmd_->footer("Examples:\n  resident bench stream --size 8GiB --pool-limit 2GiB --json stream.json\n"
                       "  resident bench stream --device cpu --size 256MiB --pageable --chunk 16MiB --depth 2");
   pipeline_->footer("Examples:\n  resident bench pipeline --sizes 20,22,24 --json p.json --plot p.png\n"
+                    "  resident bench pipeline --sizes 24,26,28 --repeat 5 --json p.json\n"
                     "  resident bench pipeline --from p.json --peers peers.json --plot p.png");
   small_->footer("Example:\n  resident bench small --sizes 10000 --json small.json");
   foundation_->footer("Example:\n  resident bench foundation --device cpu --json foundation.json");
@@ -251,8 +257,10 @@ void command_line::check() const {
   }
   if (!bench_.from.empty() && bench_.plot.empty())
     throw invalid_argument("--from '" + bench_.from + "' only draws an earlier run: add --plot FILE.png");
-  if (!bench_.from.empty() && (!bench_.sizes.empty() || bench_.reps || !bench_.json.empty() || !bench_.device.empty()))
-    throw invalid_argument("--from draws an earlier run without measuring: leave out --sizes, --reps, --json and --device");
+  if (!bench_.from.empty() &&
+      (!bench_.sizes.empty() || bench_.reps || bench_.repeat || !bench_.json.empty() || !bench_.device.empty()))
+    throw invalid_argument("--from draws an earlier run without measuring: leave out --sizes, --reps, --repeat, --json "
+                           "and --device");
   if (*dist_ && bench_.sizes.size() > 1)
     throw invalid_argument("--sizes: bench dist measures one element count, got " +
                            std::to_string(bench_.sizes.size()) + "; give one log2 count, e.g. --sizes 28");

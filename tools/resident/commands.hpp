@@ -44,6 +44,7 @@ struct bench_options {
   std::string from;   ///< draw the plot from this earlier --json output instead of measuring
   std::string peers;  ///< add the peers' series from bench/peers/peers.py's JSON to the plot
   int reps = 0;
+  int repeat = 0;  ///< bench pipeline: sweeps measured in one call; 0 = 3 on a GPU, 1 on the CPU
 };
 int run_bench_pipeline(const bench_options& o);
 int run_bench_small(const bench_options& o);
