@@ -19,4 +19,5 @@
 #include "resident/fuse/pipeline.hpp"
 #include "resident/fuse/program.hpp"
 #include "resident/insight/timing.hpp"
+#include "resident/jit/jit.hpp"
 #include "resident/random/random.hpp"

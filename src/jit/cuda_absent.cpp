@@ -1,0 +1,11 @@
+// Run-time chains in a build without the CUDA backend: a CUDA array cannot exist, so say how to get one.
+#include "jit/backend.hpp"
+
+namespace resident::jit::detail {
+
+void run_cuda(const std::vector<part>&, const signature&, kernel_args, std::size_t, stream_ref, void*) {
+  RESIDENT_FAIL("jit: this build of resident has no CUDA backend; configure with -DRESIDENT_CUDA=ON to run "
+                "chains on a GPU", device_unavailable);
+}
+
+}  // namespace resident::jit::detail
