@@ -30,9 +30,9 @@ fi
 
 # The Python package (pip install . in scripts/test.sh) builds and tests in its own environment.
 cd "$(dirname "$0")/.."
-python_packages=(nanobind scikit-build-core numpy pytest)
+python_packages=(nanobind scikit-build-core numpy pytest numba)
 [ -x .venv/bin/python ] || python3 -m venv .venv
-if ! .venv/bin/python -c "import nanobind, scikit_build_core, numpy, pytest" 2>/dev/null; then
+if ! .venv/bin/python -c "import nanobind, scikit_build_core, numpy, pytest, numba" 2>/dev/null; then
   echo "setup: installing ${python_packages[*]} into .venv"
   .venv/bin/python -m pip install -q --disable-pip-version-check "${python_packages[@]}"
 fi

@@ -48,6 +48,7 @@ int pointer_device(const void*) noexcept { return -1; }
 bool dependent_launch(int) { return false; }
 void check_launch(const char*, std::source_location) {}
 void set_device(int) { absent(); }
+void* driver_entry_point(const char*, int) { absent(); }
 
 }  // namespace resident::detail::cuda
 

@@ -18,12 +18,14 @@ extern const char* const philox_text;
 extern const char* const normal_math_text;
 
 /// The launch shape run-time kernels share with the compiled ones. It mirrors the constants of
-/// fuse/detail/fused_cuda.cuh (fused_unroll, reduce_block, 1024 streaming threads per SM, generator
-/// blocks at full occupancy); read through this one function so a shared policy struct replaces it.
+/// fuse/detail/fused_cuda.cuh (fused_unroll, taken_unroll, taken_waves, taken_block, 1024 streaming
+/// threads per SM, generators at full occupancy); read through this one function so a shared policy struct replaces it.
 struct kernel_policy {
   int block = 256;              ///< threads per block of every run-time kernel
   int unroll = 4;               ///< 16-byte vectors in flight per thread
   int threads_per_sm = 1024;    ///< streaming kernels: resident threads per SM
+  int taken_unroll = 2;         ///< vectors per thread per take, for maps that take their work
+  int taken_waves = 2;          ///< maps of this many full waves or more take their work from counters
 };
 kernel_policy policy() noexcept;
 

@@ -8,4 +8,9 @@ void run_cuda(const std::vector<part>&, const signature&, kernel_args, std::size
                 "chains on a GPU", device_unavailable);
 }
 
+std::string compile_cuda(const std::string&, int, int) {
+  RESIDENT_FAIL("jit: this build of resident has no CUDA backend (no NVRTC); configure with -DRESIDENT_CUDA=ON",
+                device_unavailable);
+}
+
 }  // namespace resident::jit::detail

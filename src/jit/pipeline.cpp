@@ -357,7 +357,8 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
 
   const kernel_policy pol = policy();
   std::string s = cuda ? cuda_prelude : host_prelude;
-  s += "#define RS_BLOCK " + std::to_string(pol.block) + "\n#define RS_UNROLL " + std::to_string(pol.unroll) + "\n";
+  s += "#define RS_BLOCK " + std::to_string(pol.block) + "\n#define RS_UNROLL " + std::to_string(pol.unroll) +
+       "\n#define RS_TAKEN_UNROLL " + std::to_string(pol.taken_unroll) + "\n";
   if (gen) {
     s += definitions_of(philox_text);
     s += definitions_of(normal_math_text);
@@ -438,6 +439,33 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
     if (!red) same = same && size_of(sig.out) == esize;
     const std::string Vn = std::to_string(16 / esize);
     s += "template <class T> struct __align__(16) rs_vec { T v[" + Vn + "]; };\n";
+    if (same && !gen) {
+      // U vectors j0, j0 + step, ... (those below nv), all loads issued before the first use.
+      std::string vload, vcall, decl;
+      for (std::size_t k = 0; k < nin; ++k) {
+        const std::string T = type_name(sig.in[k]), ks = std::to_string(k);
+        decl += "  rs_vec<" + T + "> r" + ks + "[U];\n";
+        vload += "      r" + ks + "[u] = ((const rs_vec<" + T + ">*)in" + ks + ")[j];\n";
+        vcall += (k ? ", " : "") + std::string("r") + ks + "[u].v[l]";
+      }
+      s += "template <int U>\nRS_FN void rs_vectors(const rs_args& a, unsigned long long j0, unsigned long long step, "
+           "unsigned long long nv" + std::string(red ? ", rs_maybe& acc" : "") + ") {\n" + loads + decl +
+           "#pragma unroll\n"
+           "  for (int u = 0; u < U; ++u) {\n"
+           "    const unsigned long long j = j0 + u * step;\n"
+           "    if (j < nv) {\n" + vload + "    }\n  }\n"
+           "#pragma unroll\n"
+           "  for (int u = 0; u < U; ++u) {\n"
+           "    const unsigned long long j = j0 + u * step;\n"
+           "    if (j < nv) {\n";
+      if (red)
+        s += "#pragma unroll\n      for (int l = 0; l < " + Vn + "; ++l) rs_fold(acc, rs_chain(" + vcall + "));\n";
+      else
+        s += "      rs_vec<" + O + "> o;\n"
+             "#pragma unroll\n      for (int l = 0; l < " + Vn + "; ++l) o.v[l] = rs_chain(" + vcall + ");\n"
+             "      ((rs_vec<" + O + ">*)out)[j] = o;\n";
+      s += "    }\n  }\n}\n";
+    }
     s += "extern \"C\" __global__ void __launch_bounds__(RS_BLOCK) rs_kernel(rs_args a) {\n"
          "  const unsigned long long n = a.n;\n"
          "  const unsigned long long tid = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -448,35 +476,31 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
       s += gen_loop + "  for (unsigned long long b = tid; b < blocks; b += stride) {\n" + gen_body + "  }\n";
     } else {
       s += "  unsigned long long done = 0;\n";
+      const std::string acc_arg = red ? ", acc" : "";
       if (same) {
-        std::string vload, vcall;
-        for (std::size_t k = 0; k < nin; ++k) {
-          const std::string T = type_name(sig.in[k]), ks = std::to_string(k);
-          vload += "        r" + ks + "[u] = ((const rs_vec<" + T + ">*)in" + ks + ")[j];\n";
-          vcall += (k ? ", " : "") + std::string("r") + ks + "[u].v[l]";
-        }
-        std::string decl;
-        for (std::size_t k = 0; k < nin; ++k)
-          decl += "      rs_vec<" + std::string(type_name(sig.in[k])) + "> r" + std::to_string(k) + "[RS_UNROLL];\n";
+        s += "  const unsigned long long nv = n / " + Vn + ";\n";
+        if (!red)
+          // Long maps: each block takes RS_TAKEN_UNROLL vectors a thread at a time from counters[0]
+          // (blocks that run ahead take more, all finish together); the last block to find the work
+          // gone (counted in counters[1]) leaves both zero for the next launch.
+          s += "  if (a.vec == 2) {\n"
+               "    __shared__ unsigned long long taken;\n"
+               "    const unsigned long long step = (unsigned long long)blockDim.x * RS_TAKEN_UNROLL;\n"
+               "    for (;;) {\n"
+               "      if (threadIdx.x == 0) taken = atomicAdd(a.counters, step);\n"
+               "      __syncthreads();\n"
+               "      const unsigned long long base = taken;\n"
+               "      __syncthreads();\n"
+               "      if (base >= nv) {\n"
+               "        if (threadIdx.x == 0 && atomicAdd(a.counters + 1, 1ull) == gridDim.x - 1) {\n"
+               "          a.counters[0] = 0;\n          a.counters[1] = 0;\n        }\n"
+               "        break;\n      }\n"
+               "      rs_vectors<RS_TAKEN_UNROLL>(a, base + threadIdx.x, blockDim.x, nv);\n"
+               "    }\n    done = nv * " + Vn + ";\n  } else\n";
         s += "  if (a.vec) {\n"
-             "    const unsigned long long nv = n / " + Vn + ";\n"
-             "    for (unsigned long long base = tid; base < nv; base += RS_UNROLL * stride) {\n" + decl +
-             "#pragma unroll\n"
-             "      for (int u = 0; u < RS_UNROLL; ++u) {\n"
-             "        const unsigned long long j = base + u * stride;\n"
-             "        if (j < nv) {\n" + vload + "        }\n      }\n"
-             "#pragma unroll\n"
-             "      for (int u = 0; u < RS_UNROLL; ++u) {\n"
-             "        const unsigned long long j = base + u * stride;\n"
-             "        if (j < nv) {\n";
-        if (red) {
-          s += "#pragma unroll\n          for (int l = 0; l < " + Vn + "; ++l) rs_fold(acc, rs_chain(" + vcall + "));\n";
-        } else {
-          s += "          rs_vec<" + O + "> o;\n"
-               "#pragma unroll\n          for (int l = 0; l < " + Vn + "; ++l) o.v[l] = rs_chain(" + vcall + ");\n"
-               "          ((rs_vec<" + O + ">*)out)[j] = o;\n";
-        }
-        s += "        }\n      }\n    }\n    done = nv * " + Vn + ";\n  }\n";
+             "    for (unsigned long long base = tid; base < nv; base += RS_UNROLL * stride)\n"
+             "      rs_vectors<RS_UNROLL>(a, base, stride, nv" + acc_arg + ");\n"
+             "    done = nv * " + Vn + ";\n  }\n";
       }
       s += "  for (unsigned long long i = done + tid; i < n; i += stride) " + use + "rs_chain(" + call + "));\n";
     }

@@ -231,6 +231,44 @@ TEST_P(jit, two_threads_compiling_one_new_stage_compile_it_once) {
 
 RESIDENT_BACKENDS(jit);
 
+// NVRTC needs no GPU: every kind of kernel the chains generate compiles for the GPUs the library
+// targets, on any machine of a CUDA build.
+TEST(jit_kernels, every_kind_of_chain_compiles_with_nvrtc) {
+  if (!rs::cuda_compiled) GTEST_SKIP() << "this build has no CUDA backend (no NVRTC)";
+  using E = rs::jit::element;
+  const rs::device gpu = rs::device::cuda(0);
+  struct kase {
+    rs::jit::pipeline p;
+    std::vector<E> in;
+    E out;
+  };
+  const kase cases[] = {
+      {seed_chain(), {E::f32}, E::f32},
+      {seed_chain() | rs::jit::sum(), {E::f32}, E::f32},
+      {rs::jit::map("double f(double a, int k) { return a * k; }") | rs::jit::max(), {E::f64, E::i32}, E::f64},
+      {rs::jit::normal<float>(1) | rs::jit::map(f3), {}, E::f32},
+      {rs::jit::uniform<double>(1) | rs::jit::reduce("double m(double a, double b) { return a < b ? a : b; }", 1.0),
+       {}, E::f64},
+      {rs::jit::sum(), {E::u64}, E::u64},
+  };
+  for (int cc : {80, 90}) {
+    for (const auto& c : cases) {
+      SCOPED_TRACE(c.p.name() + " for sm_" + std::to_string(cc));
+      std::string image;
+      ASSERT_NO_THROW(image = rs::jit::detail::compile_cuda(c.p.kernel_source(c.in, c.out, gpu), cc / 10, cc % 10));
+      EXPECT_GT(image.size(), 1000u);
+    }
+  }
+  try {
+    rs::jit::detail::compile_cuda(
+        (rs::jit::map(f1) | rs::jit::map("float g(float v) {\n  return v + nope;\n}")).kernel_source({E::f32}, E::f32, gpu),
+        9, 0);
+    ADD_FAILURE() << "compiled";
+  } catch (const rs::jit::compile_error& e) {
+    EXPECT_NE(e.log().find("stage 2(2)"), std::string::npos) << e.log();
+  }
+}
+
 // ---- the disk cache ---------------------------------------------------------------------------------
 
 struct child_result {

@@ -73,4 +73,9 @@ void check_launch(const char* what, std::source_location at = std::source_locati
 /// Makes dev current for the calling thread.
 void set_device(int dev);
 
+/// The CUDA driver's function `symbol` as of CUDA version cuda_version (e.g. 12000), found through the
+/// runtime, so that nothing links the driver library itself. @throws device_unavailable when the driver
+/// lacks it.
+void* driver_entry_point(const char* symbol, int cuda_version);
+
 }  // namespace resident::detail::cuda

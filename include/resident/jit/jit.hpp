@@ -187,6 +187,10 @@ class pipeline {
 };
 
 namespace detail {
+/// The GPU image (cubin, or PTX for an architecture newer than NVRTC knows) NVRTC makes of a kernel
+/// source (pipeline::kernel_source) for compute capability major.minor; needs no GPU.
+/// @throws compile_error with NVRTC's log; device_unavailable in a build without the CUDA backend.
+std::string compile_cuda(const std::string& source, int major, int minor);
 /// A generator source of kind k (uniform or normal) and type t; checks its parameters as rs::random does.
 pipeline generator(part::kind k, element t, std::uint64_t seed, std::uint64_t offset, double a, double b);
 }  // namespace detail
