@@ -45,6 +45,7 @@ struct kernel_args {
   double a, b;                   // generator parameters; a reduction's init (a)
   void* partials;                // a reduction's per-block partials (CUDA)
   unsigned long long* counters;  // two counters, zero at the launch and left zero (CUDA)
+  const void* fns[16];           // external stages' host functions, by part index (CPU)
   int vec;                       // every pointer 16-byte aligned: vector loads (CUDA)
 };
 

@@ -3,6 +3,7 @@
 // of that architecture), launched with cuLaunchKernel on the call's stream. The driver is reached through
 // the runtime's entry points, so nothing links libcuda itself.
 #include <cuda.h>
+#include <nvJitLink.h>
 #include <nvrtc.h>
 
 #include <map>
@@ -108,8 +109,12 @@ std::string nvrtc_version() {
 
 }  // namespace
 
-std::string compile_cuda(const std::string& source, int major, int minor) {
-  const target t = target_for(major, minor);
+namespace {
+enum class output { image, ltoir };
+
+std::string nvrtc_compile(const std::string& source, int major, int minor, output out) {
+  target t = target_for(major, minor);
+  if (out == output::ltoir) t = {"--gpu-architecture=sm_" + std::to_string(major * 10 + minor), true};
   nvrtcProgram prog = nullptr;
   RESIDENT_NVRTC_TRY(nvrtcCreateProgram(&prog, source.c_str(), "resident_kernel.cu", 0, nullptr, nullptr));
   struct destroy {
@@ -118,6 +123,7 @@ std::string compile_cuda(const std::string& source, int major, int minor) {
   } guard{&prog};
   std::vector<const char*> opts{t.option.c_str()};
   for (const auto& o : options) opts.push_back(o.c_str());
+  if (out == output::ltoir) opts.push_back("-dlto");
   const nvrtcResult r = nvrtcCompileProgram(prog, int(opts.size()), opts.data());
   std::size_t log_size = 0;
   RESIDENT_NVRTC_TRY(nvrtcGetProgramLogSize(prog, &log_size));
@@ -130,7 +136,11 @@ std::string compile_cuda(const std::string& source, int major, int minor) {
   RESIDENT_NVRTC_TRY(r);
   std::size_t size = 0;
   std::string image;
-  if (t.cubin) {
+  if (out == output::ltoir) {
+    RESIDENT_NVRTC_TRY(nvrtcGetLTOIRSize(prog, &size));
+    image.resize(size);
+    RESIDENT_NVRTC_TRY(nvrtcGetLTOIR(prog, image.data()));
+  } else if (t.cubin) {
     RESIDENT_NVRTC_TRY(nvrtcGetCUBINSize(prog, &size));
     image.resize(size);
     RESIDENT_NVRTC_TRY(nvrtcGetCUBIN(prog, image.data()));
@@ -139,6 +149,54 @@ std::string compile_cuda(const std::string& source, int major, int minor) {
     image.resize(size);
     RESIDENT_NVRTC_TRY(nvrtcGetPTX(prog, image.data()));
   }
+  return image;
+}
+
+std::string link_log(nvJitLinkHandle h) {
+  std::size_t size = 0;
+  if (nvJitLinkGetErrorLogSize(h, &size) != NVJITLINK_SUCCESS || size == 0) return {};
+  std::string log(size, '\0');
+  if (nvJitLinkGetErrorLog(h, log.data()) != NVJITLINK_SUCCESS) return {};
+  while (!log.empty() && log.back() == '\0') log.pop_back();
+  return log;
+}
+}  // namespace
+
+std::string compile_cuda(const std::string& source, int major, int minor) {
+  return nvrtc_compile(source, major, minor, output::image);
+}
+
+std::string ltoir_of(const std::string& source, int major, int minor) {
+  return nvrtc_compile(source, major, minor, output::ltoir);
+}
+
+std::string link_cuda(const std::string& source, const std::vector<part>& parts, int major, int minor) {
+  const std::string kernel = nvrtc_compile(source, major, minor, output::ltoir);
+  const std::string arch = "-arch=sm_" + std::to_string(major * 10 + minor);
+  const char* opts[] = {arch.c_str(), "-lto"};
+  nvJitLinkHandle h = nullptr;
+  RESIDENT_NVJITLINK_TRY(nvJitLinkCreate(&h, 2, opts));
+  struct destroy {
+    nvJitLinkHandle* h;
+    ~destroy() { nvJitLinkDestroy(h); }
+  } guard{&h};
+  auto add = [&](const std::string& data, const std::string& name) {
+    if (nvJitLinkAddData(h, NVJITLINK_INPUT_LTOIR, data.data(), data.size(), name.c_str()) != NVJITLINK_SUCCESS) {
+      const std::string log = link_log(h);
+      throw compile_error("jit: nvJitLink refused the LTO-IR of " + name + ":\n" + log, log);
+    }
+  };
+  add(kernel, "the chain's kernel");
+  for (const part& p : parts)
+    if (p.what == part::kind::map && p.source.empty()) add(p.ltoir, "stage " + p.name);
+  if (nvJitLinkComplete(h) != NVJITLINK_SUCCESS) {
+    const std::string log = link_log(h);
+    throw compile_error("jit: nvJitLink could not link the chain (" + arch + "):\n" + log, log);
+  }
+  std::size_t size = 0;
+  RESIDENT_NVJITLINK_TRY(nvJitLinkGetLinkedCubinSize(h, &size));
+  std::string image(size, '\0');
+  RESIDENT_NVJITLINK_TRY(nvJitLinkGetLinkedCubin(h, image.data()));
   return image;
 }
 
@@ -152,7 +210,8 @@ std::shared_ptr<cuda_kernel> load(const std::string& image, CUresult* why) {
   return k;
 }
 
-std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::string& source, int major, int minor) {
+std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::string& source,
+                                        const std::vector<part>& parts, int major, int minor) {
   std::string image;
   CUresult why = CUDA_SUCCESS;
   if (read_entry(key, ".cubin", &image)) {
@@ -162,7 +221,9 @@ std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::strin
     }
     count_rejected();  // a whole entry the driver refuses: compiled again and replaced
   }
-  image = compile_cuda(source, major, minor);
+  bool external = false;
+  for (const part& p : parts) external = external || (p.what == part::kind::map && p.source.empty());
+  image = external ? link_cuda(source, parts, major, minor) : compile_cuda(source, major, minor);
   count_compiled();
   auto k = load(image, &why);
   if (!k) RESIDENT_CU_TRY(why);
@@ -185,7 +246,7 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
                                    nvrtc_version() + "\ndriver " + std::to_string(driver_version) + "\n" + opts + "\n" +
                                    source);
   auto k = std::static_pointer_cast<cuda_kernel>(
-      cached(key, [&] { return load_or_compile(key, source, prop.cc_major, prop.cc_minor); }));
+      cached(key, [&] { return load_or_compile(key, source, parts, prop.cc_major, prop.cc_minor); }));
   const device d = s.device();
   if (n == 0 && !sig.reduces) return;
 

@@ -367,6 +367,23 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
   // The user's stages, each in its own namespace, their lines numbered as in their own text.
   index = 0;
   for (const part& p : parts) {
+    if (p.what == kind::map && p.source.empty()) {  // external: compiled elsewhere
+      const std::string k = std::to_string(&p - parts.data());
+      ++index;
+      RESIDENT_EXPECTS(&p - parts.data() < 16, "jit: an external stage must be among a chain's first 16 parts");
+      RESIDENT_EXPECTS(!cuda || !p.ltoir.empty(), "jit: stage " + std::to_string(index) + " (" + p.name +
+                                                      ") was given no LTO-IR, so it cannot run on a GPU");
+      RESIDENT_EXPECTS(cuda || p.host_function, "jit: stage " + std::to_string(index) + " (" + p.name +
+                                                    ") was given no host function, so it cannot run on the CPU");
+      std::string prm;
+      for (std::size_t i = 0; i < p.params.size(); ++i) prm += (i ? ", " : "") + std::string(type_name(p.params[i]));
+      if (cuda)
+        s += "// stage " + std::to_string(index) + ": LTO-IR " + hash_hex(p.ltoir) + "\nextern \"C\" __device__ " +
+             type_name(p.result) + " " + p.name + "(" + prm + ");\n";
+      else
+        s += "typedef " + std::string(type_name(p.result)) + " (*rs_fn_" + k + ")(" + prm + ");\n";
+      continue;
+    }
     if (p.what != kind::map && p.what != kind::reduce) continue;
     const std::string label = p.what == kind::map ? "stage " + std::to_string(++index) : std::string("reduction");
     s += "namespace rs_" + std::to_string(&p - parts.data()) + " {\n#line 1 \"" + label + "\"\n" + p.source +
@@ -375,6 +392,8 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
   s += "#line 1 \"resident kernel\"\n";
   const std::string V = type_name(value), O = type_name(sig.out);
   s += "typedef " + V + " rs_value;\n";
+  s += "struct rs_args { const void* in[8]; void* out; unsigned long long n, seed, offset; double a, b; "
+       "void* partials; unsigned long long* counters; const void* fns[16]; int vec; };\n";
   // The chain: the arrays' (or the generator's) values in, the last stage's value out.
   std::string params, args;
   const std::size_t nin = gen ? 1 : sig.in.size();
@@ -382,13 +401,14 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
     params += (k ? ", " : "") + std::string(type_name(gen ? gen->result : sig.in[k])) + " x" + std::to_string(k);
     args += (k ? ", " : "") + std::string("x") + std::to_string(k);
   }
-  s += "RS_FN rs_value rs_chain(" + params + ") {\n";
+  s += "RS_FN rs_value rs_chain(const rs_args& a, " + params + ") {\n";
   std::string prev = args;
   int vi = 0;
   for (const part& p : parts) {
     if (p.what != kind::map) continue;
-    s += "  const auto v" + std::to_string(vi) + " = rs_" + std::to_string(&p - parts.data()) + "::" + p.name +
-         "(" + prev + ");\n";
+    const std::string k = std::to_string(&p - parts.data());
+    const std::string fn = !p.source.empty() ? "rs_" + k + "::" + p.name : cuda ? p.name : "((rs_fn_" + k + ")a.fns[" + k + "])";
+    s += "  const auto v" + std::to_string(vi) + " = " + fn + "(" + prev + ");\n";
     prev = "v" + std::to_string(vi++);
   }
   s += "  return " + prev + ";\n}\n";
@@ -404,8 +424,6 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
          "RS_FN rs_maybe rs_combine(rs_maybe a, rs_maybe b) {\n"
          "  if (!a.valid) return b;\n  if (!b.valid) return a;\n  rs_maybe r; r.value = rs_op(a.value, b.value); r.valid = 1; return r;\n}\n";
   }
-  s += "struct rs_args { const void* in[8]; void* out; unsigned long long n, seed, offset; double a, b; "
-       "void* partials; unsigned long long* counters; int vec; };\n";
   // What each element does: written (map) or folded (reduction).
   // The host folds into 16 independent lanes by index (as the compiled CPU reductions do), then the lanes
   // in order: a float sum keeps its accuracy over long pieces.
@@ -428,7 +446,7 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
       "#pragma unroll\n"
       "    for (int l = 0; l < " + P + "; ++l) {\n"
       "      const unsigned long long i = b * " + P + " + l - lead;  // wraps above n for a lane before 0\n"
-      "      if (i < n) " + use + "rs_chain(rs_gen::value(w, l, ga, gb)));\n"
+      "      if (i < n) " + use + "rs_chain(a, rs_gen::value(w, l, ga, gb)));\n"
       "    }\n";
 
   if (cuda) {
@@ -459,10 +477,10 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
            "    const unsigned long long j = j0 + u * step;\n"
            "    if (j < nv) {\n";
       if (red)
-        s += "#pragma unroll\n      for (int l = 0; l < " + Vn + "; ++l) rs_fold(acc, rs_chain(" + vcall + "));\n";
+        s += "#pragma unroll\n      for (int l = 0; l < " + Vn + "; ++l) rs_fold(acc, rs_chain(a, " + vcall + "));\n";
       else
         s += "      rs_vec<" + O + "> o;\n"
-             "#pragma unroll\n      for (int l = 0; l < " + Vn + "; ++l) o.v[l] = rs_chain(" + vcall + ");\n"
+             "#pragma unroll\n      for (int l = 0; l < " + Vn + "; ++l) o.v[l] = rs_chain(a, " + vcall + ");\n"
              "      ((rs_vec<" + O + ">*)out)[j] = o;\n";
       s += "    }\n  }\n}\n";
     }
@@ -502,7 +520,7 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
              "      rs_vectors<RS_UNROLL>(a, base, stride, nv" + acc_arg + ");\n"
              "    done = nv * " + Vn + ";\n  }\n";
       }
-      s += "  for (unsigned long long i = done + tid; i < n; i += stride) " + use + "rs_chain(" + call + "));\n";
+      s += "  for (unsigned long long i = done + tid; i < n; i += stride) " + use + "rs_chain(a, " + call + "));\n";
     }
     if (red) {
       // Each block folds its threads' values in shared memory (a fixed tree, so the operator's
@@ -550,9 +568,9 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
       s += "  const unsigned long long n = last;\n" + gen_loop +
            "  for (unsigned long long b = (first + lead) / " + P + "; b < (last + lead + " + P + " - 1) / " + P +
            "; ++b) {\n" + gen_body.substr(0, gen_body.find("      if (i < n)")) +
-           "      if (i >= first && i < n) " + use + "rs_chain(rs_gen::value(w, l, ga, gb)));\n    }\n  }\n";
+           "      if (i >= first && i < n) " + use + "rs_chain(a, rs_gen::value(w, l, ga, gb)));\n    }\n  }\n";
     } else {
-      s += "  for (unsigned long long i = first; i < last; ++i) " + use + "rs_chain(" + call + "));\n";
+      s += "  for (unsigned long long i = first; i < last; ++i) " + use + "rs_chain(a, " + call + "));\n";
     }
     if (red) s += "  rs_maybe acc = lanes[0];\n  for (int l = 1; l < 16; ++l) acc = rs_combine(acc, lanes[l]);\n  *partial = acc;\n";
     s += "}\n";
@@ -621,6 +639,7 @@ detail::kernel_args args_for(const std::vector<detail::part>& parts, const input
     a.b = parts.front().b;
   }
   if (!parts.empty() && parts.back().what == kind::reduce) a.a = parts.back().a;
+  for (std::size_t k = 0; k < parts.size() && k < 16; ++k) a.fns[k] = parts[k].host_function;
   return a;
 }
 
@@ -681,6 +700,21 @@ void pipeline::reduce_into(const inputs& in, std::size_t n, device d, element r,
 
 pipeline map(std::string source, std::string name) {
   return pipeline(detail::read_stage(kind::map, std::move(source), std::move(name), "jit::map"));
+}
+
+pipeline external(std::string name, std::vector<element> params, element result, std::string ltoir,
+                  const void* host_function) {
+  RESIDENT_EXPECTS(!name.empty(), "jit::external: give the stage's function name");
+  RESIDENT_EXPECTS(!params.empty() && params.size() <= std::size_t(detail::max_inputs),
+                   "jit::external: " + name + " takes " + std::to_string(params.size()) + " parameters; 1 to 8 are allowed");
+  detail::part p;
+  p.what = kind::map;
+  p.name = std::move(name);
+  p.params = std::move(params);
+  p.result = result;
+  p.ltoir = std::move(ltoir);
+  p.host_function = host_function;
+  return pipeline(std::move(p));
 }
 
 pipeline sum() { return pipeline(detail::part{kind::sum, {}, "sum", {}, element::f32, 0, 0, 0, 0}); }

@@ -229,6 +229,37 @@ TEST_P(jit, two_threads_compiling_one_new_stage_compile_it_once) {
     for (float v : out[i]) ASSERT_EQ(v, float(i) + float(c));
 }
 
+extern "C" float twice_plus_one(float v) { return 2.0f * v + 1.0f; }
+const char* twice_plus_one_cuda = "extern \"C\" __device__ float twice_plus_one(float v) { return 2.0f * v + 1.0f; }";
+
+TEST_P(jit, an_external_stage_fuses_with_source_stages_in_one_kernel) {
+  using E = rs::jit::element;
+  std::string ltoir;  // on a GPU: LTO-IR for its architecture, as Numba makes it for Python stages
+  if (dev.is_cuda()) {
+    const auto p = rs::properties(dev);
+    ltoir = rs::jit::detail::ltoir_of(twice_plus_one_cuda, p.cc_major, p.cc_minor);
+  }
+  auto ext = rs::jit::external("twice_plus_one", {E::f32}, E::f32, ltoir, reinterpret_cast<const void*>(&twice_plus_one));
+  auto p = rs::jit::map(f1) | ext | rs::jit::map(f3);
+  const auto seed = rs::test::fresh_seed();
+  SCOPED_TRACE("seed = " + std::to_string(seed));
+  const std::size_t n = 100003;
+  auto h = rs::test::random_vector<float>(n, seed);
+  rs::array<float> x = rs::to_device(h, dev);
+  rs::array<float> y = rs::to_device(std::vector<float>(n, rs::test::poison<float>()), dev);
+  rs::scoped_ledger l(dev);
+  p(x, y);
+  EXPECT_EQ(l.delta().kernels, 1u);
+  std::vector<double> ref(n);
+  for (std::size_t i = 0; i < n; ++i) ref[i] = 0.5 * std::sin(2.0 * (1.5 * h[i] + 0.5) + 1.0);
+  EXPECT_LT(rs::test::rel_error(y.to_host(), ref), 1e-6);
+  // A stage without the backend's code is refused by name before compiling.
+  auto bare = rs::jit::external("twice_plus_one", {E::f32}, E::f32, {}, nullptr);
+  EXPECT_THROW(bare(x, y), rs::invalid_argument);
+  EXPECT_THROW(rs::jit::external("", {E::f32}, E::f32, {}, nullptr), rs::invalid_argument);
+  EXPECT_THROW(rs::jit::external("g", {}, E::f32, {}, nullptr), rs::invalid_argument);
+}
+
 RESIDENT_BACKENDS(jit);
 
 // NVRTC needs no GPU: every kind of kernel the chains generate compiles for the GPUs the library
@@ -258,6 +289,13 @@ TEST(jit_kernels, every_kind_of_chain_compiles_with_nvrtc) {
       ASSERT_NO_THROW(image = rs::jit::detail::compile_cuda(c.p.kernel_source(c.in, c.out, gpu), cc / 10, cc % 10));
       EXPECT_GT(image.size(), 1000u);
     }
+  }
+  // An external stage's LTO-IR linked into the kernel by nvJitLink.
+  auto ext = rs::jit::external("twice_plus_one", {E::f32}, E::f32, rs::jit::detail::ltoir_of(twice_plus_one_cuda, 9, 0),
+                               nullptr);
+  for (const auto& p : {rs::jit::map(f1) | ext | rs::jit::map(f3), ext | rs::jit::sum()}) {
+    const std::string image = rs::jit::detail::link_cuda(p.kernel_source({E::f32}, E::f32, gpu), p.parts(), 9, 0);
+    EXPECT_GT(image.size(), 1000u);
   }
   try {
     rs::jit::detail::compile_cuda(

@@ -108,6 +108,8 @@ struct part {
   element result = element::f32;  ///< its return type, a generator's value type
   std::uint64_t seed = 0, offset = 0;  ///< a generator's stream
   double a = 0, b = 0;  ///< low and high, mean and sd; a reduction's init (a)
+  std::string ltoir;    ///< an external stage's LTO-IR for the GPU (linked by nvJitLink)
+  const void* host_function = nullptr;  ///< an external stage's function for the CPU (C calling convention)
 };
 }  // namespace detail
 
@@ -191,6 +193,11 @@ namespace detail {
 /// source (pipeline::kernel_source) for compute capability major.minor; needs no GPU.
 /// @throws compile_error with NVRTC's log; device_unavailable in a build without the CUDA backend.
 std::string compile_cuda(const std::string& source, int major, int minor);
+/// The same, where the chain has external stages: the kernel compiled to LTO-IR and linked with each
+/// stage's LTO-IR by nvJitLink into one cubin. @throws compile_error with NVRTC's or nvJitLink's log.
+std::string link_cuda(const std::string& source, const std::vector<part>& parts, int major, int minor);
+/// LTO-IR of CUDA C++ source (functions with extern "C" __device__), for sm_<major><minor>.
+std::string ltoir_of(const std::string& source, int major, int minor);
 /// A generator source of kind k (uniform or normal) and type t; checks its parameters as rs::random does.
 pipeline generator(part::kind k, element t, std::uint64_t seed, std::uint64_t offset, double a, double b);
 }  // namespace detail
@@ -201,6 +208,15 @@ pipeline generator(part::kind k, element t, std::uint64_t seed, std::uint64_t of
 /// for the GPU: write float maths as sqrtf, sinf, expf, fmaf, ... (std:: is not available there).
 /// @throws invalid_argument when the text defines no function or its signature cannot be read.
 pipeline map(std::string source, std::string name = {});
+
+/// A map stage compiled elsewhere (by Numba, for instance): the function `name` with C linkage, taking
+/// `params` and returning `result`. On a GPU its LTO-IR (`ltoir`, made for the device's architecture or
+/// an older one) is linked with the chain's kernel by nvJitLink, so it is inlined into the one kernel; on
+/// the CPU the kernel calls `host_function` (a pointer to that function, which must stay valid while
+/// the chain is used). Either may be empty where that backend is not used.
+/// @throws invalid_argument for an empty name, no parameters, or more than 8.
+pipeline external(std::string name, std::vector<element> params, element result, std::string ltoir,
+                  const void* host_function);
 
 /// A generator source: value i of the uniform stream (seed, offset) in [low, high), the same values as
 /// rs::random::fill_uniform. T is float or double.
