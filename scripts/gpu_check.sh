@@ -84,6 +84,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   step bench-rng "$cli" bench rng --json "$logs/rng.json"
   step bench-matmul "$cli" bench matmul --json "$logs/matmul.json"
   step bench-flow "$cli" bench flow --json "$logs/flow.json"
+  step bench-jit "$cli" bench jit --json "$logs/jit.json"
   step bench-guide "$cli" bench guide --json "$logs/guide.json"
   step bench-python env PYTHONUNBUFFERED=1 python3 bench/peers/python_overhead.py --json "$logs/python.json"
   if [ "${SKIP_PEERS:-0}" != 1 ]; then

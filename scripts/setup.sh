@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what resident builds with, from Debian's packages, and the Python package's build and test
-# requirements from PyPI into .venv/ (nanobind, scikit-build-core, numpy, pytest, numba for resident.jit
-# stages). Idempotent; run as
-# root (no sudo needed) or as a user with sudo. Skips what is already present.
+# requirements from PyPI into .venv/ (nanobind, scikit-build-core, numpy, pytest; numba for Python stages
+# in resident.jit). Idempotent; run as root (no sudo needed) or as a user with sudo. Skips what is
+# already present.
 set -euo pipefail
 
 packages=(

@@ -31,7 +31,7 @@ class command_line {
   std::vector<std::string> algos_;
   std::string examples_dir_;
   CLI::App *info_cmd_ = nullptr, *demo_cmd_ = nullptr, *bench_cmd_ = nullptr, *pipeline_ = nullptr,
-           *small_ = nullptr, *foundation_ = nullptr, *rng_ = nullptr, *flow_ = nullptr, *matmul_ = nullptr, *guide_ = nullptr;
+           *small_ = nullptr, *foundation_ = nullptr, *rng_ = nullptr, *flow_ = nullptr, *jit_ = nullptr, *matmul_ = nullptr, *guide_ = nullptr;
 };
 
 }  // namespace resident::cli

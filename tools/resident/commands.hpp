@@ -48,6 +48,8 @@ int run_bench_small(const bench_options& o);
 int run_bench_foundation(const bench_options& o);
 int run_bench_rng(const bench_options& o);
 int run_bench_flow(const bench_options& o);
+/// The seed pipeline as run-time stages vs compiled ahead of time vs memcpy; compile and cache times.
+int run_bench_jit(const bench_options& o);
 int run_bench_matmul(const bench_options& o, const std::vector<std::string>& algos);
 /// Runs the guide's example programs found in examples_dir ("" = the build tree next to the CLI).
 int run_bench_guide(const bench_options& o, const std::string& examples_dir);
