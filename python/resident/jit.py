@@ -4,7 +4,7 @@ A stage is a plain Python function (compiled by Numba: to LTO-IR for the GPU, li
 by nvJitLink; to a native function for the CPU, called by the compiled loop) or C++ source text
 (compiled with the chain by NVRTC or the host compiler). Stages compose with ``|``; a chain may start
 with a generator (``uniform``, ``normal``: the values of ``resident.random``) and end in a reduction
-(``sum``, ``min``, ``max``, or ``reduce`` with a C++ operator). Compiled kernels are cached in memory and
+(``sum``, ``min``, ``max``, or ``reduce`` with a Python or C++ operator). Compiled kernels are cached in memory and
 on disk (``RESIDENT_JIT_CACHE``, else ``$XDG_CACHE_HOME/resident/jit`` or ``~/.cache/resident/jit``).
 
     import math, resident as rs
@@ -68,15 +68,16 @@ class _PyStage:
         self.abi_name = "rs_py_" + re.sub(r"\W", "_", fn.__name__) + "_" + digest[:12]
         self._compiled = {}
 
-    def part(self, dtypes, target):
-        """The C++ external stage for arguments of dtypes on target ("cpu", major, minor)."""
-        key = (tuple(dtypes), target)
+    def part(self, dtypes, target, init=None):
+        """The C++ external stage for arguments of dtypes on target ("cpu", major, minor); with init, the
+        external reduction operator of two values of dtypes[0] starting from init."""
+        key = (tuple(dtypes), target, init)
         with self._lock:
             if key not in self._compiled:
-                self._compiled[key] = self._compile(dtypes, target)
+                self._compiled[key] = self._compile(dtypes, target, init)
             return self._compiled[key][0]
 
-    def _compile(self, dtypes, target):
+    def _compile(self, dtypes, target, init=None):
         import numba
         args = [numba.from_dtype(_np.dtype(d)) for d in dtypes]
         res = args[0]
@@ -86,12 +87,17 @@ class _PyStage:
             from numba import cuda
             ltoir, _ = cuda.compile(self.fn, sig, device=True, abi="c", output="ltoir",
                                     abi_info={"abi_name": self.abi_name}, cc=(major, minor))
-            part = _core._jit_external(self.abi_name, list(dtypes), dtypes[0], bytes(ltoir), 0)
+            part = self._external(dtypes, init, bytes(ltoir), 0)
             return part, ltoir
         # The CPU: Numba's native function with the C calling convention, called by the compiled loop.
         c = numba.cfunc(sig, nopython=True)(self.fn)
-        part = _core._jit_external(self.abi_name, list(dtypes), dtypes[0], b"", c.address)
+        part = self._external(dtypes, init, b"", c.address)
         return part, c  # c keeps the function's code alive
+
+    def _external(self, dtypes, init, ltoir, address):
+        if init is None:
+            return _core._jit_external(self.abi_name, list(dtypes), dtypes[0], ltoir, address)
+        return _core._jit_external_reduce(self.abi_name, dtypes[0], float(init), ltoir, address)
 
 
 class Chain:
@@ -122,7 +128,7 @@ class Chain:
     def name(self):
         names = []
         for kind, value in self._items:
-            names.append(value.fn.__name__ if kind == "py" else value.name)
+            names.append(value.fn.__name__ if kind == "py" else value[0].fn.__name__ if kind == "pyred" else value.name)
         return " | ".join(names) or "identity"
 
     def __repr__(self):
@@ -132,7 +138,7 @@ class Chain:
         return bool(self._items) and self._items[0][0] == "gen"
 
     def _reduces(self):
-        return bool(self._items) and self._items[-1][0] == "red"
+        return bool(self._items) and self._items[-1][0] in ("red", "pyred")
 
     def build(self, dtypes, target):
         """The C++ chain for input dtypes on target, and the dtype of its values."""
@@ -142,6 +148,9 @@ class Chain:
             if kind == "py":
                 part = value.part(current, target)
                 current = [current[0]]
+            elif kind == "pyred":
+                fn, init = value
+                part = fn.part([current[0], current[0]], target, init)
             else:
                 part = value
                 made = part.result_dtype
@@ -242,9 +251,12 @@ def max():  # noqa: A001
     return Chain([("red", _core._jit_max())])
 
 
-def reduce(source, init, name=""):
-    """A terminal: a reduction by a C++ operator of two values (``source`` defines it), from ``init``."""
-    return Chain([("red", _core._jit_reduce(source, float(init), name))])
+def reduce(op, init, name=""):
+    """A terminal: a reduction by an operator of two values, from ``init``: a plain Python function
+    (compiled by Numba for the chain's value type, as stages are) or C++ source text defining one."""
+    if callable(op):
+        return Chain([("pyred", (_PyStage(op), init))])
+    return Chain([("red", _core._jit_reduce(op, float(init), name))])
 
 
 def stats():

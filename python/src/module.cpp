@@ -648,6 +648,11 @@ NB_MODULE(_core, m) {
     return rs::jit::external(name, e, element_named(result), std::string(ltoir.c_str(), ltoir.size()),
                              reinterpret_cast<const void*>(host_function));
   });
+  m.def("_jit_external_reduce", [](const std::string& name, const std::string& dtype, double init, nb::bytes ltoir,
+                                   std::uintptr_t host_function) {
+    return rs::jit::external_reduce(name, element_named(dtype), init, std::string(ltoir.c_str(), ltoir.size()),
+                                    reinterpret_cast<const void*>(host_function));
+  });
   m.def("_jit_sum", [] { return rs::jit::sum(); });
   m.def("_jit_min", [] { return rs::jit::min(); });
   m.def("_jit_max", [] { return rs::jit::max(); });

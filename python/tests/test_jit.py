@@ -72,6 +72,16 @@ def test_python_and_cpp_stages_mix_and_zipped_arrays_feed_a_two_argument_stage()
     assert (axpy | rs.jit.max())(a, b) == np.max(2 * a + b)
 
 
+def test_a_python_reduction_operator_folds_every_value():
+    x = np.random.default_rng().standard_normal(30011)
+
+    def absmax(a, b):
+        return max(abs(a), abs(b))
+
+    assert (func1 | rs.jit.reduce(absmax, 0.0))(x) == np.max(np.abs(1.5 * x + 0.5))
+    assert rs.jit.reduce(absmax, 7.0)(np.zeros(0)) == 7.0
+
+
 def test_generators_give_resident_random_values():
     got = np.zeros(1003, dtype=np.float32)
     want = np.zeros(1003, dtype=np.float32)

@@ -188,7 +188,7 @@ std::string link_cuda(const std::string& source, const std::vector<part>& parts,
   };
   add(kernel, "the chain's kernel");
   for (const part& p : parts)
-    if (p.what == part::kind::map && p.source.empty()) add(p.ltoir, "stage " + p.name);
+    if ((p.what == part::kind::map || p.what == part::kind::reduce) && p.source.empty()) add(p.ltoir, "stage " + p.name);
   if (nvJitLinkComplete(h) != NVJITLINK_SUCCESS) {
     const std::string log = link_log(h);
     throw compile_error("jit: nvJitLink could not link the chain (" + arch + "):\n" + log, log);
@@ -222,7 +222,8 @@ std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::strin
     count_rejected();  // a whole entry the driver refuses: compiled again and replaced
   }
   bool external = false;
-  for (const part& p : parts) external = external || (p.what == part::kind::map && p.source.empty());
+  for (const part& p : parts)
+    external = external || ((p.what == part::kind::map || p.what == part::kind::reduce) && p.source.empty());
   image = external ? link_cuda(source, parts, major, minor) : compile_cuda(source, major, minor);
   count_compiled();
   auto k = load(image, &why);

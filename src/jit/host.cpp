@@ -22,7 +22,7 @@ namespace resident::jit::detail {
 namespace {
 
 using range_fn = void (*)(const kernel_args&, unsigned long long, unsigned long long, void*);
-using finish_fn = void (*)(const void*, unsigned long long, double, void*);
+using finish_fn = void (*)(const kernel_args&, const void*, unsigned long long, double, void*);
 using bytes_fn = unsigned long long (*)();
 
 struct host_kernel : loaded {
@@ -159,7 +159,7 @@ void run_host(const std::vector<part>& parts, const signature& sig, kernel_args 
   const resident::detail::cpu_loop loop(n, 1);
   std::vector<unsigned char> partials(loop.pieces() * k->partial_bytes + 1);
   loop.run([&](resident::detail::cpu_piece p) { k->range(args, p.first, p.last, partials.data() + p.index * k->partial_bytes); });
-  k->finish(partials.data(), loop.pieces(), args.a, args.out);
+  k->finish(args, partials.data(), loop.pieces(), args.a, args.out);
   resident::detail::record_kernel(d);
 }
 

@@ -367,10 +367,11 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
   // The user's stages, each in its own namespace, their lines numbered as in their own text.
   index = 0;
   for (const part& p : parts) {
-    if (p.what == kind::map && p.source.empty()) {  // external: compiled elsewhere
+    if ((p.what == kind::map || p.what == kind::reduce) && p.source.empty()) {  // external: compiled elsewhere
       const std::string k = std::to_string(&p - parts.data());
       ++index;
       RESIDENT_EXPECTS(&p - parts.data() < 16, "jit: an external stage must be among a chain's first 16 parts");
+      if (p.what == kind::reduce) --index;
       RESIDENT_EXPECTS(!cuda || !p.ltoir.empty(), "jit: stage " + std::to_string(index) + " (" + p.name +
                                                       ") was given no LTO-IR, so it cannot run on a GPU");
       RESIDENT_EXPECTS(cuda || p.host_function, "jit: stage " + std::to_string(index) + " (" + p.name +
@@ -413,8 +414,13 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
   }
   s += "  return " + prev + ";\n}\n";
   if (red) {
+    const std::string rk = std::to_string(&parts.back() - parts.data());
+    const bool external_op = red->what == kind::reduce && red->source.empty();
+    // The host calls an external operator through a pointer each thread takes from its arguments.
+    if (external_op && !cuda) s += "static thread_local const void* rs_reduce_fn;\n";
     s += "RS_FN rs_value rs_op(rs_value a, rs_value b) { ";
-    if (red->what == kind::reduce) s += "return rs_" + std::to_string(&parts.back() - parts.data()) + "::" + red->name + "(a, b); }\n";
+    if (external_op) s += cuda ? "return " + red->name + "(a, b); }\n" : "return ((rs_fn_" + rk + ")rs_reduce_fn)(a, b); }\n";
+    else if (red->what == kind::reduce) s += "return rs_" + rk + "::" + red->name + "(a, b); }\n";
     else s += builtin_op(red->what) + " }\n";
     s += "RS_FN rs_value rs_init(double a) { return " +
          (red->what == kind::reduce ? std::string("rs_value(a)") : "rs_value(" + builtin_init(red->what, value) + ")") +
@@ -559,7 +565,9 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
     // Host flavor: a range of elements per call, the library's CPU loop spreading the ranges.
     if (red)
       s += "extern \"C\" void rs_range(const rs_args& a, unsigned long long first, unsigned long long last, "
-           "rs_maybe* partial) {\n  rs_maybe lanes[16];\n"
+           "rs_maybe* partial) {\n" + std::string(red->what == kind::reduce && red->source.empty() ?
+           "  rs_reduce_fn = a.fns[" + std::to_string(&parts.back() - parts.data()) + "];\n" : "") +
+           "  rs_maybe lanes[16];\n"
            "  for (int l = 0; l < 16; ++l) { lanes[l].value = rs_value(); lanes[l].valid = 0; }\n";
     else
       s += "extern \"C\" void rs_range(const rs_args& a, unsigned long long first, unsigned long long last, void*) {\n";
@@ -575,7 +583,10 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
     if (red) s += "  rs_maybe acc = lanes[0];\n  for (int l = 1; l < 16; ++l) acc = rs_combine(acc, lanes[l]);\n  *partial = acc;\n";
     s += "}\n";
     if (red)
-      s += "extern \"C\" void rs_finish(const rs_maybe* partials, unsigned long long count, double init, void* out) {\n"
+      s += "extern \"C\" void rs_finish(const rs_args& a, const rs_maybe* partials, unsigned long long count, "
+           "double init, void* out) {\n" +
+           std::string(red->what == kind::reduce && red->source.empty() ?
+                       "  rs_reduce_fn = a.fns[" + std::to_string(&parts.back() - parts.data()) + "];\n" : "") +
            "  rs_value r = rs_init(init);\n"
            "  for (unsigned long long p = 0; p < count; ++p) if (partials[p].valid) r = rs_op(r, partials[p].value);\n"
            "  *(rs_value*)out = r;\n}\n"
@@ -712,6 +723,20 @@ pipeline external(std::string name, std::vector<element> params, element result,
   p.name = std::move(name);
   p.params = std::move(params);
   p.result = result;
+  p.ltoir = std::move(ltoir);
+  p.host_function = host_function;
+  return pipeline(std::move(p));
+}
+
+pipeline external_reduce(std::string name, element type, double init, std::string ltoir,
+                         const void* host_function) {
+  RESIDENT_EXPECTS(!name.empty(), "jit::external_reduce: give the operator's function name");
+  detail::part p;
+  p.what = kind::reduce;
+  p.name = std::move(name);
+  p.params = {type, type};
+  p.result = type;
+  p.a = init;
   p.ltoir = std::move(ltoir);
   p.host_function = host_function;
   return pipeline(std::move(p));

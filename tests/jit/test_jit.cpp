@@ -230,6 +230,8 @@ TEST_P(jit, two_threads_compiling_one_new_stage_compile_it_once) {
 }
 
 extern "C" float twice_plus_one(float v) { return 2.0f * v + 1.0f; }
+extern "C" float bigger(float a, float b) { return a > b ? a : b; }
+const char* bigger_cuda = "extern \"C\" __device__ float bigger(float a, float b) { return a > b ? a : b; }";
 const char* twice_plus_one_cuda = "extern \"C\" __device__ float twice_plus_one(float v) { return 2.0f * v + 1.0f; }";
 
 TEST_P(jit, an_external_stage_fuses_with_source_stages_in_one_kernel) {
@@ -253,6 +255,18 @@ TEST_P(jit, an_external_stage_fuses_with_source_stages_in_one_kernel) {
   std::vector<double> ref(n);
   for (std::size_t i = 0; i < n; ++i) ref[i] = 0.5 * std::sin(2.0 * (1.5 * h[i] + 0.5) + 1.0);
   EXPECT_LT(rs::test::rel_error(y.to_host(), ref), 1e-6);
+  // An external reduction operator folds every value, in the same one kernel.
+  std::string op_ltoir;
+  if (dev.is_cuda()) {
+    const auto pr = rs::properties(dev);
+    op_ltoir = rs::jit::detail::ltoir_of(bigger_cuda, pr.cc_major, pr.cc_minor);
+  }
+  auto biggest = rs::jit::external_reduce("bigger", E::f32, -1e30, op_ltoir, reinterpret_cast<const void*>(&bigger));
+  float want = -1e30f;
+  for (float v : h) want = std::max(want, 1.5f * v + 0.5f);
+  rs::scoped_ledger l2(dev);
+  EXPECT_EQ((rs::jit::map(f1) | biggest).result<float>(x), want);
+  EXPECT_EQ(l2.delta().kernels, 1u);
   // A stage without the backend's code is refused by name before compiling.
   auto bare = rs::jit::external("twice_plus_one", {E::f32}, E::f32, {}, nullptr);
   EXPECT_THROW(bare(x, y), rs::invalid_argument);

@@ -218,6 +218,11 @@ pipeline map(std::string source, std::string name = {});
 pipeline external(std::string name, std::vector<element> params, element result, std::string ltoir,
                   const void* host_function);
 
+/// A reduction by an operator compiled elsewhere: the function `name` with C linkage, taking two values
+/// of `type` and returning one, given as LTO-IR (GPU) and a function pointer (CPU) as for external();
+/// init starts the fold. @throws invalid_argument for an empty name.
+pipeline external_reduce(std::string name, element type, double init, std::string ltoir, const void* host_function);
+
 /// A generator source: value i of the uniform stream (seed, offset) in [low, high), the same values as
 /// rs::random::fill_uniform. T is float or double.
 /// @throws invalid_argument when low >= high or a bound is not finite.
