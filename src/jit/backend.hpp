@@ -99,10 +99,19 @@ std::shared_ptr<loaded> cached(const std::string& key, const std::function<std::
 
 // --- the backends -------------------------------------------------------------------------------
 
-/// Runs the chain on the CPU: y = chain(inputs), or the reduction into result.
-void run_host(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n);
-/// Runs the chain on a CUDA device, on stream s (CUDA builds; device_unavailable otherwise).
+/// Runs the chain on the CPU: y = chain(inputs), or the reduction into result. `kernel` is the chain's
+/// compiled kernel for sig when set (from its memo), else it is found, compiled or loaded and set.
+void run_host(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n,
+              std::shared_ptr<loaded>& kernel);
+/// Runs the chain on a CUDA device, on stream s (CUDA builds; device_unavailable otherwise); `kernel`
+/// as for run_host.
 void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n, stream_ref s,
-              void* host_result);
+              void* host_result, std::shared_ptr<loaded>& kernel);
+
+/// The kernels one chain has used: (types and target, kernel), looked up under its mutex.
+struct memo {
+  std::mutex m;
+  std::vector<std::pair<std::string, std::shared_ptr<loaded>>> kernels;
+};
 
 }  // namespace resident::jit::detail

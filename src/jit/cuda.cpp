@@ -70,11 +70,17 @@ namespace {
 
 using resident::detail::driver;
 
+// The kernel on one device: its function there, its resident blocks per SM, the device's SMs.
+struct on_device {
+  CUfunction function = nullptr;
+  int blocks_per_sm = 1, sms = 1;
+};
+
 struct cuda_kernel : loaded {
   CUlibrary library = nullptr;  // kept loaded for the process's life
   CUkernel kernel = nullptr;
   std::mutex m;
-  std::map<int, std::pair<CUfunction, int>> per_device;  // device -> (function, resident blocks per SM)
+  std::map<int, on_device> per_device;
 };
 
 // The image is a cubin for an architecture this NVRTC knows, else PTX for the newest one it knows
@@ -235,39 +241,42 @@ std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::strin
 }  // namespace
 
 void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n, stream_ref s,
-              void* host_result) {
+              void* host_result, std::shared_ptr<loaded>& kernel) {
   const int dev = s.device().index();
-  const device_properties prop = resident::properties(s.device());
-  const std::string source = generate(parts, sig, flavor::cuda);
-  int driver_version = 0;
-  RESIDENT_CU_TRY(driver().driver_version(&driver_version));
-  std::string opts;
-  for (const auto& o : options) opts += o + " ";
-  const std::string key = hash_hex("cuda\nsm_" + std::to_string(prop.cc_major * 10 + prop.cc_minor) + "\nnvrtc " +
-                                   nvrtc_version() + "\ndriver " + std::to_string(driver_version) + "\n" + opts + "\n" +
-                                   source);
-  auto k = std::static_pointer_cast<cuda_kernel>(
-      cached(key, [&] { return load_or_compile(key, source, parts, prop.cc_major, prop.cc_minor); }));
+  if (!kernel) {
+    const device_properties prop = resident::properties(s.device());
+    const std::string source = generate(parts, sig, flavor::cuda);
+    int driver_version = 0;
+    RESIDENT_CU_TRY(driver().driver_version(&driver_version));
+    std::string opts;
+    for (const auto& o : options) opts += o + " ";
+    const std::string key = hash_hex("cuda\nsm_" + std::to_string(prop.cc_major * 10 + prop.cc_minor) + "\nnvrtc " +
+                                     nvrtc_version() + "\ndriver " + std::to_string(driver_version) + "\n" + opts +
+                                     "\n" + source);
+    kernel = cached(key, [&] { return load_or_compile(key, source, parts, prop.cc_major, prop.cc_minor); });
+  }
+  auto* k = static_cast<cuda_kernel*>(kernel.get());
   const device d = s.device();
   if (n == 0 && !sig.reduces) return;
 
   resident::detail::cuda::set_device(dev);
   const kernel_policy pol = policy();
-  CUfunction f = nullptr;
-  int occupancy = 0;
+  on_device here;
   {
     std::lock_guard<std::mutex> lock(k->m);
     auto it = k->per_device.find(dev);
     if (it == k->per_device.end()) {
-      CUfunction fn = nullptr;
-      RESIDENT_CU_TRY(driver().kernel_get_function(&fn, k->kernel));
-      int blocks = 0;
-      RESIDENT_CU_TRY(driver().occupancy(&blocks, fn, pol.block, 0));
-      it = k->per_device.emplace(dev, std::make_pair(fn, blocks > 0 ? blocks : 1)).first;
+      on_device o;
+      RESIDENT_CU_TRY(driver().kernel_get_function(&o.function, k->kernel));
+      RESIDENT_CU_TRY(driver().occupancy(&o.blocks_per_sm, o.function, pol.block, 0));
+      o.blocks_per_sm = std::max(o.blocks_per_sm, 1);
+      o.sms = resident::properties(d).multiprocessors;
+      it = k->per_device.emplace(dev, o).first;
     }
-    f = it->second.first;
-    occupancy = it->second.second;
+    here = it->second;
   }
+  const CUfunction f = here.function;
+  const int occupancy = here.blocks_per_sm;
   const bool generates = !parts.empty() && (parts.front().what == part::kind::uniform ||
                                             parts.front().what == part::kind::normal);
   // Vector loads when every array is 16-byte aligned and all elements have one size (the kernel then
@@ -280,7 +289,7 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
     if (p && reinterpret_cast<std::uintptr_t>(p) % 16 != 0) vectors = false;
   if (!sig.reduces && reinterpret_cast<std::uintptr_t>(args.out) % 16 != 0) vectors = false;
   const std::size_t nv = vectors ? n / (16 / esize) : 0;
-  const std::size_t full_grid = std::size_t(occupancy) * std::size_t(prop.multiprocessors);
+  const std::size_t full_grid = std::size_t(occupancy) * std::size_t(here.sms);
   // Long maps take their vectors from counters at full occupancy; others stride, streaming kernels at
   // pol.threads_per_sm threads per SM, generators (arithmetic-bound) at full occupancy.
   const bool taken = vectors && !sig.reduces &&
@@ -290,7 +299,7 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
   const std::size_t units = generates ? n / 4 + 2 : vectors ? nv / std::size_t(pol.unroll) + 1 : n;
   const std::size_t wanted = (units + std::size_t(pol.block) - 1) / std::size_t(pol.block);
   const unsigned grid = taken ? unsigned(full_grid)
-                              : unsigned(std::max<std::size_t>(1, std::min(wanted, std::size_t(per_sm) * std::size_t(prop.multiprocessors))));
+                              : unsigned(std::max<std::size_t>(1, std::min(wanted, std::size_t(per_sm) * std::size_t(here.sms))));
 
   // Scratch: a reduction's per-block partials (value + valid flag, at most 16 bytes) and result; and
   // while s is being captured the counters (the graph owns them and zeroes them, since its replays may

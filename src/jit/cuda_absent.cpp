@@ -3,7 +3,8 @@
 
 namespace resident::jit::detail {
 
-void run_cuda(const std::vector<part>&, const signature&, kernel_args, std::size_t, stream_ref, void*) {
+void run_cuda(const std::vector<part>&, const signature&, kernel_args, std::size_t, stream_ref, void*,
+              std::shared_ptr<loaded>&) {
   RESIDENT_FAIL("jit: this build of resident has no CUDA backend; configure with -DRESIDENT_CUDA=ON to run "
                 "chains on a GPU", device_unavailable);
 }

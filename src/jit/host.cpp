@@ -143,12 +143,16 @@ std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::strin
 
 }  // namespace
 
-void run_host(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n) {
-  const std::string source = generate(parts, sig, flavor::host);
-  std::string flag_text;
-  for (const auto& f : flags) flag_text += f + " ";
-  const std::string key = hash_hex("host\n" + compiler_identity() + "\n" + flag_text + "\n" + source);
-  auto k = std::static_pointer_cast<host_kernel>(cached(key, [&] { return load_or_compile(key, source); }));
+void run_host(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n,
+              std::shared_ptr<loaded>& kernel) {
+  if (!kernel) {
+    const std::string source = generate(parts, sig, flavor::host);
+    std::string flag_text;
+    for (const auto& f : flags) flag_text += f + " ";
+    const std::string key = hash_hex("host\n" + compiler_identity() + "\n" + flag_text + "\n" + source);
+    kernel = cached(key, [&] { return load_or_compile(key, source); });
+  }
+  auto* k = static_cast<host_kernel*>(kernel.get());
   const device d = device::cpu();
   if (!sig.reduces) {
     if (n == 0) return;

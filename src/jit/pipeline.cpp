@@ -413,6 +413,27 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
     prev = "v" + std::to_string(vi++);
   }
   s += "  return " + prev + ";\n}\n";
+  if (!cuda && !gen) {
+    // The host evaluates 16 values at a time stage by stage, as the compiled CPU loop does: a stage of
+    // arithmetic vectorizes, one that calls a function makes its calls back to back.
+    std::string p16, first_args;
+    for (std::size_t k = 0; k < nin; ++k) {
+      p16 += ", const " + std::string(type_name(sig.in[k])) + "* x" + std::to_string(k);
+      first_args += (k ? ", " : "") + std::string("x") + std::to_string(k) + "[l]";
+    }
+    s += "RS_FN void rs_chain16(const rs_args& a" + p16 + ", rs_value* o) {\n";
+    std::string prev16 = first_args;
+    int wi = 0;
+    for (const part& p : parts) {
+      if (p.what != kind::map) continue;
+      const std::string k = std::to_string(&p - parts.data()), w = "w" + std::to_string(wi++);
+      const std::string fn = !p.source.empty() ? "rs_" + k + "::" + p.name : "((rs_fn_" + k + ")a.fns[" + k + "])";
+      s += "  " + std::string(type_name(p.result)) + " " + w + "[16];\n  for (int l = 0; l < 16; ++l) " + w + "[l] = " + fn +
+           "(" + prev16 + ");\n";
+      prev16 = w + "[l]";
+    }
+    s += "  for (int l = 0; l < 16; ++l) o[l] = " + prev16 + ";\n}\n";
+  }
   if (red) {
     const std::string rk = std::to_string(&parts.back() - parts.data());
     const bool external_op = red->what == kind::reduce && red->source.empty();
@@ -578,7 +599,16 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
            "; ++b) {\n" + gen_body.substr(0, gen_body.find("      if (i < n)")) +
            "      if (i >= first && i < n) " + use + "rs_chain(a, rs_gen::value(w, l, ga, gb)));\n    }\n  }\n";
     } else {
-      s += "  for (unsigned long long i = first; i < last; ++i) " + use + "rs_chain(a, " + call + "));\n";
+      std::string at;
+      for (std::size_t k = 0; k < nin; ++k) at += ", in" + std::to_string(k) + " + i";
+      s += "  unsigned long long i = first;\n"
+           "  for (; i + 16 <= last; i += 16) {\n"
+           "    rs_value o[16];\n"
+           "    rs_chain16(a" + at + ", o);\n" +
+           (red ? "    for (int l = 0; l < 16; ++l) rs_fold(lanes[l], o[l]);\n"
+                : "    for (int l = 0; l < 16; ++l) out[i + l] = o[l];\n") +
+           "  }\n"
+           "  for (; i < last; ++i) " + use + "rs_chain(a, " + call + "));\n";
     }
     if (red) s += "  rs_maybe acc = lanes[0];\n  for (int l = 1; l < 16; ++l) acc = rs_combine(acc, lanes[l]);\n  *partial = acc;\n";
     s += "}\n";
@@ -601,7 +631,31 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
 
 using detail::kind;
 
+namespace detail {
+std::shared_ptr<memo> new_memo() { return std::make_shared<memo>(); }
+
+namespace {
+// The chain's kernel slot for these types on this target (a CUDA architecture, or the host).
+std::shared_ptr<loaded>* memo_slot(memo& m, const signature& sig, device d, std::unique_lock<std::mutex>& lock) {
+  std::string key;
+  for (element e : sig.in) key += char('a' + int(e));
+  key += char('A' + int(sig.out));
+  key += sig.reduces ? 'r' : 'w';
+  if (d.is_cuda()) {
+    const auto p = resident::properties(d);
+    key += std::to_string(p.cc_major * 10 + p.cc_minor);
+  }
+  lock = std::unique_lock<std::mutex>(m.m);
+  for (auto& e : m.kernels)
+    if (e.first == key) return &e.second;
+  m.kernels.emplace_back(key, nullptr);
+  return &m.kernels.back().second;
+}
+}  // namespace
+}  // namespace detail
+
 pipeline operator|(pipeline a, const pipeline& b) {
+  a.memo_ = detail::new_memo();  // other parts: other kernels
   for (const auto& p : b.parts_) {
     if (detail::is_generator(p.what))
       RESIDENT_FAIL("jit: a generator (uniform, normal) starts a chain; it cannot follow " + a.name());
@@ -676,6 +730,20 @@ std::vector<element> types_of(const inputs& in) {
 
 }  // namespace
 
+std::shared_ptr<detail::loaded> pipeline::memoized(const detail::signature& sig, device d) const {
+  if (!memo_) return nullptr;  // a moved-from chain: its parts are gone too
+  std::unique_lock<std::mutex> lock;
+  auto k = *detail::memo_slot(*memo_, sig, d, lock);
+  if (k) detail::count_memory_hit();
+  return k;
+}
+
+void pipeline::memoize(const detail::signature& sig, device d, std::shared_ptr<detail::loaded> k) const {
+  if (!memo_) return;
+  std::unique_lock<std::mutex> lock;
+  *detail::memo_slot(*memo_, sig, d, lock) = std::move(k);
+}
+
 void pipeline::run(const inputs& in, const operand& out) const {
   const device d = out.stream.device();
   check_inputs(in, out.size, d, "jit pipeline");
@@ -685,8 +753,11 @@ void pipeline::run(const inputs& in, const operand& out) const {
   a.n = out.size;
   for (const auto& o : in.arrays)
     if (o.stream.native() != out.stream.native()) out.stream.wait_for(o.stream);
-  if (d.is_cuda()) detail::run_cuda(parts_, sig, a, out.size, out.stream, nullptr);
-  else detail::run_host(parts_, sig, a, out.size);
+  std::shared_ptr<detail::loaded> kernel = memoized(sig, d);
+  const bool had = kernel != nullptr;
+  if (d.is_cuda()) detail::run_cuda(parts_, sig, a, out.size, out.stream, nullptr, kernel);
+  else detail::run_host(parts_, sig, a, out.size, kernel);
+  if (!had) memoize(sig, d, kernel);
 }
 
 void pipeline::reduce_into(const inputs& in, std::size_t n, device d, element r, void* result) const {
@@ -701,12 +772,15 @@ void pipeline::reduce_into(const inputs& in, std::size_t n, device d, element r,
   const stream_ref s = in.arrays.empty() ? default_stream(d) : in.arrays[0].stream;
   for (const auto& o : in.arrays)
     if (o.stream.native() != s.native()) s.wait_for(o.stream);
+  std::shared_ptr<detail::loaded> kernel = memoized(sig, d);
+  const bool had = kernel != nullptr;
   if (d.is_cuda()) {
-    detail::run_cuda(parts_, sig, a, n, s, result);
+    detail::run_cuda(parts_, sig, a, n, s, result, kernel);
   } else {
     a.out = result;
-    detail::run_host(parts_, sig, a, n);
+    detail::run_host(parts_, sig, a, n, kernel);
   }
+  if (!had) memoize(sig, d, kernel);
 }
 
 pipeline map(std::string source, std::string name) {

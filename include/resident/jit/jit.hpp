@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -98,6 +99,12 @@ inputs zip(const A&... a) {
 }
 
 namespace detail {
+struct memo;
+struct loaded;
+struct signature;
+/// A fresh memo: the kernels one chain has used, by element types and target, so that repeated calls
+/// skip generating and hashing its text.
+std::shared_ptr<memo> new_memo();
 /// One part of a chain: a map stage, a generator source or a reduction terminal.
 struct part {
   /// What the part is.
@@ -119,7 +126,7 @@ struct part {
 class pipeline {
  public:
   /// The empty chain (the identity on one array).
-  pipeline() = default;
+  pipeline() : memo_(detail::new_memo()) {}
   /// a's parts followed by b's. @throws invalid_argument when b starts with a generator or a follows a
   /// reduction (a generator comes first, a reduction last).
   friend pipeline operator|(pipeline a, const pipeline& b);
@@ -179,13 +186,16 @@ class pipeline {
   std::string kernel_source(const std::vector<element>& in, element out, device d) const;
 
  /// A chain of one part (what map, uniform, normal, sum, min, max and reduce build).
-  explicit pipeline(detail::part p) { parts_.push_back(std::move(p)); }
+  explicit pipeline(detail::part p) : memo_(detail::new_memo()) { parts_.push_back(std::move(p)); }
 
  private:
   bool generates() const noexcept;
+  std::shared_ptr<detail::loaded> memoized(const detail::signature& sig, device d) const;
+  void memoize(const detail::signature& sig, device d, std::shared_ptr<detail::loaded> k) const;
   void run(const inputs& in, const operand& out) const;
   void reduce_into(const inputs& in, std::size_t n, device d, element r, void* result) const;
   std::vector<detail::part> parts_;
+  std::shared_ptr<detail::memo> memo_;  // shared by copies, which have the same parts
 };
 
 namespace detail {
