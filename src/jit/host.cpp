@@ -33,9 +33,11 @@ struct host_kernel : loaded {
 };
 
 // The flags every run-time kernel is compiled with: -ffp-contract=off keeps a * b + c two roundings,
-// as the library's own normals need for the same bits as the GPU (src/random/normal.cpp).
+// as the library's own normals need for the same bits as the GPU (src/random/normal.cpp);
+// -fno-semantic-interposition lets the stages' functions inline into the loop (in a shared object
+// they could otherwise be interposed, and the loop would call each one and not vectorize).
 const std::vector<std::string> flags = {"-std=c++17", "-O3", "-fPIC", "-shared", "-ffp-contract=off",
-                                        "-fno-math-errno", "-w"};
+                                        "-fno-math-errno", "-fno-semantic-interposition", "-w"};
 
 std::string compiler() {
   if (const char* c = std::getenv("RESIDENT_JIT_CXX"); c && *c) return c;
