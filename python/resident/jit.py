@@ -42,12 +42,23 @@ __all__ = ["Chain", "stage", "map", "uniform", "normal", "sum", "min", "max", "r
 _DTYPES = ("float32", "float64", "int32", "uint32", "int64", "uint64")
 
 
+_DTYPE_NAMES = {}  # a library's dtype object -> its name, so a call does not format it again
+
+
 def _dtype_name(x):
     """The dtype name of an array of any library (resident, NumPy, CuPy, PyTorch)."""
     dt = getattr(x, "dtype", None)
+    try:
+        return _DTYPE_NAMES[dt]
+    except (KeyError, TypeError):
+        pass
     name = str(dt).replace("torch.", "") if dt is not None else None
     if name not in _DTYPES:
         raise _core_error("InvalidArgument", f"resident.jit: arrays of {name} are not supported; use one of {_DTYPES}")
+    try:
+        _DTYPE_NAMES[dt] = name
+    except TypeError:  # an unhashable dtype object: formatted each time
+        pass
     return name
 
 
@@ -111,6 +122,8 @@ class Chain:
 
     def __init__(self, items):
         self._items = list(items)
+        self._built = {}  # (dtypes, target) -> (C++ chain, value dtype): repeated calls reuse its kernel
+        self._lock = threading.Lock()
 
     def __or__(self, other):
         if callable(other) and not isinstance(other, Chain):
@@ -142,6 +155,15 @@ class Chain:
 
     def build(self, dtypes, target):
         """The C++ chain for input dtypes on target, and the dtype of its values."""
+        key = (tuple(dtypes), tuple(target))
+        built = self._built.get(key)  # a dict lookup is atomic; only filling it takes the lock
+        if built is None:
+            built = self._build(dtypes, target)
+            with self._lock:
+                built = self._built.setdefault(key, built)
+        return built
+
+    def _build(self, dtypes, target):
         pipe = None
         current = list(dtypes)
         for kind, value in self._items:

@@ -329,8 +329,8 @@ struct child_result {
 };
 
 // Runs the cache child with its cache in dir; it prints "ok compiled=N disk=M rejected=R".
-child_result run_child(const std::string& dir, const std::string& constant) {
-  const std::string cmd = "RESIDENT_JIT_CACHE='" + dir + "' '" RESIDENT_JIT_CHILD "' " + constant + " 2>&1";
+child_result run_child(const std::string& dir, const std::string& constant, const std::string& device = "cpu") {
+  const std::string cmd = "RESIDENT_JIT_CACHE='" + dir + "' '" RESIDENT_JIT_CHILD "' " + constant + " " + device + " 2>&1";
   child_result r;
   if (FILE* p = ::popen(cmd.c_str(), "r")) {
     char buf[512];
@@ -355,6 +355,24 @@ TEST(jit_cache, a_second_process_loads_what_the_first_compiled) {
   auto second = run_child(dir, c);
   ASSERT_EQ(second.status, 0) << second.out;
   EXPECT_NE(second.out.find("ok compiled=0 disk=1"), std::string::npos) << second.out;
+}
+
+TEST(jit_cache, a_second_process_loads_the_gpu_kernel_the_first_compiled) {
+  if (rs::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device: " << rs::cuda_unavailable_reason();
+  const std::string dir = cache_root + "-gpu";
+  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+  auto first = run_child(dir, c, "cuda");
+  ASSERT_EQ(first.status, 0) << first.out;
+  EXPECT_NE(first.out.find("ok compiled=1 disk=0"), std::string::npos) << first.out;
+  auto second = run_child(dir, c, "cuda");
+  ASSERT_EQ(second.status, 0) << second.out;
+  EXPECT_NE(second.out.find("ok compiled=0 disk=1"), std::string::npos) << second.out;
+  // A corrupt cubin entry is ignored, compiled again and rewritten.
+  auto e = entries(dir);
+  ASSERT_EQ(e.size(), 1u);
+  { std::ofstream(e[0], std::ios::binary | std::ios::trunc) << "RSJIT1 garbage"; }
+  auto third = run_child(dir, c, "cuda");
+  EXPECT_NE(third.out.find("ok compiled=1 disk=0 rejected=1"), std::string::npos) << third.out;
 }
 
 TEST(jit_cache, processes_filling_one_folder_at_once_leave_one_whole_entry) {
