@@ -57,7 +57,8 @@ constexpr element element_of() {
 }
 
 /// A stage's source text did not compile. what() holds the compiler's log; its line numbers count the
-/// lines of the stage's own text ("stage 2:3:" is line 3 of the chain's second stage).
+/// lines of the stage's own text (line 3 of the chain's second stage reads "stage 2:3:" from the host
+/// compiler, "stage 2(3)" from NVRTC).
 class compile_error : public invalid_argument {
  public:
   /// The message (with the log) and the compiler's log alone.
@@ -122,7 +123,9 @@ struct part {
 
 /// A chain of run-time parts: an optional generator source, map stages, an optional reduction. Built
 /// by map / uniform / normal / sum / min / max / reduce and composed with |. A value type: copies share
-/// nothing mutable; the compiled kernels live in the process-wide cache.
+/// the kernels the chain has used (looked up by element types and target, under a lock, so one chain
+/// may be called from several threads); a moved-from chain is the empty chain. Compiled kernels live
+/// in the process-wide cache.
 class pipeline {
  public:
   /// The empty chain (the identity on one array).
@@ -251,9 +254,11 @@ pipeline normal(std::uint64_t seed, std::uint64_t offset = 0, T mean = T(0), T s
 
 /// The sum of the chain's values, in their type (NaN propagates). A terminal.
 pipeline sum();
-/// The least value (NaN propagates; the type's largest value for no elements). A terminal.
+/// The least value (NaN propagates; for no elements +infinity, or an integer type's largest value). A
+/// terminal.
 pipeline min();
-/// The greatest value (NaN propagates; the type's lowest value for no elements). A terminal.
+/// The greatest value (NaN propagates; for no elements -infinity, or an integer type's lowest value). A
+/// terminal.
 pipeline max();
 /// A reduction by a user operator: source defines a function of two values of the chain's type
 /// returning one (associative: the order of combination is not fixed); init starts the fold and is
