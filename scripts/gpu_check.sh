@@ -88,6 +88,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   step bench-rng "$cli" bench rng --json "$logs/rng.json"
   step bench-matmul "$cli" bench matmul --json "$logs/matmul.json"
   step bench-flow "$cli" bench flow --json "$logs/flow.json"
+  step bench-jit "$cli" bench jit --json "$logs/jit.json"
   step bench-guide "$cli" bench guide --json "$logs/guide.json"
   # 8 GiB of host data through a pool capped at 2 GiB (the host holds 128 GiB: pinned and pageable
   # input and output take 32 GiB).

@@ -20,5 +20,6 @@
 #include "resident/fuse/program.hpp"
 #include "resident/insight/profile.hpp"
 #include "resident/insight/timing.hpp"
+#include "resident/jit/jit.hpp"
 #include "resident/random/random.hpp"
 #include "resident/streaming/streaming.hpp"

@@ -77,9 +77,13 @@ class DeviceLost(CudaError):
     """The device faulted; restart the process to use it again."""
 
 
+class CompileError(InvalidArgument):
+    """A run-time stage did not compile; the message holds the compiler's log (lines of the stage's text)."""
+
+
 _core._set_exception_types({c.__name__: c for c in (
     Error, InvalidArgument, ShapeMismatch, DeviceMismatch, InvalidLaunch, FlowError, OutOfMemory,
-    DeviceUnavailable, TransferForbidden, StageError, LibraryError, CudaError, DeviceLost)})
+    DeviceUnavailable, TransferForbidden, StageError, LibraryError, CudaError, DeviceLost, CompileError)})
 
 
 def ledger():
@@ -111,10 +115,13 @@ class transfer_policy:
 
 
 from . import random  # noqa: E402  (after the exception types are registered)
+from . import jit  # noqa: E402
+from .jit import stage  # noqa: E402
 
-__all__ = ["Array", "Flow", "Graph", "capture", "matmul", "op", "program", "empty", "to_device", "from_dlpack", "default_device", "cuda_device_count",
-           "cuda_unavailable_reason", "synchronize", "ledger", "transfer_policy", "sum", "min", "max", "random",
+__all__ = ["Array", "Flow", "Graph", "capture", "matmul", "op", "program", "empty", "to_device", "from_dlpack",
+           "default_device", "cuda_device_count", "cuda_unavailable_reason", "synchronize", "ledger", "transfer_policy",
+           "sum", "min", "max", "random", "jit", "stage",
            "Error", "InvalidArgument", "ShapeMismatch", "DeviceMismatch", "InvalidLaunch", "FlowError",
            "OutOfMemory", "DeviceUnavailable", "TransferForbidden", "StageError", "LibraryError", "CudaError",
-           "DeviceLost"]
+           "DeviceLost", "CompileError"]
 __version__ = "0.1.0"

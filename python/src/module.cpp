@@ -21,6 +21,7 @@
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/flow/flow.hpp"
 #include "resident/fuse/program.hpp"
+#include "resident/jit/jit.hpp"
 #include "resident/interop/dlpack.hpp"
 #include "resident/resident.hpp"
 
@@ -390,6 +391,64 @@ double sum_program(const rs::program& p, nb::object x) {
   return on_floats(a, "a program", [&](auto r) { return double(rs::run_sum(p, r)); });
 }
 
+// ---- run-time stages (resident.jit) ----------------------------------------------------------------
+
+rs::jit::operand operand_of(const py_array& a) {
+  return visit(a.dtype, [&](auto t) { return rs::jit::operand_of(a.ref<decltype(t)>()); });
+}
+
+rs::jit::element element_named(const std::string& dtype) {
+  return visit(parse_dtype(dtype), [](auto t) { return rs::jit::element_of<decltype(t)>(); });
+}
+
+// (kind, cc major, cc minor) of the device x lives on: what resident.jit compiles Python stages for.
+nb::tuple jit_target(nb::object x) {
+  py_array a = from_dlpack(x);
+  const rs::device d = a.device();
+  if (d.is_cpu()) return nb::make_tuple("cpu", 0, 0);
+  const auto p = rs::properties(d);
+  return nb::make_tuple("cuda", p.cc_major, p.cc_minor);
+}
+
+// out = chain(inputs...), or in place into inputs[0] (a generator chain writes into out alone).
+void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out) {
+  std::vector<py_array> in;
+  for (nb::handle h : inputs) in.push_back(from_dlpack(nb::borrow<nb::object>(h)));
+  const py_array o = out.is_none() ? in.at(0) : from_dlpack(out);
+  rs::jit::inputs ops;
+  for (const auto& a : in) ops.arrays.push_back(operand_of(a));
+  const rs::jit::operand oo = operand_of(o);
+  {
+    nb::gil_scoped_release unlocked;
+    visit(o.dtype, [&](auto t) {
+      using T = decltype(t);
+      rs::array_ref<T> r{static_cast<T*>(const_cast<void*>(oo.data)), oo.size, oo.stream};
+      if (ops.arrays.empty()) p(r);
+      else p(ops, r);
+    });
+  }
+  o.finish_foreign();
+}
+
+// The chain's reduction over inputs (or over n values of its generator on device), as a Python number.
+nb::object jit_result(const rs::jit::pipeline& p, nb::list inputs, const std::string& dtype, std::size_t n,
+                      const std::string& device) {
+  std::vector<py_array> in;
+  for (nb::handle h : inputs) in.push_back(from_dlpack(nb::borrow<nb::object>(h)));
+  rs::jit::inputs ops;
+  for (const auto& a : in) ops.arrays.push_back(operand_of(a));
+  const rs::device d = rs::parse_device(device);
+  return visit(parse_dtype(dtype), [&](auto t) -> nb::object {
+    using T = decltype(t);
+    T r;
+    {
+      nb::gil_scoped_release unlocked;
+      r = ops.arrays.empty() ? p.template result<T>(n, d) : p.template result<T>(ops);
+    }
+    return nb::cast(r);
+  });
+}
+
 // ---- matmul -------------------------------------------------------------------------------------
 
 // out = alpha * a @ b + beta * out for 2-D C-contiguous float32 / float64 arrays of any library on one
@@ -562,6 +621,7 @@ void translate(const std::exception_ptr& p, void*) {
   } catch (const rs::shape_mismatch& e) { raise("ShapeMismatch", e);
   } catch (const rs::device_mismatch& e) { raise("DeviceMismatch", e);
   } catch (const rs::flow_error& e) { raise("FlowError", e);
+  } catch (const rs::jit::compile_error& e) { raise("CompileError", e);
   } catch (const rs::invalid_argument& e) { raise("InvalidArgument", e);
   } catch (const rs::device_unavailable& e) { raise("DeviceUnavailable", e);
   } catch (const rs::transfer_forbidden& e) { raise("TransferForbidden", e);
@@ -688,6 +748,57 @@ NB_MODULE(_core, m) {
       .def("__call__", &run_program, nb::arg("x"), nb::arg("out") = nb::none(),
            "out = p(x) as one kernel (out defaults to x: in place); float32 or float64 arrays of any library.")
       .def("sum", &sum_program, nb::arg("x"), "The sum of p(x[i]) in one pass, in x's precision. Synchronizes.");
+
+  nb::class_<rs::jit::pipeline>(m, "_JitPipeline", "A run-time chain (resident.jit builds it).")
+      .def("__or__", [](const rs::jit::pipeline& a, const rs::jit::pipeline& b) { return a | b; })
+      .def_prop_ro("name", &rs::jit::pipeline::name)
+      .def_prop_ro("result_dtype", [](const rs::jit::pipeline& p) -> nb::object {
+        // The type the chain's last stage (or its generator) makes; None when it has neither.
+        static const char* names[] = {"float32", "float64", "int32", "uint32", "int64", "uint64"};
+        for (auto it = p.parts().rbegin(); it != p.parts().rend(); ++it)
+          if (it->what == rs::jit::detail::part::kind::map || it->what == rs::jit::detail::part::kind::uniform ||
+              it->what == rs::jit::detail::part::kind::normal)
+            return nb::str(names[int(it->result)]);
+        return nb::none();
+      })
+      .def("kernel_source", [](const rs::jit::pipeline& p, const std::vector<std::string>& in, const std::string& out,
+                               const std::string& device) {
+             std::vector<rs::jit::element> e;
+             for (const auto& t : in) e.push_back(element_named(t));
+             return p.kernel_source(e, element_named(out), rs::parse_device(device));
+           }, nb::arg("inputs"), nb::arg("out"), nb::arg("device"))
+      .def("run", &jit_run, nb::arg("inputs"), nb::arg("out").none())
+      .def("result", &jit_result, nb::arg("inputs"), nb::arg("dtype"), nb::arg("n") = 0, nb::arg("device") = "cpu");
+  m.def("_jit_map", [](const std::string& src, const std::string& name) { return rs::jit::map(src, name); });
+  m.def("_jit_external", [](const std::string& name, const std::vector<std::string>& params, const std::string& result,
+                            nb::bytes ltoir, std::uintptr_t host_function) {
+    std::vector<rs::jit::element> e;
+    for (const auto& t : params) e.push_back(element_named(t));
+    return rs::jit::external(name, e, element_named(result), std::string(ltoir.c_str(), ltoir.size()),
+                             reinterpret_cast<const void*>(host_function));
+  });
+  m.def("_jit_external_reduce", [](const std::string& name, const std::string& dtype, double init, nb::bytes ltoir,
+                                   std::uintptr_t host_function) {
+    return rs::jit::external_reduce(name, element_named(dtype), init, std::string(ltoir.c_str(), ltoir.size()),
+                                    reinterpret_cast<const void*>(host_function));
+  });
+  m.def("_jit_sum", [] { return rs::jit::sum(); });
+  m.def("_jit_min", [] { return rs::jit::min(); });
+  m.def("_jit_max", [] { return rs::jit::max(); });
+  m.def("_jit_reduce", [](const std::string& src, double init, const std::string& name) { return rs::jit::reduce(src, init, name); });
+  m.def("_jit_uniform", [](const std::string& dtype, std::uint64_t seed, std::uint64_t offset, double low, double high) {
+    return dtype == "float32" ? rs::jit::uniform<float>(seed, offset, float(low), float(high))
+                              : rs::jit::uniform<double>(seed, offset, low, high);
+  });
+  m.def("_jit_normal", [](const std::string& dtype, std::uint64_t seed, std::uint64_t offset, double mean, double sd) {
+    return dtype == "float32" ? rs::jit::normal<float>(seed, offset, float(mean), float(sd))
+                              : rs::jit::normal<double>(seed, offset, mean, sd);
+  });
+  m.def("_jit_target", &jit_target, nb::arg("x"));
+  m.def("_jit_stats", [] {
+    const auto s = rs::jit::stats();
+    return nb::make_tuple(s.compiled, s.disk_loads, s.memory_hits, s.rejected);
+  });
 
   m.def("_time_cpp_calls", [](const rs::program& p, nb::object x, int calls) {
     // The same call made from C++ in a loop: wall time per call, the queue drained at the end.

@@ -61,4 +61,6 @@ void graph_abort(stream_ref) noexcept {}
 void graph_launch(void*, stream_ref) { absent(); }
 void graph_destroy(void*) noexcept {}
 
+void* driver_entry_point(const char*, int) { absent(); }
+
 }  // namespace resident::detail::cuda

@@ -438,6 +438,17 @@ void check_launch(const char* what, std::source_location at) {
 
 void set_device(int dev) { RESIDENT_CUDA_TRY(cudaSetDevice(dev)); }
 
+void* driver_entry_point(const char* symbol, int cuda_version) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  RESIDENT_CUDA_TRY(cudaGetDriverEntryPointByVersion(symbol, &fn, unsigned(cuda_version), cudaEnableDefault, &found));
+  if (found != cudaDriverEntryPointSuccess || !fn)
+    RESIDENT_FAIL(std::string("the CUDA driver has no ") + symbol + " (version " + std::to_string(cuda_version) +
+                      "); update the driver", device_unavailable);
+  return fn;
+}
+
+
 void* graph_begin(stream_ref s) {
   RESIDENT_CUDA_TRY(cudaStreamBeginCapture(s.native(), cudaStreamCaptureModeThreadLocal));
   return nullptr;

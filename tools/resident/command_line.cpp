@@ -45,7 +45,7 @@ CLI::Validator byte_count() {
 }
 
 const char* const commands[] = {"info", "demo", "bench"};
-const char* const benchmarks[] = {"pipeline", "small", "foundation", "rng", "flow", "matmul", "guide", "stream", "dist"};
+const char* const benchmarks[] = {"pipeline", "small", "foundation", "rng", "flow", "jit", "matmul", "guide", "stream", "dist"};
 
 template <std::size_t N>
 std::string one_of(const char* const (&names)[N]) {
@@ -144,6 +144,10 @@ command_line::command_line() {
   common(rng_);
   flow_ = bench_cmd_->add_subcommand("flow", "Independent stages on concurrent streams; an 8-stage chain eager vs graph replay");
   common(flow_);
+  jit_ = bench_cmd_->add_subcommand("jit", "The seed pipeline as run-time stages vs compiled vs memcpy; compile and cache load times");
+  common(jit_);
+  sizes(jit_, "log2 of the element counts (default 24,26,28 on a GPU; 18,20,22 on the CPU)",
+        whole_number("log2 element counts", 4, 32, "32"));
   matmul_ = bench_cmd_->add_subcommand("matmul", "The matrix-multiply ladder: every algorithm per size, TFLOP/s, ratio to the vendor");
   common(matmul_);
   sizes(matmul_, "matrix sizes n (default 512,1024,2048,4096,8192 on a GPU; 128,256,512,1024 on the CPU)",
@@ -197,6 +201,7 @@ command_line::command_line() {
   foundation_->footer("Example:\n  resident bench foundation --device cpu --json foundation.json");
   rng_->footer("Example:\n  resident bench rng --json rng.json");
   flow_->footer("Example:\n  resident bench flow --reps 50 --json flow.json");
+  jit_->footer("Example:\n  resident bench jit --sizes 24,26 --json jit.json");
   matmul_->footer("Examples:\n  resident bench matmul --sizes 1024,2048 --algos tuned,vendor --json m.json --plot m.png\n"
                   "  resident bench matmul --from m.json --plot m.png");
   guide_->footer("Example:\n  resident bench guide --json guide.json");
@@ -299,6 +304,7 @@ int command_line::run() {
   if (*foundation_) return run_bench_foundation(bench_);
   if (*rng_) return run_bench_rng(bench_);
   if (*flow_) return run_bench_flow(bench_);
+  if (*jit_) return run_bench_jit(bench_);
   if (*matmul_) return run_bench_matmul(bench_, algos_);
   if (*guide_) return run_bench_guide(bench_, examples_dir_);
   if (*stream_cmd_) return run_bench_stream(stream_);

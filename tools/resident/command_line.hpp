@@ -32,8 +32,8 @@ class command_line {
   std::vector<std::string> algos_;
   std::string examples_dir_;
   CLI::App *info_cmd_ = nullptr, *demo_cmd_ = nullptr, *bench_cmd_ = nullptr, *pipeline_ = nullptr,
-           *small_ = nullptr, *foundation_ = nullptr, *rng_ = nullptr, *flow_ = nullptr, *matmul_ = nullptr, *guide_ = nullptr,
-           *stream_cmd_ = nullptr, *dist_ = nullptr;
+           *small_ = nullptr, *foundation_ = nullptr, *rng_ = nullptr, *flow_ = nullptr, *jit_ = nullptr, *matmul_ = nullptr,
+           *guide_ = nullptr, *stream_cmd_ = nullptr, *dist_ = nullptr;
 };
 
 }  // namespace resident::cli

@@ -53,6 +53,8 @@ int run_bench_rng(const bench_options& o);
 int run_bench_flow(const bench_options& o);
 /// Peer copies, NCCL all-reduce, the seed map and a sum on one device vs sharded over two.
 int run_bench_dist(const bench_options& o);
+/// The seed pipeline as run-time stages vs compiled ahead of time vs memcpy; compile and cache times.
+int run_bench_jit(const bench_options& o);
 int run_bench_matmul(const bench_options& o, const std::vector<std::string>& algos);
 struct stream_bench_options {
   std::string device;

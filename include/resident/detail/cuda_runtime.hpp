@@ -103,4 +103,9 @@ void graph_launch(void* exec, stream_ref s);
 /// Destroys an instantiated graph.
 void graph_destroy(void* exec) noexcept;
 
+/// The CUDA driver's function `symbol` as of CUDA version cuda_version (e.g. 12000), found through the
+/// runtime, so that nothing links the driver library itself. @throws device_unavailable when the driver
+/// lacks it.
+void* driver_entry_point(const char* symbol, int cuda_version);
+
 }  // namespace resident::detail::cuda

@@ -13,6 +13,10 @@ namespace resident::detail {
 [[noreturn]] void throw_library(const char* library, int code, const std::string& name,
                                 const std::string& description, const char* call, const char* file,
                                 int line);
+/// The CUDA driver's name and description of status s (a CUresult); "status N" where the driver
+/// cannot be asked. Defined where the CUDA backend is built.
+std::string driver_status_name(int s);
+std::string driver_status_text(int s);
 }  // namespace resident::detail
 
 /// Evaluates call once; when its status is not ok, throws with name_of(status) and text_of(status).
@@ -39,6 +43,11 @@ namespace resident::detail {
 /// An nvJitLink call (nvJitLink.h), which names its results by number only.
 #define RESIDENT_NVJITLINK_TRY(call) \
   RESIDENT_LIBRARY_TRY("nvJitLink", call, NVJITLINK_SUCCESS, RESIDENT_DETAIL_STATUS_CODE, RESIDENT_DETAIL_NO_TEXT)
+/// A CUDA driver API call (cuda.h), whose statuses are named by cuGetErrorName / cuGetErrorString
+/// through resident::detail::driver_status_name / driver_status_text (src/jit/cuda.cpp).
+#define RESIDENT_CU_TRY(call)                                                                          \
+  RESIDENT_LIBRARY_TRY("CUDA driver", call, CUDA_SUCCESS, ::resident::detail::driver_status_name, \
+                       ::resident::detail::driver_status_text)
 /// An NCCL call (nccl.h).
 #define RESIDENT_NCCL_TRY(call) \
   RESIDENT_LIBRARY_TRY("NCCL", call, ncclSuccess, RESIDENT_DETAIL_STATUS_CODE, ncclGetErrorString)

@@ -1,0 +1,142 @@
+"""resident.jit: the seed's three Python functions, unchanged, fused into ONE kernel (Numba compiles
+them: LTO-IR linked by nvJitLink on the GPU, native functions called by the compiled loop on the CPU),
+C++ text stages, zipped arrays, generators and reductions, against FP64; compile errors typed. The CPU
+part runs everywhere (NumPy and numba); the GPU part where a GPU answers and numba-cuda, cupy or torch
+are installed."""
+import importlib
+import math
+
+import numpy as np
+import pytest
+
+import resident as rs
+
+GPU = rs.cuda_device_count() > 0
+
+
+@rs.stage
+def func1(v):
+    return 1.5 * v + 0.5
+
+
+@rs.stage
+def func2(v):
+    return math.sqrt(v * v + 1.0)
+
+
+@rs.stage
+def func3(v):
+    return 0.5 * math.sin(v)
+
+
+master = func1 | func2 | func3
+
+
+def reference(x):
+    v = x.astype(np.float64) * 1.5 + 0.5
+    return 0.5 * np.sin(np.sqrt(v * v + 1.0))
+
+
+def kernels(device):
+    return rs.ledger().get(device, {}).get("kernels", 0)
+
+
+# ---- the CPU backend, with NumPy -------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_seed_functions_fuse_into_one_loop_matching_fp64(dtype):
+    x = np.random.default_rng().random(100003).astype(dtype)
+    ref = reference(x)
+    y = np.full_like(x, -12345.0)
+    before = kernels("cpu")
+    master(x, out=y)
+    assert kernels("cpu") - before == 1
+    assert np.max(np.abs(y - ref)) < (1e-6 if dtype == "float32" else 1e-14)
+    master(x)  # in place
+    assert np.array_equal(x, y)
+    s = (master | rs.jit.sum())(np.ones(1000, dtype=dtype))
+    assert abs(s - 1000 * reference(np.ones(1, dtype=dtype))[0]) < 1e-3
+
+
+def test_python_and_cpp_stages_mix_and_zipped_arrays_feed_a_two_argument_stage():
+    a = np.random.default_rng().random(5001)
+    b = np.random.default_rng().random(5001)
+    out = np.zeros(5001)
+
+    @rs.stage
+    def axpy(p, q):
+        return 2.0 * p + q
+
+    (axpy | rs.stage("double sq(double v) { return v * v; }") | func3)(a, b, out=out)
+    assert np.max(np.abs(out - 0.5 * np.sin((2 * a + b) ** 2))) < 1e-14
+    assert (axpy | rs.jit.max())(a, b) == np.max(2 * a + b)
+
+
+def test_a_python_reduction_operator_folds_every_value():
+    x = np.random.default_rng().standard_normal(30011)
+
+    def absmax(a, b):
+        return max(abs(a), abs(b))
+
+    assert (func1 | rs.jit.reduce(absmax, 0.0))(x) == np.max(np.abs(1.5 * x + 0.5))
+    assert rs.jit.reduce(absmax, 7.0)(np.zeros(0)) == 7.0
+
+
+def test_generators_give_resident_random_values():
+    got = np.zeros(1003, dtype=np.float32)
+    want = np.zeros(1003, dtype=np.float32)
+    rs.jit.normal(11, 5, 1.0, 2.0)(out=got)
+    rs.random.fill_normal(want, 11, 5, 1.0, 2.0)
+    assert np.array_equal(got, want)
+    m = (rs.jit.uniform(3) | func1 | rs.jit.sum())(n=1 << 16)
+    assert abs(m / (1 << 16) - 1.25) < 0.01  # the mean of 1.5 u + 0.5 for u uniform in [0, 1)
+
+
+def test_compile_errors_and_misuse_are_typed():
+    x = np.ones(10, dtype=np.float32)
+    with pytest.raises(rs.CompileError, match="stage 1:2"):
+        rs.stage("float bad(float v) {\n  return v + nope;\n}")(x)
+    with pytest.raises(rs.InvalidArgument, match="takes \\(double\\) but the arrays hold \\(float\\)"):
+        rs.stage("double d(double v) { return v; }")(x)
+    with pytest.raises(rs.ShapeMismatch):
+        master(x, out=np.ones(11, dtype=np.float32))
+    with pytest.raises(rs.InvalidArgument):
+        master(np.ones(10, dtype=np.int8))
+    with pytest.raises(rs.InvalidArgument):
+        rs.stage(42)
+
+
+# ---- the GPU: Numba's LTO-IR linked into the kernel ------------------------------------------------
+
+gpu = pytest.mark.skipif(not GPU, reason="no CUDA device: " + rs.cuda_unavailable_reason())
+
+
+def _import(name):
+    try:
+        return importlib.import_module(name)
+    except Exception as e:  # missing or broken on this machine
+        pytest.skip(f"{name} is not usable here: {e!r}"[:200])
+
+
+@gpu
+def test_the_seed_functions_are_one_kernel_over_a_cupy_array():
+    cp = _import("cupy")
+    _import("numba.cuda")
+    x = cp.random.random(1 << 22, dtype=cp.float32)
+    ref = reference(cp.asnumpy(x))
+    before = kernels("cuda:0")
+    master(x)
+    assert kernels("cuda:0") - before == 1
+    assert np.max(np.abs(cp.asnumpy(x) - ref)) < 1e-5
+
+
+@gpu
+def test_the_seed_functions_are_one_kernel_over_a_torch_tensor_and_reduce():
+    torch = _import("torch")
+    _import("numba.cuda")
+    x = torch.rand(1 << 20, device="cuda", dtype=torch.float64)
+    ref = reference(x.cpu().numpy())
+    y = torch.empty_like(x)
+    master(x, out=y)
+    assert np.max(np.abs(y.cpu().numpy() - ref)) < 1e-12
+    assert abs((master | rs.jit.sum())(x) - ref.sum()) < 1e-6 * abs(ref.sum())

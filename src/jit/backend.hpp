@@ -1,0 +1,116 @@
+#pragma once
+// Internal to src/jit: the kernel texts, the cache and the two backends (host compiler + dlopen,
+// NVRTC + the driver API) behind resident/jit/jit.hpp.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "resident/jit/jit.hpp"
+
+namespace resident::jit::detail {
+
+/// The header texts generator sources are built from (texts.cpp, made by CMake from the headers).
+extern const char* const philox_text;
+extern const char* const normal_math_text;
+
+/// The launch shape run-time kernels share with the compiled ones: the values of detail/tuning.hpp's
+/// cuda_tuning, read through this one function.
+struct kernel_policy {
+  int block = 256;              ///< threads per block of every run-time kernel
+  int unroll = 4;               ///< 16-byte vectors in flight per thread
+  int threads_per_sm = 1024;    ///< streaming kernels: resident threads per SM
+  int taken_unroll = 2;         ///< vectors per thread per take, for maps that take their work
+  int taken_waves = 2;          ///< maps of this many full waves or more take their work from counters
+};
+kernel_policy policy() noexcept;
+
+/// Which compiler the generated text is written for.
+enum class flavor { cuda, host };
+
+/// The most arrays one chain reads.
+inline constexpr int max_inputs = 8;
+
+/// The arguments every generated kernel takes, one struct by value (the same layout on host and
+/// device: 8-byte fields, then one int).
+struct kernel_args {
+  const void* in[max_inputs];
+  void* out;                     // the output array, or the reduction's result
+  unsigned long long n;          // elements
+  unsigned long long seed, offset;
+  double a, b;                   // generator parameters; a reduction's init (a)
+  void* partials;                // a reduction's per-block partials (CUDA)
+  unsigned long long* counters;  // two counters, zero at the launch and left zero (CUDA)
+  const void* fns[16];           // external stages' host functions, by part index (CPU)
+  int vec;                       // every pointer 16-byte aligned: vector loads (CUDA)
+};
+
+// The generated struct rs_args (pipeline.cpp) must match this layout field for field.
+static_assert(sizeof(kernel_args) == 264, "kernel_args and the generated rs_args must agree");
+
+/// What a chain is compiled for: its input types (none with a generator), and what it writes or
+/// reduces to.
+struct signature {
+  std::vector<element> in;
+  element out = element::f32;
+  bool reduces = false;
+};
+
+/// Checks the chain's types against sig (naming the first mismatch) and returns the kernel's text.
+/// @throws invalid_argument.
+std::string generate(const std::vector<part>& parts, const signature& sig, flavor f);
+
+/// Values per Philox block for a generator of type t (4 for float, 2 for double).
+int per_block(element t) noexcept;
+/// Bytes of one element of type t.
+std::size_t size_of(element t) noexcept;
+
+// --- the cache ----------------------------------------------------------------------------------
+
+/// A 128-bit hash of text as 32 hex digits.
+std::string hash_hex(const std::string& text);
+/// Reads the disk entry `<key><suffix>` verified by its header (key and payload hash); false when
+/// absent; counts and removes an unusable one.
+bool read_entry(const std::string& key, const char* suffix, std::string* payload);
+/// Writes the disk entry atomically (temporary file, then rename); failures leave the cache as it was.
+void write_entry(const std::string& key, const char* suffix, const std::string& payload);
+/// The path of a plain disk file `<key><suffix>` in the cache folder ("" when the cache is off).
+std::string entry_path(const std::string& key, const char* suffix);
+/// A fresh temporary path next to the cache's entries (or in the system's temporary folder).
+std::string temporary_path(const std::string& key, const char* suffix);
+/// Counts for stats().
+void count_compiled();
+void count_disk_load();
+void count_memory_hit();
+void count_rejected();
+
+/// One compiled kernel of the in-memory cache, shared by every thread: loaded once (the first caller
+/// compiles or loads it while others wait on `once`), then read-only.
+struct loaded {
+  virtual ~loaded() = default;
+};
+/// The entry for key, made by make() once per process (until clear_memory_cache()); concurrent
+/// callers of one key wait for the first. An exception from make() leaves no entry.
+std::shared_ptr<loaded> cached(const std::string& key, const std::function<std::shared_ptr<loaded>()>& make);
+
+// --- the backends -------------------------------------------------------------------------------
+
+/// Runs the chain on the CPU: y = chain(inputs), or the reduction into result. `kernel` is the chain's
+/// compiled kernel for sig when set (from its memo), else it is found, compiled or loaded and set.
+void run_host(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n,
+              std::shared_ptr<loaded>& kernel);
+/// Runs the chain on a CUDA device, on stream s (CUDA builds; device_unavailable otherwise); `kernel`
+/// as for run_host.
+void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n, stream_ref s,
+              void* host_result, std::shared_ptr<loaded>& kernel);
+
+/// The kernels one chain has used: (types and target, kernel), looked up under its mutex.
+struct memo {
+  std::mutex m;
+  std::vector<std::pair<std::string, std::shared_ptr<loaded>>> kernels;
+};
+
+}  // namespace resident::jit::detail

@@ -1,0 +1,341 @@
+// The CUDA backend of run-time chains: the generated text (CUDA flavor) compiled by NVRTC for the
+// device's architecture, loaded with the driver API (cuLibraryLoadData: one load serves every device
+// of that architecture), launched with cuLaunchKernel on the call's stream. The driver is reached through
+// the runtime's entry points, so nothing links libcuda itself.
+#include <cuda.h>
+#include <nvJitLink.h>
+#include <nvrtc.h>
+
+#include <map>
+#include <mutex>
+
+#include "jit/backend.hpp"
+#include "resident/detail/cuda_runtime.hpp"
+#include "resident/detail/library_check.hpp"
+#include "resident/memory/ledger.hpp"
+#include "resident/memory/pool.hpp"
+#include "resident/memory/transfer.hpp"
+
+namespace resident::detail {
+namespace {
+// The driver functions this file uses, as of CUDA 12.0 (every one exists there).
+struct driver_api {
+  decltype(&::cuGetErrorName) get_error_name;
+  decltype(&::cuGetErrorString) get_error_string;
+  decltype(&::cuDriverGetVersion) driver_version;
+  decltype(&::cuLibraryLoadData) library_load_data;
+  decltype(&::cuLibraryGetKernel) library_get_kernel;
+  decltype(&::cuKernelGetFunction) kernel_get_function;
+  decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) occupancy;
+  decltype(&::cuLaunchKernel) launch_kernel;
+};
+
+template <class F>
+void find(F& f, const char* name) {
+  f = reinterpret_cast<F>(resident::detail::cuda::driver_entry_point(name, 12000));
+}
+
+const driver_api& driver() {
+  static const driver_api api = [] {
+    driver_api a{};
+    find(a.get_error_name, "cuGetErrorName");
+    find(a.get_error_string, "cuGetErrorString");
+    find(a.driver_version, "cuDriverGetVersion");
+    find(a.library_load_data, "cuLibraryLoadData");
+    find(a.library_get_kernel, "cuLibraryGetKernel");
+    find(a.kernel_get_function, "cuKernelGetFunction");
+    find(a.occupancy, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    find(a.launch_kernel, "cuLaunchKernel");
+    return a;
+  }();
+  return api;
+}
+}  // namespace
+
+std::string driver_status_name(int s) {
+  const char* n = nullptr;
+  if (driver().get_error_name(CUresult(s), &n) == CUDA_SUCCESS && n) return n;
+  return "status " + std::to_string(s);
+}
+std::string driver_status_text(int s) {
+  const char* n = nullptr;
+  if (driver().get_error_string(CUresult(s), &n) == CUDA_SUCCESS && n) return n;
+  return {};
+}
+
+}  // namespace resident::detail
+
+namespace resident::jit::detail {
+namespace {
+
+using resident::detail::driver;
+
+// The kernel on one device: its function there, its resident blocks per SM, the device's SMs.
+struct on_device {
+  CUfunction function = nullptr;
+  int blocks_per_sm = 1, sms = 1;
+};
+
+struct cuda_kernel : loaded {
+  CUlibrary library = nullptr;  // kept loaded for the process's life
+  CUkernel kernel = nullptr;
+  std::mutex m;
+  std::map<int, on_device> per_device;
+};
+
+// The image is a cubin for an architecture this NVRTC knows, else PTX for the newest one it knows
+// (the driver compiles that for the device when loading).
+struct target {
+  std::string option;
+  bool cubin;
+};
+
+target target_for(int major, int minor) {
+  int n = 0;
+  RESIDENT_NVRTC_TRY(nvrtcGetNumSupportedArchs(&n));
+  std::vector<int> archs(std::size_t(n > 0 ? n : 0));
+  if (n > 0) RESIDENT_NVRTC_TRY(nvrtcGetSupportedArchs(archs.data()));
+  const int want = major * 10 + minor;
+  for (int a : archs)
+    if (a == want) return {"--gpu-architecture=sm_" + std::to_string(want), true};
+  int best = 0;
+  for (int a : archs)
+    if (a <= want && a > best) best = a;
+  if (best == 0) RESIDENT_FAIL("jit: NVRTC cannot compile for sm_" + std::to_string(want), device_unavailable);
+  return {"--gpu-architecture=compute_" + std::to_string(best), false};
+}
+
+const std::vector<std::string> options = {"-default-device", "--std=c++17", "-w"};
+
+std::string nvrtc_version() {
+  int a = 0, b = 0;
+  RESIDENT_NVRTC_TRY(nvrtcVersion(&a, &b));
+  return std::to_string(a) + "." + std::to_string(b);
+}
+
+}  // namespace
+
+namespace {
+enum class output { image, ltoir };
+
+std::string nvrtc_compile(const std::string& source, int major, int minor, output out) {
+  target t = target_for(major, minor);
+  if (out == output::ltoir) t = {"--gpu-architecture=sm_" + std::to_string(major * 10 + minor), true};
+  nvrtcProgram prog = nullptr;
+  RESIDENT_NVRTC_TRY(nvrtcCreateProgram(&prog, source.c_str(), "resident_kernel.cu", 0, nullptr, nullptr));
+  struct destroy {
+    nvrtcProgram* p;
+    ~destroy() { nvrtcDestroyProgram(p); }
+  } guard{&prog};
+  std::vector<const char*> opts{t.option.c_str()};
+  for (const auto& o : options) opts.push_back(o.c_str());
+  if (out == output::ltoir) opts.push_back("-dlto");
+  const nvrtcResult r = nvrtcCompileProgram(prog, int(opts.size()), opts.data());
+  std::size_t log_size = 0;
+  RESIDENT_NVRTC_TRY(nvrtcGetProgramLogSize(prog, &log_size));
+  std::string log(log_size, '\0');
+  if (log_size) RESIDENT_NVRTC_TRY(nvrtcGetProgramLog(prog, log.data()));
+  while (!log.empty() && log.back() == '\0') log.pop_back();
+  if (r == NVRTC_ERROR_COMPILATION)
+    throw compile_error("jit: the chain did not compile (NVRTC " + nvrtc_version() + ", " + t.option +
+                        "; line numbers count each stage's own lines):\n" + log, log);
+  RESIDENT_NVRTC_TRY(r);
+  std::size_t size = 0;
+  std::string image;
+  if (out == output::ltoir) {
+    RESIDENT_NVRTC_TRY(nvrtcGetLTOIRSize(prog, &size));
+    image.resize(size);
+    RESIDENT_NVRTC_TRY(nvrtcGetLTOIR(prog, image.data()));
+  } else if (t.cubin) {
+    RESIDENT_NVRTC_TRY(nvrtcGetCUBINSize(prog, &size));
+    image.resize(size);
+    RESIDENT_NVRTC_TRY(nvrtcGetCUBIN(prog, image.data()));
+  } else {
+    RESIDENT_NVRTC_TRY(nvrtcGetPTXSize(prog, &size));
+    image.resize(size);
+    RESIDENT_NVRTC_TRY(nvrtcGetPTX(prog, image.data()));
+  }
+  return image;
+}
+
+std::string link_log(nvJitLinkHandle h) {
+  std::size_t size = 0;
+  if (nvJitLinkGetErrorLogSize(h, &size) != NVJITLINK_SUCCESS || size == 0) return {};
+  std::string log(size, '\0');
+  if (nvJitLinkGetErrorLog(h, log.data()) != NVJITLINK_SUCCESS) return {};
+  while (!log.empty() && log.back() == '\0') log.pop_back();
+  return log;
+}
+}  // namespace
+
+std::string compile_cuda(const std::string& source, int major, int minor) {
+  return nvrtc_compile(source, major, minor, output::image);
+}
+
+std::string ltoir_of(const std::string& source, int major, int minor) {
+  return nvrtc_compile(source, major, minor, output::ltoir);
+}
+
+std::string link_cuda(const std::string& source, const std::vector<part>& parts, int major, int minor) {
+  const std::string kernel = nvrtc_compile(source, major, minor, output::ltoir);
+  const std::string arch = "-arch=sm_" + std::to_string(major * 10 + minor);
+  const char* opts[] = {arch.c_str(), "-lto"};
+  nvJitLinkHandle h = nullptr;
+  RESIDENT_NVJITLINK_TRY(nvJitLinkCreate(&h, 2, opts));
+  struct destroy {
+    nvJitLinkHandle* h;
+    ~destroy() { nvJitLinkDestroy(h); }
+  } guard{&h};
+  auto add = [&](const std::string& data, const std::string& name) {
+    if (nvJitLinkAddData(h, NVJITLINK_INPUT_LTOIR, data.data(), data.size(), name.c_str()) != NVJITLINK_SUCCESS) {
+      const std::string log = link_log(h);
+      throw compile_error("jit: nvJitLink refused the LTO-IR of " + name + ":\n" + log, log);
+    }
+  };
+  add(kernel, "the chain's kernel");
+  for (const part& p : parts)
+    if ((p.what == part::kind::map || p.what == part::kind::reduce) && p.source.empty()) add(p.ltoir, "stage " + p.name);
+  if (nvJitLinkComplete(h) != NVJITLINK_SUCCESS) {
+    const std::string log = link_log(h);
+    throw compile_error("jit: nvJitLink could not link the chain (" + arch + "):\n" + log, log);
+  }
+  std::size_t size = 0;
+  RESIDENT_NVJITLINK_TRY(nvJitLinkGetLinkedCubinSize(h, &size));
+  std::string image(size, '\0');
+  RESIDENT_NVJITLINK_TRY(nvJitLinkGetLinkedCubin(h, image.data()));
+  return image;
+}
+
+namespace {
+
+std::shared_ptr<cuda_kernel> load(const std::string& image, CUresult* why) {
+  auto k = std::make_shared<cuda_kernel>();
+  *why = driver().library_load_data(&k->library, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+  if (*why != CUDA_SUCCESS) return nullptr;
+  RESIDENT_CU_TRY(driver().library_get_kernel(&k->kernel, k->library, "rs_kernel"));
+  return k;
+}
+
+std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::string& source,
+                                        const std::vector<part>& parts, int major, int minor) {
+  std::string image;
+  CUresult why = CUDA_SUCCESS;
+  if (read_entry(key, ".cubin", &image)) {
+    if (auto k = load(image, &why)) {
+      count_disk_load();
+      return k;
+    }
+    count_rejected();  // a whole entry the driver refuses: compiled again and replaced
+  }
+  bool external = false;
+  for (const part& p : parts)
+    external = external || ((p.what == part::kind::map || p.what == part::kind::reduce) && p.source.empty());
+  image = external ? link_cuda(source, parts, major, minor) : compile_cuda(source, major, minor);
+  count_compiled();
+  auto k = load(image, &why);
+  if (!k) RESIDENT_CU_TRY(why);
+  write_entry(key, ".cubin", image);
+  return k;
+}
+
+}  // namespace
+
+void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n, stream_ref s,
+              void* host_result, std::shared_ptr<loaded>& kernel) {
+  const int dev = s.device().index();
+  if (!kernel) {
+    const device_properties prop = resident::properties(s.device());
+    const std::string source = generate(parts, sig, flavor::cuda);
+    int driver_version = 0;
+    RESIDENT_CU_TRY(driver().driver_version(&driver_version));
+    std::string opts;
+    for (const auto& o : options) opts += o + " ";
+    const std::string key = hash_hex("cuda\nsm_" + std::to_string(prop.cc_major * 10 + prop.cc_minor) + "\nnvrtc " +
+                                     nvrtc_version() + "\ndriver " + std::to_string(driver_version) + "\n" + opts +
+                                     "\n" + source);
+    kernel = cached(key, [&] { return load_or_compile(key, source, parts, prop.cc_major, prop.cc_minor); });
+  }
+  auto* k = static_cast<cuda_kernel*>(kernel.get());
+  const device d = s.device();
+  if (n == 0 && !sig.reduces) return;
+
+  resident::detail::cuda::set_device(dev);
+  const kernel_policy pol = policy();
+  on_device here;
+  {
+    std::lock_guard<std::mutex> lock(k->m);
+    auto it = k->per_device.find(dev);
+    if (it == k->per_device.end()) {
+      on_device o;
+      RESIDENT_CU_TRY(driver().kernel_get_function(&o.function, k->kernel));
+      RESIDENT_CU_TRY(driver().occupancy(&o.blocks_per_sm, o.function, pol.block, 0));
+      o.blocks_per_sm = std::max(o.blocks_per_sm, 1);
+      o.sms = resident::properties(d).multiprocessors;
+      it = k->per_device.emplace(dev, o).first;
+    }
+    here = it->second;
+  }
+  const CUfunction f = here.function;
+  const int occupancy = here.blocks_per_sm;
+  const bool generates = !parts.empty() && (parts.front().what == part::kind::uniform ||
+                                            parts.front().what == part::kind::normal);
+  // Vector loads when every array is 16-byte aligned and all elements have one size (the kernel then
+  // has a vector path: see generate()).
+  bool vectors = !generates;
+  const std::size_t esize = generates ? 0 : size_of(sig.in[0]);
+  for (element e : sig.in) vectors = vectors && size_of(e) == esize;
+  if (!sig.reduces) vectors = vectors && size_of(sig.out) == esize;
+  for (const void* p : args.in)
+    if (p && reinterpret_cast<std::uintptr_t>(p) % 16 != 0) vectors = false;
+  if (!sig.reduces && reinterpret_cast<std::uintptr_t>(args.out) % 16 != 0) vectors = false;
+  const std::size_t nv = vectors ? n / (16 / esize) : 0;
+  const std::size_t full_grid = std::size_t(occupancy) * std::size_t(here.sms);
+  // Long maps take their vectors from counters at full occupancy; others stride, streaming kernels at
+  // pol.threads_per_sm threads per SM, generators (arithmetic-bound) at full occupancy.
+  const bool taken = vectors && !sig.reduces &&
+                     nv >= std::size_t(pol.taken_waves) * full_grid * std::size_t(pol.block) * std::size_t(pol.taken_unroll);
+  args.vec = taken ? 2 : vectors ? 1 : 0;
+  const int per_sm = generates ? occupancy : std::max(1, std::min(occupancy, pol.threads_per_sm / pol.block));
+  const std::size_t units = generates ? n / 4 + 2 : vectors ? nv / std::size_t(pol.unroll) + 1 : n;
+  const std::size_t wanted = (units + std::size_t(pol.block) - 1) / std::size_t(pol.block);
+  const unsigned grid = taken ? unsigned(full_grid)
+                              : unsigned(std::max<std::size_t>(1, std::min(wanted, std::size_t(per_sm) * std::size_t(here.sms))));
+
+  // Scratch: a reduction's per-block partials (value + valid flag, at most 16 bytes) and result; and
+  // while s is being captured the counters (the graph owns them and zeroes them, since its replays may
+  // run on any stream). Otherwise the counters are the stream's own, zero and left zero.
+  void* scratch = nullptr;
+  std::size_t scratch_bytes = 0;
+  const bool capturing = resident::detail::cuda::stream_is_capturing(s.native());
+  const bool counts = sig.reduces || taken;
+  const std::size_t partial_bytes = sig.reduces ? std::size_t(grid) * 16 + 16 : 0;
+  scratch_bytes = partial_bytes + (counts && capturing ? 16 : 0);
+  if (scratch_bytes) scratch = resident::detail::pool_allocate(scratch_bytes, s);
+  if (sig.reduces) {
+    args.partials = scratch;
+    args.out = static_cast<char*>(scratch) + partial_bytes - 16;
+  }
+  if (counts) {
+    if (capturing) {
+      args.counters = reinterpret_cast<unsigned long long*>(static_cast<char*>(scratch) + partial_bytes);
+      resident::detail::cuda::memset_async(args.counters, 0, 16, s.native());
+    } else {
+      args.counters = resident::detail::cuda::stream_counters(dev, s.native());
+    }
+  }
+  try {
+    void* params[] = {&args};
+    RESIDENT_CU_TRY(driver().launch_kernel(f, grid, 1, 1, unsigned(pol.block), 1, 1, 0,
+                                           reinterpret_cast<CUstream>(s.native()), params, nullptr));
+    resident::detail::cuda::check_launch("run-time chain kernel");
+    resident::detail::record_kernel(d);
+    if (sig.reduces)
+      resident::detail::copy_device_to_host(host_result, args.out, size_of(sig.out), s, sync::blocking);
+  } catch (...) {
+    if (scratch) resident::detail::pool_deallocate(scratch, scratch_bytes, s);
+    throw;
+  }
+  if (scratch) resident::detail::pool_deallocate(scratch, scratch_bytes, s);
+}
+
+}  // namespace resident::jit::detail

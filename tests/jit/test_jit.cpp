@@ -1,0 +1,420 @@
+// Run-time chains from source text: one kernel per call generated, compiled and cached at run time,
+// from a file the host compiler builds (this one, on purpose). Checked against FP64 on both backends;
+// generators against rs::random's fills; errors typed; the cache shared by threads and processes.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "support.hpp"
+
+namespace rs = resident;
+namespace fs = std::filesystem;
+using rs::test::backend;
+
+namespace {
+
+// Every test binary run gets its own cache folder, so the counts below are this run's own.
+const std::string cache_root = [] {
+  char tmpl[] = "/tmp/resident-jit-test-XXXXXX";
+  const char* d = ::mkdtemp(tmpl);
+  const std::string dir = std::string(d ? d : "/tmp") + "/cache";
+  ::setenv("RESIDENT_JIT_CACHE", dir.c_str(), 1);
+  return dir;
+}();
+
+using jit = backend;
+
+const char* f1 = "float f1(float v) { return 1.5f * v + 0.5f; }";
+const char* f2 = "float f2(float v) { return sqrtf(v * v + 1.0f); }";
+const char* f3 = "// the seed's third function\nfloat f3(float v) { return 0.5f * sinf(v); }";
+
+rs::jit::pipeline seed_chain() { return rs::jit::map(f1) | rs::jit::map(f2) | rs::jit::map(f3); }
+double seed_reference(double v) { return 0.5 * std::sin(std::sqrt((1.5 * v + 0.5) * (1.5 * v + 0.5) + 1.0)); }
+
+TEST_P(jit, the_seed_chain_is_one_kernel_matching_fp64) {
+  for (std::size_t n : {std::size_t(1), std::size_t(7), std::size_t(1000003)}) {
+    const auto seed = rs::test::fresh_seed();
+    SCOPED_TRACE("n = " + std::to_string(n) + ", seed = " + std::to_string(seed));
+    auto h = rs::test::random_vector<float>(n, seed);
+    std::vector<double> ref(n);
+    double ref_sum = 0;
+    for (std::size_t i = 0; i < n; ++i) ref_sum += ref[i] = seed_reference(h[i]);
+    rs::array<float> x = rs::to_device(h, dev);
+    rs::array<float> y = rs::to_device(std::vector<float>(n, rs::test::poison<float>()), dev);
+    rs::scoped_ledger l(dev);
+    seed_chain()(x, y);
+    EXPECT_EQ(l.delta().kernels, 1u) << "one kernel per call";
+    EXPECT_LT(rs::test::rel_error(y.to_host(), ref), 1e-6);
+    const float s = (seed_chain() | rs::jit::sum()).result<float>(x);
+    EXPECT_NEAR(s, ref_sum, 1e-4 * std::max(1.0, std::fabs(ref_sum)) + 1e-3);
+    seed_chain()(x);  // in place
+    EXPECT_LT(rs::test::rel_error(x.to_host(), ref), 1e-6);
+  }
+}
+
+TEST_P(jit, a_slice_off_the_vector_alignment_runs_scalar_and_right) {
+  const auto seed = rs::test::fresh_seed();
+  auto h = rs::test::random_vector<float>(4099, seed);
+  rs::array<float> x = rs::to_device(h, dev);
+  rs::array<float> y = rs::to_device(std::vector<float>(4099, rs::test::poison<float>()), dev);
+  seed_chain()(x.slice(1, 4096), y.slice(2, 4096));
+  auto out = y.to_host();
+  EXPECT_EQ(out[0], rs::test::poison<float>());
+  EXPECT_EQ(out[1], rs::test::poison<float>());
+  EXPECT_EQ(out[4099 - 1], rs::test::poison<float>()) << "nothing past the slice";
+  for (std::size_t i = 0; i < 4096; ++i) ASSERT_NEAR(out[i + 2], seed_reference(h[i + 1]), 1e-6) << i;
+}
+
+TEST_P(jit, zipped_arrays_of_two_types_feed_a_two_argument_stage) {
+  const auto seed = rs::test::fresh_seed();
+  SCOPED_TRACE("seed = " + std::to_string(seed));
+  const std::size_t n = 100003;
+  auto ha = rs::test::random_vector<double>(n, seed);
+  auto hb = rs::test::random_vector<double>(n, seed + 1);
+  std::vector<std::int32_t> hk(n);
+  for (std::size_t i = 0; i < n; ++i) hk[i] = std::int32_t(i % 7) - 3;
+  rs::array<double> a = rs::to_device(ha, dev), b = rs::to_device(hb, dev);
+  rs::array<std::int32_t> k = rs::to_device(hk, dev);
+  rs::array<double> y = rs::to_device(std::vector<double>(n, rs::test::poison<double>()), dev);
+  auto p = rs::jit::map("double axpb(double x, double w, int k) { return x * w + k; }") |
+           rs::jit::map("double sq(const double& v) { return v * v; }");
+  p(rs::jit::zip(a, b, k), y);
+  std::vector<double> ref(n);
+  double ref_max = -INFINITY;
+  for (std::size_t i = 0; i < n; ++i) {
+    ref[i] = (ha[i] * hb[i] + hk[i]) * (ha[i] * hb[i] + hk[i]);
+    ref_max = std::max(ref_max, ref[i]);
+  }
+  EXPECT_LT(rs::test::rel_error(y.to_host(), ref), 1e-15);
+  EXPECT_EQ((p | rs::jit::max()).result<double>(rs::jit::zip(a, b, k)), ref_max);
+}
+
+TEST_P(jit, min_max_and_a_user_reduction_fold_every_value) {
+  const auto seed = rs::test::fresh_seed();
+  SCOPED_TRACE("seed = " + std::to_string(seed));
+  const std::size_t n = 300007;
+  auto h = rs::test::random_vector<float>(n, seed, -5, 5);
+  rs::array<float> x = rs::to_device(h, dev);
+  auto ident = rs::jit::map("float id(float v) { return v; }");
+  EXPECT_EQ((ident | rs::jit::min()).result<float>(x), *std::min_element(h.begin(), h.end()));
+  EXPECT_EQ(rs::jit::max().result<float>(x), *std::max_element(h.begin(), h.end()));
+  // The largest |v|, by an operator from source with a helper function before it.
+  auto absmax = rs::jit::reduce(R"(
+      float mag(float v) { return v < 0 ? -v : v; }
+      float absmax(float a, float b) { return mag(a) > mag(b) ? mag(a) : mag(b); })", 0.0);
+  double ref = 0;
+  for (float v : h) ref = std::max(ref, std::fabs(double(v)));
+  EXPECT_EQ(absmax.result<float>(x), float(ref));
+  // A NaN anywhere makes min and max NaN, as the compiled reductions do.
+  h[n / 3] = NAN;
+  rs::array<float> xn = rs::to_device(h, dev);
+  EXPECT_TRUE(std::isnan(rs::jit::min().result<float>(xn)));
+  EXPECT_TRUE(std::isnan(rs::jit::max().result<float>(xn)));
+  // Integers sum exactly.
+  std::vector<std::int64_t> hi(n);
+  std::int64_t isum = 0;
+  for (std::size_t i = 0; i < n; ++i) isum += hi[i] = std::int64_t(i * 2654435761u % 1000003) - 500000;
+  rs::array<std::int64_t> xi = rs::to_device(hi, dev);
+  EXPECT_EQ(rs::jit::sum().result<std::int64_t>(xi), isum);
+}
+
+TEST_P(jit, generators_give_the_values_of_rs_random) {
+  for (std::uint64_t offset : {std::uint64_t(0), std::uint64_t(3), ~std::uint64_t(0) - 5}) {
+    const auto seed = rs::test::fresh_seed();
+    SCOPED_TRACE("seed = " + std::to_string(seed) + ", offset = " + std::to_string(offset));
+    const std::size_t n = 10007;
+    rs::array<float> want(n, dev), got(n, dev);
+    rs::array<double> wantd(n, dev), gotd(n, dev);
+    rs::random::fill_uniform(want, seed, offset, -2.f, 3.f);
+    rs::jit::uniform<float>(seed, offset, -2.f, 3.f)(got);
+    EXPECT_EQ(got.to_host(), want.to_host()) << "uniform float";
+    rs::random::fill_normal(want, seed, offset, 1.f, 2.f);
+    rs::jit::normal<float>(seed, offset, 1.f, 2.f)(got);
+    EXPECT_EQ(got.to_host(), want.to_host()) << "normal float";
+    rs::random::fill_uniform(wantd, seed, offset, -1.0, 0.5);
+    rs::jit::uniform<double>(seed, offset, -1.0, 0.5)(gotd);
+    EXPECT_EQ(gotd.to_host(), wantd.to_host()) << "uniform double";
+    rs::random::fill_normal(wantd, seed, offset);
+    rs::jit::normal<double>(seed, offset)(gotd);
+    EXPECT_EQ(gotd.to_host(), wantd.to_host()) << "normal double";
+  }
+  // A generator through a stage into a reduction: the mean of 2u - 1 over [0, 1) is near 0.
+  auto p = rs::jit::uniform<float>(7) | rs::jit::map("float c(float u) { return 2.0f * u - 1.0f; }") | rs::jit::sum();
+  EXPECT_LT(std::fabs(p.result<float>(std::size_t(1) << 20, dev)) / double(1 << 20), 5e-3);
+}
+
+TEST_P(jit, empty_arrays_run_nothing_and_reductions_give_their_init) {
+  rs::array<float> x(0, dev), y(0, dev);
+  rs::scoped_ledger l(dev);
+  seed_chain()(x, y);
+  EXPECT_EQ(l.delta().kernels, 0u);
+  EXPECT_EQ(rs::jit::sum().result<float>(x), 0.f);
+  EXPECT_EQ(rs::jit::min().result<float>(x), INFINITY);
+  EXPECT_EQ(rs::jit::reduce("float m(float a, float b) { return a * b; }", 1.0).result<float>(x), 1.f);
+}
+
+TEST_P(jit, misuse_is_a_typed_error_before_anything_compiles) {
+  rs::array<float> x(16, dev), y(15, dev);
+  rs::array<double> d(16, dev);
+  const auto before = rs::jit::stats().compiled;
+  EXPECT_THROW(seed_chain()(x, y), rs::shape_mismatch);
+  try {
+    seed_chain()(d, d);
+    ADD_FAILURE() << "a double array into a float stage";
+  } catch (const rs::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("stage 1 (f1) takes (float) but the arrays hold (double)"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((rs::jit::map(f1) | rs::jit::map("double g(double v) { return v; }"))(x, x), rs::invalid_argument);
+  EXPECT_THROW(seed_chain()(x, d), rs::invalid_argument);                  // float values into a double array
+  EXPECT_THROW((seed_chain() | rs::jit::sum())(x, y), rs::invalid_argument);  // a reduction needs result<>
+  EXPECT_THROW(seed_chain().result<float>(x), rs::invalid_argument);       // no reduction
+  EXPECT_THROW((seed_chain() | rs::jit::sum()).result<double>(x), rs::invalid_argument);
+  EXPECT_THROW(rs::jit::map("return v;"), rs::invalid_argument);
+  EXPECT_THROW(rs::jit::map("std::string f(float v) { return {}; }"), rs::invalid_argument);
+  EXPECT_THROW(rs::jit::map(f1, "nope"), rs::invalid_argument);
+  EXPECT_THROW(rs::jit::sum() | rs::jit::map(f1), rs::invalid_argument);
+  EXPECT_THROW(rs::jit::map(f1) | rs::jit::uniform<float>(1), rs::invalid_argument);
+  EXPECT_THROW(rs::jit::uniform<float>(1, 0, 1.f, 1.f), rs::invalid_argument);
+  EXPECT_THROW(rs::jit::normal<float>(1, 0, 0.f, -1.f), rs::invalid_argument);
+  EXPECT_THROW(rs::jit::map("float two(float a, float b) { return a + b; }")(x, x), rs::invalid_argument);
+  rs::array<float> moved = std::move(x);
+  EXPECT_THROW(seed_chain()(x, moved), rs::invalid_argument);
+  EXPECT_THROW(seed_chain()(moved, x), rs::invalid_argument);
+  EXPECT_THROW(rs::jit::sum().result<float>(x), rs::invalid_argument);
+  EXPECT_EQ(rs::jit::stats().compiled, before) << "every misuse refused before compiling";
+}
+
+TEST_P(jit, a_compile_error_carries_the_log_with_the_stage_line) {
+  rs::array<float> x(16, dev);
+  const std::string bad = "float broken(float v) {\n  float w = v * 2.0f;\n  return w + undefined_name;\n}";
+  try {
+    (rs::jit::map(f1) | rs::jit::map(bad))(x);
+    ADD_FAILURE() << "compiled";
+  } catch (const rs::jit::compile_error& e) {
+    EXPECT_NE(e.log().find("undefined_name"), std::string::npos) << e.log();
+    // gcc writes "stage 2:3:", NVRTC "stage 2(3)": line 3 of the second stage's own text.
+    EXPECT_TRUE(e.log().find("stage 2:3:") != std::string::npos || e.log().find("stage 2(3)") != std::string::npos)
+        << e.log();
+  }
+  // The cache kept nothing of it: the same text fails again, and a good chain still runs.
+  EXPECT_THROW((rs::jit::map(f1) | rs::jit::map(bad))(x), rs::jit::compile_error);
+  rs::array<float> y = rs::to_device(std::vector<float>(16, 1.f), dev);
+  rs::jit::map(f1)(y);
+  for (float v : y.to_host()) EXPECT_EQ(v, 2.f);
+}
+
+TEST_P(jit, two_threads_compiling_one_new_stage_compile_it_once) {
+  // A text no earlier run compiled: the constant is fresh.
+  const auto c = rs::test::fresh_seed() % 1000000;
+  const std::string text = "float k(float v) { return v + " + std::to_string(c) + ".0f; }";
+  const auto before = rs::jit::stats().compiled;
+  std::vector<float> out[2];
+  std::thread t[2];
+  for (int i = 0; i < 2; ++i)
+    t[i] = std::thread([&, i] {
+      rs::array<float> y = rs::to_device(std::vector<float>(1000, float(i)), dev);
+      rs::jit::map(text)(y);
+      out[i] = y.to_host();
+    });
+  for (auto& th : t) th.join();
+  EXPECT_EQ(rs::jit::stats().compiled - before, 1u);
+  for (int i = 0; i < 2; ++i)
+    for (float v : out[i]) ASSERT_EQ(v, float(i) + float(c));
+}
+
+extern "C" float twice_plus_one(float v) { return 2.0f * v + 1.0f; }
+extern "C" float bigger(float a, float b) { return a > b ? a : b; }
+const char* bigger_cuda = "extern \"C\" __device__ float bigger(float a, float b) { return a > b ? a : b; }";
+const char* twice_plus_one_cuda = "extern \"C\" __device__ float twice_plus_one(float v) { return 2.0f * v + 1.0f; }";
+
+TEST_P(jit, an_external_stage_fuses_with_source_stages_in_one_kernel) {
+  using E = rs::jit::element;
+  std::string ltoir;  // on a GPU: LTO-IR for its architecture, as Numba makes it for Python stages
+  if (dev.is_cuda()) {
+    const auto p = rs::properties(dev);
+    ltoir = rs::jit::detail::ltoir_of(twice_plus_one_cuda, p.cc_major, p.cc_minor);
+  }
+  auto ext = rs::jit::external("twice_plus_one", {E::f32}, E::f32, ltoir, reinterpret_cast<const void*>(&twice_plus_one));
+  auto p = rs::jit::map(f1) | ext | rs::jit::map(f3);
+  const auto seed = rs::test::fresh_seed();
+  SCOPED_TRACE("seed = " + std::to_string(seed));
+  const std::size_t n = 100003;
+  auto h = rs::test::random_vector<float>(n, seed);
+  rs::array<float> x = rs::to_device(h, dev);
+  rs::array<float> y = rs::to_device(std::vector<float>(n, rs::test::poison<float>()), dev);
+  rs::scoped_ledger l(dev);
+  p(x, y);
+  EXPECT_EQ(l.delta().kernels, 1u);
+  std::vector<double> ref(n);
+  for (std::size_t i = 0; i < n; ++i) ref[i] = 0.5 * std::sin(2.0 * (1.5 * h[i] + 0.5) + 1.0);
+  EXPECT_LT(rs::test::rel_error(y.to_host(), ref), 1e-6);
+  // An external reduction operator folds every value, in the same one kernel.
+  std::string op_ltoir;
+  if (dev.is_cuda()) {
+    const auto pr = rs::properties(dev);
+    op_ltoir = rs::jit::detail::ltoir_of(bigger_cuda, pr.cc_major, pr.cc_minor);
+  }
+  auto biggest = rs::jit::external_reduce("bigger", E::f32, -1e30, op_ltoir, reinterpret_cast<const void*>(&bigger));
+  float want = -1e30f;
+  for (float v : h) want = std::max(want, 1.5f * v + 0.5f);
+  rs::scoped_ledger l2(dev);
+  EXPECT_EQ((rs::jit::map(f1) | biggest).result<float>(x), want);
+  EXPECT_EQ(l2.delta().kernels, 1u);
+  // A stage without the backend's code is refused by name before compiling.
+  auto bare = rs::jit::external("twice_plus_one", {E::f32}, E::f32, {}, nullptr);
+  EXPECT_THROW(bare(x, y), rs::invalid_argument);
+  EXPECT_THROW(rs::jit::external("", {E::f32}, E::f32, {}, nullptr), rs::invalid_argument);
+  EXPECT_THROW(rs::jit::external("g", {}, E::f32, {}, nullptr), rs::invalid_argument);
+}
+
+RESIDENT_BACKENDS(jit);
+
+// NVRTC needs no GPU: every kind of kernel the chains generate compiles for the GPUs the library
+// targets, on any machine of a CUDA build.
+TEST(jit_kernels, every_kind_of_chain_compiles_with_nvrtc) {
+  if (!rs::cuda_compiled) GTEST_SKIP() << "this build has no CUDA backend (no NVRTC)";
+  using E = rs::jit::element;
+  const rs::device gpu = rs::device::cuda(0);
+  struct kase {
+    rs::jit::pipeline p;
+    std::vector<E> in;
+    E out;
+  };
+  const kase cases[] = {
+      {seed_chain(), {E::f32}, E::f32},
+      {seed_chain() | rs::jit::sum(), {E::f32}, E::f32},
+      {rs::jit::map("double f(double a, int k) { return a * k; }") | rs::jit::max(), {E::f64, E::i32}, E::f64},
+      {rs::jit::normal<float>(1) | rs::jit::map(f3), {}, E::f32},
+      {rs::jit::uniform<double>(1) | rs::jit::reduce("double m(double a, double b) { return a < b ? a : b; }", 1.0),
+       {}, E::f64},
+      {rs::jit::sum(), {E::u64}, E::u64},
+  };
+  for (int cc : {80, 90}) {
+    for (const auto& c : cases) {
+      SCOPED_TRACE(c.p.name() + " for sm_" + std::to_string(cc));
+      std::string image;
+      ASSERT_NO_THROW(image = rs::jit::detail::compile_cuda(c.p.kernel_source(c.in, c.out, gpu), cc / 10, cc % 10));
+      EXPECT_GT(image.size(), 1000u);
+    }
+  }
+  // An external stage's LTO-IR linked into the kernel by nvJitLink.
+  auto ext = rs::jit::external("twice_plus_one", {E::f32}, E::f32, rs::jit::detail::ltoir_of(twice_plus_one_cuda, 9, 0),
+                               nullptr);
+  for (const auto& p : {rs::jit::map(f1) | ext | rs::jit::map(f3), ext | rs::jit::sum()}) {
+    const std::string image = rs::jit::detail::link_cuda(p.kernel_source({E::f32}, E::f32, gpu), p.parts(), 9, 0);
+    EXPECT_GT(image.size(), 1000u);
+  }
+  try {
+    rs::jit::detail::compile_cuda(
+        (rs::jit::map(f1) | rs::jit::map("float g(float v) {\n  return v + nope;\n}")).kernel_source({E::f32}, E::f32, gpu),
+        9, 0);
+    ADD_FAILURE() << "compiled";
+  } catch (const rs::jit::compile_error& e) {
+    EXPECT_NE(e.log().find("stage 2(2)"), std::string::npos) << e.log();
+  }
+}
+
+// ---- the disk cache ---------------------------------------------------------------------------------
+
+struct child_result {
+  int status = -1;
+  std::string out;
+};
+
+// Runs the cache child with its cache in dir; it prints "ok compiled=N disk=M rejected=R".
+child_result run_child(const std::string& dir, const std::string& constant, const std::string& device = "cpu") {
+  const std::string cmd = "RESIDENT_JIT_CACHE='" + dir + "' '" RESIDENT_JIT_CHILD "' " + constant + " " + device + " 2>&1";
+  child_result r;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p)) r.out += buf;
+    r.status = ::pclose(p);
+  }
+  return r;
+}
+
+std::vector<fs::path> entries(const std::string& dir) {
+  std::vector<fs::path> e;
+  for (const auto& f : fs::directory_iterator(dir)) e.push_back(f.path());
+  return e;
+}
+
+TEST(jit_cache, a_second_process_loads_what_the_first_compiled) {
+  const std::string dir = cache_root + "-processes";
+  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+  auto first = run_child(dir, c);
+  ASSERT_EQ(first.status, 0) << first.out;
+  EXPECT_NE(first.out.find("ok compiled=1 disk=0"), std::string::npos) << first.out;
+  auto second = run_child(dir, c);
+  ASSERT_EQ(second.status, 0) << second.out;
+  EXPECT_NE(second.out.find("ok compiled=0 disk=1"), std::string::npos) << second.out;
+}
+
+TEST(jit_cache, a_second_process_loads_the_gpu_kernel_the_first_compiled) {
+  if (rs::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device: " << rs::cuda_unavailable_reason();
+  const std::string dir = cache_root + "-gpu";
+  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+  auto first = run_child(dir, c, "cuda");
+  ASSERT_EQ(first.status, 0) << first.out;
+  EXPECT_NE(first.out.find("ok compiled=1 disk=0"), std::string::npos) << first.out;
+  auto second = run_child(dir, c, "cuda");
+  ASSERT_EQ(second.status, 0) << second.out;
+  EXPECT_NE(second.out.find("ok compiled=0 disk=1"), std::string::npos) << second.out;
+  // A corrupt cubin entry is ignored, compiled again and rewritten.
+  auto e = entries(dir);
+  ASSERT_EQ(e.size(), 1u);
+  { std::ofstream(e[0], std::ios::binary | std::ios::trunc) << "RSJIT1 garbage"; }
+  auto third = run_child(dir, c, "cuda");
+  EXPECT_NE(third.out.find("ok compiled=1 disk=0 rejected=1"), std::string::npos) << third.out;
+}
+
+TEST(jit_cache, processes_filling_one_folder_at_once_leave_one_whole_entry) {
+  const std::string dir = cache_root + "-concurrent";
+  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+  std::vector<std::thread> t;
+  std::vector<child_result> r(3);
+  for (int i = 0; i < 3; ++i) t.emplace_back([&, i] { r[i] = run_child(dir, c); });
+  for (auto& th : t) th.join();
+  for (auto& x : r) EXPECT_EQ(x.status, 0) << x.out;
+  auto e = entries(dir);
+  ASSERT_EQ(e.size(), 1u) << "one entry, no temporary files left";
+  EXPECT_EQ(run_child(dir, c).out.find("ok compiled=0 disk=1") != std::string::npos, true);
+}
+
+TEST(jit_cache, a_corrupt_entry_is_ignored_and_rewritten) {
+  const std::string dir = cache_root + "-corrupt";
+  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+  ASSERT_EQ(run_child(dir, c).status, 0);
+  auto e = entries(dir);
+  ASSERT_EQ(e.size(), 1u);
+  for (const char* garbage : {"", "not a kernel at all"}) {
+    { std::ofstream(e[0], std::ios::binary | std::ios::trunc) << garbage; }
+    auto r = run_child(dir, c);
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find("ok compiled=1 disk=0 rejected=1"), std::string::npos) << r.out;
+    EXPECT_GT(fs::file_size(e[0]), 1000u) << "rewritten whole";
+  }
+  auto again = run_child(dir, c);
+  EXPECT_NE(again.out.find("ok compiled=0 disk=1 rejected=0"), std::string::npos) << again.out;
+}
+
+TEST(jit_cache, the_folder_follows_the_environment) {
+  const char* saved = std::getenv("RESIDENT_JIT_CACHE");
+  const std::string keep = saved ? saved : "";
+  ::setenv("RESIDENT_JIT_CACHE", "/x/y", 1);
+  EXPECT_EQ(rs::jit::cache_directory(), "/x/y");
+  ::unsetenv("RESIDENT_JIT_CACHE");
+  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
+  EXPECT_EQ(rs::jit::cache_directory(), "/xdg/resident/jit");
+  ::unsetenv("XDG_CACHE_HOME");
+  ::setenv("RESIDENT_JIT_CACHE", keep.c_str(), 1);
+}
+
+}  // namespace
