@@ -116,8 +116,17 @@ fi
 
 ordered_false_positive='*graph_replay_equals_eager*'
 if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
+  # Cases that join two GPUs skip on a one-GPU machine: scripts/gpu_check_x2.sh runs them (and their
+  # sanitizers) on two.
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  two_gpus=''
+  [ "$gpus" -lt 2 ] && two_gpus=':*peer.*'
   for bin in "$build"/tests/test_*; do
     [ -x "$bin" ] || continue
+    if [ "$gpus" -lt 2 ] && [ "$(basename "$bin")" = test_dist ]; then
+      rows+=("sanitize-*-test_dist (needs two GPUs: gpu_check_x2.sh)|skip|0")
+      continue
+    fi
     # A binary with no CUDA cases (the CPU-only exception tests) has nothing for the tools to watch.
     if ! "$bin" --gtest_list_tests --gtest_filter='*/cuda' | grep -q '^  '; then
       rows+=("sanitize-*-$(basename "$bin") (no CUDA cases)|skip|0")
@@ -126,7 +135,7 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
     for tool in memcheck racecheck initcheck synccheck; do
       # The out-of-memory and device-fault tests make CUDA fail on purpose, which the tools report;
       # the large matmul shape takes minutes under the tools (the awkward small shapes cover the edges).
-      skip='*out_of_memory*:*large_odd_shape*:device_fault*'
+      skip="*out_of_memory*:*large_odd_shape*:device_fault*$two_gpus"
       [ "$tool" = memcheck ] && skip="$skip:$ordered_false_positive"
       step "sanitize-$tool-$(basename "$bin")" sanitize "$tool" "$bin" --gtest_filter="*/cuda:-$skip"
     done
