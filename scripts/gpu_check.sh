@@ -5,7 +5,8 @@
 #
 # usage: scripts/gpu_check.sh [LOG_DIR]       (default: build/gpu-logs)
 #   LOG_DIR receives one log per step, the benchmarks' JSON, and summary.txt.
-#   SKIP_SANITIZER=1 / SKIP_BENCH=1 / SKIP_PEERS=1 leave those parts out.
+#   SKIP_SANITIZER=1 / SKIP_BENCH=1 / SKIP_PEERS=1 leave those parts out; SANITIZE_ONLY="test_a test_b"
+#   runs the sanitizers over those test binaries only.
 #   The summary ends with the pipeline's margins, pass or FAIL: every target of bench/pipeline_targets.py
 #   met in every one of the three sweeps of `bench pipeline`. STRICT_MARGINS=1 makes a FAIL there fail
 #   the check (exit 1) too.
@@ -123,6 +124,7 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
   [ "$gpus" -lt 2 ] && two_gpus=':*peer.*'
   for bin in "$build"/tests/test_*; do
     [ -x "$bin" ] || continue
+    if [ -n "${SANITIZE_ONLY:-}" ] && [[ " $SANITIZE_ONLY " != *" $(basename "$bin") "* ]]; then continue; fi
     if [ "$gpus" -lt 2 ] && [ "$(basename "$bin")" = test_dist ]; then
       rows+=("sanitize-*-test_dist (needs two GPUs: gpu_check_x2.sh)|skip|0")
       continue

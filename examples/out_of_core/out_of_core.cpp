@@ -54,7 +54,8 @@ int main() {
 
     const auto seed = rs::map<f1>() | rs::map<f2>() | rs::map<f3>();
     std::vector<rs::chunk_timing> t;
-    rs::stream_options o{.chunk_elements = n / 8, .depth = 3, .target = d, .timeline = &t};
+    // The chunk is left to the call: it sizes it so that three in flight fit under the pool's limit.
+    rs::stream_options o{.chunk_elements = 0, .depth = 3, .target = d, .timeline = &t};
     rs::stream_pipeline(seed, in, out, o);  // warm-up: staging, streams
     rs::reset_pool_peak(d);
     rs::scoped_ledger l(d);

@@ -494,7 +494,7 @@ nb::object matmul(nb::object a_obj, nb::object b_obj, nb::object out_obj, const 
 struct py_graph {
   rs::graph g;
   rs::stream_ref stream;
-  std::shared_ptr<rs::stream> own_stream;  // a stream made for rs.capture, kept for the replays
+  std::shared_ptr<const void> stream_owner;  // the flow or stream whose stream the replays run on
   std::vector<std::shared_ptr<const void>> keep;
 
   void replay() {
@@ -522,10 +522,10 @@ std::function<void(rs::stream_ref)> python_work(nb::object fn) {
 }
 
 struct py_flow {
-  std::unique_ptr<rs::flow> f;
+  std::shared_ptr<rs::flow> f;  // shared with the graphs captured from it, which replay on its stream
   std::vector<std::shared_ptr<const void>> keep;
 
-  py_flow(const std::optional<std::string>& dev, int streams) : f(std::make_unique<rs::flow>(pick(dev), streams)) {}
+  py_flow(const std::optional<std::string>& dev, int streams) : f(std::make_shared<rs::flow>(pick(dev), streams)) {}
 
   std::size_t add(const std::string& name, nb::object work, const std::vector<nb::object>& reads,
                   const std::vector<nb::object>& writes, const std::vector<std::size_t>& after, bool infer) {
@@ -561,6 +561,7 @@ struct py_flow {
       g.g = f->capture();
     }
     g.stream = f->stream();
+    g.stream_owner = f;
     g.keep = keep;
     return g;
   }
@@ -585,8 +586,9 @@ struct py_flow {
 py_graph capture(nb::object fn, const std::optional<std::string>& dev) {
   if (!PyCallable_Check(fn.ptr())) throw rs::invalid_argument("capture: the work is not callable");
   py_graph g;
-  g.own_stream = std::make_shared<rs::stream>(pick(dev));
-  g.stream = g.own_stream->ref();
+  auto own = std::make_shared<rs::stream>(pick(dev));
+  g.stream = own->ref();
+  g.stream_owner = own;
   auto work = python_work(std::move(fn));
   const rs::stream_ref s = g.stream;
   {

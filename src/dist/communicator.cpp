@@ -197,7 +197,13 @@ communicator communicator::from_launcher(std::optional<device> d, std::chrono::m
     local = l ? detail::parse_count(local_name, l, 0) : rank;
     s->how = launcher::environment;
   }
-  const device dev = d ? *d : (cuda_device_count() > 0 ? device::cuda(local % cuda_device_count()) : device::cpu());
+  // A GPU per rank of this host, or the CPU for all of them: NCCL refuses two ranks on one GPU, and a
+  // world mixes no GPU ranks with CPU ranks.
+  const char* local_size_name = "RESIDENT_LOCAL_SIZE";
+  const char* ls = detail::first_env({"RESIDENT_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"},
+                                     &local_size_name);
+  const int local_size = ls ? detail::parse_count(local_size_name, ls, 1) : size;
+  const device dev = d ? *d : (cuda_device_count() >= local_size ? device::cuda(local) : device::cpu());
   require(dev);
   s->devices = {dev};
   s->size = size;

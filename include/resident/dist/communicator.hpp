@@ -96,8 +96,9 @@ class communicator {
   ///   PMI_RANK / PMI_SIZE), with RESIDENT_RENDEZVOUS naming a file, fresh for each job, on a file
   ///   system all ranks see, through which rank 0 hands NCCL's unique id to the others;
   /// - else a world of one rank.
-  /// The rank works on `d`, by default cuda:(local rank % GPUs) when a GPU answers, else the CPU; a
-  /// GPU becomes the calling thread's current device. GPU ranks are joined by NCCL
+  /// The rank works on `d`, by default cuda:(local rank) when this host has a GPU for each of its
+  /// ranks (RESIDENT_LOCAL_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE or MPI_LOCALNRANKS; else the world's
+  /// size), else the CPU; a GPU becomes the calling thread's current device. GPU ranks are joined by NCCL
   /// (ncclCommInitRank); CPU ranks of several processes need MPI. A rank that
   /// does not join within `timeout` (or fails) makes the others throw instead of hanging.
   /// @throws invalid_argument for inconsistent variables or a CPU world without MPI; library_error
