@@ -127,10 +127,11 @@ TEST_P(sharded, reductions_combine_shards_against_fp64) {
   }
   const auto seed = rs::map<f1>() | rs::map<f2>() | rs::map<f3>();
   const double s = dist::reduce(seed | rs::map<twice>() | rs::reduce(rs::plus{}, 0.0), x);
-  EXPECT_NEAR(s, 2 * sum, 1e-9 * n);
+  // The stages run in float (a GPU contracts them into fmas: an ulp from the FP64 reference each).
+  EXPECT_NEAR(s, 2 * sum, 1e-6 * std::fabs(sum));
   // init counts once, whatever the number of shards
   const double s10 = dist::reduce(seed | rs::map<twice>() | rs::reduce(rs::plus{}, 10.0), x);
-  EXPECT_NEAR(s10, 2 * sum + 10.0, 1e-9 * n);
+  EXPECT_NEAR(s10, 2 * sum + 10.0, 1e-6 * std::fabs(sum));
   EXPECT_EQ(dist::reduce(rs::reduce(rs::minimum{}, INFINITY), x), float(mn));
   EXPECT_EQ(dist::reduce(rs::reduce(rs::maximum{}, -INFINITY), x), float(mx));
   const auto count = dist::reduce(rs::map([] RESIDENT_HD(float) { return std::uint64_t(1); }) |
@@ -174,7 +175,9 @@ TEST_P(sharded, slices_within_a_shard_work_and_across_a_border_fail) {
   auto back = x.to_host();
   for (std::size_t i = 0; i < n; ++i) {
     const bool in = i >= e1.offset + 1 && i < e1.offset + e1.count;
-    EXPECT_EQ(back[i], in ? f1(h[i]) : h[i]) << i;
+    // f1 on the device may be contracted into an fma: an ulp from the host's float f1.
+    const float want = in ? f1(h[i]) : h[i];
+    EXPECT_NEAR(back[i], want, 4e-7f * std::fabs(want) + 1e-30f) << i;
   }
   try {
     (void)x.slice(e1.offset - 1, 2);
