@@ -24,6 +24,7 @@
 /// The file that streams a pipeline on a CUDA device must be compiled by nvcc (as for pipelines).
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <ranges>
 #include <span>
@@ -91,13 +92,15 @@ struct stream_stages<pipeline<S, C, R>> {
 template <class R>
 struct partial {
   R value{};
-  bool has = false;
+  /// Whether value holds one; as wide as R, so the struct has no padding bytes that a copy of the
+  /// partial would read uninitialized.
+  std::conditional_t<sizeof(R) >= 8, std::uint64_t, std::uint32_t> has = 0;
 };
 template <class R>
 struct to_partial {
   template <class X>
   RESIDENT_HD partial<R> operator()(X x) const {
-    return {static_cast<R>(x), true};
+    return {static_cast<R>(x), 1};
   }
 };
 template <class Op, class R>
@@ -106,7 +109,7 @@ struct partial_op {
   RESIDENT_HD partial<R> operator()(partial<R> a, partial<R> b) const {
     if (!a.has) return b;
     if (!b.has) return a;
-    return {op(a.value, b.value), true};
+    return {op(a.value, b.value), 1};
   }
 };
 
