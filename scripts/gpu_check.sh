@@ -16,22 +16,7 @@ logs=${1:-build/gpu-logs}
 mkdir -p "$logs"
 build=build/gpu
 jobs=$(nproc)
-status=0
-rows=()
-
-step() {  # step NAME COMMAND...: runs it, logs it, records ok/FAIL and seconds
-  local name=$1
-  shift
-  local t0=$SECONDS
-  echo "== $name: $*" >&2
-  if "$@" >"$logs/$name.log" 2>&1; then
-    rows+=("$name|ok|$((SECONDS - t0))")
-  else
-    rows+=("$name|FAIL|$((SECONDS - t0))")
-    status=1
-    tail -n 30 "$logs/$name.log" >&2
-  fi
-}
+source scripts/steps.sh
 
 # compute-sanitizer must exist and must have run tests: a missing tool or an empty run is a failure.
 sanitize() {  # sanitize TOOL BINARY [ARGS...]

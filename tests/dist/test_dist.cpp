@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "resident/dist/dist.hpp"
+#include "seed.hpp"
 #include "support.hpp"
 
 namespace rs = resident;
@@ -16,10 +17,10 @@ using rs::test::backend;
 
 namespace {
 
-RESIDENT_HD float f1(float v) { return 1.5f * v + 0.5f; }
-RESIDENT_HD float f2(float v) { return sqrtf(v * v + 1.f); }
-RESIDENT_HD float f3(float v) { return 0.5f * sinf(v); }
-double seed_ref(double v) { return 0.5 * std::sin(std::sqrt((1.5 * v + 0.5) * (1.5 * v + 0.5) + 1.0)); }
+using rs::test::f1;
+using rs::test::f2;
+using rs::test::f3;
+using rs::test::seed_ref;
 RESIDENT_HD double twice(float v) { return 2.0 * double(v); }
 
 class sharded : public backend {

@@ -9,6 +9,7 @@
 #include "resident/device/graph.hpp"
 #include "resident/fuse/pipeline.hpp"
 #include "resident/random/random.hpp"
+#include "seed.hpp"
 #include "support.hpp"
 
 namespace rs = resident;
@@ -16,12 +17,12 @@ using rs::test::backend;
 
 namespace {
 
-RESIDENT_HD float f1(float v) { return 1.5f * v + 0.5f; }
-RESIDENT_HD float f2(float v) { return sqrtf(v * v + 1.f); }
-RESIDENT_HD float f3(float v) { return 0.5f * sinf(v); }
-double r1(double v) { return 1.5 * v + 0.5; }
-double r2(double v) { return std::sqrt(v * v + 1.0); }
-double r3(double v) { return 0.5 * std::sin(v); }
+using rs::test::f1;
+using rs::test::f2;
+using rs::test::f3;
+using rs::test::r1;
+using rs::test::r2;
+using rs::test::r3;
 
 struct scale {
   float a;
