@@ -94,3 +94,16 @@ def test_stage_errors_name_the_stage_and_bad_stages_are_refused(device):
         rs.Flow(device=device, streams=0)
     with pytest.raises(rs.InvalidArgument, match="not callable"):
         rs.capture(None, device=device)
+
+
+def test_bad_devices_and_declarations_are_typed_errors():
+    with pytest.raises(rs.DeviceUnavailable):
+        rs.Flow(device="cuda:99")
+    with pytest.raises(rs.InvalidArgument):
+        rs.Flow(device="tpu")
+    f = rs.Flow(device="cpu")
+    with pytest.raises(rs.InvalidArgument):
+        f.add("reads a number", lambda: None, reads=[42])
+    assert len(f) == 0, "a refused stage is not added"
+    g = rs.Flow(device="cpu").capture()  # an empty flow: its graph replays nothing
+    g.replay()
