@@ -100,7 +100,14 @@ int run_info(const info_options& o) {
   no_limit.text = "none";
   for (device d : all) {
     const pool_statistics ps = pool_stats(d);
-    state.add({d.name(), table::cell(copy_rate(d), -1), table::cell::bytes(ps.bytes_in_use),
+    // A device too full to hold the measurement's buffers still gets its pool's row.
+    table::cell rate = table::cell::none();
+    try {
+      rate = table::cell(copy_rate(d), -1);
+    } catch (const out_of_memory& e) {
+      out() << "copy rate of " << d.name() << " not measured: " << e.what() << "\n";
+    }
+    state.add({d.name(), rate, table::cell::bytes(ps.bytes_in_use),
                table::cell::bytes(ps.bytes_reserved), table::cell::bytes(ps.peak_bytes),
                ps.limit ? table::cell::bytes(*ps.limit) : no_limit});
   }
