@@ -26,7 +26,7 @@ LABELS = {
 
 
 def log2_of(row):
-    """The row's size as log2 n: the bench writes "2^24"."""
+    """The row's size as log2 n: the integer exponent (files recorded before it wrote numbers: "2^24")."""
     v = row["log2_n"]
     return int(v[2:]) if isinstance(v, str) and v.startswith("2^") else int(v)
 

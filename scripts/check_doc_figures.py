@@ -54,7 +54,29 @@ def split_key(key):
     return parts
 
 
+def number(v):
+    """v as a float: a JSON number, or the text that older files recorded ("1.6e-07", "2^20" = 20 as an
+    exponent); None when it is neither."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        t = v.strip()
+        if t.startswith("2^"):
+            t = t[2:]
+        try:
+            return float(t)
+        except ValueError:
+            return None
+    return None
+
+
 def same(recorded, wanted):
+    # A size selector matches its exponent in both forms: [log2_n=2^24] and [log2_n=24].
+    if isinstance(recorded, str) and recorded.startswith("2^") or wanted.startswith("2^"):
+        a, b = number(recorded), number(wanted)
+        return a is not None and a == b
     if isinstance(recorded, (int, float)) and not isinstance(recorded, bool):
         try:
             return float(recorded) == float(wanted)
@@ -89,9 +111,10 @@ def resolve(data, key):
         if len(hits) != 1:
             raise KeyError(f"{len(hits)} elements of '{name}' match [{sel}], expected 1")
         data = hits[0]
-    if isinstance(data, bool) or not isinstance(data, (int, float)):
+    value = number(data)
+    if value is None or isinstance(data, str) and data.strip().startswith("2^"):
         raise KeyError(f"the value is {data!r}, not a number")
-    return float(data)
+    return value
 
 
 def check(doc, cache):

@@ -41,5 +41,5 @@ for side in ("before", "after"):
     for r in range(1, rounds + 1):
         p = os.path.join(logs, f"pipeline-{side}-{r}.json")
         if os.path.exists(p):
-            print(f"  {side} {r}: " + "  ".join(f"{x['log2_n']} {x['fused_over_memcpy']:.3f}" for x in rows(p)))
+            print(f"  {side} {r}: " + "  ".join(f"2^{str(x['log2_n']).removeprefix('2^')} {x['fused_over_memcpy']:.3f}" for x in rows(p)))
 PY

@@ -114,8 +114,9 @@ int plot_pipeline_from(const bench_options& o) try {
     throw invalid_argument("'" + o.from + "' is not the --json output of `resident bench pipeline`");
   plot_series fused_s{"resident fused", {}, {}}, three_s{"resident, three kernels", {}, {}};
   for (auto& r : j.at("rows")) {
-    const std::string l = r.at("log2_n");
-    const double n = std::ldexp(1.0, std::stoi(l.substr(2)));
+    // log2_n: the exponent (older files: the text "2^14")
+    const auto& l = r.at("log2_n");
+    const double n = std::ldexp(1.0, l.is_string() ? std::stoi(l.get<std::string>().substr(2)) : l.get<int>());
     fused_s.x.push_back(n);
     fused_s.y.push_back(r.at("fused_over_memcpy").get<double>());
     three_s.x.push_back(n);
@@ -160,7 +161,7 @@ table pipeline_table() {
 std::vector<table::cell> pipeline_row(std::size_t log2_n, const pipeline_point& t, double fused_ratio,
                                       double sum_ratio, double scan_ratio) {
   const double bytes = 8.0 * std::ldexp(1.0, int(log2_n));
-  return {"2^" + std::to_string(log2_n), detail::format_bytes(bytes), table::cell(t.memcpy, 4),
+  return {table::cell::power_of_two(int(log2_n)), table::cell::bytes(std::uint64_t(bytes)), table::cell(t.memcpy, 4),
           table::cell(t.fused, 4), table::cell(fused_ratio, 3), table::cell(t.three, 4), table::cell(t.sum, 4),
           table::cell(sum_ratio, -1), table::cell(bytes / (t.fused * 1e-3) / 1e9, -1), table::cell(t.scan, 4),
           table::cell(scan_ratio, 3)};
@@ -269,7 +270,7 @@ int run_bench_pipeline(const bench_options& o) {
     auto [f_lo, f_hi] = std::minmax_element(fr.begin(), fr.end());
     auto [s_lo, s_hi] = std::minmax_element(sr.begin(), sr.end());
     auto [c_lo, c_hi] = std::minmax_element(cr.begin(), cr.end());
-    spread_t.add({"2^" + std::to_string(logs[i]), table::cell(median_of(fr), 3), spread(*f_lo, *f_hi, 3),
+    spread_t.add({table::cell::power_of_two(int(logs[i])), table::cell(median_of(fr), 3), spread(*f_lo, *f_hi, 3),
                   table::cell(median_of(sr), 3), spread(*s_lo, *s_hi, 3), table::cell(median_of(cr), 3),
                   spread(*c_lo, *c_hi, 3)});
     extremes.push_back({{"fused_over_memcpy_min", *f_lo}, {"fused_over_memcpy_max", *f_hi},

@@ -119,7 +119,7 @@ int run_bench_jit(const bench_options& o) {
     const double mc = timed([&] { copy(x, y); });
     const double co = timed([&] { master(x, y); });
     const double ji = timed([&] { chain(x, y); });
-    t.add({"2^" + std::to_string(l), table::cell(mc, 4), table::cell(co, 4), table::cell(ji, 4),
+    t.add({table::cell::power_of_two(int(l)), table::cell(mc, 4), table::cell(co, 4), table::cell(ji, 4),
            table::cell(ji / co, 3), table::cell(ji / mc, 3)});
   }
   bar.finish();

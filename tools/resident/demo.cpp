@@ -169,12 +169,9 @@ int run_demo(const demo_options& o) {
   bool ok = true;
   for (auto& r : results) {
     ok = ok && r.error <= tolerance;
-    char err[32];
-    std::snprintf(err, sizeof err, "%.1e", r.error);
-    t.add({r.name, table::cell(r.ms, -1), detail::format_bytes(double(r.per_call.h2d_bytes)),
-           detail::format_bytes(double(r.per_call.d2h_bytes)), table::cell(double(r.per_call.kernels), 0),
-           table::cell(bytes / (r.ms * 1e-3) / 1e9, -1), table::cell(base / r.ms, -1),
-           table::cell(std::string(err))});
+    t.add({r.name, table::cell(r.ms, -1), table::cell::bytes(r.per_call.h2d_bytes),
+           table::cell::bytes(r.per_call.d2h_bytes), table::cell::count(r.per_call.kernels),
+           table::cell(bytes / (r.ms * 1e-3) / 1e9, -1), table::cell(base / r.ms, -1), table::cell::scientific(r.error, 1)});
   }
   t.print(out());
   out() << wrap("(a) every function uploads its input and downloads its output, through plain pageable copies "

@@ -9,11 +9,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "resident/error.hpp"
+#include "resident/resident.hpp"
+#include "vendor.hpp"
 
 namespace resident::cli {
 
@@ -37,7 +40,19 @@ std::string format_number(double v, int decimals) {
 }
 
 table::cell::cell(double v, int decimals) : text(format_number(v, decimals)), value(v) {
-  if (!std::isfinite(v)) value = nullptr;
+  if (!std::isfinite(v))
+    value = nullptr;
+  else if (decimals == 0 && v == std::floor(v) && std::fabs(v) < 0x1p53)
+    value = std::int64_t(v);
+}
+
+table::cell table::cell::bytes(std::uint64_t b) { return cell(detail::format_bytes(double(b)), nlohmann::json(b)); }
+
+table::cell table::cell::scientific(double v, int digits) {
+  if (!std::isfinite(v)) return none();
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*e", digits, v);
+  return cell(buf, nlohmann::json(v));
 }
 
 void table::print(std::ostream& os, const std::string& indent) const {
@@ -146,12 +161,45 @@ void check_writable(const std::string& option, const std::string& path) {
   if (!existed) ::unlink(path.c_str());
 }
 
-nlohmann::json bench_json(const std::string& benchmark, const std::string& device, const std::string& device_name,
-                          const table& rows) {
-  return {{"benchmark", benchmark}, {"device", device}, {"device_name", device_name}, {"rows", rows.json()}};
+nlohmann::json run_record(const std::string& device) {
+  nlohmann::json r{{"resident_version", version()}, {"commit", RESIDENT_COMMIT}, {"device", device},
+                   {"gpu", nullptr}, {"driver", nullptr}, {"cuda_runtime", nullptr}};
+  // The GPU the run used: the first CUDA device named in `device` ("cuda:1", "cuda:0,cuda:1").
+  if (const auto at = device.find("cuda"); at != std::string::npos && cuda_device_count() > 0) {
+    try {
+      const std::string first = device.substr(at, device.find(',', at) - at);
+      r["gpu"] = properties(parse_device(first)).name;
+    } catch (const std::exception&) {  // a device that does not answer has no name to record
+    }
+  }
+  if (cuda_device_count() > 0) {
+    const auto [driver, runtime] = cuda_versions();
+    auto text = [](int v) {  // 12080 -> "12.8"
+      return v > 0 ? nlohmann::json(std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10)) : nlohmann::json();
+    };
+    r["driver"] = text(driver);
+    r["cuda_runtime"] = text(runtime);
+  }
+  char host[256] = {};
+  r["host"] = ::gethostname(host, sizeof host - 1) == 0 ? std::string(host) : std::string("unknown");
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  r["date"] = date;
+  return r;
 }
 
-void write_json(const nlohmann::json& j, const std::string& path) {
+nlohmann::json bench_json(const std::string& benchmark, const std::string& device, const std::string& device_name,
+                          const table& rows) {
+  return {{"benchmark", benchmark}, {"device", device}, {"device_name", device_name}, {"run", run_record(device)},
+          {"rows", rows.json()}};
+}
+
+void write_json(const nlohmann::json& given, const std::string& path) {
+  nlohmann::json j = given;
+  if (j.is_object() && !j.contains("run")) j["run"] = run_record(j.value("device", std::string()));
   if (path == "-") {
     std::cout << j.dump(2) << "\n";
     return;

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -18,17 +19,27 @@ class table {
   };
   explicit table(std::vector<column> columns) : columns_(std::move(columns)) {}
 
-  /// A row: one cell per column; numbers keep their value for JSON and their text for printing.
+  /// A row: one cell per column; numbers keep their value for JSON (a JSON number, an integer where
+  /// the figure is a count) and their text for printing.
   struct cell {
     std::string text;
     nlohmann::json value;
     cell(const char* s) : text(s), value(s) {}
     cell(std::string s) : text(s), value(std::move(s)) {}
+    /// v with `decimals` decimals (see format_number); decimals == 0 and a whole v: a JSON integer.
     cell(double v, int decimals);
-    static cell none() { return cell(std::string("-"), nullptr); }
+    /// A count: printed and written as an integer.
+    static cell count(std::uint64_t n) { return cell(std::to_string(n), nlohmann::json(n)); }
+    /// A byte count: printed with a binary unit ("128.0 KiB"), written as the integer byte count.
+    static cell bytes(std::uint64_t b);
+    /// A size 2^log2: printed "2^14", written as the integer exponent (name its key log2_*).
+    static cell power_of_two(int log2) { return cell("2^" + std::to_string(log2), nlohmann::json(log2)); }
+    /// v printed in scientific notation with `digits` digits after the point ("1.6e-07"), written as v.
+    static cell scientific(double v, int digits);
+    static cell none() { return cell(std::string("-"), nlohmann::json(nullptr)); }
 
    private:
-    cell(std::string t, std::nullptr_t) : text(std::move(t)), value(nullptr) {}
+    cell(std::string t, nlohmann::json v) : text(std::move(t)), value(std::move(v)) {}
   };
   void add(std::vector<cell> row) { rows_.push_back(std::move(row)); }
 
@@ -58,11 +69,17 @@ std::string wrap(const std::string& text, std::size_t width = 100, const std::st
 /// denied, no such folder, ...).
 void check_writable(const std::string& option, const std::string& path);
 
-/// The common head of a benchmark's JSON: {"benchmark", "device", "device_name", "rows"}.
+/// The record of this run that every JSON of the CLI carries as "run": resident_version, commit (of
+/// the source the CLI was built from; "unknown" without git), device (as given), gpu (its name; null
+/// on the CPU), driver and cuda_runtime (CUDA versions such as "12.8"; null where no GPU answers),
+/// host (the host name) and date (UTC, ISO 8601).
+nlohmann::json run_record(const std::string& device);
+
+/// The common head of a benchmark's JSON: {"benchmark", "device", "device_name", "run", "rows"}.
 nlohmann::json bench_json(const std::string& benchmark, const std::string& device, const std::string& device_name,
                           const table& rows);
 
-/// Writes j to path ("-" = stdout). @throws resident::invalid_argument saying why the file cannot be written.
+/// Writes j to path ("-" = stdout); an object without "run" gets run_record(j["device"]) first. @throws resident::invalid_argument saying why the file cannot be written.
 void write_json(const nlohmann::json& j, const std::string& path);
 
 /// Progress on stderr for runs longer than a moment: a "\r" counter on a terminal, else a line per step.

@@ -1,3 +1,4 @@
+#include <cuda_runtime_api.h>
 #include <curand.h>
 
 #include <string>
@@ -33,6 +34,13 @@ double curand_normal_fill_ms(float* p, std::size_t n, std::uint64_t seed, stream
   return curand_fill_ms(seed, s, reps, [&](curandGenerator_t g) {
     RESIDENT_CURAND_TRY(curandGenerateNormal(g, p, n, 0.f, 1.f));
   });
+}
+
+std::pair<int, int> cuda_versions() noexcept {
+  int driver = 0, runtime = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+  if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
+  return {driver, runtime};
 }
 
 }  // namespace resident::cli

@@ -11,4 +11,6 @@ double curand_normal_fill_ms(float*, std::size_t, std::uint64_t, stream_ref, int
   throw device_unavailable("cuRAND is not in this build: it has no CUDA backend");
 }
 
+std::pair<int, int> cuda_versions() noexcept { return {0, 0}; }
+
 }  // namespace resident::cli
