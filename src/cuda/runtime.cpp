@@ -427,7 +427,7 @@ bool dependent_launch(int dev) {
   return m >= 9;
 }
 
-void check_launch(const char* what, std::source_location at) {
+void check_launch(const char* what, resident::source_location at) {
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) throw_cuda(e, what, at.file_name(), int(at.line()));
   if constexpr (debug_sync) {

@@ -129,7 +129,7 @@ bool profiling() { return from_environment() || the().open_profiles.load(std::me
 namespace detail {
 
 call_scope::call_scope(std::string_view name, stream_ref s, const call_facts& facts, call_kind kind,
-                       std::source_location where) noexcept
+                       resident::source_location where) noexcept
     : name_(name), where_(where), kind_(kind), facts_(facts), device_(s.device()), stream_(s.native()),
       outer_(t_innermost), unwinding_(std::uncaught_exceptions()) {
   if constexpr (nvtx::enabled) {

@@ -4,7 +4,7 @@
 
 #include <cmath>
 #include <functional>
-#include <source_location>
+#include "resident/detail/source_location.hpp"
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -34,7 +34,7 @@ struct heavy {
 
 // A pipeline call in place, accounted to the caller's line (the pipeline's own hook records it there).
 template <class P, class A>
-void profiled(const P& p, A& x, int stages, std::source_location where = std::source_location::current()) {
+void profiled(const P& p, A& x, int stages, resident::source_location where = resident::source_location::current()) {
   static_cast<void>(stages);  // the pipeline counts its own stages
   p(x, where);
 }
@@ -61,11 +61,11 @@ TEST_P(insight, report_figures_equal_the_ledger_and_name_the_callers_line) {
   std::vector<float> out(n, rs::test::poison<float>());
   rs::scoped_ledger l(dev);
   rs::profile prof(rs::profile_output::quiet);
-  const unsigned up = std::source_location::current().line() + 1;
+  const unsigned up = resident::source_location::current().line() + 1;
   auto x = rs::to_device(h, dev);
-  const unsigned run = std::source_location::current().line() + 1;
+  const unsigned run = resident::source_location::current().line() + 1;
   profiled(rs::map(affine{2.f, 1.f}) | rs::map(affine{0.5f, -1.f}), x, 2);
-  const unsigned down = std::source_location::current().line() + 1;
+  const unsigned down = resident::source_location::current().line() + 1;
   x.to_host(std::span<float>(out));
   for (std::size_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(out[i], 0.5f * (2.f * h[i] + 1.f) - 1.f) << i;
 
@@ -108,7 +108,7 @@ TEST_P(insight, a_transfer_repeated_in_a_loop_gets_the_transfer_advice) {
   rs::profile prof(rs::profile_output::quiet);
   unsigned line = 0;
   for (int i = 0; i < 5; ++i) {
-    line = std::source_location::current().line() + 1;
+    line = resident::source_location::current().line() + 1;
     auto x = rs::to_device(h, dev);
     profiled(rs::map(affine{2.f, 1.f}), x, 1);
     h = x.to_host();  // the seed's pattern: every step crosses the bus both ways
@@ -131,7 +131,7 @@ TEST_P(insight, two_single_maps_on_adjacent_lines_get_the_fusion_advice) {
   auto x = rs::to_device(rs::test::random_vector<float>(1 << 12, seed), dev);
   {
     rs::profile prof(rs::profile_output::quiet);
-    const unsigned first = std::source_location::current().line() + 1;
+    const unsigned first = resident::source_location::current().line() + 1;
     profiled(rs::map(affine{2.f, 1.f}), x, 1);
     profiled(rs::map(affine{0.5f, 3.f}), x, 1);
     const rs::profile_report r = prof.report();
@@ -158,7 +158,7 @@ TEST_P(insight, a_pool_that_grows_on_every_call_gets_the_pool_advice) {
     unsigned line = 0;
     for (int i = 0; i < 5; ++i) {
       std::vector<float> h = rs::test::random_vector<float>(n + std::size_t(i) * 4096, seed + std::uint64_t(i));
-      line = std::source_location::current().line() + 1;
+      line = resident::source_location::current().line() + 1;
       kept.push_back(rs::to_device(h, dev));
     }
     const rs::profile_report r = prof.report();
@@ -181,7 +181,7 @@ TEST_P(insight, a_pipeline_far_below_the_copy_rate_gets_the_memory_advice) {
   const std::size_t n = 1 << 19;
   auto x = rs::to_device(rs::test::random_vector<float>(n, seed), dev);
   rs::profile prof(rs::profile_output::quiet);
-  const unsigned line = std::source_location::current().line() + 1;
+  const unsigned line = resident::source_location::current().line() + 1;
   profiled(rs::map(heavy{dev.is_cuda() ? 4096 : 16}), x, 1);
   const rs::profile_report r = prof.report();
   EXPECT_TRUE(has_advice(r, "below_copy_rate", here(line))) << advice_list(r);
@@ -190,7 +190,7 @@ TEST_P(insight, a_pipeline_far_below_the_copy_rate_gets_the_memory_advice) {
 TEST_P(insight, a_call_that_throws_is_not_counted_and_the_profile_stays_usable) {
   auto x = rs::to_device(rs::test::random_vector<float>(256, rs::test::fresh_seed()), dev);
   rs::profile prof(rs::profile_output::quiet);
-  const unsigned line = std::source_location::current().line() + 1;
+  const unsigned line = resident::source_location::current().line() + 1;
   EXPECT_THROW(([&] { rs::detail::call_scope s("failing", x.stream(), {}, rs::detail::call_kind::compute);
                       throw std::runtime_error("user code"); })(),
                std::runtime_error);
@@ -207,7 +207,7 @@ TEST_P(insight, calls_from_two_threads_add_up) {
   auto work = [&](rs::array<float>& a) {
     for (int i = 0; i < 200; ++i) {
       rs::detail::call_scope s("threaded", a.stream(), {a.bytes(), a.bytes(), a.size(), 1, nullptr, nullptr},
-                               rs::detail::call_kind::compute, std::source_location());
+                               rs::detail::call_kind::compute, resident::source_location());
     }
   };
   std::thread t1(work, std::ref(x)), t2(work, std::ref(y));
@@ -228,11 +228,11 @@ unsigned launch_like(rs::detail::located_stream s, Args...) {
 
 TEST_P(insight, a_located_stream_carries_the_callers_line_through_a_pack) {
   rs::stream owner(dev);
-  const unsigned line = std::source_location::current().line() + 1;
+  const unsigned line = resident::source_location::current().line() + 1;
   EXPECT_EQ(launch_like(owner, 1, 2.0, 'c'), line);
   EXPECT_EQ(launch_like(rs::default_stream(dev)), line + 1);
   rs::profile prof(rs::profile_output::quiet);
-  const unsigned at = std::source_location::current().line() + 1;
+  const unsigned at = resident::source_location::current().line() + 1;
   launch_like(owner.ref(), 3);
   const rs::profile_report r = prof.report();
   const auto* s = find_site(r, at, "launch_like");
@@ -319,9 +319,9 @@ TEST(transfer_policy, log_lines_name_the_callers_file_line_and_bytes) {
   const std::vector<float> h(1000, 1.5f);
   rs::scoped_transfer_policy log(rs::transfer_policy::log);
   testing::internal::CaptureStderr();
-  const unsigned line = std::source_location::current().line() + 1;
+  const unsigned line = resident::source_location::current().line() + 1;
   auto x = rs::to_device(h, rs::device::cpu());
-  const unsigned back = std::source_location::current().line() + 1;
+  const unsigned back = resident::source_location::current().line() + 1;
   std::vector<float> out = x.to_host();
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("host-to-device transfer of 3.9 KiB on cpu (4000 bytes) by to_device at " + here(line)),
@@ -330,7 +330,7 @@ TEST(transfer_policy, log_lines_name_the_callers_file_line_and_bytes) {
             std::string::npos) << err;
 
   rs::scoped_transfer_policy forbid(rs::transfer_policy::forbid);
-  const unsigned refused = std::source_location::current().line() + 2;
+  const unsigned refused = resident::source_location::current().line() + 2;
   try {
     rs::copy(std::span<const float>(h), x);
     ADD_FAILURE() << "the transfer was not refused";

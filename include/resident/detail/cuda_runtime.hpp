@@ -5,7 +5,7 @@
 /// call then throws device_unavailable). Keeps the CUDA headers out of every public .hpp.
 
 #include <cstddef>
-#include <source_location>
+#include "resident/detail/source_location.hpp"
 #include <string>
 
 #include "resident/config.hpp"
@@ -83,7 +83,7 @@ bool dependent_launch(int dev);
 
 /// Checks the error state after a kernel launch (throws cuda_error / device_lost naming `at`, the
 /// launching line).
-void check_launch(const char* what, std::source_location at = std::source_location::current());
+void check_launch(const char* what, resident::source_location at = resident::source_location::current());
 
 /// Makes dev current for the calling thread.
 void set_device(int dev);

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 #include <functional>
-#include <source_location>
+#include "resident/detail/source_location.hpp"
 #include <utility>
 
 #include "resident/detail/cuda_runtime.hpp"
@@ -85,7 +85,7 @@ class graph {
 
   /// Runs the captured work on s (asynchronous on CUDA); counts its kernels in the ledger, and in the
   /// profile at the caller's line (`where`).
-  void replay(stream_ref s, std::source_location where = std::source_location::current()) const {
+  void replay(stream_ref s, resident::source_location where = resident::source_location::current()) const {
     check_live();
     detail::call_scope scope("graph replay", s, {}, detail::call_kind::compute, where);
     if (!(s.device() == device_))

@@ -25,7 +25,7 @@
 
 #include <cstddef>
 #include <optional>
-#include <source_location>
+#include "resident/detail/source_location.hpp"
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -155,7 +155,7 @@ class pipeline {
   /// device-to-host transfer in the ledger, refused under transfer_policy::forbid). x: array or slice.
   template <array_like A>
     requires(from_input)
-  auto operator()(A&& x, std::source_location where = std::source_location::current()) const {
+  auto operator()(A&& x, resident::source_location where = resident::source_location::current()) const {
     if constexpr (reduces)
       return execute(detail::bind_input(x), detail::host_target{}, where);
     else
@@ -167,7 +167,7 @@ class pipeline {
   /// after x's work; asynchronous. @throws shape_mismatch, device_mismatch before any work.
   template <array_like A, array_like B>
     requires(from_input)
-  void operator()(const A& x, B&& y, std::source_location where = std::source_location::current()) const {
+  void operator()(const A& x, B&& y, resident::source_location where = resident::source_location::current()) const {
     execute(detail::bind_input(x), target(y), where);
   }
 
@@ -176,7 +176,7 @@ class pipeline {
   /// @throws shape_mismatch, device_mismatch before any work.
   template <array_like B>
     requires(!from_input && !(generates && reduces))
-  void operator()(B&& y, std::source_location where = std::source_location::current()) const {
+  void operator()(B&& y, resident::source_location where = resident::source_location::current()) const {
     if constexpr (generates)
       execute(src.bind(y.size(), y.stream()), target(y), where);
     else
@@ -184,7 +184,7 @@ class pipeline {
   }
 
   /// Reduces over a zip source; synchronizes the first zipped array's stream and returns the value.
-  auto operator()(std::source_location where = std::source_location::current()) const
+  auto operator()(resident::source_location where = resident::source_location::current()) const
     requires(zips && reduces)
   {
     return execute(src, detail::host_target{}, where);
@@ -192,7 +192,7 @@ class pipeline {
 
   /// Reduces over a generate source for i in [0, n) on s; synchronizes and returns the value.
   auto operator()(std::size_t n, stream_ref s = default_stream(default_device()),
-                  std::source_location where = std::source_location::current()) const
+                  resident::source_location where = resident::source_location::current()) const
     requires(generates && reduces)
   {
     require(s.device());
@@ -203,7 +203,7 @@ class pipeline {
   /// without synchronizing: the value stays on the device. @throws shape_mismatch.
   template <class T>
     requires(generates && reduces)
-  void operator()(std::size_t n, array<T>& out, std::source_location where = std::source_location::current()) const {
+  void operator()(std::size_t n, array<T>& out, resident::source_location where = resident::source_location::current()) const {
     out.check_live();
     execute(src.bind(n, out.stream()), target(out), where);
   }
@@ -213,7 +213,7 @@ class pipeline {
   /// source's for a value returned to the host), opens the call's insight scope (NVTX range, profile
   /// row at `where`), and hands the loader, the stages and the terminal to the device's executor.
   template <class S, class Target>
-  auto execute(const S& in, const Target& out, std::source_location where = std::source_location::current()) const {
+  auto execute(const S& in, const Target& out, resident::source_location where = resident::source_location::current()) const {
     const stream_ref s = run_stream(in, out);
     detail::check_same(s.device(), in.device(), std::is_same_v<Target, detail::host_target> ? "the input" : "the output");
     if constexpr (!reduces)

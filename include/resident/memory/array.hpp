@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <concepts>
 #include <cstddef>
-#include <source_location>
+#include "resident/detail/source_location.hpp"
 #include <span>
 #include <string>
 #include <type_traits>
@@ -102,14 +102,14 @@ class array {
 
   /// Copies the array into a new host vector. Synchronizes. `where` (the caller's line) names the
   /// call in the profile and in transfer_policy::log lines.
-  std::vector<T> to_host(std::source_location where = std::source_location::current()) const {
+  std::vector<T> to_host(resident::source_location where = resident::source_location::current()) const {
     std::vector<T> h(size_);
     to_host(std::span<T>(h), staging::chunked, where);
     return h;
   }
   /// Copies the array into host memory of the same size. Synchronizes.
   /// @throws shape_mismatch when the sizes differ.
-  void to_host(std::span<T> out, staging st = staging::chunked, std::source_location where = std::source_location::current()) const {
+  void to_host(std::span<T> out, staging st = staging::chunked, resident::source_location where = resident::source_location::current()) const {
     check_live();
     if (out.size() != size_)
       RESIDENT_FAIL("to_host: host buffer holds " + std::to_string(out.size()) + " elements, array " +
@@ -119,7 +119,7 @@ class array {
   }
   /// Starts copying the array into a pinned buffer and returns; synchronize the array's stream before
   /// reading the buffer. @throws shape_mismatch when the sizes differ.
-  void to_host_async(pinned_buffer<T>& out, std::source_location where = std::source_location::current()) const {
+  void to_host_async(pinned_buffer<T>& out, resident::source_location where = resident::source_location::current()) const {
     check_live();
     out.check_live();
     if (out.size() != size_)
@@ -265,7 +265,7 @@ class array2d {
   }
 
   /// rows * cols elements, row-major and packed (padding dropped). Synchronizes.
-  std::vector<T> to_host(std::source_location where = std::source_location::current()) const {
+  std::vector<T> to_host(resident::source_location where = resident::source_location::current()) const {
     std::vector<T> all = storage_.to_host(where);
     if (ld_ == cols_) return all;
     std::vector<T> packed(rows_ * cols_);
@@ -298,7 +298,7 @@ class array2d {
 /// Every transfer takes the caller's line as a last, defaulted argument (`where`): the profile counts
 /// the call there (the new array's allocation included), and transfer_policy::log names it.
 template <class T>
-array<T> to_device(std::span<const T> host, stream_ref s, staging st = staging::chunked, std::source_location where = std::source_location::current()) {
+array<T> to_device(std::span<const T> host, stream_ref s, staging st = staging::chunked, resident::source_location where = resident::source_location::current()) {
   detail::call_scope scope("to_device", s, detail::transfer_facts(host.size_bytes()), detail::call_kind::transfer,
                            where);
   array<T> a(host.size(), s);
@@ -307,23 +307,23 @@ array<T> to_device(std::span<const T> host, stream_ref s, staging st = staging::
 }
 /// Uploads host memory into a new array on d's default stream (default: the default device).
 template <class T>
-array<T> to_device(std::span<const T> host, device d = default_device(), std::source_location where = std::source_location::current()) {
+array<T> to_device(std::span<const T> host, device d = default_device(), resident::source_location where = resident::source_location::current()) {
   return to_device(host, default_stream(d), staging::chunked, where);
 }
 /// Uploads a host vector into a new array on d's default stream (default: the default device).
 template <class T>
-array<T> to_device(const std::vector<T>& host, device d = default_device(), std::source_location where = std::source_location::current()) {
+array<T> to_device(const std::vector<T>& host, device d = default_device(), resident::source_location where = resident::source_location::current()) {
   return to_device(std::span<const T>(host), default_stream(d), staging::chunked, where);
 }
 /// Uploads a host vector into a new array ordered on s, staged as st says.
 template <class T>
-array<T> to_device(const std::vector<T>& host, stream_ref s, staging st = staging::chunked, std::source_location where = std::source_location::current()) {
+array<T> to_device(const std::vector<T>& host, stream_ref s, staging st = staging::chunked, resident::source_location where = resident::source_location::current()) {
   return to_device(std::span<const T>(host), s, st, where);
 }
 /// Uploads a pinned buffer into a new array: one asynchronous copy on s; keep host alive and unchanged
 /// until s is synchronized.
 template <class T>
-array<T> to_device(const pinned_buffer<T>& host, stream_ref s, std::source_location where = std::source_location::current()) {
+array<T> to_device(const pinned_buffer<T>& host, stream_ref s, resident::source_location where = resident::source_location::current()) {
   return to_device(host.span(), s, staging::chunked, where);
 }
 
@@ -332,7 +332,7 @@ array<T> to_device(const pinned_buffer<T>& host, stream_ref s, std::source_locat
 /// @throws shape_mismatch when host does not hold rows * cols elements; invalid_argument when
 /// rows * cols overflows.
 template <class T>
-array2d<T> to_device(std::span<const T> host, std::size_t rows, std::size_t cols, stream_ref s, std::source_location where = std::source_location::current()) {
+array2d<T> to_device(std::span<const T> host, std::size_t rows, std::size_t cols, stream_ref s, resident::source_location where = resident::source_location::current()) {
   if (cols != 0 && rows > array<T>::max_size() / cols)
     RESIDENT_FAIL("to_device: " + std::to_string(rows) + " x " + std::to_string(cols) +
                            " elements overflow the byte count");
@@ -349,18 +349,18 @@ array2d<T> to_device(std::span<const T> host, std::size_t rows, std::size_t cols
 /// As above, on d's default stream.
 template <class T>
 array2d<T> to_device(std::span<const T> host, std::size_t rows, std::size_t cols, device d = default_device(),
-                     std::source_location where = std::source_location::current()) {
+                     resident::source_location where = resident::source_location::current()) {
   return to_device(host, rows, cols, default_stream(d), where);
 }
 /// Uploads a packed rows x cols host matrix from a vector, ordered on s. @throws shape_mismatch.
 template <class T>
-array2d<T> to_device(const std::vector<T>& host, std::size_t rows, std::size_t cols, stream_ref s, std::source_location where = std::source_location::current()) {
+array2d<T> to_device(const std::vector<T>& host, std::size_t rows, std::size_t cols, stream_ref s, resident::source_location where = resident::source_location::current()) {
   return to_device(std::span<const T>(host), rows, cols, s, where);
 }
 /// Uploads a packed rows x cols host matrix from a vector onto d. @throws shape_mismatch.
 template <class T>
 array2d<T> to_device(const std::vector<T>& host, std::size_t rows, std::size_t cols,
-                     device d = default_device(), std::source_location where = std::source_location::current()) {
+                     device d = default_device(), resident::source_location where = resident::source_location::current()) {
   return to_device(std::span<const T>(host), rows, cols, default_stream(d), where);
 }
 
@@ -374,7 +374,7 @@ array2d<T> to_device(const std::vector<T>& host, std::size_t rows, std::size_t c
 /// empty one, does nothing and counts nothing.
 /// @throws shape_mismatch; invalid_argument when two different slices of one array overlap.
 template <array_like A, array_like B>
-void copy(const A& src, B&& dst, std::source_location where = std::source_location::current()) {
+void copy(const A& src, B&& dst, resident::source_location where = resident::source_location::current()) {
   static_assert(std::is_same_v<typename std::remove_cvref_t<A>::value_type,
                                typename std::remove_cvref_t<B>::value_type>,
                 "copy: source and destination hold the same element type");
@@ -410,7 +410,7 @@ void copy(const A& src, B&& dst, std::source_location where = std::source_locati
 /// synchronization as for to_device. @throws shape_mismatch.
 template <class T>
 void copy(std::type_identity_t<std::span<const T>> host, array<T>& dst, staging st = staging::chunked,
-          std::source_location where = std::source_location::current()) {
+          resident::source_location where = resident::source_location::current()) {
   dst.check_live();
   if (host.size() != dst.size())
     RESIDENT_FAIL("copy: host buffer holds " + std::to_string(host.size()) + " elements, array " +
@@ -426,7 +426,7 @@ void copy(std::type_identity_t<std::span<const T>> host, array<T>& dst, staging 
 /// synchronized. Pageable memory is staged and the call returns once it has been read.
 /// @throws shape_mismatch.
 template <array_like A>
-void copy_async(std::span<const typename std::remove_cvref_t<A>::value_type> host, A&& dst, std::source_location where = std::source_location::current()) {
+void copy_async(std::span<const typename std::remove_cvref_t<A>::value_type> host, A&& dst, resident::source_location where = resident::source_location::current()) {
   dst.check_live();
   if (host.size() != dst.size())
     RESIDENT_FAIL("copy_async: host memory holds " + std::to_string(host.size()) + " elements, array " +
@@ -440,7 +440,7 @@ void copy_async(std::span<const typename std::remove_cvref_t<A>::value_type> hos
 /// destinations block until done). Read the host memory after synchronizing the stream.
 /// @throws shape_mismatch.
 template <array_like A>
-void copy_async(const A& src, std::span<typename std::remove_cvref_t<A>::value_type> host, std::source_location where = std::source_location::current()) {
+void copy_async(const A& src, std::span<typename std::remove_cvref_t<A>::value_type> host, resident::source_location where = resident::source_location::current()) {
   src.check_live();
   if (host.size() != src.size())
     RESIDENT_FAIL("copy_async: host memory holds " + std::to_string(host.size()) + " elements, array " +
@@ -452,7 +452,7 @@ void copy_async(const A& src, std::span<typename std::remove_cvref_t<A>::value_t
 
 /// A new array on `to` holding a copy of a (one explicit transfer, or a device-to-device copy).
 template <class T>
-array<T> copy_to(const array<T>& a, device to, std::source_location where = std::source_location::current()) {
+array<T> copy_to(const array<T>& a, device to, resident::source_location where = resident::source_location::current()) {
   detail::call_scope scope("copy_to", a.stream(), detail::transfer_facts(a.bytes()), detail::call_kind::transfer,
                            where);
   array<T> r(a.size(), to);

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <concepts>
 #include <cstdint>
-#include <source_location>
+#include "resident/detail/source_location.hpp"
 #include <string_view>
 #include <type_traits>
 
@@ -45,7 +45,7 @@ class call_scope {
   /// Opens the scope on s's device (see the class comment). Does not throw for profiling reasons:
   /// a failure to time the call leaves it untimed.
   call_scope(std::string_view name, stream_ref s, const call_facts& facts, call_kind kind = call_kind::compute,
-             std::source_location where = std::source_location::current()) noexcept;
+             resident::source_location where = resident::source_location::current()) noexcept;
   ~call_scope();
   call_scope(const call_scope&) = delete;
   call_scope& operator=(const call_scope&) = delete;
@@ -53,7 +53,7 @@ class call_scope {
   /// The innermost scope open on the calling thread, or nullptr.
   static const call_scope* current() noexcept;
   /// The call site this scope accounts to.
-  const std::source_location& where() const noexcept { return where_; }
+  const resident::source_location& where() const noexcept { return where_; }
   /// The call's name.
   std::string_view name() const noexcept { return name_; }
 
@@ -67,7 +67,7 @@ class call_scope {
 
  private:
   std::string_view name_;
-  std::source_location where_;
+  resident::source_location where_;
   call_kind kind_;
   call_facts facts_;
   device device_;
@@ -84,16 +84,16 @@ class call_scope {
 };
 
 /// A stream argument that remembers the caller's line, for entry points whose parameters end in a pack
-/// (`launch(s, cfg, f, args...)`), where a defaulted std::source_location cannot follow: taking
+/// (`launch(s, cfg, f, args...)`), where a defaulted resident::source_location cannot follow: taking
 /// `located_stream s` in place of `stream_ref s`, the conversion's default argument is evaluated
 /// where the user made the call. Anything convertible to stream_ref converts (a stream, a stream_ref).
 struct located_stream {
   stream_ref stream;            ///< the stream the call runs on
-  std::source_location where;  ///< the caller's file and line
+  resident::source_location where;  ///< the caller's file and line
   /// Converts s, recording the line of the call whose argument it is.
   template <class S>
     requires std::convertible_to<const S&, stream_ref>
-  located_stream(const S& s, std::source_location w = std::source_location::current()) noexcept(
+  located_stream(const S& s, resident::source_location w = resident::source_location::current()) noexcept(
       std::is_nothrow_convertible_v<const S&, stream_ref>)
       : stream(s), where(w) {}
 };
