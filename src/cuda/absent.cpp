@@ -40,7 +40,7 @@ void pool_trim(int, cuda_stream_t) { absent(); }
 void* raw_malloc(int, std::size_t) { absent(); }
 void raw_free(void*) { absent(); }
 void mem_info(int, std::size_t*, std::size_t*) { absent(); }
-void memcpy_async(void*, const void*, std::size_t, copy_kind, cuda_stream_t) { absent(); }
+void memcpy_async(int, void*, const void*, std::size_t, copy_kind, cuda_stream_t) { absent(); }
 void memset_async(void*, int, std::size_t, cuda_stream_t) { absent(); }
 bool can_access_peer(int, int) { return false; }
 bool enable_peer_access(int, int) { absent(); }

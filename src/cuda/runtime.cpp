@@ -323,12 +323,12 @@ void mem_info(int dev, std::size_t* free_bytes, std::size_t* total_bytes) {
   });
 }
 
-void memcpy_async(void* dst, const void* src, std::size_t bytes, copy_kind k, cuda_stream_t s) {
+void memcpy_async(int dev, void* dst, const void* src, std::size_t bytes, copy_kind k, cuda_stream_t s) {
   cudaMemcpyKind kind = k == copy_kind::host_to_device   ? cudaMemcpyHostToDevice
                         : k == copy_kind::device_to_host ? cudaMemcpyDeviceToHost
                         : k == copy_kind::device_to_device ? cudaMemcpyDeviceToDevice
                                                            : cudaMemcpyHostToHost;
-  RESIDENT_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kind, s));
+  on_device(dev, [&] { RESIDENT_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kind, s)); });
 }
 
 void memset_async(void* dst, int value, std::size_t bytes, cuda_stream_t s) {

@@ -76,7 +76,7 @@ void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_r
     return;
   }
   if (bytes < direct_below || how == staging::none || cu::is_pinned(src)) {
-    cu::memcpy_async(dst, src, bytes, cu::copy_kind::host_to_device, s.native());
+    cu::memcpy_async(d.index(), dst, src, bytes, cu::copy_kind::host_to_device, s.native());
     return;
   }
   stager& st = stager_of(d);
@@ -87,7 +87,7 @@ void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_r
     n = std::min(stage_bytes, bytes - off);
     st.done[k].synchronize();  // the DMA that last read this buffer has finished
     parallel_memcpy(st.buf[k].data(), in + off, n);
-    cu::memcpy_async(out + off, st.buf[k].data(), n, cu::copy_kind::host_to_device, s.native());
+    cu::memcpy_async(d.index(), out + off, st.buf[k].data(), n, cu::copy_kind::host_to_device, s.native());
     st.done[k].record(s);
   }
 }
@@ -103,7 +103,7 @@ void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_r
     return;
   }
   if (bytes < direct_below || how == staging::none || cu::is_pinned(dst)) {
-    cu::memcpy_async(dst, src, bytes, cu::copy_kind::device_to_host, s.native());
+    cu::memcpy_async(d.index(), dst, src, bytes, cu::copy_kind::device_to_host, s.native());
     if (mode == sync::blocking || !cu::is_pinned(dst)) cu::stream_synchronize(s.native());
     return;
   }
@@ -116,7 +116,7 @@ void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_r
   std::size_t k = 0;
   for (std::size_t off = 0, n = 0; off < bytes; off += n, k ^= 1) {
     n = std::min(stage_bytes, bytes - off);
-    cu::memcpy_async(st.buf[k].data(), in + off, n, cu::copy_kind::device_to_host, s.native());
+    cu::memcpy_async(d.index(), st.buf[k].data(), in + off, n, cu::copy_kind::device_to_host, s.native());
     st.done[k].record(s);
     if (prev_n) {
       st.done[k ^ 1].synchronize();
@@ -138,7 +138,7 @@ void copy_device_to_device(void* dst, const void* src, std::size_t bytes, stream
   if (d.is_cpu())
     parallel_memcpy(dst, src, bytes);
   else
-    cu::memcpy_async(dst, src, bytes, cu::copy_kind::device_to_device, s.native());
+    cu::memcpy_async(d.index(), dst, src, bytes, cu::copy_kind::device_to_device, s.native());
 }
 
 void copy_peer(void* dst, stream_ref dst_s, const void* src, stream_ref src_s, std::size_t bytes) {

@@ -311,7 +311,7 @@ void chunk_loop::run_cuda(const std::function<void(const chunk_view&)>& kernel, 
         src = pinned;
       }
       record_transfer(device_, direction::h2d, b);
-      cu::memcpy_async(st.in[k][i], src, b, cu::copy_kind::host_to_device, st.up.ref().native());
+      cu::memcpy_async(device_.index(), st.in[k][i], src, b, cu::copy_kind::host_to_device, st.up.ref().native());
       up += b;
     }
     mark(c, 1, st.up.ref());
@@ -333,11 +333,11 @@ void chunk_loop::run_cuda(const std::function<void(const chunk_view&)>& kernel, 
       void* dst = stage_out ? static_cast<void*>(st.stage_out.data() + k * chunk_ * output_.element_bytes)
                             : static_cast<unsigned char*>(const_cast<void*>(output_.data)) + first * output_.element_bytes;
       record_transfer(device_, direction::d2h, down);
-      cu::memcpy_async(dst, st.out[k], down, cu::copy_kind::device_to_host, st.down.ref().native());
+      cu::memcpy_async(device_.index(), dst, st.out[k], down, cu::copy_kind::device_to_host, st.down.ref().native());
     }
     if (result_bytes_) {
       record_transfer(device_, direction::d2h, result_bytes_);
-      cu::memcpy_async(st.results.data() + c * result_bytes_, results[k], result_bytes_,
+      cu::memcpy_async(device_.index(), st.results.data() + c * result_bytes_, results[k], result_bytes_,
                        cu::copy_kind::device_to_host, st.down.ref().native());
     }
     mark(c, 5, st.down.ref());

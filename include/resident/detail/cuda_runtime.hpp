@@ -59,7 +59,9 @@ void raw_free(void* p);
 void mem_info(int dev, std::size_t* free_bytes, std::size_t* total_bytes);
 
 enum class copy_kind { host_to_device, device_to_host, device_to_device, host_to_host };
-void memcpy_async(void* dst, const void* src, std::size_t bytes, copy_kind k, cuda_stream_t s);
+/// A copy on stream s of device dev, issued with dev current: a null s is dev's legacy default stream,
+/// and dev's stream-ordered pool memory is addressed from its own device.
+void memcpy_async(int dev, void* dst, const void* src, std::size_t bytes, copy_kind k, cuda_stream_t s);
 void memset_async(void* dst, int value, std::size_t bytes, cuda_stream_t s);
 /// Whether dev can address peer's memory directly (NVLink or PCIe peer-to-peer).
 bool can_access_peer(int dev, int peer);
