@@ -141,12 +141,7 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
 fi
 
 {
-  echo "step                                              result  seconds"
-  echo "------------------------------------------------  ------  -------"
-  for r in "${rows[@]}"; do
-    IFS='|' read -r n res sec <<<"$r"
-    printf "%-48s  %-6s  %7s\n" "$n" "$res" "$sec"
-  done
+  step_table
   echo
 } >"$logs/summary.txt"
 if [ "${SKIP_BENCH:-0}" != 1 ]; then

@@ -97,12 +97,7 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; t
 fi
 
 {
-  echo "step                                              result  seconds"
-  echo "------------------------------------------------  ------  -------"
-  for r in "${rows[@]}"; do
-    IFS='|' read -r n res sec <<<"$r"
-    printf "%-48s  %-6s  %7s\n" "$n" "$res" "$sec"
-  done
+  step_table
   echo
   for f in "$logs/bench-dist.log" "$logs/bench-dist-2p30.log"; do [ -f "$f" ] && cat "$f"; done
 } | tee "$logs/summary.txt"

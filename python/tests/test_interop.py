@@ -3,15 +3,14 @@ lifetimes in both orders, the stream handshake, counted transfers, random fills 
 arrays, reductions against FP64, and every bad input a typed exception. The CPU part runs everywhere
 (NumPy); the GPU part runs where a GPU answers and torch / cupy / numba are installed."""
 import gc
-import importlib
 import math
 
 import numpy as np
 import pytest
 
 import resident as rs
+from _support import GPU, gpu, import_or_skip
 
-GPU = rs.cuda_device_count() > 0
 
 
 def transfers(device="cpu"):
@@ -145,19 +144,11 @@ def test_bad_input_is_a_typed_exception():
 
 # ---- the GPU, with PyTorch, CuPy and Numba ----------------------------------------------------------
 
-gpu = pytest.mark.skipif(not GPU, reason="no CUDA device: " + rs.cuda_unavailable_reason())
-
-
-def _import(name):
-    try:
-        return importlib.import_module(name)
-    except Exception as e:  # missing or broken on this machine
-        pytest.skip(f"{name} is not usable here: {e!r}"[:200])
 
 
 @gpu
 def test_torch_both_ways_at_zero_copy():
-    torch = _import("torch")
+    torch = import_or_skip("torch")
     a = rs.to_device(np.arange(1 << 20, dtype=np.float32), device="cuda:0")
     before = transfers("cuda:0")
     t = torch.from_dlpack(a)
@@ -180,7 +171,7 @@ def test_torch_both_ways_at_zero_copy():
 
 @gpu
 def test_stream_handshake_with_torch():
-    torch = _import("torch")
+    torch = import_or_skip("torch")
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         x = torch.ones(1 << 24, device="cuda")
@@ -200,7 +191,7 @@ def test_stream_handshake_with_torch():
 
 @gpu
 def test_cupy_and_numba():
-    cp = _import("cupy")
+    cp = import_or_skip("cupy")
     c = cp.zeros(4096, dtype=cp.float32)
     rs.random.fill_normal(c, seed=1)
     assert float(cp.abs(c).max()) > 0
@@ -212,7 +203,7 @@ def test_cupy_and_numba():
     f = cp.from_dlpack(e)
     f += 1
     assert np.array_equal(e.to_host(), np.arange(10) + 1.0)
-    numba_cuda = _import("numba.cuda")
+    numba_cuda = import_or_skip("numba.cuda")
     g = numba_cuda.as_cuda_array(e)
     assert g.__cuda_array_interface__["data"][0] == e.data_ptr
     h = rs.from_dlpack(g)
@@ -263,14 +254,14 @@ def test_program_names_and_errors():
 
 @gpu
 def test_program_on_torch_and_cupy_is_one_kernel():
-    torch = _import("torch")
+    torch = import_or_skip("torch")
     t = torch.rand(1 << 20, device="cuda")
     ref = seed_reference(t.cpu().numpy())
     before = rs.ledger()["cuda:0"]["kernels"]
     SEED(t)
     assert rs.ledger()["cuda:0"]["kernels"] - before == 1
     assert np.max(np.abs(t.cpu().numpy() - ref)) <= 1e-6
-    cp = _import("cupy")
+    cp = import_or_skip("cupy")
     c = cp.random.random(1 << 20, dtype=cp.float64)
     ref = seed_reference(cp.asnumpy(c))
     SEED(c)
@@ -316,7 +307,7 @@ def test_matmul_bad_input_is_typed():
 
 @gpu
 def test_matmul_on_torch_tensors():
-    torch = _import("torch")
+    torch = import_or_skip("torch")
     a = torch.randn(300, 129, device="cuda")
     b = torch.randn(129, 257, device="cuda")
     ref = a.double().cpu().numpy() @ b.double().cpu().numpy()

@@ -3,15 +3,14 @@ them: LTO-IR linked by nvJitLink on the GPU, native functions called by the comp
 C++ text stages, zipped arrays, generators and reductions, against FP64; compile errors typed. The CPU
 part runs everywhere (NumPy and numba); the GPU part where a GPU answers and numba-cuda, cupy or torch
 are installed."""
-import importlib
 import math
 
 import numpy as np
 import pytest
 
 import resident as rs
+from _support import GPU, gpu, import_or_skip
 
-GPU = rs.cuda_device_count() > 0
 
 
 @rs.stage
@@ -108,20 +107,12 @@ def test_compile_errors_and_misuse_are_typed():
 
 # ---- the GPU: Numba's LTO-IR linked into the kernel ------------------------------------------------
 
-gpu = pytest.mark.skipif(not GPU, reason="no CUDA device: " + rs.cuda_unavailable_reason())
-
-
-def _import(name):
-    try:
-        return importlib.import_module(name)
-    except Exception as e:  # missing or broken on this machine
-        pytest.skip(f"{name} is not usable here: {e!r}"[:200])
 
 
 @gpu
 def test_the_seed_functions_are_one_kernel_over_a_cupy_array():
-    cp = _import("cupy")
-    _import("numba.cuda")
+    cp = import_or_skip("cupy")
+    import_or_skip("numba.cuda")
     x = cp.random.random(1 << 22, dtype=cp.float32)
     ref = reference(cp.asnumpy(x))
     before = kernels("cuda:0")
@@ -132,8 +123,8 @@ def test_the_seed_functions_are_one_kernel_over_a_cupy_array():
 
 @gpu
 def test_the_seed_functions_are_one_kernel_over_a_torch_tensor_and_reduce():
-    torch = _import("torch")
-    _import("numba.cuda")
+    torch = import_or_skip("torch")
+    import_or_skip("numba.cuda")
     x = torch.rand(1 << 20, device="cuda", dtype=torch.float64)
     ref = reference(x.cpu().numpy())
     y = torch.empty_like(x)

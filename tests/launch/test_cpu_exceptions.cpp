@@ -84,6 +84,26 @@ TEST_P(cpu_exceptions, maps_rethrow_what_a_stage_throws) {
   EXPECT_EQ(x.to_host()[12345], 12346.f);
 }
 
+TEST_P(cpu_exceptions, scans_rethrow_what_a_stage_throws) {
+  for (std::size_t n : sizes) {
+    rs::array<double> y(n, dev);
+    for (std::size_t at : failing_indices(n)) {
+      auto stage = [at](float v) {
+        if (v == float(at)) throw planted(at);
+        return double(v);
+      };
+      auto x = indices(n, dev);
+      expect_planted([&] { (rs::map(stage) | rs::inclusive_scan(rs::plus{}))(x, y); }, at,
+                     "scan, n " + std::to_string(n));
+    }
+    // After that the scan still works: running sums of 0, 1, 2, ...
+    auto x = indices(n, dev);
+    (rs::map([](float v) { return double(v); }) | rs::inclusive_scan(rs::plus{}))(x, y);
+    const double last = double(n - 1) * double(n) / 2;
+    EXPECT_EQ(y.to_host().back(), last);
+  }
+}
+
 TEST_P(cpu_exceptions, zipped_and_generated_maps_rethrow) {
   for (std::size_t n : sizes) {
     auto a = indices(n, dev);
