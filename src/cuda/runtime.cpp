@@ -162,6 +162,15 @@ counter_slots& slots() {
 }
 }  // namespace
 
+namespace {
+constexpr std::size_t scratch_offset = 256;
+constexpr std::size_t slot_bytes = scratch_offset + stream_scratch_bytes;
+}  // namespace
+
+void* stream_scratch(int dev, cuda_stream_t s) {
+  return reinterpret_cast<char*>(stream_counters(dev, s)) + scratch_offset;
+}
+
 unsigned long long* stream_counters(int dev, cuda_stream_t s) {
   auto& c = slots();
   // The default stream's handles name a different stream per thread (per-thread default stream) or
@@ -174,7 +183,7 @@ unsigned long long* stream_counters(int dev, cuda_stream_t s) {
     try {
       p = on_device(dev, [s] {
         void* q = nullptr;
-        RESIDENT_CUDA_TRY(cudaMalloc(&q, 2 * sizeof(unsigned long long)));
+        RESIDENT_CUDA_TRY(cudaMalloc(&q, slot_bytes));
         RESIDENT_CUDA_TRY(cudaMemsetAsync(q, 0, 2 * sizeof(unsigned long long), s));
         return q;
       });

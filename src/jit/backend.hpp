@@ -20,11 +20,10 @@ extern const char* const normal_math_text;
 /// The launch shape run-time kernels share with the compiled ones: the values of detail/tuning.hpp's
 /// cuda_tuning, read through this one function.
 struct kernel_policy {
-  int block = 256;              ///< threads per block of every run-time kernel
-  int unroll = 4;               ///< 16-byte vectors in flight per thread
-  int threads_per_sm = 1024;    ///< streaming kernels: resident threads per SM
-  int taken_unroll = 2;         ///< vectors per thread per take, for maps that take their work
-  int taken_waves = 2;          ///< maps of this many full waves or more take their work from counters
+  int block = 256;     ///< threads per block of reductions, generators and striding maps
+  int unroll = 4;      ///< 16-byte vectors in flight per thread of a striding loop
+  int map_block = 128; ///< vector maps: threads per block of the flat grid, one block per tile ...
+  int map_tile = 2;    ///< ... of this many vectors per thread
 };
 kernel_policy policy() noexcept;
 

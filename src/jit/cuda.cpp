@@ -289,17 +289,16 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
     if (p && reinterpret_cast<std::uintptr_t>(p) % 16 != 0) vectors = false;
   if (!sig.reduces && reinterpret_cast<std::uintptr_t>(args.out) % 16 != 0) vectors = false;
   const std::size_t nv = vectors ? n / (16 / esize) : 0;
-  const std::size_t full_grid = std::size_t(occupancy) * std::size_t(here.sms);
-  // Long maps take their vectors from counters at full occupancy; others stride, streaming kernels at
-  // pol.threads_per_sm threads per SM, generators (arithmetic-bound) at full occupancy.
-  const bool taken = vectors && !sig.reduces &&
-                     nv >= std::size_t(pol.taken_waves) * full_grid * std::size_t(pol.block) * std::size_t(pol.taken_unroll);
-  args.vec = taken ? 2 : vectors ? 1 : 0;
-  const int per_sm = generates ? occupancy : std::max(1, std::min(occupancy, pol.threads_per_sm / pol.block));
+  // Vector maps run a flat grid of tiles (the compiled maps' shape); reductions and other maps stride
+  // over one wave at full occupancy, generators (arithmetic-bound) too.
+  const bool flat = vectors && !sig.reduces;
+  args.vec = flat ? 2 : vectors ? 1 : 0;
+  const std::size_t tile = std::size_t(pol.map_block) * std::size_t(pol.map_tile);
   const std::size_t units = generates ? n / 4 + 2 : vectors ? nv / std::size_t(pol.unroll) + 1 : n;
   const std::size_t wanted = (units + std::size_t(pol.block) - 1) / std::size_t(pol.block);
-  const unsigned grid = taken ? unsigned(full_grid)
-                              : unsigned(std::max<std::size_t>(1, std::min(wanted, std::size_t(per_sm) * std::size_t(here.sms))));
+  const unsigned block = unsigned(flat ? pol.map_block : pol.block);
+  const unsigned grid = flat ? unsigned(std::clamp<std::size_t>((nv + tile - 1) / tile, 1, 0x7FFFFFFF))
+                             : unsigned(std::max<std::size_t>(1, std::min(wanted, std::size_t(occupancy) * std::size_t(here.sms))));
 
   // Scratch: a reduction's per-block partials (value + valid flag, at most 16 bytes) and result; and
   // while s is being captured the counters (the graph owns them and zeroes them, since its replays may
@@ -307,7 +306,7 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
   void* scratch = nullptr;
   std::size_t scratch_bytes = 0;
   const bool capturing = resident::detail::cuda::stream_is_capturing(s.native());
-  const bool counts = sig.reduces || taken;
+  const bool counts = sig.reduces;
   const std::size_t partial_bytes = sig.reduces ? std::size_t(grid) * 16 + 16 : 0;
   scratch_bytes = partial_bytes + (counts && capturing ? 16 : 0);
   if (scratch_bytes) scratch = resident::detail::pool_allocate(scratch_bytes, s);
@@ -325,7 +324,7 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
   }
   try {
     void* params[] = {&args};
-    RESIDENT_CU_TRY(driver().launch_kernel(f, grid, 1, 1, unsigned(pol.block), 1, 1, 0,
+    RESIDENT_CU_TRY(driver().launch_kernel(f, grid, 1, 1, block, 1, 1, 0,
                                            reinterpret_cast<CUstream>(s.native()), params, nullptr));
     resident::detail::cuda::check_launch("run-time chain kernel");
     resident::detail::record_kernel(d);

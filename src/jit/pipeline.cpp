@@ -26,7 +26,7 @@ namespace detail {
 
 kernel_policy policy() noexcept {
   using t = resident::detail::cuda_tuning;  // the compiled kernels' policy: run-time kernels share it
-  return {t::taken_block, t::map_unroll, t::streaming_threads_per_sm, t::taken_unroll, int(t::taken_waves)};
+  return {t::reduce_block, t::map_unroll, t::map_block, t::map_tile};
 }
 
 int per_block(element t) noexcept { return t == element::f64 ? 2 : 4; }
@@ -362,7 +362,7 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
   const kernel_policy pol = policy();
   std::string s = cuda ? cuda_prelude : host_prelude;
   s += "#define RS_BLOCK " + std::to_string(pol.block) + "\n#define RS_UNROLL " + std::to_string(pol.unroll) +
-       "\n#define RS_TAKEN_UNROLL " + std::to_string(pol.taken_unroll) + "\n";
+       "\n#define RS_TILE " + std::to_string(pol.map_tile) + "\n";
   if (gen) {
     s += definitions_of(philox_text);
     s += definitions_of(normal_math_text);
@@ -529,23 +529,13 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
       if (same) {
         s += "  const unsigned long long nv = n / " + Vn + ";\n";
         if (!red)
-          // Long maps: each block takes RS_TAKEN_UNROLL vectors a thread at a time from counters[0]
-          // (blocks that run ahead take more, all finish together); the last block to find the work
-          // gone (counted in counters[1]) leaves both zero for the next launch.
+          // Maps: tiles of RS_TILE * blockDim.x vectors, one per block of a flat grid, each thread
+          // taking RS_TILE of them blockDim.x apart (coalesced loads); a smaller grid strides.
           s += "  if (a.vec == 2) {\n"
-               "    __shared__ unsigned long long taken;\n"
-               "    const unsigned long long step = (unsigned long long)blockDim.x * RS_TAKEN_UNROLL;\n"
-               "    for (;;) {\n"
-               "      if (threadIdx.x == 0) taken = atomicAdd(a.counters, step);\n"
-               "      __syncthreads();\n"
-               "      const unsigned long long base = taken;\n"
-               "      __syncthreads();\n"
-               "      if (base >= nv) {\n"
-               "        if (threadIdx.x == 0 && atomicAdd(a.counters + 1, 1ull) == gridDim.x - 1) {\n"
-               "          a.counters[0] = 0;\n          a.counters[1] = 0;\n        }\n"
-               "        break;\n      }\n"
-               "      rs_vectors<RS_TAKEN_UNROLL>(a, base + threadIdx.x, blockDim.x, nv);\n"
-               "    }\n    done = nv * " + Vn + ";\n  } else\n";
+               "    const unsigned long long tile = (unsigned long long)blockDim.x * RS_TILE;\n"
+               "    for (unsigned long long base = blockIdx.x * tile + threadIdx.x; base < nv; base += gridDim.x * tile)\n"
+               "      rs_vectors<RS_TILE>(a, base, blockDim.x, nv);\n"
+               "    done = nv * " + Vn + ";\n  } else\n";
         s += "  if (a.vec) {\n"
              "    for (unsigned long long base = tid; base < nv; base += RS_UNROLL * stride)\n"
              "      rs_vectors<RS_UNROLL>(a, base, stride, nv" + acc_arg + ");\n"

@@ -136,7 +136,9 @@ namespace {
 // One size in one repetition of the sweep: each time the median of --reps timed calls (ms).
 struct pipeline_point {
   double memcpy, fused, three, sum, scan;
+  double memcpy_one, fused_one;  // one call per event pair
   double fused_ratio() const { return fused / memcpy; }
+  double fused_one_ratio() const { return fused_one / memcpy_one; }
   // sum reads 4 bytes per element, memcpy reads and writes 8: the rates' ratio.
   double sum_rate_ratio() const { return memcpy / (2 * sum); }
   double scan_ratio() const { return scan / memcpy; }
@@ -153,18 +155,19 @@ table pipeline_table() {
                 {"fused (ms)", "fused_ms"}, {"fused / memcpy", "fused_over_memcpy"},
                 {"3 kernels (ms)", "three_kernels_ms"}, {"sum (ms)", "sum_ms"},
                 {"sum GB/s / memcpy GB/s", "sum_rate_over_memcpy_rate"}, {"fused GB/s", "fused_gb_per_s"},
-                {"scan (ms)", "scan_ms"}, {"scan / memcpy", "scan_over_memcpy"}});
+                {"scan (ms)", "scan_ms"}, {"scan / memcpy", "scan_over_memcpy"},
+                {"fused / memcpy, one per pair", "fused_over_memcpy_one_per_pair"}});
 }
 
 // A row of pipeline_table(): the times and the three ratios given (over repetitions, the ratios' own
 // medians, which need not equal the ratios of the medians).
 std::vector<table::cell> pipeline_row(std::size_t log2_n, const pipeline_point& t, double fused_ratio,
-                                      double sum_ratio, double scan_ratio) {
+                                      double sum_ratio, double scan_ratio, double fused_one_ratio) {
   const double bytes = 8.0 * std::ldexp(1.0, int(log2_n));
   return {table::cell::power_of_two(int(log2_n)), table::cell::bytes(std::uint64_t(bytes)), table::cell(t.memcpy, 4),
           table::cell(t.fused, 4), table::cell(fused_ratio, 3), table::cell(t.three, 4), table::cell(t.sum, 4),
           table::cell(sum_ratio, -1), table::cell(bytes / (t.fused * 1e-3) / 1e9, -1), table::cell(t.scan, 4),
-          table::cell(scan_ratio, 3)};
+          table::cell(scan_ratio, 3), table::cell(fused_one_ratio, 3)};
 }
 
 std::string spread(double lo, double hi, int decimals) {
@@ -173,8 +176,8 @@ std::string spread(double lo, double hi, int decimals) {
 
 const char* const sum_form =
     "map + sum into a device array, sum(x, total): the total stays in a one-element device array, "
-    "nothing is downloaded; timed like the others, one call between two events on its stream, no host "
-    "synchronization inside";
+    "nothing is downloaded; timed like the others, back-to-back calls between two events on its stream, no "
+    "host synchronization inside";
 }  // namespace
 
 int run_bench_pipeline(const bench_options& o) {
@@ -192,11 +195,16 @@ int run_bench_pipeline(const bench_options& o) {
   // Per element: x and y on the device; the input and a checked download on the host.
   require_memory(d, "bench pipeline at n = 2^" + std::to_string(largest), 8 * std::ldexp(1.0, int(largest)),
                  8 * std::ldexp(1.0, int(largest)), "Choose smaller --sizes (16 bytes per element in all)");
-  const int reps = o.reps ? o.reps : (d.is_cuda() ? 50 : 10);
+  const int reps = o.reps ? o.reps : (d.is_cuda() ? 30 : 10);
+  const int batch = o.batch ? o.batch : (d.is_cuda() ? 20 : 1);
   header("Fused seed pipeline vs device-to-device memcpy of the same bytes", d);
   out() << wrap("(" + std::string(repeat > 1 ? "median over " + std::to_string(repeat) + " sweeps of each sweep's median of " +
                                                    std::to_string(reps)
                                              : "median of " + std::to_string(reps)) +
+                (batch > 1 ? "; each time per call of " + std::to_string(batch) +
+                                 " calls queued back-to-back between two events, the device's throughput, except the "
+                                 "last column: one call per event pair, the host's dispatch included"
+                           : std::string("; one call per event pair")) +
                 "; fused / memcpy = time over the time of copying the same bytes, 1.00 = copy speed; sum is " +
                 "map + sum into a device array, sum(x, total), nothing downloaded; sum GB/s counts the bytes it " +
                 "reads, memcpy GB/s the bytes it reads and writes)",
@@ -225,11 +233,17 @@ int run_bench_pipeline(const bench_options& o) {
       // Each variant is warmed up just before it is timed.
       auto timed = [&](auto&& f) {
         warm_up(s.ref(), f);
+        return time_batched(s.ref(), reps, 0, batch, f).median();
+      };
+      auto timed_one = [&](auto&& f) {
+        warm_up(s.ref(), f);
         return time_region(s.ref(), reps, 0, f).median();
       };
       pipeline_point p{};
       p.memcpy = timed([&] { copy(x, y); });
       p.fused = timed([&] { master(x, y); });
+      p.memcpy_one = timed_one([&] { copy(x, y); });
+      p.fused_one = timed_one([&] { master(x, y); });
       p.three = timed([&] {
         map<func1>()(x, y);
         map<func2>()(y);
@@ -265,8 +279,11 @@ int run_bench_pipeline(const bench_options& o) {
                              median_of(across([](const pipeline_point& p) { return p.fused; })),
                              median_of(across([](const pipeline_point& p) { return p.three; })),
                              median_of(across([](const pipeline_point& p) { return p.sum; })),
-                             median_of(across([](const pipeline_point& p) { return p.scan; }))};
-    t.add(pipeline_row(logs[i], med, median_of(fr), median_of(sr), median_of(cr)));
+                             median_of(across([](const pipeline_point& p) { return p.scan; })),
+                             median_of(across([](const pipeline_point& p) { return p.memcpy_one; })),
+                             median_of(across([](const pipeline_point& p) { return p.fused_one; }))};
+    t.add(pipeline_row(logs[i], med, median_of(fr), median_of(sr), median_of(cr),
+                       median_of(across([](const pipeline_point& p) { return p.fused_one_ratio(); }))));
     auto [f_lo, f_hi] = std::minmax_element(fr.begin(), fr.end());
     auto [s_lo, s_hi] = std::minmax_element(sr.begin(), sr.end());
     auto [c_lo, c_hi] = std::minmax_element(cr.begin(), cr.end());
@@ -325,13 +342,14 @@ int run_bench_pipeline(const bench_options& o) {
       table rt = pipeline_table();
       for (std::size_t i = 0; i < logs.size(); ++i) {
         const pipeline_point& p = points[std::size_t(r)][i];
-        rt.add(pipeline_row(logs[i], p, p.fused_ratio(), p.sum_rate_ratio(), p.scan_ratio()));
+        rt.add(pipeline_row(logs[i], p, p.fused_ratio(), p.sum_rate_ratio(), p.scan_ratio(), p.fused_one_ratio()));
       }
       sweeps.push_back({{"repetition", r + 1}, {"rows", rt.json()}});
     }
     j["repetitions"] = sweeps;
     j["repeat"] = repeat;
     j["reps"] = reps;
+    j["batch"] = batch;
     j["sum_form"] = sum_form;
     if (!cpu_loop.is_null()) j["cpu_hand_loop"] = cpu_loop;
     write_json(j, o.json);

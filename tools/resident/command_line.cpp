@@ -127,6 +127,12 @@ command_line::command_line() {
                         "1 on the CPU)")
       ->type_name("N")
       ->check(whole_number("a count of sweeps", 1, 100, "100"));
+  pipeline_->add_option("--batch", bench_.batch,
+                        "Calls queued back-to-back between two events, time per call: the device's throughput "
+                        "(default 20 on a GPU, 1 on the CPU); the fused and memcpy times of one call per event "
+                        "pair (latency) are reported beside")
+      ->type_name("N")
+      ->check(whole_number("a count of calls", 1, 1000, "1000"));
   pipeline_->add_option("--plot", bench_.plot, "Draw the ratio per size into FILE.png (needs gnuplot)")
       ->type_name("FILE.png");
   pipeline_->add_option("--from", bench_.from, "Plot an earlier --json output instead of measuring (with --plot)")

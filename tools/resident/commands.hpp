@@ -45,6 +45,7 @@ struct bench_options {
   std::string peers;  ///< add the peers' series from bench/peers/peers.py's JSON to the plot
   int reps = 0;
   int repeat = 0;  ///< bench pipeline: sweeps measured in one call; 0 = 3 on a GPU, 1 on the CPU
+  int batch = 0;   ///< bench pipeline: calls per event pair; 0 = 20 on a GPU, 1 on the CPU
 };
 int run_bench_pipeline(const bench_options& o);
 int run_bench_small(const bench_options& o);

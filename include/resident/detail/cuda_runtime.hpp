@@ -30,6 +30,12 @@ bool stream_is_capturing(cuda_stream_t s);
 /// order, so they share it; each leaves both counters zero when it ends. (A stream made outside
 /// resident keeps its slot until exit: finish its work before destroying it and reusing the handle.)
 unsigned long long* stream_counters(int dev, cuda_stream_t s);
+/// Bytes of stream_scratch.
+inline constexpr std::size_t stream_scratch_bytes = (std::size_t(64) << 10) - 256;
+/// Device memory of the same slot (after its counters, 256-byte aligned), stream_scratch_bytes of it,
+/// for what one kernel on s writes and reads itself (a reduction's per-block partials): kernels on one
+/// stream run in order, so they share it. Not for work being captured (replays may run elsewhere).
+void* stream_scratch(int dev, cuda_stream_t s);
 /// Makes `after` wait for the work queued on `before` so far (an event between them; nullptr is the
 /// legacy default stream, which non-blocking streams do not wait for by themselves).
 void stream_after(cuda_stream_t after, cuda_stream_t before);

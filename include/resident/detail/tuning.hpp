@@ -28,19 +28,14 @@ struct cpu_tuning {
 
 /// Hopper (sm_90): the H200 and H100.
 struct sm90_tuning {
-  /// Vectors in flight per thread per iteration of a striding map: enough 16-byte loads to cover latency.
+  /// Maps run a flat grid, one block per tile: blocks of 128 threads (128 beat 256 and 512) ...
+  static constexpr int map_block = 128;
+  /// ... each thread taking this many 16-byte vectors of its tile, map_block apart (1 and 4 were slower;
+  /// 2 adjacent vectors per thread, 32 bytes, was 1.35x slower than 2 apart). Beat one striding wave
+  /// and work taken from a counter at every size.
+  static constexpr int map_tile = 2;
+  /// Vectors in flight per thread per iteration of a striding loop (reductions, configured launches).
   static constexpr int map_unroll = 4;
-  /// Streaming kernels keep this many threads resident per SM: faster than the occupancy API's 1536.
-  static constexpr int streaming_threads_per_sm = 1024;
-  /// Calls too small to give every resident thread its items run one item per thread in blocks this
-  /// small, so more SMs share a launch-bound call.
-  static constexpr int spread_block = 128;
-  /// Maps of at least this many full waves take their vectors from a counter instead of striding ...
-  static constexpr std::size_t taken_waves = 2;
-  /// ... in blocks of this size at full occupancy (the fastest of 128 / 192 / 256 / 512) ...
-  static constexpr int taken_block = 256;
-  /// ... this many vectors per thread per take (1 and 8 were far slower, 2 and 4 alike).
-  static constexpr int taken_unroll = 2;
   /// Generators (Philox) are arithmetic-bound: full occupancy in blocks of 1024 beat 512 and 256.
   static constexpr int generator_block = 1024;
   /// Fused reductions: blocks of 256 folded by cub::BlockReduce, one wave.

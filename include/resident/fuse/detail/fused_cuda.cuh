@@ -5,6 +5,7 @@
 /// reduction whose last block folds the per-block partials, and a scan on CUB's single-pass scan.
 
 #include <cub/block/block_reduce.cuh>
+#include <cuda/std/limits>
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -49,29 +50,14 @@ __device__ __forceinline__ void for_each_vector(const L& in, std::size_t head, s
   for (std::size_t j = tid; j < nvec; j += stride * U) visit_vectors<V, U>(in, head, nvec, j, stride, visit);
 }
 
-// The same, each block taking U * blockDim.x vectors at a time from counter[0] (zero at the launch):
-// blocks that run ahead take more, all finish together, and the vectors in flight stay close together
-// in memory (faster than striding for long maps). Each block finds the work gone once; the last block
-// to find it gone (counted in counter[1]) zeroes both counters for the next launch.
+// Tiles of U * blockDim.x vectors, one per block (a flat grid covers them all), each thread taking U of
+// them blockDim.x apart so every load instruction is coalesced; a grid smaller than the tiles (a fixed
+// launch configuration) strides over them.
 template <int V, int U, class L, class F>
-__device__ __forceinline__ void for_each_vector_taken(const L& in, std::size_t head, std::size_t nvec,
-                                                      unsigned long long* counter, F&& visit) {
-  __shared__ unsigned long long taken;
-  const std::size_t step = std::size_t(blockDim.x) * U;
-  for (;;) {
-    if (threadIdx.x == 0) taken = atomicAdd(counter, static_cast<unsigned long long>(step));
-    __syncthreads();
-    const std::size_t base = taken;
-    __syncthreads();  // every thread has read taken before thread 0 writes it again
-    if (base >= nvec) {
-      if (threadIdx.x == 0 && atomicAdd(counter + 1, 1ull) == gridDim.x - 1) {
-        counter[0] = 0;  // every other block has taken its last: nothing reads them again this launch
-        counter[1] = 0;
-      }
-      return;
-    }
-    visit_vectors<V, U>(in, head, nvec, base + threadIdx.x, blockDim.x, visit);
-  }
+__device__ __forceinline__ void for_each_tile(const L& in, std::size_t head, std::size_t nvec, F&& visit) {
+  const std::size_t tile = std::size_t(blockDim.x) * U;
+  for (std::size_t j = std::size_t(blockIdx.x) * tile + threadIdx.x; j < nvec; j += std::size_t(gridDim.x) * tile)
+    visit_vectors<V, U>(in, head, nvec, j, blockDim.x, visit);
 }
 
 /// Generators that make a block of values per call (counter-based random numbers) run over their
@@ -138,10 +124,10 @@ __device__ __forceinline__ void for_each_generator_block(const L& in, std::size_
 // Elements [0, head) and [head + nvec * V, n) one at a time; [head, head + nvec * V) as nvec vectors of
 // V (for_each_vector).
 // Generators: over their blocks (for_each_generator_block), V and head unused.
-// next: null to stride over the vectors, else the counters they are taken from (for_each_vector_taken).
+// Vectors: in tiles (for_each_tile).
 template <int V, int U, class L, class Fn, class W>
 __device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const W& out, std::size_t head,
-                                               std::size_t nvec, std::size_t n, unsigned long long* next = nullptr) {
+                                               std::size_t nvec, std::size_t n) {
   using R = decltype(in.eval1(fn, std::size_t(0)));
   dependent_launch_prologue();
   if constexpr (generator_group<L> > 0) {
@@ -172,18 +158,14 @@ __device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const 
     for (int k = 0; k < V; ++k) r[k] = in.template eval<V>(fn, raw, k, i);
     out.template store<V>(i, r);
   };
-  if (next)
-    for_each_vector_taken<V, U>(in, head, nvec, next, visit);
-  else
-    for_each_vector<V, U>(in, head, nvec, visit);
+  for_each_tile<V, U>(in, head, nvec, visit);
   const std::size_t tail = head + nvec * V;
   if (tid < n - tail) out.store1(tail + tid, in.eval1(fn, tail + tid));
 }
 
 template <int V, int U, class L, class Fn, class W>
-__global__ void fused_map_kernel(L in, Fn fn, W out, std::size_t head, std::size_t nvec, std::size_t n,
-                                 unsigned long long* next) {
-  fused_map_body<V, U>(in, fn, out, head, nvec, n, next);
+__global__ void fused_map_kernel(L in, Fn fn, W out, std::size_t head, std::size_t nvec, std::size_t n) {
+  fused_map_body<V, U>(in, fn, out, head, nvec, n);
 }
 
 
@@ -206,22 +188,58 @@ struct maybe_op {
 
 inline constexpr int reduce_block = cuda_tuning::reduce_block;
 
+// A value e with op(e, v) == v for every v (NaN included), where one is known: a fold then starts from
+// it and skips the per-value validity select. -0.0, not +0.0, for floating sums: -0.0 + x is x.
+template <class Op, class T>
+struct identity_of {
+  static constexpr bool known = false;
+};
+template <class T>
+struct identity_of<plus, T> {
+  static constexpr bool known = std::is_arithmetic_v<T>;
+  __device__ static T value() { return std::is_floating_point_v<T> ? T(-0.0) : T(0); }
+};
+template <class T>
+struct identity_of<minimum, T> {
+  static constexpr bool known = std::is_arithmetic_v<T>;
+  __device__ static T value() {
+    using lim = ::cuda::std::numeric_limits<T>;
+    return std::is_floating_point_v<T> ? lim::infinity() : lim::max();
+  }
+};
+template <class T>
+struct identity_of<maximum, T> {
+  static constexpr bool known = std::is_arithmetic_v<T>;
+  __device__ static T value() {
+    using lim = ::cuda::std::numeric_limits<T>;
+    return std::is_floating_point_v<T> ? -lim::infinity() : lim::lowest();
+  }
+};
+
 template <int V, int U, class L, class Fn, class Op, class T>
 __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, const Op& op, T init, std::size_t head,
                                                   std::size_t nvec, std::size_t n, maybe<T>* partials,
                                                   unsigned long long* counters, T* result) {
   dependent_launch_prologue();
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  // An integer sum starts from 0 and skips the per-value validity select (a third of the
-  // non-generator work in Monte-Carlo pi); other folds start empty, as op may have no identity.
-  constexpr bool zero_start = std::is_same_v<Op, plus> && std::is_integral_v<T>;
-  maybe<T> acc{zero_start ? T(0) : init, zero_start ? 1 : 0};
-  auto fold = [&](T v) {
-    if constexpr (zero_start) {
-      acc.value = op(acc.value, v);
+  // One accumulator per lane of a vector (independent chains of op); each starts from op's identity
+  // where known, else empty, as op may have none.
+  using id = identity_of<Op, T>;
+  constexpr int lanes = generator_group<L> > 0 ? 1 : V;
+  maybe<T> acc[lanes];
+#pragma unroll
+  for (int k = 0; k < lanes; ++k) {
+    if constexpr (id::known)
+      acc[k] = {id::value(), 1};
+    else
+      acc[k] = {init, 0};
+  }
+  auto fold = [&](maybe<T>& a, T v) {
+    if constexpr (id::known) {
+      a.value = op(a.value, v);
     } else {
-      acc.value = acc.valid ? op(acc.value, v) : v;
-      acc.valid = 1;
+      a.value = a.valid ? op(a.value, v) : v;
+      a.valid = 1;
     }
   };
   if constexpr (generator_group<L> > 0) {
@@ -229,24 +247,26 @@ __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, con
     for_each_generator_block(in, n, [&](std::size_t i, const auto& raw, auto full) {
 #pragma unroll
       for (int k = 0; k < P; ++k)  // i + k wraps above n before 0
-        if (decltype(full)::value || i + k < n) fold(static_cast<T>(in.template eval<P>(fn, raw, k, i)));
+        if (decltype(full)::value || i + k < n) fold(acc[0], static_cast<T>(in.template eval<P>(fn, raw, k, i)));
     });
   } else {
-    if (tid < head) fold(static_cast<T>(in.eval1(fn, tid)));
-    // Striding: taking the vectors from a counter, as long maps do, is slower here.
+    if (tid < head) fold(acc[0], static_cast<T>(in.eval1(fn, tid)));
+    // Striding: taking the vectors from a counter, as long maps once did, was slower here.
     for_each_vector<V, U>(in, head, nvec, [&](std::size_t i, const auto& raw) {
 #pragma unroll
-      for (int k = 0; k < V; ++k) fold(static_cast<T>(in.template eval<V>(fn, raw, k, i)));
+      for (int k = 0; k < V; ++k) fold(acc[k], static_cast<T>(in.template eval<V>(fn, raw, k, i)));
     });
     const std::size_t tail = head + nvec * V;
-    if (tid < n - tail) fold(static_cast<T>(in.eval1(fn, tail + tid)));
+    if (tid < n - tail) fold(acc[0], static_cast<T>(in.eval1(fn, tail + tid)));
   }
 
+  const maybe_op<Op> combine{op};
+#pragma unroll
+  for (int k = 1; k < lanes; ++k) acc[0] = combine(acc[0], acc[k]);
   using block_reduce = cub::BlockReduce<maybe<T>, reduce_block>;
   __shared__ typename block_reduce::TempStorage tmp;
   __shared__ bool last;
-  const maybe_op<Op> combine{op};
-  maybe<T> block_total = block_reduce(tmp).Reduce(acc, combine);
+  maybe<T> block_total = block_reduce(tmp).Reduce(acc[0], combine);
   if (threadIdx.x == 0) {
     partials[blockIdx.x] = block_total;
     __threadfence();  // the partial is visible device-wide before the count says so
@@ -275,37 +295,44 @@ __global__ void __launch_bounds__(reduce_block)
   fused_reduce_body<V, U>(in, fn, op, init, head, nvec, n, partials, counters, result);
 }
 
-// The caller's configuration, validated; else one wave at 1024 threads per SM (occupancy_streaming), or
-// at full occupancy for a fixed block size (fixed_block > 0). Work too small to give every resident thread per_thread items is spread instead: one item
-// per thread in blocks of 128 (when the block is free), so more SMs share a short, launch-bound call.
-// The occupancy query runs once per kernel.
+// The caller's configuration, validated; else one wave of blocks of `block` threads at full occupancy,
+// per_thread items per thread, or for work too small to give every resident thread that many, one item
+// per thread. The occupancy query runs once per kernel.
 template <auto K>
 launch_config fused_config(std::size_t items, const std::optional<launch_config>& cfg, device d, int per_thread,
-                           int fixed_block = 0) {
+                           int block) {
   if (cfg) {
     validate(*cfg, d);
     return *cfg;
   }
-  static const occupancy o = fixed_block ? occupancy_with_block(K, fixed_block) : occupancy_streaming(K);
+  static const occupancy o = occupancy_with_block(K, block);
   const std::size_t resident_threads = std::size_t(o.max_grid) * unsigned(o.block);
-  if (items >= resident_threads * unsigned(per_thread)) return wave_config(o, items, std::size_t(per_thread));
-  occupancy spread = o;
-  if (!fixed_block && o.block > cuda_tuning::spread_block) {
-    spread.block = cuda_tuning::spread_block;
-    spread.max_grid = int(resident_threads / cuda_tuning::spread_block);
-  }
-  return wave_config(spread, items, 1);
+  return wave_config(o, items, items >= resident_threads * unsigned(per_thread) ? std::size_t(per_thread) : 1);
 }
 
 
+// A generator's blocks, or a configured map's items (fused_config).
 template <int V, int U, class L, class Fn, class W>
 void launch_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t items, std::size_t head,
                 std::size_t nvec, std::size_t n, const std::optional<launch_config>& cfg) {
   constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
-  launch_dependent(k, fused_config<k>(items, cfg, s.device(), U, reads_memory<L> ? 0 : cuda_tuning::generator_block), s, in, fn,
-                   out, head, nvec, n, static_cast<unsigned long long*>(nullptr));
+  launch_dependent(k, fused_config<k>(items, cfg, s.device(), U, cuda_tuning::generator_block), s, in, fn, out, head,
+                   nvec, n);
 }
 
+// A map over nvec vectors of V in a flat grid: a block of map_block threads per tile of map_tile
+// vectors each (for_each_tile; the grid strides past the largest grid dimension).
+template <int V, class L, class Fn, class W>
+void launch_map_flat(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t head, std::size_t nvec,
+                     std::size_t n) {
+  constexpr int U = V > 1 ? cuda_tuning::map_tile : cuda_tuning::map_tile * 4;  // scalars: as many bytes
+  constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
+  constexpr std::size_t tile = std::size_t(cuda_tuning::map_block) * U;
+  // head and tail (fewer than V elements each) are done by the first threads of the grid
+  const std::size_t tiles = std::max<std::size_t>(1, (nvec + tile - 1) / tile);
+  const unsigned grid = unsigned(std::min<std::size_t>(tiles, 0x7FFFFFFFu));
+  launch_dependent(k, launch_config{dims(grid), dims(unsigned(cuda_tuning::map_block)), 0}, s, in, fn, out, head, nvec, n);
+}
 
 inline constexpr std::size_t counter_bytes = 2 * sizeof(unsigned long long);
 
@@ -318,40 +345,23 @@ inline unsigned long long* launch_counters(stream_ref s, void* captured_scratch)
   return static_cast<unsigned long long*>(captured_scratch);
 }
 
-// Launches the map with its vectors taken from counters (launch_counters) when it is long enough, and
-// says whether it did.
-template <int V, int U, class L, class Fn, class W>
-bool launch_map_taken(stream_ref s, const L& in, const Fn& fn, const W& out, vector_plan plan, std::size_t n) {
-  constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
-  static const occupancy o = occupancy_with_block(k, cuda_tuning::taken_block);
-  if (plan.vectors < cuda_tuning::taken_waves * std::size_t(o.max_grid) * cuda_tuning::taken_block * U) return false;
-  void* scratch = cuda::stream_is_capturing(s.native()) ? pool_allocate(counter_bytes, s) : nullptr;
-  try {
-    launch_dependent(k, launch_config{dims(unsigned(o.max_grid)), dims(unsigned(cuda_tuning::taken_block)), 0}, s, in, fn, out,
-                     plan.head, plan.vectors, n, launch_counters(s, scratch));
-  } catch (...) {
-    if (scratch) pool_deallocate(scratch, counter_bytes, s);
-    throw;
-  }
-  if (scratch) pool_deallocate(scratch, counter_bytes, s);
-  return true;
-}
-
 template <int V, class L, class Fn, class W>
 void run_map(cuda_backend, stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t n, vector_plan plan,
              const std::optional<launch_config>& cfg) {
   // Several vectors in flight per thread hide memory latency; a generator reads nothing, and unrolling
-  // its arithmetic only costs registers.
+  // its arithmetic only costs registers. Without a configuration, maps run a flat grid.
   constexpr int U = reads_memory<L> ? cuda_tuning::map_unroll : 1;
-  constexpr int taken_U = reads_memory<L> ? cuda_tuning::taken_unroll : 1;
   if constexpr (generator_group<L> > 0)
     launch_map<1, 1>(s, in, fn, out, generator_groups(in, n), 0, 0, n, cfg);
   else if (plan.vectorized && V > 1) {
-    if (cfg || !launch_map_taken<V, taken_U>(s, in, fn, out, plan, n))
+    if (cfg)
       launch_map<V, U>(s, in, fn, out, plan.vectors, plan.head, plan.vectors, n, cfg);
-  }
-  else
+    else
+      launch_map_flat<V>(s, in, fn, out, plan.head, plan.vectors, n);
+  } else if (cfg)
     launch_map<1, U>(s, in, fn, out, n, 0, n, n, cfg);
+  else
+    launch_map_flat<1>(s, in, fn, out, 0, n, n);
   cuda::check_launch("fused pipeline kernel");
   record_kernel(s.device());
 }
@@ -387,15 +397,19 @@ T run_reduce(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op
     RESIDENT_FAIL("a fused reduction runs blocks of " + std::to_string(reduce_block) + " threads; " + c.str() +
                          " asks for " + std::to_string(c.block.count()), invalid_launch);
   const unsigned blocks = c.grid.x;
-  // Scratch: the per-block partials and the result, in one pool block, and while s is being captured
-  // the counters the blocks count their finishing in (launch_counters).
+  // Scratch: the per-block partials and the counters the blocks count their finishing in, from the
+  // stream's own slot (no allocation per call); while s is being captured, or for partials too large
+  // for the slot, a pool block (with its counters, zeroed here, when captured: launch_counters). The
+  // result, unless written into the caller's array, in a pool block.
   const std::size_t partial_bytes = (sizeof(maybe<T>) * blocks + 15) / 16 * 16;
-  const std::size_t own_counters = cuda::stream_is_capturing(s.native()) ? counter_bytes : 0;
-  const std::size_t bytes = partial_bytes + own_counters + sizeof(T);
-  void* scratch = pool_allocate(bytes, s);
+  const bool capturing = cuda::stream_is_capturing(s.native());
+  const bool own = capturing || partial_bytes > cuda::stream_scratch_bytes;
+  const std::size_t own_counters = capturing ? counter_bytes : 0;
+  const std::size_t bytes = (own ? partial_bytes + own_counters : 0) + (into ? 0 : sizeof(T));
+  void* scratch = bytes ? pool_allocate(bytes, s) : nullptr;
   char* base = static_cast<char*>(scratch);
-  auto* partials = static_cast<maybe<T>*>(scratch);
-  T* result = into ? into : reinterpret_cast<T*>(base + partial_bytes + own_counters);
+  auto* partials = static_cast<maybe<T>*>(own ? scratch : cuda::stream_scratch(s.device().index(), s.native()));
+  T* result = into ? into : reinterpret_cast<T*>(base + (own ? partial_bytes + own_counters : 0));
   T value = init;
   try {
     unsigned long long* counters = launch_counters(s, own_counters ? base + partial_bytes : nullptr);
@@ -407,10 +421,10 @@ T run_reduce(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op
     record_kernel(s.device());
     if (!into) copy_device_to_host(&value, result, sizeof(T), s, sync::blocking);
   } catch (...) {
-    pool_deallocate(scratch, bytes, s);
+    if (scratch) pool_deallocate(scratch, bytes, s);
     throw;
   }
-  pool_deallocate(scratch, bytes, s);
+  if (scratch) pool_deallocate(scratch, bytes, s);
   return value;
 }
 

@@ -77,23 +77,6 @@ occupancy occupancy_with_block(Kernel kernel, int block) {
   return occupancy{block, per_sm * sms > 0 ? per_sm * sms : sms};
 }
 
-/// For streaming kernels: the largest block (1024 down to 128) that keeps
-/// cuda_tuning::streaming_threads_per_sm threads resident per SM, and one wave of it. Falls back to
-/// occupancy_for when no block size reaches that.
-template <class Kernel>
-occupancy occupancy_streaming(Kernel kernel) {
-  int dev = 0, sms = 0;
-  RESIDENT_CUDA_TRY(cudaGetDevice(&dev));
-  RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  for (int block = 1024; block >= 128; block /= 2) {
-    int per_sm = 0;
-    RESIDENT_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
-    constexpr int want = cuda_tuning::streaming_threads_per_sm;
-    if (per_sm * block >= want) return occupancy{block, (want / block) * sms};
-  }
-  return occupancy_for(kernel);
-}
-
 /// A 1-D configuration covering n items with the occupancy-chosen block, capped at one full wave.
 inline launch_config wave_config(const occupancy& o, std::size_t n, std::size_t per_thread = 1) {
   std::size_t threads = (n + per_thread - 1) / per_thread;
