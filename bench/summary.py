@@ -129,7 +129,7 @@ def main(d):
         for r in py.get("exchange_floor", []):  # the consumer's own cost, producer CuPy
             row(f"python floor: {r['what'][:48]}", f"{r['us']:.2f} us", "", None)
         for r in py.get("graph", []):
-            replay = r["what"].startswith("resident graph replay")
+            replay = r["what"].startswith("resident graph replay (")
             label = r["what"].replace("resident ", "").replace(", n = 10^4", "").replace("Python functions", "functions")
             row(f"python n=1e4: {label[:48]}", f"{r['us']:.2f} us", "<= 5 us" if replay else "",
                 r["us"] <= 5 if replay else None)

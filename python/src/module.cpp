@@ -860,6 +860,17 @@ NB_MODULE(_core, m) {
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
   }, nb::arg("program"), nb::arg("x"), nb::arg("calls"));
 
+  m.def("_time_cpp_replays", [](const py_graph& g, int calls) {
+    // The same replays made from C++ in a loop: wall time per replay, the queue drained at the end.
+    nb::gil_scoped_release unlocked;
+    g.g.replay(g.stream);
+    g.stream.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) g.g.replay(g.stream);
+    g.stream.synchronize();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
+  }, nb::arg("graph"), nb::arg("calls"));
+
   m.def("matmul", &matmul, nb::arg("a"), nb::arg("b"), nb::arg("out") = nb::none(), nb::arg("algo") = "auto",
         nb::arg("alpha") = 1.0, nb::arg("beta") = 0.0,
         "out = alpha * a @ b + beta * out (2-D float32 / float64 arrays of any library, one device) by one of the "
