@@ -543,7 +543,7 @@ struct py_graph {
   std::vector<std::shared_ptr<const void>> keep;
 
   // Asynchronous on CUDA (the GIL is released around the launch, which may wait for room in the
-  // launch queue); on the CPU the captured Python work runs inside (it takes the GIL back: see call()).
+  // launch queue); on the CPU the captured Python work runs inside (it takes the GIL back: see python_work).
   void replay() {
     nb::gil_scoped_release unlocked;
     g.replay(stream);
@@ -694,9 +694,10 @@ NB_MODULE(_core, m) {
   nb::register_exception_translator(translate);
   m.def("_set_exception_types", [](nb::dict d) { exception_types().update(d); });
 
-  nb::class_<py_array>(m, "Array", nb::dynamic_attr(), "A C-contiguous array on one device (resident's own memory or another "
-                                   "library's, taken in place). Shares memory through __dlpack__ and "
-                                   "__cuda_array_interface__.")
+  // dynamic_attr: an Array keeps what is made for it once (resident.to_numba's view) in its __dict__.
+  nb::class_<py_array>(m, "Array", nb::dynamic_attr(),
+                       "A C-contiguous array on one device (resident's own memory or another library's, taken in "
+                       "place). Shares memory through __dlpack__ and __cuda_array_interface__.")
       .def_prop_ro("shape", [](const py_array& a) {
         nb::list l;
         for (auto e : a.shape) l.append(e);
