@@ -274,6 +274,10 @@ def test_to_numba_is_one_view_made_ready_on_each_call():
     # Numba's own route agrees on the memory.
     z = rs.to_device(np.ones(10, dtype=np.float32), device="cuda:0")
     assert numba_cuda.as_cuda_array(z).__cuda_array_interface__["data"][0] == z.data_ptr
+    # Inside a capture nothing has run yet: handing the array over is refused.
+    z.to_numba()
+    with pytest.raises(rs.InvalidArgument, match="during a capture"):
+        rs.capture(lambda: z.to_numba(), device="cuda:0")
 
 
 # ---- run-time programs: one fused kernel over any library's array --------------------------------
