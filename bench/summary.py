@@ -126,6 +126,13 @@ def main(d):
         ek = calls.get("cupy ElementwiseKernel from Python, n = 10^4")
         if mine is not None and ek is not None:
             row("python: program call vs cupy ElementwiseKernel", f"{mine:.2f} / {ek:.2f} us", "below", mine < ek)
+        for r in py.get("exchange_floor", []):  # the consumer's own cost, producer CuPy
+            row(f"python floor: {r['what'][:48]}", f"{r['us']:.2f} us", "", None)
+        for r in py.get("graph", []):
+            replay = r["what"].startswith("resident graph replay (")
+            label = r["what"].replace("resident ", "").replace(", n = 10^4", "").replace("Python functions", "functions")
+            row(f"python n=1e4: {label[:48]}", f"{r['us']:.2f} us", "<= 5 us" if replay else "",
+                r["us"] <= 5 if replay else None)
     peers = load(d, "peers.json")
     if peers:
         for r in peers["rows"]:

@@ -18,6 +18,7 @@ or another library's. Errors are `resident.Error` subclasses carrying the C++ me
 """
 import json as _json
 
+from . import _compat  # noqa: F401  (first: NumPy as numba-cuda expects it, before numba can be imported)
 from . import _core
 from ._core import Array, cuda_device_count, cuda_unavailable_reason, default_device, empty, from_dlpack, synchronize
 from ._core import to_device, sum, min, max  # noqa: A001 (resident's reductions, on any array)
@@ -114,11 +115,40 @@ class transfer_policy:
         return _core._current_policy()
 
 
+def to_numba(x):
+    """A Numba CUDA device array over the same memory as the resident Array x (no copy): the fastest
+    way to hand x to Numba kernels. The view is made once per Array object and kept on it (the same
+    object is returned each time; it holds the memory, not x, so no reference cycle); each call only
+    makes sure x's queued work is finished (a query when it is; else x's stream is synchronized, as
+    ``numba.cuda.as_cuda_array`` does), so Numba may use the view on any stream. ``x.to_numba()`` is
+    the same. @raises InvalidArgument for an array on the CPU (NumPy takes it: ``np.from_dlpack``)."""
+    try:
+        view = x.__dict__["_numba_view"]
+    except (KeyError, AttributeError):
+        if not isinstance(x, Array):
+            raise InvalidArgument("resident.to_numba takes a resident.Array; other libraries' arrays go to "
+                                  "numba.cuda.as_cuda_array directly") from None
+        if not x.device.startswith("cuda"):
+            raise InvalidArgument(f"resident.to_numba: the array is on {x.device}; Numba's CPU functions "
+                                  "take NumPy arrays (numpy.from_dlpack(x))") from None
+        from numba import cuda  # after resident._compat
+        desc = dict(x.__cuda_array_interface__)
+        desc["stream"] = None  # the readiness is made below on every call, not only this once
+        # The view's owner is a second handle on the memory (from_dlpack of a resident Array shares it).
+        view = cuda.from_cuda_array_interface(desc, owner=_core.from_dlpack(x), sync=False)
+        x.__dict__["_numba_view"] = view
+    _core._ready_for_any_stream(x)
+    return view
+
+
+Array.to_numba = to_numba
+
 from . import random  # noqa: E402  (after the exception types are registered)
 from . import jit  # noqa: E402
 from .jit import stage  # noqa: E402
 
 __all__ = ["Array", "Flow", "Graph", "capture", "matmul", "op", "program", "empty", "to_device", "from_dlpack",
+           "to_numba",
            "default_device", "cuda_device_count", "cuda_unavailable_reason", "synchronize", "ledger", "transfer_policy",
            "sum", "min", "max", "random", "jit", "stage",
            "Error", "InvalidArgument", "ShapeMismatch", "DeviceMismatch", "InvalidLaunch", "FlowError",

@@ -49,7 +49,15 @@ class Array:
     def __dlpack_device__(self) -> tuple: ...
 
     @property
-    def __cuda_array_interface__(self) -> dict: ...
+    def __cuda_array_interface__(self) -> dict:
+        """
+        Version 3; "stream" is None when the array's queued work has finished, else the stream it is queued on.
+        """
+
+    def to_numba(self) -> object:
+        """
+        A Numba CUDA device array over the same memory, made once per Array; x's work finished first (resident.to_numba).
+        """
 
 def empty(shape: object, dtype: str = 'float32', device: str | None = None) -> Array:
     """A new uninitialized array from the device's pool."""
@@ -219,7 +227,7 @@ class Graph:
 
     def replay(self) -> None:
         """
-        Runs the captured work again, asynchronously; the device's default stream (where arrays' own work runs) waits for it, so later work sees its results.
+        Runs the captured work again, asynchronously, on the device's default stream (where arrays' own work runs): after the work queued before it, and later work sees its results.
         """
 
     @property

@@ -95,11 +95,7 @@ class _PyStage:
         sig = res(*args)
         kind, major, minor = target
         if kind == "cuda":
-            if not hasattr(_np, "row_stack"):
-                # numba-cuda's fp16 module, imported by its compiler, still calls np.row_stack, which
-                # NumPy 2.3 removed; it was an alias of vstack.
-                _np.row_stack = _np.vstack
-            from numba import cuda
+            from numba import cuda  # after resident._compat (the package's first import)
             ltoir, _ = cuda.compile(self.fn, sig, device=True, abi="c", output="ltoir",
                                     abi_info={"abi_name": self.abi_name}, cc=(major, minor))
             part = self._external(dtypes, init, bytes(ltoir), 0)

@@ -217,19 +217,62 @@ nb::tuple dlpack_device(const py_array& a) {
   return nb::make_tuple(int(d.device_type), d.device_id);
 }
 
+// Whether the work queued on the array's stream has finished, so that a consumer may use the memory
+// on any stream without waiting (the CUDA Array Interface's stream=None). Inside a flow stage or a
+// capture the answer is no (a capturing stream may not be queried); a null stream names the current
+// device's legacy default stream, so an array of another device is asked about through its own
+// stream only when that device is current.
+bool idle_for_export(const py_array& a) {
+  if (t_stage_stream || !a.device().is_cuda()) return false;
+  const rs::cuda_stream_t s = a.stream.native();
+  if (s == nullptr && rs::detail::cuda::current_device() != a.device().index()) return false;
+  return rs::detail::cuda::stream_done(s);
+}
+
+// The keys of the CUDA Array Interface's dict, made once (interned: a dict built per access then
+// hashes nothing).
+struct cai_keys {
+  nb::object shape = nb::steal(PyUnicode_InternFromString("shape"));
+  nb::object typestr = nb::steal(PyUnicode_InternFromString("typestr"));
+  nb::object data = nb::steal(PyUnicode_InternFromString("data"));
+  nb::object version = nb::steal(PyUnicode_InternFromString("version"));
+  nb::object strides = nb::steal(PyUnicode_InternFromString("strides"));
+  nb::object stream = nb::steal(PyUnicode_InternFromString("stream"));
+};
+
+// Version 3 with the stream: None when the array's work has finished (the consumer needs no
+// synchronization: the specification allows None when no work on the data is queued), else the
+// stream its work is queued on (inside a flow stage, the stage's stream), which the consumer
+// synchronizes or queues behind. Built per access: the dict is the consumer's to keep.
 nb::dict cuda_array_interface(const py_array& a) {
   if (!a.device().is_cuda())
     throw nb::attribute_error("__cuda_array_interface__: the array is on the CPU (use __dlpack__ or to_host)");
+  static const cai_keys* k = new cai_keys();  // lives as long as the module
+  nb::object shape = nb::steal(PyTuple_New(Py_ssize_t(a.shape.size())));
+  for (std::size_t i = 0; i < a.shape.size(); ++i)
+    PyTuple_SET_ITEM(shape.ptr(), Py_ssize_t(i), PyLong_FromLongLong(a.shape[i]));
   nb::dict d;
-  nb::list shape;
-  for (auto e : a.shape) shape.append(e);
-  d["shape"] = nb::tuple(shape);
-  d["typestr"] = typestr(a.dtype);
-  d["data"] = nb::make_tuple(reinterpret_cast<std::uintptr_t>(a.data), false);
-  d["version"] = 3;
-  d["strides"] = nb::none();
-  d["stream"] = handle_of(a.stream.native());
+  d[k->shape] = shape;
+  d[k->typestr] = typestr(a.dtype);
+  d[k->data] = nb::make_tuple(reinterpret_cast<std::uintptr_t>(a.data), false);
+  d[k->version] = 3;
+  d[k->strides] = nb::none();
+  if (idle_for_export(a)) d[k->stream] = nb::none();
+  else d[k->stream] = handle_of(a.work_stream().native());
   return d;
+}
+
+// Makes the array's queued work finished or ordered before any consumer stream, for a view handed
+// to a library that assumes so (resident.to_numba): nothing when the work has finished, else the
+// work's stream is synchronized (what a CUDA Array Interface consumer does with the exported stream).
+// Inside a capture nothing can be waited for: refused.
+void ready_for_any_stream(const py_array& a) {
+  if (!a.device().is_cuda() || idle_for_export(a)) return;
+  const rs::stream_ref s = a.work_stream();
+  if (rs::detail::cuda::stream_is_capturing(s.native()))
+    throw rs::invalid_argument("an array handed to another library during a capture: its work has not run yet");
+  nb::gil_scoped_release unlocked;
+  s.synchronize();
 }
 
 // Takes another library's array in place: its __dlpack__ (with the stream handshake), a DLPack
@@ -489,21 +532,21 @@ nb::object matmul(nb::object a_obj, nb::object b_obj, nb::object out_obj, const 
 
 // ---- flows and graphs of Python work ------------------------------------------------------------
 
-// A captured graph and what its work needs alive: the Python callables (inside the work) and the arrays
-// the stages declared. Replays run on `stream`; the device's default stream then waits for them.
+// A captured graph and what its work needs alive: the Python callables (inside the work, which a CPU
+// replay calls again) and the arrays the stages declared. Replays run on the device's default stream,
+// where arrays' own work runs: ordered after the work queued there before the replay and before the
+// work queued after it, with no event between streams.
 struct py_graph {
   rs::graph g;
-  rs::stream_ref stream;
-  std::shared_ptr<const void> stream_owner;  // the flow or stream whose stream the replays run on
+  rs::stream_ref stream;                      // the default stream of the graph's device
+  std::shared_ptr<const void> stream_owner;   // the flow or stream the work was captured on
   std::vector<std::shared_ptr<const void>> keep;
 
+  // Asynchronous on CUDA (the GIL is released around the launch, which may wait for room in the
+  // launch queue); on the CPU the captured Python work runs inside (it takes the GIL back: see python_work).
   void replay() {
-    {
-      nb::gil_scoped_release unlocked;
-      g.replay(stream);
-    }
-    // On the CPU the captured Python work ran inside replay (the GIL is taken back for it: see call()).
-    rs::default_stream(stream.device()).wait_for(stream);
+    nb::gil_scoped_release unlocked;
+    g.replay(stream);
   }
 };
 
@@ -560,7 +603,7 @@ struct py_flow {
       nb::gil_scoped_release unlocked;
       g.g = f->capture();
     }
-    g.stream = f->stream();
+    g.stream = rs::default_stream(f->stream().device());
     g.stream_owner = f;
     g.keep = keep;
     return g;
@@ -587,10 +630,10 @@ py_graph capture(nb::object fn, const std::optional<std::string>& dev) {
   if (!PyCallable_Check(fn.ptr())) throw rs::invalid_argument("capture: the work is not callable");
   py_graph g;
   auto own = std::make_shared<rs::stream>(pick(dev));
-  g.stream = own->ref();
+  g.stream = rs::default_stream(own->device());
   g.stream_owner = own;
   auto work = python_work(std::move(fn));
-  const rs::stream_ref s = g.stream;
+  const rs::stream_ref s = own->ref();
   {
     nb::gil_scoped_release unlocked;
     s.wait_for(rs::default_stream(s.device()));  // after the work queued so far, as a flow starts
@@ -651,9 +694,10 @@ NB_MODULE(_core, m) {
   nb::register_exception_translator(translate);
   m.def("_set_exception_types", [](nb::dict d) { exception_types().update(d); });
 
-  nb::class_<py_array>(m, "Array", "A C-contiguous array on one device (resident's own memory or another "
-                                   "library's, taken in place). Shares memory through __dlpack__ and "
-                                   "__cuda_array_interface__.")
+  // dynamic_attr: an Array keeps what is made for it once (resident.to_numba's view) in its __dict__.
+  nb::class_<py_array>(m, "Array", nb::dynamic_attr(),
+                       "A C-contiguous array on one device (resident's own memory or another library's, taken in "
+                       "place). Shares memory through __dlpack__ and __cuda_array_interface__.")
       .def_prop_ro("shape", [](const py_array& a) {
         nb::list l;
         for (auto e : a.shape) l.append(e);
@@ -686,6 +730,7 @@ NB_MODULE(_core, m) {
         "A new uninitialized array from the device's pool.");
   m.def("to_device", &to_device, nb::arg("host"), nb::arg("device") = nb::none(),
         "Copies a host (NumPy) array into a new array on the device: one counted transfer.");
+  m.def("_ready_for_any_stream", [](const py_array& a) { ready_for_any_stream(a); }, nb::arg("x"));
   m.def("from_dlpack", &from_dlpack, nb::arg("obj"),
         "Takes another library's array in place (DLPack or the CUDA Array Interface): no copy.");
   m.def("default_device", [] { return rs::default_device().name(); });
@@ -816,6 +861,17 @@ NB_MODULE(_core, m) {
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
   }, nb::arg("program"), nb::arg("x"), nb::arg("calls"));
 
+  m.def("_time_cpp_replays", [](const py_graph& g, int calls) {
+    // The same replays made from C++ in a loop: wall time per replay, the queue drained at the end.
+    nb::gil_scoped_release unlocked;
+    g.g.replay(g.stream);
+    g.stream.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) g.g.replay(g.stream);
+    g.stream.synchronize();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
+  }, nb::arg("graph"), nb::arg("calls"));
+
   m.def("matmul", &matmul, nb::arg("a"), nb::arg("b"), nb::arg("out") = nb::none(), nb::arg("algo") = "auto",
         nb::arg("alpha") = 1.0, nb::arg("beta") = 0.0,
         "out = alpha * a @ b + beta * out (2-D float32 / float64 arrays of any library, one device) by one of the "
@@ -833,8 +889,8 @@ NB_MODULE(_core, m) {
 
   nb::class_<py_graph>(m, "Graph", "Captured resident work: replay() runs it again as one launch (CUDA).")
       .def("replay", &py_graph::replay,
-           "Runs the captured work again, asynchronously; the device's default stream (where arrays' own work "
-           "runs) waits for it, so later work sees its results.")
+           "Runs the captured work again, asynchronously, on the device's default stream (where arrays' own "
+           "work runs): after the work queued before it, and later work sees its results.")
       .def_prop_ro("kernels", [](const py_graph& g) { return g.g.kernels(); }, "Kernels one replay launches.");
   nb::class_<py_flow>(m, "Flow", "Named stages of Python work with dependencies, independent ones on concurrent "
                                  "streams; resident calls inside a stage run on the stage's stream.")

@@ -61,6 +61,29 @@ def test_a_captured_flow_replays_the_same_work(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_a_replay_follows_the_work_queued_before_it(device):
+    # Replays run where arrays' own work runs: after a fill queued just before, never beside it.
+    n = 1 << 22 if device != "cpu" else 10_007
+    x = rs.empty(n, device=device)
+    ref = rs.empty(n, device=device)
+    rs.random.fill_uniform(ref, seed=41)
+    expect = 2.0 * ref.to_host()
+    h = rs.capture(lambda: rs.op.mul(2.0)(x), device=device)
+    f = rs.Flow(device=device)
+    f.add("halve", lambda: rs.op.mul(0.5)(x), reads=[x], writes=[x])
+    g = f.capture()
+    for _ in range(3):
+        x.to_host()  # nothing queued on x now
+        rs.random.fill_uniform(x, seed=41)
+        h.replay()
+        assert np.array_equal(x.to_host(), expect)
+        rs.random.fill_uniform(x, seed=41)
+        h.replay()
+        g.replay()
+        assert np.array_equal(x.to_host(), ref.to_host())
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_what_a_graph_holds_outlives_the_caller(device):
     n = 1000
     x = rs.to_device(np.ones(n, dtype=np.float32), device=device)

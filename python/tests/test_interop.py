@@ -142,6 +142,19 @@ def test_bad_input_is_a_typed_exception():
             rs.empty(3, device="cuda:0")
 
 
+def test_to_numba_refuses_cpu_arrays_and_other_libraries_arrays():
+    with pytest.raises(rs.InvalidArgument, match="on cpu"):
+        rs.empty(3, device="cpu").to_numba()
+    with pytest.raises(rs.InvalidArgument, match="takes a resident.Array"):
+        rs.to_numba(np.zeros(3, np.float32))
+
+
+@pytest.mark.filterwarnings("ignore:`row_stack` alias is deprecated:DeprecationWarning")
+def test_numpy_has_the_alias_numba_cuda_calls_once_resident_is_imported():
+    # resident._compat runs first in the package (and conftest imports resident before any test).
+    assert np.array_equal(np.row_stack([[1.0], [2.0]]), np.vstack([[1.0], [2.0]]))
+
+
 # ---- the GPU, with PyTorch, CuPy and Numba ----------------------------------------------------------
 
 
@@ -208,6 +221,63 @@ def test_cupy_and_numba():
     assert g.__cuda_array_interface__["data"][0] == e.data_ptr
     h = rs.from_dlpack(g)
     assert h.data_ptr == e.data_ptr
+
+
+@gpu
+def test_cuda_array_interface_exports_the_stream_while_work_is_queued_and_none_after():
+    cp = import_or_skip("cupy")
+    n = 1 << 24
+    x = rs.empty(n, device="cuda:0")
+    ref = np.empty(n, np.float32)
+    rs.random.fill_uniform(ref, seed=29)  # the same values on the CPU
+    for seed in range(20, 30):
+        rs.random.fill_uniform(x, seed=seed)  # milliseconds of work queued on x's stream
+    cai = x.__cuda_array_interface__
+    assert cai["stream"] in (1, None)  # 1 (the legacy default stream) while the fills run
+    assert cai["version"] == 3 and cai["shape"] == (n,) and cai["typestr"] == "<f4" and cai["strides"] is None
+    side = cp.cuda.Stream(non_blocking=True)
+    with side:
+        d = cp.asarray(x)  # CuPy synchronizes the exported stream, then works on its own
+        back = cp.asnumpy(d, stream=side)
+    assert d.data.ptr == x.data_ptr
+    assert np.array_equal(back, ref), "the consumer on another stream saw the last fill"
+    rs.synchronize("cuda:0")
+    cai = x.__cuda_array_interface__
+    assert cai["stream"] is None, "no queued work: the consumer need not synchronize"
+    assert cai is not x.__cuda_array_interface__, "a dict of the consumer's own on each access"
+
+
+@gpu
+def test_to_numba_is_one_view_made_ready_on_each_call():
+    numba_cuda = import_or_skip("numba.cuda")
+    n = 1 << 24
+    x = rs.empty(n, device="cuda:0")
+    v = x.to_numba()
+    assert v is rs.to_numba(x), "made once per Array"
+    assert v.__cuda_array_interface__["data"][0] == x.data_ptr and v.shape == (n,) and v.dtype == np.float32
+    ref = np.empty(n, np.float32)
+    rs.random.fill_uniform(ref, seed=39)
+    for seed in range(30, 40):
+        rs.random.fill_uniform(x, seed=seed)
+    assert x.to_numba() is v
+    assert x.__cuda_array_interface__["stream"] is None, "to_numba returned with the fills finished"
+    assert np.array_equal(v.copy_to_host(stream=numba_cuda.stream()), ref)
+    # A write through Numba is seen by resident; the view keeps the memory after the Array is gone.
+    v.copy_to_device(np.arange(n, dtype=np.float32))
+    numba_cuda.synchronize()
+    assert np.array_equal(x.to_host(), np.arange(n, dtype=np.float32))
+    y = rs.to_device(np.arange(1000, dtype=np.float64), device="cuda:0")
+    w = y.to_numba()
+    del x, v, y
+    gc.collect()
+    assert np.array_equal(w.copy_to_host(), np.arange(1000, dtype=np.float64))
+    # Numba's own route agrees on the memory.
+    z = rs.to_device(np.ones(10, dtype=np.float32), device="cuda:0")
+    assert numba_cuda.as_cuda_array(z).__cuda_array_interface__["data"][0] == z.data_ptr
+    # Inside a capture nothing has run yet: handing the array over is refused.
+    z.to_numba()
+    with pytest.raises(rs.InvalidArgument, match="during a capture"):
+        rs.capture(lambda: z.to_numba(), device="cuda:0")
 
 
 # ---- run-time programs: one fused kernel over any library's array --------------------------------
