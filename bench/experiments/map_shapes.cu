@@ -202,6 +202,7 @@ int main(int argc, char** argv) {
         flat_run(flat<4, false, false, false>, block, 4, "flat U4 strided" + bs, false);
         flat_run(flat<2, false, true, false>, block, 2, "flat U2 strided cs hints" + bs, false);
         flat_run(flat<2, false, false, true>, block, 2, "flat U2 strided pdl" + bs, true);
+        if (block == 128) flat_run(flat<2, false, true, true>, block, 2, "flat U2 strided pdl cs hints" + bs, true);
       }
       for (int per_sm : {1, 2}) {
         const unsigned grid = unsigned(sms * per_sm);
