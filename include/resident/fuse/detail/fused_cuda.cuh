@@ -5,6 +5,7 @@
 /// reduction whose last block folds the per-block partials, and a scan on CUB's single-pass scan.
 
 #include <cub/block/block_reduce.cuh>
+#include <cub/thread/thread_store.cuh>
 #include <cuda/std/limits>
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/counting_iterator.h>
@@ -58,6 +59,36 @@ __device__ __forceinline__ void for_each_tile(const L& in, std::size_t head, std
   const std::size_t tile = std::size_t(blockDim.x) * U;
   for (std::size_t j = std::size_t(blockIdx.x) * tile + threadIdx.x; j < nvec; j += std::size_t(gridDim.x) * tile)
     visit_vectors<V, U>(in, head, nvec, j, blockDim.x, visit);
+}
+
+// V values stored at out's element i as vector stores: nvcc writes a vec<U, V> (a struct of an array)
+// element by element, four 4-byte stores for 16 bytes where one 16-byte store does, and a copy
+// through CUDA's vector types is split the same way; CUB's ThreadStore emits st.global.v4 itself.
+// Other targets store as they do.
+template <class W>
+inline constexpr bool is_writer = false;
+template <class U>
+inline constexpr bool is_writer<writer<U>> = true;
+
+template <int V, class W, class R>
+__device__ __forceinline__ void store_vector(const W& out, std::size_t i, const R (&r)[V]) {
+  if constexpr (is_writer<W>) {
+    using U = std::remove_cv_t<std::remove_pointer_t<decltype(out.p)>>;
+    constexpr std::size_t bytes = sizeof(U) * V;
+    if constexpr (bytes == 4 || bytes == 8 || bytes == 16 || bytes == 32) {
+      using bits = std::conditional_t<bytes == 4, unsigned, std::conditional_t<bytes == 8, uint2, uint4>>;
+      constexpr int parts = bytes == 32 ? 2 : 1;
+      vec<U, V> v;
+#pragma unroll
+      for (int k = 0; k < V; ++k) v.v[k] = static_cast<U>(r[k]);
+      bits b[parts];
+      memcpy(b, &v, bytes);
+#pragma unroll
+      for (int q = 0; q < parts; ++q) cub::ThreadStore<cub::STORE_WB>(reinterpret_cast<bits*>(out.p + i) + q, b[q]);
+      return;
+    }
+  }
+  out.template store<V>(i, r);
 }
 
 /// Generators that make a block of values per call (counter-based random numbers) run over their
@@ -140,7 +171,7 @@ __device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const 
       for (int k = 0; k < P; ++k) r[k] = in.template eval<P>(fn, raw, k, i);
       if constexpr (decltype(full)::value && W::template stores_vectors<P>) {
         if (vectors) {
-          out.template store<P>(i, r);
+          store_vector<P>(out, i, r);
           return;
         }
       }
@@ -156,7 +187,7 @@ __device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const 
     R r[V];
 #pragma unroll
     for (int k = 0; k < V; ++k) r[k] = in.template eval<V>(fn, raw, k, i);
-    out.template store<V>(i, r);
+    store_vector<V>(out, i, r);
   };
   for_each_tile<V, U>(in, head, nvec, visit);
   const std::size_t tail = head + nvec * V;
