@@ -109,4 +109,9 @@ class nvtx_scope {
   nvtx_scope& operator=(const nvtx_scope&) = delete;
 };
 
+/// What NVTX ranges reach in this process: "absent" (built without NVTX), "no tool attached" (each
+/// range costs one load and a branch) or "tool attached" (Nsight Systems or another injection
+/// receives them). Initializes NVTX on its first call.
+const char* nvtx_state() noexcept;
+
 }  // namespace resident::detail
