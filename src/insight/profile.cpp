@@ -259,6 +259,14 @@ call_scope::~call_scope() {
     if (r.bytes_in_use == 0 || in_use_ > r.bytes_in_use) ++r.calls_pool_grew;
     r.bytes_in_use = in_use_;
   }
+  if (shaped_) {  // the shape of this call's lowest-occupancy launch: the site's latest
+    r.shaped_launches += shaped_;
+    r.grid_blocks = shape_.grid_blocks;
+    r.block_threads = shape_.block_threads;
+    r.blocks_per_sm = shape_.blocks_per_sm;
+    r.workers = shape_.workers;
+    r.occupancy = shape_.occupancy;
+  }
   if (timer_ < 0 && timed_) {
     r.seconds += std::chrono::duration<double>(cpu_end - start_).count();
     ++r.timed_calls;
@@ -318,6 +326,32 @@ void call_scope::note_allocation(device d, std::uint64_t bytes, std::uint64_t by
   r.allocated_bytes += bytes;
 }
 
+void call_scope::note_launch(const launch_shape& shape) noexcept {
+  call_scope* s = t_innermost;
+  if (!s || !s->collecting_ || s->kind_ != call_kind::compute) return;
+  if (s->shaped_ == 0 || shape.occupancy < s->shape_.occupancy) s->shape_ = shape;
+  ++s->shaped_;
+}
+
+launch_shape gpu_launch_shape(device d, std::uint64_t grid_blocks, std::uint64_t block_threads,
+                              int blocks_per_sm) noexcept {
+  launch_shape r{grid_blocks, block_threads, blocks_per_sm, 0, 0};
+  try {
+    const device_properties p = properties(d);
+    const std::uint64_t sms = std::uint64_t(std::max(p.multiprocessors, 1));
+    const std::uint64_t warp = std::uint64_t(std::max(p.warp_size, 1));
+    const std::uint64_t per_sm = std::uint64_t(std::max(blocks_per_sm, 0));
+    // The grid spreads over the SMs; each holds at most per_sm of its blocks at once.
+    const std::uint64_t active = std::min(per_sm, (grid_blocks + sms - 1) / sms);
+    const std::uint64_t warps = (block_threads + warp - 1) / warp;
+    r.workers = std::min(grid_blocks, per_sm * sms) * block_threads;
+    r.occupancy = double(active * warps * warp) / double(std::max(p.max_threads_per_multiprocessor, 1));
+  } catch (...) {
+    // The device does not answer: the shape without its occupancy.
+  }
+  return r;
+}
+
 nvtx_scope::nvtx_scope(const char* message, std::uint64_t bytes) noexcept { nvtx::push(message, bytes); }
 nvtx_scope::~nvtx_scope() { nvtx::pop(); }
 
@@ -351,6 +385,12 @@ std::vector<profile_site> difference(const site_table& now, const site_table& be
       d.allocated_bytes -= b.allocated_bytes;
       d.calls_pool_grew -= b.calls_pool_grew;
       d.fusable_calls -= b.fusable_calls;
+      d.shaped_launches -= b.shaped_launches;
+      if (d.shaped_launches == 0) {  // no launch in this profile's time: no shape to show
+        d.grid_blocks = d.block_threads = d.workers = 0;
+        d.blocks_per_sm = 0;
+        d.occupancy = 0;
+      }
     }
     if (d.calls || d.kernels || d.h2d_bytes || d.d2h_bytes || d.d2d_bytes || d.allocations) out.push_back(d);
   }
