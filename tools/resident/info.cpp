@@ -67,6 +67,7 @@ int run_info(const info_options& o) {
   const device def = o.device.empty() ? default_device() : parse_device(o.device);
   require(def);
   nlohmann::json j;
+  j["command"] = "info";
   j["run"] = run_record(def.name());
   out() << "resident " << version() << "\n";
   out() << "backends compiled: cpu" << (cuda_compiled ? ", cuda" : "") << "\n";
