@@ -286,7 +286,7 @@ TEST_P(insight, a_launch_with_a_tiny_fixed_shape_gets_the_occupancy_advice) {
   EXPECT_TRUE(has_advice(r, "low_occupancy", here(tiny))) << advice_list(r);
   const auto* c = find_site(r, chosen, "pipeline");
   ASSERT_NE(c, nullptr) << advice_list(r);
-  EXPECT_EQ(c->shaped_launches, 3u);
+  EXPECT_GE(c->shaped_launches, 3u);
   EXPECT_GE(c->occupancy, 0.25) << c->shape();
   EXPECT_FALSE(has_advice(r, "low_occupancy", here(chosen))) << advice_list(r);
   EXPECT_NE(r.table().find("occupancy"), std::string::npos);
