@@ -144,7 +144,6 @@ bool profiling() {
   return v != env_read;
 }
 
-
 namespace detail {
 
 call_scope::call_scope(std::string_view name, stream_ref s, const call_facts& facts, call_kind kind,
