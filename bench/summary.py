@@ -43,6 +43,17 @@ def main(d):
             us = r["us_per_call"]
             tgt = "<= 2.5 us" if "graph" in r["variant"] else ""
             row(f"small n=1e4: {r['variant']}", f"{us:.2f} us", tgt, us <= 2.5 if tgt else None)
+        if "hook_ns_per_call" in small:  # the insight hook alone: NVTX range, profile check, call-site scope
+            ns = small["hook_ns_per_call"]
+            row(f"insight hook per call (NVTX {small.get('nvtx', '?')})", f"{ns:.1f} ns", "<= 50 ns", ns <= 50)
+    # NVTX_COST=1: the fused call with NVTX compiled in and out, the builds alternated (medians of the runs).
+    on = [load(d, f"small-nvtx-on-{i}.json") for i in (1, 2, 3)]
+    off = [load(d, f"small-nvtx-off-{i}.json") for i in (1, 2, 3)]
+    if all(on) and all(off):
+        def fused(j):
+            return next(r["us_per_call"] for r in j["rows"] if r["variant"].startswith("fused, one launch"))
+        a, b = sorted(map(fused, on))[1], sorted(map(fused, off))[1]
+        row("small: fused call, NVTX in - out (medians of 3)", f"{(a - b) * 1e3:+.0f} ns", "", None)
     found = load(d, "foundation.json")
     if found:
         f = {r["measure"]: r["median"] for r in found["rows"]}

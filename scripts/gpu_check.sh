@@ -85,13 +85,10 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   if command -v nsys > /dev/null; then
     step nsys-demo nsys profile -t cuda,nvtx --force-overwrite true -o "$logs/demo-nvtx" "$cli" demo --n 1048576 --reps 3
   fi
-  # NVTX_COST=1: the small pipeline with and without NVTX compiled in (a second build).
+  # NVTX_COST=1: the small pipeline from a build with NVTX and one without, alternated three times
+  # (scripts/nvtx_cost.sh; bench/summary.py prints the difference).
   if [ "${NVTX_COST:-0}" = 1 ]; then
-    step nvtx-off-configure cmake -S . -B "$build-nonvtx" -G Ninja -DRESIDENT_CUDA=ON -DRESIDENT_NVTX=OFF \
-      -DCMAKE_BUILD_TYPE=Release -DRESIDENT_BUILD_TESTS=OFF -DRESIDENT_BUILD_EXAMPLES=OFF -DRESIDENT_BUILD_BENCH=OFF
-    step nvtx-off-build cmake --build "$build-nonvtx" --target resident_cli -j "$jobs"
-    step bench-small-nvtx-on "$cli" bench small --json "$logs/small-nvtx-on.json"
-    step bench-small-nvtx-off "$build-nonvtx/tools/resident/resident" bench small --json "$logs/small-nvtx-off.json"
+    step nvtx-cost env BUILD="$build" scripts/nvtx_cost.sh "$logs"
   fi
   step bench-python env PYTHONUNBUFFERED=1 python3 bench/peers/python_overhead.py --json "$logs/python.json"
   if [ "${SKIP_PEERS:-0}" != 1 ]; then

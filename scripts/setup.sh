@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev libcli11-dev nlohmann-json3-dev libdlpack-dev librandom123-dev
   libopenmpi-dev openmpi-bin  # the optional MPI bootstrap of dist/ and its two-process test
   gnuplot-nox doxygen python3 python3-dev python3-venv
+  python3-jsonschema  # tests/cli/check_json_schema.py validates the CLI's JSON against docs/schema
   clang libclang-rt-dev libomp-dev  # the libFuzzer targets (scripts/fuzz_ci.sh)
 )
 

@@ -61,7 +61,6 @@ struct collector {
   std::vector<int> pending;      // recorded, time not read yet, oldest first
   std::map<std::uint64_t, site_table> snapshots;  // per open profile: the figures when it began
   std::uint64_t next_snapshot = 1;
-  std::atomic<int> open_profiles{0};
   bool at_exit_registered = false;
 };
 collector& the() {
@@ -69,12 +68,26 @@ collector& the() {
   return *c;
 }
 
-bool from_environment() {
+// Whether calls are collected, in one word that every call reads once: bit 0, RESIDENT_PROFILE has
+// been read; bit 1, it asks for a profile; the bits above, the number of open rs::profile scopes. The
+// common case, nothing collecting, is the value `env_read` alone. Constant-initialized: calls made
+// from other static initializers see it.
+constexpr unsigned env_read = 1, env_on = 2, one_profile = 4;
+std::atomic<unsigned> g_collecting{0};
+
+unsigned read_environment() {
   static const bool on = [] {
     const char* v = std::getenv("RESIDENT_PROFILE");
     return v && *v && std::string_view(v) != "0";
   }();
-  return on;
+  return g_collecting.fetch_or(env_read | (on ? env_on : 0u), std::memory_order_relaxed) | env_read |
+         (on ? env_on : 0u);
+}
+
+bool from_environment() {
+  unsigned v = g_collecting.load(std::memory_order_relaxed);
+  if (!(v & env_read)) v = read_environment();
+  return v & env_on;
 }
 
 thread_local detail::call_scope* t_innermost = nullptr;
@@ -124,23 +137,22 @@ const site_key outside_key(device d) { return {"", 0, "(outside any call)", fals
 
 }  // namespace
 
-bool profiling() { return from_environment() || the().open_profiles.load(std::memory_order_relaxed) > 0; }
+bool profiling() {
+  unsigned v = g_collecting.load(std::memory_order_relaxed);
+  if (v == env_read) return false;  // the path of every call while nothing collects: one relaxed load
+  if (!(v & env_read)) v = read_environment();
+  return v != env_read;
+}
 
 namespace detail {
 
 call_scope::call_scope(std::string_view name, stream_ref s, const call_facts& facts, call_kind kind,
                        resident::source_location where) noexcept
     : name_(name), where_(where), kind_(kind), facts_(facts), device_(s.device()), stream_(s.native()),
-      outer_(t_innermost), unwinding_(std::uncaught_exceptions()) {
-  if constexpr (nvtx::enabled) {
-    // NVTX copies the message; the name is not always terminated, so a bounded copy goes first.
-    char msg[96];
-    const std::size_t n = std::min(name.size(), sizeof msg - 1);
-    std::memcpy(msg, name.data(), n);
-    msg[n] = '\0';
-    // The payload: the bytes a transfer moves, or those a computation reads and writes.
-    nvtx::push(msg, kind == call_kind::transfer ? facts.bytes_read : facts.bytes_read + facts.bytes_written);
-  }
+      outer_(t_innermost) {
+  // The payload: the bytes a transfer moves, or those a computation reads and writes. Without a tool
+  // attached this is one load and a branch (nvtx::push tests NVTX's entry point first).
+  nvtx::push(name, kind == call_kind::transfer ? facts.bytes_read : facts.bytes_read + facts.bytes_written);
   if (outer_ && outer_->where_.line() == where.line() && outer_->where_.column() == where.column() &&
       std::strcmp(outer_->where_.file_name(), where.file_name()) == 0) {
     merged_ = true;
@@ -149,6 +161,7 @@ call_scope::call_scope(std::string_view name, stream_ref s, const call_facts& fa
   t_innermost = this;
   if (!profiling()) return;
   collecting_ = true;
+  unwinding_ = std::uncaught_exceptions();
   collector& c = the();
   if (device_.is_cuda()) {
     try {
@@ -194,11 +207,11 @@ call_scope::call_scope(std::string_view name, stream_ref s, const call_facts& fa
 }
 
 call_scope::~call_scope() {
-  const bool failed = std::uncaught_exceptions() > unwinding_;
   nvtx::pop();
   if (merged_) return;
   t_innermost = outer_;
   if (!collecting_) return;
+  const bool failed = std::uncaught_exceptions() > unwinding_;
   collector& c = the();
   const auto cpu_end = std::chrono::steady_clock::now();
   site_key k{where_.file_name(), where_.line(), std::string(name_), kind_ == call_kind::transfer, dev_code(device_)};
@@ -244,6 +257,14 @@ call_scope::~call_scope() {
   if (allocations_ > 0) {
     if (r.bytes_in_use == 0 || in_use_ > r.bytes_in_use) ++r.calls_pool_grew;
     r.bytes_in_use = in_use_;
+  }
+  if (shaped_) {  // the shape of this call's lowest-occupancy launch: the site's latest
+    r.shaped_launches += shaped_;
+    r.grid_blocks = shape_.grid_blocks;
+    r.block_threads = shape_.block_threads;
+    r.blocks_per_sm = shape_.blocks_per_sm;
+    r.workers = shape_.workers;
+    r.occupancy = shape_.occupancy;
   }
   if (timer_ < 0 && timed_) {
     r.seconds += std::chrono::duration<double>(cpu_end - start_).count();
@@ -304,8 +325,39 @@ void call_scope::note_allocation(device d, std::uint64_t bytes, std::uint64_t by
   r.allocated_bytes += bytes;
 }
 
+void call_scope::note_launch(const launch_shape& shape) noexcept {
+  call_scope* s = t_innermost;
+  if (!s || !s->collecting_ || s->kind_ != call_kind::compute) return;
+  if (s->shaped_ == 0 || shape.occupancy < s->shape_.occupancy) s->shape_ = shape;
+  ++s->shaped_;
+}
+
+launch_shape gpu_launch_shape(device d, std::uint64_t grid_blocks, std::uint64_t block_threads,
+                              int blocks_per_sm) noexcept {
+  launch_shape r{grid_blocks, block_threads, blocks_per_sm, 0, 0};
+  try {
+    const device_properties p = properties(d);
+    const std::uint64_t sms = std::uint64_t(std::max(p.multiprocessors, 1));
+    const std::uint64_t warp = std::uint64_t(std::max(p.warp_size, 1));
+    const std::uint64_t per_sm = std::uint64_t(std::max(blocks_per_sm, 0));
+    // The grid spreads over the SMs; each holds at most per_sm of its blocks at once.
+    const std::uint64_t active = std::min(per_sm, (grid_blocks + sms - 1) / sms);
+    const std::uint64_t warps = (block_threads + warp - 1) / warp;
+    r.workers = std::min(grid_blocks, per_sm * sms) * block_threads;
+    r.occupancy = double(active * warps * warp) / double(std::max(p.max_threads_per_multiprocessor, 1));
+  } catch (...) {
+    // The device does not answer: the shape without its occupancy.
+  }
+  return r;
+}
+
 nvtx_scope::nvtx_scope(const char* message, std::uint64_t bytes) noexcept { nvtx::push(message, bytes); }
 nvtx_scope::~nvtx_scope() { nvtx::pop(); }
+
+const char* nvtx_state() noexcept {
+  if constexpr (!nvtx::enabled) return "absent";
+  return nvtx::tool_attached() ? "tool attached" : "no tool attached";
+}
 
 }  // namespace detail
 
@@ -332,6 +384,12 @@ std::vector<profile_site> difference(const site_table& now, const site_table& be
       d.allocated_bytes -= b.allocated_bytes;
       d.calls_pool_grew -= b.calls_pool_grew;
       d.fusable_calls -= b.fusable_calls;
+      d.shaped_launches -= b.shaped_launches;
+      if (d.shaped_launches == 0) {  // no launch in this profile's time: no shape to show
+        d.grid_blocks = d.block_threads = d.workers = 0;
+        d.blocks_per_sm = 0;
+        d.occupancy = 0;
+      }
     }
     if (d.calls || d.kernels || d.h2d_bytes || d.d2h_bytes || d.d2d_bytes || d.allocations) out.push_back(d);
   }
@@ -458,7 +516,8 @@ profile::profile(profile_output out) : out_(out) {
   resolve(c, c.pending.size());
   start_ = c.next_snapshot++;
   c.snapshots[start_] = c.sites;
-  c.open_profiles.fetch_add(1);
+  read_environment();
+  g_collecting.fetch_add(one_profile, std::memory_order_relaxed);
 }
 
 profile::~profile() {
@@ -470,7 +529,7 @@ profile::~profile() {
   }
   std::lock_guard lock(c.m);
   c.snapshots.erase(start_);
-  c.open_profiles.fetch_sub(1);
+  g_collecting.fetch_sub(one_profile, std::memory_order_relaxed);
 }
 
 profile_report profile::report() const {

@@ -26,6 +26,11 @@ struct advice_policy {
   static constexpr double below_min_seconds = 1e-3;
   // The pool grows on every call: four calls or more, each one taking more memory.
   static constexpr std::uint64_t grows_min_calls = 4;
+  // Low occupancy: the launch shape keeps under a quarter of the device busy, on calls long enough
+  // (20 us and up each, several launch latencies) that the launch's fixed cost does not explain their
+  // time: the idle part of the device could have shared the work.
+  static constexpr double low_occupancy = 0.25;
+  static constexpr double low_occupancy_min_seconds = 20e-6;
 };
 
 std::string format_seconds(double s) {
@@ -94,6 +99,14 @@ double profile_site::gbps() const {
   return moved / seconds / 1e9;
 }
 double profile_site::seconds_per_call() const { return timed_calls ? seconds / double(timed_calls) : 0; }
+std::string profile_site::shape() const {
+  if (shaped_launches == 0) return "-";
+  if (block_threads == 0)  // the CPU: a loop cut into pieces, run by a team of threads
+    return std::to_string(grid_blocks) + (grid_blocks == 1 ? " piece" : " pieces") + " on " +
+           std::to_string(workers) + (workers == 1 ? " thread" : " threads");
+  return std::to_string(grid_blocks) + "x" + std::to_string(block_threads) + ", " + std::to_string(blocks_per_sm) +
+         "/SM";
+}
 
 double profile_report::copy_rate(device d) const {
   for (auto& [dev, rate] : copy_rates)
@@ -146,6 +159,18 @@ std::vector<profile_advice> advise(const std::vector<profile_site>& sites,
                                                      "examples/redundant_access.cpp"});
       m.str("");
     }
+    if (!s.transfer && s.shaped_launches > 0 && s.occupancy < P::low_occupancy && s.timed_calls > 0 &&
+        s.seconds_per_call() >= P::low_occupancy_min_seconds) {
+      char pct[16];
+      std::snprintf(pct, sizeof pct, "%.0f%%", 100 * s.occupancy);
+      m << s.name << " took " << format_seconds(s.seconds_per_call()) << " per call with a launch shape of "
+        << s.shape() << " that keeps " << pct
+        << " of the device busy: give it more blocks (a grid of at least one full wave, SMs x blocks per SM) or"
+           " let the library choose the shape (for_each_index, for_each_config, a pipeline without"
+           " with_config) (guideline: occupancy)";
+      out.push_back({"low_occupancy", at, m.str(), "examples/launch_config.cpp"});
+      m.str("");
+    }
     if (s.fusable_calls > 0) {
       const auto colon = at.rfind(':');
       m << s.name << " maps the array that the single map on line " << s.fusable_with_line
@@ -179,7 +204,8 @@ std::string profile_report::table() const {
   // The device column only when the sites ran on several devices.
   const bool one_device = std::all_of(sites.begin(), sites.end(), [&](const profile_site& s) { return s.dev == sites[0].dev; });
   const std::vector<std::string> head = {"site", "call", "device", "calls", "kernels", "time", "per call",
-                                         "read", "written", "GB/s", "of copy", "H2D", "D2H"};
+                                         "read", "written", "GB/s", "of copy", "H2D", "D2H", "launch shape",
+                                         "occupancy"};
   std::vector<std::vector<std::string>> rows;
   for (const profile_site& s : sites) {
     const double rate = copy_rate(s.dev);
@@ -187,13 +213,15 @@ std::string profile_report::table() const {
     char pct[16] = "-";
     if (timed && !s.transfer && rate > 0 && (s.bytes_read + s.bytes_written) > 0)
       std::snprintf(pct, sizeof pct, "%.0f%%", 100 * s.gbps() / rate);
+    char occ[16] = "-";
+    if (s.shaped_launches > 0) std::snprintf(occ, sizeof occ, "%.0f%%", 100 * s.occupancy);
     const double moved = double(s.bytes_read + s.bytes_written);
     const std::string call =
         s.file.empty() ? "-" : s.stages > 1 ? s.name + " (" + std::to_string(s.stages) + " stages)" : s.name;
     rows.push_back({s.site(), call, s.dev.name(), std::to_string(s.calls), std::to_string(s.kernels),
                     timed ? format_seconds(s.seconds) : "-", timed ? format_seconds(s.seconds_per_call()) : "-",
                     bytes(s.bytes_read), bytes(s.bytes_written), timed && moved > 0 ? format_rate(s.gbps()) : "-", pct,
-                    bytes(s.h2d_bytes), bytes(s.d2h_bytes)});
+                    bytes(s.h2d_bytes), bytes(s.d2h_bytes), s.shape(), occ});
   }
   std::vector<std::size_t> w(head.size());
   for (std::size_t c = 0; c < head.size(); ++c) {
@@ -226,7 +254,7 @@ std::string profile_report::table() const {
 
 std::string profile_report::json() const {
   std::ostringstream os;
-  os << "{\"schema\":\"resident.profile\",\"version\":1,\"copy_rates\":[";
+  os << "{\"schema\":\"resident.profile\",\"schema_version\":1,\"copy_rates\":[";
   for (std::size_t i = 0; i < copy_rates.size(); ++i)
     os << (i ? "," : "") << "{\"device\":" << json_string(copy_rates[i].first.name())
        << ",\"gbps\":" << json_number(copy_rates[i].second) << "}";
@@ -242,7 +270,11 @@ std::string profile_report::json() const {
        << ",\"gbps\":" << json_number(s.gbps()) << ",\"h2d_bytes\":" << s.h2d_bytes
        << ",\"d2h_bytes\":" << s.d2h_bytes << ",\"d2d_bytes\":" << s.d2d_bytes
        << ",\"allocations\":" << s.allocations << ",\"allocated_bytes\":" << s.allocated_bytes
-       << ",\"calls_pool_grew\":" << s.calls_pool_grew << ",\"bytes_in_use\":" << s.bytes_in_use << ",\"fusable_calls\":" << s.fusable_calls << "}";
+       << ",\"calls_pool_grew\":" << s.calls_pool_grew << ",\"bytes_in_use\":" << s.bytes_in_use
+       << ",\"fusable_calls\":" << s.fusable_calls << ",\"shaped_launches\":" << s.shaped_launches
+       << ",\"grid_blocks\":" << s.grid_blocks << ",\"block_threads\":" << s.block_threads
+       << ",\"blocks_per_sm\":" << s.blocks_per_sm << ",\"workers\":" << s.workers
+       << ",\"occupancy\":" << json_number(s.occupancy) << "}";
   }
   os << "],\"advice\":[";
   for (std::size_t i = 0; i < advice.size(); ++i)

@@ -319,7 +319,7 @@ std::optional<std::size_t> parse_bytes(std::string_view t) {
 
 void* pool_allocate(std::size_t bytes, stream_ref s) {
   if (bytes == 0) return nullptr;
-  nvtx::range range("pool allocate", bytes);
+  nvtx::named_range<"pool allocate"> range(bytes);
   device d = s.device();
   auto& st = state(d);
   if (bytes > largest_request) throw_oom(d, bytes, oom_reason::beyond_any_allocation);

@@ -70,7 +70,7 @@ void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_r
   device d = s.device();
   require(d);  // a copy that cannot be made is refused before it is counted
   record_transfer(d, direction::h2d, bytes);
-  nvtx::range range("host-to-device", bytes);
+  nvtx::named_range<"host-to-device"> range(bytes);
   if (d.is_cpu()) {
     parallel_memcpy(dst, src, bytes);
     return;
@@ -97,7 +97,7 @@ void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_r
   device d = s.device();
   require(d);  // a copy that cannot be made is refused before it is counted
   record_transfer(d, direction::d2h, bytes);
-  nvtx::range range("device-to-host", bytes);
+  nvtx::named_range<"device-to-host"> range(bytes);
   if (d.is_cpu()) {
     parallel_memcpy(dst, src, bytes);
     return;
@@ -134,7 +134,7 @@ void copy_device_to_device(void* dst, const void* src, std::size_t bytes, stream
   device d = s.device();
   require(d);  // a copy that cannot be made is refused before it is counted
   record_transfer(d, direction::d2d, bytes);
-  nvtx::range range("device-to-device", bytes);
+  nvtx::named_range<"device-to-device"> range(bytes);
   if (d.is_cpu())
     parallel_memcpy(dst, src, bytes);
   else

@@ -36,17 +36,27 @@ struct domain_record {
   std::string name;
 };
 std::vector<domain_record*> g_domains;
+std::vector<std::string*> g_strings;  // registered strings: their handles point here
+int g_registrations = 0;
 
 nvtxDomainHandle_t NVTX_API create_domain(const char* name) {
   std::lock_guard lock(g_m);
   g_domains.push_back(new domain_record{name});
   return reinterpret_cast<nvtxDomainHandle_t>(g_domains.back());
 }
+nvtxStringHandle_t NVTX_API register_string(nvtxDomainHandle_t, const char* text) {
+  std::lock_guard lock(g_m);
+  g_strings.push_back(new std::string(text));
+  ++g_registrations;
+  return reinterpret_cast<nvtxStringHandle_t>(g_strings.back());
+}
 int NVTX_API push(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   std::lock_guard lock(g_m);
   seen_range r;
   r.domain = d ? reinterpret_cast<domain_record*>(d)->name : "(default)";
   if (a->messageType == NVTX_MESSAGE_TYPE_ASCII && a->message.ascii) r.message = a->message.ascii;
+  if (a->messageType == NVTX_MESSAGE_TYPE_REGISTERED && a->message.registered)
+    r.message = *reinterpret_cast<const std::string*>(a->message.registered);
   if (a->payloadType == NVTX_PAYLOAD_TYPE_UNSIGNED_INT64) r.payload = a->payload.ullValue;
   g_ranges.push_back(r);
   if (r.domain == "resident") ++g_depth;
@@ -69,6 +79,7 @@ extern "C" int resident_test_nvtx_initialize(NvtxGetExportTableFunc_t get_table)
   *table[NVTX_CBID_CORE2_DomainCreateA] = reinterpret_cast<NvtxFunctionPointer>(&create_domain);
   *table[NVTX_CBID_CORE2_DomainRangePushEx] = reinterpret_cast<NvtxFunctionPointer>(&push);
   *table[NVTX_CBID_CORE2_DomainRangePop] = reinterpret_cast<NvtxFunctionPointer>(&pop);
+  *table[NVTX_CBID_CORE2_DomainRegisterStringA] = reinterpret_cast<NvtxFunctionPointer>(&register_string);
   return 1;
 }
 
@@ -126,6 +137,28 @@ TEST(nvtx, transfers_allocations_and_calls_open_named_ranges_with_their_bytes) {
   EXPECT_TRUE(has(v, "map<twice>", 8000)) << listing(v);
   std::lock_guard lock(g_m);
   EXPECT_EQ(g_depth, 0) << "every range was closed";
+}
+
+// Fixed names (transfers, pool allocations) are registered once in the domain, not copied per call;
+// the hook reports the attached tool.
+TEST(nvtx, fixed_names_are_registered_once) {
+  EXPECT_TRUE(rs::detail::nvtx_state() == std::string_view("tool attached"));
+  const rs::device d = rs::device::cpu();
+  const std::vector<float> h(64, 1.f);
+  (void)rs::to_device(h, d);  // registers "host-to-device" and "pool allocate" if not done yet
+  int before = 0;
+  {
+    std::lock_guard lock(g_m);
+    before = g_registrations;
+  }
+  std::vector<seen_range> v = ranges_of([&] {
+    for (int i = 0; i < 5; ++i) (void)rs::to_device(h, d);
+  });
+  EXPECT_EQ(std::count_if(v.begin(), v.end(), [](const seen_range& r) { return r.message == "host-to-device"; }), 5)
+      << listing(v);
+  std::lock_guard lock(g_m);
+  EXPECT_EQ(g_registrations, before) << "no string registered again";
+  EXPECT_GE(g_registrations, 2);
 }
 
 TEST(nvtx, flow_stages_and_graphs_are_named) {

@@ -1,6 +1,7 @@
 // The profile report and its advice: figures per call site equal to the ledger's, the caller's file
 // and line, each advice provoked by a program that breaks its guideline and absent from a clean one.
 #include <nlohmann/json.hpp>
+#include <omp.h>
 
 #include <cmath>
 #include <functional>
@@ -240,6 +241,57 @@ TEST_P(insight, a_located_stream_carries_the_callers_line_through_a_pack) {
   EXPECT_EQ(s->site(), here(at));
 }
 
+// y = 2y + 1 over the whole array from every thread's share (a grid-stride loop): correct for any shape.
+struct twice_plus_one {
+  rs::array_view<float> y;
+  RESIDENT_HD void operator()(rs::thread_index t) const {
+    for (std::size_t i = t.global_x(); i < y.size(); i += t.grid_stride()) y[i] = 2.f * y[i] + 1.f;
+  }
+};
+
+TEST_P(insight, a_launch_with_a_tiny_fixed_shape_gets_the_occupancy_advice) {
+  // The CPU as a team of 8 threads (whatever this machine has): a grid of one block keeps one busy.
+  const int team = omp_get_max_threads();
+  if (dev.is_cpu()) omp_set_num_threads(8);
+  const std::uint64_t seed = rs::test::fresh_seed();
+  SCOPED_TRACE(seed);
+  const std::size_t n = std::size_t(1) << 20;
+  const std::vector<float> h = rs::test::random_vector<float>(n, seed);
+  auto x = rs::to_device(h, dev);
+  rs::profile prof(rs::profile_output::quiet);
+  const unsigned tiny = resident::source_location::current().line() + 2;
+  for (int i = 0; i < 3; ++i)
+    rs::launch(x.stream(), rs::launch_config{rs::dims(1), rs::dims(32), 0}, twice_plus_one{x.view()});
+  const unsigned chosen = resident::source_location::current().line() + 1;
+  for (int i = 0; i < 3; ++i) profiled(rs::map(affine{2.f, 1.f}), x, 1);
+  const rs::profile_report r = prof.report();
+  if (dev.is_cpu()) omp_set_num_threads(team);
+
+  std::vector<float> out(n, rs::test::poison<float>());
+  x.to_host(std::span<float>(out));
+  for (std::size_t i = 0; i < n; ++i) {
+    double v = h[i];
+    for (int k = 0; k < 6; ++k) v = 2 * v + 1;
+    ASSERT_NEAR(out[i], v, 1e-5 * std::abs(v) + 1e-6) << i;
+  }
+  const auto* t = find_site(r, tiny, "launch");
+  ASSERT_NE(t, nullptr) << advice_list(r);
+  EXPECT_EQ(t->shaped_launches, 3u);
+  EXPECT_EQ(t->grid_blocks, 1u);
+  EXPECT_EQ(t->block_threads, dev.is_cuda() ? 32u : 0u);
+  EXPECT_EQ(t->workers, dev.is_cuda() ? 32u : 1u);
+  EXPECT_LT(t->occupancy, 0.25);
+  EXPECT_GT(t->occupancy, 0.0);
+  if (dev.is_cuda()) EXPECT_GE(t->blocks_per_sm, 1);
+  EXPECT_TRUE(has_advice(r, "low_occupancy", here(tiny))) << advice_list(r);
+  const auto* c = find_site(r, chosen, "pipeline");
+  ASSERT_NE(c, nullptr) << advice_list(r);
+  EXPECT_GE(c->shaped_launches, 3u);
+  EXPECT_GE(c->occupancy, 0.25) << c->shape();
+  EXPECT_FALSE(has_advice(r, "low_occupancy", here(chosen))) << advice_list(r);
+  EXPECT_NE(r.table().find("occupancy"), std::string::npos);
+}
+
 RESIDENT_BACKENDS(insight);
 
 // The advice is a pure function of the figures: conditions a CPU cannot produce are checked here.
@@ -272,6 +324,36 @@ TEST(advice, launch_bound_calls_on_a_gpu_are_told_to_capture_a_graph) {
   EXPECT_TRUE(rs::advise({few}, rate).empty());
 }
 
+TEST(advice, low_occupancy_is_told_only_for_calls_long_enough_to_matter) {
+  const std::vector<std::pair<rs::device, double>> rate = {{rs::device::cuda(0), 4000.0}};
+  auto shaped = [](rs::profile_site s, double occupancy) {
+    s.shaped_launches = s.calls;
+    s.grid_blocks = 1;
+    s.block_threads = 32;
+    s.blocks_per_sm = 16;
+    s.workers = 32;
+    s.occupancy = occupancy;
+    return s;
+  };
+  auto kinds = [&](const rs::profile_site& s) {
+    std::string k;
+    for (const auto& a : rs::advise({s}, rate)) k += a.kind + " ";
+    return k;
+  };
+  // 1 MiB per call in 2 ms: long calls with a sliver of the device busy.
+  const auto slow = gpu_site("launch", 10, 10 * 2e-3, std::size_t(1) << 20);
+  EXPECT_NE(kinds(shaped(slow, 0.016)).find("low_occupancy"), std::string::npos) << kinds(shaped(slow, 0.016));
+  EXPECT_EQ(kinds(shaped(slow, 0.5)).find("low_occupancy"), std::string::npos);
+  EXPECT_EQ(kinds(slow).find("low_occupancy"), std::string::npos) << "no shape recorded: no advice";
+  // 3 us per call: the launch's fixed cost explains the time (launch-bound), not the shape.
+  const auto quick = gpu_site("launch", 1000, 1000 * 3e-6, 8192);
+  EXPECT_EQ(kinds(shaped(quick, 0.016)), "launch_bound ");
+  const auto a = rs::advise({shaped(slow, 0.016)}, rate);
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a.back().example, "examples/launch_config.cpp");
+  EXPECT_NE(a.back().message.find("1x32, 16/SM"), std::string::npos) << a.back().message;
+}
+
 TEST(advice, no_advice_where_nothing_was_measured) {
   auto untimed = gpu_site("map", 1000, 0, std::size_t(64) << 20);
   untimed.timed_calls = 0;  // captured into a graph: no time
@@ -295,7 +377,7 @@ TEST(profile, the_report_prints_a_table_with_units_and_valid_json) {
   EXPECT_NE(t.find("[launch_bound]"), std::string::npos);
   const auto j = nlohmann::json::parse(r.json());
   EXPECT_EQ(j["schema"], "resident.profile");
-  EXPECT_EQ(j["version"], 1);
+  EXPECT_EQ(j["schema_version"], 1);
   EXPECT_TRUE(j["sites"][0]["calls"].is_number_unsigned());
   EXPECT_EQ(j["sites"][0]["calls"], 1000);
   EXPECT_TRUE(j["sites"][0]["seconds"].is_number_float());

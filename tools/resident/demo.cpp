@@ -210,6 +210,7 @@ int run_demo(const demo_options& o) {
 
   if (!o.json.empty()) {
     nlohmann::json j;
+    j["command"] = "demo";
     j["device"] = d.name();
     j["device_name"] = properties(d).name;
     j["n"] = n;

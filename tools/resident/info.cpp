@@ -67,6 +67,7 @@ int run_info(const info_options& o) {
   const device def = o.device.empty() ? default_device() : parse_device(o.device);
   require(def);
   nlohmann::json j;
+  j["command"] = "info";
   j["run"] = run_record(def.name());
   out() << "resident " << version() << "\n";
   out() << "backends compiled: cpu" << (cuda_compiled ? ", cuda" : "") << "\n";
@@ -122,6 +123,9 @@ int run_info(const info_options& o) {
   const char* policy = policy_name(current_transfer_policy());
   out() << "transfer policy: " << policy << " (RESIDENT_TRANSFER_POLICY: allow, log or forbid)\n";
   j["transfer_policy"] = policy;
+  const char* nvtx = detail::nvtx_state();
+  out() << "NVTX ranges (domain \"resident\"): " << nvtx << "\n";
+  j["nvtx"] = nvtx;
 
   std::string why = cuda_unavailable_reason();
   out() << "default device: " << def.name();

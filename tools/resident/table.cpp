@@ -193,13 +193,16 @@ nlohmann::json run_record(const std::string& device) {
 
 nlohmann::json bench_json(const std::string& benchmark, const std::string& device, const std::string& device_name,
                           const table& rows) {
-  return {{"benchmark", benchmark}, {"device", device}, {"device_name", device_name}, {"run", run_record(device)},
-          {"rows", rows.json()}};
+  return {{"command", "bench " + benchmark}, {"benchmark", benchmark}, {"device", device},
+          {"device_name", device_name}, {"run", run_record(device)}, {"rows", rows.json()}};
 }
 
 void write_json(const nlohmann::json& given, const std::string& path) {
+  RESIDENT_EXPECTS(given.is_object() && given.contains("command"), "a JSON output must name its command");
   nlohmann::json j = given;
-  if (j.is_object() && !j.contains("run")) j["run"] = run_record(j.value("device", std::string()));
+  j["schema"] = json_schema;
+  j["schema_version"] = json_schema_version;
+  if (!j.contains("run")) j["run"] = run_record(j.value("device", std::string()));
   if (path == "-") {
     std::cout << j.dump(2) << "\n";
     return;

@@ -69,6 +69,13 @@ std::string wrap(const std::string& text, std::size_t width = 100, const std::st
 /// denied, no such folder, ...).
 void check_writable(const std::string& option, const std::string& path);
 
+/// The schema every JSON of the CLI follows (docs/json.md, docs/schema/resident-cli.schema.json): each
+/// output names it as "schema" with "schema_version", and the command that wrote it as "command".
+inline constexpr const char* json_schema = "resident.cli";
+/// The schema's version: raised when a field is removed or renamed or its unit changes (a field added
+/// keeps it).
+inline constexpr int json_schema_version = 1;
+
 /// The record of this run that every JSON of the CLI carries as "run": resident_version, commit (of
 /// the source the CLI was built from; "unknown" without git), device (as given), gpu (its name; null
 /// on the CPU), driver and cuda_runtime (CUDA versions such as "12.8"; null where no GPU answers),
@@ -79,7 +86,8 @@ nlohmann::json run_record(const std::string& device);
 nlohmann::json bench_json(const std::string& benchmark, const std::string& device, const std::string& device_name,
                           const table& rows);
 
-/// Writes j to path ("-" = stdout); an object without "run" gets run_record(j["device"]) first. @throws resident::invalid_argument saying why the file cannot be written.
+/// Writes j to path ("-" = stdout), with "schema" and "schema_version" added; an object without "run"
+/// gets run_record(j["device"]) first. j must name its "command" ("info", "demo", "bench NAME"). @throws resident::invalid_argument saying why the file cannot be written.
 void write_json(const nlohmann::json& j, const std::string& path);
 
 /// Progress on stderr for runs longer than a moment: a "\r" counter on a terminal, else a line per step.

@@ -45,6 +45,15 @@ struct profile_site {
   std::uint64_t fusable_calls = 0;  ///< calls that mapped the array the previous call (one map, on an
                                     ///< adjacent line of the same file) had just mapped
   unsigned fusable_with_line = 0;   ///< the line of that previous call
+  /// Kernels (CPU: parallel loops) whose launch shape was recorded.
+  std::uint64_t shaped_launches = 0;
+  std::uint64_t grid_blocks = 0;    ///< the lowest-occupancy launch's grid, in blocks (CPU: pieces)
+  std::uint64_t block_threads = 0;  ///< its threads per block (0 on the CPU)
+  int blocks_per_sm = 0;            ///< blocks of its kernel one SM holds at that block size (0 on the CPU)
+  std::uint64_t workers = 0;        ///< threads it kept running at once (resident GPU threads, CPU threads)
+  /// Its occupancy: active warps per SM over the SM's most (GPU), workers over the OpenMP team (CPU);
+  /// the lowest among the site's launches. 0 when no shape was recorded.
+  double occupancy = 0;
 
   /// "file:line" with the file's directories dropped ("(outside any call)" for that row).
   std::string site() const;
@@ -52,12 +61,15 @@ struct profile_site {
   double gbps() const;
   /// Mean seconds per timed call (0 when none was timed).
   double seconds_per_call() const;
+  /// The launch shape: "GRIDxBLOCK, N/SM" on a GPU, "P pieces on W threads" on the CPU, "-" when none
+  /// was recorded.
+  std::string shape() const;
 };
 
 /// One piece of advice: which guideline a measured condition breaks, where, and the example that shows
 /// the fix.
 struct profile_advice {
-  std::string kind;     ///< repeated_transfer, launch_bound, below_copy_rate, could_fuse, pool_grows
+  std::string kind;     ///< repeated_transfer, launch_bound, below_copy_rate, low_occupancy, could_fuse, pool_grows
   std::string site;     ///< "file:line" it is about
   std::string message;  ///< what was measured and what to change
   std::string example;  ///< the guide example that shows the fix (a path under examples/, or a command)
@@ -75,7 +87,8 @@ struct profile_report {
   double copy_rate(device d) const;
   /// An aligned table with units, then one line per advice.
   std::string table() const;
-  /// The report as one JSON object (schema "resident.profile", version 1; see docs/insight.md).
+  /// The report as one JSON object (schema "resident.profile", schema_version 1; see
+  /// docs/json.md).
   std::string json() const;
 };
 

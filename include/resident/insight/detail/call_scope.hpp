@@ -33,6 +33,24 @@ struct call_facts {
 /// The facts of a transfer of `bytes`: read on one side, written on the other.
 inline call_facts transfer_facts(std::uint64_t bytes) noexcept { return {bytes, bytes, 0, 0, nullptr, nullptr}; }
 
+/// The shape of one kernel (on the CPU, one parallel loop) a call launched: the profile's launch shape
+/// and occupancy columns.
+struct launch_shape {
+  std::uint64_t grid_blocks = 0;    ///< blocks in the grid (the CPU: pieces the loop was cut into)
+  std::uint64_t block_threads = 0;  ///< threads per block (the CPU: 0, each piece runs on one thread)
+  int blocks_per_sm = 0;  ///< blocks of this kernel and block size one SM holds at once
+                          ///< (cudaOccupancyMaxActiveBlocksPerMultiprocessor); 0 on the CPU
+  std::uint64_t workers = 0;  ///< threads running at once: resident GPU threads (capped by the grid), or
+                              ///< the OpenMP threads that took pieces
+  double occupancy = 0;  ///< the share of the device the shape keeps busy: active warps per SM over the
+                         ///< SM's most (a GPU), workers over the OpenMP team's size (the CPU)
+};
+
+/// The shape of a CUDA launch of `grid_blocks` x `block_threads` on d, whose kernel fits `blocks_per_sm`
+/// blocks in one SM: the resident threads and the occupancy, from d's SM count and threads per SM.
+launch_shape gpu_launch_shape(device d, std::uint64_t grid_blocks, std::uint64_t block_threads,
+                              int blocks_per_sm) noexcept;
+
 /// Opens an NVTX range (domain "resident", message `name`, payload the bytes moved) and, while a
 /// profile collects, accounts the call to `where`: calls, kernels, bytes, host<->device transfers,
 /// pool allocations, and its time (device events on a CUDA stream, not while the stream is being
@@ -64,6 +82,9 @@ class call_scope {
   static void note_transfer(device d, int dir, std::uint64_t bytes) noexcept;
   /// See note_kernels. `bytes_in_use`: the bytes of d's pool in use after this allocation.
   static void note_allocation(device d, std::uint64_t bytes, std::uint64_t bytes_in_use) noexcept;
+  /// Launch hooks (launch/detail): the shape of a kernel or CPU loop launched inside the innermost
+  /// scope, if it is a computation and a profile collects; the site keeps its lowest occupancy.
+  static void note_launch(const launch_shape& shape) noexcept;
 
  private:
   std::string_view name_;
@@ -81,6 +102,8 @@ class call_scope {
   bool capturing_ = false;   ///< the stream is being captured: its kernels run at the graph's replays
   std::chrono::steady_clock::time_point start_{};
   std::uint64_t kernels_ = 0, h2d_ = 0, d2h_ = 0, d2d_ = 0, allocations_ = 0, allocated_ = 0, in_use_ = 0;
+  std::uint64_t shaped_ = 0;  ///< launches whose shape was noted
+  launch_shape shape_{};      ///< the lowest-occupancy one
 };
 
 /// A stream argument that remembers the caller's line, for entry points whose parameters end in a pack
@@ -108,5 +131,10 @@ class nvtx_scope {
   nvtx_scope(const nvtx_scope&) = delete;
   nvtx_scope& operator=(const nvtx_scope&) = delete;
 };
+
+/// What NVTX ranges reach in this process: "absent" (built without NVTX), "no tool attached" (each
+/// range costs one load and a branch) or "tool attached" (Nsight Systems or another injection
+/// receives them). Initializes NVTX on its first call.
+const char* nvtx_state() noexcept;
 
 }  // namespace resident::detail

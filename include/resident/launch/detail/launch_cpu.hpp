@@ -15,6 +15,8 @@
 
 #include "resident/detail/backend.hpp"
 #include "resident/detail/tuning.hpp"
+#include "resident/insight/detail/call_scope.hpp"
+#include "resident/insight/profile.hpp"
 #include "resident/device/stream.hpp"
 #include "resident/launch/config.hpp"
 #include "resident/memory/ledger.hpp"
@@ -75,6 +77,7 @@ class cpu_loop {
     }
     pieces_ = units == 0 ? 0 : (units + grain_ - 1) / grain_;
     workers_ = static_cast<int>(std::min(threads, pieces_));
+    threads_ = threads;
   }
   std::size_t pieces() const { return pieces_; }
   int workers() const { return std::max(workers_, 1); }
@@ -82,6 +85,9 @@ class cpu_loop {
   template <class Body>
   void run(Body&& body) const {
     if (pieces_ == 0) return;
+    // The profile's shape and occupancy columns: the threads the cut lets work (a loop whose team
+    // came too late runs alone, a choice of the library's, not of the shape's).
+    if (profiling()) call_scope::note_launch({pieces_, 0, 0, std::size_t(workers()), double(workers()) / double(threads_)});
     if (workers_ <= 1 || cpu_team_too_late_for(items_)) {
       for (std::size_t p = 0; p < pieces_; ++p) body(piece(p, 0));
       return;
@@ -121,7 +127,7 @@ class cpu_loop {
 
  private:
   cpu_piece piece(std::size_t p, int w) const { return {p, p * grain_, std::min(units_, (p + 1) * grain_), w}; }
-  std::size_t units_, items_, grain_ = 1, pieces_ = 0;
+  std::size_t units_, items_, grain_ = 1, pieces_ = 0, threads_ = 1;
   int workers_ = 1;
 };
 

@@ -95,6 +95,19 @@ void raise_shared_limit(Kernel kernel, std::size_t shared_bytes) {
 
 inline ::dim3 to_dim3(dims d) { return ::dim3(d.x, d.y, d.z); }
 
+/// Tells the profile collecting, if one is, the shape of a launch of kernel with c on s and the
+/// occupancy it reaches. Nothing (one relaxed load) while no profile collects.
+template <class... KArgs>
+void record_shape(void (*kernel)(KArgs...), const launch_config& c, stream_ref s) {
+  if (!profiling()) return;
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, int(c.block.count()), c.shared_bytes) != cudaSuccess) {
+    (void)cudaGetLastError();  // no figure rather than a failed call
+    return;
+  }
+  call_scope::note_launch(gpu_launch_shape(s.device(), c.grid.count(), c.block.count(), per_sm));
+}
+
 /// Launches a kernel that begins with dependent_launch_prologue(), as a programmatic dependent of the
 /// stream's previous kernel where dependent launch is on (cuda::dependent_launch).
 template <class... KArgs, class... Args>
@@ -110,6 +123,7 @@ void launch_dependent(void (*kernel)(KArgs...), const launch_config& c, stream_r
   lc.attrs = &attr;
   lc.numAttrs = cuda::dependent_launch(s.device().index()) ? 1 : 0;
   RESIDENT_CUDA_TRY(cudaLaunchKernelEx(&lc, kernel, std::forward<Args>(args)...));
+  record_shape(kernel, c, s);
 }
 
 template <class F, class... Args>
@@ -118,6 +132,7 @@ void launch_functor(cuda_backend, stream_ref s, const launch_config& cfg, F f, A
   raise_shared_limit(k, cfg.shared_bytes);
   k<<<to_dim3(cfg.grid), to_dim3(cfg.block), cfg.shared_bytes, s.native()>>>(f, args...);
   detail::cuda::check_launch("launch");
+  record_shape(k, cfg, s);
   record_kernel(s.device());
 }
 
@@ -127,6 +142,7 @@ void launch_phases_on(cuda_backend, stream_ref s, const launch_config& cfg, Phas
   raise_shared_limit(k, cfg.shared_bytes);
   k<<<to_dim3(cfg.grid), to_dim3(cfg.block), cfg.shared_bytes, s.native()>>>(cfg.shared_bytes, phases...);
   detail::cuda::check_launch("launch_phases");
+  record_shape(k, cfg, s);
   record_kernel(s.device());
 }
 
@@ -142,6 +158,7 @@ void for_each_on(cuda_backend, stream_ref s, std::size_t n, F f) {
   launch_config cfg = for_each_config_on<F>(cuda_backend{}, n);
   k<<<to_dim3(cfg.grid), to_dim3(cfg.block), 0, s.native()>>>(n, f);
   detail::cuda::check_launch("for_each_index");
+  record_shape(k, cfg, s);
   record_kernel(s.device());
 }
 
@@ -159,6 +176,7 @@ void launch_kernel(void (*kernel)(KArgs...), stream_ref s, const launch_config& 
   kernel<<<detail::to_dim3(cfg.grid), detail::to_dim3(cfg.block), cfg.shared_bytes, s.native()>>>(
       std::forward<Args>(args)...);
   detail::cuda::check_launch("launch_kernel");
+  detail::record_shape(kernel, cfg, s);
   detail::record_kernel(s.device());
 }
 
