@@ -104,7 +104,7 @@ void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_r
   }
   if (bytes < direct_below || how == staging::none || cu::is_pinned(dst)) {
     cu::memcpy_async(d.index(), dst, src, bytes, cu::copy_kind::device_to_host, s.native());
-    if (mode == sync::blocking || !cu::is_pinned(dst)) cu::stream_synchronize(s.native());
+    if (mode == sync::blocking || !cu::is_pinned(dst)) cu::stream_synchronize(d.index(), s.native());
     return;
   }
   stager& st = stager_of(d);

@@ -92,4 +92,23 @@ device_properties properties(device d);
 /// Blocks until all work on d has finished. @throws cuda_error / device_lost on a pending fault.
 void synchronize(device d);
 
+/// Makes d's GPU the calling thread's current device for the object's lifetime, then restores the
+/// previous one (nothing to set when d is already current; nothing at all for the CPU). Kernel launches
+/// need it: CUDA refuses a launch on a stream of another device than the current one. resident's own
+/// calls that take a stream (copies, events, synchronization, allocations) set the stream's device
+/// themselves; a flow opens one around each stage, the dist functions around each shard.
+///
+///   { rs::device_scope on(x.device()); rs::map<f>()(x); }
+class device_scope {
+ public:
+  /// Makes d current (a GPU), remembering the previous device. @throws device_unavailable, cuda_error.
+  explicit device_scope(device d);
+  ~device_scope();
+  device_scope(const device_scope&) = delete;
+  device_scope& operator=(const device_scope&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
 }  // namespace resident
