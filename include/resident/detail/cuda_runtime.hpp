@@ -82,6 +82,7 @@ bool can_access_peer(int dev, int peer);
 /// the two have direct access; without it, peer copies still work, staged by the driver.
 bool enable_peer_access(int a, int b);
 /// bytes from src on src_dev to dst on dst_dev (cudaMemcpyPeerAsync), ordered on s.
+/// (Under stream capture: a memcpy node between the two devices, cudaMemcpyAsync with cudaMemcpyDefault.)
 void memcpy_peer_async(void* dst, int dst_dev, const void* src, int src_dev, std::size_t bytes, cuda_stream_t s);
 
 /// Page-locked host memory; nullptr when the system cannot give that much.
