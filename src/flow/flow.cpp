@@ -78,7 +78,7 @@ struct flow::impl {
   };
   device dev;           // home: stream() is streams[dev][0]
   int lanes = 1;        // streams per device (1 on the CPU: its work runs as it is issued)
-  detail::per_device<std::vector<resident::stream>> streams;  // CUDA: made on a device's first stage
+  detail::per_device<std::vector<resident::stream>> streams;  // CUDA: made when a stage first names the device
   std::vector<stage> stages;
   // Per stage, on its device, from the last run.
   std::vector<event> done, t0, t1;
@@ -181,6 +181,7 @@ flow::stage_id flow::add(std::string name, std::function<void(stream_ref)> work,
   if (!work) RESIDENT_FAIL("flow: stage '" + name + "' has no work");
   const device d = plan::stage_device(name, locate(acc, f.dev), f.dev);
   require(d);
+  f.lane_stream({d, 0});  // the device's streams now, not inside a later capture
   impl::stage st{std::move(name), std::make_shared<const std::function<void(stream_ref)>>(std::move(work)),
                   std::move(acc), std::move(after), d};
   if (infer == inference::on)
