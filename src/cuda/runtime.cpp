@@ -227,10 +227,9 @@ bool stream_is_capturing(cuda_stream_t s) {
 void stream_after(int dev, cuda_stream_t after, cuda_stream_t before) {
   if (after == before) return;
   on_device(dev, [&] {
-    // A stream being captured cannot wait for work outside its capture (the graph's replays are
-    // ordered by the stream they are launched on instead), and a stream outside it must not wait on
-    // captured work (it would join the capture).
-    if (stream_is_capturing(after) != stream_is_capturing(before)) return 0;
+    // A stream being captured cannot wait for work outside its capture: the graph's replays are
+    // ordered by the stream they are launched on instead.
+    if (stream_is_capturing(after) && !stream_is_capturing(before)) return 0;
     // One event per thread and device, re-recorded each time: a wait binds to the record before it.
     thread_local per_device<cudaEvent_t> events;
     cudaEvent_t& e = events.cuda(dev);
@@ -248,10 +247,9 @@ void stream_after_peer(cuda_stream_t after, int after_dev, cuda_stream_t before,
   // handle names that device's legacy default stream.
   const bool before_captured = on_device(before_dev, [&] { return stream_is_capturing(before); });
   const bool after_captured = on_device(after_dev, [&] { return stream_is_capturing(after); });
-  // A stream being captured cannot wait for work outside its capture (the graph's replays are
-  // ordered by the stream they are launched on instead), and a stream outside it must not wait on
-  // captured work (it would join the capture).
-  if (after_captured != before_captured) return;
+  // A stream being captured cannot wait for work outside its capture: the graph's replays are
+  // ordered by the stream they are launched on instead.
+  if (after_captured && !before_captured) return;
   thread_local per_device<cudaEvent_t> events;
   cudaEvent_t& e = events.cuda(before_dev);
   on_device(before_dev, [&] {

@@ -152,7 +152,11 @@ void copy_peer(void* dst, stream_ref dst_s, const void* src, stream_ref src_s, s
   record_transfer(d, direction::peer, bytes);
   cu::stream_after_peer(dst_s.native(), d.index(), src_s.native(), s.index());
   cu::memcpy_peer_async(dst, d.index(), src, s.index(), bytes, dst_s.native());
-  cu::stream_after_peer(src_s.native(), s.index(), dst_s.native(), d.index());
+  // The source's stream waits for the copy, so that the source may be rewritten or freed there at
+  // once. Inside a stream capture only when the source's stream is in it too: a stream outside must
+  // not wait on captured work (the graph's replays are ordered by the stream they are launched on).
+  if (cu::stream_is_capturing(src_s.native()) == cu::stream_is_capturing(dst_s.native()))
+    cu::stream_after_peer(src_s.native(), s.index(), dst_s.native(), d.index());
 }
 
 }  // namespace resident::detail
