@@ -569,7 +569,8 @@ TEST_P(flow_peer, a_stage_touching_two_devices_is_a_device_mismatch) {
 }
 
 // A null stream handle names its own device's default stream, whichever device is current: the
-// synchronization, events, waits, allocations and copies of one GPU issued while the other is current.
+// launches, synchronization, events, waits, allocations and copies of one GPU issued while the other
+// is current.
 TEST_P(flow_peer, default_streams_are_their_devices_whichever_device_is_current) {
   const std::size_t n = 1 << 16;
   const auto h = rs::test::random_vector<float>(n, rs::test::fresh_seed());
@@ -577,10 +578,13 @@ TEST_P(flow_peer, default_streams_are_their_devices_whichever_device_is_current)
   rs::array<float> y(n, d0);
   {
     rs::device_scope other(d1);
-    {
-      rs::device_scope on(d0);  // launches need their device current
-      rs::launch(rs::default_stream(d0), {rs::dims(1), rs::dims(1)}, spin{200'000'000});  // about 0.1 s
-      rs::map([] RESIDENT_HD(float v) { return 3.f * v; })(x, y);
+    rs::launch(rs::default_stream(d0), {rs::dims(1), rs::dims(1)}, spin{400'000'000});  // about 0.2 s
+    if (d0.is_cuda()) {
+      EXPECT_FALSE(rs::detail::cuda::stream_done(0, nullptr)) << "the launch went to another device's stream";
+    }
+    rs::map([] RESIDENT_HD(float v) { return 3.f * v; })(x, y);
+    if (d0.is_cuda()) {
+      EXPECT_EQ(rs::detail::cuda::current_device(), 1) << "a launch restores the caller's device";
     }
     rs::default_stream(d0).synchronize();
     if (d0.is_cuda()) {

@@ -57,10 +57,10 @@ struct buffer {
 struct communicator_state;
 }  // namespace detail
 
-/// resident::device_scope (device.hpp), under the name the dist examples use: the dist functions
-/// open one for every shard; code that works on one shard itself opens one.
+/// resident::device_scope (device.hpp), under the name the dist code uses: the dist functions open
+/// one for every shard; open one around CUDA calls of your own on a shard.
 ///
-///   { rs::dist::device_scope on(x.device(1)); rs::map<f>()(x.local(1)); }
+///   { rs::dist::device_scope on(x.device(1)); my_kernel<<<g, b, 0, x.local(1).stream().native()>>>(...); }
 using resident::device_scope;
 
 /// A set of ranks, one per device, that combine values. This process holds devices().size() of them
