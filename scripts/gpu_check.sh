@@ -97,7 +97,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   fi
 fi
 
-ordered_false_positive='*graph_replay_equals_eager*'
+ordered_false_positive='*graph_replay_equals_eager*:*replay_against_fp64*'
 if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
   # Cases that join two GPUs skip on a one-GPU machine: scripts/gpu_check_x2.sh runs them (and their
   # sanitizers) on two.

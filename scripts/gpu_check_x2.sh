@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The two-GPU check (dist/: peer copies, sharded arrays, NCCL, processes), in one call on a host with
-# two GPUs: build the targets it needs with CUDA, run the multi-GPU tests, two processes under mpirun
+# The two-GPU check (dist/: peer copies, sharded arrays, NCCL, processes; flows across two GPUs; default
+# streams named by their device), in one call on a host with two GPUs: build the targets it needs with
+# CUDA, run the multi-GPU tests, two processes under mpirun
 # and under environment variables, a lone rank that must time out with a clear error, and
 # `resident bench dist` with --json. With fewer than two GPUs it says so and skips the GPU steps.
 #
@@ -61,7 +62,7 @@ lone_rank_times_out() {
 
 step configure cmake -S . -B "$build" -G Ninja -DRESIDENT_CUDA=ON -DCMAKE_BUILD_TYPE=Release
 grep -E "resident: (NCCL|MPI)" "$logs/configure.log" >&2
-step build cmake --build "$build" -j "$jobs" --target test_dist test_memory dist_two_ranks resident_cli
+step build cmake --build "$build" -j "$jobs" --target test_dist test_memory test_flow dist_two_ranks resident_cli
 if [ "${ONLY_BUILD:-0}" = 1 ]; then
   printf 'build: %s\n' "$([ $status -eq 0 ] && echo ok || echo FAIL)" | tee "$logs/summary.txt"
   exit $status
@@ -78,6 +79,11 @@ step test-dist-cpu "$build/tests/test_dist" --gtest_filter='-*/cuda'
 step test-dist-gpu gpu_tests "$build/tests/test_dist" '*/cuda:-*gpu_ranks_from_the_environment*'
 step test-dist-gpu-timeout gpu_tests "$build/tests/test_dist" '*gpu_ranks_from_the_environment*/cuda'
 step test-memory-peer gpu_tests "$build/tests/test_memory" '*peer*/cuda:*ledger*/cuda:*arrays*/cuda'
+# Flows whose stages run on both GPUs (events across devices, one graph replayed), the null stream of one
+# GPU used while the other is current, and every single-GPU flow case on the same build.
+step test-flow-peer gpu_tests "$build/tests/test_flow" '*flow_peer*/cuda'
+step test-flow gpu_tests "$build/tests/test_flow" '*/cuda'
+step test-flow-cpu "$build/tests/test_flow" --gtest_filter='-*/cuda'
 step two-ranks-mpirun two_ranks_mpirun
 step two-ranks-env two_ranks_env
 step lone-rank-times-out lone_rank_times_out
@@ -94,6 +100,10 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; t
     "$build/tests/test_memory" --gtest_filter='*peer*/cuda'
   step sanitize-memcheck-sharded timeout 600 compute-sanitizer --tool memcheck --error-exitcode=1 \
     "$build/tests/test_dist" --gtest_filter='*/cuda:-*communicator*:*gpu_ranks*'
+  step sanitize-memcheck-flow-peer timeout 600 compute-sanitizer --tool memcheck --error-exitcode=1 \
+    "$build/tests/test_flow" --gtest_filter='*flow_peer*/cuda'
+  step sanitize-synccheck-flow-peer timeout 600 compute-sanitizer --tool synccheck --error-exitcode=1 \
+    "$build/tests/test_flow" --gtest_filter='*flow_peer*/cuda'
 fi
 
 {

@@ -20,18 +20,18 @@ device_properties properties(int) { absent(); }
 void synchronize_device(int) { absent(); }
 cuda_stream_t stream_create(int) { absent(); }
 void stream_destroy(cuda_stream_t) noexcept {}
-void stream_synchronize(cuda_stream_t) { absent(); }
-bool stream_done(cuda_stream_t) { absent(); }
+void stream_synchronize(int, cuda_stream_t) { absent(); }
+bool stream_done(int, cuda_stream_t) { absent(); }
 bool stream_is_capturing(cuda_stream_t) { return false; }
 unsigned long long* stream_counters(int, cuda_stream_t) { absent(); }
 void* stream_scratch(int, cuda_stream_t) { absent(); }
-void stream_after(cuda_stream_t, cuda_stream_t) { absent(); }
+void stream_after(int, cuda_stream_t, cuda_stream_t) { absent(); }
 void stream_after_peer(cuda_stream_t, int, cuda_stream_t, int) { absent(); }
 cuda_event_t event_create(int) { absent(); }
 void event_destroy(cuda_event_t) noexcept {}
-void event_record(cuda_event_t, cuda_stream_t) { absent(); }
+void event_record(int, cuda_event_t, cuda_stream_t) { absent(); }
 void event_synchronize(cuda_event_t) { absent(); }
-void stream_wait_event(cuda_stream_t, cuda_event_t) { absent(); }
+void stream_wait_event(int, cuda_stream_t, cuda_event_t) { absent(); }
 float event_elapsed_ms(cuda_event_t, cuda_event_t) { absent(); }
 void* pool_allocate(int, std::size_t, cuda_stream_t) { absent(); }
 void pool_deallocate(int, void*, cuda_stream_t) { absent(); }

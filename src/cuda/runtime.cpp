@@ -52,7 +52,8 @@ void throw_cuda(cudaError_t e, const char* call, const char* file, int line) {
 namespace resident::detail::cuda {
 namespace {
 
-// Runs f with dev current, restoring the caller's device afterwards.
+// Runs f with dev current, restoring the caller's device afterwards: a null stream handle inside names
+// dev's legacy default stream. Costs one cudaGetDevice when dev is already current.
 template <class F>
 auto on_device(int dev, F&& f) {
   int old = 0;
@@ -211,9 +212,14 @@ void stream_destroy(cuda_stream_t s) noexcept {
   }
   cudaStreamDestroy(s);
 }
-void stream_synchronize(cuda_stream_t s) { RESIDENT_CUDA_TRY(cudaStreamSynchronize(s)); }
-bool stream_done(cuda_stream_t s) {
-  const cudaError_t e = cudaStreamQuery(s);
+void stream_synchronize(int dev, cuda_stream_t s) {
+  on_device(dev, [s] {
+    RESIDENT_CUDA_TRY(cudaStreamSynchronize(s));
+    return 0;
+  });
+}
+bool stream_done(int dev, cuda_stream_t s) {
+  const cudaError_t e = on_device(dev, [s] { return cudaStreamQuery(s); });
   if (e == cudaErrorNotReady) {
     cudaGetLastError();
     return false;
@@ -227,19 +233,20 @@ bool stream_is_capturing(cuda_stream_t s) {
   return st != cudaStreamCaptureStatusNone;
 }
 
-void stream_after(cuda_stream_t after, cuda_stream_t before) {
+void stream_after(int dev, cuda_stream_t after, cuda_stream_t before) {
   if (after == before) return;
-  // A stream being captured cannot wait for work outside its capture: the graph's replays are
-  // ordered by the stream they are launched on instead.
-  if (stream_is_capturing(after) && !stream_is_capturing(before)) return;
-  // One event per thread and device, re-recorded each time: a wait binds to the record before it.
-  thread_local per_device<cudaEvent_t> events;
-  int dev = 0;
-  RESIDENT_CUDA_TRY(cudaGetDevice(&dev));
-  cudaEvent_t& e = events.cuda(dev);
-  if (!e) RESIDENT_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  RESIDENT_CUDA_TRY(cudaEventRecord(e, before));
-  RESIDENT_CUDA_TRY(cudaStreamWaitEvent(after, e, 0));
+  on_device(dev, [&] {
+    // A stream being captured cannot wait for work outside its capture: the graph's replays are
+    // ordered by the stream they are launched on instead.
+    if (stream_is_capturing(after) && !stream_is_capturing(before)) return 0;
+    // One event per thread and device, re-recorded each time: a wait binds to the record before it.
+    thread_local per_device<cudaEvent_t> events;
+    cudaEvent_t& e = events.cuda(dev);
+    if (!e) RESIDENT_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    RESIDENT_CUDA_TRY(cudaEventRecord(e, before));
+    RESIDENT_CUDA_TRY(cudaStreamWaitEvent(after, e, 0));
+    return 0;
+  });
 }
 
 void stream_after_peer(cuda_stream_t after, int after_dev, cuda_stream_t before, int before_dev) {
@@ -273,10 +280,18 @@ cuda_event_t event_create(int dev) {
   });
 }
 void event_destroy(cuda_event_t e) noexcept { cudaEventDestroy(e); }
-void event_record(cuda_event_t e, cuda_stream_t s) { RESIDENT_CUDA_TRY(cudaEventRecord(e, s)); }
+void event_record(int dev, cuda_event_t e, cuda_stream_t s) {
+  on_device(dev, [&] {
+    RESIDENT_CUDA_TRY(cudaEventRecord(e, s));
+    return 0;
+  });
+}
 void event_synchronize(cuda_event_t e) { RESIDENT_CUDA_TRY(cudaEventSynchronize(e)); }
-void stream_wait_event(cuda_stream_t s, cuda_event_t e) {
-  RESIDENT_CUDA_TRY(cudaStreamWaitEvent(s, e, 0));
+void stream_wait_event(int dev, cuda_stream_t s, cuda_event_t e) {
+  on_device(dev, [&] {
+    RESIDENT_CUDA_TRY(cudaStreamWaitEvent(s, e, 0));
+    return 0;
+  });
 }
 float event_elapsed_ms(cuda_event_t a, cuda_event_t b) {
   float ms = 0;
@@ -288,7 +303,7 @@ float event_elapsed_ms(cuda_event_t a, cuda_event_t b) {
 void* pool_allocate(int dev, std::size_t bytes, cuda_stream_t s) {
   cudaMemPool_t pool = pool_of(dev);
   void* p = nullptr;
-  cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool, s);
+  const cudaError_t e = on_device(dev, [&] { return cudaMallocFromPoolAsync(&p, bytes, pool, s); });
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
     return nullptr;
@@ -297,7 +312,12 @@ void* pool_allocate(int dev, std::size_t bytes, cuda_stream_t s) {
   return p;
 }
 
-void pool_deallocate(int, void* p, cuda_stream_t s) { RESIDENT_CUDA_TRY(cudaFreeAsync(p, s)); }
+void pool_deallocate(int dev, void* p, cuda_stream_t s) {
+  on_device(dev, [&] {
+    RESIDENT_CUDA_TRY(cudaFreeAsync(p, s));
+    return 0;
+  });
+}
 
 std::size_t pool_reserved(int dev) {
   std::uint64_t v = 0;
@@ -341,7 +361,17 @@ void memcpy_async(int dev, void* dst, const void* src, std::size_t bytes, copy_k
 }
 
 void memset_async(void* dst, int value, std::size_t bytes, cuda_stream_t s) {
-  RESIDENT_CUDA_TRY(cudaMemsetAsync(dst, value, bytes, s));
+  // A created stream carries its device (a copy or memset may be issued to it from any device); a null
+  // handle names the current device's default stream, so the memory's own device is made current.
+  const int dev = s ? -1 : pointer_device(dst);
+  if (dev < 0) {
+    RESIDENT_CUDA_TRY(cudaMemsetAsync(dst, value, bytes, s));
+    return;
+  }
+  on_device(dev, [&] {
+    RESIDENT_CUDA_TRY(cudaMemsetAsync(dst, value, bytes, s));
+    return 0;
+  });
 }
 
 bool can_access_peer(int dev, int peer) {
@@ -383,7 +413,12 @@ bool enable_peer_access(int a, int b) {
 
 void memcpy_peer_async(void* dst, int dst_dev, const void* src, int src_dev, std::size_t bytes, cuda_stream_t s) {
   on_device(dst_dev, [&] {
-    RESIDENT_CUDA_TRY(cudaMemcpyPeerAsync(dst, dst_dev, src, src_dev, bytes, s));
+    // Under stream capture the copy is recorded as a plain memcpy node, the devices inferred from the
+    // unified addresses (both pools are open to each other: enable_peer_access).
+    if (stream_is_capturing(s))
+      RESIDENT_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
+    else
+      RESIDENT_CUDA_TRY(cudaMemcpyPeerAsync(dst, dst_dev, src, src_dev, bytes, s));
     return 0;
   });
 }
@@ -547,7 +582,10 @@ void graph_abort(stream_ref s) noexcept {
   cudaGetLastError();
 }
 void graph_launch(void* exec, stream_ref s) {
-  RESIDENT_CUDA_TRY(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), s.native()));
+  on_device(s.device().index(), [&] {
+    RESIDENT_CUDA_TRY(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), s.native()));
+    return 0;
+  });
 }
 void graph_destroy(void* exec) noexcept {
   if (!exec) return;

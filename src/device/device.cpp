@@ -101,4 +101,19 @@ void synchronize(device d) {
   detail::cuda::synchronize_device(d.index());
 }
 
+device_scope::device_scope(device d) {
+  if (!d.is_cuda()) return;
+  const int now = detail::cuda::current_device();
+  if (now == d.index()) return;
+  detail::cuda::set_device(d.index());
+  previous_ = now;
+}
+device_scope::~device_scope() {
+  if (previous_ < 0) return;
+  try {
+    detail::cuda::set_device(previous_);
+  } catch (...) {  // a lost context: nothing left to restore
+  }
+}
+
 }  // namespace resident

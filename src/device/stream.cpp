@@ -10,20 +10,30 @@
 namespace resident {
 
 void stream_ref::synchronize() const {
-  if (device_.is_cuda()) detail::cuda::stream_synchronize(handle_);
+  if (device_.is_cuda()) detail::cuda::stream_synchronize(device_.index(), handle_);
 }
 
 namespace {
 void same_device(device mine, stream_ref s, const char* what) {
   if (!(s.device() == mine))
-    RESIDENT_FAIL(std::string(what) + ": a stream of " + s.device().name() + " for work on " + mine.name() +
-                          "; order work across devices by synchronizing the other device's stream", device_mismatch);
+    RESIDENT_FAIL(std::string(what) + ": a stream of " + s.device().name() + " for an event of " + mine.name() +
+                          "; record an event of the stream's own device", device_mismatch);
+}
+// A CUDA stream may wait for work of another GPU; the CPU's work and a GPU's are not ordered by events.
+void same_backend(device mine, stream_ref s, const char* what) {
+  if (s.device().kind() != mine.kind())
+    RESIDENT_FAIL(std::string(what) + ": a stream of " + s.device().name() + " and work on " + mine.name() +
+                          "; order work between the CPU and a GPU by synchronizing the GPU's stream", device_mismatch);
 }
 }  // namespace
 
 void stream_ref::wait_for(stream_ref before) const {
-  same_device(device_, before, "stream_ref::wait_for");
-  if (device_.is_cuda()) detail::cuda::stream_after(handle_, before.native());
+  same_backend(device_, before, "stream_ref::wait_for");
+  if (!device_.is_cuda()) return;
+  if (before.device() == device_)
+    detail::cuda::stream_after(device_.index(), handle_, before.native());
+  else
+    detail::cuda::stream_after_peer(handle_, device_.index(), before.native(), before.device().index());
 }
 
 stream_ref default_stream(device d) { return {d, nullptr}; }
@@ -76,7 +86,7 @@ void event::check_live() const {
 void event::record(stream_ref s) {
   check_live();
   same_device(device_, s, "event::record");
-  if (device_.is_cuda()) detail::cuda::event_record(handle_, s.native());
+  if (device_.is_cuda()) detail::cuda::event_record(device_.index(), handle_, s.native());
   // CPU work is done by the time it is issued; on CUDA the time only marks the event as recorded.
   cpu_time_ = std::chrono::steady_clock::now();
 }
@@ -86,8 +96,8 @@ void event::synchronize() const {
 }
 void event::wait_on(stream_ref s) const {
   check_live();
-  same_device(device_, s, "event::wait_on");
-  if (handle_) detail::cuda::stream_wait_event(s.native(), handle_);
+  same_backend(device_, s, "event::wait_on");
+  if (handle_) detail::cuda::stream_wait_event(s.device().index(), s.native(), handle_);
 }
 double elapsed_ms(const event& a, const event& b) {
   a.check_live();

@@ -131,21 +131,6 @@ nccl::unique_id receive_id(const std::string& path, std::chrono::milliseconds ti
 }  // namespace
 }  // namespace detail
 
-device_scope::device_scope(device d) {
-  if (!d.is_cuda()) return;
-  const int now = cu::current_device();
-  if (now == d.index()) return;
-  cu::set_device(d.index());
-  previous_ = now;
-}
-device_scope::~device_scope() {
-  if (previous_ < 0) return;
-  try {
-    cu::set_device(previous_);
-  } catch (...) {  // a lost context: nothing left to restore
-  }
-}
-
 communicator::communicator(std::unique_ptr<detail::communicator_state> s) : s_(std::move(s)) {}
 
 communicator::communicator(std::vector<device> devices) : s_(std::make_unique<detail::communicator_state>()) {
@@ -310,7 +295,7 @@ void communicator::synchronize(std::span<const stream_ref> streams) const {
   if (s.cpu) return;  // the host's combine is done when all_reduce returns
   for (std::size_t i = 0; i < streams.size(); ++i) {
     device_scope on(s.devices[i]);
-    detail::nccl::wait(s.comms[i], streams[i].native(), s.timeout);
+    detail::nccl::wait(s.comms[i], s.devices[i].index(), streams[i].native(), s.timeout);
   }
 }
 

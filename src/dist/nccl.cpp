@@ -109,7 +109,7 @@ void all_reduce(comm_t c, void* buf, std::size_t count, element t, combine op, c
   RESIDENT_NCCL_TRY(r);
 }
 
-void wait(comm_t c, cuda_stream_t s, std::chrono::milliseconds timeout) {
+void wait(comm_t c, int dev, cuda_stream_t s, std::chrono::milliseconds timeout) {
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
     ncclResult_t r = ncclSuccess;
@@ -118,7 +118,7 @@ void wait(comm_t c, cuda_stream_t s, std::chrono::milliseconds timeout) {
       ncclCommAbort(native(c));
       RESIDENT_NCCL_TRY(r);
     }
-    if (resident::detail::cuda::stream_done(s)) return;
+    if (resident::detail::cuda::stream_done(dev, s)) return;
     if (std::chrono::steady_clock::now() - start > timeout) give_up(native(c), "waiting for a collective", timeout);
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }

@@ -18,7 +18,7 @@ comm_t init_rank(const unique_id&, int, int, std::chrono::milliseconds) { absent
 void group_start() { absent(); }
 void group_end() { absent(); }
 void all_reduce(comm_t, void*, std::size_t, element, combine, cuda_stream_t, std::chrono::milliseconds) { absent(); }
-void wait(comm_t, cuda_stream_t, std::chrono::milliseconds) { absent(); }
+void wait(comm_t, int, cuda_stream_t, std::chrono::milliseconds) { absent(); }
 void destroy(comm_t) noexcept {}
 
 }  // namespace resident::dist::detail::nccl

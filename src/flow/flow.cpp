@@ -7,11 +7,14 @@
 #include <sstream>
 
 #include "resident/detail/cuda_runtime.hpp"
+#include "resident/detail/per_device.hpp"
 #include <nvtx_ranges.hpp>
 #include "resident/device/event.hpp"
+#include "resident/flow/detail/plan.hpp"
 
 namespace resident {
 namespace cuda = detail::cuda;
+namespace plan = detail::flow_plan;
 
 bool access::range::overlaps(const range& o) const noexcept {
   auto a = reinterpret_cast<std::uintptr_t>(begin), b = reinterpret_cast<std::uintptr_t>(o.begin);
@@ -44,6 +47,22 @@ void run_named(const std::string& name, const std::function<void(stream_ref)>& w
   }
 }
 
+// The stage's ranges with the device of each raw range a CUDA flow can learn from the driver (a
+// view's pointer, say); the CPU's ranges and host memory stay unplaced.
+access locate(access acc, device home) {
+  if (!home.is_cuda()) return acc;
+  auto placed = [](access::range r) {
+    if (!r.where && r.bytes)
+      if (const int d = cuda::pointer_device(r.begin); d >= 0) r.where = device::cuda(d);
+    return r;
+  };
+  access out;
+  for (const auto& r : acc.read_ranges()) out.reads(placed(r));
+  for (const auto& r : acc.write_ranges()) out.writes(placed(r));
+  if (acc.named_device()) out.on(*acc.named_device());
+  return out;
+}
+
 }  // namespace
 
 struct flow::impl {
@@ -55,22 +74,32 @@ struct flow::impl {
     work_fn work;
     access acc;
     std::vector<stage_id> preds;
+    device dev;  // where it runs: see flow_plan::stage_device
   };
-  device dev;
-  std::vector<resident::stream> streams;  // empty on the CPU
+  device dev;           // home: stream() is streams[dev][0]
+  int lanes = 1;        // streams per device (1 on the CPU: its work runs as it is issued)
+  detail::per_device<std::vector<resident::stream>> streams;  // CUDA: made when a stage first names the device
   std::vector<stage> stages;
-  // Per stage, from the last run.
+  // Per stage, on its device, from the last run.
   std::vector<event> done, t0, t1;
   std::vector<int> stream_of;
   std::vector<ledger_counts> issued;
   std::vector<double> cpu_ms;
   bool timed = false;
 
+  stream_ref lane_stream(const plan::lane& l) {
+    if (l.dev.is_cpu()) return default_stream(l.dev);
+    auto& v = streams[l.dev];
+    while (v.size() < std::size_t(lanes)) v.emplace_back(l.dev);
+    return v[std::size_t(l.index)].ref();
+  }
+
   void ensure_events() {
     while (done.size() < stages.size()) {
-      done.emplace_back(dev);
-      t0.emplace_back(dev);
-      t1.emplace_back(dev);
+      const device d = stages[done.size()].dev;
+      done.emplace_back(d);
+      t0.emplace_back(d);
+      t1.emplace_back(d);
     }
     stream_of.assign(stages.size(), 0);
     issued.assign(stages.size(), {});
@@ -79,65 +108,52 @@ struct flow::impl {
 
   void run_stage(stage_id i, stream_ref s, bool time_it) {
     auto& st = stages[i];
-    if (time_it && dev.is_cuda()) t0[i].record(s);
+    if (time_it && s.device().is_cuda()) t0[i].record(s);
     const auto start = std::chrono::steady_clock::now();
-    scoped_ledger l(dev);
+    scoped_ledger l(st.dev);
     run_named(st.name, *st.work, s);
     issued[i] = l.delta();
     cpu_ms[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (time_it && dev.is_cuda()) t1[i].record(s);
+    if (time_it && s.device().is_cuda()) t1[i].record(s);
   }
 
-  // Issues every stage on the streams: forked from streams[0], joined back into it.
-  void issue_cuda(const std::vector<stage_id>& order, bool capturing) {
+  // Issues every stage on its device's streams: forked from the home stream, joined back into it, an
+  // event on every edge between two streams (of one device or of two). The CPU runs the same plan on
+  // its one stream, where the events only mark time.
+  void issue(const std::vector<stage_id>& order, bool capturing) {
     ensure_events();
-    const int ns = int(streams.size());
-    std::vector<stage_id> tail(std::size_t(ns), stage_id(-1));  // last stage issued on each stream
-    std::vector<bool> joined(std::size_t(ns), false);
-    // Eager runs follow whatever was queued on the legacy default stream (uploads, allocations), which
-    // the flow's non-blocking streams would not wait for; a capture cannot wait on outside work.
-    if (!capturing) cuda::stream_after(streams[0].ref().native(), nullptr);
-    event fork(dev);
-    fork.record(streams[0]);
-    int next = 0;
-    for (stage_id i : order) {
-      // Continue on a predecessor's stream when it was that stream's last stage: no event needed.
-      int k = -1;
-      for (stage_id p : stages[i].preds)
-        if (tail[std::size_t(stream_of[p])] == p) {
-          k = stream_of[p];
-          break;
-        }
-      if (k < 0) {
-        k = next;
-        next = (next + 1) % ns;
-      }
-      stream_ref s = streams[std::size_t(k)].ref();
-      if (!joined[std::size_t(k)]) {
-        if (k != 0) fork.wait_on(s);  // after whatever preceded the flow on streams[0]
-        joined[std::size_t(k)] = true;
-      }
-      for (stage_id p : stages[i].preds)
-        if (stream_of[p] != k) done[p].wait_on(s);
-      stream_of[i] = k;
-      run_stage(i, s, !capturing);
-      done[i].record(s);
-      tail[std::size_t(k)] = i;
+    std::vector<device> device_of;
+    std::vector<std::vector<stage_id>> preds;
+    for (const auto& st : stages) {
+      device_of.push_back(st.dev);
+      preds.push_back(st.preds);
     }
-    for (int k = 1; k < ns; ++k)
-      if (tail[std::size_t(k)] != stage_id(-1)) done[tail[std::size_t(k)]].wait_on(streams[0]);
+    const plan::plan p = plan::make(dev, lanes, device_of, preds, order);
+    const stream_ref home = lane_stream({dev, 0});
+    // Eager runs follow whatever was queued on each device's legacy default stream (uploads,
+    // allocations), which the flow's non-blocking streams would not wait for; a capture cannot wait on
+    // outside work.
+    if (!capturing) home.wait_for(default_stream(dev));
+    event fork(dev);
+    fork.record(home);
+    for (const plan::step& step : p.steps) {
+      const stream_ref s = lane_stream(step.on);
+      if (step.first_on_lane) {
+        fork.wait_on(s);  // after whatever preceded the flow on the home stream
+        if (!capturing && !(step.on.dev == dev)) s.wait_for(default_stream(step.on.dev));
+      }
+      for (stage_id q : step.waits) done[q].wait_on(s);
+      stream_of[step.stage] = step.on.index;
+      {
+        device_scope on(step.on.dev);  // launches need their stream's device current
+        run_stage(step.stage, s, !capturing);
+      }
+      done[step.stage].record(s);
+    }
+    for (const auto& [lane, last] : p.tails) done[last].wait_on(home);
     timed = !capturing;
   }
-
-  // CPU: stages one after another in dependency order. Each pipeline already spreads over the cores
-  // (OpenMP), and one at a time keeps each stage's ledger its own.
-  void run_cpu(const std::vector<stage_id>& order) {
-    ensure_events();
-    for (stage_id i : order) run_stage(i, default_stream(device::cpu()), true);
-    timed = true;
-  }
 };
-
 flow::impl& flow::live() const {
   if (!p_) RESIDENT_FAIL("use of a moved-from flow: it no longer holds stages; use the flow it was moved to");
   return *p_;
@@ -147,8 +163,8 @@ flow::flow(device d, int streams) : p_(std::make_unique<impl>()) {
   require(d);
   if (streams < 1) RESIDENT_FAIL("flow: needs at least one stream, got " + std::to_string(streams));
   p_->dev = d;
-  if (d.is_cuda())
-    for (int i = 0; i < streams; ++i) p_->streams.emplace_back(d);
+  p_->lanes = d.is_cuda() ? streams : 1;
+  p_->lane_stream({d, 0});
 }
 flow::~flow() = default;
 flow::flow(flow&&) noexcept = default;
@@ -163,8 +179,11 @@ flow::stage_id flow::add(std::string name, std::function<void(stream_ref)> work,
       RESIDENT_FAIL("flow: stage '" + name + "' is to run after stage " + std::to_string(a) +
                        ", which does not exist yet (stages are numbered from 0 as they are added)", flow_error);
   if (!work) RESIDENT_FAIL("flow: stage '" + name + "' has no work");
+  const device d = plan::stage_device(name, locate(acc, f.dev), f.dev);
+  require(d);
+  f.lane_stream({d, 0});  // the device's streams now, not inside a later capture
   impl::stage st{std::move(name), std::make_shared<const std::function<void(stream_ref)>>(std::move(work)),
-                  std::move(acc), std::move(after)};
+                  std::move(acc), std::move(after), d};
   if (infer == inference::on)
     for (stage_id e = 0; e < id; ++e) {
       const auto& prev = f.stages[e].acc;
@@ -234,22 +253,15 @@ std::vector<flow::stage_id> flow::validate() const {
 
 void flow::run_async() {
   impl& f = live();
-  const auto order = validate();
-  if (f.dev.is_cuda())
-    f.issue_cuda(order, false);
-  else
-    f.run_cpu(order);
+  f.issue(validate(), false);
 }
 
-void flow::wait() {
-  impl& f = live();
-  if (f.dev.is_cuda()) f.streams[0].synchronize();
-}
+void flow::wait() { stream().synchronize(); }
 
 graph flow::capture() {
   impl& f = live();
   const auto order = validate();
-  if (f.dev.is_cuda()) return graph::capture(stream(), [&] { f.issue_cuda(order, true); });
+  if (f.dev.is_cuda()) return graph::capture(stream(), [&] { f.issue(order, true); });
   // The graph keeps the stages' names and work in dependency order, and nothing of the flow.
   struct step {
     std::string name;
@@ -264,7 +276,7 @@ graph flow::capture() {
 
 stream_ref flow::stream() const {
   impl& f = live();
-  return f.dev.is_cuda() ? f.streams[0].ref() : default_stream(device::cpu());
+  return f.lane_stream({f.dev, 0});
 }
 
 const std::vector<flow::stage_id>& flow::predecessors(stage_id s) const {
@@ -273,16 +285,22 @@ const std::vector<flow::stage_id>& flow::predecessors(stage_id s) const {
   return f.stages[s].preds;
 }
 
+device flow::device_of(stage_id s) const {
+  impl& f = live();
+  if (s >= f.stages.size()) RESIDENT_FAIL("flow: no stage " + std::to_string(s), flow_error);
+  return f.stages[s].dev;
+}
+
 std::size_t flow::size() const noexcept { return p_ ? p_->stages.size() : 0; }
 
 std::vector<stage_report> flow::report() const {
   impl& f = live();
   std::vector<stage_report> r;
   if (!f.timed) return r;
-  if (f.dev.is_cuda()) f.streams[0].synchronize();
+  f.lane_stream({f.dev, 0}).synchronize();  // the home stream joins every other
   for (stage_id i = 0; i < f.stages.size() && i < f.issued.size(); ++i) {
-    double ms = f.dev.is_cuda() ? elapsed_ms(f.t0[i], f.t1[i]) : f.cpu_ms[i];
-    r.push_back({f.stages[i].name, f.stream_of[i], ms, f.issued[i]});
+    double ms = f.stages[i].dev.is_cuda() ? elapsed_ms(f.t0[i], f.t1[i]) : f.cpu_ms[i];
+    r.push_back({f.stages[i].name, f.stream_of[i], ms, f.issued[i], f.stages[i].dev});
   }
   return r;
 }
@@ -292,9 +310,10 @@ std::string flow::report_table() const {
   std::size_t w = 5;
   for (auto& r : rows) w = std::max(w, r.name.size());
   std::ostringstream os;
-  os << std::left << std::setw(int(w)) << "stage" << "  stream  time (ms)  kernels  H2D        D2H\n";
+  os << std::left << std::setw(int(w)) << "stage" << "  device   stream  time (ms)  kernels  H2D        D2H\n";
   for (auto& r : rows)
-    os << std::left << std::setw(int(w)) << r.name << "  " << std::right << std::setw(6) << r.stream_index << "  "
+    os << std::left << std::setw(int(w)) << r.name << "  " << std::setw(7) << r.device.name() << "  " << std::right
+       << std::setw(6) << r.stream_index << "  "
        << std::setw(9) << std::fixed << std::setprecision(3) << r.ms << "  " << std::setw(7) << r.issued.kernels
        << "  " << std::left << std::setw(9) << detail::format_bytes(double(r.issued.h2d_bytes)) << "  "
        << detail::format_bytes(double(r.issued.d2h_bytes)) << "\n";

@@ -477,9 +477,9 @@ double measure_cuda(int dev) {
     e0 = cu::event_create(dev);
     e1 = cu::event_create(dev);
     for (int rep = 0; rep < 6; ++rep) {
-      cu::event_record(e0, s);
+      cu::event_record(dev, e0, s);
       cu::memcpy_async(dev, b, a, bytes, cu::copy_kind::device_to_device, s);
-      cu::event_record(e1, s);
+      cu::event_record(dev, e1, s);
       const double ms = cu::event_elapsed_ms(e0, e1);
       if (rep > 0 && ms > 0) best = std::max(best, 2.0 * double(bytes) / (ms / 1e3) / 1e9);
     }

@@ -259,6 +259,9 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
   const device d = s.device();
   if (n == 0 && !sig.reduces) return;
 
+  // The launch's device current (cudaSetDevice also binds its primary context for the driver calls
+  // below); the caller's device is restored when the launch returns.
+  resident::device_scope current(d);
   resident::detail::cuda::set_device(dev);
   const kernel_policy pol = policy();
   on_device here;

@@ -181,7 +181,7 @@ cublasHandle_t handle_of(int dev) {
   static cublas_handles handles;
   std::lock_guard lock(handles.m);
   if (!handles.h.cuda(dev)) {
-    cuda::set_device(dev);
+    device_scope current(device::cuda(dev));
     RESIDENT_CUBLAS_TRY(cublasCreate(&handles.h.cuda(dev)));
   }
   return handles.h.cuda(dev);
@@ -219,6 +219,7 @@ unsigned blocks_for(std::size_t n, int per) { return unsigned((n + std::size_t(p
 
 void matmul_cuda(const gemm_args& a, matmul_algo algo) {
   const device d = a.stream.device();
+  device_scope current(d);  // kernels and cuBLAS on d's stream need d current; the caller's is restored
   if (algo == matmul_algo::vendor || algo == matmul_algo::vendor_tf32) {
     vendor(a, algo == matmul_algo::vendor_tf32);
     record_kernel(d);

@@ -104,7 +104,7 @@ void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_r
   }
   if (bytes < direct_below || how == staging::none || cu::is_pinned(dst)) {
     cu::memcpy_async(d.index(), dst, src, bytes, cu::copy_kind::device_to_host, s.native());
-    if (mode == sync::blocking || !cu::is_pinned(dst)) cu::stream_synchronize(s.native());
+    if (mode == sync::blocking || !cu::is_pinned(dst)) cu::stream_synchronize(d.index(), s.native());
     return;
   }
   stager& st = stager_of(d);
@@ -152,7 +152,11 @@ void copy_peer(void* dst, stream_ref dst_s, const void* src, stream_ref src_s, s
   record_transfer(d, direction::peer, bytes);
   cu::stream_after_peer(dst_s.native(), d.index(), src_s.native(), s.index());
   cu::memcpy_peer_async(dst, d.index(), src, s.index(), bytes, dst_s.native());
-  cu::stream_after_peer(src_s.native(), s.index(), dst_s.native(), d.index());
+  // The source's stream waits for the copy, so that the source may be rewritten or freed there at
+  // once. Inside a stream capture only when the source's stream is in it too: a stream outside must
+  // not wait on captured work (the graph's replays are ordered by the stream they are launched on).
+  if (cu::stream_is_capturing(src_s.native()) == cu::stream_is_capturing(dst_s.native()))
+    cu::stream_after_peer(src_s.native(), s.index(), dst_s.native(), d.index());
 }
 
 }  // namespace resident::detail

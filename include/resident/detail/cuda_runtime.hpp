@@ -3,6 +3,11 @@
 /// The narrow interface between resident's host code and the CUDA runtime. Implemented by
 /// src/cuda/runtime.cpp when the build has the CUDA backend, by src/cuda/absent.cpp otherwise (every
 /// call then throws device_unavailable). Keeps the CUDA headers out of every public .hpp.
+///
+/// A null stream handle is the legacy default stream of the device that is current when CUDA is
+/// called. Every call below that takes a stream handle and a device index (`dev`) runs with that
+/// device current, restoring the caller's after, so a null handle names dev's default stream whichever
+/// device the calling thread has current.
 
 #include <cstddef>
 #include "resident/detail/source_location.hpp"
@@ -20,9 +25,10 @@ void synchronize_device(int dev);
 
 cuda_stream_t stream_create(int dev);
 void stream_destroy(cuda_stream_t s) noexcept;
-void stream_synchronize(cuda_stream_t s);
-/// Whether the work queued on s has finished (cudaStreamQuery; a fault throws).
-bool stream_done(cuda_stream_t s);
+/// Blocks until the work queued on s, a stream of dev, has finished.
+void stream_synchronize(int dev, cuda_stream_t s);
+/// Whether the work queued on s, a stream of dev, has finished (cudaStreamQuery; a fault throws).
+bool stream_done(int dev, cuda_stream_t s);
 bool stream_is_capturing(cuda_stream_t s);
 /// Two counters in device memory that kernels on stream s of dev may count work in: the stream's own
 /// slot, made zero on first use (a legacy or per-thread default stream has one per host thread), kept
@@ -36,9 +42,10 @@ inline constexpr std::size_t stream_scratch_bytes = (std::size_t(64) << 10) - 25
 /// for what one kernel on s writes and reads itself (a reduction's per-block partials): kernels on one
 /// stream run in order, so they share it. Not for work being captured (replays may run elsewhere).
 void* stream_scratch(int dev, cuda_stream_t s);
-/// Makes `after` wait for the work queued on `before` so far (an event between them; nullptr is the
-/// legacy default stream, which non-blocking streams do not wait for by themselves).
-void stream_after(cuda_stream_t after, cuda_stream_t before);
+/// Makes `after` wait for the work queued on `before` so far, both streams of dev (an event between
+/// them; nullptr is dev's legacy default stream, which non-blocking streams do not wait for by
+/// themselves).
+void stream_after(int dev, cuda_stream_t after, cuda_stream_t before);
 /// The same across devices: `after`, a stream of after_dev, waits for the work queued so far on
 /// `before`, a stream of before_dev (an event of before_dev recorded there; a stream of one device may
 /// wait on another device's event; a null handle is that device's legacy default stream). Asynchronous.
@@ -46,12 +53,16 @@ void stream_after_peer(cuda_stream_t after, int after_dev, cuda_stream_t before,
 
 cuda_event_t event_create(int dev);
 void event_destroy(cuda_event_t e) noexcept;
-void event_record(cuda_event_t e, cuda_stream_t s);
+/// Records e, an event of dev, on s, a stream of dev.
+void event_record(int dev, cuda_event_t e, cuda_stream_t s);
 void event_synchronize(cuda_event_t e);
-void stream_wait_event(cuda_stream_t s, cuda_event_t e);
+/// Makes s, a stream of dev, wait for e, an event of any device (CUDA allows a stream to wait on
+/// another device's event).
+void stream_wait_event(int dev, cuda_stream_t s, cuda_event_t e);
 float event_elapsed_ms(cuda_event_t a, cuda_event_t b);
 
-/// Stream-ordered allocation from the device's pool. Returns nullptr on out-of-memory (no throw).
+/// Stream-ordered allocation from the device's pool, ordered on s, a stream of dev. Returns nullptr on
+/// out-of-memory (no throw).
 void* pool_allocate(int dev, std::size_t bytes, cuda_stream_t s);
 void pool_deallocate(int dev, void* p, cuda_stream_t s);
 std::size_t pool_reserved(int dev);
@@ -68,6 +79,7 @@ enum class copy_kind { host_to_device, device_to_host, device_to_device, host_to
 /// A copy on stream s of device dev, issued with dev current: a null s is dev's legacy default stream,
 /// and dev's stream-ordered pool memory is addressed from its own device.
 void memcpy_async(int dev, void* dst, const void* src, std::size_t bytes, copy_kind k, cuda_stream_t s);
+/// bytes of dst set to value, ordered on s (a null s: the default stream of the device dst lives on).
 void memset_async(void* dst, int value, std::size_t bytes, cuda_stream_t s);
 /// Whether dev can address peer's memory directly (NVLink or PCIe peer-to-peer).
 bool can_access_peer(int dev, int peer);
@@ -76,6 +88,7 @@ bool can_access_peer(int dev, int peer);
 /// the two have direct access; without it, peer copies still work, staged by the driver.
 bool enable_peer_access(int a, int b);
 /// bytes from src on src_dev to dst on dst_dev (cudaMemcpyPeerAsync), ordered on s.
+/// (Under stream capture: a memcpy node between the two devices, cudaMemcpyAsync with cudaMemcpyDefault.)
 void memcpy_peer_async(void* dst, int dst_dev, const void* src, int src_dev, std::size_t bytes, cuda_stream_t s);
 
 /// Page-locked host memory; nullptr when the system cannot give that much.
@@ -106,7 +119,7 @@ void* graph_end(stream_ref s);
 bool graph_end_update(stream_ref s, void* exec);
 /// Ends a failed capture on s, discarding what it held.
 void graph_abort(stream_ref s) noexcept;
-/// Launches an instantiated graph on s.
+/// Launches an instantiated graph on s (with s's device current).
 void graph_launch(void* exec, stream_ref s);
 /// Destroys an instantiated graph.
 void graph_destroy(void* exec) noexcept;

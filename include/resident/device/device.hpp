@@ -92,4 +92,25 @@ device_properties properties(device d);
 /// Blocks until all work on d has finished. @throws cuda_error / device_lost on a pending fault.
 void synchronize(device d);
 
+/// Makes d's GPU the calling thread's current device for the object's lifetime, then restores the
+/// previous one (nothing to set when d is already current; nothing at all for the CPU). CUDA sends a
+/// launch on a null stream handle to the current device, and refuses one on a stream of another
+/// device. resident's own calls that take a stream (pipelines, launches, matmul, copies, events,
+/// synchronization, allocations) make the stream's device current themselves, and a flow opens one
+/// around each stage; open one around CUDA calls of your own (your kernels, a vendor library) on
+/// another GPU's stream.
+///
+///   { rs::device_scope on(x.device()); my_kernel<<<grid, block, 0, x.stream().native()>>>(x.data()); }
+class device_scope {
+ public:
+  /// Makes d current (a GPU), remembering the previous device. @throws device_unavailable, cuda_error.
+  explicit device_scope(device d);
+  ~device_scope();
+  device_scope(const device_scope&) = delete;
+  device_scope& operator=(const device_scope&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
 }  // namespace resident

@@ -27,7 +27,9 @@ class event {
   void record(stream_ref s);
   /// Blocks until the recorded work has finished.
   void synchronize() const;
-  /// Makes s wait for this event before running later work (asynchronous). @throws device_mismatch.
+  /// Makes s wait for this event before running later work (asynchronous; s may be a stream of another
+  /// GPU: CUDA orders devices with events). @throws device_mismatch when one of the two is the CPU's
+  /// and the other a GPU's.
   void wait_on(stream_ref s) const;
   /// The cudaEvent_t (nullptr on the CPU).
   cuda_event_t native() const noexcept { return handle_; }

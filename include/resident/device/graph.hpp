@@ -7,6 +7,7 @@
 #include <functional>
 #include "resident/detail/source_location.hpp"
 #include <utility>
+#include <vector>
 
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/device/stream.hpp"
@@ -35,7 +36,7 @@ class graph {
     }
     if (s.native() == nullptr)
       RESIDENT_FAIL("graph::capture needs a created stream (rs::stream), not the default stream");
-    g.kernels_ = record(s, work);
+    g.set_kernels(record(s, work));
     g.exec_ = detail::cuda::graph_end(s);
     return g;
   }
@@ -54,11 +55,11 @@ class graph {
       cpu_work_ = std::function<void()>(std::forward<F>(work));
       return;
     }
-    const std::uint64_t k = record(s, work);
+    auto k = record(s, work);
     if (!detail::cuda::graph_end_update(s, exec_))
       RESIDENT_FAIL("graph::update: the new work differs in shape from the captured graph (other "
                              "kernels, node count or dependencies); capture a new graph with graph::capture");
-    kernels_ = k;
+    set_kernels(std::move(k));
   }
 
   /// An empty graph; replaying it throws invalid_argument.
@@ -67,7 +68,8 @@ class graph {
   /// Takes over o's captured work; o is left empty.
   graph(graph&& o) noexcept
       : device_(o.device_), exec_(std::exchange(o.exec_, nullptr)), cpu_work_(std::exchange(o.cpu_work_, {})),
-        kernels_(std::exchange(o.kernels_, 0)), moved_(std::exchange(o.moved_, true)) {}
+        kernels_(std::exchange(o.kernels_, 0)), kernels_on_(std::exchange(o.kernels_on_, {})),
+        moved_(std::exchange(o.moved_, true)) {}
   /// Destroys this graph's work and takes over o's; o is left empty.
   graph& operator=(graph&& o) noexcept {
     if (this != &o) {
@@ -76,6 +78,7 @@ class graph {
       exec_ = std::exchange(o.exec_, nullptr);
       cpu_work_ = std::exchange(o.cpu_work_, {});
       kernels_ = std::exchange(o.kernels_, 0);
+      kernels_on_ = std::exchange(o.kernels_on_, {});
       moved_ = std::exchange(o.moved_, true);
     }
     return *this;
@@ -92,7 +95,8 @@ class graph {
       RESIDENT_FAIL("graph captured on " + device_.name() + " replayed on " + s.device().name(), device_mismatch);
     if (exec_) {
       detail::cuda::graph_launch(exec_, s);
-      detail::record_kernel(device_, kernels_);
+      for (std::size_t d = 0; d < kernels_on_.size(); ++d)
+        if (kernels_on_[d]) detail::record_kernel(device::cuda(int(d)), kernels_on_[d]);
     } else if (cpu_work_) {
       scoped_ledger l(device_);
       cpu_work_();  // counts its own kernels as it runs them
@@ -101,7 +105,7 @@ class graph {
       RESIDENT_FAIL("replay of an empty graph: capture one first");
     }
   }
-  /// Kernels one replay launches.
+  /// Kernels one replay launches (on every device the captured work reached).
   std::uint64_t kernels() const noexcept { return kernels_; }
 
   /// Throws invalid_argument when the graph was moved from.
@@ -111,26 +115,37 @@ class graph {
 
  private:
   // Starts a capture on s and records work() into it, leaving the capture open; returns the kernels
-  // the work launched (taken back out of the ledger: they did not run). Drops the capture on a throw.
+  // the work launched on each GPU (a capture forked to other GPUs' streams records theirs too), taken
+  // back out of the ledger: they did not run. Drops the capture on a throw.
   template <class F>
-  static std::uint64_t record(stream_ref s, F& work) {
+  static std::vector<std::uint64_t> record(stream_ref s, F& work) {
     detail::cuda::graph_begin(s);
-    scoped_ledger l(s.device());
+    std::vector<scoped_ledger> before;
+    std::vector<std::uint64_t> k;
     try {
+      for (int d = 0; d < cuda_device_count(); ++d) before.emplace_back(device::cuda(d));
       work();
+      for (std::size_t d = 0; d < before.size(); ++d) {
+        k.push_back(before[d].delta().kernels);
+        detail::forget_kernels(device::cuda(int(d)), k.back());
+      }
     } catch (...) {
       detail::cuda::graph_abort(s);
       throw;
     }
-    const std::uint64_t k = l.delta().kernels;
-    detail::forget_kernels(s.device(), k);
     return k;
+  }
+  void set_kernels(std::vector<std::uint64_t> on) {
+    kernels_ = 0;
+    for (std::uint64_t k : on) kernels_ += k;
+    kernels_on_ = std::move(on);
   }
 
   device device_{};
   void* exec_ = nullptr;
   std::function<void()> cpu_work_;
   mutable std::uint64_t kernels_ = 0;
+  std::vector<std::uint64_t> kernels_on_;  // by CUDA device index
   bool moved_ = false;
 };
 

@@ -17,11 +17,13 @@ class stream_ref {
   constexpr resident::device device() const noexcept { return device_; }
   /// The cudaStream_t (nullptr = the legacy default stream; always nullptr on the CPU).
   constexpr cuda_stream_t native() const noexcept { return handle_; }
-  /// Blocks until the work queued so far has finished.
+  /// Blocks until the work queued so far has finished (a null handle: the default stream of this
+  /// stream's device, whichever device the calling thread has current).
   void synchronize() const;
-  /// Makes this stream wait for the work queued on `before` so far (asynchronous; an event between
-  /// them on CUDA, nothing on the CPU where work runs as it is issued). @throws device_mismatch when
-  /// `before` is a stream of another device.
+  /// Makes this stream wait for the work queued on `before` so far (asynchronous; an event of
+  /// before's device between them on CUDA, also when `before` is a stream of another GPU; nothing on
+  /// the CPU where work runs as it is issued). Synchronizes nothing. @throws device_mismatch when one
+  /// stream is the CPU's and the other a GPU's.
   void wait_for(stream_ref before) const;
 
  private:

@@ -57,24 +57,11 @@ struct buffer {
 struct communicator_state;
 }  // namespace detail
 
-/// Makes d's GPU the calling thread's current device for the object's lifetime, then restores the
-/// previous one. Work on an array of another GPU than the current one that uses its device's default
-/// stream (a null stream handle) needs it: launches, allocations and copies on the default stream go
-/// to the current device's. The dist functions set it for every shard; code that works on one shard
-/// itself (shard arrays, slices) opens one. Does nothing for the CPU.
+/// resident::device_scope (device.hpp), under the name the dist code uses: the dist functions open
+/// one for every shard; open one around CUDA calls of your own on a shard.
 ///
-///   { rs::dist::device_scope on(x.device(1)); rs::map<f>()(x.local(1)); }
-class device_scope {
- public:
-  /// Makes d current (a GPU), remembering the previous device.
-  explicit device_scope(device d);
-  ~device_scope();
-  device_scope(const device_scope&) = delete;
-  device_scope& operator=(const device_scope&) = delete;
-
- private:
-  int previous_ = -1;
-};
+///   { rs::dist::device_scope on(x.device(1)); my_kernel<<<g, b, 0, x.local(1).stream().native()>>>(...); }
+using resident::device_scope;
 
 /// A set of ranks, one per device, that combine values. This process holds devices().size() of them
 /// (ranks first_rank() ...); size() counts all. Move-only; a moved-from communicator throws on use.

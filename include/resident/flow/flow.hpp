@@ -15,11 +15,25 @@
 /// a stage runs after every earlier stage that writes what it reads or writes, and after every earlier
 /// stage that reads what it writes. A stage added with inference::off gets only its explicit edges;
 /// two stages that write one array with nothing ordering them are then an error, as is a cycle.
+///
+/// Several GPUs: a stage runs on the device of the arrays it touches (what it writes, else what it
+/// reads; access::on names one), on that device's streams, with that device current. An edge between
+/// stages on two devices is an event recorded on the earlier stage's stream and waited on by the later
+/// one's (CUDA lets a stream wait on another device's event); nothing synchronizes the host. The flow
+/// starts and ends on stream(), a stream of the device it was made on, and capture() records every
+/// device's stages into one graph replayed there.
+///
+///   rs::flow f(rs::device::cuda(0));
+///   f.add("x0 = f(x0)", [&](rs::stream_ref s) { ... }, rs::access{}.writes(x0));        // on cuda:0
+///   f.add("x1 = g(x1)", [&](rs::stream_ref s) { ... }, rs::access{}.writes(x1));        // on cuda:1, concurrently
+///   f.add("y1 = x0 + x1", [&](rs::stream_ref s) { ... }, rs::access{}.reads(x0, x1).writes(y1));  // on cuda:1, after both
 
 #include <cstddef>
 #include <cstdint>
+#include <concepts>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -53,15 +67,19 @@ class stage_error : public error {
 
 /// The memory a stage reads and writes, as byte ranges: arrays, slices, 2-D arrays and views (from
 /// the first element to the last, padding between rows included), pinned buffers, host containers,
-/// or raw ranges. @throws invalid_argument for a moved-from array.
+/// or raw ranges; and the device the stage runs on (see flow). @throws invalid_argument for a
+/// moved-from array.
 class access {
  public:
-  /// One byte range: bytes bytes from begin.
+  /// One byte range: bytes bytes from begin, on device `where` when known (arrays and slices say;
+  /// host memory and raw ranges do not, and a CUDA flow asks the driver where a raw range lives).
   struct range {
     /// First byte of the range.
     const void* begin;
     /// Length of the range in bytes.
     std::size_t bytes;
+    /// The device the bytes live on, when known.
+    std::optional<resident::device> where = std::nullopt;
     /// True when the two ranges share a byte.
     bool overlaps(const range& o) const noexcept;
   };
@@ -77,10 +95,18 @@ class access {
     (writes_.push_back(range_of(arrays)), ...);
     return *this;
   }
+  /// Runs the stage on d whatever its arrays' devices (a stage that touches no array, or reads arrays
+  /// of two GPUs through peer access).
+  access& on(resident::device d) {
+    on_ = d;
+    return *this;
+  }
   /// The ranges declared read.
   const std::vector<range>& read_ranges() const noexcept { return reads_; }
   /// The ranges declared written.
   const std::vector<range>& write_ranges() const noexcept { return writes_; }
+  /// The device named with on(), if any.
+  const std::optional<resident::device>& named_device() const noexcept { return on_; }
 
  private:
   template <class A>
@@ -91,33 +117,38 @@ class access {
       if constexpr (requires { a.check_live(); }) a.check_live();
       if constexpr (requires { a.storage().check_live(); }) a.storage().check_live();
       using T = std::remove_cvref_t<decltype(*a.data())>;
+      std::optional<resident::device> where;
+      if constexpr (requires { { a.device() } -> std::convertible_to<resident::device>; }) where = a.device();
       if constexpr (requires { a.rows(); a.cols(); a.ld(); }) {
         // Row r starts r * ld elements in: the last row ends (rows - 1) * ld + cols elements in.
         const std::size_t rows = a.rows(), cols = a.cols();
         const std::size_t elements = rows && cols ? (rows - 1) * a.ld() + cols : 0;
-        return {static_cast<const void*>(a.data()), elements * sizeof(T)};
+        return {static_cast<const void*>(a.data()), elements * sizeof(T), where};
       } else {
-        return {static_cast<const void*>(a.data()), a.size() * sizeof(T)};
+        return {static_cast<const void*>(a.data()), a.size() * sizeof(T), where};
       }
     }
   }
   std::vector<range> reads_, writes_;
+  std::optional<resident::device> on_;
 };
 
 /// Whether a stage's edges are inferred from its declared accesses (on) or only explicit (off).
 enum class inference { on, off };
 
 /// Per-stage figures from the last run: time between events around the stage's work on its stream,
-/// and what the stage issued (ledger delta).
+/// and what the stage issued (ledger delta, on its device).
 struct stage_report {
   /// The stage's name.
   std::string name;
-  /// Which of the flow's streams it ran on.
+  /// Which of the flow's streams on its device it ran on.
   int stream_index;
   /// Milliseconds between the events around its work.
   double ms;
   /// What its work issued: transfers, kernels, allocations.
   ledger_counts issued;
+  /// The device it ran on.
+  resident::device device{};
 };
 
 /// Move-only; every call on a moved-from flow throws invalid_argument except size() (0), destruction
@@ -127,8 +158,10 @@ class flow {
   /// A stage's number: its position in the order the stages were added.
   using stage_id = std::size_t;
 
-  /// A flow on d with `streams` streams for independent branches (CUDA; on the CPU the stages run one
-  /// after another in dependency order, each spread over the cores by its own loops).
+  /// A flow on d with `streams` streams for independent branches on each GPU it runs stages on (CUDA;
+  /// on the CPU the stages run one after another in dependency order, each spread over the cores by
+  /// its own loops). d is the home device: stream() is d's, and stages that touch no device's memory
+  /// run there.
   explicit flow(device d = default_device(), int streams = 4);
   ~flow();
   /// Takes over another flow's stages and streams.
@@ -136,8 +169,11 @@ class flow {
   /// Drops this flow's stages and takes over another's.
   flow& operator=(flow&&) noexcept;
 
-  /// Adds a stage: work(s) issues its work on the stream s it is given (asynchronously on CUDA).
-  /// @throws flow_error when an id in `after` does not name an earlier stage.
+  /// Adds a stage: work(s) issues its work on the stream s it is given (asynchronously on CUDA), a
+  /// stream of the stage's device, which is current while work runs.
+  /// @throws flow_error when an id in `after` does not name an earlier stage; device_mismatch when the
+  /// stage writes memory of two devices, reads memory of two devices and writes none, or is named
+  /// (access::on) a device of the other backend than the flow's; device_unavailable for an absent GPU.
   stage_id add(std::string name, std::function<void(stream_ref)> work, access acc = {},
                std::vector<stage_id> after = {}, inference infer = inference::on);
 
@@ -148,8 +184,8 @@ class flow {
   /// @throws flow_error naming the stages.
   std::vector<stage_id> validate() const;
 
-  /// Issues every stage in dependency order, after the work already queued on the device's default
-  /// stream, and returns; wait() blocks until all finished.
+  /// Issues every stage in dependency order, after the work already queued on the default stream of
+  /// each device it runs stages on, and returns; wait() blocks until all finished.
   /// @throws flow_error, stage_error.
   void run_async();
   /// Blocks until the stages issued by run_async() have finished. @throws cuda_error, device_lost.
@@ -160,8 +196,9 @@ class flow {
     wait();
   }
 
-  /// The whole flow as one graph (CUDA: captured from the flow's streams, forked and joined with
-  /// events; nothing runs during the capture; on the CPU: the stages' work in dependency order).
+  /// The whole flow as one graph (CUDA: captured from the flow's streams on every device it runs
+  /// stages on, forked from stream() and joined back into it with events; nothing runs during the
+  /// capture; on the CPU: the stages' work in dependency order).
   /// Replay it on stream(). The graph holds what it runs: it stays valid after the flow is moved or
   /// destroyed (the arrays the stages use must outlive it).
   graph capture();
@@ -171,6 +208,8 @@ class flow {
 
   /// Direct predecessors of a stage (explicit and inferred).
   const std::vector<stage_id>& predecessors(stage_id s) const;
+  /// The device a stage runs on. @throws flow_error for an unknown stage.
+  device device_of(stage_id s) const;
   /// Number of stages.
   std::size_t size() const noexcept;
 

@@ -211,7 +211,8 @@ class pipeline {
   /// Runs the pipeline from a bound source into a target: the one path every call takes. Checks sizes
   /// and devices, orders the source's streams before the stream it runs on (the target's; the
   /// source's for a value returned to the host), opens the call's insight scope (NVTX range, profile
-  /// row at `where`), and hands the loader, the stages and the terminal to the device's executor.
+  /// row at `where`), and hands the loader, the stages and the terminal to the device's executor, with
+  /// that stream's device current (the caller's restored after).
   template <class S, class Target>
   auto execute(const S& in, const Target& out, resident::source_location where = resident::source_location::current()) const {
     const stream_ref s = run_stream(in, out);
@@ -220,6 +221,7 @@ class pipeline {
       if (out.size() != in.size()) detail::throw_size("the output holds", out.size(), in.size());
     in.order_before(s);
     constexpr const char* name = reduces ? "pipeline reduce" : detail::is_scan<Red> ? "pipeline scan" : "pipeline";
+    const device_scope current(s.device());  // a launch goes to the current device: make it s's
     detail::call_scope scope(name, s,
                              {in.bytes(), out.bytes(), in.size(), int(detail::chain_size<Chain>), in.input(),
                               out.output()},

@@ -42,7 +42,8 @@ template <class F>
 void for_each_on(cuda_backend, stream_ref s, std::size_t n, F f);
 }  // namespace detail
 
-/// Launches f(thread_index, args...) over cfg's grid on s. Validates cfg against the device first and
+/// Launches f(thread_index, args...) over cfg's grid on s, with s's device current (the caller's is
+/// restored after; so are the other launch calls here). Validates cfg against the device first and
 /// checks the launch after; counts one kernel in the ledger. Asynchronous on CUDA.
 /// @throws invalid_launch, cuda_error, device_lost; on the CPU backend, the first exception f threw
 /// (other blocks may or may not have run).
@@ -50,6 +51,7 @@ template <class F, class... Args>
 void launch(detail::located_stream at, const launch_config& cfg, F f, Args... args) {
   const stream_ref s = at.stream;
   validate(cfg, s.device());
+  const device_scope current(s.device());  // a launch goes to the current device: make it s's
   detail::call_scope scope("launch", s, {}, detail::call_kind::compute, at.where);
   detail::dispatch(s.device(), [&](auto backend) { detail::launch_functor(backend, s, cfg, f, args...); });
 }
@@ -68,6 +70,7 @@ void launch_phases(detail::located_stream at, const launch_config& cfg, Phases..
   static_assert(sizeof...(Phases) >= 1, "launch_phases needs at least one phase");
   const stream_ref s = at.stream;
   validate(cfg, s.device());
+  const device_scope current(s.device());
   detail::call_scope scope("launch_phases", s, {}, detail::call_kind::compute, at.where);
   detail::dispatch(s.device(), [&](auto backend) { detail::launch_phases_on(backend, s, cfg, phases...); });
 }
@@ -77,6 +80,7 @@ void launch_phases(detail::located_stream at, const launch_config& cfg, Phases..
 /// on the CPU one block per OpenMP thread.
 template <class F>
 launch_config for_each_config(stream_ref s, std::size_t n, F) {
+  const device_scope current(s.device());  // the occupancy of s's device
   return detail::dispatch(s.device(), [&](auto backend) { return detail::for_each_config_on<F>(backend, n); });
 }
 
@@ -87,6 +91,7 @@ template <class F>
 void for_each_index(detail::located_stream at, std::size_t n, F f) {
   if (n == 0) return;
   const stream_ref s = at.stream;
+  const device_scope current(s.device());
   detail::call_scope scope("for_each_index", s, {0, 0, n, 0, nullptr, nullptr}, detail::call_kind::compute, at.where);
   detail::dispatch(s.device(), [&](auto backend) { detail::for_each_on(backend, s, n, f); });
 }

@@ -39,9 +39,9 @@ void group_end();
 /// A non-blocking communicator's call is watched until taken up, for at most timeout.
 void all_reduce(comm_t c, void* buf, std::size_t count, element t, combine op, cuda_stream_t s,
                 std::chrono::milliseconds timeout);
-/// Waits for stream s of the current device, polling c's asynchronous error; after timeout aborts c
-/// and throws library_error ("timeout").
-void wait(comm_t c, cuda_stream_t s, std::chrono::milliseconds timeout);
+/// Waits for stream s of device dev, polling c's asynchronous error; after timeout aborts c and throws
+/// library_error ("timeout").
+void wait(comm_t c, int dev, cuda_stream_t s, std::chrono::milliseconds timeout);
 /// Frees c (after its work). Never throws.
 void destroy(comm_t c) noexcept;
 
