@@ -487,7 +487,12 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
     for (element e : sig.in) same = same && size_of(e) == esize;
     if (!red) same = same && size_of(sig.out) == esize;
     const std::string Vn = std::to_string(16 / esize);
-    s += "template <class T> struct __align__(16) rs_vec { T v[" + Vn + "]; };\n";
+    s += "template <class T> struct __align__(16) rs_vec { T v[" + Vn + "]; };\n"
+         // One 16-byte store (nvcc splits a store of the struct into one per element).
+         "template <class T> RS_FN void rs_store(rs_vec<T>* p, const rs_vec<T>& o) {\n"
+         "  unsigned w[4];\n  __builtin_memcpy(w, &o, 16);\n"
+         "  asm volatile(\"st.v4.b32 [%0], {%1, %2, %3, %4};\" :: \"l\"(p), \"r\"(w[0]), \"r\"(w[1]), \"r\"(w[2]), "
+         "\"r\"(w[3]) : \"memory\");\n}\n";
     if (same && !gen) {
       // U vectors j0, j0 + step, ... (those below nv), all loads issued before the first use.
       std::string vload, vcall, decl;
@@ -512,7 +517,7 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
       else
         s += "      rs_vec<" + O + "> o;\n"
              "#pragma unroll\n      for (int l = 0; l < " + Vn + "; ++l) o.v[l] = rs_chain(a, " + vcall + ");\n"
-             "      ((rs_vec<" + O + ">*)out)[j] = o;\n";
+             "      rs_store((rs_vec<" + O + ">*)out + j, o);\n";
       s += "    }\n  }\n}\n";
     }
     s += "extern \"C\" __global__ void __launch_bounds__(RS_BLOCK) rs_kernel(rs_args a) {\n"

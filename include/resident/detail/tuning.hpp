@@ -34,6 +34,10 @@ struct sm90_tuning {
   /// 2 adjacent vectors per thread, 32 bytes, was 1.35x slower than 2 apart). Beat one striding wave
   /// and work taken from a counter at every size.
   static constexpr int map_tile = 2;
+  /// Maps of fewer 16-byte vectors than this (of scalars, four per vector) take one per thread: twice
+  /// the threads in flight, faster for short maps (one per thread led at 2^20 floats, two at 2^24 and
+  /// above, alike at 2^22).
+  static constexpr std::size_t map_tile_from = std::size_t(1) << 20;
   /// Vectors in flight per thread per iteration of a striding loop (reductions, configured launches).
   static constexpr int map_unroll = 4;
   /// Generators (Philox) are arithmetic-bound: full occupancy in blocks of 1024 beat 512 and 256.

@@ -352,11 +352,11 @@ void launch_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size
 }
 
 // A map over nvec vectors of V in a flat grid: a block of map_block threads per tile of map_tile
-// vectors each (for_each_tile; the grid strides past the largest grid dimension).
-template <int V, class L, class Fn, class W>
-void launch_map_flat(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t head, std::size_t nvec,
-                     std::size_t n) {
-  constexpr int U = V > 1 ? cuda_tuning::map_tile : cuda_tuning::map_tile * 4;  // scalars: as many bytes
+// vectors each, or of one each for maps shorter than map_tile_from (for_each_tile; the grid strides
+// past the largest grid dimension).
+template <int V, int U, class L, class Fn, class W>
+void launch_tiles(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t head, std::size_t nvec,
+                  std::size_t n) {
   constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
   constexpr std::size_t tile = std::size_t(cuda_tuning::map_block) * U;
   // head and tail (fewer than V elements each) are done by the first threads of the grid
@@ -364,6 +364,16 @@ void launch_map_flat(stream_ref s, const L& in, const Fn& fn, const W& out, std:
   const unsigned grid = unsigned(std::min<std::size_t>(tiles, 0x7FFFFFFFu));
   launch_dependent(k, launch_config{dims(grid), dims(unsigned(cuda_tuning::map_block)), 0}, s, in, fn, out, head, nvec, n);
 }
+template <int V, class L, class Fn, class W>
+void launch_map_flat(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t head, std::size_t nvec,
+                     std::size_t n) {
+  constexpr int per_vector = V > 1 ? 1 : 4;  // scalars: as many bytes per thread
+  if (nvec / per_vector < cuda_tuning::map_tile_from)
+    launch_tiles<V, per_vector>(s, in, fn, out, head, nvec, n);
+  else
+    launch_tiles<V, cuda_tuning::map_tile * per_vector>(s, in, fn, out, head, nvec, n);
+}
+
 
 inline constexpr std::size_t counter_bytes = 2 * sizeof(unsigned long long);
 
