@@ -9,6 +9,7 @@
 //
 // usage: map_shapes [log2_n ...]   (default 20 22 24 26 28)
 #include <cub/device/device_reduce.cuh>
+#include <cub/thread/thread_store.cuh>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -59,6 +60,36 @@ __global__ void flat(const float4* __restrict__ x, float4* __restrict__ y, std::
         __stcs(y + j, seed4(r[u]));
       else
         y[j] = seed4(r[u]);
+    }
+  }
+}
+
+// The flat U2 shape with dependent launch as the library writes it: loads without __restrict__ (plain
+// ld.global, not the read-only path), stores through CUB's ThreadStore (a generic-address st.v4).
+template <bool Restrict, bool CubStore>
+__global__ void flat_like_library(const float4* xr, float4* yr, std::size_t n4) {
+  pdl_prologue();
+  const float4* x = xr;
+  float4* y = yr;
+  const std::size_t base = std::size_t(blockIdx.x) * blockDim.x * 2;
+  float4 r[2];
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    const std::size_t j = base + threadIdx.x + std::size_t(u) * blockDim.x;
+    if (j < n4) r[u] = Restrict ? __ldg(x + j) : x[j];
+  }
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    const std::size_t j = base + threadIdx.x + std::size_t(u) * blockDim.x;
+    if (j < n4) {
+      const float4 v = seed4(r[u]);
+      if constexpr (CubStore) {
+        uint4 b;
+        memcpy(&b, &v, 16);
+        cub::ThreadStore<cub::STORE_WB>(reinterpret_cast<uint4*>(y + j), b);
+      } else {
+        y[j] = v;
+      }
     }
   }
 }
@@ -202,7 +233,12 @@ int main(int argc, char** argv) {
         flat_run(flat<4, false, false, false>, block, 4, "flat U4 strided" + bs, false);
         flat_run(flat<2, false, true, false>, block, 2, "flat U2 strided cs hints" + bs, false);
         flat_run(flat<2, false, false, true>, block, 2, "flat U2 strided pdl" + bs, true);
-        if (block == 128) flat_run(flat<2, false, true, true>, block, 2, "flat U2 strided pdl cs hints" + bs, true);
+        if (block == 128) {
+          flat_run(flat<2, false, true, true>, block, 2, "flat U2 strided pdl cs hints" + bs, true);
+          flat_run(flat_like_library<false, false>, block, 2, "flat U2 pdl, plain loads" + bs, true);
+          flat_run(flat_like_library<true, true>, block, 2, "flat U2 pdl, ldg, CUB store" + bs, true);
+          flat_run(flat_like_library<false, true>, block, 2, "flat U2 pdl, plain loads, CUB store" + bs, true);
+        }
       }
       for (int per_sm : {1, 2}) {
         const unsigned grid = unsigned(sms * per_sm);

@@ -226,7 +226,7 @@ bool idle_for_export(const py_array& a) {
   if (t_stage_stream || !a.device().is_cuda()) return false;
   const rs::cuda_stream_t s = a.stream.native();
   if (s == nullptr && rs::detail::cuda::current_device() != a.device().index()) return false;
-  return rs::detail::cuda::stream_done(s);
+  return rs::detail::cuda::stream_done(a.device().index(), s);
 }
 
 // The keys of the CUDA Array Interface's dict, made once (interned: a dict built per access then

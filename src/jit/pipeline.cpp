@@ -490,9 +490,9 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
     s += "template <class T> struct __align__(16) rs_vec { T v[" + Vn + "]; };\n"
          // One 16-byte store (nvcc splits a store of the struct into one per element).
          "template <class T> RS_FN void rs_store(rs_vec<T>* p, const rs_vec<T>& o) {\n"
-         "  unsigned w[4];\n  __builtin_memcpy(w, &o, 16);\n"
-         "  asm volatile(\"st.v4.b32 [%0], {%1, %2, %3, %4};\" :: \"l\"(p), \"r\"(w[0]), \"r\"(w[1]), \"r\"(w[2]), "
-         "\"r\"(w[3]) : \"memory\");\n}\n";
+         "  union { rs_vec<T> v; unsigned w[4]; } u;\n  u.v = o;\n"
+         "  asm volatile(\"st.global.v4.b32 [%0], {%1, %2, %3, %4};\" :: \"l\"(p), \"r\"(u.w[0]), \"r\"(u.w[1]), "
+         "\"r\"(u.w[2]), \"r\"(u.w[3]) : \"memory\");\n}\n";
     if (same && !gen) {
       // U vectors j0, j0 + step, ... (those below nv), all loads issued before the first use.
       std::string vload, vcall, decl;
