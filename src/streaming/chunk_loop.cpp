@@ -319,6 +319,13 @@ void chunk_loop::run_cuda(const std::function<void(const chunk_view&)>& kernel, 
   const bool stage_in = std::any_of(st.stage_in.begin(), st.stage_in.end(), [](const auto& b) { return b.data() != nullptr; });
   host_copy_pool* copiers = st.copiers.get();
   std::vector<host_copy_pool::job> staged(depth), drained(depth);  // per slot: its latest host copies
+  // A gate: a worker waits for the event with the loop's device current (its CUDA calls then run there).
+  auto wait_for = [d = device_.index()](const event& e) -> std::function<void()> {
+    return [d, ev = &e] {
+      cu::set_device(d);
+      ev->synchronize();
+    };
+  };
   auto count_of = [&](std::size_t c) { return std::min(chunk_, n_ - c * chunk_); };
   auto mark = [&](std::size_t c, int m, stream_ref s) {
     if (timeline_) st.marks[6 * c + std::size_t(m)].record(s);
@@ -335,7 +342,7 @@ void chunk_loop::run_cuda(const std::function<void(const chunk_view&)>& kernel, 
                           count * eb});
       }
     std::function<void()> gate;
-    if (c >= depth) gate = [ev = &st.uploaded[k]] { ev->synchronize(); };
+    if (c >= depth) gate = wait_for(st.uploaded[k]);
     staged[k] = copiers->submit(copies, std::move(gate));
   };
   if (stage_in)
@@ -392,7 +399,7 @@ void chunk_loop::run_cuda(const std::function<void(const chunk_view&)>& kernel, 
     if (stage_out) {
       const host_copy out{static_cast<unsigned char*>(const_cast<void*>(output_.data)) + first * output_.element_bytes,
                           st.stage_out.data() + k * chunk_ * output_.element_bytes, down};
-      drained[k] = copiers->submit(std::span<const host_copy>(&out, 1), [ev = &st.downloaded[k]] { ev->synchronize(); });
+      drained[k] = copiers->submit(std::span<const host_copy>(&out, 1), wait_for(st.downloaded[k]));
     }
     record_stream_chunk(device_, up, down);
   }
