@@ -308,10 +308,10 @@ void chunk_loop::run_cpu(const std::function<void(const chunk_view&)>& kernel, c
 //
 // Pageable host memory goes through the slot's pinned staging, copied by the worker threads: chunk c's
 // inputs are staged in once the slot's previous upload has read the staging (a gate on that upload's
-// event, on a worker), as soon as that upload is queued, so the workers stage up to depth chunks
+// event, on a worker), queued as soon as that upload is, so the workers stage up to depth chunks
 // ahead; chunk c's output is staged out once its download has landed (a gate on its event). This
-// thread waits only for the host copies of the slot it reuses: chunk c's staging in before queuing
-// its upload, chunk c - depth's staging out before queuing chunk c's download into the same buffer.
+// thread only queues device work, and sleeps only when neither the next upload (its staging in not
+// landed) nor the next download (its pinned buffer not yet staged out) can be queued.
 void chunk_loop::run_cuda(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results) {
   cuda_state& st = *cuda_;
   const std::size_t depth = std::size_t(depth_);
@@ -349,52 +349,52 @@ void chunk_loop::run_cuda(const std::function<void(const chunk_view&)>& kernel, 
     for (std::size_t c = 0; c < std::min(depth, chunks_); ++c) stage(c);
   if (timeline_) st.start.record(st.up.ref());
   std::vector<void*> in(inputs_.size());
-  for (std::size_t c = 0; c < chunks_; ++c) {
-    const std::size_t k = c % depth, first = c * chunk_, count = count_of(c);
-    const bool reused = c >= depth;
-    // Upload.
-    if (reused) st.downloaded[k].wait_on(st.up.ref());
-    if (stage_in) copiers->wait(staged[k]);
-    mark(c, 0, st.up.ref());
-    std::uint64_t up = 0, down = 0;
+  // Chunk u's upload and kernel: its staging in must have landed; its slot's device buffers are free
+  // once chunk u - depth's download is queued (the upload stream waits for its event).
+  auto upload_and_compute = [&](std::size_t u) {
+    const std::size_t k = u % depth, first = u * chunk_, count = count_of(u);
+    if (u >= depth) st.downloaded[k].wait_on(st.up.ref());
+    if (stage_in) copiers->wait(staged[k]);  // done already: rethrows its gate's error, if any
+    mark(u, 0, st.up.ref());
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
       const std::size_t eb = inputs_[i].element_bytes, b = count * eb;
       const void* src = st.stage_in[i].data() ? static_cast<const void*>(st.stage_in[i].data() + k * chunk_ * eb)
                                               : static_cast<const unsigned char*>(inputs_[i].data) + first * eb;
       record_transfer(device_, direction::h2d, b);
       cu::memcpy_async(device_.index(), st.in[k][i], src, b, cu::copy_kind::host_to_device, st.up.ref().native());
-      up += b;
     }
-    mark(c, 1, st.up.ref());
+    mark(u, 1, st.up.ref());
     st.uploaded[k].record(st.up.ref());
-    if (stage_in && c + depth < chunks_) stage(c + depth);
-    // Kernel.
+    if (stage_in && u + depth < chunks_) stage(u + depth);
     st.uploaded[k].wait_on(st.kernel.ref());
-    mark(c, 2, st.kernel.ref());
+    mark(u, 2, st.kernel.ref());
     for (std::size_t i = 0; i < inputs_.size(); ++i) in[i] = st.in[k][i];
-    chunk_view v{c, first, count, int(k), &in, st.out[k]};
-    kernel(v);
-    mark(c, 3, st.kernel.ref());
+    kernel(chunk_view{u, first, count, int(k), &in, st.out[k]});
+    mark(u, 3, st.kernel.ref());
     st.computed[k].record(st.kernel.ref());
-    // Download.
+  };
+  // Chunk d's download (and partial): into the slot's pinned staging once chunk d - depth has been
+  // staged out of it, then staged out itself behind the download's event.
+  auto download = [&](std::size_t d) {
+    const std::size_t k = d % depth, first = d * chunk_, count = count_of(d);
     st.computed[k].wait_on(st.down.ref());
+    if (stage_out) copiers->wait(drained[k]);  // done already: rethrows its gate's error, if any
+    mark(d, 4, st.down.ref());
+    std::uint64_t up = 0, down = 0;
+    for (const host_side& h : inputs_) up += count * h.element_bytes;
     if (output_.data) {
-      if (stage_out && reused) copiers->wait(drained[k]);  // chunk c - depth has left the pinned buffer
-      mark(c, 4, st.down.ref());
       down = count * output_.element_bytes;
       void* dst = stage_out ? static_cast<void*>(st.stage_out.data() + k * chunk_ * output_.element_bytes)
                             : static_cast<unsigned char*>(const_cast<void*>(output_.data)) + first * output_.element_bytes;
       record_transfer(device_, direction::d2h, down);
       cu::memcpy_async(device_.index(), dst, st.out[k], down, cu::copy_kind::device_to_host, st.down.ref().native());
-    } else {
-      mark(c, 4, st.down.ref());
     }
     if (result_bytes_) {
       record_transfer(device_, direction::d2h, result_bytes_);
-      cu::memcpy_async(device_.index(), st.results.data() + c * result_bytes_, results[k], result_bytes_,
+      cu::memcpy_async(device_.index(), st.results.data() + d * result_bytes_, results[k], result_bytes_,
                        cu::copy_kind::device_to_host, st.down.ref().native());
     }
-    mark(c, 5, st.down.ref());
+    mark(d, 5, st.down.ref());
     st.downloaded[k].record(st.down.ref());
     if (stage_out) {
       const host_copy out{static_cast<unsigned char*>(const_cast<void*>(output_.data)) + first * output_.element_bytes,
@@ -402,6 +402,26 @@ void chunk_loop::run_cuda(const std::function<void(const chunk_view&)>& kernel, 
       drained[k] = copiers->submit(std::span<const host_copy>(&out, 1), wait_for(st.downloaded[k]));
     }
     record_stream_chunk(device_, up, down);
+  };
+  // Whichever can go next goes: the next upload while fewer than depth chunks are between upload and
+  // download and its staging in has landed; else the next download once its pinned buffer is free;
+  // else this thread sleeps until a host copy it needs ends. Neither direction waits for the other's
+  // host copies, so the copy engines stay fed while the workers catch up.
+  std::size_t u = 0, d = 0;  // the next chunk to upload, to download
+  while (d < chunks_) {
+    const bool up_slot = u < chunks_ && u < d + depth;
+    const bool down_ready = d < u;
+    if (up_slot && (!stage_in || copiers->ended(staged[u % depth]))) {
+      upload_and_compute(u++);
+    } else if (down_ready && (!stage_out || copiers->ended(drained[d % depth]))) {
+      download(d++);
+    } else {
+      const host_copy_pool::job* waits[2];
+      std::size_t w = 0;
+      if (up_slot) waits[w++] = &staged[u % depth];
+      if (down_ready) waits[w++] = &drained[d % depth];
+      copiers->wait_any(std::span<const host_copy_pool::job* const>(waits, w));
+    }
   }
   if (stage_out)
     for (auto& j : drained) copiers->wait(j);

@@ -107,6 +107,21 @@ void host_copy_pool::wait(const job& j) {
   if (s.cancelled) RESIDENT_FAIL("host_copy_pool: the copy was cancelled before it finished", error);
 }
 
+bool host_copy_pool::ended(const job& j) {
+  if (!j.state_) return true;
+  std::lock_guard lock(m_);
+  return j.state_->left == 0 && j.state_->opened;
+}
+
+void host_copy_pool::wait_any(std::span<const job* const> jobs) {
+  if (jobs.empty()) return;
+  std::unique_lock lock(m_);
+  done_cv_.wait(lock, [&] {
+    return std::any_of(jobs.begin(), jobs.end(),
+                       [](const job* j) { return !j->state_ || (j->state_->left == 0 && j->state_->opened); });
+  });
+}
+
 void host_copy_pool::cancel() noexcept {
   std::unique_lock lock(m_);
   cancelled_ = true;

@@ -52,7 +52,8 @@ TEST(copy_streaming, matches_memcpy_at_every_size_and_alignment_and_writes_nothi
         ASSERT_EQ(std::memcmp(dst.data() + dst_off, src.data() + src_off, n), 0)
             << n << " bytes, offsets " << src_off << " / " << dst_off;
         for (std::size_t i = 0; i < dst.size(); ++i) {
-          if (i < dst_off || i >= dst_off + n) ASSERT_EQ(dst[i], guard) << "byte " << i << " of a copy of " << n;
+          const bool outside = i < dst_off || i >= dst_off + n;
+          ASSERT_TRUE(!outside || dst[i] == guard) << "byte " << i << " of a copy of " << n;
         }
       }
 }
@@ -178,6 +179,32 @@ TEST(host_copy_pool, cancel_drops_queued_jobs_and_waits_for_running_ones) {
   for (auto& j : jobs) EXPECT_THROW(pool.wait(j), resident::error);
   const rd::host_copy c{dst[0].data(), src.data(), n};
   EXPECT_THROW(pool.submit(std::span(&c, 1)), resident::invalid_argument);
+}
+
+// ended() says without blocking whether a job is over; wait_any() returns once one of several is.
+TEST(host_copy_pool, ended_and_wait_any_follow_each_job) {
+  rd::host_copy_pool pool(2, 4096, 2);
+  constexpr std::size_t n = 512 << 10;
+  const auto src = random_bytes(n, fresh_seed());
+  std::vector<unsigned char> held(n, guard), free(n, guard);
+  std::promise<void> open;
+  std::shared_future<void> opened = open.get_future().share();
+  const rd::host_copy ch{held.data(), src.data(), n}, cf{free.data(), src.data(), n};
+  auto a = pool.submit(std::span(&ch, 1), [&] { opened.wait(); });
+  auto b = pool.submit(std::span(&cf, 1));
+  const rd::host_copy_pool::job* both[] = {&a, &b};
+  pool.wait_any(both);
+  EXPECT_TRUE(pool.ended(b));
+  EXPECT_FALSE(pool.ended(a));
+  EXPECT_EQ(std::memcmp(free.data(), src.data(), n), 0);
+  EXPECT_EQ(std::count(held.begin(), held.end(), guard), std::ptrdiff_t(n)) << "a piece ran before its gate";
+  open.set_value();
+  const rd::host_copy_pool::job* first[] = {&a};
+  pool.wait_any(first);
+  EXPECT_TRUE(pool.ended(a));
+  EXPECT_EQ(std::memcmp(held.data(), src.data(), n), 0);
+  EXPECT_TRUE(pool.ended(rd::host_copy_pool::job{}));
+  pool.wait_any({});  // nothing to wait for
 }
 
 TEST(host_copy_pool, destruction_with_work_queued_joins_every_thread) {

@@ -68,6 +68,10 @@ class host_copy_pool {
   /// Blocks until every piece of j has been copied. @throws what its gate threw (the job's pieces are
   /// then not copied), error when the pool was cancelled before the job finished.
   void wait(const job& j);
+  /// Whether j has ended (copied, failed or cancelled): wait() on it then returns or throws at once.
+  bool ended(const job& j);
+  /// Blocks until one of the jobs has ended (returns at once when none is given).
+  void wait_any(std::span<const job* const> jobs);
   /// Drops every piece not started (their jobs end as cancelled), waits for the pieces and gates that
   /// are running; later submits are refused. When it returns, no thread touches any job's buffers.
   void cancel() noexcept;
