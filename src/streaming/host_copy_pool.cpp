@@ -21,6 +21,7 @@ constexpr std::size_t streaming_from = std::size_t(64) << 10;
 }  // namespace
 
 void copy_streaming(void* dst, const void* src, std::size_t bytes) noexcept {
+  if (bytes == 0) return;  // dst and src may then be null
 #if defined(__SSE2__)  // every x86-64; elsewhere memcpy
   if (bytes >= streaming_from) {
     auto* d = static_cast<unsigned char*>(dst);
