@@ -92,8 +92,10 @@ int run_bench_stream(const stream_bench_options& o) {
   const auto sum = seed | reduce(plus{}, 0.0);
   const stream_options opts{.chunk_elements = chunk, .depth = o.depth, .target = d};
   const std::size_t sweep_count = 7;
-  const int host_thread_counts[] = {2, 4, 8, 12, 16};  // pageable staging threads, on a GPU
-  const std::size_t thread_sweep_count = gpu ? std::size(host_thread_counts) : 0;
+  // Pageable staging on a GPU: host copy threads against two chunk sizes.
+  const int host_thread_counts[] = {2, 4, 8, 12, 16};
+  const std::size_t thread_sweep_chunks[] = {16 * MiB, 64 * MiB};
+  const std::size_t thread_sweep_count = gpu ? std::size(host_thread_counts) * std::size(thread_sweep_chunks) : 0;
   progress bar("bench stream",
                4 + std::size_t(pinned) * (3 + sweep_count) + std::size_t(pageable) * (2 + thread_sweep_count));
 
@@ -244,17 +246,20 @@ int run_bench_stream(const stream_bench_options& o) {
   // Pageable in and out against the number of host copy threads (GPU only: the CPU stages nothing).
   nlohmann::json thread_sweep = nlohmann::json::array();
   if (pageable && gpu) {
-    for (int threads : host_thread_counts) {
-      bar.step("pageable, " + std::to_string(threads) + " host threads");
-      stream_options so = opts;
-      so.host_threads = threads;
-      const std::span<const float> is(page_in.data(), n);
-      const std::span<float> os(page_out.data(), n);
-      const stream_summary s = stream_pipeline(seed, is, os, so);
-      const double ms = median_ms(reps, [&] { stream_pipeline(seed, is, os, so); });
-      thread_sweep.push_back({{"host_threads", threads}, {"chunk_bytes", s.chunk_elements * sizeof(float)},
-                              {"depth", s.depth}, {"gbs", gbs(bytes, ms)}, {"ratio", gbs(bytes, ms) / duplex_up}});
-    }
+    for (std::size_t cb : thread_sweep_chunks)
+      for (int threads : host_thread_counts) {
+        bar.step("pageable, " + detail::format_bytes(double(cb)) + " chunks, " + std::to_string(threads) + " host threads");
+        if (std::size_t(opts.depth ? opts.depth : 4) * cb + MiB > limit) continue;  // more than the limit
+        stream_options so = opts;
+        so.host_threads = threads;
+        so.chunk_elements = std::min(cb / sizeof(float), n);
+        const std::span<const float> is(page_in.data(), n);
+        const std::span<float> os(page_out.data(), n);
+        const stream_summary s = stream_pipeline(seed, is, os, so);
+        const double ms = median_ms(reps, [&] { stream_pipeline(seed, is, os, so); });
+        thread_sweep.push_back({{"host_threads", threads}, {"chunk_bytes", s.chunk_elements * sizeof(float)},
+                                {"depth", s.depth}, {"gbs", gbs(bytes, ms)}, {"ratio", gbs(bytes, ms) / duplex_up}});
+      }
     ok = ok && seed_error(page_in.data(), page_out.data(), n) <= tolerance;
   }
 
@@ -292,7 +297,8 @@ int run_bench_stream(const stream_bench_options& o) {
   if (thread_sweep.size()) {
     std::string line = "host thread sweep (pageable in and out):";
     for (const auto& s : thread_sweep)
-      line += " " + std::to_string(s["host_threads"].get<int>()) + " threads " + format_number(s["gbs"].get<double>(), -1) +
+      line += " " + detail::format_bytes(double(s["chunk_bytes"].get<std::size_t>())) + " x " +
+              std::to_string(s["host_threads"].get<int>()) + " threads " + format_number(s["gbs"].get<double>(), -1) +
               " GB/s;";
     out() << wrap(line, 100, "  ") << "\n";
   }
