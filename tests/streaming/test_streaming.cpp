@@ -308,14 +308,15 @@ TEST_P(streaming, timeline_has_every_chunk_in_order) {
 // Every chunk size, depth and thread count gives the FP64 values and the exact ledger.
 TEST_P(streaming, pageable_host_memory_for_every_chunk_depth_and_thread_count) {
   const auto p = rs::map<f1>() | rs::map<f2>() | rs::map<f3>();
-  const std::size_t n = (std::size_t(1) << 20) + 12345;  // a multiple of none of the chunks
+  // A multiple of none of the chunks; chunks of 4 MiB are cut into several pieces per copy.
+  const std::size_t n = (std::size_t(1) << 21) + 12345;
   const auto seed = rs::test::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   const auto in = rs::test::random_vector<float>(n, seed);
   std::vector<double> ref(n);
   for (std::size_t i = 0; i < n; ++i) ref[i] = seed_ref(in[i]);
   std::vector<float> out(n);
-  for (std::size_t ch : {std::size_t(4093), std::size_t(65536), std::size_t(300007)})
+  for (std::size_t ch : {std::size_t(16381), std::size_t(1) << 20})
     for (int depth : {1, 2, 3, 5})
       for (int threads : {0, 1, 3}) {
         SCOPED_TRACE("chunk " + std::to_string(ch) + ", depth " + std::to_string(depth) + ", " +
@@ -347,12 +348,12 @@ TEST_P(streaming, pageable_host_memory_for_every_chunk_depth_and_thread_count) {
       }
   // In place in pageable memory: chunk c's input is staged in before its output is staged out.
   auto x = in;
-  const auto s = rs::stream_pipeline(p, x, x, {.chunk_elements = 4093, .depth = 2, .target = dev, .host_threads = 2});
+  const auto s = rs::stream_pipeline(p, x, x, {.chunk_elements = 16381, .depth = 2, .target = dev, .host_threads = 2});
   expect_close(x, ref);
-  EXPECT_EQ(s.chunks, (n + 4092) / 4093);
+  EXPECT_EQ(s.chunks, (n + 16380) / 16381);
   // The depth chosen for pageable memory is deeper than for pinned memory, never past the chunks.
   std::fill(out.begin(), out.end(), rs::test::poison<float>());
-  const auto chosen = rs::stream_pipeline(p, in, out, {.chunk_elements = 65536, .target = dev});
+  const auto chosen = rs::stream_pipeline(p, in, out, {.chunk_elements = 262144, .target = dev});
   expect_close(out, ref);
   EXPECT_EQ(chosen.depth, dev.is_cuda() ? 4 : 3);
 }
