@@ -5,9 +5,11 @@
 #include <limits>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/detail/per_device.hpp"
+#include "resident/detail/tuning.hpp"
 #include "resident/device/event.hpp"
 #include "resident/error.hpp"
 #include "resident/memory/array.hpp"
@@ -15,16 +17,15 @@
 #include "resident/memory/pinned.hpp"
 #include "resident/memory/pool.hpp"
 #include "resident/memory/transfer.hpp"
+#include "resident/streaming/detail/host_copy_pool.hpp"
 
 namespace resident::detail {
 namespace cu = detail::cuda;
 namespace {
 
-// Big chunks keep the copy engines at the bus rate (each copy has a fixed cost of a few microseconds);
-// three in flight let one chunk go up, one be computed and one come down at once.
-constexpr std::size_t target_chunk_bytes = std::size_t(64) << 20;
-constexpr int default_depth = 3;
+using tuning = streaming_tuning;
 constexpr int max_depth = 16;
+constexpr int max_host_threads = 256;
 // A chosen chunk is never made smaller than this many elements to fit memory.
 constexpr std::size_t smallest_chosen_chunk = 4096;
 // Device buffers inside the staging allocation start at this alignment (the pool's).
@@ -80,6 +81,7 @@ struct chunk_loop::cuda_state {
   std::vector<void*> out;                           // [slot] device output buffer
   std::vector<pinned_buffer<unsigned char>> stage_in;  // per input: depth pinned chunks (empty: pinned input)
   pinned_buffer<unsigned char> stage_out;           // depth pinned chunks (empty: pinned or no output)
+  std::unique_ptr<host_copy_pool> copiers;          // fills stage_in and drains stage_out (null: no staging)
   pinned_buffer<unsigned char> results;             // one partial per chunk
   event start;
   std::vector<event> marks;                         // timeline: 6 per chunk
@@ -95,6 +97,9 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   RESIDENT_EXPECTS(o.depth >= 0 && o.depth <= max_depth,
                    "stream_options: depth " + std::to_string(o.depth) + " is out of range; give 1 to " +
                        std::to_string(max_depth) + " chunks in flight, or 0 to let the call choose");
+  RESIDENT_EXPECTS(o.host_threads >= 0 && o.host_threads <= max_host_threads,
+                   "stream_options: host_threads " + std::to_string(o.host_threads) + " is out of range; give 1 to " +
+                       std::to_string(max_host_threads) + " host copy threads, or 0 to let the call choose");
   // Bytes of one element in every input together, and in the output.
   std::size_t in_bytes = 0;
   for (const host_side& h : inputs_) in_bytes += h.element_bytes;
@@ -120,8 +125,16 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
                       " would move data between host and device while the transfer policy is forbid; "
                       "run it outside that scope or relax the policy",
                   transfer_forbidden);
-  depth_ = o.depth ? o.depth : default_depth;
-  chunk_ = o.chunk_elements ? o.chunk_elements : std::max<std::size_t>(target_chunk_bytes / widest, 1);
+  // Pageable host arrays are staged through pinned buffers by worker threads: one more chunk in flight.
+  std::vector<bool> staged_in(inputs_.size(), false);
+  bool staged_out = false;
+  if (device_.is_cuda() && n > 0) {
+    for (std::size_t i = 0; i < inputs_.size(); ++i) staged_in[i] = !cu::is_pinned(inputs_[i].data);
+    staged_out = output_.data && !cu::is_pinned(output_.data);
+  }
+  const bool staged = staged_out || std::find(staged_in.begin(), staged_in.end(), true) != staged_in.end();
+  depth_ = o.depth ? o.depth : staged ? tuning::staged_depth : tuning::depth;
+  chunk_ = o.chunk_elements ? o.chunk_elements : std::max<std::size_t>(tuning::chunk_bytes / widest, 1);
   summary_.elements = n;
   if (n == 0) {
     chunk_ = 0;
@@ -187,13 +200,27 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   summary_.pinned_input = true;
   st->stage_in.resize(inputs_.size());
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
-    if (cu::is_pinned(inputs_[i].data)) continue;
+    if (!staged_in[i]) continue;
     summary_.pinned_input = false;
     st->stage_in[i] = take_pinned(device_, std::size_t(depth_) * chunk_ * inputs_[i].element_bytes);
   }
-  summary_.pinned_output = output_.data && cu::is_pinned(output_.data);
-  if (output_.data && !summary_.pinned_output)
-    st->stage_out = take_pinned(device_, std::size_t(depth_) * chunk_ * out_bytes);
+  summary_.pinned_output = output_.data && !staged_out;
+  if (staged_out) st->stage_out = take_pinned(device_, std::size_t(depth_) * chunk_ * out_bytes);
+  if (staged) {
+    // Chosen: no more threads than pieces of a chunk's copies, nor than the cores less the caller and
+    // the driver. Given: as given.
+    int threads = o.host_threads;
+    if (!threads) {
+      const int cores = std::max(1, int(std::thread::hardware_concurrency()) - 2);
+      std::size_t chunk_copy_bytes = staged_out ? chunk_ * out_bytes : 0;
+      for (std::size_t i = 0; i < inputs_.size(); ++i)
+        if (staged_in[i]) chunk_copy_bytes += chunk_ * inputs_[i].element_bytes;
+      threads = int(std::clamp<std::size_t>(chunk_copy_bytes / tuning::copy_piece, 1,
+                                            std::size_t(std::min(tuning::host_copy_threads, cores))));
+    }
+    st->copiers = std::make_unique<host_copy_pool>(threads, tuning::copy_piece, tuning::copy_pieces_per_thread);
+    summary_.host_threads = threads;
+  }
   if (result_bytes_) st->results = pinned_buffer<unsigned char>(chunks_ * result_bytes_);
   if (timeline_)
     for (std::size_t e = 0; e < 6 * chunks_; ++e) st->marks.emplace_back(device_);
@@ -203,6 +230,8 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
 
 chunk_loop::~chunk_loop() {
   if (!cuda_) return;
+  // After an error: no worker touches the user's memory or the staging once the call has returned.
+  if (cuda_->copiers) cuda_->copiers->cancel();
   try {
     cuda_->up.synchronize();
     cuda_->kernel.synchronize();
@@ -274,61 +303,86 @@ void chunk_loop::run_cpu(const std::function<void(const chunk_view&)>& kernel, c
 }
 
 // Chunk c uses slot k = c % depth. Its upload waits until the slot's previous chunk has been
-// downloaded (the slot's buffers are free), its kernel waits for its upload, its download for its
-// kernel: events between the three streams, never a host wait, except before refilling a pageable
-// input's pinned staging (its last upload must have read it) and before draining a pageable output's.
+// downloaded (the slot's device buffers are free), its kernel waits for its upload, its download for
+// its kernel: events between the three streams, never a host wait on the device.
+//
+// Pageable host memory goes through the slot's pinned staging, copied by the worker threads: chunk c's
+// inputs are staged in once the slot's previous upload has read the staging (a gate on that upload's
+// event, on a worker), queued as soon as that upload is, so the workers stage up to depth chunks
+// ahead; chunk c's output is staged out once its download has landed (a gate on its event). This
+// thread only queues device work, and sleeps only when neither the next upload (its staging in not
+// landed) nor the next download (its pinned buffer not yet staged out) can be queued.
 void chunk_loop::run_cuda(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results) {
   cuda_state& st = *cuda_;
   const std::size_t depth = std::size_t(depth_);
   const bool stage_out = output_.data && st.stage_out.data();
+  const bool stage_in = std::any_of(st.stage_in.begin(), st.stage_in.end(), [](const auto& b) { return b.data() != nullptr; });
+  host_copy_pool* copiers = st.copiers.get();
+  std::vector<host_copy_pool::job> staged(depth), drained(depth);  // per slot: its latest host copies
+  // A gate: a worker waits for the event with the loop's device current (its CUDA calls then run there).
+  auto wait_for = [d = device_.index()](const event& e) -> std::function<void()> {
+    return [d, ev = &e] {
+      cu::set_device(d);
+      ev->synchronize();
+    };
+  };
+  auto count_of = [&](std::size_t c) { return std::min(chunk_, n_ - c * chunk_); };
   auto mark = [&](std::size_t c, int m, stream_ref s) {
     if (timeline_) st.marks[6 * c + std::size_t(m)].record(s);
   };
-  // A pageable output's chunk comes down into pinned staging; the host copies it out before the slot
-  // is used again, and at the end.
-  auto drain = [&](std::size_t c) {
-    const std::size_t k = c % depth, first = c * chunk_, count = std::min(chunk_, n_ - first);
-    st.downloaded[k].synchronize();
-    parallel_memcpy(static_cast<unsigned char*>(const_cast<void*>(output_.data)) + first * output_.element_bytes,
-                    st.stage_out.data() + k * chunk_ * output_.element_bytes, count * output_.element_bytes);
+  // Queues the host copies of chunk c's pageable inputs into its slot's pinned staging, behind the
+  // slot's previous upload when there is one.
+  auto stage = [&](std::size_t c) {
+    const std::size_t k = c % depth, first = c * chunk_, count = count_of(c);
+    std::vector<host_copy> copies;
+    for (std::size_t i = 0; i < inputs_.size(); ++i)
+      if (st.stage_in[i].data()) {
+        const std::size_t eb = inputs_[i].element_bytes;
+        copies.push_back({st.stage_in[i].data() + k * chunk_ * eb, static_cast<const unsigned char*>(inputs_[i].data) + first * eb,
+                          count * eb});
+      }
+    std::function<void()> gate;
+    if (c >= depth) gate = wait_for(st.uploaded[k]);
+    staged[k] = copiers->submit(copies, std::move(gate));
   };
+  if (stage_in)
+    for (std::size_t c = 0; c < std::min(depth, chunks_); ++c) stage(c);
   if (timeline_) st.start.record(st.up.ref());
   std::vector<void*> in(inputs_.size());
-  for (std::size_t c = 0; c < chunks_; ++c) {
-    const std::size_t k = c % depth, first = c * chunk_, count = std::min(chunk_, n_ - first);
-    const bool reused = c >= depth;
-    // Upload.
-    if (reused) st.downloaded[k].wait_on(st.up.ref());
-    mark(c, 0, st.up.ref());
-    std::uint64_t up = 0, down = 0;
+  // Chunk u's upload and kernel: its staging in must have landed; its slot's device buffers are free
+  // once chunk u - depth's download is queued (the upload stream waits for its event).
+  auto upload_and_compute = [&](std::size_t u) {
+    const std::size_t k = u % depth, first = u * chunk_, count = count_of(u);
+    if (u >= depth) st.downloaded[k].wait_on(st.up.ref());
+    if (stage_in) copiers->wait(staged[k]);  // done already: rethrows its gate's error, if any
+    mark(u, 0, st.up.ref());
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
       const std::size_t eb = inputs_[i].element_bytes, b = count * eb;
-      const auto* src = static_cast<const unsigned char*>(inputs_[i].data) + first * eb;
-      if (st.stage_in[i].data()) {
-        if (reused) st.uploaded[k].synchronize();  // the slot's last upload has read its staging
-        unsigned char* pinned = st.stage_in[i].data() + k * chunk_ * eb;
-        parallel_memcpy(pinned, src, b);
-        src = pinned;
-      }
+      const void* src = st.stage_in[i].data() ? static_cast<const void*>(st.stage_in[i].data() + k * chunk_ * eb)
+                                              : static_cast<const unsigned char*>(inputs_[i].data) + first * eb;
       record_transfer(device_, direction::h2d, b);
       cu::memcpy_async(device_.index(), st.in[k][i], src, b, cu::copy_kind::host_to_device, st.up.ref().native());
-      up += b;
     }
-    mark(c, 1, st.up.ref());
+    mark(u, 1, st.up.ref());
     st.uploaded[k].record(st.up.ref());
-    // Kernel.
+    if (stage_in && u + depth < chunks_) stage(u + depth);
     st.uploaded[k].wait_on(st.kernel.ref());
-    mark(c, 2, st.kernel.ref());
+    mark(u, 2, st.kernel.ref());
     for (std::size_t i = 0; i < inputs_.size(); ++i) in[i] = st.in[k][i];
-    chunk_view v{c, first, count, int(k), &in, st.out[k]};
-    kernel(v);
-    mark(c, 3, st.kernel.ref());
+    kernel(chunk_view{u, first, count, int(k), &in, st.out[k]});
+    mark(u, 3, st.kernel.ref());
     st.computed[k].record(st.kernel.ref());
-    // Download.
+  };
+  // Chunk d's download (and partial): into the slot's pinned staging once chunk d - depth has been
+  // staged out of it, then staged out itself behind the download's event.
+  auto download = [&](std::size_t d) {
+    const std::size_t k = d % depth, first = d * chunk_, count = count_of(d);
     st.computed[k].wait_on(st.down.ref());
-    mark(c, 4, st.down.ref());
+    if (stage_out) copiers->wait(drained[k]);  // done already: rethrows its gate's error, if any
+    mark(d, 4, st.down.ref());
+    std::uint64_t up = 0, down = 0;
+    for (const host_side& h : inputs_) up += count * h.element_bytes;
     if (output_.data) {
-      if (stage_out && reused) drain(c - depth);
       down = count * output_.element_bytes;
       void* dst = stage_out ? static_cast<void*>(st.stage_out.data() + k * chunk_ * output_.element_bytes)
                             : static_cast<unsigned char*>(const_cast<void*>(output_.data)) + first * output_.element_bytes;
@@ -337,15 +391,40 @@ void chunk_loop::run_cuda(const std::function<void(const chunk_view&)>& kernel, 
     }
     if (result_bytes_) {
       record_transfer(device_, direction::d2h, result_bytes_);
-      cu::memcpy_async(device_.index(), st.results.data() + c * result_bytes_, results[k], result_bytes_,
+      cu::memcpy_async(device_.index(), st.results.data() + d * result_bytes_, results[k], result_bytes_,
                        cu::copy_kind::device_to_host, st.down.ref().native());
     }
-    mark(c, 5, st.down.ref());
+    mark(d, 5, st.down.ref());
     st.downloaded[k].record(st.down.ref());
+    if (stage_out) {
+      const host_copy out{static_cast<unsigned char*>(const_cast<void*>(output_.data)) + first * output_.element_bytes,
+                          st.stage_out.data() + k * chunk_ * output_.element_bytes, down};
+      drained[k] = copiers->submit(std::span<const host_copy>(&out, 1), wait_for(st.downloaded[k]));
+    }
     record_stream_chunk(device_, up, down);
+  };
+  // Whichever can go next goes: the next upload while fewer than depth chunks are between upload and
+  // download and its staging in has landed; else the next download once its pinned buffer is free;
+  // else this thread sleeps until a host copy it needs ends. Neither direction waits for the other's
+  // host copies, so the copy engines stay fed while the workers catch up.
+  std::size_t u = 0, d = 0;  // the next chunk to upload, to download
+  while (d < chunks_) {
+    const bool up_slot = u < chunks_ && u < d + depth;
+    const bool down_ready = d < u;
+    if (up_slot && (!stage_in || copiers->ended(staged[u % depth]))) {
+      upload_and_compute(u++);
+    } else if (down_ready && (!stage_out || copiers->ended(drained[d % depth]))) {
+      download(d++);
+    } else {
+      const host_copy_pool::job* waits[2];
+      std::size_t w = 0;
+      if (up_slot) waits[w++] = &staged[u % depth];
+      if (down_ready) waits[w++] = &drained[d % depth];
+      copiers->wait_any(std::span<const host_copy_pool::job* const>(waits, w));
+    }
   }
   if (stage_out)
-    for (std::size_t c = chunks_ > depth ? chunks_ - depth : 0; c < chunks_; ++c) drain(c);
+    for (auto& j : drained) copiers->wait(j);
   st.down.synchronize();
   if (timeline_) {
     auto at = [&](std::size_t c, int m) { return elapsed_ms(st.start, st.marks[6 * c + std::size_t(m)]); };

@@ -92,7 +92,12 @@ int run_bench_stream(const stream_bench_options& o) {
   const auto sum = seed | reduce(plus{}, 0.0);
   const stream_options opts{.chunk_elements = chunk, .depth = o.depth, .target = d};
   const std::size_t sweep_count = 7;
-  progress bar("bench stream", 4 + std::size_t(pinned) * (3 + sweep_count) + std::size_t(pageable) * 2);
+  // Pageable staging on a GPU: host copy threads against two chunk sizes.
+  const int host_thread_counts[] = {2, 4, 8, 12, 16};
+  const std::size_t thread_sweep_chunks[] = {16 * MiB, 64 * MiB};
+  const std::size_t thread_sweep_count = gpu ? std::size(host_thread_counts) * std::size(thread_sweep_chunks) : 0;
+  progress bar("bench stream",
+               4 + std::size_t(pinned) * (3 + sweep_count) + std::size_t(pageable) * (2 + thread_sweep_count));
 
   bar.step("host data");
   pinned_buffer<float> pin_in(pinned ? n : 0), pin_out(pinned ? n : 0);
@@ -199,8 +204,13 @@ int run_bench_stream(const stream_bench_options& o) {
            table::cell(target, 2),
            format_number(gbs(bytes, ms) / gbs(bytes, seed_ms), -1) + "x seed's way, " +
                detail::format_bytes(double(used.chunk_elements * sizeof(float))) + " x " + std::to_string(used.depth) +
-               ""});
+               (used.host_threads ? ", " + std::to_string(used.host_threads) + " host threads" : std::string())});
     extra[std::string("ledger_streamed_") + key] = nlohmann::json::parse(per_call.json());
+    extra[std::string("summary_streamed_") + key] = {{"chunk_elements", used.chunk_elements},
+                                                     {"depth", used.depth},
+                                                     {"host_threads", used.host_threads},
+                                                     {"pinned_input", used.pinned_input},
+                                                     {"pinned_output", used.pinned_output}};
   };
   if (pinned) {
     bar.step("streamed, pinned in/out");
@@ -231,6 +241,26 @@ int run_bench_stream(const stream_bench_options& o) {
     if (pinned)
       t.add({"streamed reduction, pageable", table::cell(gbs(bytes, ms), -1), table::cell(gbs(bytes, ms) / upload, 2),
              table::cell::none(), ""});
+  }
+
+  // Pageable in and out against the number of host copy threads (GPU only: the CPU stages nothing).
+  nlohmann::json thread_sweep = nlohmann::json::array();
+  if (pageable && gpu) {
+    for (std::size_t cb : thread_sweep_chunks)
+      for (int threads : host_thread_counts) {
+        bar.step("pageable, " + detail::format_bytes(double(cb)) + " chunks, " + std::to_string(threads) + " host threads");
+        if (std::size_t(opts.depth ? opts.depth : 4) * cb + MiB > limit) continue;  // more than the limit
+        stream_options so = opts;
+        so.host_threads = threads;
+        so.chunk_elements = std::min(cb / sizeof(float), n);
+        const std::span<const float> is(page_in.data(), n);
+        const std::span<float> os(page_out.data(), n);
+        const stream_summary s = stream_pipeline(seed, is, os, so);
+        const double ms = median_ms(reps, [&] { stream_pipeline(seed, is, os, so); });
+        thread_sweep.push_back({{"host_threads", threads}, {"chunk_bytes", s.chunk_elements * sizeof(float)},
+                                {"depth", s.depth}, {"gbs", gbs(bytes, ms)}, {"ratio", gbs(bytes, ms) / duplex_up}});
+      }
+    ok = ok && seed_error(page_in.data(), page_out.data(), n) <= tolerance;
   }
 
   // Throughput against chunk size: pinned in and out, the depth as above.
@@ -264,6 +294,14 @@ int run_bench_stream(const stream_bench_options& o) {
               format_number(s["gbs"].get<double>(), -1) + " GB/s;";
     out() << wrap(line, 100, "  ") << "\n";
   }
+  if (thread_sweep.size()) {
+    std::string line = "host thread sweep (pageable in and out):";
+    for (const auto& s : thread_sweep)
+      line += " " + detail::format_bytes(double(s["chunk_bytes"].get<std::size_t>())) + " x " +
+              std::to_string(s["host_threads"].get<int>()) + " threads " + format_number(s["gbs"].get<double>(), -1) +
+              " GB/s;";
+    out() << wrap(line, 100, "  ") << "\n";
+  }
   if (!gpu) out() << "  (on the CPU backend the chunks are read and written in place: no bus, no overlap)\n";
   if (!ok) out() << "ERROR: a streamed result differs from the FP64 reference or the pool went past its limit\n";
   if (!o.json.empty()) {
@@ -278,6 +316,7 @@ int run_bench_stream(const stream_bench_options& o) {
     j["duplex_download_gbs"] = duplex_down;
     j["upload_gbs"] = upload;
     j["sweep"] = sweep;
+    j["host_thread_sweep"] = thread_sweep;
     j["ok"] = ok;
     for (auto& [k, v] : extra.items()) j[k] = v;
     write_json(j, o.json);

@@ -49,4 +49,21 @@ struct sm90_tuning {
 /// The policy of the architecture the kernels are built for (CMAKE_CUDA_ARCHITECTURES 90).
 using cuda_tuning = sm90_tuning;
 
+/// Streamed pipelines (streaming/): how host data is cut, and how pageable host memory is staged.
+struct streaming_tuning {
+  /// Chunks this big keep the copy engines at the bus rate (each copy has a fixed cost of microseconds).
+  static constexpr std::size_t chunk_bytes = std::size_t(64) << 20;
+  /// Chunks in flight: one going up, one computed, one coming down.
+  static constexpr int depth = 3;
+  /// With pageable host memory, one more, so the host copies of a chunk in and of another out overlap those three.
+  static constexpr int staged_depth = 4;
+  /// Threads copying between pageable memory and the pinned staging (at most the cores less two: the
+  /// caller and the driver): one core copies 10-20 GB/s, the staging needs twice the duplex upload rate.
+  static constexpr int host_copy_threads = 12;
+  /// The smallest piece of a copy one thread takes: the handing out stays negligible beside the copy.
+  static constexpr std::size_t copy_piece = std::size_t(1) << 20;
+  /// Pieces per thread of a large copy, so the others overtake a thread the OS put aside.
+  static constexpr int copy_pieces_per_thread = 2;
+};
+
 }  // namespace resident::detail

@@ -34,17 +34,22 @@ struct chunk_timing {
 };
 
 /// How a streamed pipeline cuts host data into chunks. Zero means "choose": a chunk of 64 MiB of
-/// input, 3 chunks in flight, both made smaller until the device staging fits in half the device's
-/// free memory and under the pool's limit (set_pool_limit, RESIDENT_POOL_LIMIT). The device staging
-/// (depth chunks of every input, and of the output unless it is staged in place of the single input)
-/// comes from the pool; pageable host arrays also need depth chunks of page-locked host staging each,
-/// which the library keeps per device for later calls.
+/// input, 3 chunks in flight (4 when a host array is pageable), both made smaller until the device
+/// staging fits in half the device's free memory and under the pool's limit (set_pool_limit,
+/// RESIDENT_POOL_LIMIT). The device staging (depth chunks of every input, and of the output unless it
+/// is staged in place of the single input) comes from the pool; pageable host arrays also need depth
+/// chunks of page-locked host staging each, which the library keeps per device for later calls, and
+/// host_threads worker threads that copy between them and the user's memory during the call.
 struct stream_options {
   std::size_t chunk_elements = 0;  ///< elements per chunk (the last one may hold fewer); 0: chosen
   int depth = 0;                   ///< chunks in flight, 1 to 16 (buffer sets); 0: chosen
   device target = default_device();  ///< where the pipeline runs
   /// When set, filled with one entry per chunk (the call records events per chunk to do so).
   std::vector<chunk_timing>* timeline = nullptr;
+  /// Threads that copy pageable host memory to and from the pinned staging on a GPU, 1 to 256; 0:
+  /// chosen (12, at most the host's cores less two). Unused when every host array is page-locked and
+  /// on the CPU backend.
+  int host_threads = 0;
 };
 
 /// How a streamed pipeline ran.
@@ -58,6 +63,7 @@ struct stream_summary {
   std::size_t device_bytes = 0;    ///< device staging the call held (0 on the CPU)
   bool pinned_input = false;       ///< every host input was page-locked (copied without staging)
   bool pinned_output = false;      ///< the host output was page-locked (copied without staging)
+  int host_threads = 0;            ///< threads that staged pageable host memory (0: none was staged)
   double seconds = 0;              ///< wall time of the call
 };
 

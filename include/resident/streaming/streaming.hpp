@@ -12,9 +12,9 @@
 ///   double s = rs::stream_pipeline(rs::map<f1>() | rs::reduce(rs::plus{}, 0.0), host_in);  // a value
 ///
 /// The stages are a pipeline without a source (maps, optionally ending in a reduction); the source
-/// is the host input. Host memory may be pageable (staged through pinned buffers by the calling
-/// thread while the copy engines move other chunks) or page-locked (copied directly). On the CPU
-/// backend the call is a plain loop over the chunks, reading and writing the host arrays in place,
+/// is the host input. Host memory may be pageable (staged through pinned buffers by worker threads,
+/// stream_options::host_threads of them, in parallel pieces, while the copy engines move other
+/// chunks) or page-locked (copied directly). On the CPU backend the call is a plain loop over the chunks, reading and writing the host arrays in place,
 /// with the same results and the same ledger counts.
 ///
 /// Streams: the call runs on streams of its own on options.target and synchronizes before it

@@ -1,0 +1,242 @@
+// The worker threads that stage pageable host memory for streamed pipelines on a GPU. They are plain
+// host code: tested here on every build, with or without a GPU. Host compiler only.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "resident/error.hpp"
+#include "resident/streaming/detail/host_copy_pool.hpp"
+
+namespace rd = resident::detail;
+
+namespace {
+
+std::vector<unsigned char> random_bytes(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::vector<unsigned char> v(n);
+  for (auto& b : v) b = static_cast<unsigned char>(g());
+  return v;
+}
+
+std::uint64_t fresh_seed() { return std::random_device{}(); }
+
+// The threads of this process (Linux).
+std::size_t threads_now() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// The threads of this process once those just joined have left the kernel's list (a joined thread
+// may stay listed for a moment after join() returns), within a second.
+std::size_t threads_after_joins(std::size_t expected) {
+  std::size_t n = threads_now();
+  for (int i = 0; i < 1000 && n > expected; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    n = threads_now();
+  }
+  return n;
+}
+
+constexpr unsigned char guard = 0xA5;
+
+TEST(copy_streaming, matches_memcpy_at_every_size_and_alignment_and_writes_nothing_else) {
+  const auto seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const std::size_t sizes[] = {0, 1, 63, 64, 65, 4095, (64u << 10) - 1, 64u << 10, (64u << 10) + 1, (1u << 20) + 17};
+  const auto src = random_bytes((1u << 20) + 17 + 256, seed);
+  for (std::size_t n : sizes)
+    for (std::size_t src_off : {0, 1, 16, 63})
+      for (std::size_t dst_off : {0, 3, 32, 64}) {
+        std::vector<unsigned char> dst(n + 256, guard);
+        rd::copy_streaming(dst.data() + dst_off, src.data() + src_off, n);
+        ASSERT_EQ(std::memcmp(dst.data() + dst_off, src.data() + src_off, n), 0)
+            << n << " bytes, offsets " << src_off << " / " << dst_off;
+        for (std::size_t i = 0; i < dst.size(); ++i) {
+          const bool outside = i < dst_off || i >= dst_off + n;
+          ASSERT_TRUE(!outside || dst[i] == guard) << "byte " << i << " of a copy of " << n;
+        }
+      }
+}
+
+TEST(host_copy_pool, copies_many_jobs_in_pieces_exactly) {
+  const auto seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  for (int threads : {1, 2, 3, 8}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    rd::host_copy_pool pool(threads, 4096, 2);
+    EXPECT_EQ(pool.threads(), threads);
+    // Jobs of one to three copies each, sizes not multiples of a piece, some empty.
+    const std::size_t sizes[] = {0, 1, 4095, 4096, 4097, 3 * 4096 + 5, 100000, 1 << 20};
+    std::vector<std::vector<unsigned char>> src, dst;
+    std::vector<rd::host_copy_pool::job> jobs;
+    std::uint64_t s = seed;
+    for (int round = 0; round < 3; ++round)
+      for (std::size_t a : sizes) {
+        std::vector<rd::host_copy> copies;
+        for (std::size_t b : {a, a / 3 + 7}) {
+          src.push_back(random_bytes(b, s++));
+          dst.emplace_back(b + 64, guard);
+        }
+        for (std::size_t i = src.size() - 2; i < src.size(); ++i)
+          copies.push_back({dst[i].data() + 32, src[i].data(), src[i].size()});
+        jobs.push_back(pool.submit(copies));
+      }
+    for (auto& j : jobs) pool.wait(j);
+    for (std::size_t i = 0; i < src.size(); ++i) {
+      ASSERT_TRUE(std::equal(src[i].begin(), src[i].end(), dst[i].begin() + 32)) << "copy " << i;
+      for (std::size_t k = 0; k < 32; ++k) {
+        ASSERT_EQ(dst[i][k], guard) << "copy " << i << " wrote before its destination";
+        ASSERT_EQ(dst[i][32 + src[i].size() + k], guard) << "copy " << i << " wrote past its destination";
+      }
+    }
+    pool.wait(rd::host_copy_pool::job{});  // a default job is done
+  }
+}
+
+// The gate runs once per job, on a worker, before any piece: here it writes the source the pieces read.
+TEST(host_copy_pool, a_gate_runs_once_before_its_pieces) {
+  rd::host_copy_pool pool(4, 4096, 2);
+  constexpr std::size_t n = 1 << 20;
+  const auto seed = fresh_seed();
+  const auto want = random_bytes(n, seed);
+  std::vector<std::vector<unsigned char>> src(6, std::vector<unsigned char>(n, 0)), dst(6, std::vector<unsigned char>(n, guard));
+  std::atomic<int> gates{0};
+  const auto caller = std::this_thread::get_id();
+  std::atomic<bool> on_caller{false};
+  std::vector<rd::host_copy_pool::job> jobs;
+  for (std::size_t j = 0; j < src.size(); ++j) {
+    const rd::host_copy c{dst[j].data(), src[j].data(), n};
+    jobs.push_back(pool.submit(std::span(&c, 1), [&, j] {
+      on_caller = on_caller || std::this_thread::get_id() == caller;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::memcpy(src[j].data(), want.data(), n);
+      ++gates;
+    }));
+  }
+  for (auto& j : jobs) pool.wait(j);
+  EXPECT_EQ(gates.load(), int(src.size()));
+  EXPECT_FALSE(on_caller.load());
+  for (const auto& d : dst) ASSERT_EQ(d, want) << "a piece ran before its gate, seed " << seed;
+  // A gated job without copies ends once its gate has run.
+  std::atomic<bool> ran{false};
+  pool.wait(pool.submit({}, [&] { ran = true; }));
+  EXPECT_TRUE(ran.load());
+}
+
+// A gate that throws (a failed wait for the device) fails its job with the same typed error, copies
+// none of its pieces, and leaves the pool working.
+TEST(host_copy_pool, a_throwing_gate_fails_its_job_only) {
+  rd::host_copy_pool pool(3, 4096, 2);
+  constexpr std::size_t n = 256 << 10;
+  const auto src = random_bytes(n, fresh_seed());
+  std::vector<unsigned char> failed(n, guard), fine(n, guard), later(n, guard);
+  const rd::host_copy cf{failed.data(), src.data(), n}, cg{fine.data(), src.data(), n}, cl{later.data(), src.data(), n};
+  auto bad = pool.submit(std::span(&cf, 1), [] { throw resident::device_lost(999, "cudaErrorFellOff", "the device fell off the bus"); });
+  auto good = pool.submit(std::span(&cg, 1));
+  try {
+    pool.wait(bad);
+    FAIL() << "the gate's error was lost";
+  } catch (const resident::device_lost& e) {
+    EXPECT_NE(std::string(e.what()).find("fell off"), std::string::npos);
+  }
+  EXPECT_THROW(pool.wait(bad), resident::device_lost);  // again: the same error
+  pool.wait(good);
+  EXPECT_EQ(std::memcmp(fine.data(), src.data(), n), 0);
+  EXPECT_EQ(std::count(failed.begin(), failed.end(), guard), std::ptrdiff_t(n)) << "a failed job copied";
+  pool.wait(pool.submit(std::span(&cl, 1)));
+  EXPECT_EQ(std::memcmp(later.data(), src.data(), n), 0);
+}
+
+// cancel() waits for what runs and drops the rest: once it returns, nothing writes any job's memory.
+TEST(host_copy_pool, cancel_drops_queued_jobs_and_waits_for_running_ones) {
+  rd::host_copy_pool pool(2, 4096, 2);
+  constexpr std::size_t n = 1 << 20;
+  const auto src = random_bytes(n, fresh_seed());
+  std::promise<void> open;
+  std::shared_future<void> opened = open.get_future().share();
+  std::atomic<int> gates_started{0};
+  std::vector<std::vector<unsigned char>> dst(8, std::vector<unsigned char>(n, guard));
+  std::vector<rd::host_copy_pool::job> jobs;
+  for (auto& d : dst) {  // every job waits behind a gate until `open`
+    const rd::host_copy c{d.data(), src.data(), n};
+    jobs.push_back(pool.submit(std::span(&c, 1), [&] {
+      ++gates_started;
+      opened.wait();
+    }));
+  }
+  while (gates_started < 2) std::this_thread::yield();  // both threads hold a gate
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    open.set_value();
+  });
+  pool.cancel();  // returns after the two gates, without copying anything
+  opener.join();
+  const auto snapshot = dst;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(dst, snapshot) << "memory was written after cancel() returned";
+  for (const auto& d : dst) EXPECT_EQ(std::count(d.begin(), d.end(), guard), std::ptrdiff_t(n));
+  EXPECT_EQ(gates_started.load(), 2);
+  for (auto& j : jobs) EXPECT_THROW(pool.wait(j), resident::error);
+  const rd::host_copy c{dst[0].data(), src.data(), n};
+  EXPECT_THROW(pool.submit(std::span(&c, 1)), resident::invalid_argument);
+}
+
+// ended() says without blocking whether a job is over; wait_any() returns once one of several is.
+TEST(host_copy_pool, ended_and_wait_any_follow_each_job) {
+  rd::host_copy_pool pool(2, 4096, 2);
+  constexpr std::size_t n = 512 << 10;
+  const auto src = random_bytes(n, fresh_seed());
+  std::vector<unsigned char> held(n, guard), free(n, guard);
+  std::promise<void> open;
+  std::shared_future<void> opened = open.get_future().share();
+  const rd::host_copy ch{held.data(), src.data(), n}, cf{free.data(), src.data(), n};
+  auto a = pool.submit(std::span(&ch, 1), [&] { opened.wait(); });
+  auto b = pool.submit(std::span(&cf, 1));
+  const rd::host_copy_pool::job* both[] = {&a, &b};
+  pool.wait_any(both);
+  EXPECT_TRUE(pool.ended(b));
+  EXPECT_FALSE(pool.ended(a));
+  EXPECT_EQ(std::memcmp(free.data(), src.data(), n), 0);
+  EXPECT_EQ(std::count(held.begin(), held.end(), guard), std::ptrdiff_t(n)) << "a piece ran before its gate";
+  open.set_value();
+  const rd::host_copy_pool::job* first[] = {&a};
+  pool.wait_any(first);
+  EXPECT_TRUE(pool.ended(a));
+  EXPECT_EQ(std::memcmp(held.data(), src.data(), n), 0);
+  EXPECT_TRUE(pool.ended(rd::host_copy_pool::job{}));
+  pool.wait_any({});  // nothing to wait for
+}
+
+TEST(host_copy_pool, destruction_with_work_queued_joins_every_thread) {
+  const std::size_t before = threads_now();
+  constexpr std::size_t n = 4 << 20;
+  const auto src = random_bytes(n, fresh_seed());
+  std::vector<unsigned char> dst(n);
+  {
+    rd::host_copy_pool pool(6, 4096, 2);
+    EXPECT_EQ(threads_now(), before + 6);
+    const rd::host_copy c{dst.data(), src.data(), n};
+    for (int i = 0; i < 20; ++i) pool.submit(std::span(&c, 1));
+  }  // neither waited for nor cancelled
+  EXPECT_EQ(threads_after_joins(before), before);
+}
+
+TEST(host_copy_pool, refuses_bad_sizes) {
+  EXPECT_THROW(rd::host_copy_pool(0, 4096, 2), resident::invalid_argument);
+  EXPECT_THROW(rd::host_copy_pool(-3, 4096, 2), resident::invalid_argument);
+  EXPECT_THROW(rd::host_copy_pool(2, 0, 2), resident::invalid_argument);
+  EXPECT_THROW(rd::host_copy_pool(2, 4096, 0), resident::invalid_argument);
+}
+
+}  // namespace
