@@ -31,8 +31,9 @@ struct advice_policy {
   // time: the idle part of the device could have shared the work.
   static constexpr double low_occupancy = 0.25;
   static constexpr double low_occupancy_min_seconds = 20e-6;
-  // ... and only where each running thread had much to do (a kilobyte read and written per call): a
-  // short call over few threads is small, not badly shaped.
+  // ... and, where the call's bytes are known (not for a user's kernel), only where each running thread
+  // had much to do (a kilobyte read and written per call): a short call over few threads is small,
+  // not badly shaped.
   static constexpr double low_occupancy_min_bytes_per_worker = 1024;
 };
 
@@ -162,11 +163,13 @@ std::vector<profile_advice> advise(const std::vector<profile_site>& sites,
                                                      "examples/redundant_access.cpp"});
       m.str("");
     }
-    const double bytes_per_worker =
-        s.workers && s.calls ? double(s.bytes_read + s.bytes_written) / double(s.calls) / double(s.workers) : 0;
+    const std::uint64_t moved = s.bytes_read + s.bytes_written;
+    const bool spread_out = moved == 0 || (s.workers && s.calls &&
+                                           double(moved) / double(s.calls) / double(s.workers) >=
+                                               P::low_occupancy_min_bytes_per_worker);
     if (!s.transfer && s.shaped_launches > 0 && s.occupancy < P::low_occupancy && s.timed_calls > 0 &&
         s.seconds_per_call() >= P::low_occupancy_min_seconds &&
-        bytes_per_worker >= P::low_occupancy_min_bytes_per_worker) {
+        spread_out) {
       char pct[16];
       std::snprintf(pct, sizeof pct, "%.0f%%", 100 * s.occupancy);
       m << s.name << " took " << format_seconds(s.seconds_per_call()) << " per call with a launch shape of "
