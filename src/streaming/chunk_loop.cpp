@@ -134,7 +134,8 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   }
   const bool staged = staged_out || std::find(staged_in.begin(), staged_in.end(), true) != staged_in.end();
   depth_ = o.depth ? o.depth : staged ? tuning::staged_depth : tuning::depth;
-  chunk_ = o.chunk_elements ? o.chunk_elements : std::max<std::size_t>(tuning::chunk_bytes / widest, 1);
+  chunk_ = o.chunk_elements ? o.chunk_elements
+                            : std::max<std::size_t>((staged ? tuning::staged_chunk_bytes : tuning::chunk_bytes) / widest, 1);
   summary_.elements = n;
   if (n == 0) {
     chunk_ = 0;

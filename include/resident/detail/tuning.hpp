@@ -57,6 +57,9 @@ struct streaming_tuning {
   static constexpr int depth = 3;
   /// With pageable host memory, one more, so the host copies of a chunk in and of another out overlap those three.
   static constexpr int staged_depth = 4;
+  /// ... and chunks of this size: the host copies ran faster over 16 MiB chunks than over 64 MiB ones
+  /// (bench/results/tuning.md).
+  static constexpr std::size_t staged_chunk_bytes = std::size_t(16) << 20;
   /// Threads copying between pageable memory and the pinned staging (at most the cores less two: the
   /// caller and the driver): one core copies 10-20 GB/s, the staging needs twice the duplex upload rate.
   static constexpr int host_copy_threads = 12;
