@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../threads.hpp"
 #include "resident/error.hpp"
 #include "resident/streaming/detail/host_copy_pool.hpp"
 
@@ -30,23 +31,8 @@ std::vector<unsigned char> random_bytes(std::size_t n, std::uint64_t seed) {
 
 std::uint64_t fresh_seed() { return std::random_device{}(); }
 
-// The threads of this process (Linux).
-std::size_t threads_now() {
-  std::size_t n = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
-  return n;
-}
-
-// The threads of this process once those just joined have left the kernel's list (a joined thread
-// may stay listed for a moment after join() returns), within a second.
-std::size_t threads_after_joins(std::size_t expected) {
-  std::size_t n = threads_now();
-  for (int i = 0; i < 1000 && n > expected; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    n = threads_now();
-  }
-  return n;
-}
+using resident::test::threads_after_joins;
+using resident::test::threads_now;
 
 constexpr unsigned char guard = 0xA5;
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../threads.hpp"
 #include "resident/streaming/streaming.hpp"
 #include "seed.hpp"
 #include "support.hpp"
@@ -426,22 +427,8 @@ struct stage_failed : rs::error {
   using rs::error::error;
 };
 
-std::size_t threads_now() {  // the threads of this process (Linux)
-  std::size_t n = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
-  return n;
-}
-
-// The threads of this process once those just joined have left the kernel's list (a joined thread
-// may stay listed for a moment after join() returns), within a second.
-std::size_t threads_after_joins(std::size_t expected) {
-  std::size_t n = threads_now();
-  for (int i = 0; i < 1000 && n > expected; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    n = threads_now();
-  }
-  return n;
-}
+using resident::test::threads_after_joins;
+using resident::test::threads_now;
 
 // A stage that throws in the middle of the stream (a kernel launch that fails, a host stage that
 // throws): the caller gets that error, no worker thread is left running, no staging or pool memory
