@@ -3,6 +3,8 @@
 #   -DEXIT=code          the exit code expected
 #   -DEXPECT=regex       must match stdout + stderr;  -DREJECT=regex: must not;  -DREJECT_STDOUT=regex
 #   -DSTDOUT_JSON=1      stdout must be one JSON document and nothing else
+#   -DJSON_EQ=a/0/b=v,.. with STDOUT_JSON: each member (path split at /, array indices as numbers) equals v
+#                        (true and false read as ON and OFF)
 #   -DMAX_WIDTH=n        no line of stdout + stderr is wider than n columns
 #   -DDOCS=errors.md     the exit code must have a row "| code |" in that file
 string(REPLACE "|" ";" args "${ARGS}")
@@ -27,6 +29,16 @@ if(STDOUT_JSON)
   if(json_error OR NOT json MATCHES "^[{[].*[]}]$")
     message(FATAL_ERROR "stdout is not one JSON document: ${json_error}")
   endif()
+  string(REPLACE "," ";" json_checks "${JSON_EQ}")
+  foreach(check IN LISTS json_checks)
+    string(REGEX MATCH "^([^=]+)=(.*)$" matched "${check}")
+    string(REPLACE "/" ";" member "${CMAKE_MATCH_1}")
+    set(expected "${CMAKE_MATCH_2}")
+    string(JSON value ERROR_VARIABLE json_error GET "${json}" ${member})
+    if(json_error OR NOT value STREQUAL expected)
+      message(FATAL_ERROR "JSON ${CMAKE_MATCH_1} is '${value}' ${json_error}, expected '${expected}'")
+    endif()
+  endforeach()
 endif()
 if(DEFINED MAX_WIDTH)
   math(EXPR too_wide "${MAX_WIDTH} + 1")

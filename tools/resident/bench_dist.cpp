@@ -1,8 +1,6 @@
 // resident bench dist: beyond one device. Peer copies between two GPUs, NCCL all-reduce, the seed map
 // and a sum on one device against the same work sharded over two. Compiled by nvcc in CUDA builds.
 #include <algorithm>
-#include <chrono>
-#include <functional>
 #include <iostream>
 
 #include "commands.hpp"
@@ -10,47 +8,11 @@
 #include "resident/dist/dist.hpp"
 #include "resident/resident.hpp"
 #include "seed.hpp"
+#include "shard_timing.hpp"
 #include "table.hpp"
 
 namespace resident::cli {
 namespace {
-
-double median(std::vector<double> t) {
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-// Milliseconds of `work` between events recorded on each stream, the slowest stream's; one warm-up.
-double events_ms(const std::vector<stream_ref>& streams, int reps, const std::function<void()>& work) {
-  std::vector<event> start, stop;
-  for (auto s : streams) {
-    start.emplace_back(s.device());
-    stop.emplace_back(s.device());
-  }
-  work();
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    for (std::size_t i = 0; i < streams.size(); ++i) start[i].record(streams[i]);
-    work();
-    for (std::size_t i = 0; i < streams.size(); ++i) stop[i].record(streams[i]);
-    double worst = 0;
-    for (std::size_t i = 0; i < streams.size(); ++i) worst = std::max(worst, elapsed_ms(start[i], stop[i]));
-    t.push_back(worst);
-  }
-  return median(t);
-}
-
-// Milliseconds of host wall time of `work` (which synchronizes), one warm-up.
-double wall_ms(int reps, const std::function<void()>& work) {
-  work();
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    const auto a = std::chrono::steady_clock::now();
-    work();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
-  }
-  return median(t);
-}
 
 double gbs(double bytes, double ms) { return bytes / (ms * 1e6); }
 

@@ -104,10 +104,26 @@ command_line::command_line() {
   demo_cmd_->add_flag("--stream", demo_.stream, "Add a mode (e): host to host, streamed in overlapped chunks");
   demo_cmd_->add_flag("--profile", demo_.profile,
                       "Profile the run: each call site's calls, time, bytes and GB/s, with advice (docs/insight.md)");
+  demo_gpus_ = demo_cmd_->add_option("--gpus", demo_.gpus,
+                                     "Shard the seed pipeline over N devices against one (default n: 2^30 on GPUs, "
+                                     "2^22 on the CPU, whose N devices share the host); cuda:K..K+N-1 with --device cuda:K")
+                     ->type_name("N")
+                     ->check(whole_number("a device count", 1, 64, "64"));
+  demo_beyond_ = demo_cmd_->add_flag("--beyond-one", demo_.beyond_one,
+                                     "With --gpus (default 2): one array larger than a GPU's memory filled with random "
+                                     "numbers, mapped in place and summed on the devices, checked against FP64");
+  demo_size_ = demo_cmd_->add_option("--size", demo_.size,
+                                     "With --beyond-one: bytes of float32 (default 1.25x cuda:0's free memory; 64MiB on "
+                                     "the CPU)")
+                   ->type_name("BYTES")
+                   ->transform(byte_count());
 
   info_cmd_->footer("Example:\n  resident info --measure --json info.json");
   demo_cmd_->footer("Examples:\n  resident demo --device cpu --n 1000000 --json demo.json\n"
-                    "  resident demo --profile          the report per call site, and what to change");
+                    "  resident demo --profile          the report per call site, and what to change\n"
+                    "  resident demo --gpus 2           2^30 floats over cuda:0 and cuda:1 against cuda:0 alone\n"
+                    "  resident demo --gpus 2 --beyond-one --size 200GB   200 GB filled, mapped, summed on two GPUs\n"
+                    "  resident demo --device cpu --gpus 2 --beyond-one   the same on two CPU devices, 64 MiB");
   bench_cmd_ = app_->add_subcommand("bench", "Benchmarks, timed with device events (median of many)");
   bench_cmd_->require_subcommand(1);
   auto common = [&](CLI::App* c) {
@@ -283,6 +299,17 @@ void command_line::check() const {
   if (stream_.pool_limit && stream_.chunk && stream_.chunk > stream_.pool_limit)
     throw invalid_argument("--chunk: " + std::to_string(stream_.chunk) + " bytes do not fit under --pool-limit " +
                            std::to_string(stream_.pool_limit) + "; give a smaller chunk or a larger limit");
+  if (*demo_beyond_ || *demo_size_ || *demo_gpus_) {
+    if (*demo_size_ && !*demo_beyond_)
+      throw invalid_argument("--size gives the size of --beyond-one's array: add --beyond-one, or give --n for --gpus");
+    if (*demo_beyond_ && demo_.n)
+      throw invalid_argument("--n: --beyond-one sizes its array in bytes; give --size (e.g. --size 200GB) instead");
+    if (demo_.stream || demo_.profile)
+      throw invalid_argument(std::string(demo_.stream ? "--stream" : "--profile") +
+                             " belongs to the one-device demo; leave it out with --gpus and --beyond-one");
+    if (*demo_size_ && demo_.size < 4)
+      throw invalid_argument("--size: " + std::to_string(demo_.size) + " bytes hold no float32; give at least 4 bytes");
+  }
   for (const std::string* dev : {&info_.device, &demo_.device, &bench_.device, &stream_.device}) {
     if (dev->empty()) continue;
     try {
@@ -304,7 +331,7 @@ int command_line::run() {
   check();
   if (info_.json == "-" || demo_.json == "-" || bench_.json == "-" || stream_.json == "-") report_to_stderr();
   if (*info_cmd_) return run_info(info_);
-  if (*demo_cmd_) return run_demo(demo_);
+  if (*demo_cmd_) return demo_.gpus || demo_.beyond_one ? run_demo_sharded(demo_) : run_demo(demo_);
   if (*pipeline_) return run_bench_pipeline(bench_);
   if (*small_) return run_bench_small(bench_);
   if (*foundation_) return run_bench_foundation(bench_);

@@ -34,6 +34,7 @@ class command_line {
   CLI::App *info_cmd_ = nullptr, *demo_cmd_ = nullptr, *bench_cmd_ = nullptr, *pipeline_ = nullptr,
            *small_ = nullptr, *foundation_ = nullptr, *rng_ = nullptr, *flow_ = nullptr, *jit_ = nullptr, *matmul_ = nullptr,
            *guide_ = nullptr, *stream_cmd_ = nullptr, *dist_ = nullptr;
+  CLI::Option *demo_gpus_ = nullptr, *demo_beyond_ = nullptr, *demo_size_ = nullptr;
 };
 
 }  // namespace resident::cli

@@ -1,0 +1,52 @@
+#pragma once
+// Timing work that spans several streams (one per shard): device events per stream, or host wall time.
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "resident/resident.hpp"
+
+namespace resident::cli {
+
+/// The median of t (t not empty).
+inline double median_of(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// Milliseconds of `work` between events recorded on each stream, the slowest stream's; the median of
+/// reps after one warm-up. Synchronizes the events.
+inline double events_ms(const std::vector<stream_ref>& streams, int reps, const std::function<void()>& work) {
+  std::vector<event> start, stop;
+  for (auto s : streams) {
+    start.emplace_back(s.device());
+    stop.emplace_back(s.device());
+  }
+  work();
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    for (std::size_t i = 0; i < streams.size(); ++i) start[i].record(streams[i]);
+    work();
+    for (std::size_t i = 0; i < streams.size(); ++i) stop[i].record(streams[i]);
+    double worst = 0;
+    for (std::size_t i = 0; i < streams.size(); ++i) worst = std::max(worst, elapsed_ms(start[i], stop[i]));
+    t.push_back(worst);
+  }
+  return median_of(t);
+}
+
+/// Milliseconds of host wall time of `work` (which synchronizes): the median of reps after one warm-up.
+inline double wall_ms(int reps, const std::function<void()>& work) {
+  work();
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const auto a = std::chrono::steady_clock::now();
+    work();
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+  }
+  return median_of(t);
+}
+
+}  // namespace resident::cli
