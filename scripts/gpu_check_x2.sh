@@ -2,11 +2,13 @@
 # The two-GPU check (dist/: peer copies, sharded arrays, NCCL, processes; flows across two GPUs; default
 # streams named by their device), in one call on a host with two GPUs: build the targets it needs with
 # CUDA, run the multi-GPU tests, two processes under mpirun
-# and under environment variables, a lone rank that must time out with a clear error, and
-# `resident bench dist` with --json. With fewer than two GPUs it says so and skips the GPU steps.
+# and under environment variables, a lone rank that must time out with a clear error, `resident demo
+# --gpus 2` (also --beyond-one: 200 GB over the two GPUs) and `resident bench dist` with --json. With
+# fewer than two GPUs it says so and skips the GPU steps.
 #
 # usage: scripts/gpu_check_x2.sh [LOG_DIR]     (default: $OUT, else build/gpu-x2-logs)
-#   LOG_DIR receives one log per step, dist.json / dist-2p30.json and summary.txt.
+#   LOG_DIR receives one log per step, demo-gpus.json, demo-beyond-one*.json, dist.json / dist-2p30.json
+#   and summary.txt.
 #   SKIP_BENCH=1 / SKIP_SANITIZER=1 leave those parts out; ONLY_BUILD=1 stops after the build (a call
 #   of its own where one command may run 10 minutes; the next call finds the build done).
 set -uo pipefail
@@ -89,6 +91,22 @@ step two-ranks-env two_ranks_env
 step lone-rank-times-out lone_rank_times_out
 
 cli="$build/tools/resident/resident"
+# demo --gpus: the seed pipeline over 2^30 floats sharded over both GPUs against cuda:0 alone (exit 1
+# when a value misses FP64 or the sharded run crosses the host bus); more GPUs than present are refused.
+gpus_beyond_present() {
+  local out rc
+  out=$("$cli" demo --gpus "$((gpus + 1))" 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc -eq 1 ] && echo "$out" | grep -q "this host has $gpus GPUs"
+}
+step demo-gpus "$cli" demo --gpus 2 --json "$logs/demo-gpus.json"
+step demo-gpus-beyond-present gpus_beyond_present
+# One array larger than one GPU (200 GB; then the default, 1.25x cuda:0's free memory) filled with
+# Philox uniforms, mapped in place and summed on both GPUs: the sum and sampled windows against FP64,
+# nothing but the two partial sums over the host bus.
+step demo-beyond-one-200gb "$cli" demo --gpus 2 --beyond-one --size 200GB --json "$logs/demo-beyond-one-200gb.json"
+step demo-beyond-one "$cli" demo --gpus 2 --beyond-one --json "$logs/demo-beyond-one.json"
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   step bench-dist "$cli" bench dist --json "$logs/dist.json"
   step bench-dist-2p30 "$cli" bench dist --sizes 30 --reps 10 --json "$logs/dist-2p30.json"
@@ -109,6 +127,6 @@ fi
 {
   step_table
   echo
-  for f in "$logs/bench-dist.log" "$logs/bench-dist-2p30.log"; do [ -f "$f" ] && cat "$f"; done
+  for f in "$logs/demo-gpus.log" "$logs/demo-beyond-one-200gb.log" "$logs/bench-dist.log" "$logs/bench-dist-2p30.log"; do [ -f "$f" ] && cat "$f"; done
 } | tee "$logs/summary.txt"
 exit $status

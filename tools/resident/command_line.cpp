@@ -74,6 +74,7 @@ command_line::command_line() {
                "  resident info --measure          devices, backends and measured copy rates\n"
                "  resident demo                    the seed pipeline five ways, checked and timed\n"
                "  resident demo --device cpu --n 1000000 --json demo.json\n"
+               "  resident demo --gpus 2           the same sharded over two GPUs against one\n"
                "  resident bench pipeline --sizes 20,22,24,26,28 --json p.json --plot p.png\n"
                "  resident bench pipeline --from p.json --peers peers.json --plot p.png\n"
                "  resident bench guide --json guide.json   the guide's examples as one table\n"

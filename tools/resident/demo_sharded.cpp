@@ -311,7 +311,7 @@ int demo_beyond_one(const demo_options& o, shard_set& sh) {
   const bool gpu = d0.is_cuda();
   const std::size_t shards = sh.devices.size();
   // Each device keeps room for the reductions' scratch and the sample's arrays.
-  const std::size_t reserve = gpu ? std::size_t(1) << 30 : std::size_t(64) << 20;
+  const std::size_t reserve = gpu ? std::size_t(1) << 30 : std::size_t(1) << 20;
   std::vector<std::size_t> free_b, total_b;
   for (auto d : sh.distinct) {
     std::size_t f = 0, t = 0;
@@ -321,6 +321,9 @@ int demo_beyond_one(const demo_options& o, shard_set& sh) {
     } else {
       f = t = host_available_bytes();
     }
+    // A pool limit (set_pool_limit, RESIDENT_POOL_LIMIT) caps what the shards may take as well.
+    const pool_statistics p = pool_stats(d);
+    if (p.limit) f = std::min(f, *p.limit > p.bytes_in_use ? *p.limit - p.bytes_in_use : 0);
     free_b.push_back(f);
     total_b.push_back(t);
   }
@@ -346,9 +349,11 @@ int demo_beyond_one(const demo_options& o, shard_set& sh) {
               std::to_string(shards) + " devices needs " + detail::format_bytes(double(need)) + " on " +
               sh.distinct[j].name() + " (its shards and " + detail::format_bytes(double(reserve)) +
               " kept for the reduction), which has " + detail::format_bytes(double(free_b[j])) +
-              " free; the devices' combined free memory is " + detail::format_bytes(combined) +
-              ". Nothing was allocated. Give a smaller --size (at most about " + detail::format_bytes(double(fits)) +
-              ")" + (gpu ? " or more --gpus" : ""),
+              " free (under its pool's limit, if one is set); the devices' combined free memory is " + detail::format_bytes(combined) +
+              ". Nothing was allocated. " +
+              (fits >= sizeof(float) ? "Give a smaller --size (at most about " + detail::format_bytes(double(fits)) + ")" +
+                                           (gpu ? " or more --gpus" : "")
+                                     : std::string("Free memory on the devices (or raise the pool's limit) first")),
           need, free_b[j], p.bytes_reserved, p.bytes_in_use);
     }
   }
