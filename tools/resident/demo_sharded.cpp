@@ -38,7 +38,10 @@ struct shard_set {
 
   std::string names() const {
     std::string s;
-    for (auto d : devices) s += (s.empty() ? "" : ",") + d.name();
+    for (auto d : devices) {
+      if (!s.empty()) s += ',';
+      s += d.name();
+    }
     return s;
   }
   void synchronize() const {
