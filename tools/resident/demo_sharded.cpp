@@ -108,6 +108,11 @@ class ledgers {
   std::vector<scoped_ledger> l_;
 };
 
+// "1 shard", "2 shards".
+std::string count_of(std::size_t k, const std::string& noun) {
+  return std::to_string(k) + " " + noun + (k == 1 ? "" : "s");
+}
+
 double gbs(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e6) : 0; }
 
 std::string log2_text(std::size_t n) {
@@ -146,7 +151,7 @@ int demo_gpus(const demo_options& o, shard_set& sh) {
   }
 
   out() << wrap("The seed pipeline func1 -> func2 -> func3 on n = " + log2_text(n) + " float32 (" +
-                    detail::format_bytes(double(n) * 4) + ") sharded over " + std::to_string(shards) + " devices (" +
+                    detail::format_bytes(double(n) * 4) + ") sharded over " + count_of(shards, "device") + " (" +
                     sh.names() + (gpu ? ", " + properties(d0).name : std::string(", sharing the host's cores")) +
                     ") against " + d0.name() + " alone. Inputs from Philox: one device and the shards hold the same "
                     "values (the counter is global); every element and each sum checked against FP64." +
@@ -192,7 +197,7 @@ int demo_gpus(const demo_options& o, shard_set& sh) {
   }
   {
     bar.step("sharded: fused map");
-    mode_row r{"sharded_map", "(2) " + std::to_string(shards) + " shards, map"};
+    mode_row r{"sharded_map", "(2) " + count_of(shards, "shard") + ", map"};
     r.per_call = counted([&] { dist::apply(poison, y); }, [&] { dist::apply(master, x, y); });
     y.to_host(std::span<float>(hy));
     r.error = seed_error(hx, hy);
@@ -214,7 +219,7 @@ int demo_gpus(const demo_options& o, shard_set& sh) {
   }
   {
     bar.step("sharded: map + sum");
-    mode_row r{"sharded_sum", "(4) " + std::to_string(shards) + " shards, map + sum"};
+    mode_row r{"sharded_sum", "(4) " + count_of(shards, "shard") + ", map + sum"};
     r.per_call = counted([] {}, [&] { sharded_sum = dist::reduce(sum, x); });
     r.error = sum_error(sharded_sum);
     r.ms = wall_ms(reps, [&] { (void)dist::reduce(sum, x); });
@@ -259,7 +264,7 @@ int demo_gpus(const demo_options& o, shard_set& sh) {
   std::ostringstream totals;
   totals << ledger();
   out() << "\n" << wrap(totals.str(), 100, "") << "\n";
-  out() << "\nAnswer: sharded over " << shards << (gpu ? " GPUs" : " CPU devices") << ",\n"
+  out() << "\nAnswer: sharded over " << count_of(shards, gpu ? "GPU" : "CPU device") << ",\n"
         << wrap("the fused map ran " + format_number(rows[1].speedup, 3) + "x and the map + sum " +
                     format_number(rows[3].speedup, 3) + "x as fast as on " + d0.name() + " alone; the sharded map moved " + std::to_string(map_counts.h2d_bytes + map_counts.d2h_bytes) +
                     " bytes over the host bus, the sharded sum " + std::to_string(sum_counts.h2d_bytes + sum_counts.d2h_bytes) +
@@ -349,7 +354,7 @@ int demo_beyond_one(const demo_options& o, shard_set& sh) {
       const pool_statistics p = pool_stats(sh.distinct[j]);
       throw out_of_memory(
           "out of memory: --beyond-one with " + detail::format_bytes(double(bytes)) + " of float32 over " +
-              std::to_string(shards) + " devices needs " + detail::format_bytes(double(need)) + " on " +
+              count_of(shards, "device") + " needs " + detail::format_bytes(double(need)) + " on " +
               sh.distinct[j].name() + " (its shards and " + detail::format_bytes(double(reserve)) +
               " kept for the reduction), which has " + detail::format_bytes(double(free_b[j])) +
               " free (under its pool's limit, if one is set); the devices' combined free memory is " + detail::format_bytes(combined) +
@@ -363,7 +368,7 @@ int demo_beyond_one(const demo_options& o, shard_set& sh) {
 
   const bool beyond = double(bytes) > double(total_b[0]);
   out() << wrap("One array of n = " + std::to_string(n) + " float32 (" + detail::format_bytes(double(n) * 4) +
-                    ") over " + std::to_string(shards) + " devices (" + sh.names() +
+                    ") over " + count_of(shards, "device") + " (" + sh.names() +
                     (gpu ? ", " + properties(d0).name : std::string(", sharing the host")) + "), " +
                     detail::format_bytes(double(dist::extent_of(n, shards, 0).count) * 4) + " per shard; " +
                     (gpu ? std::string(beyond ? "larger than " : "not larger than ") + d0.name() + "'s " +
@@ -478,8 +483,8 @@ int demo_beyond_one(const demo_options& o, shard_set& sh) {
         << format_number(sample_error, -1) << " (FP64 of the same Philox values)\n"
         << "  host bus     " << run.h2d_bytes << " bytes up, " << run.d2h_bytes << " bytes down during the run (the "
         << shards << " partial sums: at most " << shards * sizeof(double) << ")\n";
-  out() << "\nAnswer: " << detail::format_bytes(double(n) * 4) << " of float32 over " << shards
-        << (gpu ? " GPUs" : " CPU devices") << " filled, mapped and summed\n"
+  out() << "\nAnswer: " << detail::format_bytes(double(n) * 4) << " of float32 over "
+        << count_of(shards, gpu ? "GPU" : "CPU device") << " filled, mapped and summed\n"
         << wrap("in " + format_number(phases[1].ms + phases[2].ms + phases[3].ms, -1) + " ms" +
                     (resident_run ? ", with no host round trip" : "; ERROR: the run crossed the host bus") + ".",
                 100, "  ")
