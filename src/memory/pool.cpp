@@ -307,8 +307,8 @@ std::optional<std::size_t> parse_bytes(std::string_view t) {
   static constexpr std::pair<std::string_view, std::size_t> units[] = {
       {"", 1},         {"B", 1},
       {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40},
-      {"kB", 1000ull},     {"KB", 1000ull},     {"MB", 1000000ull},  {"GB", 1000000000ull},
-      {"TB", 1000000000000ull}};
+      {"PiB", 1ull << 50}, {"kB", 1000ull},     {"KB", 1000ull},     {"MB", 1000000ull},
+      {"GB", 1000000000ull}, {"TB", 1000000000000ull}, {"PB", 1000000000000000ull}};
   for (auto [name, scale] : units) {
     if (unit != name) continue;
     if (v > std::numeric_limits<std::size_t>::max() / scale) return std::nullopt;

@@ -656,6 +656,8 @@ TEST(pool_limit, byte_counts_parse) {
   EXPECT_EQ(parse_bytes("512 MiB"), std::size_t(512) << 20);
   EXPECT_EQ(parse_bytes("1000000"), 1000000u);
   EXPECT_EQ(parse_bytes("3GB"), 3000000000u);
+  EXPECT_EQ(parse_bytes("1PiB"), std::size_t(1) << 50);  // the CLI's --size range ends there
+  EXPECT_EQ(parse_bytes("2PB"), std::size_t(2000000000000000ull));
   EXPECT_EQ(parse_bytes("7B"), 7u);
   EXPECT_FALSE(parse_bytes(""));
   EXPECT_FALSE(parse_bytes("lots"));
