@@ -31,6 +31,26 @@ struct scale {
 
 using pipelines = backend;
 
+// Element types less aligned than their size: a store of one of them must not assume more.
+struct xy {
+  float x, y;  // 8 bytes, aligned to 4
+};
+struct xyzw {
+  float x, y, z, w;  // 16 bytes, aligned to 4
+};
+struct halves {
+  std::int16_t lo, hi;  // 4 bytes, aligned to 2
+};
+struct to_xy {
+  RESIDENT_HD xy operator()(float v) const { return {2 * v, v - 1}; }
+};
+struct to_xyzw {
+  RESIDENT_HD xyzw operator()(float v) const { return {v, 2 * v, 3 * v, 4 * v}; }
+};
+struct to_halves {
+  RESIDENT_HD halves operator()(float v) const { return {std::int16_t(v * 100), std::int16_t(-v * 100)}; }
+};
+
 TEST_P(pipelines, seed_pipeline_in_place_is_one_kernel_and_no_transfer) {
   for (std::size_t n : {std::size_t(1), std::size_t(5), std::size_t(1000), std::size_t(1 << 20) + 3}) {
     auto seed = rs::test::fresh_seed();
@@ -410,6 +430,31 @@ TEST_P(pipelines, long_reductions_match_the_reference_in_every_form) {
     EXPECT_NEAR(g_sum.to_host()[0], ref_sum, 1e-12 * ref_sum);
     EXPECT_EQ(e_count.to_host()[0], ref_count);
   }
+}
+
+TEST_P(pipelines, outputs_of_struct_types_less_aligned_than_their_size) {
+  // Every offset of the output slice, so element addresses are aligned to 4 (or 2) bytes only.
+  const std::size_t n = 5003;
+  auto h = rs::test::random_vector<float>(n, rs::test::fresh_seed(), 0.0, 1.0);
+  auto x = rs::to_device(h, dev);
+  auto check = [&](auto stage, auto poison, auto ref, auto same) {
+    using T = decltype(poison);
+    std::vector<T> fill(n + 4, poison);
+    for (std::size_t off : {0, 1, 2, 3}) {
+      auto y = rs::to_device(fill, dev);
+      rs::map(stage)(x, y.slice(off, n));
+      auto got = y.to_host();
+      for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(same(got[off + i], ref(h[i]))) << "offset " << off << " i " << i;
+      ASSERT_TRUE(same(got[off + n], poison)) << "wrote past the slice at offset " << off;
+      if (off) ASSERT_TRUE(same(got[off - 1], poison)) << "wrote before the slice at offset " << off;
+    }
+  };
+  check(to_xy{}, xy{-7, -7}, [](float v) { return xy{2 * v, v - 1}; },
+        [](xy a, xy b) { return a.x == b.x && a.y == b.y; });
+  check(to_xyzw{}, xyzw{-7, -7, -7, -7}, [](float v) { return xyzw{v, 2 * v, 3 * v, 4 * v}; },
+        [](xyzw a, xyzw b) { return a.x == b.x && a.y == b.y && a.z == b.z && a.w == b.w; });
+  check(to_halves{}, halves{-7, -7}, [](float v) { return halves{std::int16_t(v * 100), std::int16_t(-v * 100)}; },
+        [](halves a, halves b) { return a.lo == b.lo && a.hi == b.hi; });
 }
 
 TEST_P(pipelines, misaligned_views_use_head_and_tail) {

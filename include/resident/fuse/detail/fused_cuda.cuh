@@ -75,7 +75,9 @@ __device__ __forceinline__ void store_vector(const W& out, std::size_t i, const 
   if constexpr (is_writer<W>) {
     using U = std::remove_cv_t<std::remove_pointer_t<decltype(out.p)>>;
     constexpr std::size_t bytes = sizeof(U) * V;
-    if constexpr (bytes == 4 || bytes == 8 || bytes == 16 || bytes == 32) {
+    // Vectors only (V > 1: the plan aligned them to their size); one element of a struct type may be
+    // less aligned than its size.
+    if constexpr (V > 1 && (bytes == 4 || bytes == 8 || bytes == 16 || bytes == 32)) {
       using bits = std::conditional_t<bytes == 4, unsigned, std::conditional_t<bytes == 8, uint2, uint4>>;
       constexpr int parts = bytes == 32 ? 2 : 1;
       vec<U, V> v;
