@@ -815,9 +815,9 @@ pipeline external_reduce(std::string name, element type, double init, std::strin
   return pipeline(std::move(p));
 }
 
-pipeline sum() { return pipeline(detail::part{kind::sum, {}, "sum", {}, element::f32, 0, 0, 0, 0}); }
-pipeline min() { return pipeline(detail::part{kind::min, {}, "min", {}, element::f32, 0, 0, 0, 0}); }
-pipeline max() { return pipeline(detail::part{kind::max, {}, "max", {}, element::f32, 0, 0, 0, 0}); }
+pipeline sum() { return pipeline(detail::part{kind::sum, {}, "sum", {}, element::f32, 0, 0, 0, 0, {}, nullptr}); }
+pipeline min() { return pipeline(detail::part{kind::min, {}, "min", {}, element::f32, 0, 0, 0, 0, {}, nullptr}); }
+pipeline max() { return pipeline(detail::part{kind::max, {}, "max", {}, element::f32, 0, 0, 0, 0, {}, nullptr}); }
 
 pipeline reduce(std::string source, double init, std::string name) {
   detail::part p = detail::read_stage(kind::reduce, std::move(source), std::move(name), "jit::reduce");
@@ -841,7 +841,7 @@ pipeline generator(part::kind k, element t, std::uint64_t seed, std::uint64_t of
     RESIDENT_EXPECTS(std::abs(a) + z_max * b <= top, "jit::normal: mean and sd give values beyond the largest "
                                                      "finite value; scale the values after generating them");
   }
-  part p{k, {}, k == kind::uniform ? "uniform" : "normal", {}, t, seed, offset, a, b};
+  part p{k, {}, k == kind::uniform ? "uniform" : "normal", {}, t, seed, offset, a, b, {}, nullptr};
   return pipeline(std::move(p));
 }
 }  // namespace detail
