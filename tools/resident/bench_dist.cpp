@@ -8,7 +8,7 @@
 #include "resident/dist/dist.hpp"
 #include "resident/resident.hpp"
 #include "seed.hpp"
-#include "shard_timing.hpp"
+#include "wall_timing.hpp"
 #include "table.hpp"
 
 namespace resident::cli {

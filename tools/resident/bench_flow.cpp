@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "resident/resident.hpp"
 #include "table.hpp"
+#include "wall_timing.hpp"
 
 namespace resident::cli {
 namespace {
@@ -27,17 +28,6 @@ struct busy {
   }
 };
 
-double wall_ms(const std::function<void()>& f, int reps) {
-  f();  // warm-up
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto a = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 }  // namespace
 
@@ -58,10 +48,10 @@ int run_bench_flow(const bench_options& o) {
   bar.step("one stage alone");
   const double stage_ms = [&] {
     stream st(d);
-    return wall_ms([&] {
+    return wall_ms(reps, [&] {
       launch(st.ref(), one_warp, busy{stage_ns});
       st.synchronize();
-    }, reps);
+    });
   }();
   flow concurrent(d, 4), serial(d, 1);
   for (int i = 0; i < 4; ++i) {
@@ -70,8 +60,8 @@ int run_bench_flow(const bench_options& o) {
     serial.add("stage " + std::to_string(i), work);
   }
   bar.step("4 stages, 4 streams and 1 stream");
-  const double c_ms = wall_ms([&] { concurrent.run(); }, reps);
-  const double s_ms = wall_ms([&] { serial.run(); }, reps);
+  const double c_ms = wall_ms(reps, [&] { concurrent.run(); });
+  const double s_ms = wall_ms(reps, [&] { serial.run(); });
   t.add({"4 independent stages of " + format_number(stage_ms, -1) + " ms, 4 streams", table::cell(c_ms, 3), "ms",
          "wall time of run(); one stage alone, measured"});
   t.add({"the same on 1 stream (serialized)", table::cell(s_ms, 3), "ms", ""});

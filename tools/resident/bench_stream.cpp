@@ -13,6 +13,7 @@
 #include "resident/resident.hpp"
 #include "seed.hpp"
 #include "table.hpp"
+#include "wall_timing.hpp"
 
 namespace resident::cli {
 namespace {
@@ -20,16 +21,6 @@ namespace {
 constexpr double tolerance = 1e-5;  // float32 math against the FP64 reference, relative to max |ref|
 constexpr std::size_t MiB = std::size_t(1) << 20;
 
-double median_ms(int reps, const std::function<void()>& f) {
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto a = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 // max |y - ref(x)| / max |ref| over every element, in parallel; +inf when y holds a NaN or infinity.
 double seed_error(const float* x, const float* y, std::size_t n) {
@@ -171,7 +162,7 @@ int run_bench_stream(const stream_bench_options& o) {
       }
     };
     seeds_way();
-    seed_ms = median_ms(reps, seeds_way);
+    seed_ms = wall_ms(reps, seeds_way, 0);
   }
   if (seed_error(host_in, host_out, n) > tolerance) throw error("bench stream: the seed's way gave a wrong result");
 
@@ -199,7 +190,7 @@ int run_bench_stream(const stream_bench_options& o) {
     const ledger_counts per_call = l.delta();
     const double err = seed_error(in, out_buf, n);
     ok = ok && err <= tolerance && per_call.peak_bytes <= limit;
-    const double ms = median_ms(reps, [&] { stream_pipeline(seed, is, os, opts); });
+    const double ms = wall_ms(reps, [&] { stream_pipeline(seed, is, os, opts); }, 0);
     t.add({std::string("streamed, ") + what, table::cell(gbs(bytes, ms), -1), table::cell(gbs(bytes, ms) / duplex_up, 2),
            table::cell(target, 2),
            format_number(gbs(bytes, ms) / gbs(bytes, seed_ms), -1) + "x seed's way, " +
@@ -230,14 +221,14 @@ int run_bench_stream(const stream_bench_options& o) {
 #pragma omp parallel for reduction(+ : ref)
     for (long i = 0; i < long(n); ++i) ref += red_ref[i];
     ok = ok && std::fabs(value - ref) <= 1e-6 * (std::fabs(ref) + double(n));
-    const double ms = median_ms(reps, [&] { (void)stream_pipeline(sum, is, opts); });
+    const double ms = wall_ms(reps, [&] { (void)stream_pipeline(sum, is, opts); }, 0);
     t.add({std::string("streamed reduction, ") + (pinned ? "pinned" : "pageable"), table::cell(gbs(bytes, ms), -1),
            table::cell(gbs(bytes, ms) / upload, 2), table::cell(0.90, 2), "sum of f3(f2(f1(x)))"});
   }
   if (pageable) {
     bar.step("streamed reduction, pageable");
     const std::span<const float> is(page_in.data(), n);
-    const double ms = median_ms(reps, [&] { (void)stream_pipeline(sum, is, opts); });
+    const double ms = wall_ms(reps, [&] { (void)stream_pipeline(sum, is, opts); }, 0);
     if (pinned)
       t.add({"streamed reduction, pageable", table::cell(gbs(bytes, ms), -1), table::cell(gbs(bytes, ms) / upload, 2),
              table::cell::none(), ""});
@@ -256,7 +247,7 @@ int run_bench_stream(const stream_bench_options& o) {
         const std::span<const float> is(page_in.data(), n);
         const std::span<float> os(page_out.data(), n);
         const stream_summary s = stream_pipeline(seed, is, os, so);
-        const double ms = median_ms(reps, [&] { stream_pipeline(seed, is, os, so); });
+        const double ms = wall_ms(reps, [&] { stream_pipeline(seed, is, os, so); }, 0);
         thread_sweep.push_back({{"host_threads", threads}, {"chunk_bytes", s.chunk_elements * sizeof(float)},
                                 {"depth", s.depth}, {"gbs", gbs(bytes, ms)}, {"ratio", gbs(bytes, ms) / duplex_up}});
       }
@@ -277,7 +268,7 @@ int run_bench_stream(const stream_bench_options& o) {
       const std::span<const float> is(pin_in.data(), n);
       const std::span<float> os(pin_out.data(), n);
       stream_pipeline(seed, is, os, so);
-      const double ms = median_ms(reps, [&] { stream_pipeline(seed, is, os, so); });
+      const double ms = wall_ms(reps, [&] { stream_pipeline(seed, is, os, so); }, 0);
       sweep.push_back({{"chunk_bytes", cb}, {"depth", depth}, {"gbs", gbs(bytes, ms)}, {"ratio", gbs(bytes, ms) / duplex_up}});
     }
   }

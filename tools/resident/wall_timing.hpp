@@ -1,5 +1,6 @@
 #pragma once
-// Timing work that spans several streams (one per shard): device events per stream, or host wall time.
+// Timing what one stream's events cannot: work over several streams (one per shard), by events on
+// each, or work that synchronizes itself (streamed calls, flows), by host wall time.
 
 #include <algorithm>
 #include <chrono>
@@ -37,9 +38,10 @@ inline double events_ms(const std::vector<stream_ref>& streams, int reps, const 
   return median_of(t);
 }
 
-/// Milliseconds of host wall time of `work` (which synchronizes): the median of reps after one warm-up.
-inline double wall_ms(int reps, const std::function<void()>& work) {
-  work();
+/// Milliseconds of host wall time of `work` (which synchronizes): the median of reps after `warm_ups`
+/// untimed runs.
+inline double wall_ms(int reps, const std::function<void()>& work, int warm_ups = 1) {
+  for (int i = 0; i < warm_ups; ++i) work();
   std::vector<double> t;
   for (int r = 0; r < reps; ++r) {
     const auto a = std::chrono::steady_clock::now();
