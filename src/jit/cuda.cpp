@@ -1,7 +1,9 @@
 // The CUDA backend of run-time chains: the generated text (CUDA flavor) compiled by NVRTC for the
 // device's architecture, loaded with the driver API (cuLibraryLoadData: one load serves every device
-// of that architecture), launched with cuLaunchKernel on the call's stream. The driver is reached through
-// the runtime's entry points, so nothing links libcuda itself.
+// of that architecture), launched on the call's stream: as a programmatic dependent of the stream's
+// previous kernel (cuLaunchKernelEx) where the compiled fused kernels are (cuda::dependent_launch), else
+// with cuLaunchKernel. The driver is reached through the runtime's entry points, so nothing links libcuda
+// itself.
 #include <cuda.h>
 #include <nvJitLink.h>
 #include <nvrtc.h>
@@ -28,6 +30,7 @@ struct driver_api {
   decltype(&::cuKernelGetFunction) kernel_get_function;
   decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) occupancy;
   decltype(&::cuLaunchKernel) launch_kernel;
+  decltype(&::cuLaunchKernelEx) launch_kernel_ex;  // null where the driver lacks it: plain launches
 };
 
 template <class F>
@@ -46,6 +49,11 @@ const driver_api& driver() {
     find(a.kernel_get_function, "cuKernelGetFunction");
     find(a.occupancy, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     find(a.launch_kernel, "cuLaunchKernel");
+    try {
+      find(a.launch_kernel_ex, "cuLaunchKernelEx");
+    } catch (const device_unavailable&) {
+      a.launch_kernel_ex = nullptr;
+    }
     return a;
   }();
   return api;
@@ -106,6 +114,10 @@ target target_for(int major, int minor) {
 }
 
 const std::vector<std::string> options = {"-default-device", "--std=c++17", "-w"};
+
+// How the kernels are launched and what they do for it: version 2 launches them as programmatic
+// dependents, each waiting (griddepcontrol.wait) before its first memory access.
+constexpr const char* launch_contract = "launch 2: programmatic dependent";
 
 std::string nvrtc_version() {
   int a = 0, b = 0;
@@ -250,7 +262,10 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
     RESIDENT_CU_TRY(driver().driver_version(&driver_version));
     std::string opts;
     for (const auto& o : options) opts += o + " ";
-    const std::string key = hash_hex("cuda\nsm_" + std::to_string(prop.cc_major * 10 + prop.cc_minor) + "\nnvrtc " +
+    // The launch contract is part of the key (with the text, which carries it too): entries from a
+    // version whose kernels did not wait for their predecessor are never launched as dependents.
+    const std::string key = hash_hex("cuda\n" + std::string(launch_contract) + "\nsm_" +
+                                     std::to_string(prop.cc_major * 10 + prop.cc_minor) + "\nnvrtc " +
                                      nvrtc_version() + "\ndriver " + std::to_string(driver_version) + "\n" + opts +
                                      "\n" + source);
     kernel = cached(key, [&] { return load_or_compile(key, source, parts, prop.cc_major, prop.cc_minor); });
@@ -327,8 +342,26 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
   }
   try {
     void* params[] = {&args};
-    RESIDENT_CU_TRY(driver().launch_kernel(f, grid, 1, 1, block, 1, 1, 0,
-                                           reinterpret_cast<CUstream>(s.native()), params, nullptr));
+    const auto stream = reinterpret_cast<CUstream>(s.native());
+    // The kernel waits (griddepcontrol.wait) for the stream's previous kernel before its first access
+    // to memory, so it may be scheduled while that one still runs, as the compiled fused kernels are.
+    if (driver().launch_kernel_ex && resident::detail::cuda::dependent_launch(dev)) {
+      CUlaunchAttribute attr{};
+      attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attr.value.programmaticStreamSerializationAllowed = 1;
+      CUlaunchConfig c{};
+      c.gridDimX = grid;
+      c.gridDimY = c.gridDimZ = 1;
+      c.blockDimX = block;
+      c.blockDimY = c.blockDimZ = 1;
+      c.sharedMemBytes = 0;
+      c.hStream = stream;
+      c.attrs = &attr;
+      c.numAttrs = 1;
+      RESIDENT_CU_TRY(driver().launch_kernel_ex(&c, f, params, nullptr));
+    } else {
+      RESIDENT_CU_TRY(driver().launch_kernel(f, grid, 1, 1, block, 1, 1, 0, stream, params, nullptr));
+    }
     resident::detail::cuda::check_launch("run-time chain kernel");
     resident::detail::record_kernel(d);
     if (sig.reduces)

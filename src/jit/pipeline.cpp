@@ -229,6 +229,15 @@ typedef long long int64_t;
 typedef unsigned long long uint64_t;
 typedef unsigned long size_t;
 namespace std { using ::int32_t; using ::uint32_t; using ::int64_t; using ::uint64_t; using ::size_t; }
+// Programmatic dependent launch, as the compiled fused kernels do it: wait for the stream's previous
+// kernel (its completion and memory) before the first access, then let the next kernel be scheduled.
+// No-ops for a launch without the attribute, and absent before sm_90.
+RS_FN void rs_dependent_launch_prologue() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 )";
 
 const char* host_prelude = R"(// resident run-time kernel (host flavor)
@@ -521,6 +530,7 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
       s += "    }\n  }\n}\n";
     }
     s += "extern \"C\" __global__ void __launch_bounds__(RS_BLOCK) rs_kernel(rs_args a) {\n"
+         "  rs_dependent_launch_prologue();\n"
          "  const unsigned long long n = a.n;\n"
          "  const unsigned long long tid = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
          "  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;\n";
