@@ -278,6 +278,91 @@ TEST_P(jit, an_external_stage_fuses_with_source_stages_in_one_kernel) {
   EXPECT_THROW(rs::jit::external("g", {}, E::f32, {}, nullptr), rs::invalid_argument);
 }
 
+// Every element within tol of the FP64 reference (relative, or absolute near 0); a stale or unwritten
+// element is far off, so a kernel that ran before its predecessor's results fails here.
+template <class T>
+void expect_each_near(const std::vector<T>& out, const std::vector<double>& ref, double tol, const char* what) {
+  ASSERT_EQ(out.size(), ref.size()) << what;
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    if (!(std::fabs(double(out[i]) - ref[i]) <= tol * (1.0 + std::fabs(ref[i]))) && bad++ == 0) first = i;
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << ref.size() << " elements off, the first at " << first
+                     << " (" << (bad ? double(out[first]) : 0.0) << ", want " << (bad ? ref[first] : 0.0) << ")";
+}
+
+// Run-time kernels back to back on one stream, each reading what the one before wrote (or writing what
+// it read), without a host synchronization between them: on GPUs with programmatic dependent launch
+// each kernel is scheduled while its predecessor runs and must wait for its results. The same with
+// compiled kernels (rs::program) before and after run-time ones.
+TEST_P(jit, chained_calls_on_one_stream_read_their_predecessors_results) {
+  const std::size_t n = std::size_t(1) << 22;
+  const rs::device cpu = rs::device::cpu();
+  auto A = rs::jit::map(f1), B = rs::jit::map(f2), C = rs::jit::map(f3);
+  auto f1d = [](double v) { return 1.5 * v + 0.5; };
+  auto f2d = [](double v) { return std::sqrt(v * v + 1.0); };
+  auto f3d = [](double v) { return 0.5 * std::sin(v); };
+  const rs::program twice_minus_one = rs::program{} | rs::op::affine(2, -1);
+  const rs::program seed_program = rs::program{} | rs::op::affine(1.5, 0.5) | rs::op::square() | rs::op::add(1) |
+                                   rs::op::sqrt() | rs::op::sin() | rs::op::mul(0.5);
+  const std::vector<float> poison(n, rs::test::poison<float>());
+  const double tol = 1e-5;
+  for (int round = 0; round < 3; ++round) {
+    const auto seed = rs::test::fresh_seed();
+    SCOPED_TRACE("round " + std::to_string(round) + ", seed = " + std::to_string(seed));
+    // The input from the run-time generator, its values those of rs::random (computed on the CPU).
+    rs::array<float> want(n, cpu);
+    rs::random::fill_uniform(want, seed, 0, -2.f, 3.f);
+    const std::vector<float> h = want.to_host();
+    rs::array<float> x = rs::to_device(poison, dev), y = rs::to_device(poison, dev), z = rs::to_device(poison, dev);
+    std::vector<double> rx(n), ry(n), rz(n);
+
+    // Run-time kernels only.
+    rs::jit::uniform<float>(seed, 0, -2.f, 3.f)(x);  // x = u
+    A(x, y);                                          // y = f1(x): reads the generator's output
+    B(y, z);                                          // z = f2(y)
+    C(z, x);                                          // x = f3(z): overwrites what A read
+    A(x);                                             // x = f1(x), in place
+    const float s1 = (B | rs::jit::sum()).result<float>(x);
+    double ref_s1 = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      ry[i] = f1d(h[i]);
+      rz[i] = f2d(ry[i]);
+      rx[i] = f1d(f3d(rz[i]));
+      ref_s1 += f2d(rx[i]);
+    }
+    expect_each_near(y.to_host(), ry, tol, "y = f1(u)");
+    expect_each_near(z.to_host(), rz, tol, "z = f2(y)");
+    expect_each_near(x.to_host(), rx, tol, "x = f1(f3(z))");
+    EXPECT_NEAR(s1, ref_s1, 1e-4 * std::fabs(ref_s1) + 1e-2) << "sum of f2(x)";
+
+    // Compiled, then run-time, then compiled, in both orders, reductions of both kinds last.
+    x = rs::to_device(h, dev);
+    y = rs::to_device(poison, dev);
+    z = rs::to_device(poison, dev);
+    rs::run(seed_program, x, y);     // compiled: y = seed(x)
+    C(y, z);                         // run-time reads it: z = f3(y)
+    rs::run(twice_minus_one, z, x);  // compiled reads that: x = 2z - 1, overwriting what seed read
+    A(x, y);                         // run-time: y = f1(x), overwriting what C read
+    const float s2 = rs::run_sum(twice_minus_one, y);  // compiled reduction of the run-time output
+    B(y, z);                                           // run-time: z = f2(y)
+    const float s3 = (C | rs::jit::sum()).result<float>(z);  // run-time reduction
+    double ref_s2 = 0, ref_s3 = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double seeded = seed_reference(h[i]);
+      rx[i] = 2 * f3d(seeded) - 1;
+      ry[i] = f1d(rx[i]);
+      rz[i] = f2d(ry[i]);
+      ref_s2 += 2 * ry[i] - 1;
+      ref_s3 += f3d(rz[i]);
+    }
+    expect_each_near(x.to_host(), rx, tol, "x = 2 f3(seed(u)) - 1");
+    expect_each_near(y.to_host(), ry, tol, "y = f1(x)");
+    expect_each_near(z.to_host(), rz, tol, "z = f2(y)");
+    EXPECT_NEAR(s2, ref_s2, 1e-4 * std::fabs(ref_s2) + 1e-2) << "compiled sum of 2y - 1";
+    EXPECT_NEAR(s3, ref_s3, 1e-4 * std::fabs(ref_s3) + 1e-2) << "run-time sum of f3(z)";
+  }
+}
+
 RESIDENT_BACKENDS(jit);
 
 // NVRTC needs no GPU: every kind of kernel the chains generate compiles for the GPUs the library
@@ -304,7 +389,13 @@ TEST(jit_kernels, every_kind_of_chain_compiles_with_nvrtc) {
     for (const auto& c : cases) {
       SCOPED_TRACE(c.p.name() + " for sm_" + std::to_string(cc));
       std::string image;
-      ASSERT_NO_THROW(image = rs::jit::detail::compile_cuda(c.p.kernel_source(c.in, c.out, gpu), cc / 10, cc % 10));
+      const std::string text = c.p.kernel_source(c.in, c.out, gpu);
+      // Programmatic dependent launch: the kernel waits for its predecessor first thing (sm_90 and later).
+      const auto body = text.find("rs_kernel(rs_args a) {\n");
+      ASSERT_NE(body, std::string::npos);
+      EXPECT_EQ(text.find("rs_dependent_launch_prologue();", body), text.find('\n', body) + 3) << text;
+      EXPECT_NE(text.find("griddepcontrol.wait;"), std::string::npos);
+      ASSERT_NO_THROW(image = rs::jit::detail::compile_cuda(text, cc / 10, cc % 10));
       EXPECT_GT(image.size(), 1000u);
     }
   }
