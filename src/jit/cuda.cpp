@@ -310,7 +310,7 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
   // Vector maps run a flat grid of tiles (the compiled maps' shape); reductions and other maps stride
   // over one wave at full occupancy, generators (arithmetic-bound) too.
   const bool flat = vectors && !sig.reduces;
-  args.vec = flat ? 2 : vectors ? 1 : 0;
+  args.vec = vectors ? 1 : 0;
   const std::size_t tile = std::size_t(pol.map_block) * std::size_t(pol.map_tile);
   const std::size_t units = generates ? n / 4 + 2 : vectors ? nv / std::size_t(pol.unroll) + 1 : n;
   const std::size_t wanted = (units + std::size_t(pol.block) - 1) / std::size_t(pol.block);

@@ -545,16 +545,20 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
         s += "  const unsigned long long nv = n / " + Vn + ";\n";
         if (!red)
           // Maps: tiles of RS_TILE * blockDim.x vectors, one per block of a flat grid, each thread
-          // taking RS_TILE of them blockDim.x apart (coalesced loads); a smaller grid strides.
-          s += "  if (a.vec == 2) {\n"
+          // taking RS_TILE of them blockDim.x apart (coalesced loads); a smaller grid strides. Only
+          // this vector path: a striding one beside it (RS_UNROLL vectors in flight) would raise the
+          // whole kernel's registers and cut its occupancy (46 registers against 32 for the seed chain).
+          s += "  if (a.vec) {\n"
                "    const unsigned long long tile = (unsigned long long)blockDim.x * RS_TILE;\n"
                "    for (unsigned long long base = blockIdx.x * tile + threadIdx.x; base < nv; base += gridDim.x * tile)\n"
                "      rs_vectors<RS_TILE>(a, base, blockDim.x, nv);\n"
-               "    done = nv * " + Vn + ";\n  } else\n";
-        s += "  if (a.vec) {\n"
-             "    for (unsigned long long base = tid; base < nv; base += RS_UNROLL * stride)\n"
-             "      rs_vectors<RS_UNROLL>(a, base, stride, nv" + acc_arg + ");\n"
-             "    done = nv * " + Vn + ";\n  }\n";
+               "    done = nv * " + Vn + ";\n  }\n";
+        else
+          // Reductions: one wave striding, RS_UNROLL vectors in flight per thread.
+          s += "  if (a.vec) {\n"
+               "    for (unsigned long long base = tid; base < nv; base += RS_UNROLL * stride)\n"
+               "      rs_vectors<RS_UNROLL>(a, base, stride, nv" + acc_arg + ");\n"
+               "    done = nv * " + Vn + ";\n  }\n";
       }
       s += "  for (unsigned long long i = done + tid; i < n; i += stride) " + use + "rs_chain(a, " + call + "));\n";
     }
