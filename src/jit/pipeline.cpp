@@ -547,7 +547,7 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
           // Maps: tiles of RS_TILE * blockDim.x vectors, one per block of a flat grid, each thread
           // taking RS_TILE of them blockDim.x apart (coalesced loads); a smaller grid strides. Only
           // this vector path: a striding one beside it (RS_UNROLL vectors in flight) would raise the
-          // whole kernel's registers and cut its occupancy (46 registers against 32 for the seed chain).
+          // whole kernel's register count and cut its occupancy below the compiled map's.
           s += "  if (a.vec) {\n"
                "    const unsigned long long tile = (unsigned long long)blockDim.x * RS_TILE;\n"
                "    for (unsigned long long base = blockIdx.x * tile + threadIdx.x; base < nv; base += gridDim.x * tile)\n"
