@@ -44,14 +44,14 @@ TEST(copy_nontemporal, matches_the_source_at_every_alignment_and_size_and_writes
   constexpr std::size_t large = (std::size_t(1) << 20) + 17, pad = 128;
   const auto src = random_bytes(large + pad, seed);
   std::vector<unsigned char> dst(large + 2 * pad);
+  const std::vector<unsigned char> guards(2 * pad, guard);
   auto check = [&](rd::nontemporal_stores how, std::size_t n, std::size_t so, std::size_t dof) {
     std::fill(dst.begin(), dst.begin() + std::ptrdiff_t(n + 2 * pad), guard);
     rd::copy_nontemporal(dst.data() + pad + dof, src.data() + so, n, how);
     ASSERT_EQ(std::memcmp(dst.data() + pad + dof, src.data() + so, n), 0)
         << n << " bytes, offsets " << so << " / " << dof << ", stores " << int(how);
-    for (std::size_t i = 0; i < pad + dof; ++i) ASSERT_EQ(dst[i], guard) << "byte " << i << " before a copy of " << n;
-    for (std::size_t i = pad + dof + n; i < n + 2 * pad; ++i)
-      ASSERT_EQ(dst[i], guard) << "byte " << i << " after a copy of " << n;
+    ASSERT_EQ(std::memcmp(dst.data(), guards.data(), pad + dof), 0) << "written before a copy of " << n;
+    ASSERT_EQ(std::memcmp(dst.data() + pad + dof + n, guards.data(), pad - dof), 0) << "written after a copy of " << n;
   };
   for (auto how : {rd::nontemporal_stores::best, rd::nontemporal_stores::bytes16, rd::nontemporal_stores::bytes32}) {
     if (!rd::has_nontemporal_stores(how)) continue;
