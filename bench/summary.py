@@ -128,7 +128,8 @@ def main(d):
         top = max(r["threads"] for r in hs["rows"])
         for r in hs["rows"]:
             if r["threads"] == top and r["direction"] == "duplex":
-                row(f"host staging duplex, {top} threads, {r['copy']}", f"{r['gbs']:.1f} GB/s of input", "", None)
+                row(f"host staging duplex, {r['chunk_bytes'] >> 20} MiB, {top} thr, {r['copy']}",
+                    f"{r['gbs']:.1f} GB/s of input", "", None)
     py = load(d, "python.json")
     if py:
         if py["exchange"]:

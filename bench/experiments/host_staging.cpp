@@ -15,10 +15,10 @@
 //
 // Built as the bench target `host_staging`, or alone from the repository root:
 //   g++ -O2 -std=c++20 -Iinclude bench/experiments/host_staging.cpp src/streaming/host_copy.cpp -pthread -o host_staging
-// usage: host_staging [--size 4GiB] [--chunk 16MiB] [--depth 4] [--threads 1,2,4,8,12,16] [--reps 3]
+// usage: host_staging [--size 4GiB] [--chunk 16MiB[,4MiB...]] [--depth 4] [--threads 1,2,4,8,12,16] [--reps 3]
 //                     [--json [PATH]]   (--json alone: only JSON on stdout; with PATH: the table too)
 #include <algorithm>
-#include <barrier>
+#include <latch>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -60,6 +60,17 @@ std::size_t parse_bytes(const std::string& s) {
   else if (!unit.empty() && unit != "B") refuse("unknown unit in '" + s + "': give B, KiB, MiB or GiB");
   if (!(v > 0) || v * scale > double(std::size_t(1) << 40)) refuse("byte count out of range (1B to 1TiB): '" + s + "'");
   return std::size_t(v * scale);
+}
+
+std::vector<std::size_t> parse_chunks(const std::string& s) {
+  std::vector<std::size_t> out;
+  std::size_t at = 0;
+  while (at <= s.size()) {
+    const std::size_t comma = std::min(s.find(',', at), s.size());
+    out.push_back(parse_bytes(s.substr(at, comma - at)));
+    at = comma + 1;
+  }
+  return out;
 }
 
 std::vector<int> parse_threads(const std::string& s) {
@@ -116,14 +127,16 @@ struct setup {
 };
 
 // One pass over the whole array: thread t copies piece t of every chunk (the pieces of one chunk
-// are the threads' at once, as in the pool). Returns seconds from the common start to the last join.
+// are the threads' at once, as in the pool). Returns seconds from the start (taken once every thread
+// is ready, before they are let go) to the last join.
 double pass(const setup& s, way w, method m, int threads) {
-  std::barrier start(threads + 1);
+  std::latch ready(threads), go(1);
   std::vector<std::thread> team;
   const std::size_t chunks = (s.size + s.chunk - 1) / s.chunk;
   for (int t = 0; t < threads; ++t)
     team.emplace_back([&, t] {
-      start.arrive_and_wait();
+      ready.count_down();
+      go.wait();
       for (std::size_t c = 0; c < chunks; ++c) {
         const std::size_t first = c * s.chunk, bytes = std::min(s.chunk, s.size - first);
         const std::size_t slot = (c % std::size_t(s.depth)) * s.chunk;
@@ -137,13 +150,15 @@ double pass(const setup& s, way w, method m, int threads) {
         }
       }
     });
-  start.arrive_and_wait();
+  ready.wait();
   const auto t0 = std::chrono::steady_clock::now();
+  go.count_down();
   for (auto& th : team) th.join();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 struct row {
+  std::size_t chunk;
   int threads;
   way w;
   method m;
@@ -154,7 +169,8 @@ struct row {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::size_t size = std::size_t(4) << 30, chunk = std::size_t(16) << 20;
+  std::size_t size = std::size_t(4) << 30;
+  std::vector<std::size_t> chunk_sizes{std::size_t(16) << 20};
   int depth = 4, reps = 3;
   std::vector<int> thread_counts{1, 2, 4, 8, 12, 16};
   bool json = false;
@@ -171,17 +187,17 @@ int main(int argc, char** argv) {
           "(pageable <-> page-aligned staging slots, chunks cut in whole pages among threads),\n"
           "memcpy against streaming stores, up, down and both at once. CPU only.\n\n"
           "  --size BYTES      the pageable array (default 4GiB; twice that is allocated)\n"
-          "  --chunk BYTES     one chunk (default 16MiB)\n"
+          "  --chunk LIST      chunk sizes, comma-separated (default 16MiB)\n"
           "  --depth N         staging slots per direction (default 4)\n"
           "  --threads LIST    thread counts (default 1,2,4,8,12,16)\n"
           "  --reps N          timed passes per figure, median reported (default 3; one untimed first)\n"
           "  --json [PATH]     JSON to PATH (and the table to stdout), or alone: only JSON on stdout\n\n"
-          "example: host_staging --size 4GiB --chunk 16MiB --threads 8,12,16 --json staging.json\n");
+          "example: host_staging --size 4GiB --chunk 4MiB,16MiB --threads 8,12,16 --json staging.json\n");
       return 0;
     } else if (a == "--size") {
       size = parse_bytes(value());
     } else if (a == "--chunk") {
-      chunk = parse_bytes(value());
+      chunk_sizes = parse_chunks(value());
     } else if (a == "--depth" || a == "--reps") {
       const std::string v = value();
       char* end = nullptr;
@@ -197,8 +213,9 @@ int main(int argc, char** argv) {
       refuse("unknown option '" + a + "'");
     }
   }
-  if (chunk > size) refuse("--chunk is larger than --size");
-  if (chunk > (std::size_t(1) << 34) / std::size_t(depth)) refuse("--chunk times --depth is over 16GiB");
+  const std::size_t widest = *std::max_element(chunk_sizes.begin(), chunk_sizes.end());
+  if (widest > size) refuse("a --chunk is larger than --size");
+  if (widest > (std::size_t(1) << 34) / std::size_t(depth)) refuse("a --chunk times --depth is over 16GiB");
   const bool table = !json || !json_path.empty();
   FILE* progress = stderr;
 
@@ -206,67 +223,69 @@ int main(int argc, char** argv) {
   std::fprintf(progress, "host_staging: touching %.2f GiB of pageable memory and the staging slots...\n",
                2.0 * double(size) / double(1 << 30));
   buffer in = allocate(size, "pageable input"), out = allocate(size, "pageable output");
-  buffer sin = allocate(chunk * std::size_t(depth), "staging in"), sout = allocate(chunk * std::size_t(depth), "staging out");
+  const std::size_t ring = widest * std::size_t(depth);
+  buffer sin = allocate(ring, "staging in"), sout = allocate(ring, "staging out");
   touch(in.get(), size, hw);
   touch(out.get(), size, hw);
-  touch(sin.get(), chunk * std::size_t(depth), hw);
-  touch(sout.get(), chunk * std::size_t(depth), hw);
-  const setup s{size, chunk, depth, in.get(), out.get(), sin.get(), sout.get()};
+  touch(sin.get(), ring, hw);
+  touch(sout.get(), ring, hw);
 
   std::vector<method> methods{method::memcpy_, method::nt16};
   if (rd::has_nontemporal_stores(rd::nontemporal_stores::bytes32)) methods.push_back(method::nt32);
   const way ways[] = {way::up, way::down, way::duplex};
   std::vector<row> rows;
-  for (std::size_t ti = 0; ti < thread_counts.size(); ++ti) {
-    const int t = thread_counts[ti];
-    std::fprintf(progress, "  [%zu/%zu] %d thread%s...\n", ti + 1, thread_counts.size(), t, t == 1 ? "" : "s");
-    for (way w : ways)
-      for (method m : methods) {
-        pass(s, w, m, t);  // untimed: the first pass of a kind pays for whatever is cold
-        row r{t, w, m, 0, {}};
-        for (int k = 0; k < reps; ++k) r.secs.push_back(pass(s, w, m, t));
-        std::vector<double> sorted = r.secs;
-        std::sort(sorted.begin(), sorted.end());
-        r.gbs = double(size) / sorted[sorted.size() / 2] / 1e9;
-        rows.push_back(std::move(r));
-      }
-  }
-  // The last pass (both directions) left the last chunk where it should be.
-  {
+  std::size_t step = 0;
+  const std::size_t steps = chunk_sizes.size() * thread_counts.size();
+  for (std::size_t chunk : chunk_sizes) {
+    const setup s{size, chunk, depth, in.get(), out.get(), sin.get(), sout.get()};
+    for (int t : thread_counts) {
+      std::fprintf(progress, "  [%zu/%zu] %.0f MiB chunks, %d thread%s...\n", ++step, steps,
+                   double(chunk) / double(1 << 20), t, t == 1 ? "" : "s");
+      for (way w : ways)
+        for (method m : methods) {
+          pass(s, w, m, t);  // untimed: the first pass of a kind pays for whatever is cold
+          row r{chunk, t, w, m, 0, {}};
+          for (int k = 0; k < reps; ++k) r.secs.push_back(pass(s, w, m, t));
+          std::vector<double> sorted = r.secs;
+          std::sort(sorted.begin(), sorted.end());
+          r.gbs = double(size) / sorted[sorted.size() / 2] / 1e9;
+          rows.push_back(std::move(r));
+        }
+    }
+    // The last pass (both directions) left the last chunk where it should be.
     const std::size_t last = (size - 1) / chunk, first = last * chunk, slot = (last % std::size_t(depth)) * chunk;
     if (std::memcmp(sin.get() + slot, in.get() + first, size - first) != 0 ||
         std::memcmp(out.get() + first, sout.get() + slot, size - first) != 0)
       refuse("a staged chunk differs from its source: the copy is wrong");
   }
-  auto find = [&](int t, way w, method m) -> const row* {
-    for (const row& r : rows)
-      if (r.threads == t && r.w == w && r.m == m) return &r;
-    return nullptr;
-  };
+
   if (table) {
-    std::printf("\nhost staging copies: %.2f GiB pageable, %.0f MiB chunks, %d slots, median of %d (GB/s; duplex: of input)\n",
-                double(size) / double(1 << 30), double(chunk) / double(1 << 20), depth, reps);
-    std::printf("%8s", "threads");
-    for (way w : ways)
-      for (method m : methods) std::printf(" %14s", (std::string(name_of(w)) + " " + name_of(m)).c_str());
-    std::printf("\n");
-    for (int t : thread_counts) {
-      std::printf("%8d", t);
+    for (std::size_t chunk : chunk_sizes) {
+      std::printf("\nhost staging copies: %.2f GiB pageable, %.0f MiB chunks, %d slots, median of %d (GB/s; duplex: of input)\n",
+                  double(size) / double(1 << 30), double(chunk) / double(1 << 20), depth, reps);
+      std::printf("%8s", "threads");
       for (way w : ways)
-        for (method m : methods) std::printf(" %9.1f GB/s", find(t, w, m)->gbs);
+        for (method m : methods) std::printf(" %14s", (std::string(name_of(w)) + " " + name_of(m)).c_str());
       std::printf("\n");
+      for (const row& r : rows) {
+        if (r.chunk != chunk || r.w != way::up || r.m != method::memcpy_) continue;
+        std::printf("%8d", r.threads);
+        for (const row& q : rows)
+          if (q.chunk == chunk && q.threads == r.threads) std::printf(" %9.1f GB/s", q.gbs);
+        std::printf("\n");
+      }
     }
   }
   if (json) {
     FILE* f = json_path.empty() ? stdout : std::fopen(json_path.c_str(), "w");
     if (!f) refuse("cannot write " + json_path);
-    std::fprintf(f, "{\n  \"benchmark\": \"host_staging\",\n  \"size_bytes\": %zu,\n  \"chunk_bytes\": %zu,\n"
+    std::fprintf(f, "{\n  \"benchmark\": \"host_staging\",\n  \"size_bytes\": %zu,\n"
                     "  \"depth\": %d,\n  \"reps\": %d,\n  \"hardware_threads\": %d,\n  \"rows\": [\n",
-                 size, chunk, depth, reps, hw);
+                 size, depth, reps, hw);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const row& r = rows[i];
-      std::fprintf(f, "    {\"threads\": %d, \"direction\": \"%s\", \"copy\": \"%s\", \"gbs\": %.4f, \"seconds\": [", r.threads,
-                   name_of(r.w), name_of(r.m), r.gbs);
+      std::fprintf(f, "    {\"chunk_bytes\": %zu, \"threads\": %d, \"direction\": \"%s\", \"copy\": \"%s\", \"gbs\": %.4f, \"seconds\": [",
+                   r.chunk, r.threads, name_of(r.w), name_of(r.m), r.gbs);
       for (std::size_t k = 0; k < r.secs.size(); ++k) std::fprintf(f, "%s%.6f", k ? ", " : "", r.secs[k]);
       std::fprintf(f, "]}%s\n", i + 1 < rows.size() ? "," : "");
     }
