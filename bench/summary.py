@@ -123,6 +123,13 @@ def main(d):
                 row(f"stream: {r['measure']}", f"{r['gbs']:.1f} GB/s, {r['ratio']:.3f}", f">= {r['target']:.2f}",
                     r["ratio"] >= r["target"])
         row("stream: results checked, peak under the pool limit", str(st["ok"]), "True", st["ok"])
+    hs = load(d, "host-staging.json")
+    if hs:  # the host copies alone at the most threads measured: the ceiling of pageable streaming
+        top = max(r["threads"] for r in hs["rows"])
+        for r in hs["rows"]:
+            if r["threads"] == top and r["direction"] == "duplex":
+                row(f"host staging duplex, {r['chunk_bytes'] >> 20} MiB, {top} thr, {r['copy']}",
+                    f"{r['gbs']:.1f} GB/s of input", "", None)
     py = load(d, "python.json")
     if py:
         if py["exchange"]:

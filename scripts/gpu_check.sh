@@ -79,6 +79,9 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   # 8 GiB of host data through a pool capped at 2 GiB (the host holds 128 GiB: pinned and pageable
   # input and output take 32 GiB).
   step bench-stream "$cli" bench stream --size 8GiB --pool-limit 2GiB --json "$logs/stream.json"
+  # The host copies of pageable staging alone (no GPU): memcpy against streaming stores, 1-16 threads,
+  # up, down and both at once over 4 GiB in 4 and 16 MiB chunks -- a ceiling of the pageable streamed rate.
+  step host-staging "$build/bench/host_staging" --size 4GiB --chunk 4MiB,16MiB --json "$logs/host-staging.json"
   # The profile report of the seed demo on the GPU (events, the measured copy rate, advice), and the
   # NVTX timeline where Nsight Systems is installed.
   step demo-profile "$cli" demo --profile --json "$logs/demo-profile.json"

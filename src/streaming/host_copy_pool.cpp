@@ -1,55 +1,12 @@
 #include "resident/streaming/detail/host_copy_pool.hpp"
 
 #include <algorithm>
-#include <cstdint>
-#include <cstring>
 #include <string>
 #include <system_error>
 
 #include "resident/error.hpp"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 namespace resident::detail {
-namespace {
-
-// Below this, a plain memcpy: the lines it writes are few, and streaming stores need a fence.
-constexpr std::size_t streaming_from = std::size_t(64) << 10;
-
-}  // namespace
-
-void copy_streaming(void* dst, const void* src, std::size_t bytes) noexcept {
-  if (bytes == 0) return;  // dst and src may then be null
-#if defined(__SSE2__)  // every x86-64; elsewhere memcpy
-  if (bytes >= streaming_from) {
-    auto* d = static_cast<unsigned char*>(dst);
-    const auto* s = static_cast<const unsigned char*>(src);
-    // Up to the destination's next cache line with memcpy, then whole lines of 4 x 16 bytes stored
-    // around the caches (no read of the destination's lines before they are written), then the tail.
-    const std::size_t head = (64 - (reinterpret_cast<std::uintptr_t>(d) & 63)) & 63;
-    std::memcpy(d, s, head);
-    d += head;
-    s += head;
-    const std::size_t lines = (bytes - head) / 64;
-    for (std::size_t i = 0; i < lines; ++i, d += 64, s += 64) {
-      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16));
-      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 32));
-      const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 48));
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d), a);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + 16), b);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + 32), c);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + 48), e);
-    }
-    std::memcpy(d, s, bytes - head - lines * 64);
-    _mm_sfence();  // streaming stores are weakly ordered: make them visible before the caller says "done"
-    return;
-  }
-#endif
-  std::memcpy(dst, src, bytes);
-}
 
 host_copy_pool::host_copy_pool(int threads, std::size_t min_piece, int pieces_per_thread)
     : min_piece_(min_piece), pieces_per_thread_(pieces_per_thread) {
@@ -74,16 +31,15 @@ host_copy_pool::~host_copy_pool() {
 
 host_copy_pool::job host_copy_pool::submit(std::span<const host_copy> copies, std::function<void()> gate) {
   auto s = std::make_shared<job_state>();
-  // About pieces_per_thread pieces per thread for a large copy, so a thread the OS put aside is
-  // overtaken by the others; page-aligned cuts, so no two threads write the same cache line.
-  const std::size_t most = std::size_t(threads()) * std::size_t(pieces_per_thread_);
+  // Pieces of at least min_piece bytes, a whole number per thread (up to pieces_per_thread, so a
+  // thread the OS put aside is overtaken by the others) and none left for a second round of only some
+  // threads; cut at the destination's page boundaries, so no two threads write the same page.
+  const std::size_t t = std::size_t(threads());
+  const std::size_t most = t * std::size_t(pieces_per_thread_);
   for (const host_copy& c : copies) {
-    if (c.bytes == 0) continue;
-    const std::size_t n = std::clamp<std::size_t>(c.bytes / min_piece_, 1, most);
-    const std::size_t piece = ((c.bytes + n - 1) / n + 4095) / 4096 * 4096;
-    for (std::size_t off = 0; off < c.bytes; off += piece)
-      s->pieces.push_back({static_cast<unsigned char*>(c.dst) + off, static_cast<const unsigned char*>(c.src) + off,
-                           std::min(piece, c.bytes - off)});
+    std::size_t n = std::clamp<std::size_t>(c.bytes / min_piece_, 1, most);
+    if (n > t) n = n / t * t;
+    for (const host_copy& p : split_in_pages(c, n)) s->pieces.push_back(p);
   }
   s->left = s->pieces.size();
   s->gate = std::move(gate);

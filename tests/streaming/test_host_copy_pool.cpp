@@ -36,6 +36,84 @@ using resident::test::threads_now;
 
 constexpr unsigned char guard = 0xA5;
 
+// Every alignment of source and destination within a line, every size up to a few lines, and large
+// copies at every offset of one side: byte for byte as the source, nothing written outside.
+TEST(copy_nontemporal, matches_the_source_at_every_alignment_and_size_and_writes_nothing_else) {
+  const auto seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  constexpr std::size_t large = (std::size_t(1) << 20) + 17, pad = 128;
+  const auto src = random_bytes(large + pad, seed);
+  std::vector<unsigned char> dst(large + 2 * pad);
+  const std::vector<unsigned char> guards(2 * pad, guard);
+  auto check = [&](rd::nontemporal_stores how, std::size_t n, std::size_t so, std::size_t dof) {
+    std::fill(dst.begin(), dst.begin() + std::ptrdiff_t(n + 2 * pad), guard);
+    rd::copy_nontemporal(dst.data() + pad + dof, src.data() + so, n, how);
+    ASSERT_EQ(std::memcmp(dst.data() + pad + dof, src.data() + so, n), 0)
+        << n << " bytes, offsets " << so << " / " << dof << ", stores " << int(how);
+    ASSERT_EQ(std::memcmp(dst.data(), guards.data(), pad + dof), 0) << "written before a copy of " << n;
+    ASSERT_EQ(std::memcmp(dst.data() + pad + dof + n, guards.data(), pad - dof), 0) << "written after a copy of " << n;
+  };
+  for (auto how : {rd::nontemporal_stores::best, rd::nontemporal_stores::bytes16, rd::nontemporal_stores::bytes32}) {
+    if (!rd::has_nontemporal_stores(how)) continue;
+    for (std::size_t so = 0; so < 64; ++so)
+      for (std::size_t dof = 0; dof < 64; ++dof)
+        for (std::size_t n = 0; n <= 300; ++n) ASSERT_NO_FATAL_FAILURE(check(how, n, so, dof));
+    for (std::size_t n : {std::size_t(4095), std::size_t(64) << 10, (std::size_t(64) << 10) + 1, large})
+      for (std::size_t off = 0; off < 64; ++off)
+        for (std::size_t other : {0, 7, 32}) {
+          ASSERT_NO_FATAL_FAILURE(check(how, n, other, off));
+          ASSERT_NO_FATAL_FAILURE(check(how, n, off, other));
+        }
+  }
+  rd::copy_nontemporal(nullptr, nullptr, 0);  // nothing to copy: nothing touched
+}
+
+// Pieces cover the copy exactly, in order, cut only at the destination's page boundaries, as many as
+// asked (or pages there are), their page counts within one of each other.
+TEST(split_in_pages, cuts_whole_pages_of_the_destination_evenly) {
+  constexpr std::size_t page = rd::copy_page_bytes;
+  std::vector<unsigned char> buf(64 * page + 2 * page);
+  const std::size_t lead = (page - reinterpret_cast<std::uintptr_t>(buf.data()) % page) % page;
+  unsigned char* base = buf.data() + lead;  // page-aligned, 64 pages and more after it
+  std::mt19937_64 g(fresh_seed());
+  EXPECT_TRUE(rd::split_in_pages({base, base, 0}, 4).empty());
+  for (int trial = 0; trial < 2000; ++trial) {
+    const std::size_t dof = trial < 64 ? std::size_t(trial) * 64 : g() % page;
+    const std::size_t n = trial % 7 == 0 ? g() % (2 * page) : g() % (62 * page) + 1;
+    const std::size_t want = g() % 40;  // 0 counts as 1
+    const rd::host_copy c{base + dof, buf.data() + g() % page, n};
+    const auto pieces = rd::split_in_pages(c, want);
+    if (n == 0) {
+      EXPECT_TRUE(pieces.empty());
+      continue;
+    }
+    const std::size_t head = std::min(n, (page - dof) % page);
+    const std::size_t pages = (n - head + page - 1) / page;
+    ASSERT_EQ(pieces.size(), std::clamp<std::size_t>(want, 1, std::max<std::size_t>(pages, 1)))
+        << n << " bytes at " << dof << ", " << want << " asked";
+    std::size_t at = 0, fewest = SIZE_MAX, most = 0;
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+      const auto& p = pieces[i];
+      ASSERT_EQ(static_cast<unsigned char*>(p.dst), static_cast<unsigned char*>(c.dst) + at);
+      ASSERT_EQ(static_cast<const unsigned char*>(p.src), static_cast<const unsigned char*>(c.src) + at);
+      ASSERT_GT(p.bytes, 0u);
+      at += p.bytes;
+      if (i + 1 < pieces.size()) {
+        ASSERT_EQ(reinterpret_cast<std::uintptr_t>(base + dof + at) % page, 0u) << "cut inside a page";
+      }
+      // Pages from dst's first boundary: the first piece's head and the last's partial page aside.
+      const std::size_t begin = i == 0 ? head : at - p.bytes;
+      const std::size_t its = (at - begin + page - 1) / page;
+      fewest = std::min(fewest, its);
+      most = std::max(most, its);
+    }
+    ASSERT_EQ(at, n);
+    if (pieces.size() > 1) {
+      ASSERT_LE(most - fewest, 1u) << n << " bytes at " << dof << " in " << pieces.size();
+    }
+  }
+}
+
 TEST(copy_streaming, matches_memcpy_at_every_size_and_alignment_and_writes_nothing_else) {
   const auto seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));

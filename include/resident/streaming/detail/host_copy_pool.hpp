@@ -16,19 +16,9 @@
 #include <thread>
 #include <vector>
 
+#include "resident/streaming/detail/host_copy.hpp"
+
 namespace resident::detail {
-
-/// Copies bytes from src to dst (not overlapping) with stores that bypass the caches where the
-/// processor has them: the data is read by a DMA engine or by the user much later, not by this core.
-/// The stores are visible to other threads once it returns.
-void copy_streaming(void* dst, const void* src, std::size_t bytes) noexcept;
-
-/// One copy of a job: bytes from src to dst.
-struct host_copy {
-  void* dst = nullptr;        ///< where the bytes go
-  const void* src = nullptr;  ///< where they come from (not overlapping dst)
-  std::size_t bytes = 0;      ///< how many
-};
 
 /// A fixed team of threads that runs copy jobs: each job's copies are cut into pieces that several
 /// threads take at once, jobs are served in the order they were submitted, and a job may have a gate
@@ -49,8 +39,9 @@ class host_copy_pool {
     std::shared_ptr<job_state> state_;
   };
 
-  /// Starts `threads` workers (at least 1); a copy is cut into pieces of at least min_piece bytes,
-  /// about pieces_per_thread per thread. @throws invalid_argument for threads < 1 or min_piece 0,
+  /// Starts `threads` workers (at least 1); a copy is cut into pieces of whole pages of its
+  /// destination (split_in_pages), of at least min_piece bytes (one piece when smaller) and, when there
+  /// are more than threads, a whole number per thread, at most pieces_per_thread. @throws invalid_argument for threads < 1 or min_piece 0,
   /// error when the system refuses a thread (the ones started are joined first).
   host_copy_pool(int threads, std::size_t min_piece, int pieces_per_thread);
   /// Cancels the jobs not started, waits for the pieces and gates running, joins the threads.
