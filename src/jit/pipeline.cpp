@@ -548,11 +548,19 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
           // taking RS_TILE of them blockDim.x apart (coalesced loads); a smaller grid strides. Only
           // this vector path: a striding one beside it (RS_UNROLL vectors in flight) would raise the
           // whole kernel's register count and cut its occupancy below the compiled map's.
+          // The first tile needs no test of its own (rs_vectors tests each vector), and the scalar tail
+          // is the last block's: a map is issue-bound enough that a thread's fixed instructions show.
           s += "  if (a.vec) {\n"
                "    const unsigned long long tile = (unsigned long long)blockDim.x * RS_TILE;\n"
-               "    for (unsigned long long base = blockIdx.x * tile + threadIdx.x; base < nv; base += gridDim.x * tile)\n"
+               "    unsigned long long base = blockIdx.x * tile + threadIdx.x;\n"
+               "    do {\n"
                "      rs_vectors<RS_TILE>(a, base, blockDim.x, nv);\n"
-               "    done = nv * " + Vn + ";\n  }\n";
+               "      base += gridDim.x * tile;\n"
+               "    } while (base < nv);\n"
+               "    if (blockIdx.x != gridDim.x - 1) return;\n"
+               "    for (unsigned long long i = nv * " + Vn + " + threadIdx.x; i < n; i += blockDim.x) " + use +
+               "rs_chain(a, " + call + "));\n"
+               "    return;\n  }\n";
         else
           // Reductions: one wave striding, RS_UNROLL vectors in flight per thread.
           s += "  if (a.vec) {\n"

@@ -446,7 +446,9 @@ TEST_P(pipelines, outputs_of_struct_types_less_aligned_than_their_size) {
       auto got = y.to_host();
       for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(same(got[off + i], ref(h[i]))) << "offset " << off << " i " << i;
       ASSERT_TRUE(same(got[off + n], poison)) << "wrote past the slice at offset " << off;
-      if (off) ASSERT_TRUE(same(got[off - 1], poison)) << "wrote before the slice at offset " << off;
+      if (off) {
+        ASSERT_TRUE(same(got[off - 1], poison)) << "wrote before the slice at offset " << off;
+      }
     }
   };
   check(to_xy{}, xy{-7, -7}, [](float v) { return xy{2 * v, v - 1}; },
@@ -531,6 +533,41 @@ TEST_P(pipelines, mismatched_arrays_fail_before_work) {
   auto ok = p.with_config({rs::dims(3), rs::dims(64)});
   ok(x);
   for (float v : x.to_host()) EXPECT_EQ(v, 2.f);
+}
+
+TEST_P(pipelines, the_scalar_head_and_tail_are_written_under_every_launch_shape) {
+  // Slices that begin and end off a vector boundary, and ones shorter than a vector: the elements around
+  // the vectors are the last block's, which must reach them whatever the grid and block (one thread of
+  // one block included); nothing outside the slice is written.
+  const std::size_t n = 1031;
+  const auto seed = rs::test::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const auto h = rs::test::random_vector<float>(n, seed, 0.0, 1.0);
+  const auto x = rs::to_device(h, dev);
+  const auto master = rs::map<f1>() | rs::map<f2>() | rs::map<f3>();
+  const std::vector<std::optional<rs::launch_config>> shapes = {
+      std::nullopt, rs::launch_config{rs::dims(1), rs::dims(1)}, rs::launch_config{rs::dims(1), rs::dims(3)},
+      rs::launch_config{rs::dims(2), rs::dims(32)}, rs::launch_config{rs::dims(7), rs::dims(64)}};
+  for (const auto& shape : shapes)
+    for (std::size_t first : {0, 1, 2, 3, 5})
+      for (std::size_t last : {n, n - 1, n - 2, n - 3, first + 1, first + 3, first + 6}) {
+        SCOPED_TRACE((shape ? shape->str() : std::string("default shape")) + ", [" + std::to_string(first) + ", " +
+                     std::to_string(last) + ")");
+        auto y = rs::to_device(std::vector<float>(n, rs::test::poison<float>()), dev);
+        if (shape)
+          master.with_config(*shape)(x.slice(first, last - first), y.slice(first, last - first));
+        else
+          master(x.slice(first, last - first), y.slice(first, last - first));
+        const auto got = y.to_host();
+        for (std::size_t i = 0; i < n; ++i) {
+          if (i < first || i >= last) {
+            ASSERT_EQ(got[i], rs::test::poison<float>()) << "written outside the slice at " << i;
+          } else {
+            const double ref = rs::test::seed_ref(h[i]);
+            ASSERT_NEAR(got[i], ref, 1e-5 * (1 + std::abs(ref))) << "at " << i;
+          }
+        }
+      }
 }
 
 TEST_P(pipelines, dependent_chains_see_each_predecessor_with_and_without_dependent_launch) {

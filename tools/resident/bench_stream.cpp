@@ -83,9 +83,9 @@ int run_bench_stream(const stream_bench_options& o) {
   const auto sum = seed | reduce(plus{}, 0.0);
   const stream_options opts{.chunk_elements = chunk, .depth = o.depth, .target = d};
   const std::size_t sweep_count = 7;
-  // Pageable staging on a GPU: host copy threads against two chunk sizes.
+  // Pageable staging on a GPU: host copy threads against three chunk sizes.
   const int host_thread_counts[] = {2, 4, 8, 12, 16};
-  const std::size_t thread_sweep_chunks[] = {16 * MiB, 64 * MiB};
+  const std::size_t thread_sweep_chunks[] = {4 * MiB, 16 * MiB, 64 * MiB};
   const std::size_t thread_sweep_count = gpu ? std::size(host_thread_counts) * std::size(thread_sweep_chunks) : 0;
   progress bar("bench stream",
                4 + std::size_t(pinned) * (3 + sweep_count) + std::size_t(pageable) * (2 + thread_sweep_count));

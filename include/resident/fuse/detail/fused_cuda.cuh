@@ -53,12 +53,16 @@ __device__ __forceinline__ void for_each_vector(const L& in, std::size_t head, s
 
 // Tiles of U * blockDim.x vectors, one per block (a flat grid covers them all), each thread taking U of
 // them blockDim.x apart so every load instruction is coalesced; a grid smaller than the tiles (a fixed
-// launch configuration) strides over them.
+// launch configuration) strides over them. The first tile needs no test of its own: visit_vectors
+// tests each vector (a map is issue-bound enough that a thread's fixed instructions show).
 template <int V, int U, class L, class F>
 __device__ __forceinline__ void for_each_tile(const L& in, std::size_t head, std::size_t nvec, F&& visit) {
   const std::size_t tile = std::size_t(blockDim.x) * U;
-  for (std::size_t j = std::size_t(blockIdx.x) * tile + threadIdx.x; j < nvec; j += std::size_t(gridDim.x) * tile)
+  std::size_t j = std::size_t(blockIdx.x) * tile + threadIdx.x;
+  do {
     visit_vectors<V, U>(in, head, nvec, j, blockDim.x, visit);
+    j += std::size_t(gridDim.x) * tile;
+  } while (j < nvec);
 }
 
 // V values stored at out's element i as vector stores: nvcc writes a vec<U, V> (a struct of an array)
@@ -155,7 +159,7 @@ __device__ __forceinline__ void for_each_generator_block(const L& in, std::size_
 }
 
 // Elements [0, head) and [head + nvec * V, n) one at a time; [head, head + nvec * V) as nvec vectors of
-// V (for_each_vector).
+// V.
 // Generators: over their blocks (for_each_generator_block), V and head unused.
 // Vectors: in tiles (for_each_tile).
 template <int V, int U, class L, class Fn, class W>
@@ -183,8 +187,6 @@ __device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const 
     });
     return;
   }
-  const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (tid < head) out.store1(tid, in.eval1(fn, tid));
   auto visit = [&](std::size_t i, const auto& raw) {
     R r[V];
 #pragma unroll
@@ -192,8 +194,12 @@ __device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const 
     store_vector<V>(out, i, r);
   };
   for_each_tile<V, U>(in, head, nvec, visit);
+  // The scalar head and tail (fewer than V elements each): the last block's, one uniform test for the
+  // others.
+  if (blockIdx.x != gridDim.x - 1) return;
   const std::size_t tail = head + nvec * V;
-  if (tid < n - tail) out.store1(tail + tid, in.eval1(fn, tail + tid));
+  for (std::size_t t = threadIdx.x; t < head; t += blockDim.x) out.store1(t, in.eval1(fn, t));
+  for (std::size_t t = tail + threadIdx.x; t < n; t += blockDim.x) out.store1(t, in.eval1(fn, t));
 }
 
 template <int V, int U, class L, class Fn, class W>
