@@ -27,7 +27,10 @@ on disk (``RESIDENT_JIT_CACHE``, else ``$XDG_CACHE_HOME/resident/jit`` or ``~/.c
     s = (master | rs.jit.sum())(x)
 
 A Python stage is compiled for the element type of the values it receives (the arrays' type, or the
-previous stage's) and returns that type: its arguments are the zipped arrays' elements in order.
+previous stage's) and returns that type: its arguments are the zipped arrays' elements in order. Over
+float32 values its float literals are float32 too (NumPy 2's rule for Python numbers, NEP 50), so
+``1.5 * v + 0.5`` and ``math.sin`` of it run in single precision, as the same expression on a float32
+NumPy array does.
 """
 import hashlib
 import re
@@ -67,6 +70,21 @@ def _core_error(kind, message):
     return getattr(resident, kind)(message)
 
 
+def _single_precision(fn):
+    """fn with its float literals as float32 constants, for a stage over float32 values: Python numbers
+    beside float32 values keep float32, as NumPy 2 treats them (NEP 50). Numba types a literal as float64,
+    which would carry ``1.5 * v`` and every call after it (``math.sin``) in double precision."""
+    import types
+    code = fn.__code__
+    if not any(type(c) is float for c in code.co_consts):
+        return fn
+    consts = tuple(_np.float32(c) if type(c) is float else c for c in code.co_consts)
+    g = types.FunctionType(code.replace(co_consts=consts), fn.__globals__, fn.__name__, fn.__defaults__,
+                           fn.__closure__)
+    g.__kwdefaults__ = fn.__kwdefaults__
+    return g
+
+
 class _PyStage:
     """A Python function compiled per element type and target, each compilation kept for the process."""
 
@@ -93,15 +111,16 @@ class _PyStage:
         args = [numba.from_dtype(_np.dtype(d)) for d in dtypes]
         res = args[0]
         sig = res(*args)
+        fn = _single_precision(self.fn) if all(d == "float32" for d in dtypes) else self.fn
         kind, major, minor = target
         if kind == "cuda":
             from numba import cuda  # after resident._compat (the package's first import)
-            ltoir, _ = cuda.compile(self.fn, sig, device=True, abi="c", output="ltoir",
+            ltoir, _ = cuda.compile(fn, sig, device=True, abi="c", output="ltoir",
                                     abi_info={"abi_name": self.abi_name}, cc=(major, minor))
             part = self._external(dtypes, init, bytes(ltoir), 0)
             return part, ltoir
         # The CPU: Numba's native function with the C calling convention, called by the compiled loop.
-        c = numba.cfunc(sig, nopython=True)(self.fn)
+        c = numba.cfunc(sig, nopython=True)(fn)
         part = self._external(dtypes, init, b"", c.address)
         return part, c  # c keeps the function's code alive
 

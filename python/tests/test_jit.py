@@ -105,6 +105,24 @@ def test_compile_errors_and_misuse_are_typed():
         rs.stage(42)
 
 
+
+@rs.stage
+def keeps_its_precision(v):
+    return (v + 0.1) - v
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_literals_take_the_values_precision_as_numpy_does(dtype):
+    # NumPy 2 (NEP 50): 0.1 beside float32 values is float32, so (v + 0.1) - v loses 0.1 at v = 1e8;
+    # in float64 it keeps it. The stage gives NumPy's values exactly, in either precision.
+    x = np.array([1e8, 1.0, 3.0, 0.0, -2.5e7], dtype=dtype)
+    y = np.full_like(x, -12345.0)
+    keeps_its_precision(x, out=y)
+    want = (x + 0.1) - x
+    assert want.dtype == np.dtype(dtype)
+    assert np.array_equal(y, want), (y, want)
+
+
 # ---- the GPU: Numba's LTO-IR linked into the kernel ------------------------------------------------
 
 
@@ -131,3 +149,13 @@ def test_the_seed_functions_are_one_kernel_over_a_torch_tensor_and_reduce():
     master(x, out=y)
     assert np.max(np.abs(y.cpu().numpy() - ref)) < 1e-12
     assert abs((master | rs.jit.sum())(x) - ref.sum()) < 1e-6 * abs(ref.sum())
+
+
+@gpu
+def test_float_literals_take_the_values_precision_on_the_gpu_too():
+    import_or_skip("numba.cuda")
+    for dtype in ("float32", "float64"):
+        h = np.array([1e8, 1.0, 3.0, 0.0, -2.5e7] * 1000, dtype=dtype)
+        x = rs.to_device(h, device="cuda:0")
+        keeps_its_precision(x)
+        assert np.array_equal(np.asarray(x.to_host()), (h + 0.1) - h), dtype
