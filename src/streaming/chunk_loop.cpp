@@ -198,6 +198,14 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
     st->computed.emplace_back(device_);
     st->downloaded.emplace_back(device_);
   }
+  // The device buffers come from the pool in the kernel stream's order: the upload and download
+  // streams use them only after that (a pool block may still be in use by work before it).
+  {
+    event allocated(device_);
+    allocated.record(st->kernel.ref());
+    allocated.wait_on(st->up.ref());
+    allocated.wait_on(st->down.ref());
+  }
   summary_.pinned_input = true;
   st->stage_in.resize(inputs_.size());
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
