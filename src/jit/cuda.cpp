@@ -315,7 +315,11 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
   const std::size_t units = generates ? n / 4 + 2 : vectors ? nv / std::size_t(pol.unroll) + 1 : n;
   const std::size_t wanted = (units + std::size_t(pol.block) - 1) / std::size_t(pol.block);
   const unsigned block = unsigned(flat ? pol.map_block : pol.block);
-  const unsigned grid = flat ? unsigned(std::clamp<std::size_t>((nv + tile - 1) / tile, 1, 0x7FFFFFFF))
+  // A flat grid has a block per tile (the kernel text does not loop over tiles).
+  RESIDENT_EXPECTS(!flat || (nv + tile - 1) / tile <= 0x7FFFFFFF,
+                   "jit: a map over " + std::to_string(n) + " elements needs more blocks than a grid holds; map it in parts",
+                   invalid_launch);
+  const unsigned grid = flat ? unsigned(std::max<std::size_t>((nv + tile - 1) / tile, 1))
                              : unsigned(std::max<std::size_t>(1, std::min(wanted, std::size_t(occupancy) * std::size_t(here.sms))));
 
   // Scratch: a reduction's per-block partials (value + valid flag, at most 16 bytes) and result; and

@@ -545,18 +545,15 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
         s += "  const unsigned long long nv = n / " + Vn + ";\n";
         if (!red)
           // Maps: tiles of RS_TILE * blockDim.x vectors, one per block of a flat grid, each thread
-          // taking RS_TILE of them blockDim.x apart (coalesced loads); a smaller grid strides. Only
+          // taking RS_TILE of them blockDim.x apart (coalesced loads). Only
           // this vector path: a striding one beside it (RS_UNROLL vectors in flight) would raise the
           // whole kernel's register count and cut its occupancy below the compiled map's.
-          // The first tile needs no test of its own (rs_vectors tests each vector), and the scalar tail
-          // is the last block's: a map is issue-bound enough that a thread's fixed instructions show.
+          // The grid has a block per tile (run_cuda): no loop, no test beyond rs_vectors' own, and the
+          // scalar tail is the last block's: a map is issue-bound enough that a thread's fixed
+          // instructions show.
           s += "  if (a.vec) {\n"
                "    const unsigned long long tile = (unsigned long long)blockDim.x * RS_TILE;\n"
-               "    unsigned long long base = blockIdx.x * tile + threadIdx.x;\n"
-               "    do {\n"
-               "      rs_vectors<RS_TILE>(a, base, blockDim.x, nv);\n"
-               "      base += gridDim.x * tile;\n"
-               "    } while (base < nv);\n"
+               "    rs_vectors<RS_TILE>(a, blockIdx.x * tile + threadIdx.x, blockDim.x, nv);\n"
                "    if (blockIdx.x != gridDim.x - 1) return;\n"
                "    for (unsigned long long i = nv * " + Vn + " + threadIdx.x; i < n; i += blockDim.x) " + use +
                "rs_chain(a, " + call + "));\n"

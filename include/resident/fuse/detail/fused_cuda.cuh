@@ -51,18 +51,19 @@ __device__ __forceinline__ void for_each_vector(const L& in, std::size_t head, s
   for (std::size_t j = tid; j < nvec; j += stride * U) visit_vectors<V, U>(in, head, nvec, j, stride, visit);
 }
 
-// Tiles of U * blockDim.x vectors, one per block (a flat grid covers them all), each thread taking U of
-// them blockDim.x apart so every load instruction is coalesced; a grid smaller than the tiles (a fixed
-// launch configuration) strides over them. The first tile needs no test of its own: visit_vectors
-// tests each vector (a map is issue-bound enough that a thread's fixed instructions show).
-template <int V, int U, class L, class F>
+// Tiles of U * blockDim.x vectors, one per block, each thread taking U of them blockDim.x apart so
+// every load instruction is coalesced. Flat (a grid of one block per tile): the block's own tile, no
+// loop; else (a fixed launch configuration) the grid strides over them. visit_vectors tests each
+// vector: a map is issue-bound enough that a thread's fixed instructions show.
+template <int V, int U, bool Flat, class L, class F>
 __device__ __forceinline__ void for_each_tile(const L& in, std::size_t head, std::size_t nvec, F&& visit) {
   const std::size_t tile = std::size_t(blockDim.x) * U;
   std::size_t j = std::size_t(blockIdx.x) * tile + threadIdx.x;
-  do {
+  if constexpr (Flat) {
     visit_vectors<V, U>(in, head, nvec, j, blockDim.x, visit);
-    j += std::size_t(gridDim.x) * tile;
-  } while (j < nvec);
+  } else {
+    for (; j < nvec; j += std::size_t(gridDim.x) * tile) visit_vectors<V, U>(in, head, nvec, j, blockDim.x, visit);
+  }
 }
 
 // V values stored at out's element i as vector stores: nvcc writes a vec<U, V> (a struct of an array)
@@ -162,7 +163,7 @@ __device__ __forceinline__ void for_each_generator_block(const L& in, std::size_
 // V.
 // Generators: over their blocks (for_each_generator_block), V and head unused.
 // Vectors: in tiles (for_each_tile).
-template <int V, int U, class L, class Fn, class W>
+template <int V, int U, bool Flat, class L, class Fn, class W>
 __device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const W& out, std::size_t head,
                                                std::size_t nvec, std::size_t n) {
   using R = decltype(in.eval1(fn, std::size_t(0)));
@@ -193,7 +194,7 @@ __device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const 
     for (int k = 0; k < V; ++k) r[k] = in.template eval<V>(fn, raw, k, i);
     store_vector<V>(out, i, r);
   };
-  for_each_tile<V, U>(in, head, nvec, visit);
+  for_each_tile<V, U, Flat>(in, head, nvec, visit);
   // The scalar head and tail (fewer than V elements each): the last block's, one uniform test for the
   // others.
   if (blockIdx.x != gridDim.x - 1) return;
@@ -202,9 +203,9 @@ __device__ __forceinline__ void fused_map_body(const L& in, const Fn& fn, const 
   for (std::size_t t = tail + threadIdx.x; t < n; t += blockDim.x) out.store1(t, in.eval1(fn, t));
 }
 
-template <int V, int U, class L, class Fn, class W>
+template <int V, int U, bool Flat, class L, class Fn, class W>
 __global__ void fused_map_kernel(L in, Fn fn, W out, std::size_t head, std::size_t nvec, std::size_t n) {
-  fused_map_body<V, U>(in, fn, out, head, nvec, n);
+  fused_map_body<V, U, Flat>(in, fn, out, head, nvec, n);
 }
 
 
@@ -255,6 +256,36 @@ struct identity_of<maximum, T> {
   }
 };
 
+// Each block folds its threads' values (cub::BlockReduce) into its partial (put); the last block to
+// finish folds every block's partial (get) in block order, hands the total to done and leaves the
+// counters zero (every other block is done with them). M is T where op's identity is known (one word
+// per shuffle, no validity select), else maybe<T>.
+template <class M, class C, class Put, class Get, class Done>
+__device__ __forceinline__ void fold_blocks(M mine, const C& combine, M empty, Put put, Get get,
+                                            unsigned long long* counters, Done done) {
+  using block_reduce = cub::BlockReduce<M, reduce_block>;
+  __shared__ typename block_reduce::TempStorage tmp;
+  __shared__ bool last;
+  const M block_total = block_reduce(tmp).Reduce(mine, combine);
+  if (threadIdx.x == 0) {
+    put(blockIdx.x, block_total);
+    __threadfence();  // the partial is visible device-wide before the count says so
+    last = atomicAdd(counters + 1, 1ull) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  M p = empty;
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) p = combine(p, get(b));
+  __syncthreads();  // tmp is reused
+  const M total = block_reduce(tmp).Reduce(p, combine);
+  if (threadIdx.x == 0) {
+    done(total);
+    counters[0] = 0;
+    counters[1] = 0;
+  }
+}
+
 template <int V, int U, class L, class Fn, class Op, class T>
 __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, const Op& op, T init, std::size_t head,
                                                   std::size_t nvec, std::size_t n, maybe<T>* partials,
@@ -299,31 +330,21 @@ __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, con
     if (tid < n - tail) fold(acc[0], static_cast<T>(in.eval1(fn, tail + tid)));
   }
 
-  const maybe_op<Op> combine{op};
+  if constexpr (id::known) {
+    T mine = acc[0].value;
 #pragma unroll
-  for (int k = 1; k < lanes; ++k) acc[0] = combine(acc[0], acc[k]);
-  using block_reduce = cub::BlockReduce<maybe<T>, reduce_block>;
-  __shared__ typename block_reduce::TempStorage tmp;
-  __shared__ bool last;
-  maybe<T> block_total = block_reduce(tmp).Reduce(acc[0], combine);
-  if (threadIdx.x == 0) {
-    partials[blockIdx.x] = block_total;
-    __threadfence();  // the partial is visible device-wide before the count says so
-    last = atomicAdd(counters + 1, 1ull) == gridDim.x - 1;
-  }
-  __syncthreads();
-  if (!last) return;
-  // The last block to finish folds every block's partial and leaves the counters zero (every other
-  // block is done with them).
-  __threadfence();
-  maybe<T> p{init, 0};
-  for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) p = combine(p, partials[b]);
-  __syncthreads();  // tmp is reused
-  maybe<T> total = block_reduce(tmp).Reduce(p, combine);
-  if (threadIdx.x == 0) {
-    *result = total.valid ? op(init, total.value) : init;
-    counters[0] = 0;
-    counters[1] = 0;
+    for (int k = 1; k < lanes; ++k) mine = op(mine, acc[k].value);
+    fold_blocks(
+        mine, op, id::value(), [&](unsigned b, T v) { partials[b] = {v, 1}; },
+        [&](unsigned b) { return partials[b].value; }, counters, [&](T total) { *result = op(init, total); });
+  } else {
+    const maybe_op<Op> combine{op};
+#pragma unroll
+    for (int k = 1; k < lanes; ++k) acc[0] = combine(acc[0], acc[k]);
+    fold_blocks(
+        acc[0], combine, maybe<T>{init, 0}, [&](unsigned b, maybe<T> v) { partials[b] = v; },
+        [&](unsigned b) { return partials[b]; }, counters,
+        [&](maybe<T> total) { *result = total.valid ? op(init, total.value) : init; });
   }
 }
 
@@ -354,22 +375,24 @@ launch_config fused_config(std::size_t items, const std::optional<launch_config>
 template <int V, int U, class L, class Fn, class W>
 void launch_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t items, std::size_t head,
                 std::size_t nvec, std::size_t n, const std::optional<launch_config>& cfg) {
-  constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
+  constexpr auto k = fused_map_kernel<V, U, false, L, Fn, W>;
   launch_dependent(k, fused_config<k>(items, cfg, s.device(), U, cuda_tuning::generator_block), s, in, fn, out, head,
                    nvec, n);
 }
 
 // A map over nvec vectors of V in a flat grid: a block of map_block threads per tile of map_tile
-// vectors each, or of one each for maps shorter than map_tile_from (for_each_tile; the grid strides
-// past the largest grid dimension).
+// vectors each, or of one each for maps shorter than map_tile_from (for_each_tile, flat: no loop).
 template <int V, int U, class L, class Fn, class W>
 void launch_tiles(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t head, std::size_t nvec,
                   std::size_t n) {
-  constexpr auto k = fused_map_kernel<V, U, L, Fn, W>;
+  constexpr auto k = fused_map_kernel<V, U, true, L, Fn, W>;
   constexpr std::size_t tile = std::size_t(cuda_tuning::map_block) * U;
-  // head and tail (fewer than V elements each) are done by the first threads of the grid
+  // head and tail (fewer than V elements each) are the last block's
   const std::size_t tiles = std::max<std::size_t>(1, (nvec + tile - 1) / tile);
-  const unsigned grid = unsigned(std::min<std::size_t>(tiles, 0x7FFFFFFFu));
+  RESIDENT_EXPECTS(tiles <= 0x7FFFFFFFu, "a fused map over " + std::to_string(n) +
+                                             " elements needs more blocks than a grid holds; map it in parts",
+                   invalid_launch);
+  const unsigned grid = unsigned(tiles);
   launch_dependent(k, launch_config{dims(grid), dims(unsigned(cuda_tuning::map_block)), 0}, s, in, fn, out, head, nvec, n);
 }
 template <int V, class L, class Fn, class W>
