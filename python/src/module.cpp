@@ -23,6 +23,7 @@
 #include "resident/fuse/program.hpp"
 #include "resident/jit/jit.hpp"
 #include "resident/interop/dlpack.hpp"
+#include "resident/insight/detail/call_scope.hpp"
 #include "resident/resident.hpp"
 
 namespace nb = nanobind;
@@ -675,6 +676,36 @@ void translate(const std::exception_ptr& p, void*) {
   }
 }
 
+// The Python line that called a binding, as the call site of the calls it makes (the profile's rows,
+// the transfer log's lines) in place of this file's, while a profile collects or the transfer policy
+// is not allow (nothing otherwise: a call pays one relaxed load and a policy read). Frames of the
+// resident package itself (resident.jit's wrappers) are skipped to the user's.
+struct python_site {
+  std::optional<rs::detail::foreign_site> site;
+  python_site() noexcept {
+    if (!rs::profiling() && rs::current_transfer_policy() == rs::transfer_policy::allow) return;
+    try {
+      static const std::string package = [] {
+        std::string f = nb::cast<std::string>(nb::module_::import_("resident").attr("__file__"));
+        return f.substr(0, f.find_last_of("/\\") + 1);
+      }();
+      PyFrameObject* f = PyEval_GetFrame();
+      nb::object frame = f ? nb::borrow<nb::object>(reinterpret_cast<PyObject*>(f)) : nb::none();
+      while (!frame.is_none()) {
+        auto file = nb::cast<std::string>(frame.attr("f_code").attr("co_filename"));
+        if (file.rfind(package, 0) != 0) {
+          site.emplace(std::move(file), nb::cast<unsigned>(frame.attr("f_lineno")));
+          return;
+        }
+        frame = frame.attr("f_back");
+      }
+    } catch (...) {
+      // no site rather than a failed call
+    }
+  }
+};
+using at_python_line = nb::call_guard<python_site>;
+
 struct scoped_policy {
   std::unique_ptr<rs::scoped_transfer_policy> scope;
   void close() { scope.reset(); }
@@ -720,15 +751,15 @@ NB_MODULE(_core, m) {
         if (a.shape.size() == 1) s += ",";
         return s + "), dtype=" + rs::dlpack_dtype_name(a.dtype) + ", device=" + a.device().name() + ")";
       })
-      .def("to_host", &to_host, "Copies the array into a new NumPy array (one counted transfer). Synchronizes.")
+      .def("to_host", &to_host, at_python_line(), "Copies the array into a new NumPy array (one counted transfer). Synchronizes.")
       .def("__dlpack__", &dlpack_export, nb::kw_only(), nb::arg("stream") = nb::none(),
            nb::arg("max_version") = nb::none(), nb::arg("dl_device") = nb::none(), nb::arg("copy") = nb::none())
       .def("__dlpack_device__", &dlpack_device)
       .def_prop_ro("__cuda_array_interface__", &cuda_array_interface);
 
-  m.def("empty", &empty, nb::arg("shape"), nb::arg("dtype") = "float32", nb::arg("device") = nb::none(),
+  m.def("empty", &empty, at_python_line(), nb::arg("shape"), nb::arg("dtype") = "float32", nb::arg("device") = nb::none(),
         "A new uninitialized array from the device's pool.");
-  m.def("to_device", &to_device, nb::arg("host"), nb::arg("device") = nb::none(),
+  m.def("to_device", &to_device, at_python_line(), nb::arg("host"), nb::arg("device") = nb::none(),
         "Copies a host (NumPy) array into a new array on the device: one counted transfer.");
   m.def("_ready_for_any_stream", [](const py_array& a) { ready_for_any_stream(a); }, nb::arg("x"));
   m.def("from_dlpack", &from_dlpack, nb::arg("obj"),
@@ -779,7 +810,7 @@ NB_MODULE(_core, m) {
       .def("__or__", [](const rs::op& a, const rs::op& b) { return rs::program{} | a | b; })
       .def("__or__", [](const rs::op& a, const rs::program& q) { return (rs::program{} | a) | q; })
       .def("__call__", [](const rs::op& o, nb::object x, nb::object out) { return run_program(rs::program{} | o, x, out); },
-           nb::arg("x"), nb::arg("out") = nb::none());
+           at_python_line(), nb::arg("x"), nb::arg("out") = nb::none());
 
   nb::class_<rs::program>(m, "program",
                           "A chain of built-in operations run as ONE fused kernel: p(x) in place, p(x, out), p.sum(x).")
@@ -792,9 +823,9 @@ NB_MODULE(_core, m) {
       .def_prop_ro("name", &rs::program::name)
       .def("__repr__", [](const rs::program& p) { return "resident.program(" + p.name() + ")"; })
       .def("__len__", [](const rs::program& p) { return p.ops().size(); })
-      .def("__call__", &run_program, nb::arg("x"), nb::arg("out") = nb::none(),
+      .def("__call__", &run_program, at_python_line(), nb::arg("x"), nb::arg("out") = nb::none(),
            "out = p(x) as one kernel (out defaults to x: in place); float32 or float64 arrays of any library.")
-      .def("sum", &sum_program, nb::arg("x"), "The sum of p(x[i]) in one pass, in x's precision. Synchronizes.");
+      .def("sum", &sum_program, at_python_line(), nb::arg("x"), "The sum of p(x[i]) in one pass, in x's precision. Synchronizes.");
 
   nb::class_<rs::jit::pipeline>(m, "_JitPipeline", "A run-time chain (resident.jit builds it).")
       .def("__or__", [](const rs::jit::pipeline& a, const rs::jit::pipeline& b) { return a | b; })
@@ -814,8 +845,8 @@ NB_MODULE(_core, m) {
              for (const auto& t : in) e.push_back(element_named(t));
              return p.kernel_source(e, element_named(out), rs::parse_device(device));
            }, nb::arg("inputs"), nb::arg("out"), nb::arg("device"))
-      .def("run", &jit_run, nb::arg("inputs"), nb::arg("out").none())
-      .def("result", &jit_result, nb::arg("inputs"), nb::arg("dtype"), nb::arg("n") = 0, nb::arg("device") = "cpu");
+      .def("run", &jit_run, at_python_line(), nb::arg("inputs"), nb::arg("out").none())
+      .def("result", &jit_result, at_python_line(), nb::arg("inputs"), nb::arg("dtype"), nb::arg("n") = 0, nb::arg("device") = "cpu");
   m.def("_jit_map", [](const std::string& src, const std::string& name) { return rs::jit::map(src, name); });
   m.def("_jit_external", [](const std::string& name, const std::vector<std::string>& params, const std::string& result,
                             nb::bytes ltoir, std::uintptr_t host_function) {
@@ -872,20 +903,20 @@ NB_MODULE(_core, m) {
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
   }, nb::arg("graph"), nb::arg("calls"));
 
-  m.def("matmul", &matmul, nb::arg("a"), nb::arg("b"), nb::arg("out") = nb::none(), nb::arg("algo") = "auto",
+  m.def("matmul", &matmul, at_python_line(), nb::arg("a"), nb::arg("b"), nb::arg("out") = nb::none(), nb::arg("algo") = "auto",
         nb::arg("alpha") = 1.0, nb::arg("beta") = 0.0,
         "out = alpha * a @ b + beta * out (2-D float32 / float64 arrays of any library, one device) by one of the "
         "ladder's algorithms: auto, naive, blocked, shared, tuned, vendor, vendor_tf32. Asynchronous on "
         "out's stream for resident's arrays; finished before returning for other libraries' arrays.");
 
-  m.def("fill_uniform", &fill_uniform, nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0, nb::arg("low") = 0.0,
+  m.def("fill_uniform", &fill_uniform, at_python_line(), nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0, nb::arg("low") = 0.0,
         nb::arg("high") = 1.0);
-  m.def("fill_normal", &fill_normal, nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0, nb::arg("mean") = 0.0,
+  m.def("fill_normal", &fill_normal, at_python_line(), nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0, nb::arg("mean") = 0.0,
         nb::arg("sd") = 1.0);
-  m.def("fill_bits", &fill_bits, nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0);
-  m.def("sum", [](nb::object x) { return reduce(x, rs::py::reduction::sum); }, nb::arg("x"));
-  m.def("min", [](nb::object x) { return reduce(x, rs::py::reduction::min); }, nb::arg("x"));
-  m.def("max", [](nb::object x) { return reduce(x, rs::py::reduction::max); }, nb::arg("x"));
+  m.def("fill_bits", &fill_bits, at_python_line(), nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0);
+  m.def("sum", [](nb::object x) { return reduce(x, rs::py::reduction::sum); }, at_python_line(), nb::arg("x"));
+  m.def("min", [](nb::object x) { return reduce(x, rs::py::reduction::min); }, at_python_line(), nb::arg("x"));
+  m.def("max", [](nb::object x) { return reduce(x, rs::py::reduction::max); }, at_python_line(), nb::arg("x"));
 
   nb::class_<py_graph>(m, "Graph", "Captured resident work: replay() runs it again as one launch (CUDA).")
       .def("replay", &py_graph::replay,

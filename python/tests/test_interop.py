@@ -3,7 +3,12 @@ lifetimes in both orders, the stream handshake, counted transfers, random fills 
 arrays, reductions against FP64, and every bad input a typed exception. The CPU part runs everywhere
 (NumPy); the GPU part runs where a GPU answers and torch / cupy / numba are installed."""
 import gc
+import inspect
+import json
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -111,6 +116,37 @@ def test_transfer_policy_scopes():
     with pytest.raises(rs.InvalidArgument, match="allow, log or forbid"):
         with rs.transfer_policy("sometimes"):
             pass
+
+
+def test_a_forbidden_transfer_names_the_python_line_that_asked():
+    with rs.transfer_policy("forbid"):
+        with pytest.raises(rs.TransferForbidden) as e:
+            line = inspect.currentframe().f_lineno + 1
+            rs.to_device(np.ones(3), device="cpu")
+    assert f"test_interop.py:{line}" in str(e.value), str(e.value)
+
+
+def test_the_profile_accounts_calls_to_the_python_lines_that_made_them(tmp_path):
+    # RESIDENT_PROFILE=1 for a whole program: the report's sites are the script's lines, not the
+    # binding's, and a program called from resident.jit's wrappers counts at the user's line too.
+    script = tmp_path / "user_program.py"
+    script.write_text(
+        "import numpy as np\n"
+        "import resident as rs\n"
+        "x = rs.to_device(np.ones(1000, dtype=np.float32), device='cpu')\n"
+        "p = rs.op.affine(1.5, 0.5) | rs.op.sqrt()\n"
+        "for _ in range(3):\n"
+        "    p(x)\n"
+        "y = x.to_host()\n")
+    report = tmp_path / "profile.json"
+    env = dict(os.environ, RESIDENT_PROFILE="1", RESIDENT_PROFILE_JSON=str(report))
+    subprocess.run([sys.executable, str(script)], check=True, env=env, capture_output=True, timeout=120)
+    sites = json.loads(report.read_text())["sites"]
+    lines = {(os.path.basename(s["file"]), s["line"]): s for s in sites}
+    assert ("user_program.py", 3) in lines, sites
+    assert lines[("user_program.py", 6)]["calls"] == 3, sites
+    assert ("user_program.py", 7) in lines, sites
+    assert not any(s["file"].endswith("module.cpp") for s in sites), sites
 
 
 def test_bad_input_is_a_typed_exception():

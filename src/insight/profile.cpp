@@ -91,10 +91,11 @@ bool from_environment() {
 }
 
 thread_local detail::call_scope* t_innermost = nullptr;
+thread_local const detail::foreign_site* t_foreign = nullptr;
 
 // The last single-map call closed on this thread, for the "could fuse" advice.
 struct last_map {
-  const char* file = nullptr;
+  std::string file;  // a copy: a foreign site's file lives only as long as its call
   unsigned line = 0;
   const void* output = nullptr;
   int dev = 0;
@@ -149,7 +150,7 @@ namespace detail {
 call_scope::call_scope(std::string_view name, stream_ref s, const call_facts& facts, call_kind kind,
                        resident::source_location where) noexcept
     : name_(name), where_(where), kind_(kind), facts_(facts), device_(s.device()), stream_(s.native()),
-      outer_(t_innermost) {
+      outer_(t_innermost), foreign_(t_innermost ? nullptr : t_foreign) {
   // The payload: the bytes a transfer moves, or those a computation reads and writes. Without a tool
   // attached this is one load and a branch (nvtx::push tests NVTX's entry point first).
   nvtx::push(name, kind == call_kind::transfer ? facts.bytes_read : facts.bytes_read + facts.bytes_written);
@@ -214,7 +215,7 @@ call_scope::~call_scope() {
   const bool failed = std::uncaught_exceptions() > unwinding_;
   collector& c = the();
   const auto cpu_end = std::chrono::steady_clock::now();
-  site_key k{where_.file_name(), where_.line(), std::string(name_), kind_ == call_kind::transfer, dev_code(device_)};
+  site_key k{site_file(), site_line(), std::string(name_), kind_ == call_kind::transfer, dev_code(device_)};
   std::lock_guard lock(c.m);
   if (timer_ >= 0) {
     timer& t = c.timers[std::size_t(timer_)];
@@ -273,19 +274,27 @@ call_scope::~call_scope() {
   // Two single-map calls in a row, the second mapping what the first wrote, from the next lines.
   if (kind_ == call_kind::compute && facts_.stages == 1 && facts_.input) {
     const last_map& p = t_last;
-    if (p.file && p.output == facts_.input && p.dev == k.dev && std::strcmp(p.file, where_.file_name()) == 0 &&
-        where_.line() > p.line && where_.line() - p.line <= 3) {
+    if (!p.file.empty() && p.output == facts_.input && p.dev == k.dev && p.file == site_file() &&
+        site_line() > p.line && site_line() - p.line <= 3) {
       ++r.fusable_calls;
       r.fusable_with_line = p.line;
     }
   }
   if (kind_ == call_kind::compute && facts_.stages == 1 && facts_.output)
-    t_last = {where_.file_name(), where_.line(), facts_.output, k.dev};
+    t_last = {site_file(), site_line(), facts_.output, k.dev};
   else
     t_last = {};
 }
 
 const call_scope* call_scope::current() noexcept { return t_innermost; }
+
+const char* call_scope::site_file() const noexcept { return foreign_ ? foreign_->file.c_str() : where_.file_name(); }
+unsigned call_scope::site_line() const noexcept { return foreign_ ? foreign_->line : where_.line(); }
+
+foreign_site::foreign_site(std::string f, unsigned l) noexcept : file(std::move(f)), line(l), outer(t_foreign) {
+  t_foreign = this;
+}
+foreign_site::~foreign_site() { t_foreign = outer; }
 
 void call_scope::note_kernels(device d, std::uint64_t n) noexcept {
   if (call_scope* s = t_innermost) {

@@ -190,10 +190,10 @@ void record_transfer(device d, direction dir, std::uint64_t bytes) {
     const transfer_policy p = current_transfer_policy();
     // The user's call that moved the bytes: its file and line (the innermost call scope's).
     std::string at;
-    if (const call_scope* s = call_scope::current(); s && s->where().line() != 0) {
-      std::string_view f = s->where().file_name();
+    if (const call_scope* s = call_scope::current(); s && s->site_line() != 0) {
+      std::string_view f = s->site_file();
       if (auto slash = f.find_last_of('/'); slash != std::string_view::npos) f.remove_prefix(slash + 1);
-      at = " by " + std::string(s->name()) + " at " + std::string(f) + ":" + std::to_string(s->where().line());
+      at = " by " + std::string(s->name()) + " at " + std::string(f) + ":" + std::to_string(s->site_line());
     }
     if (p == transfer_policy::forbid) {
       RESIDENT_FAIL(std::string("a ") + name + " transfer of " + format_bytes(double(bytes)) +

@@ -9,6 +9,7 @@
 #include <concepts>
 #include <cstdint>
 #include "resident/detail/source_location.hpp"
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -70,8 +71,13 @@ class call_scope {
 
   /// The innermost scope open on the calling thread, or nullptr.
   static const call_scope* current() noexcept;
-  /// The call site this scope accounts to.
+  /// The C++ line that opened this scope.
   const resident::source_location& where() const noexcept { return where_; }
+  /// The file of the call site this scope accounts to: a foreign_site's (the outermost scope while one
+  /// lives on this thread), else where()'s.
+  const char* site_file() const noexcept;
+  /// The line of the call site this scope accounts to (see site_file).
+  unsigned site_line() const noexcept;
   /// The call's name.
   std::string_view name() const noexcept { return name_; }
 
@@ -94,6 +100,7 @@ class call_scope {
   device device_;
   cuda_stream_t stream_ = nullptr;
   call_scope* outer_ = nullptr;
+  const struct foreign_site* foreign_ = nullptr;  ///< the outermost scope's site outside C++, if any
   bool collecting_ = false;  ///< a profile collected when the scope opened
   int unwinding_ = 0;         ///< exceptions in flight when the scope opened
   bool merged_ = false;      ///< opened inside a scope of the same location: counts into that one
@@ -104,6 +111,21 @@ class call_scope {
   std::uint64_t kernels_ = 0, h2d_ = 0, d2h_ = 0, d2d_ = 0, allocations_ = 0, allocated_ = 0, in_use_ = 0;
   std::uint64_t shaped_ = 0;  ///< launches whose shape was noted
   launch_shape shape_{};      ///< the lowest-occupancy one
+};
+
+/// A call site outside C++, such as the line of a Python program that called a binding: while it
+/// lives, the outermost call scopes opened on this thread account to it (in the profile's rows, the
+/// transfer log's lines) in place of the C++ line that opened them. Nests; one per thread at a time is
+/// in force, the innermost.
+struct foreign_site {
+  /// Puts file:line in force on this thread until destruction.
+  foreign_site(std::string file, unsigned line) noexcept;
+  ~foreign_site();
+  foreign_site(const foreign_site&) = delete;
+  foreign_site& operator=(const foreign_site&) = delete;
+  std::string file;                    ///< the file (a Python module's path)
+  unsigned line = 0;                   ///< the line, from 1
+  const foreign_site* outer = nullptr;  ///< the one in force before this
 };
 
 /// A stream argument that remembers the caller's line, for entry points whose parameters end in a pack
