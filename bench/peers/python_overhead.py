@@ -14,24 +14,16 @@
                a final synchronization
 
 usage: python_overhead.py [--json FILE|-] [--calls 2000]"""
-import argparse, json, math, statistics, sys, time
+import argparse, json, math, statistics, sys
 
 import numpy as np
 
 import resident as rs  # first: NumPy as numba-cuda expects it (resident._compat)
+from seed_stages import per_call_seconds
 
 
 def per_call_us(f, calls, sync):
-    f()
-    sync()
-    times = []
-    for _ in range(7):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            f()
-        sync()
-        times.append((time.perf_counter() - t0) * 1e6 / calls)
-    return statistics.median(times)
+    return per_call_seconds(f, calls, sync) * 1e6
 
 
 def timed(out, key, name, f, calls, sync, unit):
@@ -127,19 +119,7 @@ def main():
     print(f"{'resident graph replay from C++ (the same graph), n = 10^4':62s} {cpp_replay:8.2f} us per call",
           file=sys.stderr)
 
-    @rs.stage
-    def func1(v):
-        return 1.5 * v + 0.5
-
-    @rs.stage
-    def func2(v):
-        return math.sqrt(v * v + 1.0)
-
-    @rs.stage
-    def func3(v):
-        return 0.5 * math.sin(v)
-
-    master = func1 | func2 | func3
+    from seed_stages import master
     staged = rs.to_device(np.random.default_rng().random(10000, dtype=np.float32), device="cuda:0")
     try:
         master(staged)  # compiles (or loads from the cache) outside the capture

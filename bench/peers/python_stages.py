@@ -7,39 +7,16 @@ throughput: the Python dispatch of a call overlaps the previous call's kernel); 
 Every output is checked against an FP64 reference first.
 
 usage: python_stages.py [--json FILE|-] [--log2 26 28] [--calls 20] [--reps 9]"""
-import argparse, json, math, statistics, sys, time
+import argparse, json, sys
 
 import numpy as np
 
 import resident as rs  # first: NumPy as numba-cuda expects it (resident._compat)
-
-
-@rs.stage
-def func1(v):
-    return 1.5 * v + 0.5
-
-
-@rs.stage
-def func2(v):
-    return math.sqrt(v * v + 1.0)
-
-
-@rs.stage
-def func3(v):
-    return 0.5 * math.sin(v)
+from seed_stages import master, per_call_seconds
 
 
 def per_call_ms(f, calls, reps, sync):
-    f()
-    sync()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            f()
-        sync()
-        times.append((time.perf_counter() - t0) * 1e3 / calls)
-    return statistics.median(times)
+    return per_call_seconds(f, calls, sync, reps) * 1e3
 
 
 def main():
@@ -59,7 +36,7 @@ def main():
         if not 10 <= l <= 30:
             sys.exit(f"python_stages: --log2 {l}: give sizes from 2^10 to 2^30")
     sync = lambda: rs.synchronize("cuda:0")
-    staged = func1 | func2 | func3
+    staged = master
     builtin = rs.op.affine(1.5, 0.5) | rs.op.square() | rs.op.add(1) | rs.op.sqrt() | rs.op.sin() | rs.op.mul(0.5)
     out = {"benchmark": "python_stages", "calls_per_timing": a.calls, "reps": a.reps, "rows": []}
     print(f"{'n':>5}  {'copy (ms)':>10}  {'built-in (ms)':>13}  {'rs.stage (ms)':>13}  "
