@@ -94,6 +94,8 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     step nvtx-cost env BUILD="$build" scripts/nvtx_cost.sh "$logs"
   fi
   step bench-python env PYTHONUNBUFFERED=1 python3 bench/peers/python_overhead.py --json "$logs/python.json"
+  # The seed's Python functions (rs.stage) at 2^26 and 2^28 against a device copy (issue 19's ratio).
+  step bench-python-stages env PYTHONUNBUFFERED=1 python3 bench/peers/python_stages.py --json "$logs/python_stages.json"
   if [ "${SKIP_PEERS:-0}" != 1 ]; then
     step peers env PYTHONUNBUFFERED=1 python3 bench/peers/peers.py --json "$logs/peers.json" \
       --device-peers "$build/bench/device_peers"
