@@ -107,10 +107,16 @@ void touch(unsigned char* p, std::size_t bytes, int threads) {
   for (auto& th : team) th.join();
 }
 
-enum class method { memcpy_, nt16, nt32 };
-const char* name_of(method m) { return m == method::memcpy_ ? "memcpy" : m == method::nt16 ? "nt16" : "nt32"; }
+// mixed: memcpy into the staging slots, the widest streaming stores out of them (the pipeline's choice
+// while streaming_tuning::staged_upload_plain_stores holds).
+enum class method { memcpy_, nt16, nt32, mixed };
+const char* name_of(method m) {
+  return m == method::memcpy_ ? "memcpy" : m == method::nt16 ? "nt16" : m == method::nt32 ? "nt32" : "mixed";
+}
 
 void copy_with(method m, const rd::host_copy& c) {
+  if (m == method::mixed)
+    m = c.plain ? method::memcpy_ : rd::has_nontemporal_stores(rd::nontemporal_stores::bytes32) ? method::nt32 : method::nt16;
   if (m == method::memcpy_)
     std::memcpy(c.dst, c.src, c.bytes);
   else
@@ -141,7 +147,7 @@ double pass(const setup& s, way w, method m, int threads) {
         const std::size_t first = c * s.chunk, bytes = std::min(s.chunk, s.size - first);
         const std::size_t slot = (c % std::size_t(s.depth)) * s.chunk;
         if (w != way::down) {
-          const auto pieces = rd::split_in_pages({s.stage_in + slot, s.pageable_in + first, bytes}, std::size_t(threads));
+          const auto pieces = rd::split_in_pages({s.stage_in + slot, s.pageable_in + first, bytes, true}, std::size_t(threads));
           if (std::size_t(t) < pieces.size()) copy_with(m, pieces[std::size_t(t)]);
         }
         if (w != way::up) {
@@ -232,6 +238,7 @@ int main(int argc, char** argv) {
 
   std::vector<method> methods{method::memcpy_, method::nt16};
   if (rd::has_nontemporal_stores(rd::nontemporal_stores::bytes32)) methods.push_back(method::nt32);
+  methods.push_back(method::mixed);
   const way ways[] = {way::up, way::down, way::duplex};
   std::vector<row> rows;
   std::size_t step = 0;

@@ -348,7 +348,7 @@ void chunk_loop::run_cuda(const std::function<void(const chunk_view&)>& kernel, 
       if (st.stage_in[i].data()) {
         const std::size_t eb = inputs_[i].element_bytes;
         copies.push_back({st.stage_in[i].data() + k * chunk_ * eb, static_cast<const unsigned char*>(inputs_[i].data) + first * eb,
-                          count * eb});
+                          count * eb, tuning::staged_upload_plain_stores});
       }
     std::function<void()> gate;
     if (c >= depth) gate = wait_for(st.uploaded[k]);

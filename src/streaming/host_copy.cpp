@@ -106,7 +106,7 @@ std::vector<host_copy> split_in_pages(const host_copy& c, std::size_t pieces) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t first_page = i * base + std::min(i, extra);
     const std::size_t end = i + 1 == n ? c.bytes : head + (first_page + base + (i < extra ? 1 : 0)) * copy_page_bytes;
-    out.push_back({d + at, s + at, end - at});
+    out.push_back({d + at, s + at, end - at, c.plain});
     at = end;
   }
   return out;

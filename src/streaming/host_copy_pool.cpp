@@ -1,6 +1,7 @@
 #include "resident/streaming/detail/host_copy_pool.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <system_error>
 
@@ -125,7 +126,10 @@ void host_copy_pool::work(std::stop_token stop) {
       const host_copy p = j->pieces[j->next++];
       if (j->next == j->pieces.size()) queue_.pop_front();  // its last piece is taken
       lock.unlock();
-      copy_streaming(p.dst, p.src, p.bytes);
+      if (!p.plain)
+        copy_streaming(p.dst, p.src, p.bytes);
+      else if (p.bytes)
+        std::memcpy(p.dst, p.src, p.bytes);
       lock.lock();
       --j->left;
     }

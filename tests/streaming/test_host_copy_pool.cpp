@@ -81,7 +81,7 @@ TEST(split_in_pages, cuts_whole_pages_of_the_destination_evenly) {
     const std::size_t dof = trial < 64 ? std::size_t(trial) * 64 : g() % page;
     const std::size_t n = trial % 7 == 0 ? g() % (2 * page) : g() % (62 * page) + 1;
     const std::size_t want = g() % 40;  // 0 counts as 1
-    const rd::host_copy c{base + dof, buf.data() + g() % page, n};
+    const rd::host_copy c{base + dof, buf.data() + g() % page, n, trial % 2 == 1};
     const auto pieces = rd::split_in_pages(c, want);
     if (n == 0) {
       EXPECT_TRUE(pieces.empty());
@@ -97,6 +97,7 @@ TEST(split_in_pages, cuts_whole_pages_of_the_destination_evenly) {
       ASSERT_EQ(static_cast<unsigned char*>(p.dst), static_cast<unsigned char*>(c.dst) + at);
       ASSERT_EQ(static_cast<const unsigned char*>(p.src), static_cast<const unsigned char*>(c.src) + at);
       ASSERT_GT(p.bytes, 0u);
+      ASSERT_EQ(p.plain, c.plain) << "a piece keeps its copy's stores";
       at += p.bytes;
       if (i + 1 < pieces.size()) {
         ASSERT_EQ(reinterpret_cast<std::uintptr_t>(base + dof + at) % page, 0u) << "cut inside a page";
@@ -152,8 +153,9 @@ TEST(host_copy_pool, copies_many_jobs_in_pieces_exactly) {
           src.push_back(random_bytes(b, s++));
           dst.emplace_back(b + 64, guard);
         }
+        // Plain and streaming stores alike (staging in uses plain ones, draining out streaming ones).
         for (std::size_t i = src.size() - 2; i < src.size(); ++i)
-          copies.push_back({dst[i].data() + 32, src[i].data(), src[i].size()});
+          copies.push_back({dst[i].data() + 32, src[i].data(), src[i].size(), (i + std::size_t(round)) % 2 == 0});
         jobs.push_back(pool.submit(copies));
       }
     for (auto& j : jobs) pool.wait(j);

@@ -67,6 +67,9 @@ struct streaming_tuning {
   static constexpr std::size_t copy_piece = std::size_t(1) << 20;
   /// Pieces per thread of a large copy, so the others overtake a thread the OS put aside.
   static constexpr int copy_pieces_per_thread = 2;
+  /// Staging pageable input with plain stores (the copy engine then may read the slot from the cache)
+  /// rather than streaming stores; the output is drained with streaming stores either way.
+  static constexpr bool staged_upload_plain_stores = true;
 };
 
 }  // namespace resident::detail

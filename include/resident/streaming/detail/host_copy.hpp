@@ -13,6 +13,9 @@ struct host_copy {
   void* dst = nullptr;        ///< where the bytes go
   const void* src = nullptr;  ///< where they come from (not overlapping dst)
   std::size_t bytes = 0;      ///< how many
+  /// Plain stores (memcpy), for bytes read again soon from the cache (a staging slot the copy engine
+  /// uploads next); else streaming stores from 64 KiB (copy_streaming).
+  bool plain = false;
 };
 
 /// The stores copy_nontemporal uses.
