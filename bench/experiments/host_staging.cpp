@@ -107,8 +107,8 @@ void touch(unsigned char* p, std::size_t bytes, int threads) {
   for (auto& th : team) th.join();
 }
 
-// mixed: memcpy into the staging slots, the widest streaming stores out of them (the pipeline's choice
-// while streaming_tuning::staged_upload_plain_stores holds).
+// mixed: memcpy into the staging slots, the widest streaming stores out of them (the pipeline's way
+// when streaming_tuning::staged_upload_plain_stores is set).
 enum class method { memcpy_, nt16, nt32, mixed };
 const char* name_of(method m) {
   return m == method::memcpy_ ? "memcpy" : m == method::nt16 ? "nt16" : m == method::nt32 ? "nt32" : "mixed";
