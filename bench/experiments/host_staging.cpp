@@ -259,11 +259,15 @@ int main(int argc, char** argv) {
           rows.push_back(std::move(r));
         }
     }
-    // The last pass (both directions) left the last chunk where it should be.
-    const std::size_t last = (size - 1) / chunk, first = last * chunk, slot = (last % std::size_t(depth)) * chunk;
-    if (std::memcmp(sin.get() + slot, in.get() + first, size - first) != 0 ||
-        std::memcmp(out.get() + first, sout.get() + slot, size - first) != 0)
-      refuse("a staged chunk differs from its source: the copy is wrong");
+    // The last pass (both directions) left the last chunk where it should be. Only with whole chunks:
+    // the threads do not wait for each other between chunks, and a shorter last chunk is cut at other
+    // page boundaries than the earlier chunk in its slot, whose late piece may land over it.
+    if (size % chunk == 0) {
+      const std::size_t last = size / chunk - 1, first = last * chunk, slot = (last % std::size_t(depth)) * chunk;
+      if (std::memcmp(sin.get() + slot, in.get() + first, chunk) != 0 ||
+          std::memcmp(out.get() + first, sout.get() + slot, chunk) != 0)
+        refuse("a staged chunk differs from its source: the copy is wrong");
+    }
   }
 
   if (table) {

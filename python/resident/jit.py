@@ -28,9 +28,11 @@ on disk (``RESIDENT_JIT_CACHE``, else ``$XDG_CACHE_HOME/resident/jit`` or ``~/.c
 
 A Python stage is compiled for the element type of the values it receives (the arrays' type, or the
 previous stage's) and returns that type: its arguments are the zipped arrays' elements in order. Over
-float32 values its float literals are float32 too (NumPy 2's rule for Python numbers, NEP 50), so
-``1.5 * v + 0.5`` and ``math.sin`` of it run in single precision, as the same expression on a float32
-NumPy array does.
+float32 values its float literals (and float default arguments) are float32 too, as NumPy 2 treats
+Python numbers beside float32 values (NEP 50), so ``1.5 * v + 0.5`` and ``math.sin`` of it run in single
+precision; a literal beside a float64 value (``np.float64(v) * 0.1``) is float32 too, and int
+literals, globals and closure variables keep Numba's typing. ``rs.stage(f, float_literals="float64")``
+keeps every literal double.
 """
 import hashlib
 import re
@@ -70,18 +72,36 @@ def _core_error(kind, message):
     return getattr(resident, kind)(message)
 
 
+_F32_MAX = float(_np.finfo(_np.float32).max)
+_F32_TINY = float(_np.finfo(_np.float32).tiny)
+
+
+def _as_float32(c):
+    """c's float literals as float32 where float32 holds them (0, or a magnitude in float32's normal
+    range; others stay float64 rather than becoming inf or 0), inside tuples, frozensets and nested
+    code objects (inner functions, lambdas, comprehensions) too."""
+    import types
+    if type(c) is float:
+        return _np.float32(c) if c == 0.0 or _F32_TINY <= abs(c) <= _F32_MAX else c
+    if type(c) is tuple:
+        return tuple(_as_float32(x) for x in c)
+    if type(c) is frozenset:
+        return frozenset(_as_float32(x) for x in c)
+    if isinstance(c, types.CodeType):
+        return c.replace(co_consts=tuple(_as_float32(x) for x in c.co_consts))
+    return c
+
+
 def _single_precision(fn):
-    """fn with its float literals as float32 constants, for a stage over float32 values: Python numbers
-    beside float32 values keep float32, as NumPy 2 treats them (NEP 50). Numba types a literal as float64,
-    which would carry ``1.5 * v`` and every call after it (``math.sin``) in double precision."""
+    """fn with its float literals (and float default arguments) as float32, for a stage over float32
+    values: Python numbers beside float32 values keep float32, as NumPy 2 treats them (NEP 50). Numba
+    types a literal as float64, which would carry ``1.5 * v`` and every call after it (``math.sin``) in
+    double precision. Globals, closure variables and int literals are left as they are."""
     import types
     code = fn.__code__
-    if not any(type(c) is float for c in code.co_consts):
-        return fn
-    consts = tuple(_np.float32(c) if type(c) is float else c for c in code.co_consts)
-    g = types.FunctionType(code.replace(co_consts=consts), fn.__globals__, fn.__name__, fn.__defaults__,
-                           fn.__closure__)
-    g.__kwdefaults__ = fn.__kwdefaults__
+    g = types.FunctionType(code.replace(co_consts=tuple(_as_float32(c) for c in code.co_consts)), fn.__globals__,
+                           fn.__name__, _as_float32(fn.__defaults__), fn.__closure__)
+    g.__kwdefaults__ = {k: _as_float32(v) for k, v in fn.__kwdefaults__.items()} if fn.__kwdefaults__ else None
     return g
 
 
@@ -90,10 +110,12 @@ class _PyStage:
 
     _lock = threading.Lock()
 
-    def __init__(self, fn):
+    def __init__(self, fn, float_literals="values"):
         self.fn = fn
+        self.float_literals = float_literals
         code = fn.__code__
-        digest = hashlib.sha1(repr((code.co_code, code.co_consts, code.co_names, code.co_varnames)).encode()).hexdigest()
+        digest = hashlib.sha1(repr((code.co_code, code.co_consts, code.co_names, code.co_varnames,
+                                    float_literals)).encode()).hexdigest()
         self.abi_name = "rs_py_" + re.sub(r"\W", "_", fn.__name__) + "_" + digest[:12]
         self._compiled = {}
 
@@ -111,7 +133,8 @@ class _PyStage:
         args = [numba.from_dtype(_np.dtype(d)) for d in dtypes]
         res = args[0]
         sig = res(*args)
-        fn = _single_precision(self.fn) if all(d == "float32" for d in dtypes) else self.fn
+        single = self.float_literals == "values" and all(d == "float32" for d in dtypes)
+        fn = _single_precision(self.fn) if single else self.fn
         kind, major, minor = target
         if kind == "cuda":
             from numba import cuda  # after resident._compat (the package's first import)
@@ -243,19 +266,24 @@ def _target_of_device(device):
     return tuple(_core._jit_target(x))
 
 
-def stage(fn=None, *, name=None):
+def stage(fn=None, *, name=None, float_literals="values"):
     """A stage from a plain Python function (``@resident.stage`` or ``resident.stage(f)``), or from C++
     source text defining one function (``resident.stage("float f(float v) { return 2 * v; }")``;
-    ``name`` picks the function when the text defines several)."""
+    ``name`` picks the function when the text defines several). ``float_literals``: "values" (a Python
+    function's float literals take float32 when its values are float32) or "float64" (Numba's own
+    typing: every literal double)."""
+    if float_literals not in ("values", "float64"):
+        raise _core_error("InvalidArgument",
+                          f"resident.stage: float_literals={float_literals!r}; use 'values' or 'float64'")
     if fn is None:
-        return lambda f: stage(f, name=name)
+        return lambda f: stage(f, name=name, float_literals=float_literals)
     if isinstance(fn, str):
         return Chain([("cpp", _core._jit_map(fn, name or ""))])
     if isinstance(fn, Chain):
         return fn
     if not callable(fn):
         raise _core_error("InvalidArgument", "resident.stage takes a Python function or C++ source text")
-    return Chain([("py", _PyStage(fn))])
+    return Chain([("py", _PyStage(fn, float_literals))])
 
 
 def map(source, name=""):  # noqa: A001 (resident.jit.map, as the C++ API names it)

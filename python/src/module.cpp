@@ -683,8 +683,9 @@ void translate(const std::exception_ptr& p, void*) {
 struct python_site {
   std::optional<rs::detail::foreign_site> site;
   python_site() noexcept {
-    if (!rs::profiling() && rs::current_transfer_policy() == rs::transfer_policy::allow) return;
     try {
+      // The policy read throws for a bad RESIDENT_TRANSFER_POLICY: the call itself reports that.
+      if (!rs::profiling() && rs::current_transfer_policy() == rs::transfer_policy::allow) return;
       static const std::string package = [] {
         std::string f = nb::cast<std::string>(nb::module_::import_("resident").attr("__file__"));
         return f.substr(0, f.find_last_of("/\\") + 1);

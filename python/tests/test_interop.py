@@ -126,6 +126,14 @@ def test_a_forbidden_transfer_names_the_python_line_that_asked():
     assert f"test_interop.py:{line}" in str(e.value), str(e.value)
 
 
+def test_a_bad_transfer_policy_in_the_environment_is_an_error_not_an_abort():
+    code = "import numpy as np, resident as rs\nrs.to_device(np.ones(3), device='cpu')\n"
+    env = dict(os.environ, RESIDENT_TRANSFER_POLICY="sometimes")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, (r.returncode, r.stderr[-2000:])
+    assert "allow, log or forbid" in r.stderr, r.stderr[-2000:]
+
+
 def test_the_profile_accounts_calls_to_the_python_lines_that_made_them(tmp_path):
     # RESIDENT_PROFILE=1 for a whole program: the report's sites are the script's lines, not the
     # binding's, and a program called from resident.jit's wrappers counts at the user's line too.

@@ -111,6 +111,36 @@ def keeps_its_precision(v):
     return (v + 0.1) - v
 
 
+@rs.stage
+def literals_in_a_tuple(v):
+    a, b = 0.1, 2.0
+    return ((v + a) - v) * b
+
+
+@rs.stage(float_literals="float64")
+def keeps_double_literals(v):
+    return (v + 0.1) - v
+
+
+def test_float_literals_in_tuples_are_float32_too_and_float64_keeps_them_double():
+    x = np.array([1e8, 1.0, 3.0, 0.0, -2.5e7], dtype=np.float32)
+    y = np.full_like(x, -12345.0)
+    literals_in_a_tuple(x, out=y)
+    assert np.array_equal(y, ((x + 0.1) - x) * 2.0), y
+    keeps_double_literals(x, out=y)
+    wide = x.astype(np.float64)
+    assert np.array_equal(y, ((wide + 0.1) - wide).astype(np.float32)), y
+
+
+def test_literals_float32_cannot_hold_stay_double_and_a_bad_mode_is_refused():
+    from resident.jit import _as_float32
+    assert type(_as_float32(1e39)) is float and type(_as_float32(1e-40)) is float
+    assert type(_as_float32(0.5)) is np.float32 and type(_as_float32(-0.0)) is np.float32
+    assert [type(c) for c in _as_float32((0.5, (1e39, 2.0)))[1]] == [float, np.float32]
+    with pytest.raises(rs.InvalidArgument, match="float_literals"):
+        rs.stage(lambda v: v, float_literals="float16")
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_float_literals_take_the_values_precision_as_numpy_does(dtype):
     # NumPy 2 (NEP 50): 0.1 beside float32 values is float32, so (v + 0.1) - v loses 0.1 at v = 1e8;

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -62,6 +63,7 @@ struct collector {
   std::map<std::uint64_t, site_table> snapshots;  // per open profile: the figures when it began
   std::uint64_t next_snapshot = 1;
   bool at_exit_registered = false;
+  std::set<std::string> files;  // the call sites' file names, interned: t_last points into it
 };
 collector& the() {
   static auto* c = new collector;
@@ -95,7 +97,8 @@ thread_local const detail::foreign_site* t_foreign = nullptr;
 
 // The last single-map call closed on this thread, for the "could fuse" advice.
 struct last_map {
-  std::string file;  // a copy: a foreign site's file lives only as long as its call
+  const char* file = nullptr;  // interned in the collector (a foreign site's file lives only as long as its
+                               // call), so this thread_local needs no destructor
   unsigned line = 0;
   const void* output = nullptr;
   int dev = 0;
@@ -274,14 +277,14 @@ call_scope::~call_scope() {
   // Two single-map calls in a row, the second mapping what the first wrote, from the next lines.
   if (kind_ == call_kind::compute && facts_.stages == 1 && facts_.input) {
     const last_map& p = t_last;
-    if (!p.file.empty() && p.output == facts_.input && p.dev == k.dev && p.file == site_file() &&
+    if (p.file && p.output == facts_.input && p.dev == k.dev && std::strcmp(p.file, site_file()) == 0 &&
         site_line() > p.line && site_line() - p.line <= 3) {
       ++r.fusable_calls;
       r.fusable_with_line = p.line;
     }
   }
   if (kind_ == call_kind::compute && facts_.stages == 1 && facts_.output)
-    t_last = {site_file(), site_line(), facts_.output, k.dev};
+    t_last = {c.files.insert(site_file()).first->c_str(), site_line(), facts_.output, k.dev};
   else
     t_last = {};
 }
