@@ -27,7 +27,7 @@ using writer = rd::writer<float>;
 using ident = rd::chain<>;
 
 __global__ void unbounded(loader in, ident fn, writer out, std::size_t head, std::size_t nvec, std::size_t n) {
-  rd::fused_map_body<4, 1>(in, fn, out, head, nvec, n);
+  rd::fused_map_body<4, 1, false>(in, fn, out, head, nvec, n);
 }
 // Block-aligned fast path: no scalar head, every vector starts a Philox block (offset % 4 == 0 checked
 // on the host); U blocks per thread per iteration; the scalar tail as in the library.
