@@ -119,9 +119,10 @@ def main(d):
     st = load(d, "stream.json")
     if st:
         for r in st["rows"]:
-            if r["target"] is not None:
-                row(f"stream: {r['measure']}", f"{r['gbs']:.1f} GB/s, {r['ratio']:.3f}", f">= {r['target']:.2f}",
-                    r["ratio"] >= r["target"])
+            if r["target"] is not None:  # every repetition must reach the target: the slowest's ratio
+                low = r.get("slowest_ratio", r["ratio"])
+                row(f"stream: {r['measure']}", f"{r['gbs']:.1f} GB/s, {r['ratio']:.3f} (slowest {low:.3f})",
+                    f">= {r['target']:.2f}", low >= r["target"])
         row("stream: results checked, peak under the pool limit", str(st["ok"]), "True", st["ok"])
     hs = load(d, "host-staging.json")
     if hs:  # the host copies alone at the most threads measured: the ceiling of pageable streaming

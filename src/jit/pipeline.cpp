@@ -229,13 +229,13 @@ typedef long long int64_t;
 typedef unsigned long long uint64_t;
 typedef unsigned long size_t;
 namespace std { using ::int32_t; using ::uint32_t; using ::int64_t; using ::uint64_t; using ::size_t; }
-// Programmatic dependent launch, as the compiled fused kernels do it: wait for the stream's previous
-// kernel (its completion and memory) before the first access, then let the next kernel be scheduled.
+// Programmatic dependent launch, as the compiled fused kernels do it: let the next kernel be scheduled,
+// then wait for the stream's previous kernel (its completion and memory) before the first access.
 // No-ops for a launch without the attribute, and absent before sm_90.
 RS_FN void rs_dependent_launch_prologue() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
 )";

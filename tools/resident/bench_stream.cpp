@@ -166,17 +166,19 @@ int run_bench_stream(const stream_bench_options& o) {
   }
   if (seed_error(host_in, host_out, n) > tolerance) throw error("bench stream: the seed's way gave a wrong result");
 
-  table t({{"measure", "measure", false}, {"GB/s", "gbs", true}, {"ratio", "ratio", true}, {"target", "target", true},
+  table t({{"measure", "measure", false}, {"GB/s", "gbs", true}, {"ratio", "ratio", true},
+           {"slowest rep", "slowest_ratio", true}, {"target", "target", true},
            {"note", "note", false}});
   nlohmann::json extra;
-  t.add({"pinned duplex copies: upload", table::cell(duplex_up, -1), table::cell(1.0, 2), table::cell::none(),
+  t.add({"pinned duplex copies: upload", table::cell(duplex_up, -1), table::cell(1.0, 2), table::cell::none(), table::cell::none(),
          "reference of the ratios"});
   t.add({"pinned duplex copies: download", table::cell(duplex_down, -1), table::cell(duplex_down / duplex_up, 2),
-         table::cell::none(), ""});
+         table::cell::none(), table::cell::none(), ""});
   t.add({"pinned upload alone", table::cell(upload, -1), table::cell(upload / duplex_up, 2), table::cell::none(),
+         table::cell::none(),
          "reference of the reductions"});
   t.add({"seed's way, pinned", table::cell(gbs(bytes, seed_ms), -1), table::cell(gbs(bytes, seed_ms) / duplex_up, 2),
-         table::cell::none(), "pieces of " + detail::format_bytes(double(seed_piece * sizeof(float))) + ", no overlap"});
+         table::cell::none(), table::cell::none(), "pieces of " + detail::format_bytes(double(seed_piece * sizeof(float))) + ", no overlap"});
 
   bool ok = true;
   stream_summary used{};
@@ -190,9 +192,10 @@ int run_bench_stream(const stream_bench_options& o) {
     const ledger_counts per_call = l.delta();
     const double err = seed_error(in, out_buf, n);
     ok = ok && err <= tolerance && per_call.peak_bytes <= limit;
-    const double ms = wall_ms(reps, [&] { stream_pipeline(seed, is, os, opts); }, 0);
+    const std::vector<double> runs = wall_samples_ms(reps, [&] { stream_pipeline(seed, is, os, opts); }, 0);
+    const double ms = median_of(runs), slowest = *std::max_element(runs.begin(), runs.end());
     t.add({std::string("streamed, ") + what, table::cell(gbs(bytes, ms), -1), table::cell(gbs(bytes, ms) / duplex_up, 2),
-           table::cell(target, 2),
+           table::cell(gbs(bytes, slowest) / duplex_up, 2), table::cell(target, 2),
            format_number(gbs(bytes, ms) / gbs(bytes, seed_ms), -1) + "x seed's way, " +
                detail::format_bytes(double(used.chunk_elements * sizeof(float))) + " x " + std::to_string(used.depth) +
                (used.host_threads ? ", " + std::to_string(used.host_threads) + " host threads" : std::string())});
@@ -221,17 +224,20 @@ int run_bench_stream(const stream_bench_options& o) {
 #pragma omp parallel for reduction(+ : ref)
     for (long i = 0; i < long(n); ++i) ref += red_ref[i];
     ok = ok && std::fabs(value - ref) <= 1e-6 * (std::fabs(ref) + double(n));
-    const double ms = wall_ms(reps, [&] { (void)stream_pipeline(sum, is, opts); }, 0);
+    const std::vector<double> runs = wall_samples_ms(reps, [&] { (void)stream_pipeline(sum, is, opts); }, 0);
+    const double ms = median_of(runs), slowest = *std::max_element(runs.begin(), runs.end());
     t.add({std::string("streamed reduction, ") + (pinned ? "pinned" : "pageable"), table::cell(gbs(bytes, ms), -1),
-           table::cell(gbs(bytes, ms) / upload, 2), table::cell(0.90, 2), "sum of f3(f2(f1(x)))"});
+           table::cell(gbs(bytes, ms) / upload, 2), table::cell(gbs(bytes, slowest) / upload, 2), table::cell(0.90, 2),
+           "sum of f3(f2(f1(x)))"});
   }
   if (pageable) {
     bar.step("streamed reduction, pageable");
     const std::span<const float> is(page_in.data(), n);
-    const double ms = wall_ms(reps, [&] { (void)stream_pipeline(sum, is, opts); }, 0);
+    const std::vector<double> runs = wall_samples_ms(reps, [&] { (void)stream_pipeline(sum, is, opts); }, 0);
+    const double ms = median_of(runs), slowest = *std::max_element(runs.begin(), runs.end());
     if (pinned)
       t.add({"streamed reduction, pageable", table::cell(gbs(bytes, ms), -1), table::cell(gbs(bytes, ms) / upload, 2),
-             table::cell::none(), ""});
+             table::cell(gbs(bytes, slowest) / upload, 2), table::cell::none(), ""});
   }
 
   // Pageable in and out against the number of host copy threads (GPU only: the CPU stages nothing).
@@ -275,7 +281,8 @@ int run_bench_stream(const stream_bench_options& o) {
   bar.finish();
   t.print(out());
   out() << wrap("ratio: to the pinned upload measured with both directions at once (duplex) (the reductions: to the "
-                "upload alone); target: the streaming layer's goal on a GPU; GB/s: input bytes per second",
+                "upload alone), of the median of " + std::to_string(reps) + " repetitions; slowest rep: the slowest "
+                "repetition's; target: the streaming layer's goal on a GPU; GB/s: input bytes per second",
                 100, "  ")
         << "\n";
   if (sweep.size()) {

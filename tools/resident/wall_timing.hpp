@@ -38,9 +38,9 @@ inline double events_ms(const std::vector<stream_ref>& streams, int reps, const 
   return median_of(t);
 }
 
-/// Milliseconds of host wall time of `work` (which synchronizes): the median of reps after `warm_ups`
-/// untimed runs.
-inline double wall_ms(int reps, const std::function<void()>& work, int warm_ups = 1) {
+/// Milliseconds of host wall time of each of reps runs of `work` (which synchronizes), after
+/// `warm_ups` untimed runs.
+inline std::vector<double> wall_samples_ms(int reps, const std::function<void()>& work, int warm_ups = 1) {
   for (int i = 0; i < warm_ups; ++i) work();
   std::vector<double> t;
   for (int r = 0; r < reps; ++r) {
@@ -48,7 +48,12 @@ inline double wall_ms(int reps, const std::function<void()>& work, int warm_ups 
     work();
     t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
   }
-  return median_of(t);
+  return t;
+}
+
+/// The median of wall_samples_ms.
+inline double wall_ms(int reps, const std::function<void()>& work, int warm_ups = 1) {
+  return median_of(wall_samples_ms(reps, work, warm_ups));
 }
 
 }  // namespace resident::cli

@@ -68,10 +68,10 @@ struct streaming_tuning {
   /// Pieces per thread of a large copy, so the others overtake a thread the OS put aside.
   static constexpr int copy_pieces_per_thread = 2;
   /// Staging pageable input with plain stores (the copy engine then may read the slot from the cache)
-  /// rather than streaming stores; the output is drained with streaming stores either way. Streaming
-  /// stores both ways are the measured choice (bench/results/tuning.md); the mix awaits its measurement
-  /// in the pipeline (bench/experiments/host_staging.cpp times the copies alone).
-  static constexpr bool staged_upload_plain_stores = false;
+  /// rather than streaming stores; the output is drained with streaming stores either way. The mix
+  /// streamed pageable data at 0.82 of the duplex upload against 0.66 with streaming stores both ways
+  /// (bench/results/tuning.md).
+  static constexpr bool staged_upload_plain_stores = true;
 };
 
 }  // namespace resident::detail

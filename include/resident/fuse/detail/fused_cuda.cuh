@@ -275,8 +275,21 @@ __device__ __forceinline__ void fold_blocks(M mine, const C& combine, M empty, P
   __syncthreads();
   if (!last) return;
   __threadfence();
+  // A thread's partials (b, b + blockDim.x, ...) loaded fold_loads at a time, then folded in that order:
+  // one trip to memory instead of one per partial.
+  constexpr int fold_loads = 8;
   M p = empty;
-  for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) p = combine(p, get(b));
+  for (unsigned first = threadIdx.x; first < gridDim.x; first += fold_loads * blockDim.x) {
+    M v[fold_loads];
+#pragma unroll
+    for (int k = 0; k < fold_loads; ++k) {
+      const unsigned b = first + unsigned(k) * blockDim.x;
+      v[k] = b < gridDim.x ? get(b) : empty;
+    }
+#pragma unroll
+    for (int k = 0; k < fold_loads; ++k)
+      if (first + unsigned(k) * blockDim.x < gridDim.x) p = combine(p, v[k]);
+  }
   __syncthreads();  // tmp is reused
   const M total = block_reduce(tmp).Reduce(p, combine);
   if (threadIdx.x == 0) {
