@@ -6,6 +6,7 @@
 #include <span>
 #include <thread>
 
+#include "resident/detail/cuda_runtime.hpp"
 #include "resident/device/graph.hpp"
 #include "resident/fuse/pipeline.hpp"
 #include "resident/random/random.hpp"
@@ -568,6 +569,28 @@ TEST_P(pipelines, the_scalar_head_and_tail_are_written_under_every_launch_shape)
           }
         }
       }
+}
+
+TEST_P(pipelines, a_map_beyond_32_bit_vector_indices_reaches_every_element) {
+  // Flat maps index their 16-byte vectors in 32 bits; past 2^32 vectors (64 GiB) a map strides in 64
+  // bits instead. 2^34 + 4101 floats, off the vector size at the end: samples at the start, around
+  // vector 2^32 and at the end against FP64.
+  if (dev.is_cpu()) GTEST_SKIP() << "a 64 GiB array: the GPU case covers the 64-bit launch";
+  const std::size_t n = (std::size_t(1) << 34) + 4101;
+  std::size_t free_bytes = 0, total = 0;
+  rs::detail::cuda::mem_info(dev.index(), &free_bytes, &total);
+  if (free_bytes < n * sizeof(float) + (std::size_t(4) << 30)) GTEST_SKIP() << "needs 68 GiB of free device memory";
+  rs::array<float> x(n, dev);
+  rs::generate([] RESIDENT_HD(std::size_t i) { return float(i % 1009); })(x);
+  rs::map([] RESIDENT_HD(float v) { return 2.f * v + 1.f; })(x);
+  const std::size_t edge = (std::size_t(1) << 32) * 4;  // element of vector 2^32
+  rs::array<float> part(4096, dev);
+  for (std::size_t first : {std::size_t(0), edge - 4096, n - 4096}) {
+    rs::map([] RESIDENT_HD(float v) { return v; })(x.slice(first, 4096), part);
+    const auto got = part.to_host();
+    for (std::size_t k = 0; k < got.size(); ++k)
+      ASSERT_EQ(double(got[k]), 2.0 * double((first + k) % 1009) + 1.0) << "at " << first + k;
+  }
 }
 
 TEST_P(pipelines, dependent_chains_see_each_predecessor_with_and_without_dependent_launch) {
