@@ -572,9 +572,9 @@ TEST_P(pipelines, the_scalar_head_and_tail_are_written_under_every_launch_shape)
 }
 
 TEST_P(pipelines, a_map_beyond_32_bit_vector_indices_reaches_every_element) {
-  // Flat maps index their 16-byte vectors in 32 bits; past 2^32 vectors (64 GiB) a map strides in 64
-  // bits instead. 2^34 + 4101 floats, off the vector size at the end: samples at the start, around
-  // vector 2^32 and at the end against FP64.
+  // Past 2^32 16-byte vectors (64 GiB) no vector index fits 32 bits: 2^34 + 4101 floats, off the vector
+  // size at the end, mapped in place; samples at the start, around vector 2^32 and at the end against
+  // FP64.
   if (dev.is_cpu()) GTEST_SKIP() << "a 64 GiB array: the GPU case covers the 64-bit launch";
   const std::size_t n = (std::size_t(1) << 34) + 4101;
   std::size_t free_bytes = 0, total = 0;

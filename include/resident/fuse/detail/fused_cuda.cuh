@@ -26,20 +26,20 @@ inline constexpr bool reads_memory<generate_loader<G>> = false;
 
 
 // Calls visit(i, raw) for vectors j, j + stride, ..., U of them (those below nvec) of V elements at
-// head + j * V, with all U loads issued before the first visit. I: the vector index's type (32 bits
-// where the launch's vectors fit, fewer instructions per thread).
-template <int V, int U, class I, class L, class F>
-__device__ __forceinline__ void visit_vectors(const L& in, std::size_t head, I nvec, I j, I stride, F& visit) {
+// head + j * V, with all U loads issued before the first visit.
+template <int V, int U, class L, class F>
+__device__ __forceinline__ void visit_vectors(const L& in, std::size_t head, std::size_t nvec, std::size_t j,
+                                              std::size_t stride, F& visit) {
   typename L::template raw<V> raw[U];
 #pragma unroll
   for (int u = 0; u < U; ++u) {
-    const I jj = j + I(u) * stride;
-    if (jj < nvec) raw[u] = in.template load<V>(head + std::size_t(jj) * V);
+    const std::size_t jj = j + u * stride;
+    if (jj < nvec) raw[u] = in.template load<V>(head + jj * V);
   }
 #pragma unroll
   for (int u = 0; u < U; ++u) {
-    const I jj = j + I(u) * stride;
-    if (jj < nvec) visit(head + std::size_t(jj) * V, raw[u]);
+    const std::size_t jj = j + u * stride;
+    if (jj < nvec) visit(head + jj * V, raw[u]);
   }
 }
 
@@ -48,23 +48,21 @@ template <int V, int U, class L, class F>
 __device__ __forceinline__ void for_each_vector(const L& in, std::size_t head, std::size_t nvec, F&& visit) {
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  for (std::size_t j = tid; j < nvec; j += stride * U) visit_vectors<V, U, std::size_t>(in, head, nvec, j, stride, visit);
+  for (std::size_t j = tid; j < nvec; j += stride * U) visit_vectors<V, U>(in, head, nvec, j, stride, visit);
 }
 
 // Tiles of U * blockDim.x vectors, one per block, each thread taking U of them blockDim.x apart so
 // every load instruction is coalesced. Flat (a grid of one block per tile): the block's own tile, no
-// loop, indexed in 32 bits (launch_map_flat keeps nvec below flat_vectors_below); else (a fixed launch
-// configuration) the grid strides over them. visit_vectors tests each vector: a map is issue-bound
-// enough that a thread's fixed instructions show.
+// loop; else (a fixed launch configuration) the grid strides over them. visit_vectors tests each
+// vector: a map is issue-bound enough that a thread's fixed instructions show.
 template <int V, int U, bool Flat, class L, class F>
 __device__ __forceinline__ void for_each_tile(const L& in, std::size_t head, std::size_t nvec, F&& visit) {
+  const std::size_t tile = std::size_t(blockDim.x) * U;
+  std::size_t j = std::size_t(blockIdx.x) * tile + threadIdx.x;
   if constexpr (Flat) {
-    const unsigned j = blockIdx.x * (blockDim.x * U) + threadIdx.x;
-    visit_vectors<V, U, unsigned>(in, head, unsigned(nvec), j, blockDim.x, visit);
+    visit_vectors<V, U>(in, head, nvec, j, blockDim.x, visit);
   } else {
-    const std::size_t tile = std::size_t(blockDim.x) * U;
-    for (std::size_t j = std::size_t(blockIdx.x) * tile + threadIdx.x; j < nvec; j += std::size_t(gridDim.x) * tile)
-      visit_vectors<V, U, std::size_t>(in, head, nvec, j, std::size_t(blockDim.x), visit);
+    for (; j < nvec; j += std::size_t(gridDim.x) * tile) visit_vectors<V, U>(in, head, nvec, j, blockDim.x, visit);
   }
 }
 
@@ -395,10 +393,6 @@ void launch_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size
                    nvec, n);
 }
 
-// Flat maps index their vectors in 32 bits: the largest tile index plus a tile stays below 2^32.
-inline constexpr std::size_t flat_vectors_below = (std::size_t(1) << 32) - 2 * std::size_t(cuda_tuning::map_block) *
-                                                                               cuda_tuning::map_tile * 4;
-
 // A map over nvec vectors of V in a flat grid: a block of map_block threads per tile of map_tile
 // vectors each, or of one each for maps shorter than map_tile_from (for_each_tile, flat: no loop).
 template <int V, int U, class L, class Fn, class W>
@@ -407,16 +401,18 @@ void launch_tiles(stream_ref s, const L& in, const Fn& fn, const W& out, std::si
   constexpr auto k = fused_map_kernel<V, U, true, L, Fn, W>;
   constexpr std::size_t tile = std::size_t(cuda_tuning::map_block) * U;
   // head and tail (fewer than V elements each) are the last block's
-  const unsigned grid = unsigned(std::max<std::size_t>(1, (nvec + tile - 1) / tile));
+  const std::size_t tiles = std::max<std::size_t>(1, (nvec + tile - 1) / tile);
+  RESIDENT_EXPECTS(tiles <= 0x7FFFFFFFu, "a fused map over " + std::to_string(n) +
+                                             " elements needs more blocks than a grid holds; map it in parts",
+                   invalid_launch);
+  const unsigned grid = unsigned(tiles);
   launch_dependent(k, launch_config{dims(grid), dims(unsigned(cuda_tuning::map_block)), 0}, s, in, fn, out, head, nvec, n);
 }
 template <int V, class L, class Fn, class W>
 void launch_map_flat(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t head, std::size_t nvec,
                      std::size_t n) {
   constexpr int per_vector = V > 1 ? 1 : 4;  // scalars: as many bytes per thread
-  if (nvec >= flat_vectors_below)  // beyond 32-bit indices (64 GiB of floats and more): one striding wave
-    launch_map<V, cuda_tuning::map_unroll>(s, in, fn, out, nvec, head, nvec, n, std::nullopt);
-  else if (nvec / per_vector < cuda_tuning::map_tile_from)
+  if (nvec / per_vector < cuda_tuning::map_tile_from)
     launch_tiles<V, per_vector>(s, in, fn, out, head, nvec, n);
   else
     launch_tiles<V, cuda_tuning::map_tile * per_vector>(s, in, fn, out, head, nvec, n);
