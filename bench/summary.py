@@ -168,6 +168,15 @@ def main(d):
                 v = f"{r[k + '_back_to_back']:.3f} / {r[k + '_one_per_pair']:.3f}"
                 what = "rate / copy rate" if red else "time / memcpy"
                 row(f"peer {r['system']} 2^{r['log2_n']}: {what}, back-to-back / one per pair", v, "", None)
+        # The race: resident's fused kernel never behind torch.compile's, both timed back-to-back against
+        # their own copy in this call.
+        tc = {r["log2_n"]: r.get("over_memcpy_back_to_back") for r in peers["rows"] if r["system"] == "torch.compile"}
+        for r in peers.get("device_peers", {}).get("rows", []):
+            t = tc.get(r["log2_n"])
+            if r["system"] == "resident fused" and t is not None:
+                mine = r["over_memcpy_back_to_back"]
+                row(f"race 2^{r['log2_n']}: resident fused / torch.compile, back-to-back", f"{mine:.3f} / {t:.3f}",
+                    "<= torch.compile", mine <= t)
         for r in peers.get("small", []):
             row(f"peer {r['system']} small n=1e4", f"{r['us_per_call']:.2f} us", "", None)
         for k, v in peers.get("skipped", {}).items():
