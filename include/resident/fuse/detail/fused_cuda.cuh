@@ -275,10 +275,9 @@ __device__ __forceinline__ void fold_blocks(M mine, const C& combine, M empty, P
   __syncthreads();
   if (!last) return;
   __threadfence();
-  // A thread's partials (b, b + blockDim.x, ...) loaded fold_loads at a time (64 bytes of them at most,
-  // so a large partial type does not cost the kernel registers), then folded in that order: one trip to
-  // memory instead of one per partial.
-  constexpr int fold_loads = sizeof(M) >= 64 ? 1 : sizeof(M) > 8 ? int(64 / sizeof(M)) : 8;
+  // A thread's partials (b, b + blockDim.x, ...) loaded fold_loads at a time, then folded in that order:
+  // one trip to memory instead of one per partial.
+  constexpr int fold_loads = 8;
   M p = empty;
   for (unsigned first = threadIdx.x; first < gridDim.x; first += fold_loads * blockDim.x) {
     M v[fold_loads];
