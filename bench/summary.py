@@ -9,7 +9,10 @@ import pipeline_targets
 
 def load(d, name):
     p = os.path.join(d, name)
-    return json.load(open(p)) if os.path.exists(p) else None
+    if not os.path.exists(p):
+        return None
+    with open(p) as f:
+        return json.load(f)
 
 
 def main(d):
