@@ -9,7 +9,8 @@
 // chunk of 2 GiB already touched, by 1, 2 and 4 host threads at once), the alternative to copying it
 // through pinned staging buffers.
 //
-// usage: call_cost [log2_n ...]   (default 20 22 24)
+// usage: call_cost [log2_n ...]   (default 20 22 24); bench/experiments/logs_to_json.py call_cost turns
+// what it prints into JSON.
 #include <cuda_runtime.h>
 
 #include <algorithm>
