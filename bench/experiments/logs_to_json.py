@@ -64,9 +64,12 @@ def torch_kernel(lines):
 if __name__ == "__main__":
     if len(sys.argv) != 4 or sys.argv[1] not in ("call_cost", "torch_kernel"):
         sys.exit(__doc__)
-    with open(sys.argv[2]) as f:
-        lines = f.read().splitlines()
-    data = {"call_cost": call_cost, "torch_kernel": torch_kernel}[sys.argv[1]](lines)
+    try:
+        with open(sys.argv[2]) as f:
+            lines = f.read().splitlines()
+        data = {"call_cost": call_cost, "torch_kernel": torch_kernel}[sys.argv[1]](lines)
+    except (OSError, ValueError) as e:
+        sys.exit(f"logs_to_json: {sys.argv[2]}: {e}; nothing written")
     with open(sys.argv[3], "w") as f:
         json.dump(data, f, indent=1)
         f.write("\n")
