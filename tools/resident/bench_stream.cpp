@@ -192,8 +192,7 @@ int run_bench_stream(const stream_bench_options& o) {
     const ledger_counts per_call = l.delta();
     const double err = seed_error(in, out_buf, n);
     ok = ok && err <= tolerance && per_call.peak_bytes <= limit;
-    const std::vector<double> runs = wall_samples_ms(reps, [&] { stream_pipeline(seed, is, os, opts); }, 0);
-    const double ms = median_of(runs), slowest = *std::max_element(runs.begin(), runs.end());
+    const auto [ms, slowest] = wall_spread_ms(reps, [&] { stream_pipeline(seed, is, os, opts); }, 0);
     t.add({std::string("streamed, ") + what, table::cell(gbs(bytes, ms), -1), table::cell(gbs(bytes, ms) / duplex_up, 2),
            table::cell(gbs(bytes, slowest) / duplex_up, 2), table::cell(target, 2),
            format_number(gbs(bytes, ms) / gbs(bytes, seed_ms), -1) + "x seed's way, " +
@@ -224,8 +223,7 @@ int run_bench_stream(const stream_bench_options& o) {
 #pragma omp parallel for reduction(+ : ref)
     for (long i = 0; i < long(n); ++i) ref += red_ref[i];
     ok = ok && std::fabs(value - ref) <= 1e-6 * (std::fabs(ref) + double(n));
-    const std::vector<double> runs = wall_samples_ms(reps, [&] { (void)stream_pipeline(sum, is, opts); }, 0);
-    const double ms = median_of(runs), slowest = *std::max_element(runs.begin(), runs.end());
+    const auto [ms, slowest] = wall_spread_ms(reps, [&] { (void)stream_pipeline(sum, is, opts); }, 0);
     t.add({std::string("streamed reduction, ") + (pinned ? "pinned" : "pageable"), table::cell(gbs(bytes, ms), -1),
            table::cell(gbs(bytes, ms) / upload, 2), table::cell(gbs(bytes, slowest) / upload, 2), table::cell(0.90, 2),
            "sum of f3(f2(f1(x)))"});
@@ -233,8 +231,7 @@ int run_bench_stream(const stream_bench_options& o) {
   if (pageable) {
     bar.step("streamed reduction, pageable");
     const std::span<const float> is(page_in.data(), n);
-    const std::vector<double> runs = wall_samples_ms(reps, [&] { (void)stream_pipeline(sum, is, opts); }, 0);
-    const double ms = median_of(runs), slowest = *std::max_element(runs.begin(), runs.end());
+    const auto [ms, slowest] = wall_spread_ms(reps, [&] { (void)stream_pipeline(sum, is, opts); }, 0);
     if (pinned)
       t.add({"streamed reduction, pageable", table::cell(gbs(bytes, ms), -1), table::cell(gbs(bytes, ms) / upload, 2),
              table::cell(gbs(bytes, slowest) / upload, 2), table::cell::none(), ""});

@@ -56,4 +56,13 @@ inline double wall_ms(int reps, const std::function<void()>& work, int warm_ups 
   return median_of(wall_samples_ms(reps, work, warm_ups));
 }
 
+/// The median and the slowest of wall_samples_ms: a target holds only where the slowest run meets it.
+struct wall_spread {
+  double median_ms, slowest_ms;
+};
+inline wall_spread wall_spread_ms(int reps, const std::function<void()>& work, int warm_ups = 1) {
+  const std::vector<double> t = wall_samples_ms(reps, work, warm_ups);
+  return {median_of(t), *std::max_element(t.begin(), t.end())};
+}
+
 }  // namespace resident::cli
