@@ -112,7 +112,8 @@ __global__ void strided(const float4* __restrict__ x, float4* __restrict__ y, st
 
 // Sum of x: one wave of blocks of B striding with U vectors in flight; per-block partials, the last
 // block to finish folds them (deterministic for a given grid). Counters left zero.
-template <int B, int U>
+// Fold = false leaves each block's partial and stops (a wrong total: it times the reading alone).
+template <int B, int U, bool Fold = true>
 __global__ void __launch_bounds__(B) sum_wave(const float4* __restrict__ x, std::size_t n4, float* partials,
                                              unsigned* counter, float* out) {
   pdl_prologue();
@@ -132,6 +133,10 @@ __global__ void __launch_bounds__(B) sum_wave(const float4* __restrict__ x, std:
   __shared__ typename br::TempStorage tmp;
   __shared__ bool last;
   float t = br(tmp).Sum(a);
+  if constexpr (!Fold) {
+    if (threadIdx.x == 0) partials[blockIdx.x] = t;
+    return;
+  }
   if (threadIdx.x == 0) {
     partials[blockIdx.x] = t;
     __threadfence();
@@ -148,6 +153,62 @@ __global__ void __launch_bounds__(B) sum_wave(const float4* __restrict__ x, std:
     *out = t;
     *counter = 0;
   }
+}
+
+// Sum of x with the partials handed over without a fence or an atomic: every block but the last
+// publishes its partial in a slot, and the last block (dispatched after all the others, so it never
+// waits on a block not yet running) waits for each slot, folds them in block order and leaves them
+// zero. Packed: value and flag in one 8-byte store (seen whole or not at all). Otherwise: the value,
+// then the flag with release semantics, read with acquire (the form any partial's type can take).
+template <int B, int U, bool Packed>
+__global__ void __launch_bounds__(B) sum_wave_slots(const float4* __restrict__ x, std::size_t n4,
+                                                   unsigned long long* slots, float* values, float* out) {
+  pdl_prologue();
+  const std::size_t tid = std::size_t(blockIdx.x) * B + threadIdx.x, stride = std::size_t(gridDim.x) * B;
+  float acc[U] = {};
+  for (std::size_t j = tid; j < n4; j += stride * U) {
+    float4 r[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) r[u] = j + u * stride < n4 ? x[j + u * stride] : make_float4(0, 0, 0, 0);
+#pragma unroll
+    for (int u = 0; u < U; ++u) acc[u] += (r[u].x + r[u].y) + (r[u].z + r[u].w);
+  }
+  float a = 0;
+#pragma unroll
+  for (int u = 0; u < U; ++u) a += acc[u];
+  using br = cub::BlockReduce<float, B>;
+  __shared__ typename br::TempStorage tmp;
+  const float t = br(tmp).Sum(a);
+  const unsigned last = gridDim.x - 1;
+  if (blockIdx.x != last) {
+    if (threadIdx.x == 0) {
+      if constexpr (Packed) {
+        const unsigned long long w = (1ull << 32) | __float_as_uint(t);
+        asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" ::"l"(slots + blockIdx.x), "l"(w) : "memory");
+      } else {
+        values[blockIdx.x] = t;
+        asm volatile("st.release.gpu.global.b64 [%0], %1;" ::"l"(slots + blockIdx.x), "l"(1ull) : "memory");
+      }
+    }
+    return;
+  }
+  float p = 0;
+  for (unsigned b = threadIdx.x; b < last; b += B) {
+    unsigned long long w;
+    if constexpr (Packed) {
+      do asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(w) : "l"(slots + b) : "memory");
+      while ((w >> 32) == 0);
+      p += __uint_as_float(unsigned(w));
+    } else {
+      do asm volatile("ld.acquire.gpu.global.b64 %0, [%1];" : "=l"(w) : "l"(slots + b) : "memory");
+      while (w == 0);
+      p += values[b];
+    }
+    slots[b] = 0;
+  }
+  __syncthreads();  // tmp is reused
+  const float total = br(tmp).Sum(p);
+  if (threadIdx.x == 0) *out = total + t;
 }
 
 template <class K>
@@ -281,9 +342,46 @@ int main(int argc, char** argv) {
         wave(sum_wave<256, 4>, 256, per_sm, "wave block 256 U4");
         wave(sum_wave<256, 8>, 256, per_sm, "wave block 256 U8");
       }
+      wave(sum_wave<512, 4>, 512, 1, "wave block 512 U4");
       wave(sum_wave<512, 4>, 512, 2, "wave block 512 U4");
       wave(sum_wave<512, 4>, 512, 4, "wave block 512 U4");
+      wave(sum_wave<1024, 4>, 1024, 1, "wave block 1024 U4");
       wave(sum_wave<1024, 4>, 1024, 2, "wave block 1024 U4");
+      // Where a sum's time goes: the same launches reading nothing (launch, block folds and the last
+      // block's fold), and reading without the last block's fold (totals wrong on purpose).
+      auto fixed = [&](auto k, int B, int per_sm, const std::string& name) {
+        const unsigned grid = unsigned(sms * per_sm);
+        const double ms = b.per_call_ms([&] { launch(k, grid, unsigned(B), cs, true, x, std::size_t(0), partials, counter, total.data()); });
+        std::printf("  %-4s %-44s %.4f ms  (fixed cost)\n", "sum", (name + " " + std::to_string(per_sm) + "/SM, reads nothing").c_str(), ms);
+      };
+      auto unfolded = [&](auto k, int B, int per_sm, const std::string& name) {
+        const unsigned grid = unsigned(sms * per_sm);
+        const double ms = b.per_call_ms([&] { launch(k, grid, unsigned(B), cs, true, x, n4, partials, counter, total.data()); });
+        std::printf("  %-4s %-44s %.4f ms  rate %.3f of memcpy's (no last-block fold)\n", "sum",
+                    (name + " " + std::to_string(per_sm) + "/SM").c_str(), ms, mc / (2 * ms));
+      };
+      {
+        unsigned long long* slots = nullptr;
+        CHECK(cudaMalloc(&slots, sizeof(unsigned long long) * 64 * sms));
+        CHECK(cudaMemset(slots, 0, sizeof(unsigned long long) * 64 * sms));
+        auto slotted = [&](auto k, int B, int per_sm, const std::string& name) {
+          const unsigned grid = unsigned(sms * per_sm);
+          launch(k, grid, unsigned(B), cs, true, x, n4, slots, partials, total.data());
+          CHECK(cudaStreamSynchronize(cs));
+          const double ms = b.per_call_ms([&] { launch(k, grid, unsigned(B), cs, true, x, n4, slots, partials, total.data()); });
+          sum_report(name + " " + std::to_string(per_sm) + "/SM", ms, total.to_host()[0]);
+        };
+        slotted(sum_wave_slots<256, 4, true>, 256, 8, "slots, packed, block 256 U4");
+        slotted(sum_wave_slots<256, 4, false>, 256, 8, "slots, release, block 256 U4");
+        slotted(sum_wave_slots<1024, 4, true>, 1024, 2, "slots, packed, block 1024 U4");
+        slotted(sum_wave_slots<1024, 4, false>, 1024, 2, "slots, release, block 1024 U4");
+        CHECK(cudaFree(slots));
+      }
+      fixed(sum_wave<256, 4>, 256, 8, "wave block 256 U4");
+      fixed(sum_wave<512, 4>, 512, 2, "wave block 512 U4");
+      unfolded(sum_wave<256, 4, false>, 256, 8, "wave block 256 U4");
+      unfolded(sum_wave<512, 4, false>, 512, 2, "wave block 512 U4");
+      CHECK(cudaMemset(counter, 0, sizeof(unsigned)));
       {
         std::size_t bytes = 0;
         CHECK(cub::DeviceReduce::Sum(nullptr, bytes, ax.data(), total.data(), n, cs));

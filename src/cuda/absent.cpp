@@ -25,6 +25,7 @@ bool stream_done(int, cuda_stream_t) { absent(); }
 bool stream_is_capturing(cuda_stream_t) { return false; }
 unsigned long long* stream_counters(int, cuda_stream_t) { absent(); }
 void* stream_scratch(int, cuda_stream_t) { absent(); }
+unsigned long long* stream_handover(int, cuda_stream_t) { absent(); }
 void stream_after(int, cuda_stream_t, cuda_stream_t) { absent(); }
 void stream_after_peer(cuda_stream_t, int, cuda_stream_t, int) { absent(); }
 cuda_event_t event_create(int) { absent(); }

@@ -165,11 +165,17 @@ counter_slots& slots() {
 
 namespace {
 constexpr std::size_t scratch_offset = 256;
-constexpr std::size_t slot_bytes = scratch_offset + stream_scratch_bytes;
+constexpr std::size_t handover_offset = scratch_offset + stream_scratch_bytes;
+constexpr std::size_t handover_bytes = stream_handover_slots * sizeof(unsigned long long);
+constexpr std::size_t slot_bytes = handover_offset + handover_bytes;
 }  // namespace
 
 void* stream_scratch(int dev, cuda_stream_t s) {
   return reinterpret_cast<char*>(stream_counters(dev, s)) + scratch_offset;
+}
+
+unsigned long long* stream_handover(int dev, cuda_stream_t s) {
+  return reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(stream_counters(dev, s)) + handover_offset);
 }
 
 unsigned long long* stream_counters(int dev, cuda_stream_t s) {
@@ -186,6 +192,7 @@ unsigned long long* stream_counters(int dev, cuda_stream_t s) {
         void* q = nullptr;
         RESIDENT_CUDA_TRY(cudaMalloc(&q, slot_bytes));
         RESIDENT_CUDA_TRY(cudaMemsetAsync(q, 0, 2 * sizeof(unsigned long long), s));
+        RESIDENT_CUDA_TRY(cudaMemsetAsync(static_cast<char*>(q) + handover_offset, 0, handover_bytes, s));
         return q;
       });
     } catch (...) {

@@ -433,6 +433,68 @@ TEST_P(pipelines, long_reductions_match_the_reference_in_every_form) {
   }
 }
 
+TEST_P(pipelines, four_byte_reductions_hand_over_their_partials_under_every_grid_and_stream) {
+  // A GPU reduction of 4-byte values hands its blocks' partials to its last block in slots each kernel
+  // leaves zero (in the stream's slot, or its own when the grid outgrows it or the call is captured),
+  // wider ones count in the stream's counters: both forms interleaved on one stream, repeated, under
+  // grids of one block to more blocks than the stream's slots hold, captured and replayed on another
+  // stream beside eager calls. Exact folds (integer minimum, unsigned maximum) show a lost or doubled
+  // partial; the float sum is checked against FP64.
+  rs::stream capture_on(dev), replay_on(dev);
+  const std::size_t n = (std::size_t(1) << (dev.is_cuda() ? 22 : 16)) + 5;
+  auto h = rs::test::random_vector<float>(n, rs::test::fresh_seed(), 0.0, 1.0);
+  std::vector<std::int32_t> hi(n);
+  std::vector<std::uint32_t> hu(n);
+  double ref_sum = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ref_sum += h[i];
+    hi[i] = std::int32_t(h[i] * 2e9f) - 1000000000;
+    hu[i] = std::uint32_t(h[i] * 4e9f);
+  }
+  // The extremes sit once each, far from the ends, so every block's partial matters.
+  hi[n / 3] = -2000000000;
+  hu[2 * n / 3] = 4100000000u;
+  auto x = rs::to_device(h, dev);
+  auto xi = rs::to_device(hi, dev);
+  auto xu = rs::to_device(hu, dev);
+  auto fsum = rs::reduce(rs::plus{}, 0.f);
+  auto dsum = rs::map([] RESIDENT_HD(float v) { return double(v); }) | rs::reduce(rs::plus{}, 0.0);
+  auto imin = rs::reduce(rs::minimum{}, std::int32_t(0x7fffffff));
+  auto umax = rs::reduce(rs::maximum{}, std::uint32_t(0));
+  auto check = [&](const std::string& how, float f, double d, std::int32_t mn, std::uint32_t mx) {
+    SCOPED_TRACE(how);
+    EXPECT_NEAR(double(f), ref_sum, 1e-5 * ref_sum);
+    EXPECT_NEAR(d, ref_sum, 1e-12 * ref_sum);
+    EXPECT_EQ(mn, -2000000000);
+    EXPECT_EQ(mx, 4100000000u);
+  };
+  for (int call = 0; call < 3; ++call) check("call " + std::to_string(call), fsum(x), dsum(x), imin(xi), umax(xu));
+  if (dev.is_cuda())
+    for (unsigned blocks : {1u, 7u, 1056u, 5000u}) {
+      const rs::launch_config cfg{rs::dims(blocks), rs::dims(256)};
+      for (int call = 0; call < 2; ++call)
+        check(std::to_string(blocks) + " blocks, call " + std::to_string(call), fsum.with_config(cfg)(x), dsum(x),
+              imin.with_config(cfg)(xi), umax.with_config(cfg)(xu));
+    }
+  auto g_in = rs::to_device(std::span<const float>(h), capture_on.ref());
+  rs::array<float> g_sum(1, capture_on.ref()), e_sum(1, capture_on.ref());
+  rs::array<double> g_dsum(1, capture_on.ref());
+  rs::graph g = rs::graph::capture(capture_on, [&] {
+    fsum(g_in, g_sum);
+    dsum(g_in, g_dsum);
+    fsum(g_in, g_sum);
+  });
+  capture_on.synchronize();
+  for (int replay = 0; replay < 2; ++replay) {
+    g.replay(replay_on);
+    fsum(g_in, e_sum);
+    replay_on.synchronize();
+    capture_on.synchronize();
+    check("replay " + std::to_string(replay), g_sum.to_host()[0], g_dsum.to_host()[0], imin(xi), umax(xu));
+    EXPECT_NEAR(double(e_sum.to_host()[0]), ref_sum, 1e-5 * ref_sum);
+  }
+}
+
 TEST_P(pipelines, outputs_of_struct_types_less_aligned_than_their_size) {
   // Every offset of the output slice, so element addresses are aligned to 4 (or 2) bytes only.
   const std::size_t n = 5003;

@@ -42,6 +42,12 @@ inline constexpr std::size_t stream_scratch_bytes = (std::size_t(64) << 10) - 25
 /// for what one kernel on s writes and reads itself (a reduction's per-block partials): kernels on one
 /// stream run in order, so they share it. Not for work being captured (replays may run elsewhere).
 void* stream_scratch(int dev, cuda_stream_t s);
+/// Slots of stream_handover.
+inline constexpr std::size_t stream_handover_slots = 4096;
+/// 8-byte slots of the same slot, zero on first use, in which the blocks of one kernel on s hand a
+/// reduction's partials to its last block; each kernel leaves them zero, like the counters. Not for
+/// work being captured.
+unsigned long long* stream_handover(int dev, cuda_stream_t s);
 /// Makes `after` wait for the work queued on `before` so far, both streams of dev (an event between
 /// them; nullptr is dev's legacy default stream, which non-blocking streams do not wait for by
 /// themselves).

@@ -299,10 +299,72 @@ __device__ __forceinline__ void fold_blocks(M mine, const C& combine, M empty, P
   }
 }
 
+// Partials of 4 bytes are handed over in slots instead: each block but the last stores its partial
+// and a flag in one 8-byte word (seen whole or not at all), with no fence and no atomic; the last
+// block by index, dispatched after every other (so it never waits on a block that is not running),
+// waits for each slot, folds the partials in block order as fold_blocks does and leaves the slots
+// zero. The fence and the atomic per block cost 1.4-1.7 us per sum at 2^22-2^24 floats
+// (bench/results/tuning.md).
+template <class M>
+inline constexpr bool handed_over = sizeof(M) == 4 && std::is_trivially_copyable_v<M>;
+
+__device__ __forceinline__ unsigned long long load_slot(const unsigned long long* p) {
+  unsigned long long w;
+  asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(w) : "l"(p) : "memory");
+  return w;
+}
+
+template <class M, class C, class Done>
+__device__ __forceinline__ void fold_slots(M mine, const C& combine, M empty, unsigned long long* slots, Done done) {
+  static_assert(handed_over<M>);
+  using block_reduce = cub::BlockReduce<M, reduce_block>;
+  __shared__ typename block_reduce::TempStorage tmp;
+  __shared__ M own;
+  const M block_total = block_reduce(tmp).Reduce(mine, combine);
+  const unsigned last = gridDim.x - 1;
+  if (blockIdx.x != last) {
+    if (threadIdx.x == 0) {
+      unsigned bits;
+      memcpy(&bits, &block_total, sizeof bits);
+      const unsigned long long w = (1ull << 32) | bits;
+      asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" ::"l"(slots + blockIdx.x), "l"(w) : "memory");
+    }
+    return;
+  }
+  if (threadIdx.x == 0) own = block_total;
+  __syncthreads();  // own is set; tmp is reused below
+  constexpr int fold_loads = 8;
+  M p = empty;
+  for (unsigned first = threadIdx.x; first < gridDim.x; first += fold_loads * blockDim.x) {
+    unsigned long long w[fold_loads];
+#pragma unroll
+    for (int k = 0; k < fold_loads; ++k) {
+      const unsigned b = first + unsigned(k) * blockDim.x;
+      w[k] = b < last ? load_slot(slots + b) : 0;
+    }
+#pragma unroll
+    for (int k = 0; k < fold_loads; ++k) {
+      const unsigned b = first + unsigned(k) * blockDim.x;
+      if (b > last) break;
+      M v = own;
+      if (b < last) {
+        while ((w[k] >> 32) == 0) w[k] = load_slot(slots + b);
+        const unsigned bits = unsigned(w[k]);
+        memcpy(&v, &bits, sizeof bits);
+        slots[b] = 0;
+      }
+      p = combine(p, v);
+    }
+  }
+  const M total = block_reduce(tmp).Reduce(p, combine);
+  if (threadIdx.x == 0) done(total);
+}
+
 template <int V, int U, class L, class Fn, class Op, class T>
 __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, const Op& op, T init, std::size_t head,
                                                   std::size_t nvec, std::size_t n, maybe<T>* partials,
-                                                  unsigned long long* counters, T* result) {
+                                                  unsigned long long* counters, unsigned long long* slots,
+                                                  T* result) {
   dependent_launch_prologue();
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   // One accumulator per lane of a vector (independent chains of op); each starts from op's identity
@@ -347,9 +409,12 @@ __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, con
     T mine = acc[0].value;
 #pragma unroll
     for (int k = 1; k < lanes; ++k) mine = op(mine, acc[k].value);
-    fold_blocks(
-        mine, op, id::value(), [&](unsigned b, T v) { partials[b] = {v, 1}; },
-        [&](unsigned b) { return partials[b].value; }, counters, [&](T total) { *result = op(init, total); });
+    if constexpr (handed_over<T>)
+      fold_slots(mine, op, id::value(), slots, [&](T total) { *result = op(init, total); });
+    else
+      fold_blocks(
+          mine, op, id::value(), [&](unsigned b, T v) { partials[b] = {v, 1}; },
+          [&](unsigned b) { return partials[b].value; }, counters, [&](T total) { *result = op(init, total); });
   } else {
     const maybe_op<Op> combine{op};
 #pragma unroll
@@ -364,8 +429,8 @@ __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, con
 template <int V, int U, class L, class Fn, class Op, class T>
 __global__ void __launch_bounds__(reduce_block)
     fused_reduce_kernel(L in, Fn fn, Op op, T init, std::size_t head, std::size_t nvec, std::size_t n,
-                        maybe<T>* partials, unsigned long long* counters, T* result) {
-  fused_reduce_body<V, U>(in, fn, op, init, head, nvec, n, partials, counters, result);
+                        maybe<T>* partials, unsigned long long* counters, unsigned long long* slots, T* result) {
+  fused_reduce_body<V, U>(in, fn, op, init, head, nvec, n, partials, counters, slots, result);
 }
 
 // The caller's configuration, validated; else one wave of blocks of `block` threads at full occupancy,
@@ -482,26 +547,39 @@ T run_reduce(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op
     RESIDENT_FAIL("a fused reduction runs blocks of " + std::to_string(reduce_block) + " threads; " + c.str() +
                          " asks for " + std::to_string(c.block.count()), invalid_launch);
   const unsigned blocks = c.grid.x;
-  // Scratch: the per-block partials and the counters the blocks count their finishing in, from the
-  // stream's own slot (no allocation per call); while s is being captured, or for partials too large
-  // for the slot, a pool block (with its counters, zeroed here, when captured: launch_counters). The
-  // result, unless written into the caller's array, in a pool block.
-  const std::size_t partial_bytes = (sizeof(maybe<T>) * blocks + 15) / 16 * 16;
+  // Scratch: the per-block partials and the counters the blocks count their finishing in, or for
+  // partials of 4 bytes the slots they are handed over in (fold_slots), from the stream's own slot (no
+  // allocation per call); while s is being captured, or where the stream's are too small, a pool block
+  // (its counters or slots zeroed here: a graph's replays may run on other streams). The result,
+  // unless written into the caller's array, in a pool block.
+  constexpr bool handover = identity_of<Op, T>::known && handed_over<T>;
+  const std::size_t partial_bytes = handover ? 0 : (sizeof(maybe<T>) * blocks + 15) / 16 * 16;
+  const std::size_t slot_bytes = handover ? (sizeof(unsigned long long) * blocks + 15) / 16 * 16 : 0;
   const bool capturing = cuda::stream_is_capturing(s.native());
-  const bool own = capturing || partial_bytes > cuda::stream_scratch_bytes;
-  const std::size_t own_counters = capturing ? counter_bytes : 0;
-  const std::size_t bytes = (own ? partial_bytes + own_counters : 0) + (into ? 0 : sizeof(T));
+  const bool own =
+      capturing || (handover ? blocks > cuda::stream_handover_slots : partial_bytes > cuda::stream_scratch_bytes);
+  const std::size_t own_counters = capturing && !handover ? counter_bytes : 0;
+  const std::size_t own_bytes = own ? partial_bytes + slot_bytes + own_counters : 0;
+  const std::size_t bytes = own_bytes + (into ? 0 : sizeof(T));
   void* scratch = bytes ? pool_allocate(bytes, s) : nullptr;
   char* base = static_cast<char*>(scratch);
-  auto* partials = static_cast<maybe<T>*>(own ? scratch : cuda::stream_scratch(s.device().index(), s.native()));
-  T* result = into ? into : reinterpret_cast<T*>(base + (own ? partial_bytes + own_counters : 0));
+  const int dev = s.device().index();
+  auto* partials = handover ? nullptr : static_cast<maybe<T>*>(own ? scratch : cuda::stream_scratch(dev, s.native()));
+  T* result = into ? into : reinterpret_cast<T*>(base + own_bytes);
   T value = init;
   try {
-    unsigned long long* counters = launch_counters(s, own_counters ? base + partial_bytes : nullptr);
+    unsigned long long* slots = nullptr;
+    unsigned long long* counters = nullptr;
+    if (handover) {
+      slots = own ? reinterpret_cast<unsigned long long*>(base) : cuda::stream_handover(dev, s.native());
+      if (own) cuda::memset_async(slots, 0, slot_bytes, s.native());
+    } else {
+      counters = launch_counters(s, own_counters ? base + partial_bytes : nullptr);
+    }
     if (vec)
-      launch_dependent(kv, c, s, in, fn, op, init, plan.head, plan.vectors, n, partials, counters, result);
+      launch_dependent(kv, c, s, in, fn, op, init, plan.head, plan.vectors, n, partials, counters, slots, result);
     else
-      launch_dependent(k1, c, s, in, fn, op, init, std::size_t(0), n, n, partials, counters, result);
+      launch_dependent(k1, c, s, in, fn, op, init, std::size_t(0), n, n, partials, counters, slots, result);
     cuda::check_launch("fused reduction kernel");
     record_kernel(s.device());
     if (!into) copy_device_to_host(&value, result, sizeof(T), s, sync::blocking);
