@@ -303,8 +303,7 @@ __device__ __forceinline__ void fold_blocks(M mine, const C& combine, M empty, P
 // and a flag in one 8-byte word (seen whole or not at all), with no fence and no atomic; the last
 // block by index, dispatched after every other (so it never waits on a block that is not running),
 // waits for each slot, folds the partials in block order as fold_blocks does and leaves the slots
-// zero. The fence and the atomic per block cost 1.4-1.7 us per sum at 2^22-2^24 floats
-// (bench/results/tuning.md).
+// zero. The fence and the atomic per block were a short sum's largest fixed cost (bench/results/tuning.md).
 template <class M>
 inline constexpr bool handed_over = sizeof(M) == 4 && std::is_trivially_copyable_v<M>;
 
