@@ -25,16 +25,42 @@ template <class G>
 inline constexpr bool reads_memory<generate_loader<G>> = false;
 
 
+// A vector of one array read through the read-only data path (ld.global.nc), for kernels that never
+// write what they read while running (reductions); V > 1 only, where the plan aligned the pointer to
+// the vector's size. Other loaders and shapes load as they do.
+template <int V, class L>
+__device__ __forceinline__ auto load_read_only(const L& in, std::size_t i) {
+  return in.template load<V>(i);
+}
+template <int V, class T>
+__device__ __forceinline__ vec<T, V> load_read_only(const view_loader<T>& in, std::size_t i) {
+  constexpr std::size_t bytes = sizeof(vec<T, V>);
+  if constexpr (V > 1 && (bytes == 4 || bytes == 8 || bytes == 16)) {
+    using bits = std::conditional_t<bytes == 4, unsigned, std::conditional_t<bytes == 8, uint2, uint4>>;
+    const bits b = __ldg(reinterpret_cast<const bits*>(in.p + i));
+    vec<T, V> v;
+    memcpy(&v, &b, bytes);
+    return v;
+  } else {
+    return in.template load<V>(i);
+  }
+}
+
 // Calls visit(i, raw) for vectors j, j + stride, ..., U of them (those below nvec) of V elements at
-// head + j * V, with all U loads issued before the first visit.
-template <int V, int U, class L, class F>
+// head + j * V, with all U loads issued before the first visit (ReadOnly: load_read_only).
+template <int V, int U, bool ReadOnly = false, class L, class F>
 __device__ __forceinline__ void visit_vectors(const L& in, std::size_t head, std::size_t nvec, std::size_t j,
                                               std::size_t stride, F& visit) {
   typename L::template raw<V> raw[U];
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const std::size_t jj = j + u * stride;
-    if (jj < nvec) raw[u] = in.template load<V>(head + jj * V);
+    if (jj < nvec) {
+      if constexpr (ReadOnly)
+        raw[u] = load_read_only<V>(in, head + jj * V);
+      else
+        raw[u] = in.template load<V>(head + jj * V);
+    }
   }
 #pragma unroll
   for (int u = 0; u < U; ++u) {
@@ -43,12 +69,13 @@ __device__ __forceinline__ void visit_vectors(const L& in, std::size_t head, std
   }
 }
 
-// visit_vectors over all nvec vectors, the grid striding over them U per thread per iteration.
+// visit_vectors over all nvec vectors read only, the grid striding over them U per thread per
+// iteration (reductions).
 template <int V, int U, class L, class F>
 __device__ __forceinline__ void for_each_vector(const L& in, std::size_t head, std::size_t nvec, F&& visit) {
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  for (std::size_t j = tid; j < nvec; j += stride * U) visit_vectors<V, U>(in, head, nvec, j, stride, visit);
+  for (std::size_t j = tid; j < nvec; j += stride * U) visit_vectors<V, U, true>(in, head, nvec, j, stride, visit);
 }
 
 // Tiles of U * blockDim.x vectors, one per block, each thread taking U of them blockDim.x apart so
