@@ -438,14 +438,16 @@ TEST_P(pipelines, four_byte_reductions_hand_over_their_partials_under_every_grid
   // leaves zero (in the stream's slot, or its own when the grid outgrows it or the call is captured),
   // wider ones count in the stream's counters: both forms interleaved on one stream, repeated, under
   // grids of one block to more blocks than the stream's slots hold, captured and replayed on another
-  // stream beside eager calls. Exact folds (integer minimum, unsigned maximum) show a lost or doubled
-  // partial; the float sum is checked against FP64.
+  // stream beside eager calls. Unsigned sums wrap, so they are exact in any order: one of two inputs
+  // in turn, so a partial left behind by the previous call, lost or doubled, changes the result. The
+  // integer minimum and unsigned maximum are exact too; the float sum is checked against FP64.
   rs::stream capture_on(dev), replay_on(dev);
   const std::size_t n = (std::size_t(1) << (dev.is_cuda() ? 22 : 16)) + 5;
   auto h = rs::test::random_vector<float>(n, rs::test::fresh_seed(), 0.0, 1.0);
   std::vector<std::int32_t> hi(n);
-  std::vector<std::uint32_t> hu(n);
+  std::vector<std::uint32_t> hu(n), hv(n);
   double ref_sum = 0;
+  std::uint32_t ref_u = 0, ref_v = 0;  // wrapping sums
   for (std::size_t i = 0; i < n; ++i) {
     ref_sum += h[i];
     hi[i] = std::int32_t(h[i] * 2e9f) - 1000000000;
@@ -454,10 +456,17 @@ TEST_P(pipelines, four_byte_reductions_hand_over_their_partials_under_every_grid
   // The extremes sit once each, far from the ends, so every block's partial matters.
   hi[n / 3] = -2000000000;
   hu[2 * n / 3] = 4100000000u;
+  for (std::size_t i = 0; i < n; ++i) {
+    hv[i] = hu[i] ^ 0x5555u;
+    ref_u += hu[i];
+    ref_v += hv[i];
+  }
   auto x = rs::to_device(h, dev);
   auto xi = rs::to_device(hi, dev);
   auto xu = rs::to_device(hu, dev);
+  auto xv = rs::to_device(hv, dev);
   auto fsum = rs::reduce(rs::plus{}, 0.f);
+  auto usum = rs::reduce(rs::plus{}, 0u);
   auto dsum = rs::map([] RESIDENT_HD(float v) { return double(v); }) | rs::reduce(rs::plus{}, 0.0);
   auto imin = rs::reduce(rs::minimum{}, std::int32_t(0x7fffffff));
   auto umax = rs::reduce(rs::maximum{}, std::uint32_t(0));
@@ -468,20 +477,35 @@ TEST_P(pipelines, four_byte_reductions_hand_over_their_partials_under_every_grid
     EXPECT_EQ(mn, -2000000000);
     EXPECT_EQ(mx, 4100000000u);
   };
-  for (int call = 0; call < 3; ++call) check("call " + std::to_string(call), fsum(x), dsum(x), imin(xi), umax(xu));
-  if (dev.is_cuda())
+  for (int call = 0; call < 3; ++call) {
+    check("call " + std::to_string(call), fsum(x), dsum(x), imin(xi), umax(xu));
+    EXPECT_EQ(usum(xu), ref_u);
+    EXPECT_EQ(usum(xv), ref_v);
+  }
+  if (dev.is_cuda()) {
     for (unsigned blocks : {1u, 7u, 1056u, 5000u}) {
       const rs::launch_config cfg{rs::dims(blocks), rs::dims(256)};
-      for (int call = 0; call < 2; ++call)
+      for (int call = 0; call < 2; ++call) {
         check(std::to_string(blocks) + " blocks, call " + std::to_string(call), fsum.with_config(cfg)(x), dsum(x),
               imin.with_config(cfg)(xi), umax.with_config(cfg)(xu));
+        EXPECT_EQ(usum.with_config(cfg)(call ? xv : xu), call ? ref_v : ref_u) << blocks << " blocks";
+      }
     }
+    // Blocks are told apart by their x index alone: a grid of more dimensions is refused before work.
+    EXPECT_THROW(usum.with_config({rs::dims(4, 2), rs::dims(256)})(xu), rs::invalid_launch);
+    EXPECT_EQ(usum(xv), ref_v);
+  }
   auto g_in = rs::to_device(std::span<const float>(h), capture_on.ref());
+  auto g_u = rs::to_device(std::span<const std::uint32_t>(hu), capture_on.ref());
+  auto g_v = rs::to_device(std::span<const std::uint32_t>(hv), capture_on.ref());
   rs::array<float> g_sum(1, capture_on.ref()), e_sum(1, capture_on.ref());
   rs::array<double> g_dsum(1, capture_on.ref());
+  rs::array<std::uint32_t> g_usum(1, capture_on.ref()), g_vsum(1, capture_on.ref());
   rs::graph g = rs::graph::capture(capture_on, [&] {
     fsum(g_in, g_sum);
+    usum(g_u, g_usum);
     dsum(g_in, g_dsum);
+    usum(g_v, g_vsum);
     fsum(g_in, g_sum);
   });
   capture_on.synchronize();
@@ -491,6 +515,8 @@ TEST_P(pipelines, four_byte_reductions_hand_over_their_partials_under_every_grid
     replay_on.synchronize();
     capture_on.synchronize();
     check("replay " + std::to_string(replay), g_sum.to_host()[0], g_dsum.to_host()[0], imin(xi), umax(xu));
+    EXPECT_EQ(g_usum.to_host()[0], ref_u);
+    EXPECT_EQ(g_vsum.to_host()[0], ref_v);
     EXPECT_NEAR(double(e_sum.to_host()[0]), ref_sum, 1e-5 * ref_sum);
   }
 }

@@ -26,8 +26,9 @@ inline constexpr bool reads_memory<generate_loader<G>> = false;
 
 
 // A vector of one array read through the read-only data path (ld.global.nc), for kernels that never
-// write what they read while running (reductions); V > 1 only, where the plan aligned the pointer to
-// the vector's size. Other loaders and shapes load as they do.
+// write what they read while running (reductions: a result written into the input is written by the
+// last block after every read); V > 1 only, where the plan aligned the pointer to the vector's size.
+// Other loaders and shapes load as they do.
 template <int V, class L>
 __device__ __forceinline__ auto load_read_only(const L& in, std::size_t i) {
   return in.template load<V>(i);
@@ -331,6 +332,8 @@ __device__ __forceinline__ void fold_blocks(M mine, const C& combine, M empty, P
 // block by index, dispatched after every other (so it never waits on a block that is not running),
 // waits for each slot, folds the partials in block order as fold_blocks does and leaves the slots
 // zero. The fence and the atomic per block were a short sum's largest fixed cost (bench/results/tuning.md).
+// The wait relies on blocks being dispatched in index order, as CUB's single-pass scan does (CUDA does
+// not document it): then every block the last one waits on is running or done.
 template <class M>
 inline constexpr bool handed_over = sizeof(M) == 4 && std::is_trivially_copyable_v<M>;
 
@@ -572,6 +575,11 @@ T run_reduce(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op
   if (c.block.count() != std::size_t(reduce_block) || c.block.y != 1 || c.block.z != 1)
     RESIDENT_FAIL("a fused reduction runs blocks of " + std::to_string(reduce_block) + " threads; " + c.str() +
                          " asks for " + std::to_string(c.block.count()), invalid_launch);
+  // Its blocks are told apart by their x index (the partials' places, the last block).
+  if (c.grid.y != 1 || c.grid.z != 1)
+    RESIDENT_FAIL("a fused reduction runs a one-dimensional grid; " + c.str() + " has " +
+                      std::to_string(c.grid.y) + " x " + std::to_string(c.grid.z) + " in y and z: give the blocks as x alone",
+                  invalid_launch);
   const unsigned blocks = c.grid.x;
   // Scratch: the per-block partials and the counters the blocks count their finishing in, or for
   // partials of 4 bytes the slots they are handed over in (fold_slots), from the stream's own slot (no
