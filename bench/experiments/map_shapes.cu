@@ -110,13 +110,9 @@ __global__ void strided(const float4* __restrict__ x, float4* __restrict__ y, st
   }
 }
 
-// Sum of x: one wave of blocks of B striding with U vectors in flight; per-block partials, the last
-// block to finish folds them (deterministic for a given grid). Counters left zero.
-// Fold = false leaves each block's partial and stops (a wrong total: it times the reading alone).
-template <int B, int U, bool Fold = true>
-__global__ void __launch_bounds__(B) sum_wave(const float4* __restrict__ x, std::size_t n4, float* partials,
-                                             unsigned* counter, float* out) {
-  pdl_prologue();
+// This thread's share of a sum of x: one wave of blocks of B striding, U vectors in flight.
+template <int B, int U>
+__device__ __forceinline__ float thread_sum(const float4* __restrict__ x, std::size_t n4) {
   const std::size_t tid = std::size_t(blockIdx.x) * B + threadIdx.x, stride = std::size_t(gridDim.x) * B;
   float acc[U] = {};
   for (std::size_t j = tid; j < n4; j += stride * U) {
@@ -129,6 +125,17 @@ __global__ void __launch_bounds__(B) sum_wave(const float4* __restrict__ x, std:
   float a = 0;
 #pragma unroll
   for (int u = 0; u < U; ++u) a += acc[u];
+  return a;
+}
+
+// Sum of x: one wave of blocks of B striding with U vectors in flight; per-block partials, the last
+// block to finish folds them (deterministic for a given grid). Counters left zero.
+// Fold = false leaves each block's partial and stops (a wrong total: it times the reading alone).
+template <int B, int U, bool Fold = true>
+__global__ void __launch_bounds__(B) sum_wave(const float4* __restrict__ x, std::size_t n4, float* partials,
+                                             unsigned* counter, float* out) {
+  pdl_prologue();
+  const float a = thread_sum<B, U>(x, n4);
   using br = cub::BlockReduce<float, B>;
   __shared__ typename br::TempStorage tmp;
   __shared__ bool last;
@@ -164,18 +171,7 @@ template <int B, int U, bool Packed>
 __global__ void __launch_bounds__(B) sum_wave_slots(const float4* __restrict__ x, std::size_t n4,
                                                    unsigned long long* slots, float* values, float* out) {
   pdl_prologue();
-  const std::size_t tid = std::size_t(blockIdx.x) * B + threadIdx.x, stride = std::size_t(gridDim.x) * B;
-  float acc[U] = {};
-  for (std::size_t j = tid; j < n4; j += stride * U) {
-    float4 r[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) r[u] = j + u * stride < n4 ? x[j + u * stride] : make_float4(0, 0, 0, 0);
-#pragma unroll
-    for (int u = 0; u < U; ++u) acc[u] += (r[u].x + r[u].y) + (r[u].z + r[u].w);
-  }
-  float a = 0;
-#pragma unroll
-  for (int u = 0; u < U; ++u) a += acc[u];
+  const float a = thread_sum<B, U>(x, n4);
   using br = cub::BlockReduce<float, B>;
   __shared__ typename br::TempStorage tmp;
   const float t = br(tmp).Sum(a);
