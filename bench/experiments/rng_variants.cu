@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(rd::reduce_block, MINB)
     pi_kernel(point_loader in, pi_chain fn, std::size_t n, rd::maybe<std::uint64_t>* partials,
               unsigned long long* counters, std::uint64_t* result) {
   // The library's kernel body, at MINB blocks per SM.
-  rd::fused_reduce_body<1, 1>(in, fn, rs::plus{}, std::uint64_t(0), 0, 0, n, partials, counters, nullptr, result);
+  rd::fused_reduce_body<rd::reduce_block, 1, 1>(in, fn, rs::plus{}, std::uint64_t(0), 0, 0, n, partials, counters, nullptr, result);
 }
 
 // Monte-Carlo pi written out by hand (2 points per Philox block, counted into *out with one atomic per

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <algorithm>
 #include <span>
 #include <thread>
@@ -519,6 +520,37 @@ TEST_P(pipelines, four_byte_reductions_hand_over_their_partials_under_every_grid
     EXPECT_EQ(g_vsum.to_host()[0], ref_v);
     EXPECT_NEAR(double(e_sum.to_host()[0]), ref_sum, 1e-5 * ref_sum);
   }
+}
+
+TEST_P(pipelines, default_reductions_read_every_vector_once_at_every_length_and_offset) {
+  // A reduction's threads stride over the vectors in trips of several, unchecked while a trip lies
+  // wholly inside the data and checked on the one it cuts: lengths from one vector to several trips of
+  // the whole grid, growing by about a third so the cut falls at every place in a trip, at an aligned
+  // and a misaligned start. Wrapping unsigned sums of random words are exact in any order: a vector
+  // skipped or read twice changes them. Checked against prefix sums on the host.
+  const std::size_t most = dev.is_cuda() ? (std::size_t(3) << 24) + 17 : (std::size_t(1) << 20) + 17;
+  std::vector<std::uint32_t> h(most + 1);
+  std::mt19937 g(static_cast<std::uint32_t>(rs::test::fresh_seed()));
+  for (auto& v : h) v = static_cast<std::uint32_t>(g());
+  std::vector<std::uint32_t> prefix(h.size() + 1, 0);  // wrapping
+  for (std::size_t i = 0; i < h.size(); ++i) prefix[i + 1] = prefix[i] + h[i];
+  auto x = rs::to_device(h, dev);
+  auto usum = rs::reduce(rs::plus{}, 0u);
+  auto doubled = rs::map([] RESIDENT_HD(std::uint32_t v) { return 2u * v; }) | rs::reduce(rs::plus{}, 7u);
+  rs::array<std::uint32_t> into(1, dev);
+  std::size_t lengths = 0;
+  for (double len = 1; len < double(most); len = len * 1.31 + 3) {
+    const std::size_t n = std::size_t(len);
+    for (std::size_t off : {std::size_t(0), std::size_t(1)}) {
+      SCOPED_TRACE("n = " + std::to_string(n) + ", offset " + std::to_string(off));
+      const std::uint32_t ref = prefix[off + n] - prefix[off];
+      EXPECT_EQ(usum(x.slice(off, n)), ref);
+      doubled(x.slice(off, n), into);
+      EXPECT_EQ(into.to_host()[0], 7u + 2u * ref);
+    }
+    ++lengths;
+  }
+  EXPECT_GT(lengths, 30u);
 }
 
 TEST_P(pipelines, outputs_of_struct_types_less_aligned_than_their_size) {

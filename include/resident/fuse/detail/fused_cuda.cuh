@@ -47,16 +47,17 @@ __device__ __forceinline__ vec<T, V> load_read_only(const view_loader<T>& in, st
   }
 }
 
-// Calls visit(i, raw) for vectors j, j + stride, ..., U of them (those below nvec) of V elements at
-// head + j * V, with all U loads issued before the first visit (ReadOnly: load_read_only).
-template <int V, int U, bool ReadOnly = false, class L, class F>
+// Calls visit(i, raw) for vectors j, j + stride, ..., U of them (those below nvec, unless Checked is
+// false: all U are) of V elements at head + j * V, with all U loads issued before the first visit
+// (ReadOnly: load_read_only).
+template <int V, int U, bool ReadOnly = false, bool Checked = true, class L, class F>
 __device__ __forceinline__ void visit_vectors(const L& in, std::size_t head, std::size_t nvec, std::size_t j,
                                               std::size_t stride, F& visit) {
   typename L::template raw<V> raw[U];
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const std::size_t jj = j + u * stride;
-    if (jj < nvec) {
+    if (!Checked || jj < nvec) {
       if constexpr (ReadOnly)
         raw[u] = load_read_only<V>(in, head + jj * V);
       else
@@ -66,17 +67,21 @@ __device__ __forceinline__ void visit_vectors(const L& in, std::size_t head, std
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const std::size_t jj = j + u * stride;
-    if (jj < nvec) visit(head + jj * V, raw[u]);
+    if (!Checked || jj < nvec) visit(head + jj * V, raw[u]);
   }
 }
 
 // visit_vectors over all nvec vectors read only, the grid striding over them U per thread per
-// iteration (reductions).
+// iteration (reductions). The iterations whose U vectors all lie below nvec run unchecked, the one
+// after them checked: checked throughout, the loop's bounds and indices took 40 registers a thread.
 template <int V, int U, class L, class F>
 __device__ __forceinline__ void for_each_vector(const L& in, std::size_t head, std::size_t nvec, F&& visit) {
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  for (std::size_t j = tid; j < nvec; j += stride * U) visit_vectors<V, U, true>(in, head, nvec, j, stride, visit);
+  const std::size_t step = stride * U, reach = stride * (U - 1);  // a trip's vectors: j, j + stride, ... j + reach
+  std::size_t j = tid;
+  for (; j + reach < nvec; j += step) visit_vectors<V, U, true, false>(in, head, nvec, j, stride, visit);
+  if (j < nvec) visit_vectors<V, U, true>(in, head, nvec, j, stride, visit);
 }
 
 // Tiles of U * blockDim.x vectors, one per block, each thread taking U of them blockDim.x apart so
@@ -284,14 +289,19 @@ struct identity_of<maximum, T> {
   }
 };
 
+// Partials a thread of the last block loads before folding them: a wave of blocks of B in one trip
+// (eight for blocks of 256); more would cost the wide blocks' registers.
+template <int B>
+inline constexpr int fold_loads_for = B >= 2048 ? 1 : 2048 / B;
+
 // Each block folds its threads' values (cub::BlockReduce) into its partial (put); the last block to
 // finish folds every block's partial (get) in block order, hands the total to done and leaves the
 // counters zero (every other block is done with them). M is T where op's identity is known (one word
 // per shuffle, no validity select), else maybe<T>.
-template <class M, class C, class Put, class Get, class Done>
+template <int B, class M, class C, class Put, class Get, class Done>
 __device__ __forceinline__ void fold_blocks(M mine, const C& combine, M empty, Put put, Get get,
                                             unsigned long long* counters, Done done) {
-  using block_reduce = cub::BlockReduce<M, reduce_block>;
+  using block_reduce = cub::BlockReduce<M, B>;
   __shared__ typename block_reduce::TempStorage tmp;
   __shared__ bool last;
   const M block_total = block_reduce(tmp).Reduce(mine, combine);
@@ -305,7 +315,7 @@ __device__ __forceinline__ void fold_blocks(M mine, const C& combine, M empty, P
   __threadfence();
   // A thread's partials (b, b + blockDim.x, ...) loaded fold_loads at a time, then folded in that order:
   // one trip to memory instead of one per partial.
-  constexpr int fold_loads = 8;
+  constexpr int fold_loads = fold_loads_for<B>;
   M p = empty;
   for (unsigned first = threadIdx.x; first < gridDim.x; first += fold_loads * blockDim.x) {
     M v[fold_loads];
@@ -343,10 +353,10 @@ __device__ __forceinline__ unsigned long long load_slot(const unsigned long long
   return w;
 }
 
-template <class M, class C, class Done>
+template <int B, class M, class C, class Done>
 __device__ __forceinline__ void fold_slots(M mine, const C& combine, M empty, unsigned long long* slots, Done done) {
   static_assert(handed_over<M>);
-  using block_reduce = cub::BlockReduce<M, reduce_block>;
+  using block_reduce = cub::BlockReduce<M, B>;
   __shared__ typename block_reduce::TempStorage tmp;
   __shared__ M own;
   const M block_total = block_reduce(tmp).Reduce(mine, combine);
@@ -362,7 +372,7 @@ __device__ __forceinline__ void fold_slots(M mine, const C& combine, M empty, un
   }
   if (threadIdx.x == 0) own = block_total;
   __syncthreads();  // own is set; tmp is reused below
-  constexpr int fold_loads = 8;
+  constexpr int fold_loads = fold_loads_for<B>;
   M p = empty;
   for (unsigned first = threadIdx.x; first < gridDim.x; first += fold_loads * blockDim.x) {
     unsigned long long w[fold_loads];
@@ -389,12 +399,12 @@ __device__ __forceinline__ void fold_slots(M mine, const C& combine, M empty, un
   if (threadIdx.x == 0) done(total);
 }
 
-template <int V, int U, class L, class Fn, class Op, class T>
+template <int B, int V, int U, class L, class Fn, class Op, class T>
 __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, const Op& op, T init, std::size_t head,
                                                   std::size_t nvec, std::size_t n, maybe<T>* partials,
                                                   unsigned long long* counters, unsigned long long* slots,
                                                   T* result) {
-  dependent_launch_prologue();
+  dependent_launch_prologue<B == cuda_tuning::reduce_wide_block && cuda_tuning::reduce_wide_waits_first>();
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   // One accumulator per lane of a vector (independent chains of op); each starts from op's identity
   // where known, else empty, as op may have none.
@@ -439,27 +449,40 @@ __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, con
 #pragma unroll
     for (int k = 1; k < lanes; ++k) mine = op(mine, acc[k].value);
     if constexpr (handed_over<T>)
-      fold_slots(mine, op, id::value(), slots, [&](T total) { *result = op(init, total); });
+      fold_slots<B>(mine, op, id::value(), slots, [&](T total) { *result = op(init, total); });
     else
-      fold_blocks(
+      fold_blocks<B>(
           mine, op, id::value(), [&](unsigned b, T v) { partials[b] = {v, 1}; },
           [&](unsigned b) { return partials[b].value; }, counters, [&](T total) { *result = op(init, total); });
   } else {
     const maybe_op<Op> combine{op};
 #pragma unroll
     for (int k = 1; k < lanes; ++k) acc[0] = combine(acc[0], acc[k]);
-    fold_blocks(
+    fold_blocks<B>(
         acc[0], combine, maybe<T>{init, 0}, [&](unsigned b, maybe<T> v) { partials[b] = v; },
         [&](unsigned b) { return partials[b]; }, counters,
         [&](maybe<T> total) { *result = total.valid ? op(init, total.value) : init; });
   }
 }
 
-template <int V, int U, class L, class Fn, class Op, class T>
-__global__ void __launch_bounds__(reduce_block)
+// Blocks of B threads, at least MinBlocks of them resident per SM (the register budget; 0: no minimum).
+template <int B, int MinBlocks, int V, int U, class L, class Fn, class Op, class T>
+__global__ void __launch_bounds__(B, MinBlocks)
     fused_reduce_kernel(L in, Fn fn, Op op, T init, std::size_t head, std::size_t nvec, std::size_t n,
                         maybe<T>* partials, unsigned long long* counters, unsigned long long* slots, T* result) {
-  fused_reduce_body<V, U>(in, fn, op, init, head, nvec, n, partials, counters, slots, result);
+  fused_reduce_body<B, V, U>(in, fn, op, init, head, nvec, n, partials, counters, slots, result);
+}
+
+// Whether kernel K runs without local memory: the wide reductions' register budget held without
+// spilling. Queried once per kernel.
+template <auto K>
+bool runs_in_registers() {
+  static const bool fits = [] {
+    cudaFuncAttributes a{};
+    RESIDENT_CUDA_TRY(cudaFuncGetAttributes(&a, K));
+    return a.localSizeBytes == 0;
+  }();
+  return fits;
 }
 
 // The caller's configuration, validated; else one wave of blocks of `block` threads at full occupancy,
@@ -567,12 +590,23 @@ T run_reduce(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op
   }
   constexpr bool groups = generator_group<L> > 0;
   const bool vec = !groups && plan.vectorized && V > 1;
-  constexpr auto kv = fused_reduce_kernel<groups ? 1 : V, U, L, Fn, Op, T>;
-  constexpr auto k1 = fused_reduce_kernel<1, U, L, Fn, Op, T>;
-  launch_config c = vec      ? fused_config<kv>(plan.vectors, cfg, s.device(), U, reduce_block)
-                    : groups ? fused_config<k1>(generator_groups(in, n), cfg, s.device(), U, reduce_block)
-                             : fused_config<k1>(n, cfg, s.device(), U, reduce_block);
-  if (c.block.count() != std::size_t(reduce_block) || c.block.y != 1 || c.block.z != 1)
+  constexpr int Vk = groups ? 1 : V;
+  constexpr bool handover = identity_of<Op, T>::known && handed_over<T>;
+  // Long reductions handing partials over in slots: the wide shape (fewer, larger blocks) where the
+  // kernel fits its registers; else, and for configured launches, blocks of reduce_block.
+  constexpr int W = cuda_tuning::reduce_wide_block, Wn = cuda_tuning::reduce_wide_per_sm;
+  constexpr auto kv = fused_reduce_kernel<reduce_block, 0, Vk, U, L, Fn, Op, T>;
+  constexpr auto k1 = fused_reduce_kernel<reduce_block, 0, 1, U, L, Fn, Op, T>;
+  constexpr auto kv_wide = fused_reduce_kernel<handover ? W : reduce_block, handover ? Wn : 0, Vk, U, L, Fn, Op, T>;
+  constexpr auto k1_wide = fused_reduce_kernel<handover ? W : reduce_block, handover ? Wn : 0, 1, U, L, Fn, Op, T>;
+  const bool wide = handover && !cfg && n >= cuda_tuning::reduce_wide_from &&
+                    (vec ? runs_in_registers<kv_wide>() : runs_in_registers<k1_wide>());
+  const std::size_t items = vec ? plan.vectors : groups ? generator_groups(in, n) : n;
+  launch_config c = wide  ? (vec ? fused_config<kv_wide>(items, cfg, s.device(), U, W)
+                                 : fused_config<k1_wide>(items, cfg, s.device(), U, W))
+                    : vec ? fused_config<kv>(items, cfg, s.device(), U, reduce_block)
+                          : fused_config<k1>(items, cfg, s.device(), U, reduce_block);
+  if (!wide && (c.block.count() != std::size_t(reduce_block) || c.block.y != 1 || c.block.z != 1))
     RESIDENT_FAIL("a fused reduction runs blocks of " + std::to_string(reduce_block) + " threads; " + c.str() +
                          " asks for " + std::to_string(c.block.count()), invalid_launch);
   // Its blocks are told apart by their x index (the partials' places, the last block).
@@ -586,7 +620,6 @@ T run_reduce(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op
   // allocation per call); while s is being captured, or where the stream's are too small, a pool block
   // (its counters or slots zeroed here: a graph's replays may run on other streams). The result,
   // unless written into the caller's array, in a pool block.
-  constexpr bool handover = identity_of<Op, T>::known && handed_over<T>;
   const std::size_t partial_bytes = handover ? 0 : (sizeof(maybe<T>) * blocks + 15) / 16 * 16;
   const std::size_t slot_bytes = handover ? (sizeof(unsigned long long) * blocks + 15) / 16 * 16 : 0;
   const bool capturing = cuda::stream_is_capturing(s.native());
@@ -611,9 +644,11 @@ T run_reduce(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op
       counters = launch_counters(s, own_counters ? base + partial_bytes : nullptr);
     }
     if (vec)
-      launch_dependent(kv, c, s, in, fn, op, init, plan.head, plan.vectors, n, partials, counters, slots, result);
+      launch_dependent(wide ? kv_wide : kv, c, s, in, fn, op, init, plan.head, plan.vectors, n, partials, counters,
+                       slots, result);
     else
-      launch_dependent(k1, c, s, in, fn, op, init, std::size_t(0), n, n, partials, counters, slots, result);
+      launch_dependent(wide ? k1_wide : k1, c, s, in, fn, op, init, std::size_t(0), n, n, partials, counters, slots,
+                       result);
     cuda::check_launch("fused reduction kernel");
     record_kernel(s.device());
     if (!into) copy_device_to_host(&value, result, sizeof(T), s, sync::blocking);

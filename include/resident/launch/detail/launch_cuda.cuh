@@ -44,13 +44,15 @@ __global__ void grid_stride_kernel(std::size_t n, F f) {
 }
 
 /// Programmatic dependent launch, device side: the next kernel may be scheduled from the start of this
-/// one (before the wait, so a chain of small kernels is launched ahead, each waiting), and this kernel
-/// waits here for its predecessors' completion and memory before its first access. Both are no-ops
-/// when the kernel was launched without the attribute (or before sm_90).
+/// one (before the wait, so a chain of small kernels is launched ahead, each waiting; WaitFirst: after
+/// it), and this kernel waits here for its predecessors' completion and memory before its first
+/// access. Both are no-ops when the kernel was launched without the attribute (or before sm_90).
+template <bool WaitFirst = false>
 __device__ __forceinline__ void dependent_launch_prologue() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (WaitFirst) asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if constexpr (!WaitFirst) asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
 
