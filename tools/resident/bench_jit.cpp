@@ -102,9 +102,12 @@ int run_bench_jit(const bench_options& o) {
   else ::unsetenv("RESIDENT_JIT_CACHE");
 
   auto master = map<func1>() | map<func2>() | map<func3>();
+  auto master_sum = master | reduce(plus{}, 0.f);
+  const jit::pipeline chain_sum = seed_chain() | jit::sum();
   table t({{"n", "log2_n"}, {"memcpy (ms)", "memcpy_ms"}, {"compiled (ms)", "compiled_ms"},
            {"run-time (ms)", "jit_ms"}, {"run-time / compiled", "jit_over_compiled"},
-           {"run-time / memcpy", "jit_over_memcpy"}});
+           {"run-time / memcpy", "jit_over_memcpy"}, {"sum, compiled (ms)", "sum_compiled_ms"},
+           {"sum, run-time (ms)", "sum_jit_ms"}, {"sum: run-time / compiled", "sum_jit_over_compiled"}});
   for (auto l : logs) {
     bar.step("2^" + std::to_string(l));
     const std::size_t n = std::size_t(1) << l;
@@ -119,8 +122,16 @@ int run_bench_jit(const bench_options& o) {
     const double mc = timed([&] { copy(x, y); });
     const double co = timed([&] { master(x, y); });
     const double ji = timed([&] { chain(x, y); });
+    // The sums return their value to the host: each timed call includes its download.
+    const float want = master_sum(x), got = chain_sum.result<float>(x);
+    if (!(std::fabs(got - want) <= 1e-3f * std::fabs(want)))
+      throw error("bench jit: the run-time sum " + std::to_string(got) + " differs from the compiled " +
+                  std::to_string(want) + " at n = 2^" + std::to_string(l));
+    const double so = timed([&] { (void)master_sum(x); });
+    const double sj = timed([&] { (void)chain_sum.result<float>(x); });
     t.add({table::cell::power_of_two(int(l)), table::cell(mc, 4), table::cell(co, 4), table::cell(ji, 4),
-           table::cell(ji / co, 3), table::cell(ji / mc, 3)});
+           table::cell(ji / co, 3), table::cell(ji / mc, 3), table::cell(so, 4), table::cell(sj, 4),
+           table::cell(sj / so, 3)});
   }
   bar.finish();
   t.print(out());
