@@ -585,13 +585,26 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
     last = atomicAdd(a.counters + 1, 1ull) == gridDim.x - 1;
   }
   __syncthreads();
-  if (last && threadIdx.x == 0) {
-    __threadfence();
+  if (!last) return;
+  __threadfence();
+  // Every thread of the last block folds the partials of blocks t, t + RS_BLOCK, ... (written by other
+  // blocks: volatile), then the same tree as above: a fixed order for a given grid, and a few loads a
+  // thread rather than one thread loading them all.
+  rs_maybe m; m.value = rs_value(); m.valid = 0;
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += RS_BLOCK) {
+    const volatile rs_maybe* p = partials + b;
+    rs_maybe q; q.valid = p->valid; q.value = p->value;
+    m = rs_combine(m, q);
+  }
+  shared[threadIdx.x] = m;
+  __syncthreads();
+  for (int w = RS_BLOCK / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) shared[threadIdx.x] = rs_combine(shared[threadIdx.x], shared[threadIdx.x + w]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
     rs_value r = rs_init(a.a);
-    for (unsigned b = 0; b < gridDim.x; ++b) {
-      const volatile rs_maybe* p = partials + b;  // written by other blocks
-      if (p->valid) r = rs_op(r, p->value);
-    }
+    if (shared[0].valid) r = rs_op(r, shared[0].value);
     *(rs_value*)a.out = r;
     a.counters[1] = 0;
   }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include "support.hpp"
@@ -123,6 +124,25 @@ TEST_P(jit, min_max_and_a_user_reduction_fold_every_value) {
   for (std::size_t i = 0; i < n; ++i) isum += hi[i] = std::int64_t(i * 2654435761u % 1000003) - 500000;
   rs::array<std::int64_t> xi = rs::to_device(hi, dev);
   EXPECT_EQ(rs::jit::sum().result<std::int64_t>(xi), isum);
+}
+
+TEST_P(jit, sums_fold_every_block_once_up_to_a_full_wave) {
+  // Wrapping unsigned sums of random words are exact in any order: a block's partial lost or folded
+  // twice by the last block changes them. Lengths up to more blocks than the last block has threads
+  // (each of its threads then folds several partials), vector and scalar paths.
+  const std::size_t most = dev.is_cuda() ? (std::size_t(3) << 22) + 7 : (std::size_t(1) << 20) + 7;
+  std::vector<std::uint64_t> h(most + 1);
+  std::mt19937_64 g(rs::test::fresh_seed());
+  for (auto& v : h) v = g();
+  rs::array<std::uint64_t> x = rs::to_device(h, dev);
+  for (std::size_t n : {std::size_t(1), std::size_t(1000), (std::size_t(1) << 20) + 3, most / 3, most}) {
+    for (std::size_t off : {std::size_t(0), std::size_t(1)}) {
+      SCOPED_TRACE("n = " + std::to_string(n) + ", offset " + std::to_string(off));
+      std::uint64_t want = 0;
+      for (std::size_t i = off; i < off + n; ++i) want += h[i];
+      EXPECT_EQ(rs::jit::sum().result<std::uint64_t>(x.slice(off, n)), want);
+    }
+  }
 }
 
 TEST_P(jit, generators_give_the_values_of_rs_random) {
