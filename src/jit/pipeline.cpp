@@ -569,7 +569,8 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
     }
     if (red) {
       // Each block folds its threads' values in shared memory (a fixed tree, so the operator's
-      // order is the same every run), the last block to finish folds the blocks' partials in order.
+      // order is the same every run), the last block to finish folds the blocks' partials (in a
+      // fixed order too, for a given grid).
       s += R"(  __shared__ rs_maybe shared[RS_BLOCK];
   __shared__ bool last;
   shared[threadIdx.x] = acc;

@@ -44,10 +44,10 @@ struct sm90_tuning {
   static constexpr int generator_block = 1024;
   /// Fused reductions: blocks of 256 folded by cub::BlockReduce, one wave.
   static constexpr int reduce_block = 256;
-  /// Reductions handing 4-byte partials over in slots, of at least reduce_wide_from elements, where
-  /// the kernel fits 32 registers a thread without spilling: blocks of 1024, two per SM, a quarter of
-  /// the partials to fold (map + sum of 2^24 floats 0.957 of the copy rate against 0.948 in blocks of
-  /// 256; of 2^22, L2-resident, 0.665 against 0.683).
+  /// Reductions of memory handing 4-byte partials over in slots, of at least reduce_wide_from
+  /// elements, where the kernel fits 32 registers a thread without spilling: blocks of 1024, two per
+  /// SM, a quarter of the partials to fold (map + sum of 2^24 floats 0.957 of the copy rate against
+  /// 0.948 in blocks of 256; of 2^22, L2-resident, 0.665 against 0.683).
   static constexpr int reduce_wide_block = 1024;
   static constexpr int reduce_wide_per_sm = 2;
   static constexpr std::size_t reduce_wide_from = std::size_t(1) << 23;

@@ -295,7 +295,7 @@ template <int B>
 inline constexpr int fold_loads_for = B >= 2048 ? 1 : 2048 / B;
 
 // Each block folds its threads' values (cub::BlockReduce) into its partial (put); the last block to
-// finish folds every block's partial (get) in block order, hands the total to done and leaves the
+// finish folds every block's partial (get) in a fixed order, hands the total to done and leaves the
 // counters zero (every other block is done with them). M is T where op's identity is known (one word
 // per shuffle, no validity select), else maybe<T>.
 template <int B, class M, class C, class Put, class Get, class Done>
@@ -340,7 +340,7 @@ __device__ __forceinline__ void fold_blocks(M mine, const C& combine, M empty, P
 // Partials of 4 bytes are handed over in slots instead: each block but the last stores its partial
 // and a flag in one 8-byte word (seen whole or not at all), with no fence and no atomic; the last
 // block by index, dispatched after every other (so it never waits on a block that is not running),
-// waits for each slot, folds the partials in block order as fold_blocks does and leaves the slots
+// waits for each slot, folds the partials in fold_blocks' order and leaves the slots
 // zero. The fence and the atomic per block were a short sum's largest fixed cost (bench/results/tuning.md).
 // The wait relies on blocks being dispatched in index order, as CUB's single-pass scan does (CUDA does
 // not document it): then every block the last one waits on is running or done.
@@ -592,14 +592,16 @@ T run_reduce(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op
   const bool vec = !groups && plan.vectorized && V > 1;
   constexpr int Vk = groups ? 1 : V;
   constexpr bool handover = identity_of<Op, T>::known && handed_over<T>;
-  // Long reductions handing partials over in slots: the wide shape (fewer, larger blocks) where the
-  // kernel fits its registers; else, and for configured launches, blocks of reduce_block.
+  constexpr bool widens = handover && reads_memory<L>;
+  // Long reductions of memory handing partials over in slots: the wide shape (fewer, larger blocks)
+  // where the kernel fits its registers; else, for generators (measured only reading memory) and for
+  // configured launches, blocks of reduce_block.
   constexpr int W = cuda_tuning::reduce_wide_block, Wn = cuda_tuning::reduce_wide_per_sm;
   constexpr auto kv = fused_reduce_kernel<reduce_block, 0, Vk, U, L, Fn, Op, T>;
   constexpr auto k1 = fused_reduce_kernel<reduce_block, 0, 1, U, L, Fn, Op, T>;
-  constexpr auto kv_wide = fused_reduce_kernel<handover ? W : reduce_block, handover ? Wn : 0, Vk, U, L, Fn, Op, T>;
-  constexpr auto k1_wide = fused_reduce_kernel<handover ? W : reduce_block, handover ? Wn : 0, 1, U, L, Fn, Op, T>;
-  const bool wide = handover && !cfg && n >= cuda_tuning::reduce_wide_from &&
+  constexpr auto kv_wide = fused_reduce_kernel<widens ? W : reduce_block, widens ? Wn : 0, Vk, U, L, Fn, Op, T>;
+  constexpr auto k1_wide = fused_reduce_kernel<widens ? W : reduce_block, widens ? Wn : 0, 1, U, L, Fn, Op, T>;
+  const bool wide = widens && !cfg && n >= cuda_tuning::reduce_wide_from &&
                     (vec ? runs_in_registers<kv_wide>() : runs_in_registers<k1_wide>());
   const std::size_t items = vec ? plan.vectors : groups ? generator_groups(in, n) : n;
   launch_config c = wide  ? (vec ? fused_config<kv_wide>(items, cfg, s.device(), U, W)
