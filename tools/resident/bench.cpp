@@ -138,11 +138,15 @@ namespace {
 struct pipeline_point {
   double memcpy, fused, three, sum, scan;
   double memcpy_one, fused_one;  // one call per event pair
+  double zip, dot;               // the zipped forms: z = 1.5 x + y, and x . y into a device array
   double fused_ratio() const { return fused / memcpy; }
   double fused_one_ratio() const { return fused_one / memcpy_one; }
   // sum reads 4 bytes per element, memcpy reads and writes 8: the rates' ratio.
   double sum_rate_ratio() const { return memcpy / (2 * sum); }
   double scan_ratio() const { return scan / memcpy; }
+  // zip reads 8 bytes per element and writes 4, dot reads 8.
+  double zip_rate_ratio() const { return 1.5 * memcpy / zip; }
+  double dot_rate_ratio() const { return memcpy / dot; }
 };
 
 double median_of(std::vector<double> v) {
@@ -157,18 +161,22 @@ table pipeline_table() {
                 {"3 kernels (ms)", "three_kernels_ms"}, {"sum (ms)", "sum_ms"},
                 {"sum GB/s / memcpy GB/s", "sum_rate_over_memcpy_rate"}, {"fused GB/s", "fused_gb_per_s"},
                 {"scan (ms)", "scan_ms"}, {"scan / memcpy", "scan_over_memcpy"},
-                {"fused / memcpy, one per pair", "fused_over_memcpy_one_per_pair"}});
+                {"fused / memcpy, one per pair", "fused_over_memcpy_one_per_pair"}, {"zip (ms)", "zip_ms"},
+                {"zip GB/s / memcpy GB/s", "zip_rate_over_memcpy_rate"}, {"dot (ms)", "dot_ms"},
+                {"dot GB/s / memcpy GB/s", "dot_rate_over_memcpy_rate"}});
 }
 
 // A row of pipeline_table(): the times and the three ratios given (over repetitions, the ratios' own
 // medians, which need not equal the ratios of the medians).
 std::vector<table::cell> pipeline_row(std::size_t log2_n, const pipeline_point& t, double fused_ratio,
-                                      double sum_ratio, double scan_ratio, double fused_one_ratio) {
+                                      double sum_ratio, double scan_ratio, double fused_one_ratio, double zip_ratio,
+                                      double dot_ratio) {
   const double bytes = 8.0 * std::ldexp(1.0, int(log2_n));
   return {table::cell::power_of_two(int(log2_n)), table::cell::bytes(std::uint64_t(bytes)), table::cell(t.memcpy, 4),
           table::cell(t.fused, 4), table::cell(fused_ratio, 3), table::cell(t.three, 4), table::cell(t.sum, 4),
           table::cell(sum_ratio, -1), table::cell(bytes / (t.fused * 1e-3) / 1e9, -1), table::cell(t.scan, 4),
-          table::cell(scan_ratio, 3), table::cell(fused_one_ratio, 3)};
+          table::cell(scan_ratio, 3), table::cell(fused_one_ratio, 3), table::cell(t.zip, 4),
+          table::cell(zip_ratio, 3), table::cell(t.dot, 4), table::cell(dot_ratio, 3)};
 }
 
 std::string spread(double lo, double hi, int decimals) {
@@ -179,6 +187,9 @@ const char* const sum_form =
     "map + sum into a device array, sum(x, total): the total stays in a one-element device array, "
     "nothing is downloaded; timed like the others, back-to-back calls between two events on its stream, no "
     "host synchronization inside";
+const char* const zip_form =
+    "zip: zip(x, y) | map(1.5 x + y) into z, 12 bytes per element; dot: zip(x, y) | map(x y) | reduce(+) into a "
+    "one-element device array, 8 bytes per element; each rate over memcpy's, timed like the others";
 }  // namespace
 
 int run_bench_pipeline(const bench_options& o) {
@@ -193,9 +204,9 @@ int run_bench_pipeline(const bench_options& o) {
   const int repeat = o.repeat ? o.repeat : (d.is_cuda() ? 3 : 1);
   if (repeat < 1 || repeat > 100) throw invalid_argument("--repeat takes a count of sweeps from 1 to 100, got " + std::to_string(repeat));
   const std::size_t largest = *std::max_element(logs.begin(), logs.end());
-  // Per element: x and y on the device; the input and a checked download on the host.
-  require_memory(d, "bench pipeline at n = 2^" + std::to_string(largest), 8 * std::ldexp(1.0, int(largest)),
-                 8 * std::ldexp(1.0, int(largest)), "Choose smaller --sizes (16 bytes per element in all)");
+  // Per element: x, y and z on the device; the input and a checked download on the host.
+  require_memory(d, "bench pipeline at n = 2^" + std::to_string(largest), 12 * std::ldexp(1.0, int(largest)),
+                 8 * std::ldexp(1.0, int(largest)), "Choose smaller --sizes (20 bytes per element in all)");
   const int reps = o.reps ? o.reps : (d.is_cuda() ? 30 : 10);
   const int batch = o.batch ? o.batch : (d.is_cuda() ? 20 : 1);
   header("Fused seed pipeline vs device-to-device memcpy of the same bytes", d);
@@ -204,11 +215,12 @@ int run_bench_pipeline(const bench_options& o) {
                                              : "median of " + std::to_string(reps)) +
                 (batch > 1 ? "; each time per call of " + std::to_string(batch) +
                                  " calls queued back-to-back between two events, the device's throughput, except the "
-                                 "last column: one call per event pair, the host's dispatch included"
+                                 "column \"one per pair\": one call per event pair, the host's dispatch included"
                            : std::string("; one call per event pair")) +
                 "; fused / memcpy = time over the time of copying the same bytes, 1.00 = copy speed; sum is " +
                 "map + sum into a device array, sum(x, total), nothing downloaded; sum GB/s counts the bytes it " +
-                "reads, memcpy GB/s the bytes it reads and writes)",
+                "reads, memcpy GB/s the bytes it reads and writes; zip is zip(x, y) | map(1.5 x + y) into z (reads 8 " +
+                "bytes per element, writes 4), dot zip(x, y) | map(x y) | reduce(+) into a device array (reads 8))",
                 100, " ")
         << "\n";
 
@@ -251,6 +263,27 @@ int run_bench_pipeline(const bench_options& o) {
         map<func3>()(y);
       });
       p.sum = timed([&] { sum(x, total); });
+      {
+        // The zipped forms over x and y (the seed's values), checked against FP64 first.
+        array<float> z(n, s.ref());
+        const auto hy = y.to_host();
+        auto axpy = zip(x, y) | map([] RESIDENT_HD(float a, float b) { return 1.5f * a + b; });
+        auto dot = zip(x, y) | map([] RESIDENT_HD(float a, float b) { return a * b; }) | reduce(plus{}, 0.f);
+        axpy(z);
+        dot(total);
+        const auto hz = z.to_host();
+        double ref_dot = 0, worst = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          ref_dot += double(hx[i]) * double(hy[i]);
+          const double want = 1.5 * double(hx[i]) + double(hy[i]);
+          worst = std::max(worst, std::abs(double(hz[i]) - want) / (std::abs(want) + 1e-30));
+        }
+        if (worst > 1e-6) throw error("bench pipeline: zip result is wrong" + at);
+        // float sums of up to 2^28 products drift from FP64 by rounding; a lost or doubled piece by far more.
+        if (std::abs(double(total.to_host()[0]) - ref_dot) > 1e-3 * ref_dot) throw error("bench pipeline: dot result is wrong" + at);
+        p.zip = timed([&] { axpy(z); });
+        p.dot = timed([&] { dot(total); });
+      }
       scan(x, y);
       // Float running sums of 2^28 values drift from the FP64 sums by rounding (the tests check the scan
       // against FP64 in double); a wrong combination of pieces is off by far more than 5%.
@@ -261,10 +294,12 @@ int run_bench_pipeline(const bench_options& o) {
   }
   bar.finish();
 
-  // Each size: the median over repetitions of every figure, and the spread of the three ratios.
+  // Each size: the median over repetitions of every figure, and the spread of the ratios.
   table t = pipeline_table();
   table spread_t({{"n", ""}, {"fused / memcpy", ""}, {"min - max", "", false}, {"sum rate / memcpy rate", ""},
-                  {"min - max", "", false}, {"scan / memcpy", ""}, {"min - max", "", false}});
+                  {"min - max", "", false}, {"scan / memcpy", ""}, {"min - max", "", false},
+                  {"zip rate / memcpy rate", ""}, {"min - max", "", false}, {"dot rate / memcpy rate", ""},
+                  {"min - max", "", false}});
   nlohmann::json extremes = nlohmann::json::array();
   plot_series fused_s{"fused pipeline / memcpy", {}, {}}, three_s{"three kernels / memcpy", {}, {}};
   for (std::size_t i = 0; i < logs.size(); ++i) {
@@ -276,24 +311,34 @@ int run_bench_pipeline(const bench_options& o) {
     const auto fr = across([](const pipeline_point& p) { return p.fused_ratio(); });
     const auto sr = across([](const pipeline_point& p) { return p.sum_rate_ratio(); });
     const auto cr = across([](const pipeline_point& p) { return p.scan_ratio(); });
+    const auto zr = across([](const pipeline_point& p) { return p.zip_rate_ratio(); });
+    const auto dr = across([](const pipeline_point& p) { return p.dot_rate_ratio(); });
     const pipeline_point med{median_of(across([](const pipeline_point& p) { return p.memcpy; })),
                              median_of(across([](const pipeline_point& p) { return p.fused; })),
                              median_of(across([](const pipeline_point& p) { return p.three; })),
                              median_of(across([](const pipeline_point& p) { return p.sum; })),
                              median_of(across([](const pipeline_point& p) { return p.scan; })),
                              median_of(across([](const pipeline_point& p) { return p.memcpy_one; })),
-                             median_of(across([](const pipeline_point& p) { return p.fused_one; }))};
+                             median_of(across([](const pipeline_point& p) { return p.fused_one; })),
+                             median_of(across([](const pipeline_point& p) { return p.zip; })),
+                             median_of(across([](const pipeline_point& p) { return p.dot; }))};
     t.add(pipeline_row(logs[i], med, median_of(fr), median_of(sr), median_of(cr),
-                       median_of(across([](const pipeline_point& p) { return p.fused_one_ratio(); }))));
+                       median_of(across([](const pipeline_point& p) { return p.fused_one_ratio(); })), median_of(zr),
+                       median_of(dr)));
     auto [f_lo, f_hi] = std::minmax_element(fr.begin(), fr.end());
     auto [s_lo, s_hi] = std::minmax_element(sr.begin(), sr.end());
     auto [c_lo, c_hi] = std::minmax_element(cr.begin(), cr.end());
+    auto [z_lo, z_hi] = std::minmax_element(zr.begin(), zr.end());
+    auto [d_lo, d_hi] = std::minmax_element(dr.begin(), dr.end());
     spread_t.add({table::cell::power_of_two(int(logs[i])), table::cell(median_of(fr), 3), spread(*f_lo, *f_hi, 3),
                   table::cell(median_of(sr), 3), spread(*s_lo, *s_hi, 3), table::cell(median_of(cr), 3),
-                  spread(*c_lo, *c_hi, 3)});
+                  spread(*c_lo, *c_hi, 3), table::cell(median_of(zr), 3), spread(*z_lo, *z_hi, 3),
+                  table::cell(median_of(dr), 3), spread(*d_lo, *d_hi, 3)});
     extremes.push_back({{"fused_over_memcpy_min", *f_lo}, {"fused_over_memcpy_max", *f_hi},
                         {"sum_rate_over_memcpy_rate_min", *s_lo}, {"sum_rate_over_memcpy_rate_max", *s_hi},
-                        {"scan_over_memcpy_min", *c_lo}, {"scan_over_memcpy_max", *c_hi}});
+                        {"scan_over_memcpy_min", *c_lo}, {"scan_over_memcpy_max", *c_hi},
+                        {"zip_rate_over_memcpy_rate_min", *z_lo}, {"zip_rate_over_memcpy_rate_max", *z_hi},
+                        {"dot_rate_over_memcpy_rate_min", *d_lo}, {"dot_rate_over_memcpy_rate_max", *d_hi}});
     fused_s.x.push_back(std::ldexp(1.0, int(logs[i])));
     fused_s.y.push_back(median_of(fr));
     three_s.x.push_back(std::ldexp(1.0, int(logs[i])));
@@ -343,7 +388,8 @@ int run_bench_pipeline(const bench_options& o) {
       table rt = pipeline_table();
       for (std::size_t i = 0; i < logs.size(); ++i) {
         const pipeline_point& p = points[std::size_t(r)][i];
-        rt.add(pipeline_row(logs[i], p, p.fused_ratio(), p.sum_rate_ratio(), p.scan_ratio(), p.fused_one_ratio()));
+        rt.add(pipeline_row(logs[i], p, p.fused_ratio(), p.sum_rate_ratio(), p.scan_ratio(), p.fused_one_ratio(),
+                            p.zip_rate_ratio(), p.dot_rate_ratio()));
       }
       sweeps.push_back({{"repetition", r + 1}, {"rows", rt.json()}});
     }
@@ -352,6 +398,7 @@ int run_bench_pipeline(const bench_options& o) {
     j["reps"] = reps;
     j["batch"] = batch;
     j["sum_form"] = sum_form;
+    j["zip_form"] = zip_form;
     if (!cpu_loop.is_null()) j["cpu_hand_loop"] = cpu_loop;
     write_json(j, o.json);
   }
