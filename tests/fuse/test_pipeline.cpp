@@ -527,8 +527,7 @@ TEST_P(pipelines, default_reductions_read_every_vector_once_at_every_length_and_
   // wholly inside the data and checked on the one it cuts: lengths from one vector to several trips of
   // the whole grid, growing by about a third, and on a GPU lengths at and around each place a trip of
   // a full-occupancy grid can be cut (2048 threads per SM, four 16-byte vectors a trip, below and
-  // above the length where the blocks of 1024 take over) and the short grid of two blocks of 256 per
-  // SM, at an aligned and a misaligned start.
+  // above the length where the blocks of 1024 take over), at an aligned and a misaligned start.
   // Wrapping unsigned sums of random words are exact in any order: a vector skipped or read twice
   // changes them. Checked against prefix sums on the host.
   const std::size_t most = dev.is_cuda() ? (std::size_t(3) << 24) + 17 : (std::size_t(1) << 20) + 17;
@@ -541,10 +540,6 @@ TEST_P(pipelines, default_reductions_read_every_vector_once_at_every_length_and_
       for (std::size_t at : {std::size_t(1), stride - 1, stride, reach - 1, reach, reach + 1, step - 1, step})
         for (std::size_t extra : {std::size_t(0), std::size_t(3)})
           if (const std::size_t n = 4 * (k * step + at) + extra; n < most) lengths.push_back(n);
-    const std::size_t short_stride = std::size_t(512) * std::size_t(rs::properties(dev).multiprocessors);
-    for (std::size_t at : {short_stride - 1, short_stride, short_stride + 1, 3 * short_stride - 1, 3 * short_stride + 1,
-                           4 * short_stride - 1, 4 * short_stride + 1})
-      for (std::size_t extra : {std::size_t(0), std::size_t(3)}) lengths.push_back(4 * at + extra);
   }
   std::vector<std::uint32_t> h(most + 1);
   std::mt19937 g(static_cast<std::uint32_t>(rs::test::fresh_seed()));

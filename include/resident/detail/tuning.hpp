@@ -44,11 +44,6 @@ struct sm90_tuning {
   static constexpr int generator_block = 1024;
   /// Fused reductions: blocks of 256 folded by cub::BlockReduce, one wave.
   static constexpr int reduce_block = 256;
-  /// Reductions too short to give every resident thread map_unroll vectors still give each thread
-  /// that many, in fewer blocks, but in at least this many blocks per SM (map + sum of 2^20 floats
-  /// 0.59-0.61 of the copy rate in two or four blocks of 256 per SM, 0.55-0.59 in one block per 256
-  /// vectors, 0.53-0.58 in eight per SM; at 2^22 alike).
-  static constexpr int short_per_sm = 2;
   /// Reductions of memory handing 4-byte partials over in slots, of at least reduce_wide_from
   /// elements, where the kernel fits 32 registers a thread without spilling: blocks of 1024, two per
   /// SM, a quarter of the partials to fold (map + sum of 2^24 floats 0.957 of the copy rate against

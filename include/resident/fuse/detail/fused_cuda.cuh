@@ -4,8 +4,6 @@
 /// vector loads (grid-stride, or for long maps taking its work from a counter), a single-pass
 /// reduction whose last block folds the per-block partials, and a scan on CUB's single-pass scan.
 
-#include <algorithm>
-
 #include <cub/block/block_reduce.cuh>
 #include <cub/thread/thread_store.cuh>
 #include <cuda/std/limits>
@@ -488,10 +486,8 @@ bool runs_in_registers() {
 }
 
 // The caller's configuration, validated; else one wave of blocks of `block` threads at full occupancy,
-// per_thread items per thread. Work too small to give every resident thread that many still takes
-// per_thread items a thread, in fewer blocks (fewer partials for a reduction to fold), but in no fewer
-// than short_per_sm blocks per SM (nor more than a wave) while one item per thread would fill that
-// many. The occupancy query runs once per kernel.
+// per_thread items per thread, or for work too small to give every resident thread that many, one item
+// per thread. The occupancy query runs once per kernel.
 template <auto K>
 launch_config fused_config(std::size_t items, const std::optional<launch_config>& cfg, device d, int per_thread,
                            int block) {
@@ -500,12 +496,8 @@ launch_config fused_config(std::size_t items, const std::optional<launch_config>
     return *cfg;
   }
   static const occupancy o = occupancy_with_block(K, block);
-  launch_config c = wave_config(o, items, std::size_t(per_thread));
-  const std::size_t one_each = (items + unsigned(o.block) - 1) / unsigned(o.block);
-  const std::size_t floor = std::min({one_each, std::size_t(o.sms) * unsigned(cuda_tuning::short_per_sm),
-                                      std::size_t(o.max_grid)});
-  if (c.grid.x < floor) c.grid.x = unsigned(floor);
-  return c;
+  const std::size_t resident_threads = std::size_t(o.max_grid) * unsigned(o.block);
+  return wave_config(o, items, items >= resident_threads * unsigned(per_thread) ? std::size_t(per_thread) : 1);
 }
 
 

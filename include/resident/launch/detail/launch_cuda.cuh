@@ -60,31 +60,24 @@ __device__ __forceinline__ void dependent_launch_prologue() {
 struct occupancy {
   int block = 256;
   int max_grid = 1;  ///< resident blocks on the whole device: a multiple of the SM count
-  int sms = 1;       ///< the device's SMs
 };
-
-inline int current_device_sms() {
-  int dev = 0, sms = 0;
-  RESIDENT_CUDA_TRY(cudaGetDevice(&dev));
-  RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return sms;
-}
 
 template <class Kernel>
 occupancy occupancy_for(Kernel kernel, std::size_t dynamic_shared = 0) {
   occupancy o;
   RESIDENT_CUDA_TRY(cudaOccupancyMaxPotentialBlockSize(&o.max_grid, &o.block, kernel, dynamic_shared, 0));
-  o.sms = current_device_sms();
   return o;
 }
 
 /// Like occupancy_for, for a block size fixed by the kernel (block-wide collectives).
 template <class Kernel>
 occupancy occupancy_with_block(Kernel kernel, int block) {
-  int per_sm = 0;
+  int per_sm = 0, dev = 0;
   RESIDENT_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
-  const int sms = current_device_sms();
-  return occupancy{block, per_sm * sms > 0 ? per_sm * sms : sms, sms};
+  RESIDENT_CUDA_TRY(cudaGetDevice(&dev));
+  int sms = 0;
+  RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return occupancy{block, per_sm * sms > 0 ? per_sm * sms : sms};
 }
 
 /// A 1-D configuration covering n items with the occupancy-chosen block, capped at one full wave.
