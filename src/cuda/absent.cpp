@@ -51,6 +51,7 @@ void* host_pinned_allocate(std::size_t) { absent(); }
 void host_pinned_free(void*) noexcept {}
 bool is_pinned(const void*) noexcept { return false; }
 int pointer_device(const void*) noexcept { return -1; }
+int device_only_memory(const void*) noexcept { return -1; }
 bool dependent_launch(int) { return false; }
 void check_launch(const char*, resident::source_location) {}
 void set_device(int) { absent(); }

@@ -466,6 +466,15 @@ int pointer_device(const void* p) noexcept {
   return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
 }
 
+int device_only_memory(const void* p) noexcept {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return a.type == cudaMemoryTypeDevice ? a.device : -1;
+}
+
 bool dependent_launch(int dev) {
   if (!programmatic_launch()) return false;
   static per_device<std::atomic<int>> major;  // 0: not asked yet

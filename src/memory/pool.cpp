@@ -322,8 +322,9 @@ void* pool_allocate(std::size_t bytes, stream_ref s) {
   nvtx::named_range<"pool allocate"> range(bytes);
   device d = s.device();
   auto& st = state(d);
-  if (bytes > largest_request) throw_oom(d, bytes, oom_reason::beyond_any_allocation);
   const std::optional<std::size_t> limit = st.current_limit();
+  // With the limit in force, which the message names.
+  if (bytes > largest_request) throw_oom(d, bytes, oom_reason::beyond_any_allocation, limit);
   std::size_t now = st.claim(bytes, limit);
   if (now == 0) {
     // Return the cache, then look again: frees made meanwhile count.

@@ -4,8 +4,12 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <new>
+#include <optional>
 #include <string>
 #include <thread>
+
+#include <unistd.h>
 
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/detail/per_device.hpp"
@@ -100,6 +104,8 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   RESIDENT_EXPECTS(o.host_threads >= 0 && o.host_threads <= max_host_threads,
                    "stream_options: host_threads " + std::to_string(o.host_threads) + " is out of range; give 1 to " +
                        std::to_string(max_host_threads) + " host copy threads, or 0 to let the call choose");
+  // A bad RESIDENT_POOL_LIMIT is refused here on both backends (the CPU's loop takes no staging).
+  (void)pool_limit(device_);
   // Bytes of one element in every input together, and in the output.
   std::size_t in_bytes = 0;
   for (const host_side& h : inputs_) in_bytes += h.element_bytes;
@@ -118,6 +124,17 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
       RESIDENT_EXPECTS(!overlap || same, "streamed pipeline: the host output overlaps an input without being "
                                          "the same elements; write into separate memory or exactly in place");
     }
+  }
+  // Device memory given as a host array: the copies and the host threads would read it as host memory
+  // (managed memory is the host's to read: it is staged like pageable memory).
+  if (device_.is_cuda() && n > 0) {
+    auto refuse_device_memory = [&](const void* p, const std::string& which) {
+      if (const int on = cu::device_only_memory(p); on >= 0)
+        RESIDENT_FAIL("streamed pipeline: " + which + " is memory of " + device::cuda(on).name() +
+                      ", not host memory; run the pipeline on the device array itself, or stream a host copy");
+    };
+    for (std::size_t i = 0; i < inputs_.size(); ++i) refuse_device_memory(inputs_[i].data, "host input " + std::to_string(i));
+    if (output_.data) refuse_device_memory(output_.data, "the host output");
   }
   const bool moves = !inputs_.empty() || output_.data || result_bytes_ > 0;
   if (n > 0 && moves && current_transfer_policy() == transfer_policy::forbid)
@@ -170,13 +187,36 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
     }
   }
   chunk_ = std::min(std::max<std::size_t>(chunk_, 1), n);
-  chunks_ = (n + chunk_ - 1) / chunk_;
+  chunks_ = n / chunk_ + (n % chunk_ != 0);  // n + chunk_ - 1 may wrap (host_generate sizes)
   if (std::size_t(depth_) > chunks_ && !o.depth) depth_ = int(chunks_);
   summary_.chunk_elements = chunk_;
   summary_.depth = depth_;
   summary_.chunks = chunks_;
+  // A reduction keeps one partial per chunk until the end.
+  RESIDENT_EXPECTS(!result_bytes_ || chunks_ <= std::size_t(std::numeric_limits<std::ptrdiff_t>::max()) / result_bytes_,
+                   "streamed reduction: " + std::to_string(chunks_) + " chunks of " + std::to_string(chunk_) +
+                       " elements need more partials than any allocation holds; give a larger chunk_elements, or 0 "
+                       "to let the call choose");
+  const std::size_t partial_bytes = chunks_ * result_bytes_;
+  auto partials_do_not_fit = [&](const std::string& why) {
+    const pool_statistics ps = pool_stats(device_);
+    return out_of_memory("streamed reduction on " + device_.name() + ": the partials of " + std::to_string(chunks_) +
+                             " chunks, " + format_bytes(double(partial_bytes)) + " (" + std::to_string(partial_bytes) +
+                             " bytes) of host memory, could not be allocated (" + why + "; the pool has " +
+                             std::to_string(ps.bytes_in_use) + " bytes in use and " + std::to_string(ps.bytes_reserved) +
+                             " reserved); give a larger chunk_elements, or 0 to let the call choose",
+                         partial_bytes, 0, ps.bytes_reserved, ps.bytes_in_use, ps.limit, std::nullopt);
+  };
+  // More than the host's memory is not asked for (an allocator may abort rather than fail on it).
+  const long page = sysconf(_SC_PAGE_SIZE), pages = sysconf(_SC_PHYS_PAGES);
+  if (page > 0 && pages > 0 && partial_bytes / std::size_t(page) > std::size_t(pages))
+    throw partials_do_not_fit("more than this host's " + format_bytes(double(pages) * double(page)) + " of memory");
   if (device_.is_cpu()) {
-    results_.resize(chunks_ * result_bytes_);
+    try {
+      results_.resize(partial_bytes);
+    } catch (const std::bad_alloc&) {
+      throw partials_do_not_fit("the system has not that much memory to give");
+    }
     summary_.pinned_input = summary_.pinned_output = true;  // the host memory is the device's
     return;
   }
@@ -184,7 +224,15 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   // Everything the loop needs, allocated before any data moves (the pool's limit applies here).
   auto st = std::make_unique<cuda_state>(device_);
   const std::size_t per_slot = slot_bytes(chunk_);
-  st->staging = array<unsigned char>(std::size_t(depth_) * per_slot, st->kernel.ref());
+  try {
+    st->staging = array<unsigned char>(std::size_t(depth_) * per_slot, st->kernel.ref());
+  } catch (const out_of_memory& e) {  // the pool's figures, and what to change here
+    throw out_of_memory("streamed pipeline: the device staging of " + std::to_string(depth_) + " chunks in flight of " +
+                            std::to_string(chunk_) + " elements does not fit; give a smaller chunk_elements or depth, "
+                            "or 0 to let the call choose. " + e.what(),
+                        e.requested(), e.free_bytes(), e.pool_reserved(), e.pool_in_use(), e.pool_limit(),
+                        e.largest_free_block());
+  }
   st->in.assign(std::size_t(depth_), std::vector<void*>(inputs_.size()));
   st->out.assign(std::size_t(depth_), nullptr);
   for (int k = 0; k < depth_; ++k) {
@@ -230,7 +278,13 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
     st->copiers = std::make_unique<host_copy_pool>(threads, tuning::copy_piece, tuning::copy_pieces_per_thread);
     summary_.host_threads = threads;
   }
-  if (result_bytes_) st->results = pinned_buffer<unsigned char>(chunks_ * result_bytes_);
+  if (result_bytes_) {
+    try {
+      st->results = pinned_buffer<unsigned char>(partial_bytes);
+    } catch (const out_of_memory& e) {
+      throw partials_do_not_fit(e.what());
+    }
+  }
   if (timeline_)
     for (std::size_t e = 0; e < 6 * chunks_; ++e) st->marks.emplace_back(device_);
   summary_.device_bytes = st->staging.size();

@@ -624,6 +624,27 @@ TEST_P(pool, limits_that_cannot_hold_are_refused) {
   EXPECT_NO_THROW(rs::array<char>(1, dev));
 }
 
+// A request beyond any allocation under a limit: its error names the limit in force, as the others do
+// (not "no limit").
+TEST_P(pool, a_request_beyond_any_allocation_names_the_limit_in_force) {
+  rs::synchronize(dev);
+  const std::size_t cap = rs::pool_stats(dev).bytes_in_use + (std::size_t(1) << 20);
+  struct lift {
+    rs::device d;
+    ~lift() { rs::clear_pool_limit(d); }
+  } lifted{dev};
+  rs::set_pool_limit(dev, cap);
+  try {
+    rs::array<char> a(std::size_t(-1) - 100, dev);
+    FAIL() << "allocated " << a.size() << " bytes";
+  } catch (const rs::out_of_memory& e) {
+    const std::string w = e.what();
+    EXPECT_EQ(e.pool_limit(), cap) << w;
+    EXPECT_NE(w.find("limit " + rs::detail::format_bytes(double(cap))), std::string::npos) << w;
+    EXPECT_EQ(w.find("no limit"), std::string::npos) << w;
+  }
+}
+
 // Two threads allocating against one limit never pass it together.
 TEST_P(pool, limit_holds_between_threads) {
   rs::synchronize(dev);
@@ -672,7 +693,7 @@ TEST(pool_limit, byte_counts_parse) {
 TEST(pool_limit, environment_sets_every_pools_starting_limit) {
   const char* v = std::getenv("RESIDENT_POOL_LIMIT");
   const rs::device d = rs::device::cpu();
-  if (!v) {
+  if (!v || !*v || std::string(v) == "none") {  // unset, empty or "none": no limit
     EXPECT_FALSE(rs::pool_limit(d).has_value());
     return;
   }

@@ -3,11 +3,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 #include <limits>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../threads.hpp"
@@ -286,6 +289,127 @@ TEST_P(streaming, bad_input_is_refused_before_any_work) {
   EXPECT_EQ(out[0], rs::test::poison<float>());
 }
 
+RESIDENT_HD std::int32_t times_four(float v) { return std::int32_t(v * 4.f); }
+RESIDENT_HD double halved(std::int32_t v) { return double(v) * 0.5; }
+RESIDENT_HD float add2(float a, float b) { return a + b; }
+
+// An output of another element type of the same size over the input's memory is exactly in place:
+// every element is converted to the output's type, not left in the input's.
+TEST_P(streaming, in_place_in_another_type_of_the_same_size_converts) {
+  for (std::size_t n : sizes_around_a_chunk()) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    std::vector<std::uint32_t> buf(n);  // 4-byte words, seen as float and as int32
+    auto word = [&](std::size_t i, auto v) { std::memcpy(&buf[i], &v, 4); };
+    auto read = [&]<class T>(std::size_t i, T) { T v; std::memcpy(&v, &buf[i], 4); return v; };
+    for (std::size_t i = 0; i < n; ++i) word(i, float(int(i % 2001) - 1000) * 0.25f);
+    std::span<const float> as_float(reinterpret_cast<const float*>(buf.data()), n);
+    std::span<std::int32_t> as_int(reinterpret_cast<std::int32_t*>(buf.data()), n);
+    rs::stream_pipeline(rs::map<times_four>(), as_float, as_int, {.chunk_elements = chunk, .target = dev});
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(read(i, std::int32_t{}), int(i % 2001) - 1000) << "element " << i;
+    // Back again: int32 in, float out (through a double stage) in the same words.
+    rs::stream_pipeline(rs::map<halved>(), std::span<const std::int32_t>(as_int),
+                        std::span<float>(reinterpret_cast<float*>(buf.data()), n), {.chunk_elements = chunk, .target = dev});
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(read(i, float{}), float((int(i % 2001) - 1000) * 0.5)) << "element " << i;
+  }
+}
+
+// host_generate takes any size: the chunk count of the largest does not wrap (to no chunk at all,
+// which ran nothing and returned init).
+TEST_P(streaming, chunk_counts_of_the_largest_generated_sizes_do_not_wrap) {
+  const std::size_t n = std::numeric_limits<std::size_t>::max();
+  const std::pair<std::size_t, std::size_t> cases[] = {{std::size_t(1) << 58, 64}, {n / 32, 33}, {n / 64, 65}};
+  for (auto [ch, chunks] : cases) {
+    SCOPED_TRACE("chunk " + std::to_string(ch));
+    rs::detail::chunk_loop loop(n, {}, {}, false, 16, {.chunk_elements = ch, .target = dev});
+    EXPECT_EQ(loop.summary().chunks, chunks);
+    EXPECT_EQ(loop.summary().chunk_elements, ch);
+  }
+}
+
+// A reduction keeps one partial per chunk: chunks too many for them to be held are refused with a
+// typed error that says to give a larger chunk, before any chunk runs.
+TEST_P(streaming, partials_of_too_many_chunks_are_refused_before_any_work) {
+  const auto sum = rs::reduce(rs::plus{}, 0.0);
+  rs::scoped_ledger l(dev);
+  try {  // 2^62 partials of 16 bytes: the byte count overflows
+    (void)rs::stream_pipeline(sum, rs::host_generate(ramp{}, std::size_t(1) << 62), {.chunk_elements = 1, .target = dev});
+    FAIL() << "2^62 partials were accepted";
+  } catch (const rs::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("chunk_elements"), std::string::npos) << e.what();
+  }
+  try {  // 2^58 partials: 4 EiB of host memory
+    (void)rs::stream_pipeline(sum, rs::host_generate(ramp{}, std::size_t(1) << 58), {.chunk_elements = 1, .target = dev});
+    FAIL() << "2^58 partials were accepted";
+  } catch (const rs::out_of_memory& e) {
+    EXPECT_NE(std::string(e.what()).find("chunk_elements"), std::string::npos) << e.what();
+    EXPECT_EQ(e.requested(), (std::size_t(1) << 58) * sizeof(rs::detail::partial<double>));
+  }
+  const auto d = l.delta();
+  EXPECT_EQ(d.kernels + d.stream_chunks + d.h2d_bytes + d.d2h_bytes, 0u);
+}
+
+// A pool limit smaller than one chunk: on a GPU the staging cannot fit, chosen or given, and the call
+// is refused before any data moves, saying what to change; the CPU streams the host arrays in place
+// (no staging) and gives the exact values.
+TEST_P(streaming, pool_limit_smaller_than_one_chunk) {
+  const std::size_t n = 20 * chunk + 3;
+  const auto in = rs::test::random_vector<float>(n, rs::test::fresh_seed());
+  std::vector<double> ref(n);
+  for (std::size_t i = 0; i < n; ++i) ref[i] = seed_ref(in[i]);
+  const auto p = rs::map<f1>() | rs::map<f2>() | rs::map<f3>();
+  rs::synchronize(dev);
+  rs::set_pool_limit(dev, rs::pool_stats(dev).bytes_in_use + 1024);
+  struct lift {
+    rs::device d;
+    ~lift() { rs::clear_pool_limit(d); }
+  } lifted{dev};
+  for (std::size_t ch : {std::size_t(0), 4 * chunk}) {
+    SCOPED_TRACE("chunk " + std::to_string(ch));
+    std::vector<float> out(n, rs::test::poison<float>());
+    rs::scoped_ledger l(dev);
+    if (dev.is_cpu()) {
+      const auto s = rs::stream_pipeline(p, in, out, {.chunk_elements = ch, .target = dev});
+      expect_close(out, ref);
+      EXPECT_EQ(s.device_bytes, 0u);
+      continue;
+    }
+    try {
+      rs::stream_pipeline(p, in, out, {.chunk_elements = ch, .target = dev});
+      FAIL() << "the staging went past the pool's limit";
+    } catch (const rs::out_of_memory& e) {
+      const std::string w = e.what();
+      EXPECT_TRUE(e.pool_limit().has_value()) << w;
+      EXPECT_NE(w.find("chunk_elements"), std::string::npos) << w;
+      EXPECT_NE(w.find("in use"), std::string::npos) << w;
+      EXPECT_NE(w.find("reserved"), std::string::npos) << w;
+    }
+    const auto d = l.delta();
+    EXPECT_EQ(d.h2d_bytes + d.d2h_bytes + d.kernels + d.stream_chunks, 0u);
+    EXPECT_EQ(std::count(out.begin(), out.end(), rs::test::poison<float>()), std::ptrdiff_t(n));
+  }
+}
+
+// A span over device memory given where host memory is expected is refused before any work (the
+// copies and the host threads would read it as host memory). The CPU device's arrays are host memory.
+TEST_P(streaming, device_memory_given_as_host_memory_is_refused) {
+  if (dev.is_cpu()) GTEST_SKIP() << "the CPU device's arrays are host memory";
+  const std::size_t n = 3 * chunk;
+  rs::array<float> a(n, dev);
+  std::vector<float> h(n, rs::test::poison<float>());
+  const std::span<const float> dev_in(a.data(), n);
+  const std::span<float> dev_out(a.data(), n);
+  rs::scoped_ledger l(dev);
+  EXPECT_THROW(rs::stream_pipeline(rs::map<f1>(), dev_in, h, {.chunk_elements = chunk, .target = dev}),
+               rs::invalid_argument);
+  EXPECT_THROW(rs::stream_pipeline(rs::map<f1>(), h, dev_out, {.chunk_elements = chunk, .target = dev}),
+               rs::invalid_argument);
+  EXPECT_THROW((void)rs::stream_pipeline(rs::map<add2>() | rs::reduce(rs::plus{}, 0.f), rs::host_zip(h, dev_in), {.target = dev}),
+               rs::invalid_argument);
+  const auto d = l.delta();
+  EXPECT_EQ(d.h2d_bytes + d.d2h_bytes + d.kernels + d.stream_chunks, 0u);
+  EXPECT_EQ(std::count(h.begin(), h.end(), rs::test::poison<float>()), std::ptrdiff_t(n));
+}
+
 TEST_P(streaming, timeline_has_every_chunk_in_order) {
   const std::size_t n = 6 * chunk + 1;
   const auto in = rs::test::random_vector<float>(n, rs::test::fresh_seed());
@@ -478,6 +602,28 @@ TEST_P(streaming, a_stage_that_throws_mid_stream_leaves_no_thread_and_no_late_wr
         ASSERT_LT(i / ch, throw_at) << "a chunk at or after the failed one was written";
       }
     }
+}
+
+// RESIDENT_POOL_LIMIT that is not a byte count (run with the variable set so, e.g. "lots"): a streamed
+// pipeline refuses it before any work on every backend, the CPU's map too, which takes no staging.
+TEST(streaming_environment, a_bad_pool_limit_is_refused_before_any_work) {
+  const char* v = std::getenv("RESIDENT_POOL_LIMIT");
+  if (!v || !*v || std::string(v) == "none" || rs::detail::parse_bytes(v).value_or(0) > 0)
+    GTEST_SKIP() << "RESIDENT_POOL_LIMIT is unset or a byte count";
+  const rs::device d = rs::device::cpu();
+  const std::vector<float> in(10, 1.f);
+  std::vector<float> out(10, rs::test::poison<float>());
+  for (std::size_t n : {std::size_t(0), in.size()}) {
+    try {
+      rs::stream_pipeline(rs::map<f1>(), std::span<const float>(in.data(), n), std::span<float>(out.data(), n),
+                          {.target = d});
+      FAIL() << "a bad RESIDENT_POOL_LIMIT was accepted";
+    } catch (const rs::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("RESIDENT_POOL_LIMIT"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW((void)rs::stream_pipeline(rs::reduce(rs::plus{}, 0.f), in, {.target = d}), rs::invalid_argument);
+  EXPECT_EQ(std::count(out.begin(), out.end(), rs::test::poison<float>()), 10);
 }
 
 RESIDENT_BACKENDS(streaming);

@@ -104,6 +104,8 @@ void host_pinned_free(void* p) noexcept;
 bool is_pinned(const void* p) noexcept;
 /// The index of the CUDA device whose memory p points into, or -1 for host or unknown memory.
 int pointer_device(const void* p) noexcept;
+/// Like pointer_device, but -1 for managed memory too (which the host may read and write as its own).
+int device_only_memory(const void* p) noexcept;
 
 /// Whether fused kernels on dev launch with programmatic dependent launch (see launch.hpp).
 bool dependent_launch(int dev);

@@ -80,11 +80,13 @@ namespace detail {
 template <class P>
 struct stream_stages {
   static constexpr bool valid = false;
+  static constexpr bool scans = false;
 };
 template <class S, class C, class R>
 struct stream_stages<pipeline<S, C, R>> {
   static constexpr bool valid = std::is_same_v<S, input_source>;  ///< stages only, no source of their own
-  static constexpr bool reduces = !std::is_same_v<R, no_reduce>;
+  static constexpr bool reduces = is_reduce<R>;
+  static constexpr bool scans = is_scan<R>;
 };
 
 /// A reduction's value over part of the data, or none yet: folding chunks with these adds the
@@ -139,10 +141,15 @@ struct input_traits<single_input<T>> {
   template <class Q, class Y>
   static void map(const single_input<T>&, const Q& q, const chunk_view& v, stream_ref s, Y& y) {
     array_ref<T> x(static_cast<T*>((*v.inputs)[0]), v.count, s);
-    if (static_cast<void*>(y.data()) == static_cast<void*>(x.data()))
-      q(x);  // staged in place: same element type
-    else
-      q(x, y);
+    // In place only with the same element type: an output of another type of the same size over the
+    // input's memory (allowed on the host) must still be converted.
+    if constexpr (std::is_same_v<T, std::remove_cvref_t<decltype(*y.data())>>) {
+      if (static_cast<void*>(y.data()) == static_cast<void*>(x.data())) {
+        q(x);
+        return;
+      }
+    }
+    q(x, y);
   }
   template <class Q, class M>
   static void reduce(const single_input<T>&, const Q& q, const chunk_view& v, stream_ref s, array<M>& out) {
@@ -210,6 +217,9 @@ void check_stages() {
   static_assert(stream_stages<P>::valid,
                 "stream_pipeline takes stages without a source of their own (map | map | reduce): the host "
                 "input is the source; give host_zip(...) or host_generate(g, n) as the input instead");
+  static_assert(!stream_stages<P>::scans,
+                "a scan cannot be streamed (each chunk's values depend on every chunk before it): copy the "
+                "data to the device and run the pipeline there, or stream the maps and scan afterwards");
 }
 
 inline void check_backend(device d) {
