@@ -135,7 +135,7 @@ command_line::command_line() {
   auto sizes = [&](CLI::App* c, const char* help, const CLI::Validator& each, const char* type = "N,N,...") {
     c->add_option("--sizes", bench_.sizes, help)->delimiter(',')->type_name(type)->check(each);
   };
-  pipeline_ = bench_cmd_->add_subcommand("pipeline", "Fused pipeline time over device-to-device memcpy time, per size");
+  pipeline_ = bench_cmd_->add_subcommand("pipeline", "The fused pipeline, map + sum, a scan and zipped forms against a device memcpy, per size");
   common(pipeline_);
   sizes(pipeline_, "log2 of the element counts (default 20,22,24,26,28 on a GPU; 16,18,20,22 on the CPU)",
         whole_number("log2 element counts", 4, 32, "32"));
