@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "resident/detail/backend.hpp"
+#include "resident/detail/tuning.hpp"
 #include "resident/error.hpp"
 #include "resident/fuse/detail/access.hpp"
 #include "resident/fuse/detail/fused_cpu.hpp"
@@ -110,6 +111,21 @@ template <class T>
 inline constexpr bool is_generate = false;
 template <class G>
 inline constexpr bool is_generate<generate_source<G>> = true;
+
+/// A reduction's fixed shape, as the CUDA kernel needs it on every backend (a program that runs on the
+/// CPU runs on a GPU): blocks of reduce_block threads in x, told apart by their x index alone.
+/// @throws invalid_launch.
+inline void check_reduce_shape(const launch_config& c) {
+  constexpr int block = cuda_tuning::reduce_block;
+  if (c.block.count() != std::size_t(block) || c.block.y != 1 || c.block.z != 1)
+    RESIDENT_FAIL("a fused reduction runs blocks of " + std::to_string(block) + " threads; " + c.str() +
+                      " asks for " + std::to_string(c.block.count()),
+                  invalid_launch);
+  if (c.grid.y != 1 || c.grid.z != 1)
+    RESIDENT_FAIL("a fused reduction runs a one-dimensional grid; " + c.str() + " has " + std::to_string(c.grid.y) +
+                      " x " + std::to_string(c.grid.z) + " in y and z: give the blocks as x alone",
+                  invalid_launch);
+}
 
 // The CUDA twins of fused_cpu.hpp's executors, defined in fused_cuda.cuh (nvcc only).
 template <int V, class L, class Fn, class W>
@@ -199,11 +215,11 @@ class pipeline {
     return execute(src.bind(n, s), detail::host_target{}, where);
   }
 
-  /// Reduces over a generate source for i in [0, n) into out[0], a one-element array, on out's stream,
-  /// without synchronizing: the value stays on the device. @throws shape_mismatch.
-  template <class T>
+  /// Reduces over a generate source for i in [0, n) into out[0], a one-element array or slice, on out's
+  /// stream, without synchronizing: the value stays on the device. @throws shape_mismatch.
+  template <array_like B>
     requires(generates && reduces)
-  void operator()(std::size_t n, array<T>& out, resident::source_location where = resident::source_location::current()) const {
+  void operator()(std::size_t n, B&& out, resident::source_location where = resident::source_location::current()) const {
     out.check_live();
     execute(src.bind(n, out.stream()), target(out), where);
   }
@@ -219,6 +235,14 @@ class pipeline {
     detail::check_same(s.device(), in.device(), std::is_same_v<Target, detail::host_target> ? "the input" : "the output");
     if constexpr (!reduces)
       if (out.size() != in.size()) detail::throw_size("the output holds", out.size(), in.size());
+    // A fixed shape is checked here, for every length (0 too) and on every backend, before any work.
+    if constexpr (detail::is_scan<Red>)
+      RESIDENT_EXPECTS(!config, "a fused scan chooses its own launch shape; call it without with_config",
+                       invalid_launch);
+    if (config) {
+      validate(*config, s.device());
+      if constexpr (reduces) detail::check_reduce_shape(*config);
+    }
     in.order_before(s);
     constexpr const char* name = reduces ? "pipeline reduce" : detail::is_scan<Red> ? "pipeline scan" : "pipeline";
     const device_scope current(s.device());  // a launch goes to the current device: make it s's
@@ -237,8 +261,6 @@ class pipeline {
                                      config, into);
       });
     } else if constexpr (detail::is_scan<Red>) {
-      RESIDENT_EXPECTS(!config, "a fused scan chooses its own launch shape; call it without with_config",
-                       invalid_launch);
       if (n == 0) return;
       detail::dispatch(s.device(), [&](auto backend) {
         detail::run_scan(backend, s, in.loader(), chain, red.op, out.data(), n, config);

@@ -19,6 +19,12 @@
 
 namespace resident::detail {
 
+/// One value per piece of a loop, written by the pieces' threads at once: a std::vector<bool> would
+/// pack the values into shared words and lose some of the writes.
+template <class T>
+struct piece_value {
+  T v;
+};
 
 template <std::size_t I, class... Fs, class X, std::size_t M, class Use>
 void apply_stages(const chain<Fs...>& c, const X (&x)[M], Use& use) {
@@ -155,9 +161,9 @@ T run_reduce(cpu_backend, stream_ref s, const L& in, const Fn& fn, const Op& op,
   T r = init;
   for (std::size_t i = 0; i < head; ++i) r = op(r, value(i));
   const cpu_loop loop(units, vec ? std::size_t(V) : 1);
-  std::vector<T> partial(loop.pieces(), init);
-  loop.run([&](cpu_piece p) { partial[p.index] = fold_piece(p.first, p.last); });
-  for (const T& v : partial) r = op(r, v);
+  std::vector<piece_value<T>> partial(loop.pieces(), piece_value<T>{init});
+  loop.run([&](cpu_piece p) { partial[p.index].v = fold_piece(p.first, p.last); });
+  for (const auto& p : partial) r = op(r, p.v);
   for (std::size_t i = head + units * (vec ? V : 1); i < n; ++i) r = op(r, value(i));
   record_kernel(d);
   if (into) *into = r;
@@ -172,17 +178,17 @@ void run_scan(cpu_backend, stream_ref s, const L& in, const Fn& fn, const Op& op
               const std::optional<launch_config>&) {
   const device d = s.device();
   const cpu_loop loop(n, 1);
-  std::vector<U> total(loop.pieces());
+  std::vector<piece_value<U>> total(loop.pieces());
   loop.run([&](cpu_piece p) {
     U acc = static_cast<U>(in.eval1(fn, p.first));
     out[p.first] = acc;
     for (std::size_t i = p.first + 1; i < p.last; ++i) out[i] = acc = op(acc, static_cast<U>(in.eval1(fn, i)));
-    total[p.index] = acc;
+    total[p.index].v = acc;
   });
-  for (std::size_t k = 1; k < total.size(); ++k) total[k] = op(total[k - 1], total[k]);
+  for (std::size_t k = 1; k < total.size(); ++k) total[k].v = op(total[k - 1].v, total[k].v);
   loop.run([&](cpu_piece p) {
     if (p.index == 0) return;
-    const U before = total[p.index - 1];
+    const U before = total[p.index - 1].v;
     for (std::size_t i = p.first; i < p.last; ++i) out[i] = op(before, out[i]);
   });
   record_kernel(d);

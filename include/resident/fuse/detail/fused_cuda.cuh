@@ -608,14 +608,9 @@ T run_reduce(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op
                                  : fused_config<k1_wide>(items, cfg, s.device(), U, W))
                     : vec ? fused_config<kv>(items, cfg, s.device(), U, reduce_block)
                           : fused_config<k1>(items, cfg, s.device(), U, reduce_block);
-  if (!wide && (c.block.count() != std::size_t(reduce_block) || c.block.y != 1 || c.block.z != 1))
-    RESIDENT_FAIL("a fused reduction runs blocks of " + std::to_string(reduce_block) + " threads; " + c.str() +
-                         " asks for " + std::to_string(c.block.count()), invalid_launch);
-  // Its blocks are told apart by their x index (the partials' places, the last block).
-  if (c.grid.y != 1 || c.grid.z != 1)
-    RESIDENT_FAIL("a fused reduction runs a one-dimensional grid; " + c.str() + " has " +
-                      std::to_string(c.grid.y) + " x " + std::to_string(c.grid.z) + " in y and z: give the blocks as x alone",
-                  invalid_launch);
+  // A caller's shape was checked before any work (pipeline::execute); the blocks are told apart by
+  // their x index (the partials' places, the last block).
+  if (!wide) check_reduce_shape(c);
   const unsigned blocks = c.grid.x;
   // Scratch: the per-block partials and the counters the blocks count their finishing in, or for
   // partials of 4 bytes the slots they are handed over in (fold_slots), from the stream's own slot (no

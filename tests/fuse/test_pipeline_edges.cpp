@@ -1,0 +1,601 @@
+// Edge cases and misuse of the fused pipelines, on both backends: small and 2^k +- 1 lengths, slices
+// at every offset (vector plans falling back to scalar), zips of mixed types and misalignments,
+// reductions without an identity, init values that matter, integer wrap-around, result arrays of the
+// wrong size, bad launch shapes; each against an FP64 or exact integer reference made on the host, and
+// refused calls checked to write nothing.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "resident/fuse/pipeline.hpp"
+#include "support.hpp"
+
+namespace rs = resident;
+using rs::test::backend;
+
+namespace {
+
+using pipeline_edges = backend;
+
+// Lengths around vector and tile boundaries, and around the CPU's serial / piece thresholds.
+std::vector<std::size_t> edge_lengths() {
+  std::vector<std::size_t> n{0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33};
+  for (int k : {6, 10, 15, 16, 17})
+    for (std::size_t d : {std::size_t(0), std::size_t(1), std::size_t(2)}) {
+      n.push_back((std::size_t(1) << k) - d);
+      n.push_back((std::size_t(1) << k) + d);
+    }
+  return n;
+}
+
+// Exactly representable values (multiples of 1/4 in [-64, 64)): sums and small products are exact.
+template <class T>
+std::vector<T> quarters(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::vector<T> v(n);
+  for (auto& x : v) x = static_cast<T>(double(std::int64_t(g() % 512) - 256) / 4.0);
+  return v;
+}
+
+// An array of n + 8 poisoned elements: slices of it at offsets 0..3 are misaligned in turn.
+template <class T>
+rs::array<T> poisoned(std::size_t n, rs::device dev) {
+  return rs::to_device(std::vector<T>(n + 8, rs::test::poison<T>()), dev);
+}
+
+// Checks got[off, off + n) against want and that nothing else of got changed from the poison.
+template <class T, class F>
+void expect_window(const std::vector<T>& got, std::size_t off, std::size_t n, F want, const std::string& what) {
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (i < off || i >= off + n) {
+      ASSERT_EQ(got[i], rs::test::poison<T>()) << what << ": written outside the window at " << i;
+    } else {
+      ASSERT_TRUE(want(i - off, got[i])) << what << ": element " << i - off << " is " << double(got[i]);
+    }
+  }
+}
+
+TEST_P(pipeline_edges, maps_at_every_small_length_and_offset_in_place_and_converting) {
+  const auto seed = rs::test::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const std::size_t most = (std::size_t(1) << 17) + 2;
+  const auto h = quarters<float>(most + 8, seed);
+  const auto x = rs::to_device(h, dev);
+  const auto f = rs::map([] RESIDENT_HD(float v) { return 2.f * v - 0.25f; });
+  const auto to_double = f | rs::map([] RESIDENT_HD(float v) { return double(v) * 0.5; });
+  for (std::size_t n : edge_lengths())
+    for (std::size_t in_off : {0, 1, 2, 3})
+      for (std::size_t out_off : {0, 1, 2, 3}) {
+        if (in_off != out_off && in_off != 0 && n > 100) continue;  // enough to cover each plan
+        const std::string what = "n " + std::to_string(n) + ", in at " + std::to_string(in_off) + ", out at " +
+                                 std::to_string(out_off);
+        auto y = poisoned<float>(n, dev);
+        f(x.slice(in_off, n), y.slice(out_off, n));
+        expect_window(y.to_host(), out_off, n, [&](std::size_t i, float v) { return v == 2.f * h[in_off + i] - 0.25f; },
+                      what + " float");
+        auto z = poisoned<double>(n, dev);
+        to_double(x.slice(in_off, n), z.slice(out_off, n));
+        expect_window(z.to_host(), out_off, n,
+                      [&](std::size_t i, double v) { return v == double(2.f * h[in_off + i] - 0.25f) * 0.5; },
+                      what + " float to double");
+        // Narrowing: double slice into a float slice.
+        auto w = poisoned<float>(n, dev);
+        rs::map([] RESIDENT_HD(double v) { return v * 4.0; })(z.slice(out_off, n), w.slice(in_off, n));
+        expect_window(w.to_host(), in_off, n,
+                      [&](std::size_t i, float v) { return v == float(double(2.f * h[in_off + i] - 0.25f) * 2.0); },
+                      what + " double to float");
+      }
+  // In place on a slice at every offset: only the window changes.
+  for (std::size_t n : edge_lengths())
+    for (std::size_t off : {0, 1, 2, 3}) {
+      auto y = rs::to_device(h, dev);
+      f(y.slice(off, std::min(n, most)));
+      const auto got = y.to_host();
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const bool inside = i >= off && i < off + n;
+        ASSERT_EQ(got[i], inside ? 2.f * h[i] - 0.25f : h[i]) << "n " << n << " offset " << off << " at " << i;
+      }
+    }
+}
+
+TEST_P(pipeline_edges, uint8_to_float_and_float_to_uint8_maps_at_every_offset) {
+  const std::size_t most = 70001;
+  std::vector<std::uint8_t> hb(most + 8);
+  for (std::size_t i = 0; i < hb.size(); ++i) hb[i] = std::uint8_t(i * 37 + 11);
+  const auto b = rs::to_device(hb, dev);
+  for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(3), std::size_t(17), std::size_t(4097), most})
+    for (std::size_t in_off : {0, 1, 2, 3})
+      for (std::size_t out_off : {0, 1, 2, 3}) {
+        auto y = poisoned<float>(n, dev);
+        rs::map([] RESIDENT_HD(std::uint8_t v) { return float(v) + 0.5f; })(b.slice(in_off, n), y.slice(out_off, n));
+        expect_window(y.to_host(), out_off, n, [&](std::size_t i, float v) { return v == float(hb[in_off + i]) + 0.5f; },
+                      "n " + std::to_string(n) + " in " + std::to_string(in_off) + " out " + std::to_string(out_off));
+        // Back to bytes, wrapping: 2 * v + 1 modulo 256 through an integer stage.
+        auto z = poisoned<std::uint8_t>(n, dev);
+        rs::map([] RESIDENT_HD(float v) { return std::uint32_t(v) * 2u + 1u; })(y.slice(out_off, n), z.slice(in_off, n));
+        expect_window(z.to_host(), in_off, n,
+                      [&](std::size_t i, std::uint8_t v) { return v == std::uint8_t(hb[in_off + i] * 2u + 1u); },
+                      "bytes back, n " + std::to_string(n));
+      }
+}
+
+TEST_P(pipeline_edges, zipped_maps_and_scans_written_into_one_of_their_inputs) {
+  // The output is one of the zipped arrays (the same slice): each element is read before it is written.
+  for (std::size_t n : {std::size_t(1), std::size_t(5), std::size_t(17), std::size_t(4097), std::size_t(100003)})
+    for (std::size_t off : {0, 1, 2}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " offset " + std::to_string(off));
+      std::vector<float> ha(n + 3), hb(n + 3);
+      for (std::size_t i = 0; i < n + 3; ++i) {
+        ha[i] = float(i % 10);
+        hb[i] = float(i % 3) - 1.f;
+      }
+      auto a = rs::to_device(ha, dev);
+      const auto b = rs::to_device(hb, dev);
+      const auto add = rs::map([] RESIDENT_HD(float p, float q) { return p + 2.f * q; });
+      (rs::zip(a.slice(off, n), b.slice(off, n)) | add)(a.slice(off, n));
+      auto got = a.to_host();
+      for (std::size_t i = 0; i < n + 3; ++i)
+        ASSERT_EQ(got[i], i >= off && i < off + n ? ha[i] + 2.f * hb[i] : ha[i]) << "map at " << i;
+      auto c = rs::to_device(ha, dev);
+      (rs::zip(c.slice(off, n), b.slice(off, n)) | add | rs::inclusive_scan(rs::plus{}))(c.slice(off, n));
+      got = c.to_host();
+      float acc = 0;
+      for (std::size_t i = 0; i < n + 3; ++i) {
+        if (i >= off && i < off + n) acc += ha[i] + 2.f * hb[i];
+        ASSERT_EQ(got[i], i >= off && i < off + n ? acc : ha[i]) << "scan at " << i;
+      }
+    }
+}
+
+struct sum8 {
+  RESIDENT_HD double operator()(double a, float b, std::int32_t c, std::uint8_t d, std::int64_t e, std::uint16_t f,
+                                float g, double k) const {
+    return a + 2.0 * b + 3.0 * c + 4.0 * d + 5.0 * double(e) + 6.0 * f + 7.0 * g + 8.0 * k;
+  }
+};
+
+TEST_P(pipeline_edges, zips_of_mixed_types_at_different_misalignments) {
+  const auto seed = rs::test::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const std::size_t most = (std::size_t(1) << 16) + 1;
+  const auto hd = quarters<double>(most + 8, seed);
+  const auto hf = quarters<float>(most + 8, seed + 1);
+  std::vector<std::int32_t> hi(most + 8);
+  std::vector<std::uint8_t> hb(most + 8);
+  for (std::size_t i = 0; i < hi.size(); ++i) {
+    hi[i] = std::int32_t(i % 1001) - 500;
+    hb[i] = std::uint8_t(i * 13);
+  }
+  const auto d = rs::to_device(hd, dev);
+  const auto f = rs::to_device(hf, dev);
+  const auto k = rs::to_device(hi, dev);
+  const auto b = rs::to_device(hb, dev);
+  for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(2), std::size_t(5), std::size_t(17),
+                        std::size_t(1023), std::size_t(1025), most})
+    for (std::size_t oa : {0, 1, 2, 3})
+      for (std::size_t ob : {0, 1, 3}) {
+        const std::string what = "n " + std::to_string(n) + " offsets " + std::to_string(oa) + ", " + std::to_string(ob);
+        // double + float into double, float at its own offset, the output at a third.
+        auto y = poisoned<double>(n, dev);
+        (rs::zip(d.slice(oa, n), f.slice(ob, n)) | rs::map([] RESIDENT_HD(double p, float q) { return p - 2.0 * q; }))(
+            y.slice(ob, n));
+        expect_window(y.to_host(), ob, n,
+                      [&](std::size_t i, double v) { return v == hd[oa + i] - 2.0 * hf[ob + i]; }, what + " double+float");
+        // int + float into float.
+        auto z = poisoned<float>(n, dev);
+        (rs::zip(k.slice(ob, n), f.slice(oa, n)) | rs::map([] RESIDENT_HD(std::int32_t p, float q) { return float(p) * q; }))(
+            z.slice(oa, n));
+        expect_window(z.to_host(), oa, n,
+                      [&](std::size_t i, float v) { return v == float(hi[ob + i]) * hf[oa + i]; }, what + " int+float");
+        // uint8 + float, reduced (exact: quarters times bytes, summed in double).
+        auto dot = rs::zip(b.slice(oa, n), f.slice(ob, n)) |
+                   rs::map([] RESIDENT_HD(std::uint8_t p, float q) { return double(p) * double(q); }) |
+                   rs::reduce(rs::plus{}, 0.5);
+        double ref = 0.5;
+        for (std::size_t i = 0; i < n; ++i) ref += double(hb[oa + i]) * hf[ob + i];
+        EXPECT_EQ(dot(), ref) << what << " uint8+float dot";
+      }
+  // A zip of one array: a plain source, into a map, a reduction and a scan.
+  const auto one = rs::zip(f.slice(1, 1000));
+  rs::array<float> out(1000, dev);
+  (one | rs::map([] RESIDENT_HD(float v) { return -v; }))(out);
+  const auto got = out.to_host();
+  for (std::size_t i = 0; i < 1000; ++i) ASSERT_EQ(got[i], -hf[1 + i]);
+  double ref = 0;
+  for (std::size_t i = 1; i <= 1000; ++i) ref = std::max(ref, double(hf[i]));
+  EXPECT_EQ((one | rs::map([] RESIDENT_HD(float v) { return double(v); }) | rs::reduce(rs::maximum{}, 0.0))(), ref);
+}
+
+TEST_P(pipeline_edges, a_zip_of_eight_arrays_of_six_types) {
+  for (std::size_t n : {std::size_t(1), std::size_t(3), std::size_t(17), std::size_t(40001)}) {
+    std::vector<double> ha(n + 1), hk(n + 1);
+    std::vector<float> hb(n + 1), hg(n + 1);
+    std::vector<std::int32_t> hc(n + 1);
+    std::vector<std::uint8_t> hd(n + 1);
+    std::vector<std::int64_t> he(n + 1);
+    std::vector<std::uint16_t> hf(n + 1);
+    for (std::size_t i = 0; i <= n; ++i) {
+      ha[i] = double(i % 7);
+      hb[i] = float(i % 5) * 0.5f;
+      hc[i] = std::int32_t(i % 11) - 5;
+      hd[i] = std::uint8_t(i);
+      he[i] = std::int64_t(i % 13) - 6;
+      hf[i] = std::uint16_t(i * 7);
+      hg[i] = float(i % 3);
+      hk[i] = double(i % 17) * 0.25;
+    }
+    auto a = rs::to_device(ha, dev);
+    auto b = rs::to_device(hb, dev);
+    auto c = rs::to_device(hc, dev);
+    auto d = rs::to_device(hd, dev);
+    auto e = rs::to_device(he, dev);
+    auto f = rs::to_device(hf, dev);
+    auto g = rs::to_device(hg, dev);
+    auto k = rs::to_device(hk, dev);
+    for (std::size_t off : {0, 1}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " offset of the last three " + std::to_string(off));
+      auto z = rs::zip(a.slice(0, n), b.slice(0, n), c.slice(0, n), d.slice(0, n), e.slice(0, n), f.slice(off, n),
+                       g.slice(off, n), k.slice(off, n)) |
+               rs::map(sum8{});
+      auto ref = [&](std::size_t i) {
+        return sum8{}(ha[i], hb[i], hc[i], hd[i], he[i], hf[off + i], hg[off + i], hk[off + i]);
+      };
+      rs::array<double> y(n, dev);
+      z(y);
+      const auto got = y.to_host();
+      double sum = -1.0;
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(got[i], ref(i)) << "at " << i;
+        sum += ref(i);
+      }
+      EXPECT_EQ((z | rs::reduce(rs::plus{}, -1.0))(), sum);
+      rs::array<double> one(1, dev);
+      (z | rs::reduce(rs::plus{}, -1.0))(one);
+      EXPECT_EQ(one.to_host()[0], sum);
+    }
+  }
+}
+
+struct max_abs {
+  RESIDENT_HD float operator()(float a, float b) const { return fabsf(a) < fabsf(b) ? fabsf(b) : fabsf(a); }
+};
+struct times {
+  template <class T>
+  RESIDENT_HD T operator()(T a, T b) const {
+    return a * b;
+  }
+};
+struct larger {  // a maximum the library knows no identity of
+  RESIDENT_HD std::int64_t operator()(std::int64_t a, std::int64_t b) const { return a < b ? b : a; }
+};
+
+TEST_P(pipeline_edges, reductions_at_every_length_and_offset_with_and_without_an_identity) {
+  const auto seed = rs::test::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const std::size_t most = (std::size_t(1) << 17) + 2;
+  const auto h = quarters<float>(most + 4, seed);
+  const auto x = rs::to_device(h, dev);
+  std::vector<std::int64_t> hneg(most + 4);
+  for (std::size_t i = 0; i < hneg.size(); ++i) hneg[i] = -1000 - std::int64_t((i * 7919) % 100000);
+  const auto neg = rs::to_device(hneg, dev);
+  // Products of values near 1: a piece folded from a wrong start (0, or init twice) is far off.
+  std::vector<double> hp(most + 4);
+  for (std::size_t i = 0; i < hp.size(); ++i) hp[i] = 1.0 + ((i * 31) % 17 == 0 ? 1.0 / 1024 : -1.0 / 4096);
+  const auto p = rs::to_device(hp, dev);
+  const auto dsum = rs::map([] RESIDENT_HD(float v) { return double(v); }) | rs::reduce(rs::plus{}, 3.0);
+  const auto fmin = rs::reduce(rs::minimum{}, 1000.f);
+  const auto fmax = rs::reduce(rs::maximum{}, -1000.f);
+  const auto fmax_abs = rs::reduce(max_abs{}, 0.f);
+  const auto imax = rs::reduce(larger{}, std::numeric_limits<std::int64_t>::min());
+  const auto iprod = rs::map([] RESIDENT_HD(std::int64_t v) { return v % 3 == 0 ? std::int64_t(-1) : std::int64_t(1); }) |
+                     rs::reduce(times{}, std::int64_t(5));
+  const auto dprod = rs::reduce(times{}, 2.0);
+  for (std::size_t n : edge_lengths())
+    for (std::size_t off : {0, 1, 2, 3}) {
+      if (n > most) continue;
+      SCOPED_TRACE("n " + std::to_string(n) + " offset " + std::to_string(off));
+      double s = 3.0, ma = 0, pr = 2.0;
+      float mn = 1000.f, mx = -1000.f;
+      std::int64_t imx = std::numeric_limits<std::int64_t>::min(), ip = 5;
+      for (std::size_t i = off; i < off + n; ++i) {
+        s += h[i];
+        mn = std::min(mn, h[i]);
+        mx = std::max(mx, h[i]);
+        ma = std::max(ma, double(std::abs(h[i])));
+        imx = std::max(imx, hneg[i]);
+        ip *= hneg[i] % 3 == 0 ? -1 : 1;
+        pr *= hp[i];
+      }
+      EXPECT_EQ(dsum(x.slice(off, n)), s);
+      EXPECT_EQ(fmin(x.slice(off, n)), mn);
+      EXPECT_EQ(fmax(x.slice(off, n)), mx);
+      EXPECT_EQ(double(fmax_abs(x.slice(off, n))), ma);
+      EXPECT_EQ(imax(neg.slice(off, n)), imx) << "a maximum of negatives is not the identity 0";
+      EXPECT_EQ(iprod(neg.slice(off, n)), ip);
+      EXPECT_NEAR(dprod(p.slice(off, n)), pr, 1e-12 * std::abs(pr));
+      // The same into a one-element result slice in the middle of a poisoned array.
+      auto r = poisoned<std::int64_t>(1, dev);
+      imax(neg.slice(off, n), r.slice(2, 1));
+      expect_window(r.to_host(), 2, 1, [&](std::size_t, std::int64_t v) { return v == imx; }, "into a result slice");
+    }
+}
+
+TEST_P(pipeline_edges, init_values_that_matter) {
+  const std::vector<float> h{-7.f, -8.f, -9.5f, -6.25f, -100.f, -7.f, -6.5f};
+  for (std::size_t off : {0, 1, 2}) {
+    const auto a = rs::to_device(h, dev);
+    const auto v = a.slice(off, h.size() - off);
+    // Every value is below the init of a maximum: the init wins; above one: the data wins.
+    EXPECT_EQ(rs::reduce(rs::maximum{}, -5.f)(v), -5.f);
+    EXPECT_EQ(rs::reduce(rs::maximum{}, -1000.f)(v), -6.25f);
+    EXPECT_EQ(rs::reduce(rs::minimum{}, -1000.f)(v), -1000.f);
+    EXPECT_EQ(rs::reduce(rs::minimum{}, 0.f)(v), -100.f);
+    EXPECT_EQ(rs::reduce(rs::plus{}, 1000.f)(v), 1000.f + [&] {
+      float s = 0;
+      for (std::size_t i = off; i < h.size(); ++i) s += h[i];
+      return s;
+    }());
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_TRUE(std::isnan(rs::reduce(rs::maximum{}, nan)(v)));
+    EXPECT_TRUE(std::isnan(rs::reduce(rs::minimum{}, nan)(v)));
+    EXPECT_TRUE(std::isnan(rs::reduce(rs::plus{}, nan)(v)));
+    // An empty input returns init, and writes it into a result array.
+    const auto none = a.slice(off, 0);
+    EXPECT_EQ(rs::reduce(rs::maximum{}, -5.f)(none), -5.f);
+    EXPECT_TRUE(std::isnan(rs::reduce(rs::plus{}, nan)(none)));
+    auto r = poisoned<float>(1, dev);
+    rs::reduce(rs::maximum{}, -5.f)(none, r.slice(off, 1));
+    expect_window(r.to_host(), off, 1, [](std::size_t, float got) { return got == -5.f; }, "init into a result");
+  }
+}
+
+TEST_P(pipeline_edges, integer_reductions_wrap_around_exactly) {
+  const std::size_t most = 300007;
+  std::vector<std::uint8_t> h8(most + 3);
+  std::vector<std::uint32_t> h32(most + 3);
+  std::vector<std::uint16_t> h16(most + 3);
+  for (std::size_t i = 0; i < h8.size(); ++i) {
+    h8[i] = std::uint8_t(i * 151 + 7);
+    h32[i] = std::uint32_t(i * 2654435761u);
+    h16[i] = std::uint16_t(i * 40503u);
+  }
+  const auto x8 = rs::to_device(h8, dev);
+  const auto x32 = rs::to_device(h32, dev);
+  const auto x16 = rs::to_device(h16, dev);
+  for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(15), std::size_t(16), std::size_t(17),
+                        std::size_t(31), std::size_t(32), std::size_t(33), std::size_t(47), std::size_t(65535),
+                        std::size_t(65537), most})
+    for (std::size_t off : {0, 1, 3}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " offset " + std::to_string(off));
+      std::uint8_t s8 = 200, mn8 = 255, mx8 = 0;
+      std::uint16_t s16 = 1;
+      std::uint32_t s32 = 0xFFFFFFF0u;
+      std::uint64_t wide = 0;
+      for (std::size_t i = off; i < off + n; ++i) {
+        s8 = std::uint8_t(s8 + h8[i]);
+        mn8 = std::min(mn8, h8[i]);
+        mx8 = std::max(mx8, h8[i]);
+        s16 = std::uint16_t(s16 + h16[i]);
+        s32 += h32[i];
+        wide += h8[i];
+      }
+      EXPECT_EQ(rs::reduce(rs::plus{}, std::uint8_t(200))(x8.slice(off, n)), s8);
+      EXPECT_EQ(rs::reduce(rs::minimum{}, std::uint8_t(255))(x8.slice(off, n)), mn8);
+      EXPECT_EQ(rs::reduce(rs::maximum{}, std::uint8_t(0))(x8.slice(off, n)), mx8);
+      EXPECT_EQ(rs::reduce(rs::plus{}, std::uint16_t(1))(x16.slice(off, n)), s16);
+      EXPECT_EQ(rs::reduce(rs::plus{}, 0xFFFFFFF0u)(x32.slice(off, n)), s32);
+      // Widened before the fold: no wrap at all.
+      EXPECT_EQ(rs::reduce(rs::plus{}, std::uint64_t(0))(x8.slice(off, n)), wide);
+      rs::array<std::uint8_t> r(1, dev);
+      rs::reduce(rs::plus{}, std::uint8_t(200))(x8.slice(off, n), r);
+      EXPECT_EQ(r.to_host()[0], s8);
+    }
+}
+
+TEST_P(pipeline_edges, result_arrays_of_the_wrong_size_are_refused_before_work) {
+  const auto x = rs::to_device(std::vector<float>(1000, 1.f), dev);
+  const auto a = rs::to_device(std::vector<float>(1000, 2.f), dev);
+  auto sum = rs::reduce(rs::plus{}, 0.f);
+  auto dot = rs::zip(x, a) | rs::map([] RESIDENT_HD(float p, float q) { return p * q; }) | rs::reduce(rs::plus{}, 0.f);
+  auto count = rs::generate([] RESIDENT_HD(std::size_t i) { return float(i & 1); }) | rs::reduce(rs::plus{}, 0.f);
+  for (std::size_t size : {std::size_t(0), std::size_t(2), std::size_t(7)}) {
+    SCOPED_TRACE("a result array of " + std::to_string(size));
+    auto r = rs::to_device(std::vector<float>(size, rs::test::poison<float>()), dev);
+    rs::scoped_ledger l(dev);
+    EXPECT_THROW(sum(x, r), rs::shape_mismatch);
+    EXPECT_THROW(sum(x.slice(3, 5), r), rs::shape_mismatch);
+    EXPECT_THROW(dot(r), rs::shape_mismatch);
+    EXPECT_THROW(count(100, r), rs::shape_mismatch);
+    if (size) {
+      EXPECT_THROW(sum(x, r.slice(0, size - 1 == 1 ? 0 : size - 1)), rs::shape_mismatch);
+    }
+    EXPECT_EQ(l.delta().kernels, 0u);
+    for (float v : r.to_host()) EXPECT_EQ(v, rs::test::poison<float>()) << "written although refused";
+  }
+  // One-element result slices in the middle of an array: only that element is written.
+  for (std::size_t at : {0, 1, 2}) {
+    auto r = poisoned<float>(1, dev);
+    sum(x.slice(1, 999), r.slice(at, 1));
+    expect_window(r.to_host(), at, 1, [](std::size_t, float v) { return v == 999.f; }, "sum into a slice");
+    r = poisoned<float>(1, dev);
+    dot(r.slice(at, 1));
+    expect_window(r.to_host(), at, 1, [](std::size_t, float v) { return v == 2000.f; }, "zip into a slice");
+    r = poisoned<float>(1, dev);
+    count(101, r.slice(at, 1));
+    expect_window(r.to_host(), at, 1, [](std::size_t, float v) { return v == 50.f; }, "generator into a slice");
+    EXPECT_THROW(count(101, r.slice(at, 2)), rs::shape_mismatch);
+    EXPECT_THROW(count(101, r.slice(at, 0)), rs::shape_mismatch);
+    expect_window(r.to_host(), at, 1, [](std::size_t, float v) { return v == 50.f; }, "refused into a slice");
+  }
+  // A moved-from result array.
+  rs::array<float> one(1, dev), gone = std::move(one);
+  EXPECT_THROW(sum(x, one), rs::invalid_argument);
+  EXPECT_THROW(count(10, one), rs::invalid_argument);
+  EXPECT_THROW(dot(one), rs::invalid_argument);
+}
+
+TEST_P(pipeline_edges, mismatched_sizes_are_refused_and_write_nothing) {
+  const auto a = rs::to_device(std::vector<float>(17, 1.f), dev);
+  const auto b = rs::to_device(std::vector<double>(17, 2.0), dev);
+  const auto c = rs::to_device(std::vector<std::int32_t>(16, 3), dev);
+  EXPECT_THROW(rs::zip(a, c), rs::shape_mismatch);
+  EXPECT_THROW(rs::zip(c, a), rs::shape_mismatch);
+  EXPECT_THROW(rs::zip(a, b, c), rs::shape_mismatch);
+  EXPECT_THROW(rs::zip(a, b, a, b, a, b, a, c), rs::shape_mismatch);
+  EXPECT_THROW(rs::zip(a.slice(0, 16), b), rs::shape_mismatch);
+  EXPECT_NO_THROW(rs::zip(a.slice(1, 16), c));
+  auto y = rs::to_device(std::vector<float>(18, rs::test::poison<float>()), dev);
+  rs::scoped_ledger l(dev);
+  EXPECT_THROW(rs::map([] RESIDENT_HD(float v) { return v; })(a, y), rs::shape_mismatch);
+  EXPECT_THROW(rs::map([] RESIDENT_HD(float v) { return v; })(a, y.slice(0, 16)), rs::shape_mismatch);
+  EXPECT_THROW((rs::zip(a, b) | rs::map([] RESIDENT_HD(float p, double q) { return p + q; }))(y), rs::shape_mismatch);
+  EXPECT_THROW(rs::inclusive_scan(rs::plus{})(a, y), rs::shape_mismatch);
+  EXPECT_THROW((rs::zip(a, b) | rs::map([] RESIDENT_HD(float p, double q) { return p + q; }) |
+                rs::inclusive_scan(rs::plus{}))(y.slice(1, 16)),
+               rs::shape_mismatch);
+  EXPECT_EQ(l.delta().kernels, 0u);
+  for (float v : y.to_host()) EXPECT_EQ(v, rs::test::poison<float>());
+}
+
+TEST_P(pipeline_edges, bad_launch_shapes_are_refused_before_work_at_every_length) {
+  const std::vector<rs::launch_config> bad = {
+      {rs::dims(1), rs::dims(0)}, {rs::dims(0), rs::dims(256)}, {rs::dims(2, 0), rs::dims(256)},
+      {rs::dims(1), rs::dims(256, 1, 0)}, {rs::dims(1), rs::dims(4096)}};
+  for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(5), std::size_t(100003)}) {
+    auto x = rs::to_device(std::vector<float>(n, 1.f), dev);
+    auto y = rs::to_device(std::vector<float>(n, rs::test::poison<float>()), dev);
+    auto r = rs::to_device(std::vector<float>(1, rs::test::poison<float>()), dev);
+    const auto inc = rs::map([] RESIDENT_HD(float v) { return v + 1.f; });
+    const auto sum = rs::reduce(rs::plus{}, 0.f);
+    const auto gen = rs::generate([] RESIDENT_HD(std::size_t i) { return float(i); });
+    for (const auto& cfg : bad) {
+      SCOPED_TRACE("n " + std::to_string(n) + ", " + cfg.str());
+      rs::scoped_ledger l(dev);
+      EXPECT_THROW(inc.with_config(cfg)(x), rs::invalid_launch);
+      EXPECT_THROW(inc.with_config(cfg)(x, y), rs::invalid_launch);
+      EXPECT_THROW((inc.with_config(cfg) | inc)(x, y), rs::invalid_launch) << "a config survives composition";
+      EXPECT_THROW((inc | sum.with_config(cfg))(x), rs::invalid_launch);
+      EXPECT_THROW(sum.with_config(cfg)(x, r), rs::invalid_launch);
+      EXPECT_THROW(gen.with_config(cfg)(y), rs::invalid_launch);
+      EXPECT_THROW((gen | sum).with_config(cfg)(n), rs::invalid_launch);
+      EXPECT_THROW((rs::zip(x, x) | rs::map([] RESIDENT_HD(float p, float q) { return p + q; })).with_config(cfg)(y),
+                   rs::invalid_launch);
+      EXPECT_EQ(l.delta().kernels, 0u);
+    }
+    // A reduction's blocks are told apart by their x index: a grid in y or z is refused too.
+    for (const auto& cfg : {rs::launch_config{rs::dims(4, 2), rs::dims(256)}, rs::launch_config{rs::dims(1, 1, 3), rs::dims(256)}}) {
+      SCOPED_TRACE("reduction, n " + std::to_string(n) + ", " + cfg.str());
+      rs::scoped_ledger l(dev);
+      EXPECT_THROW(sum.with_config(cfg)(x), rs::invalid_launch);
+      EXPECT_THROW(sum.with_config(cfg)(x, r), rs::invalid_launch);
+      EXPECT_THROW((gen | sum).with_config(cfg)(n), rs::invalid_launch);
+      EXPECT_EQ(l.delta().kernels, 0u);
+    }
+    for (float v : y.to_host()) ASSERT_EQ(v, rs::test::poison<float>()) << "written although refused";
+    for (float v : x.to_host()) ASSERT_EQ(v, 1.f) << "written in place although refused";
+    EXPECT_EQ(r.to_host()[0], rs::test::poison<float>());
+    // Good shapes: a map under any, a reduction under blocks of 256 in x.
+    inc.with_config({rs::dims(3), rs::dims(7)})(x, y);
+    for (float v : y.to_host()) ASSERT_EQ(v, 2.f);
+    EXPECT_EQ(sum.with_config({rs::dims(3), rs::dims(256)})(x), float(n));
+  }
+}
+
+TEST_P(pipeline_edges, scans_after_zips_and_generators_at_edge_lengths) {
+  for (std::size_t n : edge_lengths()) {
+    if (n > (std::size_t(1) << 16) + 2) continue;
+    SCOPED_TRACE("n " + std::to_string(n));
+    std::vector<std::int32_t> ha(n + 3);
+    std::vector<float> hb(n + 3);
+    for (std::size_t i = 0; i < ha.size(); ++i) {
+      ha[i] = std::int32_t(i % 9) - 4;
+      hb[i] = float(i % 4);
+    }
+    const auto a = rs::to_device(ha, dev);
+    const auto b = rs::to_device(hb, dev);
+    for (std::size_t off : {0, 1, 3}) {
+      auto y = poisoned<std::int64_t>(n, dev);
+      (rs::zip(a.slice(off, n), b.slice(3 - off, n)) |
+       rs::map([] RESIDENT_HD(std::int32_t p, float q) { return std::int64_t(p) * std::int64_t(q); }) |
+       rs::inclusive_scan(rs::plus{}))(y.slice(off, n));
+      std::int64_t acc = 0;
+      std::vector<std::int64_t> want(n);
+      for (std::size_t i = 0; i < n; ++i) want[i] = acc += std::int64_t(ha[off + i]) * std::int64_t(hb[3 - off + i]);
+      expect_window(y.to_host(), off, n, [&](std::size_t i, std::int64_t v) { return v == want[i]; },
+                    "zip scan at " + std::to_string(off));
+      // A running minimum in place on a misaligned slice; a wrapping byte sum from a generator.
+      auto z = rs::to_device(hb, dev);
+      rs::inclusive_scan(rs::minimum{})(z.slice(off, n));
+      const auto hz = z.to_host();
+      float run = std::numeric_limits<float>::infinity();
+      for (std::size_t i = 0; i < hz.size(); ++i) {
+        if (i < off || i >= off + n) {
+          ASSERT_EQ(hz[i], hb[i]) << "outside the slice at " << i;
+        } else {
+          run = std::min(run, hb[i]);
+          ASSERT_EQ(hz[i], run) << "at " << i;
+        }
+      }
+      auto w = poisoned<std::uint8_t>(n, dev);
+      (rs::generate([] RESIDENT_HD(std::size_t i) { return std::uint8_t(i * 7 + 1); }) | rs::inclusive_scan(rs::plus{}))(
+          w.slice(off, n));
+      std::uint8_t s = 0;
+      std::vector<std::uint8_t> ws(n);
+      for (std::size_t i = 0; i < n; ++i) ws[i] = s = std::uint8_t(s + std::uint8_t(i * 7 + 1));
+      expect_window(w.to_host(), off, n, [&](std::size_t i, std::uint8_t v) { return v == ws[i]; }, "byte scan");
+    }
+  }
+}
+
+TEST_P(pipeline_edges, empty_generators_and_empty_arrays_do_nothing) {
+  rs::array<float> none(0, dev);
+  auto gen = rs::generate([] RESIDENT_HD(std::size_t i) { return double(i) + 1.0; });
+  rs::scoped_ledger l(dev);
+  gen(none);
+  (gen | rs::map([] RESIDENT_HD(double v) { return v * 2; }))(none);
+  (gen | rs::inclusive_scan(rs::plus{}))(none);
+  EXPECT_EQ((gen | rs::reduce(rs::plus{}, 4.5))(0), 4.5);
+  EXPECT_EQ((gen | rs::reduce(rs::maximum{}, -4.5))(std::size_t(0), rs::default_stream(dev)), -4.5);
+  rs::map([] RESIDENT_HD(float v) { return v; })(none);
+  (rs::zip(none, none) | rs::map([] RESIDENT_HD(float p, float q) { return p + q; }))(none);
+  EXPECT_EQ((rs::zip(none, none) | rs::map([] RESIDENT_HD(float p, float q) { return p + q; }) |
+             rs::reduce(rs::plus{}, 2.f))(),
+            2.f);
+  EXPECT_EQ(l.delta().kernels, 0u);
+  rs::array<double> r(1, dev);
+  (gen | rs::reduce(rs::plus{}, 4.5))(0, r);
+  EXPECT_EQ(r.to_host()[0], 4.5);
+  // One element, and two.
+  EXPECT_EQ((gen | rs::reduce(rs::plus{}, 0.0))(1), 1.0);
+  EXPECT_EQ((gen | rs::reduce(rs::plus{}, 0.0))(2), 3.0);
+  EXPECT_EQ((gen | rs::reduce(rs::plus{}, 0.0))(17), 153.0);
+}
+
+// bool values: folds and scans whose per-piece partials are bools.
+struct differ {
+  RESIDENT_HD bool operator()(bool a, bool b) const { return a != b; }
+};
+
+TEST_P(pipeline_edges, bool_reductions_and_scans_keep_every_pieces_partial) {
+  // Two pieces of 2^15 values on the CPU, each of odd parity: an exclusive-or fold from false is false
+  // only if neither piece's partial is lost. Partials kept in a std::vector<bool>, written by two
+  // threads at once, lost one in about 10^4 to 10^5 calls: repeated, the pieces finishing together.
+  const std::size_t n = std::size_t(1) << 16;
+  rs::array<bool> x(n, dev);
+  rs::generate([] RESIDENT_HD(std::size_t i) { return i == 7 || i == (std::size_t(1) << 15) + 9 || i % 16384 == 5; })(x);
+  const auto parity = rs::reduce(differ{}, false);
+  rs::array<bool> scanned(n, dev);
+  rs::array<std::uint8_t> last(1, dev);
+  for (int rep = 0; rep < (dev.is_cpu() ? 20000 : 20); ++rep) {
+    ASSERT_FALSE(parity(x)) << "reduction, repetition " << rep;
+    rs::inclusive_scan(differ{})(x, scanned);
+    rs::map([] RESIDENT_HD(bool v) { return std::uint8_t(v); })(scanned.slice(n - 1, 1), last);
+    ASSERT_EQ(last.to_host()[0], 0) << "scan, repetition " << rep;
+  }
+}
+
+RESIDENT_BACKENDS(pipeline_edges);
+
+}  // namespace
