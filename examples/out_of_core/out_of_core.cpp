@@ -64,10 +64,12 @@ int main() {
 
     double worst = 0;
     for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(double(out[i]) - reference(in[i])));
-    std::printf("%s: %s of host data through a pool capped at %s, in %zu chunks of %s, %d in flight\n",
+    // No more chunks are in flight than there are (the CPU reads the host data in place: one chunk).
+    std::printf("%s: %s of host data through a pool capped at %s, in %zu chunk%s of %s, %zu in flight%s\n",
                 d.name().c_str(), rs::detail::format_bytes(double(n * sizeof(float))).c_str(),
-                rs::detail::format_bytes(double(limit)).c_str(), s.chunks,
-                rs::detail::format_bytes(double(s.chunk_elements * sizeof(float))).c_str(), s.depth);
+                rs::detail::format_bytes(double(limit)).c_str(), s.chunks, s.chunks == 1 ? "" : "s",
+                rs::detail::format_bytes(double(s.chunk_elements * sizeof(float))).c_str(),
+                std::min(std::size_t(s.depth), s.chunks), d.is_cpu() ? " (the CPU stages nothing)" : "");
     std::printf("\n  chunk   upload (ms)        kernel (ms)        download (ms)\n");
     for (const auto& k : t)
       std::printf("  %5zu   %7.3f-%7.3f    %7.3f-%7.3f    %7.3f-%7.3f\n", k.index, k.upload_begin_ms, k.upload_end_ms,

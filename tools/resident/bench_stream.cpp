@@ -50,17 +50,35 @@ int run_bench_stream(const stream_bench_options& o) {
   // The pool's limit: given, else the one in force, else 2 GiB on a GPU and 64 MiB on the CPU.
   const auto in_force = pool_limit(d);
   const std::size_t limit = o.pool_limit ? o.pool_limit : in_force ? *in_force : gpu ? std::size_t(2) << 30 : 64 * MiB;
+  const bool pinned = o.pinned || !o.pageable, pageable = o.pageable || !o.pinned;
+  // Refused before any work: --pool-limit's own floor holds for RESIDENT_POOL_LIMIT too (the copies' and
+  // the seed's buffers, and a GPU's staging, need room), and the chunk must fit under the limit in force
+  // (on a GPU, the chunks in flight and the MiB the sweeps below keep free).
+  const std::string limit_text =
+      o.pool_limit ? "--pool-limit " + std::to_string(limit)
+                   : "the pool's limit of " + std::to_string(limit) + " bytes (" +
+                         (in_force ? "RESIDENT_POOL_LIMIT" : "the default; --pool-limit sets it") + ")";
+  if (limit < MiB)
+    throw invalid_argument("bench stream: " + limit_text + " leaves no room for the benchmark's buffers; give "
+                           "--pool-limit 1MiB or more");
+  if (o.chunk) {
+    const int depth = o.depth            ? o.depth
+                      : pageable         ? detail::streaming_tuning::staged_depth
+                                         : detail::streaming_tuning::depth;
+    if (!gpu && o.chunk > limit)
+      throw invalid_argument("--chunk: " + std::to_string(o.chunk) + " bytes do not fit under " + limit_text +
+                             "; give a smaller chunk or a larger limit");
+    if (gpu && std::size_t(depth) * o.chunk + MiB > limit)
+      throw invalid_argument("--chunk: " + std::to_string(depth) + " chunks in flight of " + std::to_string(o.chunk) +
+                             " bytes, and 1 MiB kept free, do not fit under " + limit_text +
+                             "; give a smaller chunk or --depth, or a larger limit");
+  }
   const std::size_t bytes = (o.size ? o.size : 4 * limit) / sizeof(float) * sizeof(float);
   const std::size_t n = bytes / sizeof(float);
-  if (n == 0) throw invalid_argument("--size: " + std::to_string(o.size) + " bytes hold no float; give at least 4");
   const std::size_t chunk = o.chunk / sizeof(float);
-  if (o.chunk && chunk == 0) throw invalid_argument("--chunk: " + std::to_string(o.chunk) + " bytes hold no float; give at least 4");
-  const bool pinned = o.pinned || !o.pageable, pageable = o.pageable || !o.pinned;
-  // Host: the pinned and the pageable input and output; device: the pool's limit.
+  // Host: the pinned and the pageable input and output; device: the pool's limit, set first so that a
+  // RESIDENT_POOL_LIMIT which --pool-limit overrides does not count.
   const double host_bytes = double(bytes) * 2 * (int(pinned) + int(pageable));
-  require_memory(d, "bench stream --size " + std::to_string(bytes), gpu ? double(limit) : 0.0, host_bytes,
-                 "Choose a smaller --size (" + std::string(pinned && pageable ? "4" : "2") +
-                     " host bytes per byte of data; --pinned or --pageable alone halves it)");
   trim_pool(d);
   set_pool_limit(d, limit);
   struct restore {
@@ -73,6 +91,10 @@ int run_bench_stream(const stream_bench_options& o) {
         clear_pool_limit(d);
     }
   } restored{d, in_force};
+  require_memory(d, "bench stream --size " + std::to_string(bytes) + (o.size ? "" : " (the default: 4x the pool's limit)"),
+                 gpu ? double(limit) : 0.0, host_bytes,
+                 "Choose a smaller --size (" + std::string(pinned && pageable ? "4" : "2") +
+                     " host bytes per byte of data; --pinned or --pageable alone halves it)");
 
   out() << wrap("The seed pipeline func1 -> func2 -> func3 streamed on " + d.name() + " (" + properties(d).name +
                 ") over " + detail::format_bytes(double(bytes)) + " of host float32 (" + std::to_string(n) +
@@ -90,8 +112,9 @@ int run_bench_stream(const stream_bench_options& o) {
   const std::size_t thread_sweep_chunks[] = {4 * MiB, 16 * MiB, 64 * MiB};
   const std::size_t thread_sweep_count = gpu ? std::size(host_thread_counts) * std::size(thread_sweep_chunks) : 0;
   const bool hand_written = pinned && gpu;  // the bar of the pinned stream, written by hand in CUDA
-  progress bar("bench stream", 4 + std::size_t(pinned) * (3 + sweep_count) + std::size_t(hand_written) +
-                                   std::size_t(pageable) * (2 + thread_sweep_count));
+  // Steps: host data, both copies, the seed's way and the first reduction; each stream's own steps.
+  progress bar("bench stream", 5 + std::size_t(pinned) * (1 + sweep_count) + std::size_t(hand_written) +
+                                   std::size_t(pageable) * (1 + thread_sweep_count) + std::size_t(pinned && pageable));
 
   bar.step("host data");
   pinned_buffer<float> pin_in(pinned ? n : 0), pin_out(pinned ? n : 0);
@@ -105,6 +128,7 @@ int run_bench_stream(const stream_bench_options& o) {
   // Copies alone run between pinned memory (the pageable buffers when --pageable alone).
   float* host_in = pinned ? pin_in.data() : page_in.data();
   float* host_out = pinned ? pin_out.data() : page_out.data();
+  const std::string copies_kind = pinned ? "pinned" : "pageable";  // what the rows below name
 
   // (b) Pinned copies alone: both directions at once on two streams, and the upload alone, in pieces
   // of 64 MiB through device buffers that fit the limit.
@@ -125,7 +149,7 @@ int run_bench_stream(const stream_bench_options& o) {
     up.synchronize();
     down.synchronize();
   };
-  bar.step("pinned copies, both directions at once");
+  bar.step(copies_kind + " copies, both directions at once");
   copies(true);  // warm-up
   std::vector<double> up_ms, down_ms, solo_ms;
   for (int r = 0; r < reps; ++r) {
@@ -133,7 +157,7 @@ int run_bench_stream(const stream_bench_options& o) {
     up_ms.push_back(elapsed_ms(start, up_end));
     down_ms.push_back(elapsed_ms(start, down_end));
   }
-  bar.step("pinned upload alone");
+  bar.step(copies_kind + " upload alone");
   for (int r = 0; r < reps; ++r) {
     copies(false);
     solo_ms.push_back(elapsed_ms(start, up_end));
@@ -173,14 +197,14 @@ int run_bench_stream(const stream_bench_options& o) {
            {"slowest rep", "slowest_ratio", true}, {"target", "target", true},
            {"note", "note", false}});
   nlohmann::json extra;
-  t.add({"pinned duplex copies: upload", table::cell(duplex_up, -1), table::cell(1.0, 2), table::cell::none(), table::cell::none(),
+  t.add({copies_kind + " duplex copies: upload", table::cell(duplex_up, -1), table::cell(1.0, 2), table::cell::none(), table::cell::none(),
          "reference of the ratios"});
-  t.add({"pinned duplex copies: download", table::cell(duplex_down, -1), table::cell(duplex_down / duplex_up, 2),
+  t.add({copies_kind + " duplex copies: download", table::cell(duplex_down, -1), table::cell(duplex_down / duplex_up, 2),
          table::cell::none(), table::cell::none(), ""});
-  t.add({"pinned upload alone", table::cell(upload, -1), table::cell(upload / duplex_up, 2), table::cell::none(),
+  t.add({copies_kind + " upload alone", table::cell(upload, -1), table::cell(upload / duplex_up, 2), table::cell::none(),
          table::cell::none(),
          "reference of the reductions"});
-  t.add({"seed's way, pinned", table::cell(gbs(bytes, seed_ms), -1), table::cell(gbs(bytes, seed_ms) / duplex_up, 2),
+  t.add({"seed's way, " + copies_kind, table::cell(gbs(bytes, seed_ms), -1), table::cell(gbs(bytes, seed_ms) / duplex_up, 2),
          table::cell::none(), table::cell::none(), "pieces of " + detail::format_bytes(double(seed_piece * sizeof(float))) + ", no overlap"});
 
   bool ok = true;
@@ -254,13 +278,12 @@ int run_bench_stream(const stream_bench_options& o) {
            table::cell(gbs(bytes, ms) / upload, 2), table::cell(gbs(bytes, slowest) / upload, 2), table::cell(0.90, 2),
            "sum of f3(f2(f1(x)))"});
   }
-  if (pageable) {
+  if (pageable && pinned) {  // with --pageable alone, measured above
     bar.step("streamed reduction, pageable");
     const std::span<const float> is(page_in.data(), n);
     const auto [ms, slowest] = wall_spread_ms(reps, [&] { (void)stream_pipeline(sum, is, opts); }, 0);
-    if (pinned)
-      t.add({"streamed reduction, pageable", table::cell(gbs(bytes, ms), -1), table::cell(gbs(bytes, ms) / upload, 2),
-             table::cell(gbs(bytes, slowest) / upload, 2), table::cell::none(), ""});
+    t.add({"streamed reduction, pageable", table::cell(gbs(bytes, ms), -1), table::cell(gbs(bytes, ms) / upload, 2),
+           table::cell(gbs(bytes, slowest) / upload, 2), table::cell::none(), ""});
   }
 
   // Pageable in and out against the number of host copy threads (GPU only: the CPU stages nothing).
@@ -268,8 +291,10 @@ int run_bench_stream(const stream_bench_options& o) {
   if (pageable && gpu) {
     for (std::size_t cb : thread_sweep_chunks)
       for (int threads : host_thread_counts) {
-        bar.step("pageable, " + detail::format_bytes(double(cb)) + " chunks, " + std::to_string(threads) + " host threads");
-        if (std::size_t(opts.depth ? opts.depth : 4) * cb + MiB > limit) continue;  // more than the limit
+        const bool skip = std::size_t(opts.depth ? opts.depth : 4) * cb + MiB > limit;  // more than the limit
+        bar.step("pageable, " + detail::format_bytes(double(cb)) + " chunks, " + std::to_string(threads) + " host threads" +
+                 (skip ? " (skipped: over the pool's limit)" : ""));
+        if (skip) continue;
         stream_options so = opts;
         so.host_threads = threads;
         so.chunk_elements = std::min(cb / sizeof(float), n);
@@ -288,9 +313,11 @@ int run_bench_stream(const stream_bench_options& o) {
   if (pinned) {
     for (std::size_t k = 0; k < sweep_count; ++k) {
       const std::size_t cb = (std::size_t(4) << k) * MiB;  // 4 MiB to 256 MiB
-      bar.step("chunk sweep, " + detail::format_bytes(double(cb)));
       const int depth = o.depth ? o.depth : 3;
-      if (cb / sizeof(float) > n || std::size_t(depth) * cb + MiB > limit) continue;  // more than the data or the limit
+      const bool skip = cb / sizeof(float) > n || std::size_t(depth) * cb + MiB > limit;  // more than the data or the limit
+      bar.step("chunk sweep, " + detail::format_bytes(double(cb)) +
+               (skip ? " (skipped: over the data or the pool's limit)" : ""));
+      if (skip) continue;
       stream_options so = opts;
       so.chunk_elements = cb / sizeof(float);
       so.depth = depth;
@@ -303,7 +330,7 @@ int run_bench_stream(const stream_bench_options& o) {
   }
   bar.finish();
   t.print(out());
-  out() << wrap("ratio: to the pinned upload measured with both directions at once (duplex) (the reductions: to the "
+  out() << wrap("ratio: to the " + copies_kind + " upload measured with both directions at once (duplex) (the reductions: to the "
                 "upload alone), of the median of " + std::to_string(reps) + " repetitions; slowest rep: the slowest "
                 "repetition's; target: the streaming layer's goal on a GPU; GB/s: input bytes per second",
                 100, "  ")

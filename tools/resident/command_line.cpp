@@ -30,14 +30,14 @@ CLI::Validator whole_number(const std::string& what, std::uint64_t lo, std::uint
       range);
 }
 
-// A byte count such as 8GiB, 512MiB or 1000000 from 1 to 2^50, rewritten as its digits.
-CLI::Validator byte_count() {
-  const std::string range = "a byte count from 1 to 1PiB, e.g. 8GiB, 512MiB or 1000000";
+// A byte count such as 8GiB, 512MiB or 1000000 from lo (named lo_text) to 2^50, rewritten as its digits.
+CLI::Validator byte_count(std::size_t lo = 1, const std::string& lo_text = "1") {
+  const std::string range = "a byte count from " + lo_text + " to 1PiB, e.g. 8GiB, 512MiB or 1000000";
   return CLI::Validator(
       [=](std::string& v) -> std::string {
         const auto b = detail::parse_bytes(v);
         if (!b) return "'" + v + "' is not a byte count; give " + range;
-        if (*b < 1 || *b > (std::size_t(1) << 50)) return v + " is out of range; give " + range;
+        if (*b < lo || *b > (std::size_t(1) << 50)) return v + " is out of range; give " + range;
         v = std::to_string(*b);
         return {};
       },
@@ -117,7 +117,7 @@ command_line::command_line() {
                                      "With --beyond-one: bytes of float32 (default 1.25x cuda:0's free memory; 64MiB on "
                                      "the CPU)")
                    ->type_name("BYTES")
-                   ->transform(byte_count());
+                   ->transform(byte_count(4, "4 (one float32)"));
 
   info_cmd_->footer("Example:\n  resident info --measure --json info.json");
   demo_cmd_->footer("Examples:\n  resident demo --device cpu --n 1000000 --json demo.json\n"
@@ -199,16 +199,18 @@ command_line::command_line() {
   stream_cmd_->add_option("--json", stream_.json, "Write the results and the chunk sweep as JSON to FILE ('-' for stdout)")
       ->type_name("FILE");
   stream_cmd_->add_option("--reps", stream_.reps, "Timed repetitions per measure (default 3)")->type_name("N")->check(repetitions);
+  // Sizes below one float, and a pool too small for the benchmark's own buffers, are refused while parsing.
   stream_cmd_->add_option("--size", stream_.size, "Bytes of host float32 input (default: 4x the pool's limit)")
       ->type_name("BYTES")
-      ->transform(byte_count());
+      ->transform(byte_count(4, "4 (one float32)"));
   stream_cmd_->add_option("--pool-limit", stream_.pool_limit,
-                          "Cap on the device pool (default: RESIDENT_POOL_LIMIT, else 2GiB on a GPU, 64MiB on the CPU)")
+                          "Cap on the device pool, 1MiB at least (default: RESIDENT_POOL_LIMIT, else 2GiB on a GPU, "
+                          "64MiB on the CPU)")
       ->type_name("BYTES")
-      ->transform(byte_count());
+      ->transform(byte_count(std::size_t(1) << 20, "1MiB"));
   stream_cmd_->add_option("--chunk", stream_.chunk, "Bytes of input per chunk (default: chosen from memory, 64MiB at most)")
       ->type_name("BYTES")
-      ->transform(byte_count());
+      ->transform(byte_count(4, "4 (one float32)"));
   stream_cmd_->add_option("--depth", stream_.depth, "Chunks in flight, 1 to 16 (default: chosen, 3)")
       ->type_name("N")
       ->check(whole_number("a chunk count", 1, 16, "16"));
@@ -297,9 +299,11 @@ void command_line::check() const {
                            std::to_string(bench_.sizes.size()) + "; give one, e.g. --sizes 10000");
   if (!bench_.peers.empty() && bench_.plot.empty())
     throw invalid_argument("--peers '" + bench_.peers + "' adds series to the plot: add --plot FILE.png");
-  if (stream_.pool_limit && stream_.chunk && stream_.chunk > stream_.pool_limit)
-    throw invalid_argument("--chunk: " + std::to_string(stream_.chunk) + " bytes do not fit under --pool-limit " +
-                           std::to_string(stream_.pool_limit) + "; give a smaller chunk or a larger limit");
+  // A size given twice would be measured twice and drawn as two points at one x.
+  for (std::size_t i = 0; i < bench_.sizes.size(); ++i)
+    if (std::find(bench_.sizes.begin(), bench_.sizes.begin() + std::ptrdiff_t(i), bench_.sizes[i]) !=
+        bench_.sizes.begin() + std::ptrdiff_t(i))
+      throw invalid_argument("--sizes: " + std::to_string(bench_.sizes[i]) + " is given twice; give each size once");
   if (*demo_beyond_ || *demo_size_ || *demo_gpus_) {
     if (*demo_size_ && !*demo_beyond_)
       throw invalid_argument("--size gives the size of --beyond-one's array: add --beyond-one, or give --n for --gpus");
@@ -308,8 +312,6 @@ void command_line::check() const {
     if (demo_.stream || demo_.profile)
       throw invalid_argument(std::string(demo_.stream ? "--stream" : "--profile") +
                              " belongs to the one-device demo; leave it out with --gpus and --beyond-one");
-    if (*demo_size_ && demo_.size < 4)
-      throw invalid_argument("--size: " + std::to_string(demo_.size) + " bytes hold no float32; give at least 4 bytes");
   }
   for (const std::string* dev : {&info_.device, &demo_.device, &bench_.device, &stream_.device}) {
     if (dev->empty()) continue;
@@ -317,6 +319,17 @@ void command_line::check() const {
       parse_device(*dev);
     } catch (const invalid_argument& e) {
       throw invalid_argument(std::string("--device: ") + e.what());
+    }
+  }
+  // Without --device the commands read RESIDENT_DEVICE: a bad value is named as the variable, not as a device
+  // the user never typed (--from measures nothing and needs no device).
+  const std::string& given = *info_cmd_ ? info_.device : *demo_cmd_ ? demo_.device : *stream_cmd_ ? stream_.device
+                                                                                                   : bench_.device;
+  if (const char* env = std::getenv("RESIDENT_DEVICE"); env && *env && given.empty() && bench_.from.empty()) {
+    try {
+      parse_device(env);
+    } catch (const invalid_argument& e) {
+      throw invalid_argument(std::string("RESIDENT_DEVICE, which --device overrides: ") + e.what());
     }
   }
   for (auto& a : algos_) {

@@ -34,10 +34,13 @@ int run_demo(const demo_options& o) {
   // Per element: x, y and a round trip's temporary on the device; the input, the poison, the round
   // trips' result and a checked download on the host.
   constexpr std::size_t device_per_element = 12, host_per_element = 16;
+  // The largest n that fits the host, and the pool's limit where one is set (its arrays only).
+  std::size_t fits = host_available_bytes() / (device_per_element + host_per_element);
+  if (const pool_statistics p = pool_stats(d); p.limit)
+    fits = std::min(fits, (*p.limit > p.bytes_in_use ? *p.limit - p.bytes_in_use : 0) / device_per_element);
   const std::string advice =
       d.is_cpu() ? "Choose a smaller --n (" + std::to_string(device_per_element + host_per_element) +
-                       " bytes per element: at most about " +
-                       std::to_string(host_available_bytes() / (device_per_element + host_per_element)) + " here)"
+                       " bytes per element: at most about " + std::to_string(fits) + " here)"
                  : "Choose a smaller --n (" + std::to_string(device_per_element) + " bytes per element on " +
                        d.name() + ", " + std::to_string(host_per_element) + " on the host)";
   require_memory(d, "demo --n " + std::to_string(n), double(device_per_element) * double(n),

@@ -64,6 +64,18 @@ void require_memory(device d, const std::string& what, double device_bytes, doub
                         needed >= 1.8e19 ? SIZE_MAX : std::size_t(needed), available, p.bytes_reserved,
                         p.bytes_in_use);
   };
+  // A pool limit (RESIDENT_POOL_LIMIT) caps the arrays: refused here rather than at an allocation mid-run.
+  // Against the limit itself (a command checks before it allocates; bench stream's arrays are its limit).
+  if (const pool_statistics p = pool_stats(d); p.limit && device_bytes > 0) {
+    const std::size_t room = *p.limit;
+    if (device_bytes > double(room))
+      throw out_of_memory("out of memory: " + what + " needs " + detail::format_bytes(device_bytes) + " in arrays on " +
+                              d.name() + ", whose pool's limit of " + detail::format_bytes(double(*p.limit)) +
+                              " (RESIDENT_POOL_LIMIT) leaves " + detail::format_bytes(double(room)) +
+                              "; nothing was allocated. Raise or unset RESIDENT_POOL_LIMIT. " + advice,
+                          std::size_t(std::min(device_bytes, 1.8e19)), room, p.bytes_reserved, p.bytes_in_use, p.limit,
+                          std::nullopt);
+  }
   if (d.is_cpu()) {
     const double needed = device_bytes + host_bytes;
     if (needed > double(host))
