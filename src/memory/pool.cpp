@@ -50,7 +50,8 @@ const environment_limit& pool_limit_from_environment() {
     if (!r.bytes || *r.bytes == 0) {
       r.bytes.reset();
       r.error = std::string("RESIDENT_POOL_LIMIT is '") + v +
-                "': give a byte count above 0 such as 2GiB, 512MiB or 1000000 (or unset it for no limit)";
+                "': give a byte count above 0 such as 2GiB, 512MiB or 1000000 (or unset it for no limit)" +
+                (std::string(v).find('.') != std::string::npos ? "; counts are whole: 1536MiB, not 1.5GiB" : "");
     }
     return r;
   }();

@@ -36,7 +36,9 @@ CLI::Validator byte_count(std::size_t lo = 1, const std::string& lo_text = "1") 
   return CLI::Validator(
       [=](std::string& v) -> std::string {
         const auto b = detail::parse_bytes(v);
-        if (!b) return "'" + v + "' is not a byte count; give " + range;
+        if (!b)
+          return "'" + v + "' is not a byte count; give " + range +
+                 (v.find('.') != std::string::npos ? " (counts are whole: 1536MiB, not 1.5GiB)" : "");
         if (*b < lo || *b > (std::size_t(1) << 50)) return v + " is out of range; give " + range;
         v = std::to_string(*b);
         return {};
