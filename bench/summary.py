@@ -129,6 +129,12 @@ def main(d):
                 low = r.get("slowest_ratio", r["ratio"])
                 row(f"stream: {r['measure']}", f"{r['gbs']:.1f} GB/s, {r['ratio']:.3f} (slowest {low:.3f})",
                     f">= {r['target']:.2f}", low >= r["target"])
+        hand = st.get("hand_written_pinned")
+        pinned = next((r for r in st["rows"] if r["measure"] == "streamed, pinned in/out"), None)
+        if hand and pinned:  # the pinned stream's second bar: the same pipeline chunked by hand, same run
+            ratio = pinned["gbs"] / hand["gbs"]
+            row("stream: pinned stream / hand-written chunked", f"{ratio:.3f}x", ">= 1.00 (two decimals)",
+                round(ratio, 2) >= 1.00)
         row("stream: results checked, peak under the pool limit", str(st["ok"]), "True", st["ok"])
     hs = load(d, "host-staging.json")
     if hs:  # the host copies alone at the most threads measured: the ceiling of pageable streaming

@@ -60,6 +60,19 @@ class stream_verdict(unittest.TestCase):
         row = next(l for l in lines if l.startswith("stream: streamed, pageable"))
         self.assertTrue(row.endswith("pass"), row)
 
+    def test_the_pinned_stream_keeps_up_with_the_hand_written_pipeline(self):
+        def with_hand(streamed, hand):
+            row = {"measure": "streamed, pinned in/out", "gbs": streamed, "ratio": 1.0, "slowest_ratio": 1.0,
+                   "target": 0.97, "note": ""}
+            return {"rows": [row], "ok": True, "hand_written_pinned": {"chunk_bytes": 1 << 26, "streams": 3,
+                                                                       "gbs": hand, "ratio": 1.0, "slowest_ratio": 1.0}}
+        for streamed, hand, verdict in ((49.4, 49.6, "pass"), (49.0, 49.6, "FAIL"), (50.0, 49.3, "pass")):
+            lines = summary_lines({"stream.json": with_hand(streamed, hand)})
+            row = next(l for l in lines if l.startswith("stream: pinned stream / hand-written"))
+            self.assertTrue(row.endswith(verdict), row)
+        lines = summary_lines({"stream.json": self.stream(0.81, None)})  # files from before the bar: not judged
+        self.assertFalse(any(l.startswith("stream: pinned stream / hand-written") for l in lines))
+
     def test_older_files_without_the_slowest_use_the_median(self):
         lines = summary_lines({"stream.json": self.stream(0.81, None)})
         row = next(l for l in lines if l.startswith("stream: streamed, pageable"))
