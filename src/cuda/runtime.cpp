@@ -448,30 +448,27 @@ void* host_pinned_allocate(std::size_t bytes) {
 }
 void host_pinned_free(void* p) noexcept { cudaFreeHost(p); }
 
-bool is_pinned(const void* p) noexcept {
+namespace {
+// What CUDA knows of p (type unregistered for plain host memory, or where it cannot say).
+cudaPointerAttributes attributes_of(const void* p) noexcept {
   cudaPointerAttributes a{};
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
     cudaGetLastError();
-    return false;
+    a.type = cudaMemoryTypeUnregistered;
   }
-  return a.type == cudaMemoryTypeHost;
+  return a;
 }
+}  // namespace
+
+bool is_pinned(const void* p) noexcept { return attributes_of(p).type == cudaMemoryTypeHost; }
 
 int pointer_device(const void* p) noexcept {
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    cudaGetLastError();
-    return -1;
-  }
+  const cudaPointerAttributes a = attributes_of(p);
   return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
 }
 
 int device_only_memory(const void* p) noexcept {
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    cudaGetLastError();
-    return -1;
-  }
+  const cudaPointerAttributes a = attributes_of(p);
   return a.type == cudaMemoryTypeDevice ? a.device : -1;
 }
 
