@@ -80,9 +80,8 @@ void for_each_vector_cpu(const L& in, const Fn& fn, std::size_t head, std::size_
 /// out[i] = fn(in[i]) for i in [0, n) on s. V: elements per vector access, when plan says vectorized.
 template <int V, class L, class Fn, class W>
 void run_map(cpu_backend, stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t n, vector_plan plan,
-             const std::optional<launch_config>& cfg) {
+             const std::optional<launch_config>&) {  // a configuration shapes nothing on the CPU
   const device d = s.device();
-  if (cfg) validate(*cfg, d);
   if constexpr (V > 1) {
     if (plan.vectorized) {
       // The same split as on the GPU: sources that make several values at once (random numbers) do.
@@ -111,13 +110,12 @@ void run_map(cpu_backend, stream_ref s, const L& in, const Fn& fn, const W& out,
 /// the value; otherwise writes it to into (memory of s's device) asynchronously.
 template <int V, class L, class Fn, class Op, class T>
 T run_reduce(cpu_backend, stream_ref s, const L& in, const Fn& fn, const Op& op, T init, std::size_t n,
-             vector_plan plan, const std::optional<launch_config>& cfg, T* into) {
+             vector_plan plan, const std::optional<launch_config>&, T* into) {
   const device d = s.device();
   if (n == 0) {
     if (into) *into = init;
     return init;
   }
-  if (cfg) validate(*cfg, d);
   // Each piece folds in lanes (lane k takes every V-th value; 4 lanes over single elements), then
   // folds its lanes; the pieces' partials are folded in order after the head and before the tail.
   // Independent lanes let the compiler keep the fold in vector registers.

@@ -485,16 +485,12 @@ bool runs_in_registers() {
   return fits;
 }
 
-// The caller's configuration, validated; else one wave of blocks of `block` threads at full occupancy,
+// The caller's configuration (pipeline::execute validated it); else one wave of blocks of `block` threads at full occupancy,
 // per_thread items per thread, or for work too small to give every resident thread that many, one item
 // per thread. The occupancy query runs once per kernel.
 template <auto K>
-launch_config fused_config(std::size_t items, const std::optional<launch_config>& cfg, device d, int per_thread,
-                           int block) {
-  if (cfg) {
-    validate(*cfg, d);
-    return *cfg;
-  }
+launch_config fused_config(std::size_t items, const std::optional<launch_config>& cfg, int per_thread, int block) {
+  if (cfg) return *cfg;
   static const occupancy o = occupancy_with_block(K, block);
   const std::size_t resident_threads = std::size_t(o.max_grid) * unsigned(o.block);
   return wave_config(o, items, items >= resident_threads * unsigned(per_thread) ? std::size_t(per_thread) : 1);
@@ -506,7 +502,7 @@ template <int V, int U, class L, class Fn, class W>
 void launch_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t items, std::size_t head,
                 std::size_t nvec, std::size_t n, const std::optional<launch_config>& cfg) {
   constexpr auto k = fused_map_kernel<V, U, false, L, Fn, W>;
-  launch_dependent(k, fused_config<k>(items, cfg, s.device(), U, cuda_tuning::generator_block), s, in, fn, out, head,
+  launch_dependent(k, fused_config<k>(items, cfg, U, cuda_tuning::generator_block), s, in, fn, out, head,
                    nvec, n);
 }
 
@@ -604,13 +600,12 @@ T run_reduce(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op
   const bool wide = widens && !cfg && n >= cuda_tuning::reduce_wide_from &&
                     (vec ? runs_in_registers<kv_wide>() : runs_in_registers<k1_wide>());
   const std::size_t items = vec ? plan.vectors : groups ? generator_groups(in, n) : n;
-  launch_config c = wide  ? (vec ? fused_config<kv_wide>(items, cfg, s.device(), U, W)
-                                 : fused_config<k1_wide>(items, cfg, s.device(), U, W))
-                    : vec ? fused_config<kv>(items, cfg, s.device(), U, reduce_block)
-                          : fused_config<k1>(items, cfg, s.device(), U, reduce_block);
-  // A caller's shape was checked before any work (pipeline::execute); the blocks are told apart by
-  // their x index (the partials' places, the last block).
-  if (!wide) check_reduce_shape(c);
+  launch_config c = wide  ? (vec ? fused_config<kv_wide>(items, cfg, U, W)
+                                 : fused_config<k1_wide>(items, cfg, U, W))
+                    : vec ? fused_config<kv>(items, cfg, U, reduce_block)
+                          : fused_config<k1>(items, cfg, U, reduce_block);
+  // A caller's shape was checked before any work (pipeline::execute: blocks of reduce_block in x, a 1-D
+  // grid, since the blocks are told apart by their x index); the shapes chosen here are such.
   const unsigned blocks = c.grid.x;
   // Scratch: the per-block partials and the counters the blocks count their finishing in, or for
   // partials of 4 bytes the slots they are handed over in (fold_slots), from the stream's own slot (no
