@@ -699,7 +699,7 @@ TEST_P(pipelines, the_scalar_head_and_tail_are_written_under_every_launch_shape)
       }
 }
 
-TEST_P(pipelines, a_map_beyond_32_bit_vector_indices_reaches_every_element) {
+TEST_P(pipelines, maps_and_sums_beyond_32_bit_vector_indices_reach_every_element) {
   // Past 2^32 16-byte vectors (64 GiB) no vector index fits 32 bits: 2^34 + 4101 floats, off the vector
   // size at the end, mapped in place; samples at the start, around vector 2^32 and at the end against
   // FP64.
@@ -718,6 +718,16 @@ TEST_P(pipelines, a_map_beyond_32_bit_vector_indices_reaches_every_element) {
     const auto got = part.to_host();
     for (std::size_t k = 0; k < got.size(); ++k)
       ASSERT_EQ(double(got[k]), 2.0 * double((first + k) % 1009) + 1.0) << "at " << first + k;
+  }
+  // Sums of 4-byte values index their vectors in 32 bits below 2^32 - 2^26 vectors and in 64 bits from
+  // there: the longest 32-bit sum, one vector longer, and the whole array, against the exact sums
+  // (sum over i < m of 2 (i mod 1009) + 1 = q 1009^2 + r^2, m = 1009 q + r).
+  const std::size_t last32 = (std::size_t(1) << 32) - (std::size_t(1) << 26) - 1;
+  rs::array<float> sum(1, dev);
+  for (std::size_t m : {4 * last32, 4 * last32 + 4, n}) {
+    const double q = double(m / 1009), r = double(m % 1009), expect = q * 1009.0 * 1009.0 + r * r;
+    (rs::map([] RESIDENT_HD(float v) { return v; }) | rs::reduce(rs::plus{}, 0.f))(x.slice(0, m), sum);
+    EXPECT_NEAR(double(sum.to_host()[0]), expect, 1e-5 * expect) << "sum of " << m << " elements";
   }
 }
 

@@ -49,39 +49,39 @@ __device__ __forceinline__ vec<T, V> load_read_only(const view_loader<T>& in, st
 
 // Calls visit(i, raw) for vectors j, j + stride, ..., U of them (those below nvec, unless Checked is
 // false: all U are) of V elements at head + j * V, with all U loads issued before the first visit
-// (ReadOnly: load_read_only).
-template <int V, int U, bool ReadOnly = false, bool Checked = true, class L, class F>
-__device__ __forceinline__ void visit_vectors(const L& in, std::size_t head, std::size_t nvec, std::size_t j,
-                                              std::size_t stride, F& visit) {
+// (ReadOnly: load_read_only). I: the type of the vector indices.
+template <int V, int U, bool ReadOnly = false, bool Checked = true, class I, class L, class F>
+__device__ __forceinline__ void visit_vectors(const L& in, std::size_t head, I nvec, I j, I stride, F& visit) {
   typename L::template raw<V> raw[U];
 #pragma unroll
   for (int u = 0; u < U; ++u) {
-    const std::size_t jj = j + u * stride;
+    const I jj = j + I(u) * stride;
     if (!Checked || jj < nvec) {
       if constexpr (ReadOnly)
-        raw[u] = load_read_only<V>(in, head + jj * V);
+        raw[u] = load_read_only<V>(in, head + std::size_t(jj) * V);
       else
-        raw[u] = in.template load<V>(head + jj * V);
+        raw[u] = in.template load<V>(head + std::size_t(jj) * V);
     }
   }
 #pragma unroll
   for (int u = 0; u < U; ++u) {
-    const std::size_t jj = j + u * stride;
-    if (!Checked || jj < nvec) visit(head + jj * V, raw[u]);
+    const I jj = j + I(u) * stride;
+    if (!Checked || jj < nvec) visit(head + std::size_t(jj) * V, raw[u]);
   }
 }
 
 // visit_vectors over all nvec vectors read only, the grid striding over them U per thread per
 // iteration (reductions). The iterations whose U vectors all lie below nvec run unchecked, the one
 // after them checked: checked throughout, the loop's bounds and indices took 40 registers a thread.
-template <int V, int U, class L, class F>
+// I: the indices' type; unsigned only where nvec + (U + 1) x the grid's threads stays below 2^32.
+template <int V, int U, class I, class L, class F>
 __device__ __forceinline__ void for_each_vector(const L& in, std::size_t head, std::size_t nvec, F&& visit) {
-  const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  const std::size_t step = stride * U, reach = stride * (U - 1);  // a trip's vectors: j, j + stride, ... j + reach
-  std::size_t j = tid;
-  for (; j + reach < nvec; j += step) visit_vectors<V, U, true, false>(in, head, nvec, j, stride, visit);
-  if (j < nvec) visit_vectors<V, U, true>(in, head, nvec, j, stride, visit);
+  const I tid = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x);
+  const I stride = I(gridDim.x) * I(blockDim.x), n = I(nvec);
+  const I step = stride * U, reach = stride * (U - 1);  // a trip's vectors: j, j + stride, ... j + reach
+  I j = tid;
+  for (; j + reach < n; j += step) visit_vectors<V, U, true, false>(in, head, n, j, stride, visit);
+  if (j < n) visit_vectors<V, U, true>(in, head, n, j, stride, visit);
 }
 
 // Tiles of U * blockDim.x vectors, one per block, each thread taking U of them blockDim.x apart so
@@ -93,9 +93,9 @@ __device__ __forceinline__ void for_each_tile(const L& in, std::size_t head, std
   const std::size_t tile = std::size_t(blockDim.x) * U;
   std::size_t j = std::size_t(blockIdx.x) * tile + threadIdx.x;
   if constexpr (Flat) {
-    visit_vectors<V, U>(in, head, nvec, j, blockDim.x, visit);
+    visit_vectors<V, U>(in, head, nvec, j, std::size_t(blockDim.x), visit);
   } else {
-    for (; j < nvec; j += std::size_t(gridDim.x) * tile) visit_vectors<V, U>(in, head, nvec, j, blockDim.x, visit);
+    for (; j < nvec; j += std::size_t(gridDim.x) * tile) visit_vectors<V, U>(in, head, nvec, j, std::size_t(blockDim.x), visit);
   }
 }
 
@@ -289,10 +289,11 @@ struct identity_of<maximum, T> {
   }
 };
 
-// Partials a thread of the last block loads before folding them: a wave of blocks of B in one trip
-// (eight for blocks of 256); more would cost the wide blocks' registers.
+// Partials a thread of the last block loads before folding them: a wave of blocks of B (2048 / B per SM)
+// on up to 256 SMs in one trip: eight for blocks of 256, one for blocks of 1024 (a second load cost the
+// wide blocks' loop registers: bench/results/tuning.md).
 template <int B>
-inline constexpr int fold_loads_for = B >= 2048 ? 1 : 2048 / B;
+inline constexpr int fold_loads_for = B >= 2048 || (2048 / B) * 256 / B < 1 ? 1 : (2048 / B) * 256 / B;
 
 // Each block folds its threads' values (cub::BlockReduce) into its partial (put); the last block to
 // finish folds every block's partial (get) in a fixed order, hands the total to done and leaves the
@@ -353,7 +354,7 @@ __device__ __forceinline__ unsigned long long load_slot(const unsigned long long
   return w;
 }
 
-template <int B, class M, class C, class Done>
+template <int B, class M, class C, class Done, int fold_loads = fold_loads_for<B>>
 __device__ __forceinline__ void fold_slots(M mine, const C& combine, M empty, unsigned long long* slots, Done done) {
   static_assert(handed_over<M>);
   using block_reduce = cub::BlockReduce<M, B>;
@@ -372,7 +373,6 @@ __device__ __forceinline__ void fold_slots(M mine, const C& combine, M empty, un
   }
   if (threadIdx.x == 0) own = block_total;
   __syncthreads();  // own is set; tmp is reused below
-  constexpr int fold_loads = fold_loads_for<B>;
   M p = empty;
   for (unsigned first = threadIdx.x; first < gridDim.x; first += fold_loads * blockDim.x) {
     unsigned long long w[fold_loads];
@@ -404,7 +404,10 @@ __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, con
                                                   std::size_t nvec, std::size_t n, maybe<T>* partials,
                                                   unsigned long long* counters, unsigned long long* slots,
                                                   T* result) {
-  dependent_launch_prologue<B == cuda_tuning::reduce_wide_block && cuda_tuning::reduce_wide_waits_first>();
+  // The wide shape (blocks of reduce_wide_block, run_reduce) waits first and indexes its vectors in 32 bits.
+  constexpr bool wide = B == cuda_tuning::reduce_wide_block;
+  using index = std::conditional_t<wide, unsigned, std::size_t>;
+  dependent_launch_prologue<wide && cuda_tuning::reduce_wide_waits_first>();
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   // One accumulator per lane of a vector (independent chains of op); each starts from op's identity
   // where known, else empty, as op may have none.
@@ -436,7 +439,7 @@ __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, con
   } else {
     if (tid < head) fold(acc[0], static_cast<T>(in.eval1(fn, tid)));
     // Striding: taking the vectors from a counter, as long maps once did, was slower here.
-    for_each_vector<V, U>(in, head, nvec, [&](std::size_t i, const auto& raw) {
+    for_each_vector<V, U, index>(in, head, nvec, [&](std::size_t i, const auto& raw) {
 #pragma unroll
       for (int k = 0; k < V; ++k) fold(acc[k], static_cast<T>(in.template eval<V>(fn, raw, k, i)));
     });
@@ -597,9 +600,12 @@ T run_reduce(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op
   constexpr auto k1 = fused_reduce_kernel<reduce_block, 0, 1, U, L, Fn, Op, T>;
   constexpr auto kv_wide = fused_reduce_kernel<widens ? W : reduce_block, widens ? Wn : 0, Vk, U, L, Fn, Op, T>;
   constexpr auto k1_wide = fused_reduce_kernel<widens ? W : reduce_block, widens ? Wn : 0, 1, U, L, Fn, Op, T>;
-  const bool wide = widens && !cfg && n >= cuda_tuning::reduce_wide_from &&
-                    (vec ? runs_in_registers<kv_wide>() : runs_in_registers<k1_wide>());
   const std::size_t items = vec ? plan.vectors : groups ? generator_groups(in, n) : n;
+  // The wide kernel's 32-bit indices reach items + (U + 1) x its threads (< 2^26 for a wave on up to
+  // 6000 SMs): longer reductions take blocks of reduce_block.
+  constexpr std::size_t wide_items_below = (std::size_t(1) << 32) - (std::size_t(1) << 26);
+  const bool wide = widens && !cfg && n >= cuda_tuning::reduce_wide_from && items < wide_items_below &&
+                    (vec ? runs_in_registers<kv_wide>() : runs_in_registers<k1_wide>());
   launch_config c = wide  ? (vec ? fused_config<kv_wide>(items, cfg, U, W)
                                  : fused_config<k1_wide>(items, cfg, U, W))
                     : vec ? fused_config<kv>(items, cfg, U, reduce_block)
