@@ -282,7 +282,9 @@ TEST_P(insight, a_launch_with_a_tiny_fixed_shape_gets_the_occupancy_advice) {
   EXPECT_EQ(t->workers, dev.is_cuda() ? 32u : 1u);
   EXPECT_LT(t->occupancy, 0.25);
   EXPECT_GT(t->occupancy, 0.0);
-  if (dev.is_cuda()) EXPECT_GE(t->blocks_per_sm, 1);
+  if (dev.is_cuda()) {
+    EXPECT_GE(t->blocks_per_sm, 1);
+  }
   EXPECT_TRUE(has_advice(r, "low_occupancy", here(tiny))) << advice_list(r);
   const auto* c = find_site(r, chosen, "pipeline");
   ASSERT_NE(c, nullptr) << advice_list(r);

@@ -87,6 +87,8 @@ struct view_loader {
   RESIDENT_HD auto eval1(const Fn& fn, std::size_t i) const {
     return fn(p[i]);
   }
+  /// The same array from element by on.
+  RESIDENT_HD view_loader shifted(std::size_t by) const { return {p + by}; }
 };
 
 /// Reads several arrays of possibly different types, element by element in step.
@@ -107,6 +109,10 @@ struct zip_loader {
   RESIDENT_HD auto eval1(const Fn& fn, std::size_t i) const {
     return eval1_impl(fn, i, std::index_sequence_for<Ts...>{});
   }
+  /// The same arrays from element by on.
+  RESIDENT_HD zip_loader shifted(std::size_t by) const {
+    return shifted_impl(by, std::index_sequence_for<Ts...>{});
+  }
 
  private:
   template <int V, std::size_t... I>
@@ -120,6 +126,10 @@ struct zip_loader {
   template <class Fn, std::size_t... I>
   RESIDENT_HD auto eval1_impl(const Fn& fn, std::size_t i, std::index_sequence<I...>) const {
     return fn(get<I>(ps)[i]...);
+  }
+  template <std::size_t... I>
+  RESIDENT_HD zip_loader shifted_impl(std::size_t by, std::index_sequence<I...>) const {
+    return {{(get<I>(ps) + by)...}};
   }
 };
 

@@ -437,12 +437,21 @@ __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, con
         if (decltype(full)::value || i + k < n) fold(acc[0], static_cast<T>(in.template eval<P>(fn, raw, k, i)));
     });
   } else {
-    if (tid < head) fold(acc[0], static_cast<T>(in.eval1(fn, tid)));
     // Striding: taking the vectors from a counter, as long maps once did, was slower here.
-    for_each_vector<V, U, index>(in, head, nvec, [&](std::size_t i, const auto& raw) {
+    auto visit = [&](std::size_t i, const auto& raw) {
 #pragma unroll
       for (int k = 0; k < V; ++k) fold(acc[k], static_cast<T>(in.template eval<V>(fn, raw, k, i)));
-    });
+    };
+    if constexpr (wide && reads_memory<L>) {
+      // From the first aligned vector on (the head's offset in the pointers, not in each index; a memory
+      // loader's eval ignores the index), the scalar head after the vectors: the wide sums ran 2^24
+      // 0.6 % faster; blocks of 256 so ran a dot product of 2^22 10 % slower (bench/results/tuning.md).
+      for_each_vector<V, U, index>(in.shifted(head), 0, nvec, visit);
+      if (tid < head) fold(acc[0], static_cast<T>(in.eval1(fn, tid)));
+    } else {
+      if (tid < head) fold(acc[0], static_cast<T>(in.eval1(fn, tid)));
+      for_each_vector<V, U, index>(in, head, nvec, visit);
+    }
     const std::size_t tail = head + nvec * V;
     if (tid < n - tail) fold(acc[0], static_cast<T>(in.eval1(fn, tail + tid)));
   }
