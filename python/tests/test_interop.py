@@ -164,6 +164,8 @@ def test_bad_input_is_a_typed_exception():
         rs.sum(np.zeros((4, 4), np.float32)[:, 1])
     with pytest.raises(rs.InvalidArgument, match="not supported"):
         rs.from_dlpack(np.zeros(3, np.float16))
+    with pytest.raises(rs.InvalidArgument, match="element type bool8 is not supported"):
+        rs.to_device(np.zeros(3, bool), device="cpu")
     with pytest.raises(rs.InvalidArgument, match="unknown dtype"):
         rs.empty(3, "float16")
     with pytest.raises(rs.InvalidArgument, match="negative"):

@@ -13,6 +13,7 @@ std::string dlpack_dtype_name(DLDataType t) {
     case kDLFloat: code = "float"; break;
     case kDLBfloat: code = "bfloat"; break;
     case kDLComplex: code = "complex"; break;
+    case 6: code = "bool"; break;  // kDLBool (DLPack 0.8), which older headers lack
     default: code = "code" + std::to_string(t.code) + "_"; break;
   }
   std::string s = code + std::to_string(t.bits);

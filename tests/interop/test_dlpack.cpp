@@ -184,6 +184,7 @@ TEST_P(dlpack, what_cannot_be_used_in_place_is_refused_and_stays_with_its_owner)
   EXPECT_FALSE(deleted);
   t->deleter(t);
   EXPECT_THROW(rs::from_dlpack<float>(nullptr), rs::invalid_argument);
+  EXPECT_EQ(rs::dlpack_dtype_name({6, 8, 1}), "bool8");  // NumPy's and PyTorch's bool, named in messages
   rs::array<float> gone(4, dev);
   rs::array<float> taker = std::move(gone);
   EXPECT_THROW(rs::to_dlpack(std::move(gone)), rs::invalid_argument);
