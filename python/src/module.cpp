@@ -75,6 +75,15 @@ rs::cuda_stream_t native_of(std::intptr_t handle) {
 }
 std::intptr_t handle_of(rs::cuda_stream_t s) { return s == nullptr ? 1 : reinterpret_cast<std::intptr_t>(s); }
 
+// A stream handle given by a consumer or producer (`what` names the protocol): an int.
+std::intptr_t stream_handle(nb::handle h, const char* what) {
+  std::intptr_t v = 0;
+  if (!PyLong_Check(h.ptr()) || !nb::try_cast(h, v, false))
+    throw rs::invalid_argument(std::string(what) + ": a stream is an int handle (1 = the legacy default stream), not " +
+                               nb::cast<std::string>(nb::repr(h)));
+  return v;
+}
+
 // ---- the array ----------------------------------------------------------------------------------
 
 // The stream of the flow stage (or capture) whose Python work runs now on this thread, if any: work on
@@ -99,6 +108,15 @@ struct py_array {
   DLDataType dtype{};
   rs::stream_ref stream;
   bool foreign = false;  // memory of another library: work on it is finished before returning
+  bool readonly = false;  // the producer marked the memory read-only: resident only reads it
+
+  // Refuses to write into memory its producer marked read-only (an immutable buffer, a NumPy array
+  // with writeable=False): `what` names the call.
+  void check_writable(const std::string& what) const {
+    if (readonly)
+      throw rs::invalid_argument(what + ": the array is read-only (its producer marked it so); write into a "
+                                 "writable array, e.g. a copy");
+  }
 
   std::size_t size() const {
     return std::size_t(std::accumulate(shape.begin(), shape.end(), std::int64_t(1), std::multiplies<>()));
@@ -120,13 +138,31 @@ struct py_array {
   }
 };
 
+// An extent of a shape: an int (or an integer such as NumPy's, through __index__) from 0 to 2^63 - 1.
+std::int64_t extent_of(nb::handle e) {
+  if (!PyIndex_Check(e.ptr()))
+    throw rs::invalid_argument("a shape holds ints, not " + nb::cast<std::string>(nb::str(e.type().attr("__name__"))) +
+                               " (" + nb::cast<std::string>(nb::repr(e)) + ")");
+  nb::object i = nb::steal(PyNumber_Index(e.ptr()));
+  if (!i.is_valid()) throw nb::python_error();
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow > 0) throw rs::invalid_argument("an extent beyond 2^63 - 1 in the shape: " + nb::cast<std::string>(nb::repr(e)));
+  if (overflow < 0 || v < 0) throw rs::invalid_argument("a negative extent in the shape: " + nb::cast<std::string>(nb::repr(e)));
+  return std::int64_t(v);
+}
+
+// A shape: an int, or a sequence (tuple, list) of ints.
 std::vector<std::int64_t> shape_of(const nb::handle& shape) {
   std::vector<std::int64_t> s;
-  if (nb::isinstance<nb::int_>(shape)) s.push_back(nb::cast<std::int64_t>(shape));
-  else
-    for (nb::handle e : shape) s.push_back(nb::cast<std::int64_t>(e));
-  for (auto e : s)
-    if (e < 0) throw rs::invalid_argument("a negative extent in the shape: " + std::to_string(e));
+  if (PyIndex_Check(shape.ptr())) {
+    s.push_back(extent_of(shape));
+  } else if (PySequence_Check(shape.ptr()) && !PyUnicode_Check(shape.ptr()) && !PyBytes_Check(shape.ptr())) {
+    for (nb::handle e : nb::borrow<nb::sequence>(shape)) s.push_back(extent_of(e));
+  } else {
+    throw rs::invalid_argument("a shape is an int or a sequence of ints, not " +
+                               nb::cast<std::string>(nb::str(shape.type().attr("__name__"))));
+  }
   return s;
 }
 
@@ -191,9 +227,22 @@ nb::object to_host(const py_array& a) {
 // (max_version) and keeps `owner` alive until the consumer lets go; the stream handshake is resident's.
 nb::object dlpack_export(const py_array& a, nb::object stream, nb::object max_version, nb::object dl_device,
                          nb::object copy) {
+  // Read-only memory goes out only in a versioned capsule, whose flag says so (as NumPy exports it): an
+  // unversioned one cannot, and its consumer would write.
+  if (a.readonly) {
+    bool versioned = false;
+    if (PyTuple_Check(max_version.ptr()) && PyTuple_GET_SIZE(max_version.ptr()) == 2) {
+      const long major = PyLong_AsLong(PyTuple_GET_ITEM(max_version.ptr(), 0));
+      if (major == -1 && PyErr_Occurred()) PyErr_Clear();
+      versioned = major >= 1;
+    }
+    if (!versioned && (max_version.is_none() || PyTuple_Check(max_version.ptr())))
+      throw nb::buffer_error("__dlpack__: the array is read-only, which only a versioned capsule can say: pass "
+                             "max_version=(1, 0)");
+  }
   if (a.device().is_cuda()) {
     // The consumer's stream waits for the array's queued work (an event, no host synchronization).
-    const std::intptr_t h = stream.is_none() ? 1 : nb::cast<std::intptr_t>(stream);
+    const std::intptr_t h = stream.is_none() ? 1 : stream_handle(stream, "__dlpack__");
     if (h == 0) throw rs::invalid_argument("__dlpack__: stream 0 is ambiguous; pass 1 for the legacy default stream");
     if (h != -1) {
       const rs::stream_ref consumer(a.device(), native_of(h));
@@ -206,11 +255,17 @@ nb::object dlpack_export(const py_array& a, nb::object stream, nb::object max_ve
   nb::capsule owner(new std::shared_ptr<const void>(a.owner),
                     [](void* p) noexcept { delete static_cast<std::shared_ptr<const void>*>(p); });
   const DLDevice dev = rs::dlpack_device(a.device());
-  nb::ndarray<nb::array_api> view(a.data, shape.size(), shape.data(), owner, nullptr,
-                     nb::dlpack::dtype{a.dtype.code, a.dtype.bits, a.dtype.lanes}, int(dev.device_type), dev.device_id);
-  nb::object nd = nb::cast(view, nb::rv_policy::reference);
-  return nd.attr("__dlpack__")(nb::arg("max_version") = max_version, nb::arg("dl_device") = dl_device,
-                               nb::arg("copy") = copy);
+  const auto export_as = [&](auto view) {
+    nb::object nd = nb::cast(view, nb::rv_policy::reference);
+    return nd.attr("__dlpack__")(nb::arg("max_version") = max_version, nb::arg("dl_device") = dl_device,
+                                 nb::arg("copy") = copy);
+  };
+  const nb::dlpack::dtype dt{a.dtype.code, a.dtype.bits, a.dtype.lanes};
+  if (a.readonly)
+    return export_as(nb::ndarray<nb::ro, nb::array_api>(a.data, shape.size(), shape.data(), owner, nullptr, dt,
+                                                         int(dev.device_type), dev.device_id));
+  return export_as(nb::ndarray<nb::array_api>(a.data, shape.size(), shape.data(), owner, nullptr, dt,
+                                              int(dev.device_type), dev.device_id));
 }
 
 nb::tuple dlpack_device(const py_array& a) {
@@ -276,64 +331,54 @@ void ready_for_any_stream(const py_array& a) {
   s.synchronize();
 }
 
-// Takes another library's array in place: its __dlpack__ (with the stream handshake), a DLPack
-// capsule, or its __cuda_array_interface__. Resident's Arrays are returned as they are.
-py_array from_dlpack(nb::object obj) {
-  if (nb::isinstance<py_array>(obj)) return nb::cast<py_array>(obj);
-  nb::object cap;
-  if (nb::hasattr(obj, "__dlpack__")) {
-    // Called without a stream, the producer orders its work before the legacy default stream, which
-    // is the stream resident works on for arrays it takes in.
-    cap = obj;
-  } else if (PyCapsule_CheckExact(obj.ptr())) {
-    cap = obj;
-  } else if (nb::hasattr(obj, "__cuda_array_interface__")) {
-    nb::dict cai = nb::cast<nb::dict>(obj.attr("__cuda_array_interface__"));
-    py_array r;
-    r.shape = shape_of(cai["shape"]);
-    const std::string ts = nb::cast<std::string>(cai["typestr"]);
-    const char kind = ts.size() > 2 ? ts[1] : '?';
-    const int bytes = ts.size() > 2 ? std::atoi(ts.c_str() + 2) : 0;
-    if (ts[0] == '>') throw rs::invalid_argument("__cuda_array_interface__: big-endian data is not supported");
-    r.dtype = DLDataType{static_cast<std::uint8_t>(kind == 'f' ? kDLFloat : kind == 'i' ? kDLInt : kind == 'u' ? kDLUInt : 255),
-                         static_cast<std::uint8_t>(8 * bytes), 1};
-    visit(r.dtype, [](auto) {});
-    if (cai.contains("strides") && !cai["strides"].is_none()) {
-      std::int64_t expect = bytes;
-      auto st = nb::cast<nb::tuple>(cai["strides"]);
-      for (std::size_t i = r.shape.size(); i-- > 0;) {
-        if (r.shape[i] != 1 && nb::cast<std::int64_t>(st[i]) != expect)
-          throw rs::invalid_argument("__cuda_array_interface__: the array is strided; make it contiguous first");
-        expect *= r.shape[i];
-      }
-    }
-    auto data = nb::cast<nb::tuple>(cai["data"]);
-    r.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(data[0]));
-    // The device that holds the pointer: the CUDA runtime knows it (an empty array's is the default).
-    int dev_index = r.data ? rs::detail::cuda::pointer_device(r.data) : 0;
-    if (dev_index < 0)
-      throw rs::invalid_argument("__cuda_array_interface__: the pointer is not device memory of a CUDA device here");
-    r.stream = rs::default_stream(rs::device::cuda(dev_index));
-    if (cai.contains("stream") && !cai["stream"].is_none()) {
-      const std::intptr_t h = nb::cast<std::intptr_t>(cai["stream"]);
-      r.stream.wait_for(rs::stream_ref(r.stream.device(), native_of(h)));
-    }
-    nb::object keep = obj;
-    r.owner = std::shared_ptr<const void>(new nb::object(std::move(keep)), [](const void* p) {
-      nb::gil_scoped_acquire locked;
-      delete static_cast<const nb::object*>(p);
-    });
-    r.foreign = true;
-    return r;
-  } else {
-    throw rs::invalid_argument("from_dlpack: the object has neither __dlpack__ nor __cuda_array_interface__");
+// The layout of DLPack 1.0's DLManagedTensorVersioned (the header here may predate it): what a
+// "dltensor_versioned" capsule holds.
+struct managed_tensor_versioned {
+  std::uint32_t major, minor;
+  void* manager_ctx;
+  void (*deleter)(managed_tensor_versioned*);
+  std::uint64_t flags;
+  DLTensor dl_tensor;
+};
+constexpr std::uint64_t dlpack_read_only = 1;  // DLPACK_FLAG_BITMASK_READ_ONLY
+
+std::string py_type_name(nb::handle o) { return nb::cast<std::string>(nb::str(o.type().attr("__name__"))); }
+
+// Checks that resident can use the tensor in place (element type, a device of this build, C-contiguous,
+// aligned) and returns its device and first element. @throws before anything is taken.
+std::pair<rs::device, void*> usable(const DLTensor& t) {
+  visit(t.dtype, [](auto) {});
+  const rs::device dev = rs::device_of(t.device);
+  rs::require(dev);
+  return {dev, rs::detail::dlpack_checked(t, t.dtype, t.dtype.bits / 8u).first};
+}
+
+// The tensor of a capsule not consumed yet and whether its producer marked it read-only. @throws
+// invalid_argument for a consumed capsule or one of another kind.
+std::pair<const DLTensor*, bool> capsule_tensor(nb::handle cap) {
+  const char* name = PyCapsule_GetName(cap.ptr());
+  const std::string n = name ? name : "";
+  if (n == "used_dltensor" || n == "used_dltensor_versioned")
+    throw rs::invalid_argument("from_dlpack: the DLPack capsule was consumed already (a capsule is taken once; ask the "
+                               "producer's __dlpack__ for another)");
+  void* p = n == "dltensor" || n == "dltensor_versioned" ? PyCapsule_GetPointer(cap.ptr(), name) : nullptr;
+  if (!p) {
+    PyErr_Clear();
+    throw rs::invalid_argument("from_dlpack: a capsule named '" + n + "' is not a DLPack tensor");
   }
-  // nanobind takes the capsule (versioned or not) and keeps the producer's tensor alive in `nd`.
-  auto nd = nb::cast<nb::ndarray<nb::ro>>(cap, false);
+  if (n == "dltensor") return {&static_cast<DLManagedTensor*>(p)->dl_tensor, false};
+  const auto* m = static_cast<managed_tensor_versioned*>(p);
+  if (m->major != 1)
+    throw rs::invalid_argument("from_dlpack: a DLPack " + std::to_string(m->major) + "." + std::to_string(m->minor) +
+                               " capsule; resident reads DLPack 1.x and unversioned capsules");
+  return {&m->dl_tensor, (m->flags & dlpack_read_only) != 0};
+}
+
+// The array an imported tensor `nd` (an nb::ndarray) describes; `nd` is kept alive by the result.
+template <class ND>
+py_array adopt(ND nd, bool readonly) {
   py_array r;
-  const rs::device dev = rs::device_of(DLDevice{static_cast<DLDeviceType>(nd.device_type()), nd.device_id()});
   r.dtype = DLDataType{nd.dtype().code, nd.dtype().bits, nd.dtype().lanes};
-  visit(r.dtype, [](auto) {});
   r.shape.resize(nd.ndim());
   std::vector<std::int64_t> strides(nd.ndim());
   for (std::size_t i = 0; i < nd.ndim(); ++i) {
@@ -341,20 +386,129 @@ py_array from_dlpack(nb::object obj) {
     strides[i] = nd.stride(i);
   }
   DLTensor t{};
-  t.data = const_cast<void*>(nd.data());
-  t.device = rs::dlpack_device(dev);
+  t.data = const_cast<void*>(nd.data());  // nanobind's data() has the byte offset applied
+  t.device = DLDevice{static_cast<DLDeviceType>(nd.device_type()), nd.device_id()};
   t.ndim = static_cast<std::int32_t>(nd.ndim());
   t.dtype = r.dtype;
   t.shape = r.shape.data();
   t.strides = strides.data();
-  r.data = rs::detail::dlpack_checked(t, r.dtype, r.dtype.bits / 8u).first;
+  const auto [dev, data] = usable(t);
+  r.data = data;
   r.stream = rs::default_stream(dev);
-  r.owner = std::shared_ptr<const void>(new nb::ndarray<nb::ro>(std::move(nd)), [](const void* p) {
+  r.owner = std::shared_ptr<const void>(new ND(std::move(nd)), [](const void* p) {
     nb::gil_scoped_acquire locked;
-    delete static_cast<const nb::ndarray<nb::ro>*>(p);
+    delete static_cast<const ND*>(p);
+  });
+  r.foreign = true;
+  r.readonly = readonly;
+  return r;
+}
+
+// An array given through the CUDA Array Interface (version 3): every key checked before use.
+py_array from_cuda_array_interface(nb::handle obj) {
+  const char* cai_name = "__cuda_array_interface__";
+  nb::object desc = obj.attr(cai_name);
+  if (!PyDict_Check(desc.ptr()))
+    throw rs::invalid_argument(std::string(cai_name) + " is a dict, not " + py_type_name(desc));
+  nb::dict cai = nb::borrow<nb::dict>(desc);
+  auto key = [&](const char* k) -> nb::object {
+    if (!cai.contains(k)) throw rs::invalid_argument(std::string(cai_name) + " has no '" + k + "'");
+    return cai[k];
+  };
+  py_array r;
+  r.shape = shape_of(key("shape"));
+  // typestr: a byte order (< little, | not applicable, = native) then f, i or u and the bytes.
+  const nb::object ts_obj = key("typestr");
+  const std::string ts = PyUnicode_Check(ts_obj.ptr()) ? nb::cast<std::string>(ts_obj) : std::string();
+  if (!ts.empty() && ts[0] == '>')
+    throw rs::invalid_argument(std::string(cai_name) + ": big-endian data is not supported");
+  const bool well_formed = ts.size() >= 3 && ts.size() <= 4 && (ts[0] == '<' || ts[0] == '|' || ts[0] == '=') &&
+                           std::string("fiu").find(ts[1]) != std::string::npos &&
+                           ts.find_first_not_of("0123456789", 2) == std::string::npos;
+  if (!well_formed)
+    throw rs::invalid_argument(std::string(cai_name) + ": typestr " + nb::cast<std::string>(nb::repr(ts_obj)) +
+                               " is not one resident reads (such as '<f4')");
+  const int bytes = std::atoi(ts.c_str() + 2);
+  r.dtype = DLDataType{static_cast<std::uint8_t>(ts[1] == 'f' ? kDLFloat : ts[1] == 'i' ? kDLInt : kDLUInt),
+                       static_cast<std::uint8_t>(8 * bytes), 1};
+  visit(r.dtype, [](auto) {});
+  if (cai.contains("mask") && !cai["mask"].is_none())
+    throw rs::invalid_argument(std::string(cai_name) + ": a masked array; resident uses every element (fill the masked "
+                               "ones and pass the data alone)");
+  std::vector<std::int64_t> strides;
+  if (cai.contains("strides") && !cai["strides"].is_none()) {
+    nb::object st = cai["strides"];
+    if (!(PyTuple_Check(st.ptr()) || PyList_Check(st.ptr())) || std::size_t(PySequence_Size(st.ptr())) != r.shape.size())
+      throw rs::invalid_argument(std::string(cai_name) + ": strides " + nb::cast<std::string>(nb::repr(st)) +
+                                 " is not a tuple of one int per dimension of the shape");
+    for (nb::handle e : nb::borrow<nb::sequence>(st)) {
+      std::int64_t v = 0;
+      if (!PyLong_Check(e.ptr()) || !nb::try_cast(e, v, false) || v % bytes != 0)
+        throw rs::invalid_argument(std::string(cai_name) + ": strides " + nb::cast<std::string>(nb::repr(st)) +
+                                   " are not whole elements");
+      strides.push_back(v / bytes);
+    }
+  }
+  const nb::object data = key("data");
+  std::uintptr_t ptr = 0;
+  if (!PyTuple_Check(data.ptr()) || PyTuple_GET_SIZE(data.ptr()) != 2 ||
+      !nb::try_cast(nb::handle(PyTuple_GET_ITEM(data.ptr(), 0)), ptr, false))
+    throw rs::invalid_argument(std::string(cai_name) + ": data is a tuple (pointer, read_only), not " +
+                               nb::cast<std::string>(nb::repr(data)));
+  r.readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data.ptr(), 1)) == 1;
+  // The device that holds the pointer: the CUDA runtime knows it (an empty array's is the default).
+  const int dev_index = ptr ? rs::detail::cuda::pointer_device(reinterpret_cast<void*>(ptr)) : 0;
+  if (dev_index < 0)
+    throw rs::invalid_argument(std::string(cai_name) + ": the pointer is not device memory of a CUDA device here");
+  const rs::device dev = rs::device::cuda(dev_index);
+  DLTensor t{};
+  t.data = reinterpret_cast<void*>(ptr);
+  t.device = rs::dlpack_device(dev);
+  t.ndim = static_cast<std::int32_t>(r.shape.size());
+  t.dtype = r.dtype;
+  t.shape = r.shape.data();
+  t.strides = strides.empty() ? nullptr : strides.data();
+  r.data = usable(t).second;
+  r.stream = rs::default_stream(dev);
+  if (cai.contains("stream") && !cai["stream"].is_none()) {
+    const std::intptr_t h = stream_handle(cai["stream"], cai_name);
+    if (h == 0) throw rs::invalid_argument(std::string(cai_name) + ": stream 0 is not allowed (version 3)");
+    r.stream.wait_for(rs::stream_ref(r.stream.device(), native_of(h)));
+  }
+  nb::object keep = nb::borrow(obj);
+  r.owner = std::shared_ptr<const void>(new nb::object(std::move(keep)), [](const void* p) {
+    nb::gil_scoped_acquire locked;
+    delete static_cast<const nb::object*>(p);
   });
   r.foreign = true;
   return r;
+}
+
+// Takes another library's array in place: its __dlpack__ (with the stream handshake), a DLPack
+// capsule, or its __cuda_array_interface__. Resident's Arrays are returned as they are. What cannot be
+// used as it is is refused before anything is taken: a refused capsule stays unconsumed.
+py_array from_dlpack(nb::object obj) {
+  if (nb::isinstance<py_array>(obj)) return nb::cast<py_array>(obj);
+  if (PyCapsule_CheckExact(obj.ptr())) {
+    const auto [t, readonly] = capsule_tensor(obj);
+    usable(*t);
+    nb::ndarray<nb::ro> nd;
+    if (!nb::try_cast(obj, nd, false)) throw rs::invalid_argument("from_dlpack: nanobind could not take the capsule");
+    return adopt(std::move(nd), readonly);
+  }
+  if (nb::hasattr(obj, "__dlpack__")) {
+    // Called without a stream, the producer orders its work before the legacy default stream, which
+    // is the stream resident works on for arrays it takes in. Asked for writable memory first, so that
+    // memory its producer marks read-only is known as such.
+    nb::ndarray<> rw;
+    if (nb::try_cast(obj, rw, false)) return adopt(std::move(rw), false);
+    nb::ndarray<nb::ro> ro;
+    if (nb::try_cast(obj, ro, false)) return adopt(std::move(ro), true);
+    throw rs::invalid_argument("from_dlpack: the __dlpack__ of a " + py_type_name(obj) +
+                               " gave no tensor (its producer refused to export it, e.g. an object or structured dtype)");
+  }
+  if (nb::hasattr(obj, "__cuda_array_interface__")) return from_cuda_array_interface(obj);
+  throw rs::invalid_argument("from_dlpack: a " + py_type_name(obj) + " has neither __dlpack__ nor __cuda_array_interface__");
 }
 
 // ---- random fills and reductions on any array ---------------------------------------------------
@@ -378,6 +532,7 @@ auto on_floats(const py_array& a, const char* what, F&& f) {
 
 void fill_uniform(nb::object x, std::uint64_t seed, std::uint64_t offset, double low, double high) {
   py_array a = from_dlpack(x);
+  a.check_writable("fill_uniform");
   on_floats(a, "fill_uniform", [&](auto r) {
     rs::py::fill_uniform(r, seed, offset, low, high);
     a.finish_foreign();
@@ -386,6 +541,7 @@ void fill_uniform(nb::object x, std::uint64_t seed, std::uint64_t offset, double
 
 void fill_normal(nb::object x, std::uint64_t seed, std::uint64_t offset, double mean, double sd) {
   py_array a = from_dlpack(x);
+  a.check_writable("fill_normal");
   on_floats(a, "fill_normal", [&](auto r) {
     rs::py::fill_normal(r, seed, offset, mean, sd);
     a.finish_foreign();
@@ -396,6 +552,7 @@ void fill_bits(nb::object x, std::uint64_t seed, std::uint64_t offset) {
   py_array a = from_dlpack(x);
   if (!(a.dtype.code == kDLUInt && a.dtype.bits == 32))
     throw rs::invalid_argument("fill_bits fills uint32 arrays, not " + rs::dlpack_dtype_name(a.dtype));
+  a.check_writable("fill_bits");
   nb::gil_scoped_release unlocked;
   rs::py::fill_bits(a.ref<std::uint32_t>(), seed, offset);
   a.finish_foreign();
@@ -403,6 +560,10 @@ void fill_bits(nb::object x, std::uint64_t seed, std::uint64_t offset) {
 
 double reduce(nb::object x, rs::py::reduction r) {
   py_array a = from_dlpack(x);
+  // An empty array has a sum (0) but no least or greatest element.
+  if (a.size() == 0 && r != rs::py::reduction::sum)
+    throw rs::invalid_argument(std::string(r == rs::py::reduction::min ? "min" : "max") +
+                               " of an empty array: it has no elements");
   return visit(a.dtype, [&](auto t) {
     using T = decltype(t);
     nb::gil_scoped_release unlocked;
@@ -412,10 +573,24 @@ double reduce(nb::object x, rs::py::reduction r) {
 
 // ---- run-time programs -------------------------------------------------------------------------
 
+// Refuses an output that shares memory with an input other than exactly (in place): element i of the
+// output would overwrite an input element not read yet. `what` names the call.
+void check_overlap(const py_array& in, const py_array& out, const char* what) {
+  const auto* i0 = static_cast<const char*>(in.data);
+  const auto* o0 = static_cast<const char*>(out.data);
+  const std::size_t ib = in.size() * in.itemsize(), ob = out.size() * out.itemsize();
+  if (ib == 0 || ob == 0 || (i0 == o0 && ib == ob)) return;
+  if (std::less<>{}(i0, o0 + ob) && std::less<>{}(o0, i0 + ib))
+    throw rs::invalid_argument(std::string(what) + ": the output overlaps an input without being the same memory; "
+                               "write into separate memory or exactly in place");
+}
+
 // out = p(x) (out defaults to x: in place), as one kernel; float32 or float64.
 nb::object run_program(const rs::program& p, nb::object x, nb::object out) {
   py_array a = from_dlpack(x);
   py_array o = out.is_none() ? a : from_dlpack(out);
+  o.check_writable("program");
+  check_overlap(a, o, "program");
   if (!(a.dtype.code == o.dtype.code && a.dtype.bits == o.dtype.bits))
     throw rs::invalid_argument("program: the input holds " + rs::dlpack_dtype_name(a.dtype) + ", the output " +
                                rs::dlpack_dtype_name(o.dtype));
@@ -458,7 +633,10 @@ nb::tuple jit_target(nb::object x) {
 void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out) {
   std::vector<py_array> in;
   for (nb::handle h : inputs) in.push_back(from_dlpack(nb::borrow<nb::object>(h)));
+  if (in.empty() && out.is_none()) throw rs::invalid_argument("a run-time chain needs an input or an output array");
   const py_array o = out.is_none() ? in.at(0) : from_dlpack(out);
+  o.check_writable("a run-time chain");
+  for (const py_array& a : in) check_overlap(a, o, "a run-time chain");
   rs::jit::inputs ops;
   for (const auto& a : in) ops.arrays.push_back(operand_of(a));
   const rs::jit::operand oo = operand_of(o);
@@ -512,6 +690,7 @@ nb::object matmul(nb::object a_obj, nb::object b_obj, nb::object out_obj, const 
     out_obj = nb::cast(empty_of({a.shape[0], b.shape[1]}, a.dtype, a.device()));
   }
   py_array c = from_dlpack(out_obj);
+  c.check_writable("matmul");
   if (c.shape.size() != 2)
     throw rs::shape_mismatch("matmul takes 2-D arrays, got an out array of " + std::to_string(c.shape.size()) +
                              " dimensions");
@@ -587,6 +766,7 @@ struct py_flow {
         keep.push_back(a.owner);
       }
     };
+    for (const nb::object& o : writes) from_dlpack(o).check_writable("Flow.add: stage '" + name + "'");
     declare(reads, false);
     declare(writes, true);
     return f->add(name, python_work(std::move(work)), std::move(acc), after,
@@ -758,7 +938,7 @@ NB_MODULE(_core, m) {
       .def("__dlpack_device__", &dlpack_device)
       .def_prop_ro("__cuda_array_interface__", &cuda_array_interface);
 
-  m.def("empty", &empty, at_python_line(), nb::arg("shape"), nb::arg("dtype") = "float32", nb::arg("device") = nb::none(),
+  m.def("empty", &empty, at_python_line(), nb::arg("shape").none(), nb::arg("dtype") = "float32", nb::arg("device") = nb::none(),
         "A new uninitialized array from the device's pool.");
   m.def("to_device", &to_device, at_python_line(), nb::arg("host"), nb::arg("device") = nb::none(),
         "Copies a host (NumPy) array into a new array on the device: one counted transfer.");

@@ -164,6 +164,8 @@ def test_bad_input_is_a_typed_exception():
         rs.sum(np.zeros((4, 4), np.float32)[:, 1])
     with pytest.raises(rs.InvalidArgument, match="not supported"):
         rs.from_dlpack(np.zeros(3, np.float16))
+    with pytest.raises(rs.InvalidArgument, match="element type bool8 is not supported"):
+        rs.to_device(np.zeros(3, bool), device="cpu")
     with pytest.raises(rs.InvalidArgument, match="unknown dtype"):
         rs.empty(3, "float16")
     with pytest.raises(rs.InvalidArgument, match="negative"):
@@ -184,6 +186,141 @@ def test_bad_input_is_a_typed_exception():
     if not GPU:
         with pytest.raises(rs.DeviceUnavailable):
             rs.empty(3, device="cuda:0")
+
+
+def read_only(a):
+    a.flags.writeable = False
+    return a
+
+
+def test_memory_marked_read_only_is_read_but_never_written():
+    ro = read_only(np.arange(8, dtype=np.float32))
+    immutable = bytes(np.arange(8, dtype=np.float32).tobytes())
+    backed = np.frombuffer(immutable, np.float32)  # the memory of a bytes object
+    u32 = read_only(np.arange(8, dtype=np.uint32))
+    m = read_only(np.ones((2, 2), np.float32))
+    writers = {
+        "fill_uniform": lambda x: rs.random.fill_uniform(x, seed=1),
+        "fill_normal": lambda x: rs.random.fill_normal(x, seed=1),
+        "program": lambda x: rs.op.neg()(x),
+        "program out": lambda x: rs.op.neg()(np.ones(8, np.float32), out=x),
+        "Flow.add": lambda x: rs.Flow(device="cpu").add("w", lambda: None, writes=[x]),
+        "jit": lambda x: rs.stage("float twice(float v) { return 2 * v; }")(np.ones(8, np.float32), out=x),
+    }
+    for name, write in writers.items():
+        for x in (ro, backed, rs.from_dlpack(ro)):
+            with pytest.raises(rs.InvalidArgument, match="read-only"):
+                write(x)
+    with pytest.raises(rs.InvalidArgument, match="read-only"):
+        rs.random.fill_bits(u32, seed=1)
+    with pytest.raises(rs.InvalidArgument, match="read-only"):
+        rs.matmul(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32), out=m)
+    assert np.array_equal(ro, np.arange(8, dtype=np.float32)) and np.array_equal(u32, np.arange(8))
+    assert immutable == np.arange(8, dtype=np.float32).tobytes() and np.array_equal(m, np.ones((2, 2)))
+    # Reading is fine, and a read-only array stays read-only when it is shared on.
+    assert rs.sum(backed) == 28.0 and rs.max(ro) == 7.0
+    out = np.zeros(8, np.float32)
+    rs.op.neg()(ro, out=out)
+    assert np.array_equal(out, -np.arange(8))
+    a = rs.from_dlpack(ro)
+    assert a.data_ptr == ro.ctypes.data
+    view = np.from_dlpack(a)
+    assert not view.flags.writeable and view.ctypes.data == ro.ctypes.data
+    with pytest.raises(BufferError, match="read-only"):
+        a.__dlpack__()  # an unversioned capsule cannot say read-only
+    with pytest.raises(BufferError, match="read-only"):
+        a.__dlpack__(max_version=(0, 8))
+
+
+def test_min_and_max_of_an_empty_array_are_refused_and_its_sum_is_zero():
+    for dtype in (np.float32, np.float64, np.int32, np.uint64):
+        e = np.zeros(0, dtype)
+        assert rs.sum(e) == 0.0
+        with pytest.raises(rs.InvalidArgument, match="empty"):
+            rs.min(e)
+        with pytest.raises(rs.InvalidArgument, match="empty"):
+            rs.max(rs.empty((3, 0), np.dtype(dtype).name, device="cpu"))
+
+
+def test_a_shape_of_anything_but_ints_is_refused_before_allocating():
+    for bad in (2.5, None, "3", [2, 1.5], (2, None), np.float64(4.0), {"a": 1}):
+        with pytest.raises(rs.InvalidArgument, match="shape"):
+            rs.empty(bad, device="cpu")
+    for bad in (2 ** 63, (2, 2 ** 64)):
+        with pytest.raises(rs.InvalidArgument, match="beyond"):
+            rs.empty(bad, device="cpu")
+    with pytest.raises(rs.InvalidArgument, match="negative"):
+        rs.empty([3, -(2 ** 70)], device="cpu")
+    with pytest.raises(rs.InvalidArgument, match="overflows"):
+        rs.empty((2 ** 40, 2 ** 40), device="cpu")
+    assert rs.empty([2, np.int64(3)], device="cpu").shape == (2, 3)
+    assert rs.empty((), device="cpu").shape == () and rs.empty((4, 0), device="cpu").size == 0
+
+
+def test_a_capsule_is_taken_once_and_a_refused_one_stays_unconsumed():
+    h = np.arange(8, dtype=np.float64)
+    cap = h.__dlpack__()
+    assert rs.from_dlpack(cap).data_ptr == h.ctypes.data
+    with pytest.raises(rs.InvalidArgument, match="consumed already"):
+        rs.from_dlpack(cap)
+    for src, why in ((np.zeros(4, np.float16), "not supported"), (np.arange(8.0)[::2], "strided")):
+        cap = src.__dlpack__()
+        for _ in range(2):  # refused each time: the capsule was not consumed by the refusal
+            with pytest.raises(rs.InvalidArgument, match=why):
+                rs.from_dlpack(cap)
+    import datetime
+    with pytest.raises(rs.InvalidArgument, match="not a DLPack tensor"):
+        rs.from_dlpack(datetime.datetime_CAPI)
+    with pytest.raises(rs.InvalidArgument, match="gave no tensor"):
+        rs.from_dlpack(np.array([1, "a"], dtype=object))
+
+
+class _FakeCAI:
+    def __init__(self, desc):
+        self.__cuda_array_interface__ = desc
+
+
+def test_a_malformed_cuda_array_interface_is_refused_not_crashed_on():
+    good = {"shape": (3, 4), "typestr": "<f4", "data": (0, False), "version": 3}
+    bad = [
+        (dict(good, strides=()), "strides"),  # fewer strides than dimensions (read past the tuple before)
+        (dict(good, strides=(16, 4, 1)), "strides"),
+        (dict(good, strides=(16, "4")), "strides"),
+        (dict(good, strides=(16, 3)), "whole elements"),
+        (dict(good, typestr=""), "typestr"),
+        (dict(good, typestr="<f4x"), "typestr"),
+        (dict(good, typestr=4), "typestr"),
+        (dict(good, typestr=">f4"), "big-endian"),
+        (dict(good, typestr="<f2"), "not supported"),
+        (dict(good, data=None), "data"),
+        (dict(good, data=("0", False)), "data"),
+        (dict(good, shape=(3, 2.0)), "shape"),
+        (dict(good, mask=(0, False)), "masked"),
+        ({"shape": (3,), "typestr": "<f4"}, "no 'data'"),
+        ({"typestr": "<f4", "data": (0, False)}, "no 'shape'"),
+        (5, "is a dict"),
+    ]
+    for desc, why in bad:
+        with pytest.raises(rs.InvalidArgument, match=why):
+            rs.from_dlpack(_FakeCAI(desc))
+    # A null pointer with elements, or memory this build cannot reach, is refused too.
+    with pytest.raises(rs.Error):
+        rs.from_dlpack(_FakeCAI(dict(good, data=(0, False))))
+
+
+def test_a_program_output_overlapping_its_input_is_refused_and_exact_in_place_runs():
+    buf = np.random.default_rng(1).random(1000).astype(np.float32)
+    before = buf.copy()
+    for x, out in ((buf[:-1], buf[1:]), (buf[1:], buf[:-1]), (buf[:600], buf[400:])):
+        with pytest.raises(rs.InvalidArgument, match="overlaps"):
+            rs.op.neg()(x, out=out)
+        with pytest.raises(rs.InvalidArgument, match="overlaps"):
+            rs.stage("float neg(float v) { return -v; }")(x, out=out)
+    assert np.array_equal(buf, before), "nothing was written"
+    rs.op.neg()(buf[:500], out=buf[500:])  # disjoint halves of one buffer
+    assert np.array_equal(buf[500:], -before[:500])
+    rs.op.neg()(buf, out=buf)  # exactly in place
+    assert np.array_equal(buf[:500], -before[:500])
 
 
 def test_to_numba_refuses_cpu_arrays_and_other_libraries_arrays():

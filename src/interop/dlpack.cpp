@@ -13,6 +13,7 @@ std::string dlpack_dtype_name(DLDataType t) {
     case kDLFloat: code = "float"; break;
     case kDLBfloat: code = "bfloat"; break;
     case kDLComplex: code = "complex"; break;
+    case 6: code = "bool"; break;  // kDLBool (DLPack 0.8), which older headers lack
     default: code = "code" + std::to_string(t.code) + "_"; break;
   }
   std::string s = code + std::to_string(t.bits);
@@ -83,7 +84,8 @@ std::pair<void*, std::size_t> dlpack_checked(const DLTensor& t, DLDataType want,
     const std::int64_t e = t.shape[i];
     if (e < 0) RESIDENT_FAIL("DLPack: extent " + std::to_string(e) + " in dimension " + std::to_string(i));
     if (t.strides && e != 1 && t.strides[i] != expect) contiguous = false;
-    if (e != 0 && n > std::numeric_limits<std::uint64_t>::max() / std::uint64_t(e))
+    // Beyond 2^63 - 1 elements no int64 stride or index reaches them all (and the expected stride overflows).
+    if (e != 0 && n > std::uint64_t(std::numeric_limits<std::int64_t>::max()) / std::uint64_t(e))
       RESIDENT_FAIL("DLPack: the tensor's element count overflows");
     n *= std::uint64_t(e);
     expect *= e;

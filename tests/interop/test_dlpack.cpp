@@ -160,6 +160,16 @@ TEST_P(dlpack, what_cannot_be_used_in_place_is_refused_and_stays_with_its_owner)
     t->deleter(t);
     EXPECT_TRUE(deleted);
   }
+  // Extents whose product passes 2^63 - 1 elements: no int64 index reaches them (and for bytes the
+  // byte count itself does not overflow, so only the element count can refuse them).
+  for (std::vector<std::int64_t> shape : {std::vector<std::int64_t>{std::int64_t(1) << 32, (std::int64_t(1) << 32) - 1},
+                                          std::vector<std::int64_t>{std::int64_t(1) << 32, (std::int64_t(1) << 31) + 1}}) {
+    bool deleted = false;
+    DLManagedTensor* t = fresh(shape, {}, &deleted, 0, {kDLUInt, 8, 1});
+    EXPECT_THROW(rs::from_dlpack<std::uint8_t>(t), rs::invalid_argument);
+    EXPECT_FALSE(deleted);
+    t->deleter(t);
+  }
   bool deleted = false;
   DLManagedTensor* t = fresh({16}, {}, &deleted);
   t->dl_tensor.device = {kDLCUDAManaged, 0};
@@ -174,6 +184,7 @@ TEST_P(dlpack, what_cannot_be_used_in_place_is_refused_and_stays_with_its_owner)
   EXPECT_FALSE(deleted);
   t->deleter(t);
   EXPECT_THROW(rs::from_dlpack<float>(nullptr), rs::invalid_argument);
+  EXPECT_EQ(rs::dlpack_dtype_name({6, 8, 1}), "bool8");  // NumPy's and PyTorch's bool, named in messages
   rs::array<float> gone(4, dev);
   rs::array<float> taker = std::move(gone);
   EXPECT_THROW(rs::to_dlpack(std::move(gone)), rs::invalid_argument);
