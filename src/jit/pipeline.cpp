@@ -1,5 +1,6 @@
 // Run-time chains: reading the stages' signatures, checking the chain's types, generating ONE kernel's
 // text from the template below, and dispatching to the backend of the arrays' device.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -41,21 +42,95 @@ using kind = part::kind;
 
 // --- reading a function's signature --------------------------------------------------------------
 
-std::string without_comments(const std::string& s) {
-  std::string out;
+// The text as the compiler's parser sees its declarations: comments, preprocessor lines and the
+// contents of string and character literals blanked (newlines kept), so that a brace or "//" inside a
+// literal or a macro is not read as code. @throws invalid_argument for text that cannot compile whole
+// (an unterminated comment or literal, unbalanced brackets): told before compiling, and in the stage's
+// own terms, rather than as a compiler's complaint about the kernel around it.
+std::string code_of(const std::string& s, const char* what) {
+  std::string out(s.size(), ' ');
+  auto line_of = [&](std::size_t i) { return std::to_string(1 + std::count(s.begin(), s.begin() + std::ptrdiff_t(i), '\n')); };
+  std::string open;  // the brackets open at this point
+  std::vector<std::size_t> open_at;
+  bool line_start = true;
   for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '\n') {
+      out[i] = '\n';
+      line_start = true;
+      continue;
+    }
+    if (line_start && c == '#') {  // a directive, with its continuation lines
+      for (; i < s.size() && !(s[i] == '\n' && s[i - 1] != '\\'); ++i)
+        if (s[i] == '\n') out[i] = '\n';
+      if (i < s.size()) out[i] = '\n';
+      continue;
+    }
+    if (!std::isspace(static_cast<unsigned char>(c))) line_start = false;
     if (s.compare(i, 2, "//") == 0) {
-      while (i < s.size() && s[i] != '\n') ++i;
-      out += '\n';
+      while (i + 1 < s.size() && s[i + 1] != '\n') ++i;
     } else if (s.compare(i, 2, "/*") == 0) {
       const auto e = s.find("*/", i + 2);
-      i = e == std::string::npos ? s.size() : e + 1;
-      out += ' ';
+      RESIDENT_EXPECTS(e != std::string::npos,
+                       std::string(what) + ": the comment opened on line " + line_of(i) + " is not closed with */");
+      for (std::size_t k = i; k < e + 2; ++k)
+        if (s[k] == '\n') out[k] = '\n';
+      i = e + 1;
+    } else if (c == 'R' && i + 1 < s.size() && s[i + 1] == '"' &&
+               (i == 0 || !(std::isalnum(static_cast<unsigned char>(s[i - 1])) || s[i - 1] == '_'))) {
+      const auto paren = s.find('(', i + 2);
+      const auto e = paren == std::string::npos ? paren : s.find(")" + s.substr(i + 2, paren - i - 2) + "\"", paren);
+      RESIDENT_EXPECTS(e != std::string::npos,
+                       std::string(what) + ": the raw string opened on line " + line_of(i) + " is not closed");
+      out[i] = 'R';
+      out[i + 1] = out[s.find('"', e + 1)] = '"';
+      for (std::size_t k = i; k < e; ++k)
+        if (s[k] == '\n') out[k] = '\n';
+      i = s.find('"', e + 1);
+    } else if (c == '"' || (c == '\'' && !(i > 0 && std::isxdigit(static_cast<unsigned char>(s[i - 1]))))) {
+      // A literal (a ' between digits is C++14's digit separator): to its closing quote on this line.
+      std::size_t k = i + 1;
+      for (; k < s.size() && s[k] != c && s[k] != '\n'; ++k)
+        if (s[k] == '\\') ++k;
+      RESIDENT_EXPECTS(k < s.size() && s[k] == c, std::string(what) + ": the " +
+                                                      (c == '"' ? "string" : "character") + " literal on line " +
+                                                      line_of(i) + " is not closed on its line");
+      out[i] = out[k] = c;
+      i = k;
     } else {
-      out += s[i];
+      out[i] = c;
+      if (c == '{' || c == '(' || c == '[') {
+        open += c;
+        open_at.push_back(i);
+      } else if (c == '}' || c == ')' || c == ']') {
+        const char want = c == '}' ? '{' : c == ')' ? '(' : '[';
+        RESIDENT_EXPECTS(!open.empty() && open.back() == want,
+                         std::string(what) + ": the '" + c + "' on line " + line_of(i) + " closes " +
+                             (open.empty() ? std::string("nothing") : "the '" + open.substr(open.size() - 1) +
+                                                                           "' of line " + line_of(open_at.back())) +
+                             "; balance the text's brackets");
+        open.pop_back();
+        open_at.pop_back();
+      }
     }
   }
+  RESIDENT_EXPECTS(open.empty(), std::string(what) + ": the '" + (open.empty() ? "" : open.substr(open.size() - 1)) +
+                                     "' on line " + (open_at.empty() ? "" : line_of(open_at.back())) +
+                                     " is never closed; balance the text's brackets");
   return out;
+}
+
+// Whether a spelled type passes its value by value: no pointer, array or rvalue reference, and a
+// reference only to const.
+bool by_value(const std::string& type) {
+  if (type.find_first_of("*[") != std::string::npos || type.find("&&") != std::string::npos) return false;
+  if (type.find('&') == std::string::npos) return true;
+  const std::string t = " " + type + " ";
+  for (std::size_t p = t.find("const"); p != std::string::npos; p = t.find("const", p + 1))
+    if (!std::isalnum(static_cast<unsigned char>(t[p - 1])) && t[p - 1] != '_' &&
+        !std::isalnum(static_cast<unsigned char>(t[p + 5])) && t[p + 5] != '_')
+      return true;
+  return false;
 }
 
 std::vector<std::string> words(const std::string& s) {
@@ -162,7 +237,7 @@ std::vector<std::string> split_params(const std::string& p) {
 }
 
 part read_stage(kind k, std::string source, std::string name, const char* what) {
-  const std::string clean = without_comments(source);
+  const std::string clean = code_of(source, what);
   const auto fs = functions(clean);
   RESIDENT_EXPECTS(!fs.empty(), std::string(what) + ": the text defines no function; write one, e.g. "
                                 "\"float f(float v) { return 2.0f * v; }\"");
@@ -177,12 +252,18 @@ part read_stage(kind k, std::string source, std::string name, const char* what) 
   p.what = k;
   p.source = std::move(source);
   p.name = f->name;
+  RESIDENT_EXPECTS(by_value(f->result) && f->result.find('&') == std::string::npos,
+                   std::string(what) + ": the return type of " + f->name +
+                       " is a pointer or a reference; a stage returns its value by value");
   RESIDENT_EXPECTS(element_named(words(f->result), &p.result),
                    std::string(what) + ": cannot read the return type '" + f->result + "' of " + f->name +
                        "; write one of float, double, int, unsigned, long long, unsigned long long (or the "
                        "<cstdint> names)");
   for (std::string prm : split_params(f->params)) {
     if (auto eq = prm.find('='); eq != std::string::npos) prm.resize(eq);
+    RESIDENT_EXPECTS(by_value(prm), std::string(what) + ": parameter '" + prm + "' of " + f->name +
+                                        " is a pointer, an array or a reference to non-const; a stage takes its "
+                                        "values by value (or by const&)");
     auto w = words(prm);
     if (w.size() > 1 && !is_type_word(w.back()) && w.back() != "const") w.pop_back();  // the parameter's name
     element e{};
@@ -320,6 +401,28 @@ std::string generator_code(const part& g) {
   return s;
 }
 
+// A user reduction's init becomes a value of the chain's type: one the type cannot hold (a fraction,
+// NaN or out of range for an integer; beyond float's range for float) would start the fold from
+// another value, or from undefined behaviour.
+void check_init(const part& r, element t) {
+  const double a = r.a;
+  bool ok = true;
+  switch (t) {
+    case element::f64: break;
+    case element::f32: ok = !std::isfinite(a) || std::abs(a) <= double(std::numeric_limits<float>::max()); break;
+    case element::i32: ok = a == std::trunc(a) && a >= -0x1p31 && a < 0x1p31; break;
+    case element::u32: ok = a == std::trunc(a) && a >= 0 && a < 0x1p32; break;
+    case element::i64: ok = a == std::trunc(a) && a >= -0x1p63 && a < 0x1p63; break;
+    case element::u64: ok = a == std::trunc(a) && a >= 0 && a < 0x1p64; break;
+  }
+  if (!ok) {
+    std::ostringstream v;
+    v << a;
+    RESIDENT_FAIL("jit: the reduction " + r.name + " starts from init " + v.str() + ", which " + type_name(t) +
+                  " cannot hold; give a " + (t == element::f32 ? "value within float's range" : "whole number in its range"));
+  }
+}
+
 }  // namespace
 
 std::string generate(const std::vector<part>& parts, const signature& sig, flavor fl) {
@@ -358,6 +461,7 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
                     ") and returns " + type_name(red->result) + "; the chain's values are " + type_name(value) +
                     ", so it must take (" + type_name(value) + ", " + type_name(value) + ") and return " +
                     type_name(value));
+    if (red->what == kind::reduce) check_init(*red, value);
     RESIDENT_EXPECTS(sig.out == value, std::string("jit: the chain reduces ") + type_name(value) +
                                            " values; ask for result<" + type_name(value) + "> (not " +
                                            type_name(sig.out) + ")");
@@ -754,6 +858,22 @@ void check_inputs(const inputs& in, std::size_t n, device d, const char* what) {
   }
 }
 
+// An output partly over an input would read elements the same call has already written (the order
+// of the pieces is not fixed): refused. Exactly in place, element for element, is allowed.
+void check_overlap(const inputs& in, const operand& out, const char* what) {
+  const auto o = reinterpret_cast<std::uintptr_t>(out.data);
+  const std::size_t ob = out.size * detail::size_of(out.type);
+  for (std::size_t k = 0; k < in.arrays.size(); ++k) {
+    const operand& x = in.arrays[k];
+    const auto i = reinterpret_cast<std::uintptr_t>(x.data);
+    const std::size_t ib = x.size * detail::size_of(x.type);
+    if (ob == 0 || ib == 0 || i >= o + ob || o >= i + ib) continue;
+    if (i == o && detail::size_of(x.type) == detail::size_of(out.type)) continue;
+    RESIDENT_FAIL(std::string(what) + ": the output overlaps input " + std::to_string(k) +
+                  " without being the same elements; write into separate memory or exactly in place");
+  }
+}
+
 std::vector<element> types_of(const inputs& in) {
   std::vector<element> t;
   for (const auto& o : in.arrays) t.push_back(o.type);
@@ -779,6 +899,7 @@ void pipeline::memoize(const detail::signature& sig, device d, std::shared_ptr<d
 void pipeline::run(const inputs& in, const operand& out) const {
   const device d = out.stream.device();
   check_inputs(in, out.size, d, "jit pipeline");
+  check_overlap(in, out, "jit pipeline");
   detail::signature sig{types_of(in), out.type, false};
   detail::kernel_args a = args_for(parts_, in);
   a.out = const_cast<void*>(out.data);
