@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
@@ -181,6 +182,7 @@ bool element_named(std::vector<std::string> w, element* e) {
 
 struct function_text {
   std::string name, result, params;
+  std::size_t result_at = 0;  // where the return type's text begins
 };
 
 // The functions defined at the top level of s: an identifier, (...), then { at depth 0.
@@ -211,7 +213,7 @@ std::vector<function_text> functions(const std::string& s) {
       std::size_t after = close + 1;
       while (after < s.size() && s[after] != '{' && s[after] != ';' && s[after] != '(') ++after;
       if (b < e && after < s.size() && s[after] == '{')
-        found.push_back({s.substr(b, e - b), s.substr(start, b - start), s.substr(i + 1, close - i - 1)});
+        found.push_back({s.substr(b, e - b), s.substr(start, b - start), s.substr(i + 1, close - i - 1), start});
       i = close;
     }
   }
@@ -236,6 +238,28 @@ std::vector<std::string> split_params(const std::string& p) {
   return out;
 }
 
+// A type's text without attributes ([[nodiscard]], __attribute__((...))), which say nothing of its type.
+std::string without_attributes(std::string t) {
+  for (std::size_t p; (p = t.find("[[")) != std::string::npos;) {
+    const auto e = t.find("]]", p);
+    t.replace(p, e == std::string::npos ? std::string::npos : e + 2 - p, " ");
+  }
+  for (std::size_t p; (p = t.find("__attribute__")) != std::string::npos;) {
+    std::size_t e = t.find('(', p);
+    for (int depth = 0; e < t.size(); ++e) {
+      if (t[e] == '(') ++depth;
+      if (t[e] == ')' && --depth == 0) break;
+    }
+    t.replace(p, e == std::string::npos || e >= t.size() ? std::string::npos : e + 1 - p, " ");
+  }
+  return t;
+}
+
+std::string trimmed(const std::string& t) {
+  const auto b = t.find_first_not_of(" \t\r\n");
+  return b == std::string::npos ? "" : t.substr(b, t.find_last_not_of(" \t\r\n") - b + 1);
+}
+
 part read_stage(kind k, std::string source, std::string name, const char* what) {
   const std::string clean = code_of(source, what);
   const auto fs = functions(clean);
@@ -252,15 +276,19 @@ part read_stage(kind k, std::string source, std::string name, const char* what) 
   p.what = k;
   p.source = std::move(source);
   p.name = f->name;
-  RESIDENT_EXPECTS(by_value(f->result) && f->result.find('&') == std::string::npos,
+  const std::string result = without_attributes(f->result);
+  // Messages quote the text as written (the parse reads it with literals blanked).
+  const std::string shown = trimmed(p.source.substr(f->result_at, f->result.size()));
+  RESIDENT_EXPECTS(by_value(result) && result.find('&') == std::string::npos,
                    std::string(what) + ": the return type of " + f->name +
                        " is a pointer or a reference; a stage returns its value by value");
-  RESIDENT_EXPECTS(element_named(words(f->result), &p.result),
-                   std::string(what) + ": cannot read the return type '" + f->result + "' of " + f->name +
+  RESIDENT_EXPECTS(element_named(words(result), &p.result),
+                   std::string(what) + ": cannot read the return type '" + shown + "' of " + f->name +
                        "; write one of float, double, int, unsigned, long long, unsigned long long (or the "
                        "<cstdint> names)");
-  for (std::string prm : split_params(f->params)) {
+  for (std::string prm : split_params(without_attributes(f->params))) {
     if (auto eq = prm.find('='); eq != std::string::npos) prm.resize(eq);
+    prm = trimmed(prm);
     RESIDENT_EXPECTS(by_value(prm), std::string(what) + ": parameter '" + prm + "' of " + f->name +
                                         " is a pointer, an array or a reference to non-const; a stage takes its "
                                         "values by value (or by const&)");
@@ -423,6 +451,31 @@ void check_init(const part& r, element t) {
   }
 }
 
+// A stage's #include lines outside any #if, moved before its namespace (a header included inside a
+// namespace does not compile), each at its own line number; blank lines keep the others' numbers.
+std::pair<std::string, std::string> hoist_includes(const std::string& source, const std::string& label) {
+  std::istringstream in(source);
+  std::string line, includes, body;
+  int number = 0, conditional = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    std::size_t i = line.find_first_not_of(" \t");
+    const bool directive = i != std::string::npos && line[i] == '#';
+    if (directive) i = line.find_first_not_of(" \t", i + 1);
+    const auto is = [&](const char* w) { return directive && i != std::string::npos && line.compare(i, std::strlen(w), w) == 0; };
+    if (is("if")) ++conditional;
+    if (is("endif")) --conditional;
+    if (is("include") && conditional == 0) {
+      includes += "#line " + std::to_string(number) + " \"" + label + "\"\n" + line + "\n";
+      body += "\n";
+    } else {
+      body += line + "\n";
+    }
+  }
+  if (includes.empty()) return {"", source};
+  return {includes, body};
+}
+
 }  // namespace
 
 std::string generate(const std::vector<part>& parts, const signature& sig, flavor fl) {
@@ -504,7 +557,8 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
     }
     if (p.what != kind::map && p.what != kind::reduce) continue;
     const std::string label = p.what == kind::map ? "stage " + std::to_string(++index) : std::string("reduction");
-    s += "namespace rs_" + std::to_string(&p - parts.data()) + " {\n#line 1 \"" + label + "\"\n" + p.source +
+    const auto [includes, body] = hoist_includes(p.source, label);
+    s += includes + "namespace rs_" + std::to_string(&p - parts.data()) + " {\n#line 1 \"" + label + "\"\n" + body +
          "\n}\n";
   }
   s += "#line 1 \"resident kernel\"\n";

@@ -233,6 +233,25 @@ TEST_P(jit, stage_text_is_read_as_the_compiler_reads_it) {
       EXPECT_NE(e.log().find("no_such_header_here.h"), std::string::npos) << e.log();
     }
   }
+  if (!dev.is_cuda()) {  // a standard header included by a stage (NVRTC has none of the host's)
+    rs::jit::map("#include <array>\n#include <algorithm>\n"
+                 "float g(float v) { std::array<float, 2> a{v, 5.0f}; return std::max(a[0], a[1]); }")(y);
+    for (float v : y.to_host()) ASSERT_EQ(v, 5.f);
+    try {
+      rs::jit::map("float g(float v) { return v; }\n#include <array>\nfloat h(float v) { return undefined_name; }")(y);
+      ADD_FAILURE() << "compiled";
+    } catch (const rs::jit::compile_error& e) {
+      EXPECT_NE(e.log().find("stage 1:3:"), std::string::npos) << e.log();
+    }
+  }
+  // Attributes are not part of a type; a message quotes the text as written.
+  rs::jit::map("[[nodiscard]] float g(float v) { return v + 1.0f; }")(y);
+  try {
+    rs::jit::map("extern \"C\" float g(float v) { return v; }");
+    ADD_FAILURE() << "accepted";
+  } catch (const rs::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'extern \"C\" float'"), std::string::npos) << e.what();
+  }
   // Text the compiler cannot take whole, and types the chain cannot pass, are refused before compiling.
   const auto before = rs::jit::stats().compiled;
   for (const char* bad : {"float g(float v) { return v; ", "float g(float v) { return v; } }",
