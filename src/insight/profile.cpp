@@ -52,6 +52,13 @@ struct timer {
 
 using site_table = std::map<site_key, profile_site>;
 
+// What an open profile subtracts and what it cannot: the figures when it began, and per site the fewest
+// and most bytes one call moved since (a least or greatest value does not subtract).
+struct snapshot {
+  site_table before;
+  std::map<site_key, std::pair<std::uint64_t, std::uint64_t>> call_bytes;
+};
+
 // Everything collected, for the whole process. Never destroyed: the report at exit and calls made
 // from static destructors may still use it.
 struct collector {
@@ -60,7 +67,7 @@ struct collector {
   std::deque<timer> timers;      // stable addresses; indices handed to scopes
   std::vector<int> free_timers;  // indices of timers not in use
   std::vector<int> pending;      // recorded, time not read yet, oldest first
-  std::map<std::uint64_t, site_table> snapshots;  // per open profile: the figures when it began
+  std::map<std::uint64_t, snapshot> snapshots;  // per open profile
   std::uint64_t next_snapshot = 1;
   bool at_exit_registered = false;
   std::set<std::string> files;  // the call sites' file names, interned: t_last points into it
@@ -246,6 +253,10 @@ call_scope::~call_scope() {
   const std::uint64_t moved = facts_.bytes_read + facts_.bytes_written;
   r.min_call_bytes = r.calls == 0 ? moved : std::min(r.min_call_bytes, moved);
   r.max_call_bytes = std::max(r.max_call_bytes, moved);
+  for (auto& [id, snap] : c.snapshots) {
+    auto [b, fresh] = snap.call_bytes.try_emplace(k, moved, moved);
+    if (!fresh) b->second = {std::min(b->second.first, moved), std::max(b->second.second, moved)};
+  }
   ++r.calls;
   r.stages = facts_.stages;
   r.kernels += kernels_;
@@ -375,11 +386,17 @@ const char* nvtx_state() noexcept {
 
 namespace {
 
-// Figures of `now` minus those of `before`, site by site (sites without calls since are dropped).
-std::vector<profile_site> difference(const site_table& now, const site_table& before) {
+// Figures of `now` minus those of `since.before`, site by site (sites without calls since are dropped);
+// the per-call byte range that of the calls since.
+std::vector<profile_site> difference(const site_table& now, const snapshot& since) {
+  const site_table& before = since.before;
   std::vector<profile_site> out;
   for (auto& [k, r] : now) {
     profile_site d = r;
+    if (auto it = since.call_bytes.find(k); it != since.call_bytes.end())
+      std::tie(d.min_call_bytes, d.max_call_bytes) = it->second;
+    else if (before.count(k))
+      d.min_call_bytes = d.max_call_bytes = 0;  // no call since
     if (auto it = before.find(k); it != before.end()) {
       const profile_site& b = it->second;
       d.calls -= b.calls;
@@ -411,7 +428,7 @@ std::vector<profile_site> difference(const site_table& now, const site_table& be
   return out;
 }
 
-profile_report make_report(const site_table& before) {
+profile_report make_report(const snapshot& before) {
   collector& c = the();
   profile_report rep;
   {
@@ -527,7 +544,7 @@ profile::profile(profile_output out) : out_(out) {
   std::lock_guard lock(c.m);
   resolve(c, c.pending.size());
   start_ = c.next_snapshot++;
-  c.snapshots[start_] = c.sites;
+  c.snapshots[start_].before = c.sites;
   read_environment();
   g_collecting.fetch_add(one_profile, std::memory_order_relaxed);
 }
@@ -546,12 +563,12 @@ profile::~profile() {
 
 profile_report profile::report() const {
   collector& c = the();
-  site_table before;
+  snapshot since;
   {
     std::lock_guard lock(c.m);
-    before = c.snapshots[start_];
+    since = c.snapshots[start_];
   }
-  return make_report(before);
+  return make_report(since);
 }
 
 }  // namespace resident

@@ -1,5 +1,6 @@
 // The profile's report: the table, the JSON, and the advice drawn from measured conditions.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ostream>
 #include <sstream>
@@ -65,9 +66,28 @@ std::string wrap(const std::string& text, std::size_t width) {
 }
 std::string bytes(std::uint64_t b) { return detail::format_bytes(double(b)); }
 
+// The length of the well-formed UTF-8 sequence at s[i], 0 when none starts there.
+std::size_t utf8_length(const std::string& s, std::size_t i) {
+  const auto at = [&](std::size_t k) { return k < s.size() ? static_cast<unsigned char>(s[k]) : 0u; };
+  const unsigned c = at(i);
+  std::size_t n = 0;
+  unsigned lo = 0x80, hi = 0xbf;  // the second byte's range (narrower after E0, ED, F0, F4)
+  if (c >= 0xc2 && c <= 0xdf) n = 2;
+  else if (c >= 0xe0 && c <= 0xef) n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+  else if (c >= 0xf0 && c <= 0xf4) n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+  else return 0;
+  if (at(i + 1) < lo || at(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if (at(i + k) < 0x80 || at(i + k) > 0xbf) return 0;
+  return n;
+}
+
+// A JSON string; bytes that are not UTF-8 (a file name in another encoding, from a foreign site)
+// become U+FFFD, so the document stays valid.
 std::string json_string(const std::string& s) {
   std::string o = "\"";
-  for (char ch : s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char ch = s[i];
     const unsigned char c = static_cast<unsigned char>(ch);
     if (c == '"' || c == '\\') {
       o += '\\';
@@ -76,13 +96,20 @@ std::string json_string(const std::string& s) {
       char b[8];
       std::snprintf(b, sizeof b, "\\u%04x", c);
       o += b;
-    } else {
+    } else if (c < 0x80) {
       o += ch;
+    } else if (const std::size_t n = utf8_length(s, i)) {
+      o.append(s, i, n);
+      i += n - 1;
+    } else {
+      o += "\\ufffd";
     }
   }
   return o + "\"";
 }
+// A JSON number; a figure that is not finite was not measured: null (docs/json.md).
 std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
   char b[32];
   std::snprintf(b, sizeof b, "%.6g", v);
   return b;

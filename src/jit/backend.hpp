@@ -78,7 +78,8 @@ bool read_entry(const std::string& key, const char* suffix, std::string* payload
 void write_entry(const std::string& key, const char* suffix, const std::string& payload);
 /// The path of a plain disk file `<key><suffix>` in the cache folder ("" when the cache is off).
 std::string entry_path(const std::string& key, const char* suffix);
-/// A fresh temporary path next to the cache's entries (or in the system's temporary folder).
+/// A fresh temporary path next to the cache's entries (or in the system's temporary folder), for
+/// write_entry's atomic rename.
 std::string temporary_path(const std::string& key, const char* suffix);
 /// Counts for stats().
 void count_compiled();

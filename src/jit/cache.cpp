@@ -126,18 +126,15 @@ void write_entry(const std::string& key, const char* suffix, const std::string& 
   const std::string path = entry_path(key, suffix);
   if (path.empty()) return;
   const std::string tmp = temporary_path(key, suffix);
+  bool whole = false;
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return;
+    if (!f) return;  // a folder that takes no files: the disk cache is off
     f << header(key, payload) << payload;
-    f.flush();
-    if (!f) {
-      f.close();
-      ::unlink(tmp.c_str());
-      return;
-    }
+    f.close();
+    whole = bool(f);  // a full disk fails the write or the close
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
+  if (!whole || std::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
 }
 
 std::shared_ptr<loaded> cached(const std::string& key, const std::function<std::shared_ptr<loaded>()>& make) {

@@ -39,12 +39,11 @@ struct host_kernel : loaded {
 const std::vector<std::string> flags = {"-std=c++17", "-O3", "-fPIC", "-shared", "-ffp-contract=off",
                                         "-fno-math-errno", "-fno-semantic-interposition", "-w"};
 
-std::string compiler() {
-  if (const char* c = std::getenv("RESIDENT_JIT_CXX"); c && *c) return c;
-  const std::string recorded = RESIDENT_JIT_HOST_CXX;  // the compiler CMake found for the library
-  if (!recorded.empty() && ::access(recorded.c_str(), X_OK) == 0) return recorded;
-  return "c++";
-}
+// The compiler and the first line of its --version, read once per process (every key holds the
+// identity, so the compiler that builds a kernel must be the one its key names).
+struct host_compiler {
+  std::string cxx, identity;
+};
 
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -52,6 +51,35 @@ std::string read_file(const std::string& path) {
   s << f.rdbuf();
   return s.str();
 }
+
+// A fresh private folder for one compile's files: in $TMPDIR, /tmp, or the cache folder, the first that
+// takes one (so a cache folder that takes no files, or is full, leaves the compile alone).
+// @throws device_unavailable when none does.
+struct scratch {
+  std::string dir;
+  scratch() {
+    std::vector<std::string> bases;
+    if (const char* t = std::getenv("TMPDIR"); t && *t) bases.push_back(t);
+    bases.push_back("/tmp");
+    if (const std::string c = cache_directory(); !c.empty()) bases.push_back(c);
+    for (const auto& b : bases) {
+      std::string tmpl = b + "/resident-jit-XXXXXX";
+      if (::mkdtemp(tmpl.data())) {
+        dir = tmpl;
+        return;
+      }
+    }
+    RESIDENT_FAIL("jit: no folder takes the compiler's files (tried $TMPDIR, /tmp and the cache folder '" +
+                      cache_directory() + "'); set TMPDIR to a writable folder", device_unavailable);
+  }
+  ~scratch() {
+    for (const char* f : {"/k.cpp", "/k.so", "/k.log"}) ::unlink((dir + f).c_str());
+    ::rmdir(dir.c_str());
+  }
+  std::string file(const char* name) const { return dir + "/" + name; }
+  scratch(const scratch&) = delete;
+  scratch& operator=(const scratch&) = delete;
+};
 
 // Runs argv with stdout and stderr into log_path; returns the exit status (-1 when it could not start).
 int run_tool(const std::vector<std::string>& argv, const std::string& log_path) {
@@ -72,29 +100,38 @@ int run_tool(const std::vector<std::string>& argv, const std::string& log_path) 
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// The compiler's first line of --version, once per process: part of every key.
-const std::string& compiler_identity() {
-  static const std::string id = [] {
-    const std::string cxx = compiler();
-    const std::string log = temporary_path("version", ".txt");
+const host_compiler& compiler() {
+  static const host_compiler c = [] {
+    std::string cxx = "c++";
+    const std::string recorded = RESIDENT_JIT_HOST_CXX;  // the compiler CMake found for the library
+    if (const char* e = std::getenv("RESIDENT_JIT_CXX"); e && *e) cxx = e;
+    else if (!recorded.empty() && ::access(recorded.c_str(), X_OK) == 0) cxx = recorded;
+    const scratch tmp;
+    const std::string log = tmp.file("k.log");
     const int rc = run_tool({cxx, "--version"}, log);
-    std::string v = read_file(log);
-    ::unlink(log.c_str());
+    const std::string v = read_file(log);
     if (rc != 0)
-      RESIDENT_FAIL("jit: the host compiler '" + cxx + "' cannot be run (" + v +
+      RESIDENT_FAIL("jit: the host compiler '" + cxx + "' cannot be run (" + (rc < 0 ? "not found" : v) +
                         "); set RESIDENT_JIT_CXX to a C++ compiler", device_unavailable);
-    return cxx + "\n" + v.substr(0, v.find('\n'));
+    return host_compiler{cxx, cxx + "\n" + v.substr(0, v.find('\n'))};
   }();
-  return id;
+  return c;
 }
 
-std::shared_ptr<host_kernel> open_kernel(const std::string& path, const std::string& key) {
+// Loads the shared object at path if it is the kernel of key; nullptr (and dlerror's text in *why)
+// otherwise.
+std::shared_ptr<host_kernel> open_kernel(const std::string& path, const std::string& key, std::string* why) {
   void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) return nullptr;
+  if (!h) {
+    const char* e = ::dlerror();
+    *why = e ? e : "dlopen failed";
+    return nullptr;
+  }
   auto* k = static_cast<const char*>(::dlsym(h, "rs_key"));
   auto range = reinterpret_cast<range_fn>(::dlsym(h, "rs_range"));
   if (!k || key != k || !range) {
     ::dlclose(h);
+    *why = "not the kernel of this chain";
     return nullptr;
   }
   auto out = std::make_shared<host_kernel>();
@@ -105,41 +142,48 @@ std::shared_ptr<host_kernel> open_kernel(const std::string& path, const std::str
   return out;
 }
 
+bool write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << bytes;
+  f.close();
+  return bool(f);
+}
+
+// The disk entry holds the object's bytes behind a header with their hash (read_entry checks it), and
+// is loaded from a private copy: a truncated or damaged entry is never mapped (mapping one can fault),
+// and the cache folder need not take files for the kernel to load.
 std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::string& source) {
-  const std::string path = entry_path(key, ".so");
-  if (!path.empty() && ::access(path.c_str(), R_OK) == 0) {
-    if (auto k = open_kernel(path, key)) {
-      count_disk_load();
-      return k;
-    }
-    count_rejected();  // not a loadable object of this key: compiled again and replaced below
+  const scratch tmp;
+  const std::string src = tmp.file("k.cpp"), obj = tmp.file("k.so"), log = tmp.file("k.log");
+  std::string why;
+  if (std::string image; read_entry(key, ".so", &image)) {
+    if (write_file(obj, image))
+      if (auto k = open_kernel(obj, key, &why)) {
+        count_disk_load();
+        return k;
+      }
+    count_rejected();  // whole, but not a loadable object of this key: compiled again and replaced below
   }
-  const std::string src = temporary_path(key, ".cpp"), obj = temporary_path(key, ".so"),
-                    log = temporary_path(key, ".log");
-  {
-    std::ofstream f(src);
-    f << source << "\nextern \"C\" const char rs_key[] = \"" << key << "\";\n";
-    if (!f) RESIDENT_FAIL("jit: cannot write the kernel's source to '" + src + "'");
-  }
-  std::vector<std::string> argv{compiler()};
+  if (!write_file(src, source + "\nextern \"C\" const char rs_key[] = \"" + key + "\";\n"))
+    RESIDENT_FAIL("jit: cannot write the kernel's source to '" + src + "'; set TMPDIR to a folder with room",
+                  device_unavailable);
+  const host_compiler& cc = compiler();
+  std::vector<std::string> argv{cc.cxx};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {src, "-o", obj});
   const int rc = run_tool(argv, log);
   const std::string text = read_file(log);
-  ::unlink(src.c_str());
-  ::unlink(log.c_str());
-  if (rc != 0) {
-    ::unlink(obj.c_str());
-    if (rc < 0) RESIDENT_FAIL("jit: the host compiler '" + argv[0] + "' cannot be run; set RESIDENT_JIT_CXX", device_unavailable);
-    throw compile_error("jit: the chain did not compile (host compiler " + argv[0] + "; line numbers count each "
+  if (rc < 0) RESIDENT_FAIL("jit: the host compiler '" + cc.cxx + "' cannot be run; set RESIDENT_JIT_CXX", device_unavailable);
+  if (rc != 0)
+    throw compile_error("jit: the chain did not compile (host compiler " + cc.cxx + "; line numbers count each "
                         "stage's own lines):\n" + text, text);
-  }
+  auto k = open_kernel(obj, key, &why);
+  if (!k)  // it exited 0 yet made no kernel: not a C++ compiler, or one writing something else
+    RESIDENT_FAIL("jit: the host compiler '" + cc.cxx + "' made no loadable kernel (" + why + ")" +
+                      (text.empty() ? "" : ": " + text) + "; set RESIDENT_JIT_CXX to a C++ compiler",
+                  device_unavailable);
   count_compiled();
-  std::string where = obj;
-  if (!path.empty() && std::rename(obj.c_str(), path.c_str()) == 0) where = path;
-  auto k = open_kernel(where, key);
-  if (where == obj) ::unlink(obj.c_str());  // no cache folder: the mapping outlives the file
-  if (!k) RESIDENT_FAIL(std::string("jit: the compiled kernel cannot be loaded: ") + (::dlerror() ? ::dlerror() : "?"));
+  write_entry(key, ".so", read_file(obj));  // the mapping outlives the scratch file
   return k;
 }
 
@@ -151,7 +195,7 @@ void run_host(const std::vector<part>& parts, const signature& sig, kernel_args 
     const std::string source = generate(parts, sig, flavor::host);
     std::string flag_text;
     for (const auto& f : flags) flag_text += f + " ";
-    const std::string key = hash_hex("host\n" + compiler_identity() + "\n" + flag_text + "\n" + source);
+    const std::string key = hash_hex("host\n" + compiler().identity + "\n" + flag_text + "\n" + source);
     kernel = cached(key, [&] { return load_or_compile(key, source); });
   }
   auto* k = static_cast<host_kernel*>(kernel.get());

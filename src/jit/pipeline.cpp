@@ -1,7 +1,9 @@
 // Run-time chains: reading the stages' signatures, checking the chain's types, generating ONE kernel's
 // text from the template below, and dispatching to the backend of the arrays' device.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
@@ -41,21 +43,95 @@ using kind = part::kind;
 
 // --- reading a function's signature --------------------------------------------------------------
 
-std::string without_comments(const std::string& s) {
-  std::string out;
+// The text as the compiler's parser sees its declarations: comments, preprocessor lines and the
+// contents of string and character literals blanked (newlines kept), so that a brace or "//" inside a
+// literal or a macro is not read as code. @throws invalid_argument for text that cannot compile whole
+// (an unterminated comment or literal, unbalanced brackets): told before compiling, and in the stage's
+// own terms, rather than as a compiler's complaint about the kernel around it.
+std::string code_of(const std::string& s, const char* what) {
+  std::string out(s.size(), ' ');
+  auto line_of = [&](std::size_t i) { return std::to_string(1 + std::count(s.begin(), s.begin() + std::ptrdiff_t(i), '\n')); };
+  std::string open;  // the brackets open at this point
+  std::vector<std::size_t> open_at;
+  bool line_start = true;
   for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '\n') {
+      out[i] = '\n';
+      line_start = true;
+      continue;
+    }
+    if (line_start && c == '#') {  // a directive, with its continuation lines
+      for (; i < s.size() && !(s[i] == '\n' && s[i - 1] != '\\'); ++i)
+        if (s[i] == '\n') out[i] = '\n';
+      if (i < s.size()) out[i] = '\n';
+      continue;
+    }
+    if (!std::isspace(static_cast<unsigned char>(c))) line_start = false;
     if (s.compare(i, 2, "//") == 0) {
-      while (i < s.size() && s[i] != '\n') ++i;
-      out += '\n';
+      while (i + 1 < s.size() && s[i + 1] != '\n') ++i;
     } else if (s.compare(i, 2, "/*") == 0) {
       const auto e = s.find("*/", i + 2);
-      i = e == std::string::npos ? s.size() : e + 1;
-      out += ' ';
+      RESIDENT_EXPECTS(e != std::string::npos,
+                       std::string(what) + ": the comment opened on line " + line_of(i) + " is not closed with */");
+      for (std::size_t k = i; k < e + 2; ++k)
+        if (s[k] == '\n') out[k] = '\n';
+      i = e + 1;
+    } else if (c == 'R' && i + 1 < s.size() && s[i + 1] == '"' &&
+               (i == 0 || !(std::isalnum(static_cast<unsigned char>(s[i - 1])) || s[i - 1] == '_'))) {
+      const auto paren = s.find('(', i + 2);
+      const auto e = paren == std::string::npos ? paren : s.find(")" + s.substr(i + 2, paren - i - 2) + "\"", paren);
+      RESIDENT_EXPECTS(e != std::string::npos,
+                       std::string(what) + ": the raw string opened on line " + line_of(i) + " is not closed");
+      out[i] = 'R';
+      out[i + 1] = out[s.find('"', e + 1)] = '"';
+      for (std::size_t k = i; k < e; ++k)
+        if (s[k] == '\n') out[k] = '\n';
+      i = s.find('"', e + 1);
+    } else if (c == '"' || (c == '\'' && !(i > 0 && std::isxdigit(static_cast<unsigned char>(s[i - 1]))))) {
+      // A literal (a ' between digits is C++14's digit separator): to its closing quote on this line.
+      std::size_t k = i + 1;
+      for (; k < s.size() && s[k] != c && s[k] != '\n'; ++k)
+        if (s[k] == '\\') ++k;
+      RESIDENT_EXPECTS(k < s.size() && s[k] == c, std::string(what) + ": the " +
+                                                      (c == '"' ? "string" : "character") + " literal on line " +
+                                                      line_of(i) + " is not closed on its line");
+      out[i] = out[k] = c;
+      i = k;
     } else {
-      out += s[i];
+      out[i] = c;
+      if (c == '{' || c == '(' || c == '[') {
+        open += c;
+        open_at.push_back(i);
+      } else if (c == '}' || c == ')' || c == ']') {
+        const char want = c == '}' ? '{' : c == ')' ? '(' : '[';
+        RESIDENT_EXPECTS(!open.empty() && open.back() == want,
+                         std::string(what) + ": the '" + c + "' on line " + line_of(i) + " closes " +
+                             (open.empty() ? std::string("nothing") : "the '" + open.substr(open.size() - 1) +
+                                                                           "' of line " + line_of(open_at.back())) +
+                             "; balance the text's brackets");
+        open.pop_back();
+        open_at.pop_back();
+      }
     }
   }
+  RESIDENT_EXPECTS(open.empty(), std::string(what) + ": the '" + (open.empty() ? "" : open.substr(open.size() - 1)) +
+                                     "' on line " + (open_at.empty() ? "" : line_of(open_at.back())) +
+                                     " is never closed; balance the text's brackets");
   return out;
+}
+
+// Whether a spelled type passes its value by value: no pointer, array or rvalue reference, and a
+// reference only to const.
+bool by_value(const std::string& type) {
+  if (type.find_first_of("*[") != std::string::npos || type.find("&&") != std::string::npos) return false;
+  if (type.find('&') == std::string::npos) return true;
+  const std::string t = " " + type + " ";
+  for (std::size_t p = t.find("const"); p != std::string::npos; p = t.find("const", p + 1))
+    if (!std::isalnum(static_cast<unsigned char>(t[p - 1])) && t[p - 1] != '_' &&
+        !std::isalnum(static_cast<unsigned char>(t[p + 5])) && t[p + 5] != '_')
+      return true;
+  return false;
 }
 
 std::vector<std::string> words(const std::string& s) {
@@ -106,6 +182,7 @@ bool element_named(std::vector<std::string> w, element* e) {
 
 struct function_text {
   std::string name, result, params;
+  std::size_t result_at = 0;  // where the return type's text begins
 };
 
 // The functions defined at the top level of s: an identifier, (...), then { at depth 0.
@@ -136,7 +213,7 @@ std::vector<function_text> functions(const std::string& s) {
       std::size_t after = close + 1;
       while (after < s.size() && s[after] != '{' && s[after] != ';' && s[after] != '(') ++after;
       if (b < e && after < s.size() && s[after] == '{')
-        found.push_back({s.substr(b, e - b), s.substr(start, b - start), s.substr(i + 1, close - i - 1)});
+        found.push_back({s.substr(b, e - b), s.substr(start, b - start), s.substr(i + 1, close - i - 1), start});
       i = close;
     }
   }
@@ -161,8 +238,30 @@ std::vector<std::string> split_params(const std::string& p) {
   return out;
 }
 
+// A type's text without attributes ([[nodiscard]], __attribute__((...))), which say nothing of its type.
+std::string without_attributes(std::string t) {
+  for (std::size_t p; (p = t.find("[[")) != std::string::npos;) {
+    const auto e = t.find("]]", p);
+    t.replace(p, e == std::string::npos ? std::string::npos : e + 2 - p, " ");
+  }
+  for (std::size_t p; (p = t.find("__attribute__")) != std::string::npos;) {
+    std::size_t e = t.find('(', p);
+    for (int depth = 0; e < t.size(); ++e) {
+      if (t[e] == '(') ++depth;
+      if (t[e] == ')' && --depth == 0) break;
+    }
+    t.replace(p, e == std::string::npos || e >= t.size() ? std::string::npos : e + 1 - p, " ");
+  }
+  return t;
+}
+
+std::string trimmed(const std::string& t) {
+  const auto b = t.find_first_not_of(" \t\r\n");
+  return b == std::string::npos ? "" : t.substr(b, t.find_last_not_of(" \t\r\n") - b + 1);
+}
+
 part read_stage(kind k, std::string source, std::string name, const char* what) {
-  const std::string clean = without_comments(source);
+  const std::string clean = code_of(source, what);
   const auto fs = functions(clean);
   RESIDENT_EXPECTS(!fs.empty(), std::string(what) + ": the text defines no function; write one, e.g. "
                                 "\"float f(float v) { return 2.0f * v; }\"");
@@ -177,12 +276,22 @@ part read_stage(kind k, std::string source, std::string name, const char* what) 
   p.what = k;
   p.source = std::move(source);
   p.name = f->name;
-  RESIDENT_EXPECTS(element_named(words(f->result), &p.result),
-                   std::string(what) + ": cannot read the return type '" + f->result + "' of " + f->name +
+  const std::string result = without_attributes(f->result);
+  // Messages quote the text as written (the parse reads it with literals blanked).
+  const std::string shown = trimmed(p.source.substr(f->result_at, f->result.size()));
+  RESIDENT_EXPECTS(by_value(result) && result.find('&') == std::string::npos,
+                   std::string(what) + ": the return type of " + f->name +
+                       " is a pointer or a reference; a stage returns its value by value");
+  RESIDENT_EXPECTS(element_named(words(result), &p.result),
+                   std::string(what) + ": cannot read the return type '" + shown + "' of " + f->name +
                        "; write one of float, double, int, unsigned, long long, unsigned long long (or the "
                        "<cstdint> names)");
-  for (std::string prm : split_params(f->params)) {
+  for (std::string prm : split_params(without_attributes(f->params))) {
     if (auto eq = prm.find('='); eq != std::string::npos) prm.resize(eq);
+    prm = trimmed(prm);
+    RESIDENT_EXPECTS(by_value(prm), std::string(what) + ": parameter '" + prm + "' of " + f->name +
+                                        " is a pointer, an array or a reference to non-const; a stage takes its "
+                                        "values by value (or by const&)");
     auto w = words(prm);
     if (w.size() > 1 && !is_type_word(w.back()) && w.back() != "const") w.pop_back();  // the parameter's name
     element e{};
@@ -320,6 +429,53 @@ std::string generator_code(const part& g) {
   return s;
 }
 
+// A user reduction's init becomes a value of the chain's type: one the type cannot hold (a fraction,
+// NaN or out of range for an integer; beyond float's range for float) would start the fold from
+// another value, or from undefined behaviour.
+void check_init(const part& r, element t) {
+  const double a = r.a;
+  bool ok = true;
+  switch (t) {
+    case element::f64: break;
+    case element::f32: ok = !std::isfinite(a) || std::abs(a) <= double(std::numeric_limits<float>::max()); break;
+    case element::i32: ok = a == std::trunc(a) && a >= -0x1p31 && a < 0x1p31; break;
+    case element::u32: ok = a == std::trunc(a) && a >= 0 && a < 0x1p32; break;
+    case element::i64: ok = a == std::trunc(a) && a >= -0x1p63 && a < 0x1p63; break;
+    case element::u64: ok = a == std::trunc(a) && a >= 0 && a < 0x1p64; break;
+  }
+  if (!ok) {
+    std::ostringstream v;
+    v << a;
+    RESIDENT_FAIL("jit: the reduction " + r.name + " starts from init " + v.str() + ", which " + type_name(t) +
+                  " cannot hold; give a " + (t == element::f32 ? "value within float's range" : "whole number in its range"));
+  }
+}
+
+// A stage's #include lines outside any #if, moved before its namespace (a header included inside a
+// namespace does not compile), each at its own line number; blank lines keep the others' numbers.
+std::pair<std::string, std::string> hoist_includes(const std::string& source, const std::string& label) {
+  std::istringstream in(source);
+  std::string line, includes, body;
+  int number = 0, conditional = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    std::size_t i = line.find_first_not_of(" \t");
+    const bool directive = i != std::string::npos && line[i] == '#';
+    if (directive) i = line.find_first_not_of(" \t", i + 1);
+    const auto is = [&](const char* w) { return directive && i != std::string::npos && line.compare(i, std::strlen(w), w) == 0; };
+    if (is("if")) ++conditional;
+    if (is("endif")) --conditional;
+    if (is("include") && conditional == 0) {
+      includes += "#line " + std::to_string(number) + " \"" + label + "\"\n" + line + "\n";
+      body += "\n";
+    } else {
+      body += line + "\n";
+    }
+  }
+  if (includes.empty()) return {"", source};
+  return {includes, body};
+}
+
 }  // namespace
 
 std::string generate(const std::vector<part>& parts, const signature& sig, flavor fl) {
@@ -358,6 +514,7 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
                     ") and returns " + type_name(red->result) + "; the chain's values are " + type_name(value) +
                     ", so it must take (" + type_name(value) + ", " + type_name(value) + ") and return " +
                     type_name(value));
+    if (red->what == kind::reduce) check_init(*red, value);
     RESIDENT_EXPECTS(sig.out == value, std::string("jit: the chain reduces ") + type_name(value) +
                                            " values; ask for result<" + type_name(value) + "> (not " +
                                            type_name(sig.out) + ")");
@@ -400,7 +557,8 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
     }
     if (p.what != kind::map && p.what != kind::reduce) continue;
     const std::string label = p.what == kind::map ? "stage " + std::to_string(++index) : std::string("reduction");
-    s += "namespace rs_" + std::to_string(&p - parts.data()) + " {\n#line 1 \"" + label + "\"\n" + p.source +
+    const auto [includes, body] = hoist_includes(p.source, label);
+    s += includes + "namespace rs_" + std::to_string(&p - parts.data()) + " {\n#line 1 \"" + label + "\"\n" + body +
          "\n}\n";
   }
   s += "#line 1 \"resident kernel\"\n";
@@ -754,6 +912,22 @@ void check_inputs(const inputs& in, std::size_t n, device d, const char* what) {
   }
 }
 
+// An output partly over an input would read elements the same call has already written (the order
+// of the pieces is not fixed): refused. Exactly in place, element for element, is allowed.
+void check_overlap(const inputs& in, const operand& out, const char* what) {
+  const auto o = reinterpret_cast<std::uintptr_t>(out.data);
+  const std::size_t ob = out.size * detail::size_of(out.type);
+  for (std::size_t k = 0; k < in.arrays.size(); ++k) {
+    const operand& x = in.arrays[k];
+    const auto i = reinterpret_cast<std::uintptr_t>(x.data);
+    const std::size_t ib = x.size * detail::size_of(x.type);
+    if (ob == 0 || ib == 0 || i >= o + ob || o >= i + ib) continue;
+    if (i == o && detail::size_of(x.type) == detail::size_of(out.type)) continue;
+    RESIDENT_FAIL(std::string(what) + ": the output overlaps input " + std::to_string(k) +
+                  " without being the same elements; write into separate memory or exactly in place");
+  }
+}
+
 std::vector<element> types_of(const inputs& in) {
   std::vector<element> t;
   for (const auto& o : in.arrays) t.push_back(o.type);
@@ -779,6 +953,7 @@ void pipeline::memoize(const detail::signature& sig, device d, std::shared_ptr<d
 void pipeline::run(const inputs& in, const operand& out) const {
   const device d = out.stream.device();
   check_inputs(in, out.size, d, "jit pipeline");
+  check_overlap(in, out, "jit pipeline");
   detail::signature sig{types_of(in), out.type, false};
   detail::kernel_args a = args_for(parts_, in);
   a.out = const_cast<void*>(out.data);

@@ -127,6 +127,38 @@ TEST_P(insight, a_transfer_repeated_in_a_loop_gets_the_transfer_advice) {
   }
 }
 
+TEST_P(insight, a_profiles_per_call_figures_are_those_of_its_own_calls) {
+  std::vector<float> tiny(1, 1.f), big(1 << 12, 1.f);
+  const unsigned line = resident::source_location::current().line() + 1;
+  auto upload = [&](const std::vector<float>& h) { return rs::to_device(h, dev); };
+  rs::profile outer(rs::profile_output::quiet);
+  (void)upload(tiny);  // before the inner profile: not one of its calls
+  rs::profile inner(rs::profile_output::quiet);
+  for (int i = 0; i < 3; ++i) (void)upload(big);
+  const std::uint64_t big_call = 2 * big.size() * sizeof(float), tiny_call = 2 * sizeof(float);
+  const rs::profile_report r = inner.report();
+  const auto* s = find_site(r, line, "to_device");
+  ASSERT_NE(s, nullptr) << r.table();
+  EXPECT_EQ(s->calls, 3u);
+  EXPECT_EQ(s->min_call_bytes, big_call);
+  EXPECT_EQ(s->max_call_bytes, big_call);
+  EXPECT_TRUE(has_advice(r, "repeated_transfer", here(line))) << r.table();
+  const rs::profile_report o = outer.report();
+  const auto* so = find_site(o, line, "to_device");
+  ASSERT_NE(so, nullptr) << o.table();
+  EXPECT_EQ(so->calls, 4u);
+  EXPECT_EQ(so->min_call_bytes, tiny_call);
+  EXPECT_EQ(so->max_call_bytes, big_call);
+  // A profile opened after all of them sees none; one reopened sees only its own.
+  rs::profile later(rs::profile_output::quiet);
+  EXPECT_EQ(find_site(later.report(), line, "to_device"), nullptr);
+  (void)upload(tiny);
+  const auto* sl = find_site(later.report(), line, "to_device");
+  ASSERT_NE(sl, nullptr);
+  EXPECT_EQ(sl->min_call_bytes, tiny_call);
+  EXPECT_EQ(sl->max_call_bytes, tiny_call);
+}
+
 TEST_P(insight, two_single_maps_on_adjacent_lines_get_the_fusion_advice) {
   const std::uint64_t seed = rs::test::fresh_seed();
   auto x = rs::to_device(rs::test::random_vector<float>(1 << 12, seed), dev);
@@ -390,6 +422,26 @@ TEST(profile, the_report_prints_a_table_with_units_and_valid_json) {
   const rs::profile_report empty;
   EXPECT_NE(empty.table().find("nothing recorded"), std::string::npos);
   EXPECT_EQ(nlohmann::json::parse(empty.json())["sites"].size(), 0u);
+}
+
+TEST(profile, figures_that_are_not_numbers_and_names_that_are_not_utf8_stay_valid_json) {
+  rs::profile_report r;
+  r.sites = {gpu_site("map", 10, 1e-3, 8192), gpu_site("map", 10, 1e-3, 8192)};
+  r.sites[0].seconds = NAN;
+  r.sites[0].occupancy = INFINITY;
+  r.sites[0].shaped_launches = 1;
+  r.sites[1].file = "caf\xe9/\xff\xfe.py";  // a Latin-1 path from a foreign site
+  r.sites[1].name = "ok \xe2\x82\xac";      // valid UTF-8 stays as it is
+  r.copy_rates = {{rs::device::cuda(0), -INFINITY}};
+  r.advice = rs::advise(r.sites, r.copy_rates);
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.json())) << r.json();
+  EXPECT_TRUE(j["sites"][0]["seconds"].is_null());
+  EXPECT_TRUE(j["sites"][0]["occupancy"].is_null());
+  EXPECT_TRUE(j["copy_rates"][0]["gbps"].is_null());
+  EXPECT_EQ(j["sites"][1]["file"], "caf\xef\xbf\xbd/\xef\xbf\xbd\xef\xbf\xbd.py");
+  EXPECT_EQ(j["sites"][1]["name"], "ok \xe2\x82\xac");
+  EXPECT_NO_THROW((void)r.table());
 }
 
 TEST(profile, copy_rate_of_an_absent_device_is_refused) {

@@ -2,6 +2,7 @@
 // from a file the host compiler builds (this one, on purpose). Checked against FP64 on both backends;
 // generators against rs::random's fills; errors typed; the cache shared by threads and processes.
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -213,6 +214,97 @@ TEST_P(jit, misuse_is_a_typed_error_before_anything_compiles) {
   EXPECT_THROW(seed_chain()(moved, x), rs::invalid_argument);
   EXPECT_THROW(rs::jit::sum().result<float>(x), rs::invalid_argument);
   EXPECT_EQ(rs::jit::stats().compiled, before) << "every misuse refused before compiling";
+}
+
+TEST_P(jit, stage_text_is_read_as_the_compiler_reads_it) {
+  rs::array<float> y = rs::to_device(std::vector<float>(100, 1.f), dev);
+  // Braces and slashes inside literals are not code: the last function is still g.
+  rs::jit::map("float h(float v) { const char* s = \"}//\"; (void)s; return v * 100.0f; }\n"
+               "float g(float v) { char c = '{'; (void)c; return v + 1.0f; }")(y);
+  for (float v : y.to_host()) ASSERT_EQ(v, 2.f);
+  // A preprocessor line before the function is not part of its return type.
+  rs::jit::map("#define TWO 2.0f\nfloat g(float v) { return v * TWO; }")(y);
+  for (float v : y.to_host()) ASSERT_EQ(v, 4.f);
+  if (!dev.is_cuda()) {  // NVRTC has no host headers to include
+    try {
+      rs::jit::map("#include <no_such_header_here.h>\nfloat g(float v) { return v; }")(y);
+      ADD_FAILURE() << "compiled";
+    } catch (const rs::jit::compile_error& e) {
+      EXPECT_NE(e.log().find("no_such_header_here.h"), std::string::npos) << e.log();
+    }
+  }
+  if (!dev.is_cuda()) {  // a standard header included by a stage (NVRTC has none of the host's)
+    rs::jit::map("#include <array>\n#include <algorithm>\n"
+                 "float g(float v) { std::array<float, 2> a{v, 5.0f}; return std::max(a[0], a[1]); }")(y);
+    for (float v : y.to_host()) ASSERT_EQ(v, 5.f);
+    try {
+      rs::jit::map("float g(float v) { return v; }\n#include <array>\nfloat h(float v) { return undefined_name; }")(y);
+      ADD_FAILURE() << "compiled";
+    } catch (const rs::jit::compile_error& e) {
+      EXPECT_NE(e.log().find("stage 1:3:"), std::string::npos) << e.log();
+    }
+  }
+  // Attributes are not part of a type; a message quotes the text as written.
+  rs::jit::map("[[nodiscard]] float g(float v) { return v + 1.0f; }")(y);
+  try {
+    rs::jit::map("extern \"C\" float g(float v) { return v; }");
+    ADD_FAILURE() << "accepted";
+  } catch (const rs::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'extern \"C\" float'"), std::string::npos) << e.what();
+  }
+  // Text the compiler cannot take whole, and types the chain cannot pass, are refused before compiling.
+  const auto before = rs::jit::stats().compiled;
+  for (const char* bad : {"float g(float v) { return v; ", "float g(float v) { return v; } }",
+                          "float g(float v) { return v; } /* unterminated", "float g(float v) { return v + (1.0f; }",
+                          "float g(float v) { const char* s = \"open; return v; }"}) {
+    try {
+      rs::jit::map(bad);
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const rs::invalid_argument& e) {
+      EXPECT_EQ(dynamic_cast<const rs::jit::compile_error*>(&e), nullptr) << bad;
+    }
+  }
+  for (const char* bad : {"float g(float* v) { return *v; }", "float g(float& v) { return v += 1.0f; }",
+                          "float* g(float v) { return nullptr; }", "float g(float v[]) { return v[0]; }"}) {
+    try {
+      rs::jit::map(bad);
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const rs::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("by value"), std::string::npos) << e.what();
+    }
+  }
+  rs::jit::map("float g(const float& v) { return v; }")(y);  // a const reference is a value
+  EXPECT_EQ(rs::jit::stats().compiled - before, 1u);
+}
+
+TEST_P(jit, an_output_partly_over_an_input_is_refused_before_any_work) {
+  std::vector<float> h(1000);
+  for (int i = 0; i < 1000; ++i) h[std::size_t(i)] = float(i);
+  rs::array<float> x = rs::to_device(h, dev);
+  const auto p = rs::jit::map("float g(float v) { return v + 0.5f; }");
+  auto a = x.slice(0, 999);
+  auto b = x.slice(1, 999);
+  EXPECT_THROW(p(a, b), rs::invalid_argument);
+  EXPECT_THROW(p(b, a), rs::invalid_argument);
+  EXPECT_THROW(rs::jit::map("float s(float a, float b) { return a + b; }")(rs::jit::zip(x.slice(0, 10), x.slice(5, 10)),
+                                                                         x.slice(5, 10)),
+               rs::invalid_argument);
+  EXPECT_EQ(x.to_host(), h) << "the caller's data untouched";
+  p(a, a);  // exactly in place is allowed
+  EXPECT_EQ(x.to_host()[998], 998.5f);
+}
+
+TEST_P(jit, a_reduction_start_its_type_cannot_hold_is_refused) {
+  rs::array<int> xi = rs::to_device(std::vector<int>(10, 3), dev);
+  rs::array<float> xf = rs::to_device(std::vector<float>(10, 3.f), dev);
+  const char* imin = "int m(int a, int b) { return a < b ? a : b; }";
+  const auto before = rs::jit::stats().compiled;
+  for (double bad : {1e20, -3e9, 2.5, double(NAN)})
+    EXPECT_THROW(rs::jit::reduce(imin, bad).result<int>(xi), rs::invalid_argument) << bad;
+  EXPECT_THROW(rs::jit::reduce("float m(float a, float b) { return a + b; }", 1e300).result<float>(xf),
+               rs::invalid_argument);
+  EXPECT_EQ(rs::jit::stats().compiled, before);
+  EXPECT_EQ(rs::jit::reduce(imin, 2147483647.0).result<int>(xi), 3);
 }
 
 TEST_P(jit, a_compile_error_carries_the_log_with_the_stage_line) {
@@ -518,6 +610,62 @@ TEST(jit_cache, a_corrupt_entry_is_ignored_and_rewritten) {
   }
   auto again = run_child(dir, c);
   EXPECT_NE(again.out.find("ok compiled=0 disk=1 rejected=0"), std::string::npos) << again.out;
+}
+
+TEST(jit_cache, a_truncated_or_damaged_entry_is_verified_before_it_is_loaded) {
+  const std::string dir = cache_root + "-damaged";
+  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+  ASSERT_EQ(run_child(dir, c).status, 0);
+  auto e = entries(dir);
+  ASSERT_EQ(e.size(), 1u);
+  const auto whole = fs::file_size(e[0]);
+  for (double keep : {0.9, 0.5, 0.2}) {
+    fs::resize_file(e[0], std::uintmax_t(double(whole) * keep));
+    auto r = run_child(dir, c);
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find("ok compiled=1 disk=0 rejected=1"), std::string::npos) << keep << ": " << r.out;
+    EXPECT_EQ(fs::file_size(e[0]), whole) << "rewritten whole";
+  }
+  {  // same size, bytes changed in the middle
+    std::fstream f(e[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(std::streamoff(whole / 2));
+    f.write("\xcc\xcc\xcc\xcc", 4);
+  }
+  auto r = run_child(dir, c);
+  EXPECT_NE(r.out.find("ok compiled=1 disk=0 rejected=1"), std::string::npos) << r.out;
+  EXPECT_NE(run_child(dir, c).out.find("ok compiled=0 disk=1 rejected=0"), std::string::npos);
+}
+
+TEST(jit_cache, a_folder_that_takes_no_files_turns_the_disk_cache_off) {
+  // /proc takes no new files, even from root; a path under a plain file cannot be a folder.
+  const std::string file = cache_root + "-a-file";
+  { std::ofstream(file) << "x"; }
+  for (const std::string& dir : {std::string("/proc"), file, file + "/sub"}) {
+    const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+    auto r = run_child(dir, c);
+    EXPECT_EQ(r.status, 0) << dir << ": " << r.out;
+    EXPECT_NE(r.out.find("ok compiled=1 disk=0 rejected=0"), std::string::npos) << dir << ": " << r.out;
+  }
+}
+
+TEST(jit_cache, a_compiler_that_makes_no_kernel_is_a_typed_error) {
+  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+  for (const char* cxx : {"true", "/no/such/compiler"}) {
+    const std::string cmd = "RESIDENT_JIT_CXX='" + std::string(cxx) + "' RESIDENT_JIT_CACHE='" + cache_root +
+                            "-compiler' '" RESIDENT_JIT_CHILD "' " + c + " cpu 2>&1";
+    std::string out;
+    int status = -1;
+    if (FILE* p = ::popen(cmd.c_str(), "r")) {
+      char buf[512];
+      while (std::fgets(buf, sizeof buf, p)) out += buf;
+      status = ::pclose(p);
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << cxx << ": " << status << " " << out;
+    EXPECT_NE(out.find("error: jit: the host compiler '" + std::string(cxx) + "'"), std::string::npos) << out;
+    EXPECT_NE(out.find("RESIDENT_JIT_CXX"), std::string::npos) << out;
+  }
+  EXPECT_FALSE(fs::exists(cache_root + "-compiler") && !fs::is_empty(cache_root + "-compiler"))
+      << "nothing cached";
 }
 
 TEST(jit_cache, the_folder_follows_the_environment) {
