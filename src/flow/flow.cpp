@@ -231,7 +231,10 @@ flow::impl& flow::live() const {
 
 flow::flow(device d, int streams) : p_(std::make_unique<impl>()) {
   require(d);
-  if (streams < 1) RESIDENT_FAIL("flow: needs at least one stream, got " + std::to_string(streams));
+  // Streams beyond the hardware's queues add nothing; a count in the millions would exhaust the driver.
+  if (streams < 1 || streams > max_streams)
+    RESIDENT_FAIL("flow: needs 1 to " + std::to_string(max_streams) + " streams per device, got " +
+                  std::to_string(streams));
   p_->dev = d;
   p_->lanes = d.is_cuda() ? streams : 1;
   p_->lane_stream({d, 0});
@@ -335,7 +338,14 @@ void flow::run_async() {
   f.issue(f.check(), false);
 }
 
-void flow::wait() { stream().synchronize(); }
+void flow::wait() {
+  impl& f = live();
+  // Inside a capture, synchronizing would break it; in a run it would wait on the run's own lanes.
+  if (running_on_this_thread(f.identity.get()))
+    RESIDENT_FAIL("flow::wait called from a stage of the flow it waits for; call it after run_async returns",
+                  flow_error);
+  stream().synchronize();
+}
 
 graph flow::capture() {
   impl& f = live();

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <thread>
 
 namespace rs = resident;
@@ -113,6 +114,9 @@ TEST_P(flows, cycles_and_unordered_writers_are_errors) {
     EXPECT_THROW(f.add("late", noop, {}, {3}), rs::flow_error);
     EXPECT_THROW(f.order(0, 1), rs::flow_error);
     EXPECT_THROW(rs::flow(dev, 0), rs::invalid_argument);
+    EXPECT_THROW(rs::flow(dev, rs::flow::max_streams + 1), rs::invalid_argument);
+    EXPECT_THROW(rs::flow(dev, std::numeric_limits<int>::max()), rs::invalid_argument);
+    EXPECT_NO_THROW(rs::flow(dev, rs::flow::max_streams));
   }
 }
 
@@ -648,6 +652,7 @@ TEST(flow_reentry, a_stage_calling_its_own_flow_is_refused_and_the_flow_stays_us
       {"run_async", [&] { f.run_async(); }},
       {"capture", [&] { (void)f.capture(); }},
       {"report", [&] { (void)f.report(); }},
+      {"wait", [&] { f.wait(); }},
   };
   for (const auto& [what, call] : calls) {
     SCOPED_TRACE(what);

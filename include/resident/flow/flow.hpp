@@ -172,7 +172,10 @@ class flow {
   /// on the CPU the stages run one after another in dependency order, each spread over the cores by
   /// its own loops). d is the home device: stream() is d's, and stages that touch no device's memory
   /// run there.
+  /// @throws invalid_argument for streams outside 1 .. max_streams.
   explicit flow(device d = default_device(), int streams = 4);
+  /// The most streams per device a flow takes.
+  static constexpr int max_streams = 256;
   ~flow();
   /// Takes over another flow's stages and streams.
   flow(flow&&) noexcept;
@@ -198,7 +201,8 @@ class flow {
   /// each device it runs stages on, and returns; wait() blocks until all finished.
   /// @throws flow_error, stage_error.
   void run_async();
-  /// Blocks until the stages issued by run_async() have finished. @throws cuda_error, device_lost.
+  /// Blocks until the stages issued by run_async() have finished. @throws cuda_error, device_lost;
+  /// flow_error from a stage of this flow.
   void wait();
   /// run_async(), then wait(). @throws flow_error, stage_error.
   void run() {
