@@ -769,8 +769,10 @@ struct py_flow {
     for (const nb::object& o : writes) from_dlpack(o).check_writable("Flow.add: stage '" + name + "'");
     declare(reads, false);
     declare(writes, true);
-    return f->add(name, python_work(std::move(work)), std::move(acc), after,
-                  infer ? rs::inference::on : rs::inference::off);
+    auto stage = python_work(std::move(work));
+    // Without the GIL: the flow waits for a run on another thread, whose stages take the GIL.
+    nb::gil_scoped_release unlocked;
+    return f->add(name, std::move(stage), std::move(acc), after, infer ? rs::inference::on : rs::inference::off);
   }
 
   void run() {
@@ -791,8 +793,13 @@ struct py_flow {
   }
 
   nb::list report() const {
+    std::vector<rs::stage_report> rows;
+    {
+      nb::gil_scoped_release unlocked;  // as in add: a run on another thread holds the flow
+      rows = f->report();
+    }
     nb::list l;
-    for (const rs::stage_report& r : f->report()) {
+    for (const rs::stage_report& r : rows) {
       nb::dict d;
       d["name"] = r.name;
       d["stream"] = r.stream_index;

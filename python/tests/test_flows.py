@@ -130,3 +130,33 @@ def test_bad_devices_and_declarations_are_typed_errors():
     assert len(f) == 0, "a refused stage is not added"
     g = rs.Flow(device="cpu").capture()  # an empty flow: its graph replays nothing
     g.replay()
+
+
+def test_a_flow_run_on_one_thread_while_another_adds_stages_and_reads_the_report():
+    """Runs take the GIL back for each stage; adding a stage or reading the report meanwhile waits for
+    the run without holding the GIL, so neither thread waits for the other forever."""
+    import threading
+
+    f = rs.Flow(device="cpu")
+    calls = []
+    f.add("first", lambda: calls.append(1))
+    stop = threading.Event()
+
+    def runner():
+        while not stop.is_set():
+            f.run()
+
+    t = threading.Thread(target=runner)
+    t.start()
+    try:
+        for i in range(200):
+            f.add(f"added {i}", lambda: calls.append(1))
+            f.report()
+    finally:
+        stop.set()
+        t.join(timeout=60)
+    assert not t.is_alive(), "the runner never finished"
+    assert len(f) == 201
+    calls.clear()
+    f.run()
+    assert len(calls) == 201

@@ -10,7 +10,9 @@
 namespace resident {
 
 void stream_ref::synchronize() const {
-  if (device_.is_cuda()) detail::cuda::stream_synchronize(device_.index(), handle_);
+  if (!device_.is_cuda()) return;
+  require(device_);  // an absent index is device_unavailable, not the driver's invalid ordinal
+  detail::cuda::stream_synchronize(device_.index(), handle_);
 }
 
 namespace {
@@ -30,6 +32,8 @@ void same_backend(device mine, stream_ref s, const char* what) {
 void stream_ref::wait_for(stream_ref before) const {
   same_backend(device_, before, "stream_ref::wait_for");
   if (!device_.is_cuda()) return;
+  require(device_);
+  require(before.device());
   if (before.device() == device_)
     detail::cuda::stream_after(device_.index(), handle_, before.native());
   else
@@ -105,6 +109,10 @@ double elapsed_ms(const event& a, const event& b) {
   // An event never recorded has no time: refused alike on both backends, before CUDA is asked.
   if (a.cpu_time_ == std::chrono::steady_clock::time_point{} || b.cpu_time_ == std::chrono::steady_clock::time_point{})
     RESIDENT_FAIL("elapsed_ms: an event that was never recorded; record both first");
+  // Two devices' clocks (or a GPU's and the host's) do not compare: CUDA refuses, the CPU's would mix.
+  if (!(a.device_ == b.device_))
+    RESIDENT_FAIL("elapsed_ms: events of " + a.device_.name() + " and " + b.device_.name() +
+                      "; time between two events of one device", device_mismatch);
   if (a.handle_ && b.handle_) return detail::cuda::event_elapsed_ms(a.handle_, b.handle_);
   return std::chrono::duration<double, std::milli>(b.cpu_time_ - a.cpu_time_).count();
 }

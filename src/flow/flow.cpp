@@ -1,10 +1,13 @@
 #include "resident/flow/flow.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <exception>
 #include <iomanip>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/detail/per_device.hpp"
@@ -22,6 +25,21 @@ bool access::range::overlaps(const range& o) const noexcept {
 }
 
 namespace {
+// The flows whose stages this thread is running (a flow's run or a replay of its graph), innermost
+// last: a stage may run other flows, not call back into its own.
+thread_local std::vector<const void*> running_here;
+
+struct running_scope {
+  explicit running_scope(const void* flow) { running_here.push_back(flow); }
+  ~running_scope() { running_here.pop_back(); }
+  running_scope(const running_scope&) = delete;
+  running_scope& operator=(const running_scope&) = delete;
+};
+
+bool running_on_this_thread(const void* flow) {
+  return std::find(running_here.begin(), running_here.end(), flow) != running_here.end();
+}
+
 bool any_overlap(const std::vector<access::range>& x, const std::vector<access::range>& y) {
   for (auto& a : x)
     for (auto& b : y)
@@ -86,6 +104,30 @@ struct flow::impl {
   std::vector<ledger_counts> issued;
   std::vector<double> cpu_ms;
   bool timed = false;
+  // One call at a time: runs from several threads take turns (as CUDA orders launches of one graph),
+  // and stages added meanwhile wait. `issuer` is the thread running the stages (holding m).
+  std::mutex m;
+  std::atomic<std::thread::id> issuer{};
+  // The flow's identity while its stages run (running_here), shared with the graphs it captures (which
+  // outlive it): a stage calling back into its own flow is refused rather than deadlocking on m or
+  // changing the flow under the run.
+  std::shared_ptr<const char> identity = std::make_shared<const char>('f');
+
+  // Locks the flow for `what`. @throws flow_error when called from one of this flow's stages.
+  std::unique_lock<std::mutex> lock(const char* what) {
+    if (running_on_this_thread(identity.get()))
+      RESIDENT_FAIL(std::string("flow::") + what + " called from a stage of the flow it runs in (or of a graph "
+                        "captured from it); a stage may run or change other flows, not its own: call it outside "
+                        "the stage", flow_error);
+    return std::unique_lock<std::mutex>(m);
+  }
+  // For calls that only read the stages: from a stage of this flow's run (whose thread holds the lock
+  // already), without locking.
+  std::unique_lock<std::mutex> read_lock() {
+    if (issuer.load() == std::this_thread::get_id()) return {};
+    return std::unique_lock<std::mutex>(m);
+  }
+  std::vector<stage_id> check() const;
 
   stream_ref lane_stream(const plan::lane& l) {
     if (l.dev.is_cpu()) return default_stream(l.dev);
@@ -121,6 +163,7 @@ struct flow::impl {
   // event on every edge between two streams (of one device or of two). The CPU runs the same plan on
   // its one stream, where the events only mark time.
   void issue(const std::vector<stage_id>& order, bool capturing) {
+    timed = false;  // a run that fails part-way leaves no figures
     ensure_events();
     std::vector<device> device_of;
     std::vector<std::vector<stage_id>> preds;
@@ -136,22 +179,49 @@ struct flow::impl {
     if (!capturing) home.wait_for(default_stream(dev));
     event fork(dev);
     fork.record(home);
-    for (const plan::step& step : p.steps) {
-      const stream_ref s = lane_stream(step.on);
-      if (step.first_on_lane) {
-        fork.wait_on(s);  // after whatever preceded the flow on the home stream
-        if (!capturing && !(step.on.dev == dev)) s.wait_for(default_stream(step.on.dev));
+    const std::thread::id none{};
+    const running_scope running(identity.get());
+    issuer.store(std::this_thread::get_id());
+    std::vector<plan::lane> used;  // the streams given work so far
+    try {
+      for (const plan::step& step : p.steps) {
+        const stream_ref s = lane_stream(step.on);
+        if (step.first_on_lane) {
+          fork.wait_on(s);  // after whatever preceded the flow on the home stream
+          if (!capturing && !(step.on.dev == dev)) s.wait_for(default_stream(step.on.dev));
+        }
+        if (std::find(used.begin(), used.end(), step.on) == used.end()) used.push_back(step.on);
+        for (stage_id q : step.waits) done[q].wait_on(s);
+        stream_of[step.stage] = step.on.index;
+        {
+          device_scope on(step.on.dev);  // launches need their stream's device current
+          run_stage(step.stage, s, !capturing);
+        }
+        done[step.stage].record(s);
       }
-      for (stage_id q : step.waits) done[q].wait_on(s);
-      stream_of[step.stage] = step.on.index;
-      {
-        device_scope on(step.on.dev);  // launches need their stream's device current
-        run_stage(step.stage, s, !capturing);
-      }
-      done[step.stage].record(s);
+    } catch (...) {
+      issuer.store(none);
+      join_after_failure(used, home);
+      throw;
     }
+    issuer.store(none);
     for (const auto& [lane, last] : p.tails) done[last].wait_on(home);
     timed = !capturing;
+  }
+
+  // After a stage threw: the home stream waits for everything already issued on the other streams, so
+  // that synchronizing it (wait()) covers the partial run, and a capture ends joined. Best effort: the
+  // stage's error is the one reported.
+  void join_after_failure(const std::vector<plan::lane>& used, stream_ref home) noexcept {
+    for (const plan::lane& l : used) {
+      if (l == plan::lane{dev, 0}) continue;
+      try {
+        event joined(l.dev);
+        joined.record(lane_stream(l));
+        joined.wait_on(home);
+      } catch (...) {  // a device fault: the stage's error says more
+      }
+    }
   }
 };
 flow::impl& flow::live() const {
@@ -161,7 +231,10 @@ flow::impl& flow::live() const {
 
 flow::flow(device d, int streams) : p_(std::make_unique<impl>()) {
   require(d);
-  if (streams < 1) RESIDENT_FAIL("flow: needs at least one stream, got " + std::to_string(streams));
+  // Streams beyond the hardware's queues add nothing; a count in the millions would exhaust the driver.
+  if (streams < 1 || streams > max_streams)
+    RESIDENT_FAIL("flow: needs 1 to " + std::to_string(max_streams) + " streams per device, got " +
+                  std::to_string(streams));
   p_->dev = d;
   p_->lanes = d.is_cuda() ? streams : 1;
   p_->lane_stream({d, 0});
@@ -173,6 +246,7 @@ flow& flow::operator=(flow&&) noexcept = default;
 flow::stage_id flow::add(std::string name, std::function<void(stream_ref)> work, access acc,
                          std::vector<stage_id> after, inference infer) {
   impl& f = live();
+  const auto held = f.lock("add");
   const stage_id id = f.stages.size();
   for (stage_id a : after)
     if (a >= id)
@@ -198,6 +272,7 @@ flow::stage_id flow::add(std::string name, std::function<void(stream_ref)> work,
 
 void flow::order(stage_id earlier, stage_id later) {
   impl& f = live();
+  const auto held = f.lock("order");
   const std::size_t n = f.stages.size();
   if (earlier >= n || later >= n || earlier == later)
     RESIDENT_FAIL("flow::order: stages " + std::to_string(earlier) + " and " + std::to_string(later) +
@@ -207,7 +282,13 @@ void flow::order(stage_id earlier, stage_id later) {
 }
 
 std::vector<flow::stage_id> flow::validate() const {
-  const auto& st = live().stages;
+  impl& f = live();
+  const auto held = f.read_lock();
+  return f.check();
+}
+
+std::vector<flow::stage_id> flow::impl::check() const {
+  const auto& st = stages;
   const std::size_t n = st.size();
   std::vector<std::size_t> indegree(n, 0);
   std::vector<std::vector<stage_id>> succ(n);
@@ -253,14 +334,23 @@ std::vector<flow::stage_id> flow::validate() const {
 
 void flow::run_async() {
   impl& f = live();
-  f.issue(validate(), false);
+  const auto held = f.lock("run");
+  f.issue(f.check(), false);
 }
 
-void flow::wait() { stream().synchronize(); }
+void flow::wait() {
+  impl& f = live();
+  // Inside a capture, synchronizing would break it; in a run it would wait on the run's own lanes.
+  if (running_on_this_thread(f.identity.get()))
+    RESIDENT_FAIL("flow::wait called from a stage of the flow it waits for; call it after run_async returns",
+                  flow_error);
+  stream().synchronize();
+}
 
 graph flow::capture() {
   impl& f = live();
-  const auto order = validate();
+  const auto held = f.lock("capture");
+  const auto order = f.check();
   if (f.dev.is_cuda()) return graph::capture(stream(), [&] { f.issue(order, true); });
   // The graph keeps the stages' names and work in dependency order, and nothing of the flow.
   struct step {
@@ -269,7 +359,8 @@ graph flow::capture() {
   };
   auto steps = std::make_shared<std::vector<step>>();
   for (stage_id i : order) steps->push_back({f.stages[i].name, f.stages[i].work});
-  return graph::capture(stream(), [steps] {
+  return graph::capture(f.lane_stream({f.dev, 0}), [steps, identity = f.identity] {
+    const running_scope running(identity.get());  // its stages may not call back into the flow either
     for (const step& s : *steps) run_named(s.name, *s.work, default_stream(device::cpu()));
   });
 }
@@ -281,12 +372,14 @@ stream_ref flow::stream() const {
 
 const std::vector<flow::stage_id>& flow::predecessors(stage_id s) const {
   impl& f = live();
+  const auto held = f.read_lock();
   if (s >= f.stages.size()) RESIDENT_FAIL("flow: no stage " + std::to_string(s), flow_error);
   return f.stages[s].preds;
 }
 
 device flow::device_of(stage_id s) const {
   impl& f = live();
+  const auto held = f.read_lock();
   if (s >= f.stages.size()) RESIDENT_FAIL("flow: no stage " + std::to_string(s), flow_error);
   return f.stages[s].dev;
 }
@@ -295,6 +388,7 @@ std::size_t flow::size() const noexcept { return p_ ? p_->stages.size() : 0; }
 
 std::vector<stage_report> flow::report() const {
   impl& f = live();
+  const auto held = f.lock("report");
   std::vector<stage_report> r;
   if (!f.timed) return r;
   f.lane_stream({f.dev, 0}).synchronize();  // the home stream joins every other

@@ -289,3 +289,44 @@ TEST(cpu_exceptions, streamed_pipelines_rethrow_and_release_their_buffers) {
 }
 
 }  // namespace
+
+// Lengths near SIZE_MAX: the loop's cut into pieces does not wrap (a piece of 0 units divided by
+// zero), so the first index's exception comes back instead of a crash; launches whose units times
+// items wrap likewise.
+TEST(cpu_loops, lengths_near_the_largest_size_are_cut_without_wrapping) {
+  const int threads = omp_get_max_threads();
+  for (int t : {1, 2, 3, 8}) {
+    omp_set_num_threads(t);
+    for (std::size_t n : {std::size_t(-1), std::size_t(-1) - 1, std::size_t(-1) / 2 + 3}) {
+      const rs::detail::cpu_loop loop(n, 1);
+      EXPECT_GE(loop.pieces(), 1u) << n << " on " << t << " threads";
+      EXPECT_LE(loop.pieces(), std::size_t(t) * 64) << n << " on " << t << " threads";
+      std::size_t covered = 0, last_end = 0;
+      bool contiguous = true;
+      // The pieces' bounds without running them: each starts where the previous ended, the last ends at n.
+      for (std::size_t p = 0; p < loop.pieces(); ++p) {
+        const auto b = loop.bounds(p);
+        contiguous &= b.first == last_end && b.last > b.first;
+        covered += b.last - b.first;
+        last_end = b.last;
+      }
+      EXPECT_TRUE(contiguous) << n << " on " << t << " threads";
+      EXPECT_EQ(covered, n) << n << " on " << t << " threads";
+      EXPECT_EQ(last_end, n);
+      try {
+        rs::for_each_index(rs::default_stream(rs::device::cpu()), n, [](std::size_t i) { throw planted(i); });
+        ADD_FAILURE() << "no exception at n = " << n;
+      } catch (const planted& e) {
+        EXPECT_EQ(e.at % loop.bounds(0).last, 0u) << "a piece's first index: " << e.what();
+      }
+    }
+    // A grid of 2^31 - 1 by 65535 by 65535 blocks of 1024 threads: 2^73 threads, more than a size_t.
+    const rs::launch_config huge{rs::dims(2147483647u, 65535u, 65535u), rs::dims(1024)};
+    try {
+      rs::launch(rs::default_stream(rs::device::cpu()), huge, [](rs::thread_index i) { throw planted(i.global_x()); });
+      ADD_FAILURE() << "no exception";
+    } catch (const planted&) {
+    }
+  }
+  omp_set_num_threads(threads);
+}

@@ -34,8 +34,8 @@ class event {
   /// The cudaEvent_t (nullptr on the CPU).
   cuda_event_t native() const noexcept { return handle_; }
 
-  /// Milliseconds between two recorded events; synchronizes on `end`. @throws invalid_argument when
-  /// one was never recorded.
+  /// Milliseconds between two recorded events of one device; synchronizes on `end`. @throws
+  /// invalid_argument when one was never recorded; device_mismatch for events of two devices.
   friend double elapsed_ms(const event& start, const event& end);
 
   /// Throws invalid_argument when the event was moved from.

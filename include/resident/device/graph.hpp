@@ -3,8 +3,12 @@
 /// Capture the work issued on a stream once, replay it many times (a CUDA graph: one launch for the
 /// whole sequence). On the CPU a replay runs the captured function again.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include "resident/detail/source_location.hpp"
 #include <utility>
 #include <vector>
@@ -32,6 +36,7 @@ class graph {
     g.device_ = s.device();
     if (s.device().is_cpu()) {
       g.cpu_work_ = std::function<void()>(std::forward<F>(work));
+      g.cpu_turn_ = std::make_shared<cpu_turn>();
       return g;
     }
     if (s.native() == nullptr)
@@ -52,6 +57,7 @@ class graph {
     detail::nvtx_scope range("graph update");
     if (!exec_ && !cpu_work_) RESIDENT_FAIL("graph::update of an empty graph: capture one first");
     if (device_.is_cpu()) {
+      const cpu_turn::held turn(*cpu_turn_, "update");
       cpu_work_ = std::function<void()>(std::forward<F>(work));
       return;
     }
@@ -69,7 +75,7 @@ class graph {
   graph(graph&& o) noexcept
       : device_(o.device_), exec_(std::exchange(o.exec_, nullptr)), cpu_work_(std::exchange(o.cpu_work_, {})),
         kernels_(std::exchange(o.kernels_, 0)), kernels_on_(std::exchange(o.kernels_on_, {})),
-        moved_(std::exchange(o.moved_, true)) {}
+        cpu_turn_(std::move(o.cpu_turn_)), moved_(std::exchange(o.moved_, true)) {}
   /// Destroys this graph's work and takes over o's; o is left empty.
   graph& operator=(graph&& o) noexcept {
     if (this != &o) {
@@ -79,6 +85,7 @@ class graph {
       cpu_work_ = std::exchange(o.cpu_work_, {});
       kernels_ = std::exchange(o.kernels_, 0);
       kernels_on_ = std::exchange(o.kernels_on_, {});
+      cpu_turn_ = std::move(o.cpu_turn_);
       moved_ = std::exchange(o.moved_, true);
     }
     return *this;
@@ -87,7 +94,9 @@ class graph {
   graph& operator=(const graph&) = delete;
 
   /// Runs the captured work on s (asynchronous on CUDA); counts its kernels in the ledger, and in the
-  /// profile at the caller's line (`where`).
+  /// profile at the caller's line (`where`). Replays of one graph from several threads take turns (CUDA
+  /// orders them on the device; the CPU runs one at a time). @throws invalid_argument, on the CPU, for a
+  /// replay from inside the same graph's work.
   void replay(stream_ref s, resident::source_location where = resident::source_location::current()) const {
     check_live();
     detail::call_scope scope("graph replay", s, {}, detail::call_kind::compute, where);
@@ -98,6 +107,7 @@ class graph {
       for (std::size_t d = 0; d < kernels_on_.size(); ++d)
         if (kernels_on_[d]) detail::record_kernel(device::cuda(int(d)), kernels_on_[d]);
     } else if (cpu_work_) {
+      const cpu_turn::held turn(*cpu_turn_, "replay");
       scoped_ledger l(device_);
       cpu_work_();  // counts its own kernels as it runs them
       kernels_ = l.delta().kernels;
@@ -114,6 +124,28 @@ class graph {
   }
 
  private:
+  // Replays of one graph on the CPU take turns, as CUDA orders launches of one executable graph; a
+  // replay (or update) from inside the graph's own work is refused rather than deadlocking.
+  struct cpu_turn {
+    std::mutex m;
+    std::atomic<std::thread::id> holder{};
+    // Holds the graph's turn for the calling thread.
+    struct held {
+      held(cpu_turn& turn, const char* what) : t(turn) {
+        if (t.holder.load() == std::this_thread::get_id())
+          RESIDENT_FAIL(std::string("graph::") + what + " from inside the same graph's replay; replay it after "
+                            "this one returns");
+        lock = std::unique_lock<std::mutex>(t.m);
+        t.holder.store(std::this_thread::get_id());
+      }
+      ~held() { t.holder.store(std::thread::id{}); }
+      held(const held&) = delete;
+      held& operator=(const held&) = delete;
+      cpu_turn& t;
+      std::unique_lock<std::mutex> lock;
+    };
+  };
+
   // Starts a capture on s and records work() into it, leaving the capture open; returns the kernels
   // the work launched on each GPU (a capture forked to other GPUs' streams records theirs too), taken
   // back out of the ledger: they did not run. Drops the capture on a throw.
@@ -146,6 +178,7 @@ class graph {
   std::function<void()> cpu_work_;
   mutable std::uint64_t kernels_ = 0;
   std::vector<std::uint64_t> kernels_on_;  // by CUDA device index
+  std::shared_ptr<cpu_turn> cpu_turn_;     // the CPU's; shared, so that a moved graph keeps it
   bool moved_ = false;
 };
 

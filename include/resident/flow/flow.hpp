@@ -16,6 +16,12 @@
 /// stage that reads what it writes. A stage added with inference::off gets only its explicit edges;
 /// two stages that write one array with nothing ordering them are then an error, as is a cycle.
 ///
+/// Threads: one flow's calls take turns (runs from several threads one after another, as CUDA orders
+/// launches of one graph; stages added meanwhile wait). A stage may run other flows, and read its own
+/// (validate, predecessors, device_of), but not add to, order, run, capture or report the flow it is a
+/// stage of (flow_error). A stage that throws ends the run: the stages issued before it stay queued,
+/// the home stream waits for them (wait() covers them), and the flow can run again.
+///
 /// Several GPUs: a stage runs on the device of the arrays it touches (what it writes, else what it
 /// reads; access::on names one), on that device's streams, with that device current. An edge between
 /// stages on two devices is an event recorded on the earlier stage's stream and waited on by the later
@@ -68,7 +74,7 @@ class stage_error : public error {
 /// The memory a stage reads and writes, as byte ranges: arrays, slices, 2-D arrays and views (from
 /// the first element to the last, padding between rows included), pinned buffers, host containers,
 /// or raw ranges; and the device the stage runs on (see flow). @throws invalid_argument for a
-/// moved-from array.
+/// moved-from array, or a raw range whose end passes the top of the address space.
 class access {
  public:
   /// One byte range: bytes bytes from begin, on device `where` when known (arrays and slices say;
@@ -112,6 +118,10 @@ class access {
   template <class A>
   static range range_of(const A& a) {
     if constexpr (std::is_same_v<A, range>) {
+      // A range past the top of the address space would compare as overlapping nothing.
+      if (a.bytes > UINTPTR_MAX - reinterpret_cast<std::uintptr_t>(a.begin))
+        RESIDENT_FAIL("access: a range of " + std::to_string(a.bytes) +
+                      " bytes runs past the end of the address space; give the bytes the stage touches");
       return a;
     } else {
       if constexpr (requires { a.check_live(); }) a.check_live();
@@ -162,7 +172,10 @@ class flow {
   /// on the CPU the stages run one after another in dependency order, each spread over the cores by
   /// its own loops). d is the home device: stream() is d's, and stages that touch no device's memory
   /// run there.
+  /// @throws invalid_argument for streams outside 1 .. max_streams.
   explicit flow(device d = default_device(), int streams = 4);
+  /// The most streams per device a flow takes.
+  static constexpr int max_streams = 256;
   ~flow();
   /// Takes over another flow's stages and streams.
   flow(flow&&) noexcept;
@@ -188,7 +201,8 @@ class flow {
   /// each device it runs stages on, and returns; wait() blocks until all finished.
   /// @throws flow_error, stage_error.
   void run_async();
-  /// Blocks until the stages issued by run_async() have finished. @throws cuda_error, device_lost.
+  /// Blocks until the stages issued by run_async() have finished. @throws cuda_error, device_lost;
+  /// flow_error from a stage of this flow.
   void wait();
   /// run_async(), then wait(). @throws flow_error, stage_error.
   void run() {
@@ -213,7 +227,7 @@ class flow {
   /// Number of stages.
   std::size_t size() const noexcept;
 
-  /// The last run's per-stage figures, and the same as an aligned table.
+  /// The last run's per-stage figures, and the same as an aligned table (none after a run that threw).
   std::vector<stage_report> report() const;
   /// The last run's per-stage figures as an aligned text table.
   std::string report_table() const;

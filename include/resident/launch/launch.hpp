@@ -80,17 +80,19 @@ void launch_phases(detail::located_stream at, const launch_config& cfg, Phases..
 /// on the CPU one block per OpenMP thread.
 template <class F>
 launch_config for_each_config(stream_ref s, std::size_t n, F) {
+  require(s.device());
   const device_scope current(s.device());  // the occupancy of s's device
   return detail::dispatch(s.device(), [&](auto backend) { return detail::for_each_config_on<F>(backend, n); });
 }
 
 /// Runs f(i) for every i in [0, n) on s: a grid-stride kernel with the block size chosen by the
 /// occupancy API on CUDA, a parallel loop on the CPU. One kernel in the ledger; n == 0 does nothing.
-/// @throws on the CPU backend, the first exception f threw (other indices may or may not have run).
+/// @throws device_unavailable for s of a device that cannot be used (n == 0 too); on the CPU backend, the first exception f threw (other indices may or may not have run).
 template <class F>
 void for_each_index(detail::located_stream at, std::size_t n, F f) {
-  if (n == 0) return;
   const stream_ref s = at.stream;
+  require(s.device());  // at every length: nothing to do is no reason to accept an absent device
+  if (n == 0) return;
   const device_scope current(s.device());
   detail::call_scope scope("for_each_index", s, {0, 0, n, 0, nullptr, nullptr}, detail::call_kind::compute, at.where);
   detail::dispatch(s.device(), [&](auto backend) { detail::for_each_on(backend, s, n, f); });

@@ -64,23 +64,25 @@ struct cpu_piece {
 class cpu_loop {
  public:
   cpu_loop(std::size_t units, std::size_t items_per_unit, cut how = cut::even)
-      : units_(units), items_(units * items_per_unit) {
+      : units_(units), items_(times_or_max(units, items_per_unit)) {
     const auto threads = static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
-    if (units <= 1 || threads == 1 || units * items_per_unit < cpu_tuning::serial_below) {
+    if (units <= 1 || threads == 1 || items_ < cpu_tuning::serial_below) {
       grain_ = std::max<std::size_t>(units, 1);
     } else if (how == cut::one_each) {
       grain_ = 1;
     } else {
       const std::size_t want = threads * cpu_tuning::pieces_per_thread;
-      const std::size_t least = (cpu_tuning::min_piece + items_per_unit - 1) / items_per_unit;
-      grain_ = std::max((units + want - 1) / want, std::min(least, (units + threads - 1) / threads));
+      const std::size_t least = ceil_div(cpu_tuning::min_piece, std::max<std::size_t>(items_per_unit, 1));
+      grain_ = std::max(ceil_div(units, want), std::min(least, ceil_div(units, threads)));
     }
-    pieces_ = units == 0 ? 0 : (units + grain_ - 1) / grain_;
+    pieces_ = units == 0 ? 0 : ceil_div(units, grain_);
     workers_ = static_cast<int>(std::min(threads, pieces_));
     threads_ = threads;
   }
   std::size_t pieces() const { return pieces_; }
   int workers() const { return std::max(workers_, 1); }
+  /// Piece p's units, as run() gives them to its body (worker 0).
+  cpu_piece bounds(std::size_t p) const { return piece(p, 0); }
 
   template <class Body>
   void run(Body&& body) const {
@@ -126,7 +128,15 @@ class cpu_loop {
   }
 
  private:
-  cpu_piece piece(std::size_t p, int w) const { return {p, p * grain_, std::min(units_, (p + 1) * grain_), w}; }
+  // Written so that lengths near SIZE_MAX do not wrap (the last piece's end would).
+  static std::size_t ceil_div(std::size_t a, std::size_t b) { return a / b + (a % b != 0); }
+  static std::size_t times_or_max(std::size_t a, std::size_t b) {
+    return b && a > std::size_t(-1) / b ? std::size_t(-1) : a * b;
+  }
+  cpu_piece piece(std::size_t p, int w) const {
+    const std::size_t first = p * grain_;
+    return {p, first, first + std::min(grain_, units_ - first), w};
+  }
   std::size_t units_, items_, grain_ = 1, pieces_ = 0, threads_ = 1;
   int workers_ = 1;
 };

@@ -38,9 +38,12 @@ __global__ void phases_kernel(std::size_t shared, Phases... phases) {
 
 template <class F>
 __global__ void grid_stride_kernel(std::size_t n, F f) {
-  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += std::size_t(gridDim.x) * blockDim.x)
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  // Stops before i + stride would pass n: near SIZE_MAX the sum wraps and the loop would start over.
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     f(i);
+    if (n - i <= stride) break;
+  }
 }
 
 /// Programmatic dependent launch, device side: the next kernel may be scheduled from the start of this
