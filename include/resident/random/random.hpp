@@ -18,11 +18,13 @@
 ///                      rs::reduce(rs::plus{}, std::uint64_t(0)))(n) / n;   // numbers never touch memory
 
 #include <cmath>
+#include <concepts>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "resident/error.hpp"
 #include "resident/fuse/pipeline.hpp"
@@ -375,6 +377,20 @@ void check_normal(T mean, T sd, const char* what) {
 }
 template <class A>
 using value_of = typename std::remove_cvref_t<A>::value_type;
+/// An integer bound as a T, checked as given: converting a value T cannot hold would wrap it into
+/// another range, which then passes every other check.
+template <class T, std::integral V>
+T integer_bound(V v, const char* what, const char* which) {
+  const bool fits = std::is_signed_v<V> ? std::in_range<T>(static_cast<std::intmax_t>(v))
+                                        : std::in_range<T>(static_cast<std::uintmax_t>(v));
+  RESIDENT_EXPECTS(fits, std::string(what) + ": " + which + " " +
+                             (std::is_signed_v<V> ? std::to_string(static_cast<std::intmax_t>(v))
+                                                  : std::to_string(static_cast<std::uintmax_t>(v))) +
+                             " does not fit " + (std::is_signed_v<T> ? "int32_t" : "uint32_t") +
+                             ", the element type (it holds " + exact_text(std::numeric_limits<T>::min()) + " to " +
+                             exact_text(std::numeric_limits<T>::max()) + ")");
+  return static_cast<T>(v);
+}
 }  // namespace detail
 
 // ---- source stages -------------------------------------------------------------------------
@@ -394,11 +410,16 @@ auto normal(std::uint64_t seed, std::uint64_t offset = 0, T mean = T(0), T sd = 
   return generate(normal_distribution<T>{{}, seed, offset, mean, sd});
 }
 /// A pipeline source yielding value i of the integer stream (seed, offset) in [low, high), T int32_t or
-/// uint32_t. @throws invalid_argument when low >= high.
-template <class T>
-auto integers(std::uint64_t seed, std::uint64_t offset, T low, T high) {
-  detail::check_range(low, high, "random::integers");
-  return generate(integer_distribution<T>{{}, seed, offset, low, std::uint32_t(std::int64_t(high) - std::int64_t(low))});
+/// uint32_t; the bounds may be of any integer type. @throws invalid_argument when a bound does not fit
+/// T or low >= high.
+template <class T, std::integral L, std::integral H>
+auto integers(std::uint64_t seed, std::uint64_t offset, L low, H high) {
+  static_assert(std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t>,
+                "random::integers<T>: T is int32_t or uint32_t");
+  const T lo = detail::integer_bound<T>(low, "random::integers", "low");
+  const T hi = detail::integer_bound<T>(high, "random::integers", "high");
+  detail::check_range(lo, hi, "random::integers");
+  return generate(integer_distribution<T>{{}, seed, offset, lo, std::uint32_t(std::int64_t(hi) - std::int64_t(lo))});
 }
 /// A pipeline source yielding point i of the unit square (see point_distribution).
 template <class T>
@@ -431,10 +452,10 @@ void fill_normal(A&& a, std::uint64_t seed, std::uint64_t offset = 0, detail::va
 }
 
 /// a[i] = an integer uniform in [low, high), int32 or uint32 arrays; the widest range is [min, max) of
-/// the type (every 32-bit value: fill_bits). @throws invalid_argument when low >= high, before any work.
-template <array_like A>
-void fill_integers(A&& a, std::uint64_t seed, std::uint64_t offset, detail::value_of<A> low,
-                   detail::value_of<A> high) {
+/// the type (every 32-bit value: fill_bits). The bounds may be of any integer type.
+/// @throws invalid_argument when a bound does not fit the element type or low >= high, before any work.
+template <array_like A, std::integral L, std::integral H>
+void fill_integers(A&& a, std::uint64_t seed, std::uint64_t offset, L low, H high) {
   integers<detail::value_of<A>>(seed, offset, low, high)(a);
 }
 
