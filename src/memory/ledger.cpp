@@ -149,8 +149,19 @@ ledger_snapshot ledger() {
 scoped_ledger::scoped_ledger(device d) : device_(d), start_(ledger(d)) {}
 ledger_counts scoped_ledger::delta() const { return ledger(device_) - start_; }
 
+namespace {
+// A value cast from an int that is none of the three would let every transfer through unseen.
+transfer_policy checked(transfer_policy p) {
+  RESIDENT_EXPECTS(p == transfer_policy::allow || p == transfer_policy::log || p == transfer_policy::forbid,
+                   "scoped_transfer_policy: policy " + std::to_string(static_cast<int>(p)) +
+                       " is none of allow, log or forbid");
+  return p;
+}
+}  // namespace
+
+// previous_ is initialized first: a refused policy throws before the thread's state changes.
 scoped_transfer_policy::scoped_transfer_policy(transfer_policy p)
-    : previous_(std::exchange(t_policy, p)), previous_set_(std::exchange(t_scoped, true)) {}
+    : previous_(std::exchange(t_policy, checked(p))), previous_set_(std::exchange(t_scoped, true)) {}
 scoped_transfer_policy::~scoped_transfer_policy() {
   t_policy = previous_;
   t_scoped = previous_set_;

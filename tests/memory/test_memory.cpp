@@ -792,6 +792,78 @@ TEST_P(peer, slices_copy_and_overlap) {
   rs::copy(a.slice(7, 100), a.slice(7, 100));  // onto itself: nothing
 }
 
+// A slice of a slice is checked against the slice (not the array) and lands on the array's elements.
+TEST_P(arrays, slices_of_slices_are_checked_against_their_parent) {
+  std::vector<int> h(100);
+  std::iota(h.begin(), h.end(), 0);
+  auto a = rs::to_device(h, dev);
+  auto outer = a.slice(10, 50);
+  auto inner = outer.slice(5, 20);
+  EXPECT_EQ(inner.data(), a.data() + 15);
+  EXPECT_EQ(inner.size(), 20u);
+  EXPECT_EQ(inner.stream().native(), a.stream().native());
+  auto innermost = inner.slice(19, 1);
+  std::vector<int> one(1);
+  rs::copy_async(innermost, std::span<int>(one));
+  rs::synchronize(dev);
+  EXPECT_EQ(one[0], 34);
+  EXPECT_EQ(outer.slice(50, 0).size(), 0u);  // empty at the end
+  auto refused = [&](auto&& call, const char* says) {
+    try {
+      call();
+      ADD_FAILURE() << "no error; expected one saying " << says;
+    } catch (const rs::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  // Inside the array but outside the slice.
+  refused([&] { (void)outer.slice(45, 10); }, "is outside a slice of 50 elements");
+  refused([&] { (void)outer.slice(51, 0); }, "outside a slice of 50");
+  refused([&] { (void)outer.slice(std::size_t(-1), 2); }, "outside a slice of 50");
+  refused([&] { (void)a.slice(101, 0); }, "outside an array of 100");
+  refused([&] { (void)a.slice(2, std::size_t(-1)); }, "outside an array of 100");
+}
+
+// Host memory that partly overlaps the array it is copied to or from (on the CPU, where host memory
+// can be an array's own) is refused before anything moves; the same memory is no copy at all.
+TEST(arrays_cpu, host_memory_overlapping_the_array_is_refused) {
+  const rs::device cpu = rs::device::cpu();
+  std::vector<float> h(64);
+  std::iota(h.begin(), h.end(), 0.f);
+  auto a = rs::to_device(h, cpu);
+  rs::scoped_ledger l(cpu);
+  std::span<float> shifted(a.data() + 1, 63);
+  EXPECT_THROW(rs::copy_async(std::span<const float>(shifted), a.slice(0, 63)), rs::invalid_argument);
+  EXPECT_THROW(rs::copy_async(a.slice(0, 63), shifted), rs::invalid_argument);
+  EXPECT_THROW(rs::copy_async(a.slice(3, 61), std::span<float>(a.data(), 61)), rs::invalid_argument);
+  try {
+    rs::copy_async(std::span<const float>(a.data() + 2, 62), a.slice(0, 62));
+    ADD_FAILURE() << "an overlapping upload ran";
+  } catch (const rs::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("overlap"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(l.delta().h2d_copies + l.delta().d2h_copies, 0u);  // refused before it was counted
+  std::vector<float> back(64);
+  std::copy_n(a.data(), 64, back.begin());
+  EXPECT_EQ(back, h);
+  rs::copy(std::span<const float>(a.data(), 64), a);  // the same memory: nothing moves
+  EXPECT_EQ(a.to_host(), h);
+}
+
+// A transfer policy that is none of allow, log, forbid (a value cast from an int) is refused when the
+// scope is opened rather than letting every transfer through.
+TEST(transfer_policy, a_policy_outside_the_enumeration_is_refused) {
+  try {
+    rs::scoped_transfer_policy p(static_cast<rs::transfer_policy>(7));
+    FAIL() << "a scope of policy 7 was opened";
+  } catch (const rs::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("allow, log or forbid"), std::string::npos) << e.what();
+  }
+  // The refused scope left nothing open.
+  rs::scoped_transfer_policy outer(rs::transfer_policy::forbid);
+  EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::forbid);
+}
+
 RESIDENT_BACKENDS(timings);
 RESIDENT_BACKENDS(arrays);
 RESIDENT_BACKENDS(pool);
