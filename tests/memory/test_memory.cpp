@@ -7,6 +7,7 @@
 #include <numeric>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "support.hpp"
 
@@ -549,6 +550,9 @@ TEST(array_view, out_of_bounds_stops_in_debug_builds) {
     rs::array_view<int> view(v.data(), v.size());
     EXPECT_EQ(view[3], 1);
     EXPECT_DEATH(view[4], "index 4 out of bounds for extent 4");
+    EXPECT_EQ(view.subview(4, 0).size(), 0u);
+    // offset + count wraps to 1: still refused.
+    EXPECT_DEATH((void)view.subview(2, std::size_t(-1)), "out of bounds for extent 4");
     rs::array2d_view<int> m(v.data(), 2, 2, 2);
     EXPECT_DEATH(m(0, 2), "index 2 out of bounds for extent 2");
   }
@@ -862,6 +866,81 @@ TEST(transfer_policy, a_policy_outside_the_enumeration_is_refused) {
   // The refused scope left nothing open.
   rs::scoped_transfer_policy outer(rs::transfer_policy::forbid);
   EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::forbid);
+}
+
+// Zero rows or columns, with or without padding: nothing allocated that is not needed, every call
+// works and gives nothing; a padded array's elements come back without the padding.
+TEST_P(arrays, two_dimensional_arrays_of_nothing_and_padded_ones) {
+  for (auto [rows, cols, ld] : {std::tuple<std::size_t, std::size_t, std::size_t>{0, 5, 0}, {0, 5, 8}, {4, 0, 0},
+                                {4, 0, 3}, {0, 0, 0}}) {
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols) + " ld " + std::to_string(ld));
+    rs::array2d<float> m(rows, cols, dev, ld);
+    EXPECT_EQ(m.size(), 0u);
+    EXPECT_EQ(m.rows(), rows);
+    EXPECT_EQ(m.cols(), cols);
+    EXPECT_EQ(m.storage().size(), rows * (ld ? ld : cols));
+    EXPECT_TRUE(m.to_host().empty());
+    EXPECT_EQ(m.view().rows(), rows);
+  }
+  EXPECT_EQ(rs::to_device(std::span<const float>(), 0, 7, dev).rows(), 0u);
+  EXPECT_EQ(rs::to_device(std::span<const float>(), 7, 0, dev).cols(), 0u);
+  EXPECT_THROW(rs::to_device(std::span<const float>(), 1, 1, dev), rs::shape_mismatch);
+  // A padded array: to_host drops the padding.
+  rs::array2d<int> p(3, 2, dev, 5);
+  std::vector<int> all(15);
+  std::iota(all.begin(), all.end(), 0);
+  rs::copy(std::span<const int>(all), p.storage());
+  EXPECT_EQ(p.to_host(), (std::vector<int>{0, 1, 5, 6, 10, 11}));
+}
+
+// Many threads moving bytes at once: every copy counted exactly once, and each thread's scope of
+// forbid refuses its own transfers only.
+TEST_P(ledger, many_threads_count_exactly_and_keep_their_own_policy) {
+  const int threads = 8, each = 50;
+  const std::size_t n = 1000;
+  rs::scoped_ledger l(dev);
+  std::atomic<int> refused{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      std::vector<float> h(n, float(t));
+      rs::stream s(dev);
+      rs::array<float> a(n, s.ref());
+      for (int i = 0; i < each; ++i) {
+        if (t % 2) {
+          rs::scoped_transfer_policy forbid(rs::transfer_policy::forbid);
+          try {
+            rs::copy(std::span<const float>(h), a);
+          } catch (const rs::transfer_forbidden&) {
+            ++refused;
+          }
+        } else {
+          rs::copy(std::span<const float>(h), a);
+          h = a.to_host();
+        }
+      }
+    });
+  for (auto& th : pool) th.join();
+  rs::synchronize(dev);
+  const auto d = l.delta();
+  EXPECT_EQ(refused.load(), threads / 2 * each);
+  EXPECT_EQ(d.h2d_copies, std::uint64_t(threads / 2 * each));
+  EXPECT_EQ(d.d2h_copies, std::uint64_t(threads / 2 * each));
+  EXPECT_EQ(d.h2d_bytes, std::uint64_t(threads / 2 * each) * n * sizeof(float));
+}
+
+// Settings of the pool of a device that cannot be used are refused before they change anything: a
+// limit or a caching switch half-set before its trim failed used to stay behind.
+TEST(pool_settings, a_device_that_cannot_be_used_is_refused_before_anything_changes) {
+  const rs::device gone = rs::device::cuda(rs::cuda_device_count());
+  const auto limit = rs::pool_limit(gone);
+  const bool caching = rs::pool_caching(gone);
+  EXPECT_THROW(rs::set_pool_limit(gone, std::size_t(1) << 20), rs::device_unavailable);
+  EXPECT_EQ(rs::pool_limit(gone), limit);
+  EXPECT_THROW(rs::set_pool_caching(gone, !caching), rs::device_unavailable);
+  EXPECT_EQ(rs::pool_caching(gone), caching);
+  EXPECT_THROW(rs::trim_pool(gone), rs::device_unavailable);
+  EXPECT_THROW((void)rs::pool_stats(gone), rs::device_unavailable);
 }
 
 RESIDENT_BACKENDS(timings);
