@@ -3,6 +3,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <sstream>
@@ -941,6 +942,50 @@ TEST(pool_settings, a_device_that_cannot_be_used_is_refused_before_anything_chan
   EXPECT_EQ(rs::pool_caching(gone), caching);
   EXPECT_THROW(rs::trim_pool(gone), rs::device_unavailable);
   EXPECT_THROW((void)rs::pool_stats(gone), rs::device_unavailable);
+}
+
+// Scopes closed out of order on their thread (held in unique_ptrs, optionals): each takes its own
+// policy away and the innermost still open rules; none leaves the thread stuck in a closed one's.
+TEST(transfer_policy, scopes_closed_out_of_order_leave_the_innermost_open_one_in_force) {
+  ASSERT_EQ(rs::current_transfer_policy(), rs::transfer_policy::allow);
+  auto outer = std::make_unique<rs::scoped_transfer_policy>(rs::transfer_policy::forbid);
+  auto inner = std::make_unique<rs::scoped_transfer_policy>(rs::transfer_policy::log);
+  outer.reset();  // the outer one first: the inner one still rules
+  EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::log);
+  inner.reset();
+  EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::allow);  // not the closed forbid
+  EXPECT_NO_THROW(rs::to_device(std::vector<float>{1.f}, rs::device::cpu()));
+
+  auto a = std::make_unique<rs::scoped_transfer_policy>(rs::transfer_policy::log);
+  auto b = std::make_unique<rs::scoped_transfer_policy>(rs::transfer_policy::forbid);
+  auto c = std::make_unique<rs::scoped_transfer_policy>(rs::transfer_policy::allow);
+  b.reset();  // from the middle
+  EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::allow);
+  c.reset();
+  EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::log);
+  a.reset();
+  EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::allow);
+  // A scope closed on another thread (Python may collect its object anywhere): its own thread is
+  // back to its outer policy on the next look, and the closing thread is untouched.
+  std::unique_ptr<rs::scoped_transfer_policy> theirs;
+  std::atomic<int> step{0};
+  rs::transfer_policy before_close{}, after_close{};
+  std::thread t([&] {
+    rs::scoped_transfer_policy own(rs::transfer_policy::log);
+    theirs = std::make_unique<rs::scoped_transfer_policy>(rs::transfer_policy::forbid);
+    before_close = rs::current_transfer_policy();
+    step = 1;
+    while (step != 2) std::this_thread::yield();
+    after_close = rs::current_transfer_policy();
+  });
+  while (step != 1) std::this_thread::yield();
+  rs::scoped_transfer_policy mine(rs::transfer_policy::allow);
+  theirs.reset();
+  EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::allow);
+  step = 2;
+  t.join();
+  EXPECT_EQ(before_close, rs::transfer_policy::forbid);
+  EXPECT_EQ(after_close, rs::transfer_policy::log);
 }
 
 RESIDENT_BACKENDS(timings);
