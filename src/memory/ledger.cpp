@@ -131,7 +131,8 @@ std::ostream& operator<<(std::ostream& os, const ledger_snapshot& s) {
   return os;
 }
 
-ledger_counts ledger(device d) { return read(slot(d)); }
+// Read without slot(): reading a device's counts does not make it a used device of the snapshot.
+ledger_counts ledger(device d) { return read(table()[d]); }
 
 ledger_snapshot ledger() {
   ledger_snapshot s;
