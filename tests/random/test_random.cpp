@@ -732,6 +732,36 @@ TEST_P(rng, a_moved_from_array_is_refused) {
   EXPECT_THROW(rr::fill_bits(w, 1), rs::invalid_argument);
 }
 
+// Bounds and parameters of a wider type are checked as given: a finite double beyond float's range
+// is named as such, not reported as the infinity it would become; other values convert as before.
+TEST_P(rng, real_parameters_beyond_the_element_type_are_named_as_given) {
+  rs::array<float> a = poisoned<float>(10, dev);
+  auto rejects = [&](auto&& call, const char* says) {
+    try {
+      call();
+      ADD_FAILURE() << "no error; expected one saying " << says;
+    } catch (const rs::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  rejects([&] { rr::fill_uniform(a, 1, 0, 0.0, 1e39); }, "high 1e+39 does not fit float");
+  rejects([&] { rr::fill_uniform(a, 1, 0, -1e300, 0.0); }, "low -1e+300 does not fit float");
+  rejects([&] { rr::fill_normal(a, 1, 0, 0.0, 1e39); }, "sd 1e+39 does not fit float");
+  rejects([&] { rr::fill_normal(a, 1, 0, -4e38, 1.0); }, "mean -4e+38 does not fit float");
+  rejects([&] { (void)rr::uniform<float>(1, 0, 0.0, 1e39); }, "does not fit float");
+  rejects([&] { rr::fill_uniform(a, 1, 0, 0.0, std::numeric_limits<double>::infinity()); }, "finite bounds");
+  for (float v : a.to_host()) ASSERT_EQ(v, rs::test::poison<float>()) << "a rejected call wrote";
+  // Integer and double bounds that fit are taken as their values.
+  rr::fill_uniform(a, 1, 0, -1, 1);
+  for (float v : a.to_host()) ASSERT_TRUE(v >= -1.f && v < 1.f) << v;
+  rs::array<float> b = poisoned<float>(10, dev);
+  rr::fill_uniform(b, 1, 0, -1.f, 1.f);
+  EXPECT_EQ(a.to_host(), b.to_host());
+  rr::fill_normal(a, 1, 0, 2.0, 0.5);
+  rr::fill_normal(b, 1, 0, 2.f, 0.5f);
+  EXPECT_EQ(a.to_host(), b.to_host());
+}
+
 RESIDENT_BACKENDS(rng);
 
 }  // namespace
