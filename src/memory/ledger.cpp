@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "resident/detail/per_device.hpp"
 #include "resident/error.hpp"
@@ -54,9 +55,6 @@ ledger_counts read(const atomic_counts& a) {
   return c;
 }
 
-// The calling thread's innermost scope, if one is open.
-thread_local bool t_scoped = false;
-thread_local transfer_policy t_policy = transfer_policy::allow;
 
 const char* plural(std::uint64_t n, const char* one, const char* many) { return n == 1 ? one : many; }
 
@@ -133,7 +131,8 @@ std::ostream& operator<<(std::ostream& os, const ledger_snapshot& s) {
   return os;
 }
 
-ledger_counts ledger(device d) { return read(slot(d)); }
+// Read without slot(): reading a device's counts does not make it a used device of the snapshot.
+ledger_counts ledger(device d) { return read(table()[d]); }
 
 ledger_snapshot ledger() {
   ledger_snapshot s;
@@ -149,12 +148,44 @@ ledger_snapshot ledger() {
 scoped_ledger::scoped_ledger(device d) : device_(d), start_(ledger(d)) {}
 ledger_counts scoped_ledger::delta() const { return ledger(device_) - start_; }
 
-scoped_transfer_policy::scoped_transfer_policy(transfer_policy p)
-    : previous_(std::exchange(t_policy, p)), previous_set_(std::exchange(t_scoped, true)) {}
-scoped_transfer_policy::~scoped_transfer_policy() {
-  t_policy = previous_;
-  t_scoped = previous_set_;
+namespace detail {
+struct policy_scope {
+  explicit policy_scope(transfer_policy p) : policy(p) {}
+  const transfer_policy policy;
+  std::atomic<bool> closed{false};
+};
+}  // namespace detail
+
+namespace {
+// The calling thread's open scopes, innermost last; closed ones are dropped on the next look.
+std::vector<std::shared_ptr<detail::policy_scope>>& open_scopes() {
+  thread_local std::vector<std::shared_ptr<detail::policy_scope>> scopes;
+  return scopes;
 }
+const detail::policy_scope* innermost_scope() {
+  auto& v = open_scopes();
+  std::erase_if(v, [](const auto& s) { return s->closed.load(std::memory_order_acquire); });
+  return v.empty() ? nullptr : v.back().get();
+}
+
+// A value cast from an int that is none of the three would let every transfer through unseen.
+transfer_policy checked(transfer_policy p) {
+  RESIDENT_EXPECTS(p == transfer_policy::allow || p == transfer_policy::log || p == transfer_policy::forbid,
+                   "scoped_transfer_policy: policy " + std::to_string(static_cast<int>(p)) +
+                       " is none of allow, log or forbid");
+  return p;
+}
+}  // namespace
+
+// A refused policy throws before the scope is opened.
+scoped_transfer_policy::scoped_transfer_policy(transfer_policy p)
+    : scope_(std::make_shared<detail::policy_scope>(checked(p))) {
+  innermost_scope();  // drops the closed ones, so the list holds the open scopes only
+  open_scopes().push_back(scope_);
+}
+// Only marked closed: restoring a saved "previous" policy instead would leave the thread in a closed
+// scope's policy when scopes close out of order, and another thread cannot touch this thread's list.
+scoped_transfer_policy::~scoped_transfer_policy() { scope_->closed.store(true, std::memory_order_release); }
 
 transfer_policy default_transfer_policy() {
   const char* v = std::getenv("RESIDENT_TRANSFER_POLICY");
@@ -167,7 +198,10 @@ transfer_policy default_transfer_policy() {
                          "': use allow, log or forbid (or leave it unset for allow)");
 }
 
-transfer_policy current_transfer_policy() { return t_scoped ? t_policy : default_transfer_policy(); }
+transfer_policy current_transfer_policy() {
+  const detail::policy_scope* s = innermost_scope();
+  return s ? s->policy : default_transfer_policy();
+}
 
 namespace detail {
 
@@ -198,7 +232,7 @@ void record_transfer(device d, direction dir, std::uint64_t bytes) {
     if (p == transfer_policy::forbid) {
       RESIDENT_FAIL(std::string("a ") + name + " transfer of " + format_bytes(double(bytes)) +
                                " on " + d.name() + at + " was attempted while the transfer policy is forbid (" +
-                               (t_scoped ? "set by a scoped_transfer_policy on this thread"
+                               (innermost_scope() ? "set by a scoped_transfer_policy on this thread"
                                          : "the process default, from RESIDENT_TRANSFER_POLICY") +
                                "); move the transfer out of that scope or relax the policy", transfer_forbidden);
     }

@@ -254,6 +254,7 @@ pool_statistics pool_stats(device d) {
 }
 
 void set_pool_limit(device d, std::size_t bytes) {
+  require(d);  // before the limit changes: a trim on a device that cannot be used would fail after it
   auto& s = state(d);
   RESIDENT_EXPECTS(bytes > 0, "set_pool_limit: a limit of 0 bytes would refuse every allocation; use "
                               "clear_pool_limit to lift the limit");
@@ -278,6 +279,7 @@ void reset_pool_peak(device d) {
 }
 
 void trim_pool(device d) {
+  require(d);
   if (d.is_cuda()) {
     detail::cuda::pool_trim(d.index(), nullptr);
     // The next allocation that takes memory again is growth, not a hit.
@@ -289,6 +291,7 @@ void trim_pool(device d) {
 bool pool_caching(device d) { return state(d).caching; }
 
 void set_pool_caching(device d, bool enabled) {
+  require(d);  // before the switch: its trim would fail after it
   state(d).caching = enabled;
   if (!enabled) trim_pool(d);
 }

@@ -1,6 +1,7 @@
 #include "resident/memory/transfer.hpp"
 
 #include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -63,10 +64,21 @@ stager& stager_of(device d) {
   return *s;
 }
 
+// Host memory partly over the array's own (possible on the CPU, where both are host memory) would be
+// overwritten while it is read. The same memory is no copy at all and returns before this.
+void refuse_partial_overlap(const void* dst, const void* src, std::size_t bytes, const char* what) {
+  const auto d = reinterpret_cast<std::uintptr_t>(dst), s = reinterpret_cast<std::uintptr_t>(src);
+  if (d < s + bytes && s < d + bytes)
+    RESIDENT_FAIL(std::string(what) + ": the host memory and the array's overlap (" + std::to_string(bytes) +
+                  " bytes, " + std::to_string(d > s ? d - s : s - d) +
+                  " apart); copy through separate host memory");
+}
+
 }  // namespace
 
 void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s, staging how) {
   if (bytes == 0 || dst == src) return;  // nothing moves: nothing to count or forbid
+  refuse_partial_overlap(dst, src, bytes, "host-to-device copy");
   device d = s.device();
   require(d);  // a copy that cannot be made is refused before it is counted
   record_transfer(d, direction::h2d, bytes);
@@ -94,6 +106,7 @@ void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_r
 
 void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_ref s, sync mode, staging how) {
   if (bytes == 0 || dst == src) return;  // nothing moves: nothing to count or forbid
+  refuse_partial_overlap(dst, src, bytes, "device-to-host copy");
   device d = s.device();
   require(d);  // a copy that cannot be made is refused before it is counted
   record_transfer(d, direction::d2h, bytes);

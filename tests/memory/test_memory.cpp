@@ -3,10 +3,12 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "support.hpp"
 
@@ -549,6 +551,9 @@ TEST(array_view, out_of_bounds_stops_in_debug_builds) {
     rs::array_view<int> view(v.data(), v.size());
     EXPECT_EQ(view[3], 1);
     EXPECT_DEATH(view[4], "index 4 out of bounds for extent 4");
+    EXPECT_EQ(view.subview(4, 0).size(), 0u);
+    // offset + count wraps to 1: still refused.
+    EXPECT_DEATH((void)view.subview(2, std::size_t(-1)), "out of bounds for extent 4");
     rs::array2d_view<int> m(v.data(), 2, 2, 2);
     EXPECT_DEATH(m(0, 2), "index 2 out of bounds for extent 2");
   }
@@ -790,6 +795,209 @@ TEST_P(peer, slices_copy_and_overlap) {
   EXPECT_THROW(rs::copy(a.slice(0, 1024), a.slice(512, 1024)), rs::invalid_argument);
   EXPECT_THROW(rs::copy(a.slice(0, 1024), a.slice(0, 1000)), rs::shape_mismatch);
   rs::copy(a.slice(7, 100), a.slice(7, 100));  // onto itself: nothing
+}
+
+// A slice of a slice is checked against the slice (not the array) and lands on the array's elements.
+TEST_P(arrays, slices_of_slices_are_checked_against_their_parent) {
+  std::vector<int> h(100);
+  std::iota(h.begin(), h.end(), 0);
+  auto a = rs::to_device(h, dev);
+  auto outer = a.slice(10, 50);
+  auto inner = outer.slice(5, 20);
+  EXPECT_EQ(inner.data(), a.data() + 15);
+  EXPECT_EQ(inner.size(), 20u);
+  EXPECT_EQ(inner.stream().native(), a.stream().native());
+  auto innermost = inner.slice(19, 1);
+  std::vector<int> one(1);
+  rs::copy_async(innermost, std::span<int>(one));
+  rs::synchronize(dev);
+  EXPECT_EQ(one[0], 34);
+  EXPECT_EQ(outer.slice(50, 0).size(), 0u);  // empty at the end
+  auto refused = [&](auto&& call, const char* says) {
+    try {
+      call();
+      ADD_FAILURE() << "no error; expected one saying " << says;
+    } catch (const rs::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  // Inside the array but outside the slice.
+  refused([&] { (void)outer.slice(45, 10); }, "is outside a slice of 50 elements");
+  refused([&] { (void)outer.slice(51, 0); }, "outside a slice of 50");
+  refused([&] { (void)outer.slice(std::size_t(-1), 2); }, "outside a slice of 50");
+  refused([&] { (void)a.slice(101, 0); }, "outside an array of 100");
+  refused([&] { (void)a.slice(2, std::size_t(-1)); }, "outside an array of 100");
+}
+
+// Host memory that partly overlaps the array it is copied to or from (on the CPU, where host memory
+// can be an array's own) is refused before anything moves; the same memory is no copy at all.
+TEST(arrays_cpu, host_memory_overlapping_the_array_is_refused) {
+  const rs::device cpu = rs::device::cpu();
+  std::vector<float> h(64);
+  std::iota(h.begin(), h.end(), 0.f);
+  auto a = rs::to_device(h, cpu);
+  rs::scoped_ledger l(cpu);
+  std::span<float> shifted(a.data() + 1, 63);
+  EXPECT_THROW(rs::copy_async(std::span<const float>(shifted), a.slice(0, 63)), rs::invalid_argument);
+  EXPECT_THROW(rs::copy_async(a.slice(0, 63), shifted), rs::invalid_argument);
+  EXPECT_THROW(rs::copy_async(a.slice(3, 61), std::span<float>(a.data(), 61)), rs::invalid_argument);
+  try {
+    rs::copy_async(std::span<const float>(a.data() + 2, 62), a.slice(0, 62));
+    ADD_FAILURE() << "an overlapping upload ran";
+  } catch (const rs::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("overlap"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(l.delta().h2d_copies + l.delta().d2h_copies, 0u);  // refused before it was counted
+  std::vector<float> back(64);
+  std::copy_n(a.data(), 64, back.begin());
+  EXPECT_EQ(back, h);
+  rs::copy(std::span<const float>(a.data(), 64), a);  // the same memory: nothing moves
+  EXPECT_EQ(a.to_host(), h);
+}
+
+// A transfer policy that is none of allow, log, forbid (a value cast from an int) is refused when the
+// scope is opened rather than letting every transfer through.
+TEST(transfer_policy, a_policy_outside_the_enumeration_is_refused) {
+  try {
+    rs::scoped_transfer_policy p(static_cast<rs::transfer_policy>(7));
+    FAIL() << "a scope of policy 7 was opened";
+  } catch (const rs::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("allow, log or forbid"), std::string::npos) << e.what();
+  }
+  // The refused scope left nothing open.
+  rs::scoped_transfer_policy outer(rs::transfer_policy::forbid);
+  EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::forbid);
+}
+
+// Zero rows or columns, with or without padding: nothing allocated that is not needed, every call
+// works and gives nothing; a padded array's elements come back without the padding.
+TEST_P(arrays, two_dimensional_arrays_of_nothing_and_padded_ones) {
+  for (auto [rows, cols, ld] : {std::tuple<std::size_t, std::size_t, std::size_t>{0, 5, 0}, {0, 5, 8}, {4, 0, 0},
+                                {4, 0, 3}, {0, 0, 0}}) {
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols) + " ld " + std::to_string(ld));
+    rs::array2d<float> m(rows, cols, dev, ld);
+    EXPECT_EQ(m.size(), 0u);
+    EXPECT_EQ(m.rows(), rows);
+    EXPECT_EQ(m.cols(), cols);
+    EXPECT_EQ(m.storage().size(), rows * (ld ? ld : cols));
+    EXPECT_TRUE(m.to_host().empty());
+    EXPECT_EQ(m.view().rows(), rows);
+  }
+  EXPECT_EQ(rs::to_device(std::span<const float>(), 0, 7, dev).rows(), 0u);
+  EXPECT_EQ(rs::to_device(std::span<const float>(), 7, 0, dev).cols(), 0u);
+  EXPECT_THROW(rs::to_device(std::span<const float>(), 1, 1, dev), rs::shape_mismatch);
+  // A padded array: to_host drops the padding.
+  rs::array2d<int> p(3, 2, dev, 5);
+  std::vector<int> all(15);
+  std::iota(all.begin(), all.end(), 0);
+  rs::copy(std::span<const int>(all), p.storage());
+  EXPECT_EQ(p.to_host(), (std::vector<int>{0, 1, 5, 6, 10, 11}));
+}
+
+// Many threads moving bytes at once: every copy counted exactly once, and each thread's scope of
+// forbid refuses its own transfers only.
+TEST_P(ledger, many_threads_count_exactly_and_keep_their_own_policy) {
+  const int threads = 8, each = 50;
+  const std::size_t n = 1000;
+  rs::scoped_ledger l(dev);
+  std::atomic<int> refused{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      std::vector<float> h(n, float(t));
+      rs::stream s(dev);
+      rs::array<float> a(n, s.ref());
+      for (int i = 0; i < each; ++i) {
+        if (t % 2) {
+          rs::scoped_transfer_policy forbid(rs::transfer_policy::forbid);
+          try {
+            rs::copy(std::span<const float>(h), a);
+          } catch (const rs::transfer_forbidden&) {
+            ++refused;
+          }
+        } else {
+          rs::copy(std::span<const float>(h), a);
+          h = a.to_host();
+        }
+      }
+    });
+  for (auto& th : pool) th.join();
+  rs::synchronize(dev);
+  const auto d = l.delta();
+  EXPECT_EQ(refused.load(), threads / 2 * each);
+  EXPECT_EQ(d.h2d_copies, std::uint64_t(threads / 2 * each));
+  EXPECT_EQ(d.d2h_copies, std::uint64_t(threads / 2 * each));
+  EXPECT_EQ(d.h2d_bytes, std::uint64_t(threads / 2 * each) * n * sizeof(float));
+}
+
+// Settings of the pool of a device that cannot be used are refused before they change anything: a
+// limit or a caching switch half-set before its trim failed used to stay behind.
+TEST(pool_settings, a_device_that_cannot_be_used_is_refused_before_anything_changes) {
+  const rs::device gone = rs::device::cuda(rs::cuda_device_count());
+  const auto limit = rs::pool_limit(gone);
+  const bool caching = rs::pool_caching(gone);
+  EXPECT_THROW(rs::set_pool_limit(gone, std::size_t(1) << 20), rs::device_unavailable);
+  EXPECT_EQ(rs::pool_limit(gone), limit);
+  EXPECT_THROW(rs::set_pool_caching(gone, !caching), rs::device_unavailable);
+  EXPECT_EQ(rs::pool_caching(gone), caching);
+  EXPECT_THROW(rs::trim_pool(gone), rs::device_unavailable);
+  EXPECT_THROW((void)rs::pool_stats(gone), rs::device_unavailable);
+}
+
+// Scopes closed out of order on their thread (held in unique_ptrs, optionals): each takes its own
+// policy away and the innermost still open rules; none leaves the thread stuck in a closed one's.
+TEST(transfer_policy, scopes_closed_out_of_order_leave_the_innermost_open_one_in_force) {
+  ASSERT_EQ(rs::current_transfer_policy(), rs::transfer_policy::allow);
+  auto outer = std::make_unique<rs::scoped_transfer_policy>(rs::transfer_policy::forbid);
+  auto inner = std::make_unique<rs::scoped_transfer_policy>(rs::transfer_policy::log);
+  outer.reset();  // the outer one first: the inner one still rules
+  EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::log);
+  inner.reset();
+  EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::allow);  // not the closed forbid
+  EXPECT_NO_THROW(rs::to_device(std::vector<float>{1.f}, rs::device::cpu()));
+
+  auto a = std::make_unique<rs::scoped_transfer_policy>(rs::transfer_policy::log);
+  auto b = std::make_unique<rs::scoped_transfer_policy>(rs::transfer_policy::forbid);
+  auto c = std::make_unique<rs::scoped_transfer_policy>(rs::transfer_policy::allow);
+  b.reset();  // from the middle
+  EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::allow);
+  c.reset();
+  EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::log);
+  a.reset();
+  EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::allow);
+  // A scope closed on another thread (Python may collect its object anywhere): its own thread is
+  // back to its outer policy on the next look, and the closing thread is untouched.
+  std::unique_ptr<rs::scoped_transfer_policy> theirs;
+  std::atomic<int> step{0};
+  rs::transfer_policy before_close{}, after_close{};
+  std::thread t([&] {
+    rs::scoped_transfer_policy own(rs::transfer_policy::log);
+    theirs = std::make_unique<rs::scoped_transfer_policy>(rs::transfer_policy::forbid);
+    before_close = rs::current_transfer_policy();
+    step = 1;
+    while (step != 2) std::this_thread::yield();
+    after_close = rs::current_transfer_policy();
+  });
+  while (step != 1) std::this_thread::yield();
+  rs::scoped_transfer_policy mine(rs::transfer_policy::allow);
+  theirs.reset();
+  EXPECT_EQ(rs::current_transfer_policy(), rs::transfer_policy::allow);
+  step = 2;
+  t.join();
+  EXPECT_EQ(before_close, rs::transfer_policy::forbid);
+  EXPECT_EQ(after_close, rs::transfer_policy::log);
+}
+
+// Reading a device's counts is not using it: the snapshot of every device lists only devices that
+// moved, launched or allocated something.
+TEST(ledger_snapshot, reading_a_device_does_not_list_it) {
+  const rs::device unused = rs::device::cuda(63);  // the last the table holds
+  const auto counts = rs::ledger(unused);
+  EXPECT_EQ(counts.h2d_copies + counts.kernels + counts.allocations, 0u);
+  rs::scoped_ledger l(unused);
+  EXPECT_EQ(l.delta().allocations, 0u);
+  for (const auto& [d, c] : rs::ledger().devices) EXPECT_FALSE(d == unused) << d.name();
+  EXPECT_EQ(rs::ledger().json().find(unused.name()), std::string::npos) << rs::ledger().json();
 }
 
 RESIDENT_BACKENDS(timings);

@@ -653,6 +653,115 @@ TEST_P(rng, proportionate_large_array_without_further_allocation) {
   EXPECT_NEAR(s / double(n), 1.0 / 3, 0.001);
 }
 
+// Bounds are checked as given, before they are converted to the array's element type: a bound the
+// type cannot hold once wrapped silently into another range.
+TEST_P(rng, integer_bounds_that_do_not_fit_the_type_are_refused_before_any_work) {
+  rs::array<std::int32_t> a = poisoned<std::int32_t>(10, dev);
+  rs::array<std::uint32_t> u = poisoned<std::uint32_t>(10, dev);
+  auto rejects = [&](auto&& call, const char* says) {
+    try {
+      call();
+      ADD_FAILURE() << "no error; expected one saying " << says;
+    } catch (const rs::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  rejects([&] { rr::fill_integers(a, 1, 0, -5, 5'000'000'000LL); }, "high 5000000000 does not fit int32_t");
+  rejects([&] { rr::fill_integers(a, 1, 0, -3'000'000'000LL, 5); }, "low -3000000000 does not fit int32_t");
+  rejects([&] { rr::fill_integers(u, 1, 0, -1, 10); }, "low -1 does not fit uint32_t");
+  rejects([&] { rr::fill_integers(u, 1, 0, 0, 5'000'000'000ULL); }, "high 5000000000 does not fit uint32_t");
+  rejects([&] { rr::fill_integers(a, 1, 0, 0, 4'294'967'295u); }, "does not fit int32_t");
+  rejects([&] { (void)rr::integers<std::int32_t>(1, 0, 0, 1ull << 40); }, "does not fit int32_t");
+  for (auto v : a.to_host()) ASSERT_EQ(v, rs::test::poison<std::int32_t>());
+  for (auto v : u.to_host()) ASSERT_EQ(v, rs::test::poison<std::uint32_t>());
+  // Bounds of another integer type that fit are taken as their values.
+  rr::fill_integers(u, 1, 0, 3LL, std::int64_t(UINT_MAX));
+  for (auto v : u.to_host()) ASSERT_TRUE(v >= 3u && v < UINT_MAX) << v;
+  rr::fill_integers(a, 1, 0, std::int8_t(-4), 4u);
+  for (auto v : a.to_host()) ASSERT_TRUE(v >= -4 && v < 4) << v;
+}
+
+// A fill of a slice at offset k is the whole array's fill at k, whatever k's alignment to the
+// Philox blocks and the slice's to memory; fills of nothing, also at the end, write nothing.
+template <class T, class Fill>
+void expect_slices_match_the_whole(rs::device dev, Fill fill, const char* what) {
+  const std::size_t n = 203;
+  const std::uint64_t offset = 1000001;
+  rs::array<T> whole = poisoned<T>(n, dev);
+  fill(whole, offset);
+  const auto want = whole.to_host();
+  for (std::size_t k : {std::size_t(1), std::size_t(2), std::size_t(3), std::size_t(5), std::size_t(7), std::size_t(101)}) {
+    for (std::size_t m : {std::size_t(1), std::size_t(2), std::size_t(3), std::size_t(9), n - k}) {
+      rs::array<T> a = poisoned<T>(n, dev);
+      fill(a.slice(k, m), offset + k);
+      const auto got = a.to_host();
+      for (std::size_t i = 0; i < n; ++i) {
+        if (i >= k && i < k + m)
+          ASSERT_TRUE(same_bits(got[i], want[i])) << what << " slice at " << k << " of " << m << ", i " << i;
+        else
+          ASSERT_TRUE(same_bits(got[i], rs::test::poison<T>())) << what << " wrote outside its slice at " << i;
+      }
+    }
+  }
+  rs::array<T> a = poisoned<T>(n, dev);
+  fill(a.slice(n, 0), offset);
+  fill(a.slice(0, 0), offset);
+  rs::array<T> none(0, dev);
+  fill(none, offset);
+  for (const T& v : a.to_host()) ASSERT_TRUE(same_bits(v, rs::test::poison<T>())) << what << " an empty fill wrote";
+}
+
+TEST_P(rng, a_slice_filled_at_its_offset_equals_the_whole_fill) {
+  const std::uint64_t seed = rs::test::fresh_seed();
+  SCOPED_TRACE(seed);
+  expect_slices_match_the_whole<float>(dev, [&](auto&& a, std::uint64_t o) { rr::fill_uniform(a, seed, o); }, "unit float");
+  expect_slices_match_the_whole<double>(dev, [&](auto&& a, std::uint64_t o) { rr::fill_uniform(a, seed, o, -2.0, 3.0); }, "uniform double");
+  expect_slices_match_the_whole<float>(dev, [&](auto&& a, std::uint64_t o) { rr::fill_normal(a, seed, o, 1.f, 3.f); }, "normal float");
+  expect_slices_match_the_whole<double>(dev, [&](auto&& a, std::uint64_t o) { rr::fill_normal(a, seed, o); }, "normal double");
+  expect_slices_match_the_whole<std::int32_t>(dev, [&](auto&& a, std::uint64_t o) { rr::fill_integers(a, seed, o, -9, 1000); }, "integers");
+  expect_slices_match_the_whole<std::uint32_t>(dev, [&](auto&& a, std::uint64_t o) { rr::fill_bits(a, seed, o); }, "bits");
+}
+
+TEST_P(rng, a_moved_from_array_is_refused) {
+  rs::array<float> a(10, dev);
+  rs::array<float> b = std::move(a);
+  EXPECT_THROW(rr::fill_uniform(a, 1), rs::invalid_argument);
+  EXPECT_THROW(rr::fill_normal(a, 1), rs::invalid_argument);
+  rs::array<std::uint32_t> w(4, dev);
+  rs::array<std::uint32_t> w2 = std::move(w);
+  EXPECT_THROW(rr::fill_bits(w, 1), rs::invalid_argument);
+}
+
+// Bounds and parameters of a wider type are checked as given: a finite double beyond float's range
+// is named as such, not reported as the infinity it would become; other values convert as before.
+TEST_P(rng, real_parameters_beyond_the_element_type_are_named_as_given) {
+  rs::array<float> a = poisoned<float>(10, dev);
+  auto rejects = [&](auto&& call, const char* says) {
+    try {
+      call();
+      ADD_FAILURE() << "no error; expected one saying " << says;
+    } catch (const rs::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  rejects([&] { rr::fill_uniform(a, 1, 0, 0.0, 1e39); }, "high 1e+39 does not fit float");
+  rejects([&] { rr::fill_uniform(a, 1, 0, -1e300, 0.0); }, "low -1e+300 does not fit float");
+  rejects([&] { rr::fill_normal(a, 1, 0, 0.0, 1e39); }, "sd 1e+39 does not fit float");
+  rejects([&] { rr::fill_normal(a, 1, 0, -4e38, 1.0); }, "mean -4e+38 does not fit float");
+  rejects([&] { (void)rr::uniform<float>(1, 0, 0.0, 1e39); }, "does not fit float");
+  rejects([&] { rr::fill_uniform(a, 1, 0, 0.0, std::numeric_limits<double>::infinity()); }, "finite bounds");
+  for (float v : a.to_host()) ASSERT_EQ(v, rs::test::poison<float>()) << "a rejected call wrote";
+  // Integer and double bounds that fit are taken as their values.
+  rr::fill_uniform(a, 1, 0, -1, 1);
+  for (float v : a.to_host()) ASSERT_TRUE(v >= -1.f && v < 1.f) << v;
+  rs::array<float> b = poisoned<float>(10, dev);
+  rr::fill_uniform(b, 1, 0, -1.f, 1.f);
+  EXPECT_EQ(a.to_host(), b.to_host());
+  rr::fill_normal(a, 1, 0, 2.0, 0.5);
+  rr::fill_normal(b, 1, 0, 2.f, 0.5f);
+  EXPECT_EQ(a.to_host(), b.to_host());
+}
+
 RESIDENT_BACKENDS(rng);
 
 }  // namespace

@@ -26,6 +26,16 @@ namespace resident {
 template <class T>
 class array_ref;
 
+namespace detail {
+/// Refuses [offset, offset + count) outside `size` elements of `what` ("an array", "a slice"); written
+/// so that no sum can wrap.
+inline void check_slice(std::size_t offset, std::size_t count, std::size_t size, const char* what) {
+  if (offset > size || count > size - offset)
+    RESIDENT_FAIL("slice [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " + std::to_string(count) +
+                  ") is outside " + what + " of " + std::to_string(size) + " elements");
+}
+}  // namespace detail
+
 /// A 1-D array of n elements of T on one device, allocated from that device's pool on a stream.
 /// Move-only; uninitialized until filled. Operations are ordered on the array's stream and are
 /// asynchronous unless documented otherwise. A moved-from array is empty and its use throws.
@@ -174,6 +184,12 @@ class array_ref {
   array_view<T> view() const noexcept { return {data_, size_}; }
   /// Nothing to check: the array the window refers to must outlive it.
   void check_live() const noexcept {}
+  /// Elements [offset, offset + count) of this window, on the same stream.
+  /// @throws invalid_argument when the range is outside the window (not just outside the array).
+  array_ref slice(std::size_t offset, std::size_t count) const {
+    detail::check_slice(offset, count, size_, "a slice");
+    return {data_ + offset, count, stream_};
+  }
 
  private:
   T* data_;
@@ -184,9 +200,7 @@ class array_ref {
 template <class T>
 array_ref<T> array<T>::slice(std::size_t offset, std::size_t count) const {
   check_live();
-  if (offset > size_ || count > size_ - offset)
-    RESIDENT_FAIL("slice [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
-                           std::to_string(count) + ") is outside an array of " + std::to_string(size_) + " elements");
+  detail::check_slice(offset, count, size_, "an array");
   return {data_ + offset, count, stream_};
 }
 

@@ -53,7 +53,7 @@ class array_view {
   /// Elements [offset, offset + count). Checked in debug builds.
   RESIDENT_HD array_view subview(std::size_t offset, std::size_t count) const {
     if constexpr (debug_checks) {
-      if (offset + count > size_) detail::bounds_fail(offset + count, size_);
+      if (offset > size_ || count > size_ - offset) detail::bounds_fail(offset + count, size_);  // no wrap
     }
     return {data_ + offset, count};
   }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -91,8 +92,15 @@ class scoped_ledger {
 /// each transfer made outside any scope; allow when it is unset or empty.
 enum class transfer_policy { allow, log, forbid };
 
-/// Sets the calling thread's transfer policy for the lifetime of the object, then restores the
-/// thread's previous one. Other threads are not affected. Destroy it on the thread that created it.
+namespace detail {
+struct policy_scope;
+}  // namespace detail
+
+/// Sets the calling thread's transfer policy for the lifetime of the object. Other threads are not
+/// affected. Scopes may close in any order (held in unique_ptrs or optionals), and on any thread
+/// (Python may collect one anywhere): the policy in force on a thread is always that of its innermost
+/// scope still open.
+/// @throws invalid_argument when p is none of allow, log, forbid.
 class scoped_transfer_policy {
  public:
   /// Sets the transfer policy to p until destruction.
@@ -102,8 +110,7 @@ class scoped_transfer_policy {
   scoped_transfer_policy& operator=(const scoped_transfer_policy&) = delete;
 
  private:
-  transfer_policy previous_;
-  bool previous_set_;  ///< whether a scope was open on this thread before this one
+  std::shared_ptr<detail::policy_scope> scope_;  ///< shared with its thread's list of open scopes
 };
 
 /// The process default (RESIDENT_TRANSFER_POLICY, else allow).

@@ -18,11 +18,14 @@
 ///                      rs::reduce(rs::plus{}, std::uint64_t(0)))(n) / n;   // numbers never touch memory
 
 #include <cmath>
+#include <concepts>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "resident/error.hpp"
 #include "resident/fuse/pipeline.hpp"
@@ -375,30 +378,76 @@ void check_normal(T mean, T sd, const char* what) {
 }
 template <class A>
 using value_of = typename std::remove_cvref_t<A>::value_type;
+/// x as written with the fewest digits that read back as x (1e+39, not 9.9999999999999994e+38).
+inline std::string shortest_text(double x) {
+  char buf[40];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, x);
+    if (std::strtod(buf, nullptr) == x) break;
+  }
+  return buf;
+}
+/// A real bound or parameter as a T, checked as given: a finite value beyond T's range would turn
+/// into an infinity, and the error would name that instead of the value given.
+template <class T, class V>
+T real_parameter(V v, const char* what, const char* which) {
+  static_assert(std::is_arithmetic_v<V>, "random: bounds and parameters are numbers");
+  const T t = static_cast<T>(v);
+  if constexpr (std::is_floating_point_v<V>)
+    RESIDENT_EXPECTS(!std::isfinite(v) || std::isfinite(t),
+                     std::string(what) + ": " + which + " " + shortest_text(double(v)) + " does not fit " +
+                         (sizeof(T) == 4 ? "float" : "double") + ", the element type (its largest finite value is " +
+                         exact_text(std::numeric_limits<T>::max()) + ")");
+  return t;
+}
+/// An integer bound as a T, checked as given: converting a value T cannot hold would wrap it into
+/// another range, which then passes every other check.
+template <class T, std::integral V>
+T integer_bound(V v, const char* what, const char* which) {
+  const bool fits = std::is_signed_v<V> ? std::in_range<T>(static_cast<std::intmax_t>(v))
+                                        : std::in_range<T>(static_cast<std::uintmax_t>(v));
+  RESIDENT_EXPECTS(fits, std::string(what) + ": " + which + " " +
+                             (std::is_signed_v<V> ? std::to_string(static_cast<std::intmax_t>(v))
+                                                  : std::to_string(static_cast<std::uintmax_t>(v))) +
+                             " does not fit " + (std::is_signed_v<T> ? "int32_t" : "uint32_t") +
+                             ", the element type (it holds " + exact_text(std::numeric_limits<T>::min()) + " to " +
+                             exact_text(std::numeric_limits<T>::max()) + ")");
+  return static_cast<T>(v);
+}
 }  // namespace detail
 
 // ---- source stages -------------------------------------------------------------------------
 
-/// A pipeline source yielding value i of the uniform stream (seed, offset) in [low, high).
-/// @throws invalid_argument when low >= high or a bound is not finite.
-template <class T>
-auto uniform(std::uint64_t seed, std::uint64_t offset = 0, T low = T(0), T high = T(1)) {
-  detail::check_range(low, high, "random::uniform");
-  return generate(uniform_distribution<T>{{}, seed, offset, low, high});
+/// A pipeline source yielding value i of the uniform stream (seed, offset) in [low, high); the bounds
+/// may be of any arithmetic type. @throws invalid_argument when a bound does not fit T, low >= high or a
+/// bound is not finite.
+template <class T, class L = T, class H = T>
+auto uniform(std::uint64_t seed, std::uint64_t offset = 0, L low = L(0), H high = H(1)) {
+  const T lo = detail::real_parameter<T>(low, "random::uniform", "low");
+  const T hi = detail::real_parameter<T>(high, "random::uniform", "high");
+  detail::check_range(lo, hi, "random::uniform");
+  return generate(uniform_distribution<T>{{}, seed, offset, lo, hi});
 }
-/// A pipeline source yielding value i of the normal stream (seed, offset).
-/// @throws invalid_argument as fill_normal.
-template <class T>
-auto normal(std::uint64_t seed, std::uint64_t offset = 0, T mean = T(0), T sd = T(1)) {
-  detail::check_normal(mean, sd, "random::normal");
-  return generate(normal_distribution<T>{{}, seed, offset, mean, sd});
+/// A pipeline source yielding value i of the normal stream (seed, offset); mean and sd may be of any
+/// arithmetic type. @throws invalid_argument as fill_normal.
+template <class T, class M = T, class S = T>
+auto normal(std::uint64_t seed, std::uint64_t offset = 0, M mean = M(0), S sd = S(1)) {
+  const T m = detail::real_parameter<T>(mean, "random::normal", "mean");
+  const T d = detail::real_parameter<T>(sd, "random::normal", "sd");
+  detail::check_normal(m, d, "random::normal");
+  return generate(normal_distribution<T>{{}, seed, offset, m, d});
 }
 /// A pipeline source yielding value i of the integer stream (seed, offset) in [low, high), T int32_t or
-/// uint32_t. @throws invalid_argument when low >= high.
-template <class T>
-auto integers(std::uint64_t seed, std::uint64_t offset, T low, T high) {
-  detail::check_range(low, high, "random::integers");
-  return generate(integer_distribution<T>{{}, seed, offset, low, std::uint32_t(std::int64_t(high) - std::int64_t(low))});
+/// uint32_t; the bounds may be of any integer type. @throws invalid_argument when a bound does not fit
+/// T or low >= high.
+template <class T, std::integral L, std::integral H>
+auto integers(std::uint64_t seed, std::uint64_t offset, L low, H high) {
+  static_assert(std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t>,
+                "random::integers<T>: T is int32_t or uint32_t");
+  const T lo = detail::integer_bound<T>(low, "random::integers", "low");
+  const T hi = detail::integer_bound<T>(high, "random::integers", "high");
+  detail::check_range(lo, hi, "random::integers");
+  return generate(integer_distribution<T>{{}, seed, offset, lo, std::uint32_t(std::int64_t(hi) - std::int64_t(lo))});
 }
 /// A pipeline source yielding point i of the unit square (see point_distribution).
 template <class T>
@@ -410,12 +459,13 @@ auto uniform_points(std::uint64_t seed, std::uint64_t offset = 0) {
 
 /// a[i] = value i of the uniform stream (seed, offset) in [low, high). float or double arrays.
 /// Every value lies in [low, high), for any finite low < high.
-/// @throws invalid_argument when low >= high or a bound is not finite, before any work.
-template <array_like A>
-void fill_uniform(A&& a, std::uint64_t seed, std::uint64_t offset = 0, detail::value_of<A> low = 0,
-                  detail::value_of<A> high = 1) {
+/// The bounds may be of any arithmetic type.
+/// @throws invalid_argument when a bound does not fit the element type, low >= high or a bound is not
+/// finite, before any work.
+template <array_like A, class L = detail::value_of<A>, class H = detail::value_of<A>>
+void fill_uniform(A&& a, std::uint64_t seed, std::uint64_t offset = 0, L low = L(0), H high = H(1)) {
   using T = detail::value_of<A>;
-  if (low == T(0) && high == T(1))
+  if (low == L(0) && high == H(1))
     generate(unit_distribution<T>{{}, seed, offset})(a);  // the same bits, less arithmetic
   else
     uniform<T>(seed, offset, low, high)(a);
@@ -423,18 +473,18 @@ void fill_uniform(A&& a, std::uint64_t seed, std::uint64_t offset = 0, detail::v
 
 /// a[i] = value i of the normal stream (seed, offset): the same bits on every backend.
 /// @throws invalid_argument, before any work, when sd < 0, mean or sd is not finite, or |mean| + 6 sd
-/// (9 sd for double) exceeds the largest finite value (a value could overflow). sd = 0 gives mean.
-template <array_like A>
-void fill_normal(A&& a, std::uint64_t seed, std::uint64_t offset = 0, detail::value_of<A> mean = 0,
-                 detail::value_of<A> sd = 1) {
+/// (9 sd for double) exceeds the largest finite value (a value could overflow), or mean or sd (of any
+/// arithmetic type) does not fit the element type. sd = 0 gives mean.
+template <array_like A, class M = detail::value_of<A>, class S = detail::value_of<A>>
+void fill_normal(A&& a, std::uint64_t seed, std::uint64_t offset = 0, M mean = M(0), S sd = S(1)) {
   normal<detail::value_of<A>>(seed, offset, mean, sd)(a);
 }
 
 /// a[i] = an integer uniform in [low, high), int32 or uint32 arrays; the widest range is [min, max) of
-/// the type (every 32-bit value: fill_bits). @throws invalid_argument when low >= high, before any work.
-template <array_like A>
-void fill_integers(A&& a, std::uint64_t seed, std::uint64_t offset, detail::value_of<A> low,
-                   detail::value_of<A> high) {
+/// the type (every 32-bit value: fill_bits). The bounds may be of any integer type.
+/// @throws invalid_argument when a bound does not fit the element type or low >= high, before any work.
+template <array_like A, std::integral L, std::integral H>
+void fill_integers(A&& a, std::uint64_t seed, std::uint64_t offset, L low, H high) {
   integers<detail::value_of<A>>(seed, offset, low, high)(a);
 }
 
