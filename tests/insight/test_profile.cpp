@@ -153,7 +153,8 @@ TEST_P(insight, a_profiles_per_call_figures_are_those_of_its_own_calls) {
   rs::profile later(rs::profile_output::quiet);
   EXPECT_EQ(find_site(later.report(), line, "to_device"), nullptr);
   (void)upload(tiny);
-  const auto* sl = find_site(later.report(), line, "to_device");
+  const rs::profile_report lr = later.report();  // find_site points into it
+  const auto* sl = find_site(lr, line, "to_device");
   ASSERT_NE(sl, nullptr);
   EXPECT_EQ(sl->min_call_bytes, tiny_call);
   EXPECT_EQ(sl->max_call_bytes, tiny_call);
