@@ -124,13 +124,14 @@ class graph {
   }
 
  private:
-  // Replays of one graph on the CPU take turns, as CUDA orders launches of one executable graph; a
-  // replay (or update) from inside the graph's own work is refused rather than deadlocking.
+  /// Replays of one graph on the CPU take turns, as CUDA orders launches of one executable graph; a
+  /// replay (or update) from inside the graph's own work is refused rather than deadlocking.
   struct cpu_turn {
-    std::mutex m;
-    std::atomic<std::thread::id> holder{};
-    // Holds the graph's turn for the calling thread.
+    std::mutex m;                              ///< held by the replaying thread
+    std::atomic<std::thread::id> holder{};     ///< that thread, while it replays
+    /// Holds the graph's turn for the calling thread.
     struct held {
+      /// Takes the turn for `what` (replay, update). @throws invalid_argument from the holder itself.
       held(cpu_turn& turn, const char* what) : t(turn) {
         if (t.holder.load() == std::this_thread::get_id())
           RESIDENT_FAIL(std::string("graph::") + what + " from inside the same graph's replay; replay it after "
@@ -141,8 +142,8 @@ class graph {
       ~held() { t.holder.store(std::thread::id{}); }
       held(const held&) = delete;
       held& operator=(const held&) = delete;
-      cpu_turn& t;
-      std::unique_lock<std::mutex> lock;
+      cpu_turn& t;                       ///< the graph's turn
+      std::unique_lock<std::mutex> lock;  ///< on t.m
     };
   };
 
