@@ -213,19 +213,26 @@ TEST_P(launches, invalid_configurations_are_typed_errors) {
   }
 }
 
+// Functors, not lambdas: nvcc takes no extended lambda inside a TEST's (private) body.
+struct index_noop {
+  RESIDENT_HD void operator()(std::size_t) const {}
+};
+struct thread_noop {
+  RESIDENT_HD void operator()(rs::thread_index) const {}
+};
+
 // Every launch call refuses a stream of a device that cannot be used, with the reason, before any
 // work; for_each_index of nothing too (it would otherwise pass silently where a longer one fails).
 TEST(launch_devices, a_stream_of_an_unusable_device_is_refused_at_every_length) {
   const int present = rs::cuda_device_count();
   const auto absent = rs::default_stream(rs::device::cuda(present + 3));
-  auto f = [] RESIDENT_HD(std::size_t) {};
+  const index_noop f;
   for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(1000)}) {
     SCOPED_TRACE(n);
     EXPECT_THROW(rs::for_each_index(absent, n, f), rs::device_unavailable);
     EXPECT_THROW((void)rs::for_each_config(absent, n, f), rs::device_unavailable);
   }
-  EXPECT_THROW(rs::launch(absent, {rs::dims(1), rs::dims(1)}, [] RESIDENT_HD(rs::thread_index) {}),
-               rs::device_unavailable);
+  EXPECT_THROW(rs::launch(absent, {rs::dims(1), rs::dims(1)}, thread_noop{}), rs::device_unavailable);
   EXPECT_THROW(absent.synchronize(), rs::device_unavailable);
 }
 
