@@ -241,6 +241,7 @@ std::size_t reserved_bytes(device d) {
 }  // namespace
 
 pool_statistics pool_stats(device d) {
+  require(d);  // a device that cannot be used is named as such, not as the driver's failure to answer
   auto& s = state(d);
   pool_statistics r;
   r.bytes_in_use = s.in_use;
