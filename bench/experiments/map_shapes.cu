@@ -21,6 +21,7 @@
 
 #include "../../tools/resident/seed.hpp"
 #include "experiment.cuh"
+#include "sums.cuh"
 #include "resident/resident.hpp"
 
 namespace rs = resident;
@@ -110,23 +111,7 @@ __global__ void strided(const float4* __restrict__ x, float4* __restrict__ y, st
   }
 }
 
-// This thread's share of a sum of x: one wave of blocks of B striding, U vectors in flight.
-template <int B, int U>
-__device__ __forceinline__ float thread_sum(const float4* __restrict__ x, std::size_t n4) {
-  const std::size_t tid = std::size_t(blockIdx.x) * B + threadIdx.x, stride = std::size_t(gridDim.x) * B;
-  float acc[U] = {};
-  for (std::size_t j = tid; j < n4; j += stride * U) {
-    float4 r[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) r[u] = j + u * stride < n4 ? x[j + u * stride] : make_float4(0, 0, 0, 0);
-#pragma unroll
-    for (int u = 0; u < U; ++u) acc[u] += (r[u].x + r[u].y) + (r[u].z + r[u].w);
-  }
-  float a = 0;
-#pragma unroll
-  for (int u = 0; u < U; ++u) a += acc[u];
-  return a;
-}
+using experiment::thread_sum;
 
 // Sum of x: one wave of blocks of B striding with U vectors in flight; per-block partials, the last
 // block to finish folds them (deterministic for a given grid). Counters left zero.

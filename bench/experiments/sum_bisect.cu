@@ -7,7 +7,7 @@
 //   library sum               rs::map(identity) | rs::reduce(plus) into a device array, as shipped
 //   library kernel by hand    the kernel the library launches (fused_reduce_kernel), launched here with
 //                             the library's grid: blocks of 1024 two per SM (wide) or 256 eight per SM
-//   hand                      map_shapes' sum_wave_slots: thread_sum's loads, the packed slots
+//   hand                      map_shapes' sum_wave_slots: thread_sum's loads (sums.cuh), the packed slots
 //   hand loads, library fold  thread_sum's loads, then the library's fold_slots
 //   library loads, hand fold  the library's for_each_vector and accumulators, then the hand's slots
 //   each hand kernel          with the wait before letting the next kernel be scheduled (wait first)
@@ -29,6 +29,7 @@
 #include <cub/block/block_reduce.cuh>
 
 #include "experiment.cuh"
+#include "sums.cuh"
 #include "resident/resident.hpp"
 
 namespace rs = resident;
@@ -46,24 +47,6 @@ __device__ __forceinline__ void prologue() {
   if constexpr (WaitFirst) asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   if constexpr (!WaitFirst) asm volatile("griddepcontrol.wait;" ::: "memory");
-}
-
-// map_shapes' thread_sum: U vectors a grid-stride apart per trip, each tested against the end.
-template <int B, int U>
-__device__ __forceinline__ float hand_loads(const float4* __restrict__ x, std::size_t n4) {
-  const std::size_t tid = std::size_t(blockIdx.x) * B + threadIdx.x, stride = std::size_t(gridDim.x) * B;
-  float acc[U] = {};
-  for (std::size_t j = tid; j < n4; j += stride * U) {
-    float4 r[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) r[u] = j + u * stride < n4 ? x[j + u * stride] : make_float4(0, 0, 0, 0);
-#pragma unroll
-    for (int u = 0; u < U; ++u) acc[u] += (r[u].x + r[u].y) + (r[u].z + r[u].w);
-  }
-  float a = 0;
-#pragma unroll
-  for (int u = 0; u < U; ++u) a += acc[u];
-  return a;
 }
 
 // The library's loads and accumulators: for_each_vector over a view_loader, one accumulator per lane.
@@ -110,14 +93,14 @@ template <int B, int MinBlocks, bool WaitFirst>
 __global__ void __launch_bounds__(B, MinBlocks) hand(const float4* __restrict__ x, std::size_t n4,
                                                      unsigned long long* slots, float* out) {
   prologue<WaitFirst>();
-  hand_fold<B>(hand_loads<B, 4>(x, n4), slots, out);
+  hand_fold<B>(experiment::thread_sum<B, 4>(x, n4), slots, out);
 }
 
 template <int B, int MinBlocks, bool WaitFirst>
 __global__ void __launch_bounds__(B, MinBlocks) hand_loads_library_fold(const float4* __restrict__ x, std::size_t n4,
                                                                         unsigned long long* slots, float* out) {
   prologue<WaitFirst>();
-  rs::detail::fold_slots<B>(hand_loads<B, 4>(x, n4), rs::plus{}, -0.f, slots, [&](float t) { *out = t; });
+  rs::detail::fold_slots<B>(experiment::thread_sum<B, 4>(x, n4), rs::plus{}, -0.f, slots, [&](float t) { *out = t; });
 }
 
 template <int B, int MinBlocks, bool WaitFirst>
@@ -199,26 +182,7 @@ void launch(K k, unsigned grid, unsigned block, cudaStream_t s, auto... args) {
   CHECK(cudaLaunchKernelEx(&lc, k, args...));
 }
 
-struct bench {
-  rs::stream s{rs::device::cuda(0)};
-  template <class F>
-  double per_call_ms(F&& f) {
-    return rs::time_batched(s.ref(), reps, 3, batch, f).median();
-  }
-  template <class F>
-  double host_ns(F&& f) {
-    std::vector<double> v;
-    for (int r = 0; r < 15; ++r) {
-      s.synchronize();
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < batch; ++i) f();
-      v.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / batch);
-    }
-    s.synchronize();
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  }
-};
+using bench = experiment::batched;
 
 }  // namespace
 
@@ -226,7 +190,7 @@ int main(int argc, char** argv) {
   std::vector<int> logs;
   for (int i = 1; i < argc; ++i) logs.push_back(std::atoi(argv[i]));
   if (logs.empty()) logs = {20, 21, 22, 23, 24, 26};
-  bench b;
+  bench b{batch, reps};
   const cudaStream_t cs = b.s.ref().native();
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));

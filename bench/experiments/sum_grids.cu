@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "experiment.cuh"
+#include "sums.cuh"
 #include "resident/resident.hpp"
 
 namespace rs = resident;
@@ -25,27 +26,7 @@ namespace {
 
 constexpr int batch = 20, reps = 15, repeat = 3;
 
-struct bench {
-  rs::stream s{rs::device::cuda(0)};
-  template <class F>
-  double per_call_ms(F&& f) {
-    return rs::time_batched(s.ref(), reps, 3, batch, f).median();
-  }
-  // Host nanoseconds to issue one call (median of 15 batches of `batch`, the queue drained between).
-  template <class F>
-  double host_ns(F&& f) {
-    std::vector<double> v;
-    for (int r = 0; r < 15; ++r) {
-      s.synchronize();
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < batch; ++i) f();
-      v.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / batch);
-    }
-    s.synchronize();
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  }
-};
+using bench = experiment::batched;
 
 }  // namespace
 
@@ -53,7 +34,7 @@ int main(int argc, char** argv) {
   std::vector<int> logs;
   for (int i = 1; i < argc; ++i) logs.push_back(std::atoi(argv[i]));
   if (logs.empty()) logs = {18, 20, 21, 22, 23, 24};
-  bench b;
+  bench b{batch, reps};
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   std::printf("# sum_grids: back-to-back, %d calls per event pair, median of %d, %d sweeps; %d SMs\n", batch, reps,

@@ -444,8 +444,8 @@ __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, con
     };
     if constexpr (wide && reads_memory<L>) {
       // From the first aligned vector on (the head's offset in the pointers, not in each index; a memory
-      // loader's eval ignores the index), the scalar head after the vectors: the wide sums ran 2^24
-      // 0.6 % faster; blocks of 256 so ran a dot product of 2^22 10 % slower (bench/results/tuning.md).
+      // loader's eval ignores the index), the scalar head after the vectors: faster for the wide sums,
+      // slower for blocks of 256 (bench/results/tuning.md).
       for_each_vector<V, U, index>(in.shifted(head), 0, nvec, visit);
       if (tid < head) fold(acc[0], static_cast<T>(in.eval1(fn, tid)));
     } else {
