@@ -69,6 +69,17 @@ class backend : public ::testing::TestWithParam<std::string> {
 
 inline std::string backend_name(const ::testing::TestParamInfo<std::string>& i) { return i.param; }
 
+/// call() must throw invalid_argument whose message contains `says`.
+template <class F>
+void expect_invalid(F&& call, const char* says) {
+  try {
+    call();
+    ADD_FAILURE() << "no error; expected one saying " << says;
+  } catch (const invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace resident::test
 
 /// Instantiates a backend test suite for the CPU and the CUDA backend.
