@@ -192,19 +192,7 @@ __global__ void __launch_bounds__(B) sum_wave_slots(const float4* __restrict__ x
   if (threadIdx.x == 0) *out = total + t;
 }
 
-template <class K>
-void launch(K k, unsigned grid, unsigned block, cudaStream_t s, bool pdl, auto... args) {
-  cudaLaunchConfig_t lc{};
-  lc.gridDim = grid;
-  lc.blockDim = block;
-  lc.stream = s;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  lc.attrs = &attr;
-  lc.numAttrs = pdl ? 1 : 0;
-  CHECK(cudaLaunchKernelEx(&lc, k, args...));
-}
+using experiment::launch;
 
 struct bench {
   rs::stream s{rs::device::cuda(0)};

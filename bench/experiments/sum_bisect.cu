@@ -168,18 +168,10 @@ __global__ void __launch_bounds__(B, MinBlocks) variant(const float* x, std::siz
   rs::detail::fold_slots<B, float, rs::plus, decltype(done), FoldLoads>(mine, rs::plus{}, -0.f, slots, done);
 }
 
-template <class K>
-void launch(K k, unsigned grid, unsigned block, cudaStream_t s, auto... args) {
-  cudaLaunchConfig_t lc{};
-  lc.gridDim = grid;
-  lc.blockDim = block;
-  lc.stream = s;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  lc.attrs = &attr;
-  lc.numAttrs = 1;
-  CHECK(cudaLaunchKernelEx(&lc, k, args...));
+// Every launch here is a programmatic dependent of the previous kernel, as the library's are.
+template <class K, class... A>
+void launch(K k, unsigned grid, unsigned block, cudaStream_t s, A... args) {
+  experiment::launch(k, grid, block, s, true, args...);
 }
 
 using bench = experiment::batched;

@@ -1,5 +1,5 @@
 // What the sum experiments share (map_shapes, sum_grids, sum_bisect): a hand-written thread's share of
-// a sum, and the timing of library calls back-to-back on one stream.
+// a sum, a checked launch, and the timing of library calls back-to-back on one stream.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -7,6 +7,7 @@
 #include <chrono>
 #include <vector>
 
+#include "experiment.cuh"
 #include "resident/resident.hpp"
 
 namespace experiment {
@@ -28,6 +29,21 @@ __device__ __forceinline__ float thread_sum(const float4* __restrict__ x, std::s
 #pragma unroll
   for (int u = 0; u < U; ++u) a += acc[u];
   return a;
+}
+
+// Launches k[grid, block] on s, as a programmatic dependent of the previous kernel where pdl is set.
+template <class K>
+void launch(K k, unsigned grid, unsigned block, cudaStream_t s, bool pdl, auto... args) {
+  cudaLaunchConfig_t lc{};
+  lc.gridDim = grid;
+  lc.blockDim = block;
+  lc.stream = s;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  lc.attrs = &attr;
+  lc.numAttrs = pdl ? 1 : 0;
+  CHECK(cudaLaunchKernelEx(&lc, k, args...));
 }
 
 // Calls timed on one stream: `batch` calls between two events (the device's throughput, median of
