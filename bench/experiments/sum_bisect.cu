@@ -189,8 +189,8 @@ int main(int argc, char** argv) {
   const auto sum = rs::map(identity{}) | rs::reduce(rs::plus{}, 0.f);
   using L = rs::detail::view_loader<float>;
   using Fn = decltype(sum.chain);
-  constexpr auto lib_wide = rs::detail::fused_reduce_kernel<1024, 2, 4, 4, L, Fn, rs::plus, float>;
-  constexpr auto lib_narrow = rs::detail::fused_reduce_kernel<256, 0, 4, 4, L, Fn, rs::plus, float>;
+  constexpr auto lib_wide = rs::detail::fused_reduce_kernel<1024, 2, 4, 4, unsigned, L, Fn, rs::plus, float>;
+  constexpr auto lib_narrow = rs::detail::fused_reduce_kernel<256, 0, 4, 4, unsigned, L, Fn, rs::plus, float>;
   {
     cudaFuncAttributes a{};
     CHECK(cudaFuncGetAttributes(&a, lib_wide));

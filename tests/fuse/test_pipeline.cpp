@@ -719,15 +719,36 @@ TEST_P(pipelines, maps_and_sums_beyond_32_bit_vector_indices_reach_every_element
     for (std::size_t k = 0; k < got.size(); ++k)
       ASSERT_EQ(double(got[k]), 2.0 * double((first + k) % 1009) + 1.0) << "at " << first + k;
   }
-  // Sums of 4-byte values index their vectors in 32 bits below 2^32 - 2^26 vectors and in 64 bits from
-  // there: the longest 32-bit sum, one vector longer, and the whole array, against the exact sums
-  // (sum over i < m of 2 (i mod 1009) + 1 = q 1009^2 + r^2, m = 1009 q + r).
+  // Sums of 4-byte values index their vectors in 32 bits while every index a thread forms (below the
+  // vectors + 5 x the grid's threads) does, in 64 bits past that: sums of 2^32 - 2^26 - 1 vectors (32-bit
+  // for a wave on up to 6000 SMs), of 2^32 - 1 vectors and a scalar tail (64-bit on any GPU), and the
+  // whole array, against the exact sums (sum over i < m of 2 (i mod 1009) + 1 = q 1009^2 + r^2, m =
+  // 1009 q + r).
   const std::size_t last32 = (std::size_t(1) << 32) - (std::size_t(1) << 26) - 1;
   rs::array<float> sum(1, dev);
-  for (std::size_t m : {4 * last32, 4 * last32 + 4, n}) {
+  for (std::size_t m : {4 * last32, 4 * ((std::size_t(1) << 32) - 1) + 3, n}) {
     const double q = double(m / 1009), r = double(m % 1009), expect = q * 1009.0 * 1009.0 + r * r;
     (rs::map([] RESIDENT_HD(float v) { return v; }) | rs::reduce(rs::plus{}, 0.f))(x.slice(0, m), sum);
     EXPECT_NEAR(double(sum.to_host()[0]), expect, 1e-5 * expect) << "sum of " << m << " elements";
+  }
+}
+
+TEST_P(pipelines, configured_sums_beyond_32_bit_thread_indices_count_each_element_once) {
+  // A configured grid of 2^23 blocks of 256 (2^31 threads): a thread's second vector lies 2^31 past
+  // its first, its fourth 3 x 2^31, which 32-bit indices would wrap onto the first. Such sums index
+  // in 64 bits; a smaller grid in 32.
+  if (!dev.is_cuda()) GTEST_SKIP() << "a configuration shapes nothing on the CPU";
+  const std::size_t n = (std::size_t(1) << 20) + 3;
+  rs::array<std::uint32_t> x(n, dev);
+  rs::generate([] RESIDENT_HD(std::size_t i) { return std::uint32_t(i % 1009); })(x);
+  const std::uint64_t q = n / 1009, r = n % 1009, expect = q * (1008 * 1009 / 2) + r * (r - 1) / 2;
+  auto sum = rs::reduce(rs::plus{}, 0u);
+  for (unsigned blocks : {1u << 23, 1u << 20}) {
+    const rs::launch_config cfg{rs::dims(blocks), rs::dims(256)};
+    EXPECT_EQ(sum.with_config(cfg)(x), std::uint32_t(expect)) << blocks << " blocks";
+    rs::array<std::uint32_t> total(1, dev);
+    sum.with_config(cfg)(x, total);
+    EXPECT_EQ(total.to_host()[0], std::uint32_t(expect)) << blocks << " blocks, into a device array";
   }
 }
 

@@ -399,14 +399,15 @@ __device__ __forceinline__ void fold_slots(M mine, const C& combine, M empty, un
   if (threadIdx.x == 0) done(total);
 }
 
-template <int B, int V, int U, class L, class Fn, class Op, class T>
+template <int B, int V, int U, class I = std::size_t, class L, class Fn, class Op, class T>
 __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, const Op& op, T init, std::size_t head,
                                                   std::size_t nvec, std::size_t n, maybe<T>* partials,
                                                   unsigned long long* counters, unsigned long long* slots,
                                                   T* result) {
-  // The wide shape (blocks of reduce_wide_block, run_reduce) waits first and indexes its vectors in 32 bits.
+  // The wide shape (blocks of reduce_wide_block, run_reduce) waits first. I: the vectors' index type
+  // (unsigned where run_reduce found every index below 2^32).
   constexpr bool wide = B == cuda_tuning::reduce_wide_block;
-  using index = std::conditional_t<wide, unsigned, std::size_t>;
+  using index = I;
   dependent_launch_prologue<wide && cuda_tuning::reduce_wide_waits_first>();
   const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   // One accumulator per lane of a vector (independent chains of op); each starts from op's identity
@@ -442,10 +443,10 @@ __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, con
 #pragma unroll
       for (int k = 0; k < V; ++k) fold(acc[k], static_cast<T>(in.template eval<V>(fn, raw, k, i)));
     };
-    if constexpr (wide && reads_memory<L>) {
+    if constexpr (std::is_same_v<index, unsigned> && reads_memory<L>) {
       // From the first aligned vector on (the head's offset in the pointers, not in each index; a memory
-      // loader's eval ignores the index), the scalar head after the vectors: faster for the wide sums,
-      // slower for blocks of 256 (bench/results/tuning.md).
+      // loader's eval ignores the index), the scalar head after the vectors: faster with 32-bit indices,
+      // slower with 64-bit ones in blocks of 256 (bench/results/tuning.md).
       for_each_vector<V, U, index>(in.shifted(head), 0, nvec, visit);
       if (tid < head) fold(acc[0], static_cast<T>(in.eval1(fn, tid)));
     } else {
@@ -478,11 +479,11 @@ __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, con
 }
 
 // Blocks of B threads, at least MinBlocks of them resident per SM (the register budget; 0: no minimum).
-template <int B, int MinBlocks, int V, int U, class L, class Fn, class Op, class T>
+template <int B, int MinBlocks, int V, int U, class I, class L, class Fn, class Op, class T>
 __global__ void __launch_bounds__(B, MinBlocks)
     fused_reduce_kernel(L in, Fn fn, Op op, T init, std::size_t head, std::size_t nvec, std::size_t n,
                         maybe<T>* partials, unsigned long long* counters, unsigned long long* slots, T* result) {
-  fused_reduce_body<B, V, U>(in, fn, op, init, head, nvec, n, partials, counters, slots, result);
+  fused_reduce_body<B, V, U, I>(in, fn, op, init, head, nvec, n, partials, counters, slots, result);
 }
 
 // Whether kernel K runs without local memory: the wide reductions' register budget held without
@@ -603,22 +604,34 @@ T run_reduce(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op
   constexpr bool widens = handover && reads_memory<L>;
   // Long reductions of memory handing partials over in slots: the wide shape (fewer, larger blocks)
   // where the kernel fits its registers; else, for generators (measured only reading memory) and for
-  // configured launches, blocks of reduce_block.
+  // configured launches, blocks of reduce_block. In either shape those reductions index their vectors
+  // in 32 bits where every index a thread forms (below items + (U + 1) x the grid's threads) fits;
+  // others, and longer ones, in 64 bits.
   constexpr int W = cuda_tuning::reduce_wide_block, Wn = cuda_tuning::reduce_wide_per_sm;
-  constexpr auto kv = fused_reduce_kernel<reduce_block, 0, Vk, U, L, Fn, Op, T>;
-  constexpr auto k1 = fused_reduce_kernel<reduce_block, 0, 1, U, L, Fn, Op, T>;
-  constexpr auto kv_wide = fused_reduce_kernel<widens ? W : reduce_block, widens ? Wn : 0, Vk, U, L, Fn, Op, T>;
-  constexpr auto k1_wide = fused_reduce_kernel<widens ? W : reduce_block, widens ? Wn : 0, 1, U, L, Fn, Op, T>;
+  using short_index = std::conditional_t<widens, unsigned, std::size_t>;
+  constexpr auto kv = fused_reduce_kernel<reduce_block, 0, Vk, U, std::size_t, L, Fn, Op, T>;
+  constexpr auto k1 = fused_reduce_kernel<reduce_block, 0, 1, U, std::size_t, L, Fn, Op, T>;
+  constexpr auto kv32 = fused_reduce_kernel<reduce_block, 0, Vk, U, short_index, L, Fn, Op, T>;
+  constexpr auto k1_32 = fused_reduce_kernel<reduce_block, 0, 1, U, short_index, L, Fn, Op, T>;
+  constexpr auto kv_wide = fused_reduce_kernel<widens ? W : reduce_block, widens ? Wn : 0, Vk, U, short_index, L, Fn, Op, T>;
+  constexpr auto k1_wide = fused_reduce_kernel<widens ? W : reduce_block, widens ? Wn : 0, 1, U, short_index, L, Fn, Op, T>;
   const std::size_t items = vec ? plan.vectors : groups ? generator_groups(in, n) : n;
-  // The wide kernel's 32-bit indices reach items + (U + 1) x its threads (< 2^26 for a wave on up to
-  // 6000 SMs): longer reductions take blocks of reduce_block.
-  constexpr std::size_t wide_items_below = (std::size_t(1) << 32) - (std::size_t(1) << 26);
-  const bool wide = widens && !cfg && n >= cuda_tuning::reduce_wide_from && items < wide_items_below &&
+  auto fits32 = [&](const launch_config& k) {
+    return items + std::size_t(U + 1) * k.grid.x * k.block.x < (std::size_t(1) << 32);
+  };
+  auto k = vec ? kv_wide : k1_wide;
+  launch_config c;
+  const bool wide = widens && !cfg && n >= cuda_tuning::reduce_wide_from &&
                     (vec ? runs_in_registers<kv_wide>() : runs_in_registers<k1_wide>());
-  launch_config c = wide  ? (vec ? fused_config<kv_wide>(items, cfg, U, W)
-                                 : fused_config<k1_wide>(items, cfg, U, W))
-                    : vec ? fused_config<kv>(items, cfg, U, reduce_block)
-                          : fused_config<k1>(items, cfg, U, reduce_block);
+  if (wide) c = vec ? fused_config<kv_wide>(items, cfg, U, W) : fused_config<k1_wide>(items, cfg, U, W);
+  if (!wide || !fits32(c)) {
+    k = vec ? kv32 : k1_32;
+    c = vec ? fused_config<kv32>(items, cfg, U, reduce_block) : fused_config<k1_32>(items, cfg, U, reduce_block);
+    if (!fits32(c)) {
+      k = vec ? kv : k1;
+      c = vec ? fused_config<kv>(items, cfg, U, reduce_block) : fused_config<k1>(items, cfg, U, reduce_block);
+    }
+  }
   // A caller's shape was checked before any work (pipeline::execute: blocks of reduce_block in x, a 1-D
   // grid, since the blocks are told apart by their x index); the shapes chosen here are such.
   const unsigned blocks = c.grid.x;
@@ -651,11 +664,9 @@ T run_reduce(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op
       counters = launch_counters(s, own_counters ? base + partial_bytes : nullptr);
     }
     if (vec)
-      launch_dependent(wide ? kv_wide : kv, c, s, in, fn, op, init, plan.head, plan.vectors, n, partials, counters,
-                       slots, result);
+      launch_dependent(k, c, s, in, fn, op, init, plan.head, plan.vectors, n, partials, counters, slots, result);
     else
-      launch_dependent(wide ? k1_wide : k1, c, s, in, fn, op, init, std::size_t(0), n, n, partials, counters, slots,
-                       result);
+      launch_dependent(k, c, s, in, fn, op, init, std::size_t(0), n, n, partials, counters, slots, result);
     cuda::check_launch("fused reduction kernel");
     record_kernel(s.device());
     if (!into) copy_device_to_host(&value, result, sizeof(T), s, sync::blocking);
