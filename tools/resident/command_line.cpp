@@ -277,6 +277,13 @@ void command_line::check() const {
   check_writable("--json", demo_.json);
   check_writable("--json", bench_.json);
   check_writable("--json", stream_.json);
+  // --from measures nothing: its conflicts first, before --plot's file and gnuplot are looked at.
+  if (!bench_.from.empty() && bench_.plot.empty())
+    throw invalid_argument("--from '" + bench_.from + "' only draws an earlier run: add --plot FILE.png");
+  if (!bench_.from.empty() && (!bench_.sizes.empty() || bench_.reps || bench_.repeat || bench_.batch ||
+                               !algos_.empty() || !bench_.json.empty() || !bench_.device.empty()))
+    throw invalid_argument("--from draws an earlier run without measuring: leave out --sizes, --reps, --repeat, "
+                           "--batch, --algos, --json and --device");
   if (!bench_.plot.empty()) {
     if (!ends_with_png(bench_.plot))
       throw invalid_argument("--plot draws a PNG image: give a file name ending in .png, got '" + bench_.plot + "'");
@@ -287,12 +294,6 @@ void command_line::check() const {
       throw invalid_argument("--plot needs gnuplot, which is not installed: install gnuplot-nox "
                              "(scripts/setup.sh does), or write --json and plot that elsewhere");
   }
-  if (!bench_.from.empty() && bench_.plot.empty())
-    throw invalid_argument("--from '" + bench_.from + "' only draws an earlier run: add --plot FILE.png");
-  if (!bench_.from.empty() &&
-      (!bench_.sizes.empty() || bench_.reps || bench_.repeat || !bench_.json.empty() || !bench_.device.empty()))
-    throw invalid_argument("--from draws an earlier run without measuring: leave out --sizes, --reps, --repeat, --json "
-                           "and --device");
   if (*dist_ && bench_.sizes.size() > 1)
     throw invalid_argument("--sizes: bench dist measures one element count, got " +
                            std::to_string(bench_.sizes.size()) + "; give one log2 count, e.g. --sizes 28");
@@ -334,12 +335,22 @@ void command_line::check() const {
       throw invalid_argument(std::string("RESIDENT_DEVICE, which --device overrides: ") + e.what());
     }
   }
-  for (auto& a : algos_) {
+  std::vector<matmul_algo> chosen;
+  for (const std::string& a : algos_) {
     try {
-      parse_matmul_algo(a);
+      chosen.push_back(parse_matmul_algo(a));
     } catch (const invalid_argument& e) {
       throw invalid_argument(std::string("--algos: ") + e.what());
     }
+    // As with --sizes: measured twice, shown as two rows, drawn as one series with two points per size.
+    // auto runs vendor, so the two are one algorithm.
+    auto same = [](matmul_algo x) { return x == matmul_algo::automatic ? matmul_algo::vendor : x; };
+    for (std::size_t j = 0; j + 1 < chosen.size(); ++j)
+      if (same(chosen[j]) == same(chosen.back()))
+        throw invalid_argument("--algos: " +
+                               (algos_[j] == a ? a + " is given twice"
+                                               : "'" + algos_[j] + "' and '" + a + "' name one algorithm (auto runs vendor)") +
+                               "; give each algorithm once");
   }
 }
 
