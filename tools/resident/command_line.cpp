@@ -129,10 +129,11 @@ command_line::command_line() {
                     "  resident demo --device cpu --gpus 2 --beyond-one   the same on two CPU devices, 64 MiB");
   bench_cmd_ = app_->add_subcommand("bench", "Benchmarks, timed with device events (median of many)");
   bench_cmd_->require_subcommand(1);
-  auto common = [&](CLI::App* c) {
+  // reps: whether the benchmark takes --reps (bench guide runs the examples as they are: none).
+  auto common = [&](CLI::App* c, bool reps = true) {
     c->add_option("--device", bench_.device, "cpu, cuda or cuda:N")->type_name("DEVICE");
     c->add_option("--json", bench_.json, "Write the results as JSON to FILE ('-' for stdout)")->type_name("FILE");
-    c->add_option("--reps", bench_.reps, "Timed repetitions per point")->type_name("N")->check(repetitions);
+    if (reps) c->add_option("--reps", bench_.reps, "Timed repetitions per point")->type_name("N")->check(repetitions);
   };
   auto sizes = [&](CLI::App* c, const char* help, const CLI::Validator& each, const char* type = "N,N,...") {
     c->add_option("--sizes", bench_.sizes, help)->delimiter(',')->type_name(type)->check(each);
@@ -190,7 +191,7 @@ command_line::command_line() {
   sizes(dist_, "log2 of the seed map's element count (default 28 on GPUs, 22 on the CPU)",
         whole_number("log2 element counts", 4, 32, "32"), "N");
   guide_ = bench_cmd_->add_subcommand("guide", "The guide's examples (memory kinds, coalescing, divergence, ...) as one table");
-  common(guide_);
+  common(guide_, false);
   guide_->add_option("--examples", examples_dir_, "Folder holding the example programs (default: the build tree)")
       ->type_name("DIR")
       ->check(CLI::ExistingDirectory);
