@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 
 #include "resident/resident.hpp"
 #include "table.hpp"
@@ -66,6 +67,15 @@ bool ends_with_png(const std::string& path) {
   std::string ext = path.substr(path.size() - 4);
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
   return ext == ".png";
+}
+
+// Whether two output paths name one file, however spelled (./, .., a link): the later write would
+// replace the earlier one.
+bool same_file(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty() || a == "-" || b == "-") return false;
+  std::error_code ea, eb;
+  const auto x = std::filesystem::weakly_canonical(a, ea), y = std::filesystem::weakly_canonical(b, eb);
+  return ea || eb ? a == b : x == y;
 }
 
 }  // namespace
@@ -288,7 +298,7 @@ void command_line::check() const {
   if (!bench_.plot.empty()) {
     if (!ends_with_png(bench_.plot))
       throw invalid_argument("--plot draws a PNG image: give a file name ending in .png, got '" + bench_.plot + "'");
-    if (bench_.plot == bench_.json)
+    if (same_file(bench_.plot, bench_.json))
       throw invalid_argument("--plot and --json name the same file '" + bench_.plot + "': give each its own");
     check_writable("--plot", bench_.plot);
     if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
