@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <utility>
 #include <vector>
 
 #include "resident/launch/launch.hpp"
@@ -173,6 +175,30 @@ void cpu_vendor(const gemm_args& g) {
                 int(g.ldc));
 }
 
+// BLAS (OpenBLAS, cuBLAS) and the GPU kernels take int extents: a larger one would wrap, to a negative
+// value BLAS refuses with a printed complaint (C left as it was) or to a small one that reads out of
+// bounds. The GPU kernels also cover C's rows with grid.y, at most 65535 blocks.
+void check_extents(const gemm_args& g, matmul_algo algo, device d) {
+  const bool blas = algo == matmul_algo::vendor || algo == matmul_algo::vendor_tf32;
+  if (!blas && d.is_cpu()) return;  // naive and blocked index with size_t
+  const std::pair<const char*, std::size_t> extents[] = {{"m", g.m},     {"n", g.n},     {"k", g.k},
+                                                         {"lda", g.lda}, {"ldb", g.ldb}, {"ldc", g.ldc}};
+  constexpr auto most = std::size_t(std::numeric_limits<int>::max());
+  for (auto [name, v] : extents)
+    if (v > most)
+      RESIDENT_FAIL("matmul: " + std::string(name) + " = " + std::to_string(v) + " exceeds " + std::to_string(most) +
+                    ", the largest extent algorithm '" + to_string(algo) + "' takes on " + d.name() +
+                    (d.is_cpu() ? " (BLAS counts in int); use naive or blocked, or split the product into blocks"
+                                : "; split the product into blocks of rows and columns"));
+  if (blas) return;
+  const std::size_t tile = algo == matmul_algo::tuned ? 128 : 16, rows = 65535 * tile;
+  if (g.m > rows)
+    RESIDENT_FAIL("matmul: algorithm '" + to_string(algo) + "' on a GPU takes at most " + std::to_string(rows) +
+                  " rows of A (65535 blocks of " + std::to_string(tile) + "), got m = " + std::to_string(g.m) +
+                  (algo == matmul_algo::tuned ? "; use vendor" : "; use tuned or vendor") +
+                  ", or split A's rows into blocks");
+}
+
 }  // namespace
 
 void check_matmul(std::size_t am, std::size_t ak, std::size_t bk, std::size_t bn, std::size_t cm, std::size_t cn,
@@ -200,6 +226,7 @@ void matmul(const gemm_args& g, matmul_algo algo) {
                            (d.is_cpu() ? "; the CPU offers naive, blocked and vendor"
                                        : "; the GPU offers naive, shared, tuned, vendor_tf32 (float) and vendor"));
   if (g.m == 0 || g.n == 0) return;
+  check_extents(g, algo, d);
   if (d.is_cuda()) {
     matmul_cuda(g, algo);
     return;

@@ -1,3 +1,4 @@
+#include <climits>
 #include <tuple>
 
 #include "resident/linalg/matmul.hpp"
@@ -124,6 +125,55 @@ TEST_P(matmuls, bad_inputs_are_typed_errors) {
   }
   EXPECT_THROW(rs::parse_matmul_algo("fastest"), rs::invalid_argument);
   EXPECT_EQ(rs::parse_matmul_algo("vendor_tf32"), rs::matmul_algo::vendor_tf32);
+}
+
+// BLAS and the GPU kernels take int extents: one above INT_MAX used to wrap (BLAS printed a complaint
+// and left C as it was). Refused before any work, through the call every matmul makes after its shape
+// checks; no memory is touched, so none is allocated. An empty product stays accepted at any extent.
+TEST_P(matmuls, extents_beyond_int_are_refused_before_any_work) {
+  const std::size_t big = std::size_t(INT_MAX) + 1;
+  const auto s = rs::default_stream(dev);
+  auto gemm = [&](std::size_t m, std::size_t n, std::size_t k, std::size_t lda, std::size_t ldb, std::size_t ldc) {
+    return rs::detail::gemm_args{m, n, k, nullptr, nullptr, nullptr, lda, ldb, ldc, 1.0, 0.0, sizeof(float), s};
+  };
+  std::vector<rs::matmul_algo> algos{rs::matmul_algo::vendor, rs::matmul_algo::automatic};
+  if (dev.is_cuda()) algos = float_algos(dev);
+  rs::scoped_ledger l(dev);
+  for (auto algo : algos) {
+    SCOPED_TRACE(rs::to_string(algo));
+    rs::test::expect_invalid([&] { rs::detail::matmul(gemm(big, 1, 1, 1, 1, 1), algo); }, "m = 2147483648 exceeds");
+    rs::test::expect_invalid([&] { rs::detail::matmul(gemm(1, big, 1, 1, big, big), algo); }, "n = 2147483648 exceeds");
+    rs::test::expect_invalid([&] { rs::detail::matmul(gemm(1, 1, big, big, 1, 1), algo); }, "k = 2147483648 exceeds");
+    rs::test::expect_invalid([&] { rs::detail::matmul(gemm(2, 1, 2, big, 1, 1), algo); }, "lda = 2147483648 exceeds");
+    rs::test::expect_invalid([&] { rs::detail::matmul(gemm(2, 1, 2, 2, big, 1), algo); }, "ldb = 2147483648 exceeds");
+    rs::test::expect_invalid([&] { rs::detail::matmul(gemm(2, 1, 2, 2, 1, big), algo); }, "ldc = 2147483648 exceeds");
+    EXPECT_NO_THROW(rs::detail::matmul(gemm(big, 0, big, big, 1, 1), algo)) << "an empty product does nothing";
+  }
+  EXPECT_EQ(l.delta().kernels, 0u) << "a refused product reached the device";
+}
+
+// The GPU kernels cover C's rows with grid.y, at most 65535 blocks: more rows than that are refused
+// naming the algorithm and its limit, not as a launch configuration the caller never wrote.
+TEST_P(matmuls, gpu_kernels_refuse_more_rows_than_their_grid_covers) {
+  if (!dev.is_cuda()) GTEST_SKIP() << "the CPU algorithms and vendor take any number of rows up to INT_MAX";
+  const auto s = rs::default_stream(dev);
+  auto gemm = [&](std::size_t m) {
+    return rs::detail::gemm_args{m, 1, 1, nullptr, nullptr, nullptr, 1, 1, 1, 1.0, 0.0, sizeof(float), s};
+  };
+  rs::test::expect_invalid([&] { rs::detail::matmul(gemm(1048561), rs::matmul_algo::naive); },
+                           "'naive' on a GPU takes at most 1048560 rows");
+  rs::test::expect_invalid([&] { rs::detail::matmul(gemm(1048561), rs::matmul_algo::shared); },
+                           "'shared' on a GPU takes at most 1048560 rows");
+  rs::test::expect_invalid([&] { rs::detail::matmul(gemm(8388481), rs::matmul_algo::tuned); },
+                           "'tuned' on a GPU takes at most 8388480 rows");
+}
+
+TEST_P(matmuls, moved_from_arrays_are_refused) {
+  rs::array2d<float> A(4, 5, dev), B(5, 3, dev), C(4, 3, dev);
+  rs::array2d<float> gone = std::move(A);
+  rs::test::expect_invalid([&] { rs::matmul(A, B, C); }, "use of a moved-from array");
+  rs::array2d<float> taken = std::move(C);
+  rs::test::expect_invalid([&] { rs::matmul(gone, B, C); }, "use of a moved-from array");
 }
 
 RESIDENT_BACKENDS(matmuls);

@@ -481,12 +481,13 @@ int run_bench_small(const bench_options& o) {
 int run_bench_foundation(const bench_options& o) {
   const device d = pick(o);
   const int reps = o.reps ? o.reps : 20;
-  header("Foundation: transfers, allocation, launch overhead", d);
-  table t({{"measure", "measure", false}, {"median", "median", true}, {"unit", "unit", false}, {"note", "note", false}});
   // Uploads and downloads of 1 GiB (256 MiB on the CPU).
   const std::size_t bytes = d.is_cuda() ? std::size_t(1) << 30 : std::size_t(256) << 20;
-  // Two arrays on the device; a pageable and a pinned buffer on the host.
+  // Two arrays on the device; a pageable and a pinned buffer on the host. Checked before the heading,
+  // so a refusal is the only output.
   require_memory(d, "bench foundation", 2 * double(bytes), 2 * double(bytes), "Free memory and run it again");
+  header("Foundation: transfers, allocation, launch overhead", d);
+  table t({{"measure", "measure", false}, {"median", "median", true}, {"unit", "unit", false}, {"note", "note", false}});
   progress bar("bench foundation", 3);
   bar.step("copy rates");
   for (auto& r : measure_bandwidth(d, bytes, reps / 2 + 1)) t.add({r.what, table::cell(r.gbs, -1), "GB/s", r.note});

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "memory_budget.hpp"
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/dist/dist.hpp"
 #include "resident/resident.hpp"
@@ -32,6 +33,17 @@ int run_bench_dist(const bench_options& o) {
   const int reps = o.reps ? o.reps : (gpu ? 20 : 3);
   const int log2_n = o.sizes.empty() ? (gpu ? 28 : 22) : int(o.sizes.front());
   const std::size_t n = std::size_t(1) << log2_n;
+  // Before any output or allocation: the seed map's array on the first device and its sharded copy
+  // (half on each), plus on GPUs the 1 GiB peer-copy buffers, two per GPU. The CPU's shards share one pool.
+  const double floats = 4.0 * double(n), peer = gpu ? 2.0 * double(std::size_t(1) << 30) : 0.0;
+  const std::string what = "bench dist at n = 2^" + std::to_string(log2_n);
+  const std::string advice = "Choose a smaller --sizes (8 bytes per element in all)";
+  if (gpu) {
+    require_memory(devs[0], what, 1.5 * floats + peer, 0, advice);
+    require_memory(devs[1], what, 0.5 * floats + peer, 0, advice);
+  } else {
+    require_memory(devs[0], what, 2 * floats, 0, advice);
+  }
   out() << "Beyond one device: " << (gpu ? "cuda:0 and cuda:1 (" + properties(devs[0]).name + ")" : "two CPU shards")
         << ", median of " << reps << "\n";
   table t({{"measure", "measure", false}, {"median", "median", true}, {"unit", "unit", false}, {"note", "note", false}});

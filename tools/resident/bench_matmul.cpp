@@ -92,13 +92,14 @@ int run_bench_matmul(const bench_options& o, const std::vector<std::string>& alg
         if (matmul_supported(b, d, 4)) runs += (runs.empty() ? "" : ",") + to_string(b);
       throw invalid_argument("--algos: '" + to_string(a) + "' does not run on " + d.name() + "; these do: " + runs);
     }
+  const double largest = double(*std::max_element(sizes.begin(), sizes.end()));
+  // A, B and C on the device; the input matrix on the host. Checked before the heading, so a refusal is
+  // the only output.
+  require_memory(d, "bench matmul at n = " + format_number(largest, 0), 12 * largest * largest,
+                 4 * largest * largest, "Choose smaller --sizes (16 bytes per matrix element in all)");
   out() << "Matrix multiply ladder, float32, C = A B with n x n matrices, on " << d.name() << " ("
             << properties(d).name << ")\n";
   progress bar("bench matmul", sizes.size() * algos.size());
-  const double largest = double(*std::max_element(sizes.begin(), sizes.end()));
-  // A, B and C on the device; the input matrix on the host.
-  require_memory(d, "bench matmul at n = " + format_number(largest, 0), 12 * largest * largest,
-                 4 * largest * largest, "Choose smaller --sizes (16 bytes per matrix element in all)");
   std::vector<point> pts;
   std::map<std::size_t, double> vendor_tf;
   for (auto n : sizes)

@@ -16,12 +16,13 @@ int run_bench_rng(const bench_options& o) {
   const device d = o.device.empty() ? default_device() : parse_device(o.device);
   require(d);
   const int reps = o.reps ? o.reps : (d.is_cuda() ? 30 : 5);
-  out() << "Random numbers into existing arrays on " << d.name() << " (" << properties(d).name << ")\n";
-  // The fill buffer, then the points for pi, then (on the CPU) the 256 MiB array, one after another.
+  // The fill buffer, then the points for pi, then (on the CPU) the 256 MiB array, one after another;
+  // checked before the heading, so a refusal is the only output.
   const std::size_t n = d.is_cuda() ? std::size_t(1) << 28 : std::size_t(1) << 24;
   const std::size_t points = d.is_cuda() ? std::size_t(1) << 28 : std::size_t(1) << 22;
   require_memory(d, "bench rng", std::max({4.0 * double(n), 8.0 * double(points), d.is_cpu() ? 256.0 * (1 << 20) : 0.0}),
                  0, "Free memory and run it again");
+  out() << "Random numbers into existing arrays on " << d.name() << " (" << properties(d).name << ")\n";
   progress bar("bench rng", 3);
   stream s(d);
   table t({{"measure", "measure", false}, {"median", "median", true}, {"unit", "unit", false}, {"note", "note", false}});

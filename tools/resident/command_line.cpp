@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 
 #include "resident/resident.hpp"
 #include "table.hpp"
@@ -68,6 +69,15 @@ bool ends_with_png(const std::string& path) {
   return ext == ".png";
 }
 
+// Whether two output paths name one file, however spelled (./, .., a link): the later write would
+// replace the earlier one.
+bool same_file(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty() || a == "-" || b == "-") return false;
+  std::error_code ea, eb;
+  const auto x = std::filesystem::weakly_canonical(a, ea), y = std::filesystem::weakly_canonical(b, eb);
+  return ea || eb ? a == b : x == y;
+}
+
 }  // namespace
 
 command_line::command_line() {
@@ -129,10 +139,11 @@ command_line::command_line() {
                     "  resident demo --device cpu --gpus 2 --beyond-one   the same on two CPU devices, 64 MiB");
   bench_cmd_ = app_->add_subcommand("bench", "Benchmarks, timed with device events (median of many)");
   bench_cmd_->require_subcommand(1);
-  auto common = [&](CLI::App* c) {
+  // reps: whether the benchmark takes --reps (bench guide runs the examples as they are: none).
+  auto common = [&](CLI::App* c, bool reps = true) {
     c->add_option("--device", bench_.device, "cpu, cuda or cuda:N")->type_name("DEVICE");
     c->add_option("--json", bench_.json, "Write the results as JSON to FILE ('-' for stdout)")->type_name("FILE");
-    c->add_option("--reps", bench_.reps, "Timed repetitions per point")->type_name("N")->check(repetitions);
+    if (reps) c->add_option("--reps", bench_.reps, "Timed repetitions per point")->type_name("N")->check(repetitions);
   };
   auto sizes = [&](CLI::App* c, const char* help, const CLI::Validator& each, const char* type = "N,N,...") {
     c->add_option("--sizes", bench_.sizes, help)->delimiter(',')->type_name(type)->check(each);
@@ -190,7 +201,7 @@ command_line::command_line() {
   sizes(dist_, "log2 of the seed map's element count (default 28 on GPUs, 22 on the CPU)",
         whole_number("log2 element counts", 4, 32, "32"), "N");
   guide_ = bench_cmd_->add_subcommand("guide", "The guide's examples (memory kinds, coalescing, divergence, ...) as one table");
-  common(guide_);
+  common(guide_, false);
   guide_->add_option("--examples", examples_dir_, "Folder holding the example programs (default: the build tree)")
       ->type_name("DIR")
       ->check(CLI::ExistingDirectory);
@@ -277,22 +288,23 @@ void command_line::check() const {
   check_writable("--json", demo_.json);
   check_writable("--json", bench_.json);
   check_writable("--json", stream_.json);
+  // --from measures nothing: its conflicts first, before --plot's file and gnuplot are looked at.
+  if (!bench_.from.empty() && bench_.plot.empty())
+    throw invalid_argument("--from '" + bench_.from + "' only draws an earlier run: add --plot FILE.png");
+  if (!bench_.from.empty() && (!bench_.sizes.empty() || bench_.reps || bench_.repeat || bench_.batch ||
+                               !algos_.empty() || !bench_.json.empty() || !bench_.device.empty()))
+    throw invalid_argument("--from draws an earlier run without measuring: leave out --sizes, --reps, --repeat, "
+                           "--batch, --algos, --json and --device");
   if (!bench_.plot.empty()) {
     if (!ends_with_png(bench_.plot))
       throw invalid_argument("--plot draws a PNG image: give a file name ending in .png, got '" + bench_.plot + "'");
-    if (bench_.plot == bench_.json)
+    if (same_file(bench_.plot, bench_.json))
       throw invalid_argument("--plot and --json name the same file '" + bench_.plot + "': give each its own");
     check_writable("--plot", bench_.plot);
     if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
       throw invalid_argument("--plot needs gnuplot, which is not installed: install gnuplot-nox "
                              "(scripts/setup.sh does), or write --json and plot that elsewhere");
   }
-  if (!bench_.from.empty() && bench_.plot.empty())
-    throw invalid_argument("--from '" + bench_.from + "' only draws an earlier run: add --plot FILE.png");
-  if (!bench_.from.empty() &&
-      (!bench_.sizes.empty() || bench_.reps || bench_.repeat || !bench_.json.empty() || !bench_.device.empty()))
-    throw invalid_argument("--from draws an earlier run without measuring: leave out --sizes, --reps, --repeat, --json "
-                           "and --device");
   if (*dist_ && bench_.sizes.size() > 1)
     throw invalid_argument("--sizes: bench dist measures one element count, got " +
                            std::to_string(bench_.sizes.size()) + "; give one log2 count, e.g. --sizes 28");
@@ -334,12 +346,22 @@ void command_line::check() const {
       throw invalid_argument(std::string("RESIDENT_DEVICE, which --device overrides: ") + e.what());
     }
   }
-  for (auto& a : algos_) {
+  std::vector<matmul_algo> chosen;
+  for (const std::string& a : algos_) {
     try {
-      parse_matmul_algo(a);
+      chosen.push_back(parse_matmul_algo(a));
     } catch (const invalid_argument& e) {
       throw invalid_argument(std::string("--algos: ") + e.what());
     }
+    // As with --sizes: measured twice, shown as two rows, drawn as one series with two points per size.
+    // auto runs vendor, so the two are one algorithm.
+    auto same = [](matmul_algo x) { return x == matmul_algo::automatic ? matmul_algo::vendor : x; };
+    for (std::size_t j = 0; j + 1 < chosen.size(); ++j)
+      if (same(chosen[j]) == same(chosen.back()))
+        throw invalid_argument("--algos: " +
+                               (algos_[j] == a ? a + " is given twice"
+                                               : "'" + algos_[j] + "' and '" + a + "' name one algorithm (auto runs vendor)") +
+                               "; give each algorithm once");
   }
 }
 

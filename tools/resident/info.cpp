@@ -66,6 +66,10 @@ std::vector<bandwidth_row> measure_bandwidth(device d, std::size_t bytes, int re
 int run_info(const info_options& o) {
   const device def = o.device.empty() ? default_device() : parse_device(o.device);
   require(def);
+  // --measure's copies: checked before the first line, so a refusal is the only output.
+  const std::size_t bytes = def.is_cuda() ? std::size_t(1) << 30 : std::size_t(256) << 20;
+  if (o.measure)
+    require_memory(def, "info --measure", 2 * double(bytes), 2 * double(bytes), "Free memory and run it again");
   nlohmann::json j;
   j["command"] = "info";
   j["run"] = run_record(def.name());
@@ -135,9 +139,7 @@ int run_info(const info_options& o) {
   if (!why.empty()) j["cuda_unavailable"] = why;
 
   if (o.measure) {
-    const std::size_t bytes = def.is_cuda() ? std::size_t(1) << 30 : std::size_t(256) << 20;
     const int reps = def.is_cuda() ? 10 : 5;
-    require_memory(def, "info --measure", 2 * double(bytes), 2 * double(bytes), "Free memory and run it again");
     out() << "\nbandwidth on " << def.name() << " (" << detail::format_bytes(double(bytes))
               << " per copy, median of " << reps << "):\n";
     table bw({{"copy", "copy", false}, {"rate (GB/s)", "gb_per_s"}, {"note", "note", false}});

@@ -51,7 +51,8 @@ void check_matmul(std::size_t am, std::size_t ak, std::size_t bk, std::size_t bn
 
 /// C = alpha * A * B + beta * C. A is m x k, B is k x n, C is m x n, all on one device.
 /// @throws shape_mismatch (inner or outer dimensions), device_mismatch, invalid_argument (C overlaps A
-/// or B; an algorithm that does not run on this device or type).
+/// or B; an algorithm that does not run on this device or type; a moved-from array; an extent above
+/// INT_MAX for vendor or a GPU algorithm, or more rows than a GPU kernel's grid covers), all before any work.
 template <class T>
 void matmul(const array2d<T>& A, const array2d<T>& B, array2d<T>& C, matmul_algo algo = matmul_algo::automatic,
             T alpha = T(1), T beta = T(0)) {
