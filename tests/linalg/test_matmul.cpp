@@ -176,6 +176,29 @@ TEST_P(matmuls, moved_from_arrays_are_refused) {
   rs::test::expect_invalid([&] { rs::matmul(gone, B, C); }, "use of a moved-from array");
 }
 
+TEST_P(matmuls, inputs_on_other_streams_are_ordered_before_the_product) {
+  // A and B last written by kernels queued on stream a, C on stream b: every algorithm must see a's
+  // last kernel. On the CPU backend work runs as it is issued.
+  rs::stream a(dev), b(dev);
+  const std::size_t m = 512, k = 4096, n = 64;
+  constexpr int steps = 30;
+  for (auto algo : float_algos(dev)) {
+    SCOPED_TRACE(rs::to_string(algo));
+    rs::array2d<float> A(m, k, a.ref()), B(k, n, a.ref()), C(m, n, b.ref());
+    rs::generate([] RESIDENT_HD(std::size_t) { return 1.f; })(A.storage());
+    rs::generate([] RESIDENT_HD(std::size_t) { return 0.5f; })(B.storage());
+    for (int i = 0; i < steps; ++i) {
+      rs::map([] RESIDENT_HD(float v) { return v + 1.f; })(A.storage());
+      rs::map([] RESIDENT_HD(float v) { return v + 0.5f; })(B.storage());
+    }
+    rs::matmul(A, B, C, algo);
+    const auto got = C.to_host();
+    const float want = float(k) * (1.f + steps) * (0.5f + 0.5f * steps);  // exact in float
+    EXPECT_EQ(got.front(), want);
+    EXPECT_EQ(got.back(), want);
+  }
+}
+
 RESIDENT_BACKENDS(matmuls);
 
 }  // namespace

@@ -49,7 +49,8 @@ void check_matmul(std::size_t am, std::size_t ak, std::size_t bk, std::size_t bn
                   std::size_t c_bytes, device da, device db, device dc);
 }  // namespace detail
 
-/// C = alpha * A * B + beta * C. A is m x k, B is k x n, C is m x n, all on one device.
+/// C = alpha * A * B + beta * C. A is m x k, B is k x n, C is m x n, all on one device. Runs on C's
+/// stream, after the work queued on A's and B's streams (no host synchronization).
 /// @throws shape_mismatch (inner or outer dimensions), device_mismatch, invalid_argument (C overlaps A
 /// or B; an algorithm that does not run on this device or type; a moved-from array; an extent above
 /// INT_MAX for vendor or a GPU algorithm, or more rows than a GPU kernel's grid covers), all before any work.
@@ -63,6 +64,9 @@ void matmul(const array2d<T>& A, const array2d<T>& B, array2d<T>& C, matmul_algo
   detail::check_matmul(A.rows(), A.cols(), B.rows(), B.cols(), C.rows(), C.cols(), A.data(),
                        A.storage().bytes(), B.data(), B.storage().bytes(), C.data(), C.storage().bytes(), A.device(),
                        B.device(), C.device());
+  // The stream rule: the product runs on C's stream, after the work queued on A's and B's.
+  for (stream_ref s : {A.stream(), B.stream()})
+    if (s.native() != C.stream().native()) C.stream().wait_for(s);
   detail::matmul({A.rows(), B.cols(), A.cols(), A.data(), B.data(), C.data(), A.ld(), B.ld(), C.ld(), double(alpha),
                   double(beta), sizeof(T), C.stream()},
                  algo);
