@@ -288,6 +288,41 @@ TEST_P(sharded, communicator_all_reduces_in_one_process) {
   EXPECT_THROW((void)c.size(), rs::invalid_argument);
 }
 
+TEST_P(sharded, communicator_refuses_overlapping_buffers_and_streams_of_other_devices) {
+  dist::communicator c(devices);
+  const std::size_t count = 64;
+  std::vector<rs::array<float>> bufs;
+  std::vector<rs::array_ref<float>> refs;
+  std::vector<rs::stream_ref> streams;
+  for (auto d : devices) {
+    dist::device_scope on(d);
+    bufs.push_back(rs::to_device(rs::test::random_vector<float>(count + 1, rs::test::fresh_seed()), d));
+  }
+  for (auto& b : bufs) {
+    refs.push_back(b.slice(0, count));
+    streams.push_back(b.stream());
+  }
+  // Streams of another device than their ranks': the wait would watch the wrong streams.
+  std::vector<rs::stream_ref> elsewhere;
+  for (auto d : devices) elsewhere.push_back(rs::default_stream(d.is_cpu() ? rs::device::cuda(0) : rs::device::cpu()));
+  EXPECT_THROW(c.synchronize(elsewhere), rs::device_mismatch);
+  if (dev.is_cuda()) GTEST_SKIP() << "GPU ranks are distinct GPUs: their buffers cannot overlap";
+  // Two ranks' buffers in one memory (the same, or shifted by one element): each rank's combined value
+  // would be read back into the sum of the next.
+  const auto before = bufs[0].to_host();
+  auto same = refs;
+  same[2] = refs[0];
+  rs::test::expect_invalid([&] { c.all_reduce<float>(same, count, dist::combine::sum); },
+                           "the buffers of ranks 0 and 2 overlap");
+  auto shifted = refs;
+  shifted[1] = bufs[0].slice(1, count);
+  rs::test::expect_invalid([&] { c.all_reduce<float>(shifted, count, dist::combine::max); },
+                           "the buffers of ranks 0 and 1 overlap");
+  EXPECT_EQ(bufs[0].to_host(), before);  // refused before any work
+  c.all_reduce<float>(refs, count, dist::combine::sum);  // still usable
+  c.synchronize(streams);
+}
+
 TEST(communicator, refuses_bad_device_sets) {
   EXPECT_THROW(dist::communicator(std::vector<rs::device>{}), rs::invalid_argument);
   if (rs::cuda_device_count() > 0) {
