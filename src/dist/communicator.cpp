@@ -36,6 +36,7 @@ struct communicator_state {
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
   bool cpu = false;             // CPU ranks: the host combines, MPI across processes
   std::vector<nccl::comm_t> comms;  // GPU ranks: one NCCL communicator per local device
+  const communicator* owner = nullptr;  // the communicator holding these ranks now (moves update it)
   communicator_state() = default;
   communicator_state(const communicator_state&) = delete;
   communicator_state& operator=(const communicator_state&) = delete;
@@ -131,7 +132,7 @@ nccl::unique_id receive_id(const std::string& path, std::chrono::milliseconds ti
 }  // namespace
 }  // namespace detail
 
-communicator::communicator(std::unique_ptr<detail::communicator_state> s) : s_(std::move(s)) {}
+communicator::communicator(std::unique_ptr<detail::communicator_state> s) : s_(std::move(s)) { s_->owner = this; }
 
 communicator::communicator(std::vector<device> devices) : s_(std::make_unique<detail::communicator_state>()) {
   RESIDENT_EXPECTS(!devices.empty(), "communicator: give at least one device");
@@ -144,6 +145,7 @@ communicator::communicator(std::vector<device> devices) : s_(std::make_unique<de
       RESIDENT_EXPECTS(!(devices[j] == devices[i]),
                        "communicator: " + devices[i].name() + " is named twice; NCCL joins each GPU once");
   }
+  s_->owner = this;
   s_->devices = std::move(devices);
   s_->size = int(s_->devices.size());
   s_->cpu = cpu;
@@ -237,8 +239,25 @@ communicator communicator::from_launcher(std::optional<device> d, std::chrono::m
 }
 
 communicator::~communicator() = default;
-communicator::communicator(communicator&& o) noexcept = default;
-communicator& communicator::operator=(communicator&& o) noexcept = default;
+communicator::communicator(communicator&& o) noexcept : s_(std::move(o.s_)) {
+  if (s_) s_->owner = this;
+}
+communicator& communicator::operator=(communicator&& o) noexcept {
+  if (this != &o) {
+    s_ = std::move(o.s_);  // the old ranks go: weak references to them expire
+    if (s_) s_->owner = this;
+  }
+  return *this;
+}
+
+std::weak_ptr<const detail::communicator_state> communicator::ranks() const {
+  (void)state();
+  return s_;
+}
+const communicator* communicator::holder(const std::weak_ptr<const detail::communicator_state>& r) noexcept {
+  const auto s = r.lock();
+  return s ? s->owner : nullptr;
+}
 
 detail::communicator_state& communicator::state() const {
   if (!s_) RESIDENT_FAIL("use of a moved-from communicator: it no longer holds ranks");

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "resident/dist/dist.hpp"
 #include "seed.hpp"
@@ -321,6 +322,27 @@ TEST_P(sharded, communicator_refuses_overlapping_buffers_and_streams_of_other_de
   EXPECT_EQ(bufs[0].to_host(), before);  // refused before any work
   c.all_reduce<float>(refs, count, dist::combine::sum);  // still usable
   c.synchronize(streams);
+}
+
+TEST_P(sharded, a_sharded_array_follows_its_communicator_and_refuses_a_destroyed_one) {
+  auto hx = rs::test::random_vector<float>(1001, rs::test::fresh_seed());
+  double want = 0;
+  for (float v : hx) want += v;
+  std::optional<dist::communicator> c(std::in_place, devices);
+  auto x = dist::to_device(hx, *c);
+  // Moved: the ranks live on in the new communicator, and the array reduces through it.
+  dist::communicator moved = std::move(*c);
+  EXPECT_EQ(x.comm(), &moved);
+  EXPECT_NEAR(dist::reduce(rs::reduce(rs::plus{}, 0.0), x), want, 1e-9 * 1001);
+  // Destroyed (or replaced by another): a clear error, not a read of freed memory.
+  moved = dist::communicator(devices);
+  rs::test::expect_invalid([&] { (void)dist::reduce(rs::reduce(rs::plus{}, 0.0), x); },
+                           "the communicator this sharded_array was made over no longer exists");
+  auto y = dist::to_device(hx, moved);
+  c.reset();
+  { dist::communicator gone = std::move(moved); }
+  rs::test::expect_invalid([&] { (void)y.comm(); }, "no longer exists");
+  EXPECT_EQ(y.to_host(), hx);  // the shards themselves are still the array's
 }
 
 TEST(communicator, refuses_bad_device_sets) {

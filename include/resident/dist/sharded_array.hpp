@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -65,15 +66,16 @@ class sharded_array {
   /// n uninitialized elements in one process, shard i on devices[i], on its default stream.
   sharded_array(std::size_t n, const std::vector<device>& devices) : sharded_array(n, default_streams(devices)) {}
   /// n uninitialized elements over c's ranks: this process allocates its ranks' shards, on their
-  /// devices' default streams. Reductions combine across c's processes; c must outlive the array.
+  /// devices' default streams. Reductions combine across c's processes, through c or the communicator
+  /// c is moved into; once its ranks are destroyed, reductions throw invalid_argument.
   sharded_array(std::size_t n, const communicator& c)
-      : comm_(&c), n_(n), world_(std::size_t(c.size())), first_(std::size_t(c.first_rank())) {
+      : ranks_(c.ranks()), over_comm_(true), n_(n), world_(std::size_t(c.size())), first_(std::size_t(c.first_rank())) {
     allocate(default_streams(c.devices()));
   }
 
   /// Takes over o's shards; o is left moved-from.
   sharded_array(sharded_array&& o) noexcept
-      : comm_(std::exchange(o.comm_, nullptr)), n_(std::exchange(o.n_, 0)), world_(std::exchange(o.world_, 0)),
+      : ranks_(std::exchange(o.ranks_, {})), over_comm_(std::exchange(o.over_comm_, false)), n_(std::exchange(o.n_, 0)), world_(std::exchange(o.world_, 0)),
         first_(std::exchange(o.first_, 0)), shards_(std::move(o.shards_)), moved_(std::exchange(o.moved_, true)) {
     o.shards_.clear();
   }
@@ -81,7 +83,8 @@ class sharded_array {
   sharded_array& operator=(sharded_array&& o) noexcept {
     if (this != &o) {
       release();
-      comm_ = std::exchange(o.comm_, nullptr);
+      ranks_ = std::exchange(o.ranks_, {});
+      over_comm_ = std::exchange(o.over_comm_, false);
       n_ = std::exchange(o.n_, 0);
       world_ = std::exchange(o.world_, 0);
       first_ = std::exchange(o.first_, 0);
@@ -120,8 +123,14 @@ class sharded_array {
   resident::device device(std::size_t i) const { return checked(i).device(); }
   /// The stream of this process's shard i. @throws invalid_argument.
   stream_ref stream(std::size_t i) const { return checked(i).stream(); }
-  /// The communicator the array was made over, or null (one process, reductions on the host).
-  const communicator* comm() const noexcept { return comm_; }
+  /// The communicator the array was made over (or the one it was moved into), or null (one process,
+  /// reductions on the host). @throws invalid_argument when that communicator's ranks were destroyed.
+  const communicator* comm() const {
+    if (!over_comm_) return nullptr;
+    if (const communicator* c = communicator::holder(ranks_)) return c;
+    RESIDENT_FAIL("the communicator this sharded_array was made over no longer exists (destroyed, or assigned "
+                  "another's ranks); keep it alive as long as the array, or move it instead");
+  }
 
   /// Elements [offset, offset + count) as a slice of the one shard that holds them.
   /// @throws invalid_argument when the range is outside the array, crosses a border between two
@@ -215,7 +224,8 @@ class sharded_array {
     shards_.clear();
   }
 
-  const communicator* comm_ = nullptr;
+  std::weak_ptr<const detail::communicator_state> ranks_;  // the communicator's, when made over one
+  bool over_comm_ = false;
   std::size_t n_ = 0, world_ = 0, first_ = 0;
   std::vector<array<T>> shards_;
   bool moved_ = false;
@@ -327,13 +337,14 @@ constexpr combine combine_of() {
 /// between GPUs, MPI between CPUs) that leaves the value on every rank's device, then one small
 /// download. init counts once: for plus the other shards start from 0; minimum and maximum may repeat
 /// it; for any other op give an init that is op's identity. Synchronizes.
-/// @throws invalid_argument across processes for an op other than plus, minimum and maximum;
-/// library_error when a rank fails or stays silent past the communicator's timeout.
+/// @throws invalid_argument across processes for an op other than plus, minimum and maximum, and,
+/// before any work, when the communicator the array was made over is gone; library_error when a rank fails or stays silent past the communicator's timeout.
 template <class P, class T>
 auto reduce(const P& p, const sharded_array<T>& a) {
   using R = std::remove_cvref_t<decltype(p.red.init)>;
   using Op = std::remove_cvref_t<decltype(p.red.op)>;
   a.check_live();
+  const communicator* c = a.comm();  // before any work: its ranks may be gone
   const std::size_t L = a.local_count();
   // The partial values, each freed on its own device's stream also when a combine throws.
   struct partials : std::vector<array<R>> {
@@ -359,7 +370,6 @@ auto reduce(const P& p, const sharded_array<T>& a) {
       p(a.local(i), part.back());
     }
   }
-  const communicator* c = a.comm();
   R v{};
   if (c && c->spans_processes()) {
     if constexpr (detail::is_plus<Op> || detail::is_min_or_max<Op>) {
