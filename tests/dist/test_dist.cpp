@@ -233,6 +233,23 @@ TEST_P(sharded, moved_from_and_misuse_are_clear_errors) {
   EXPECT_THROW(dist::copy(std::vector<float>(99), y), rs::shape_mismatch);
 }
 
+TEST_P(sharded, null_host_memory_is_refused_before_any_work) {
+  const std::size_t n = 100;
+  const auto h = rs::test::random_vector<float>(n, rs::test::fresh_seed());
+  auto x = dist::to_device(h, devices);
+  const std::span<const float> no_input(static_cast<const float*>(nullptr), n);
+  rs::scoped_ledger l(devices[0]);
+  rs::test::expect_invalid([&] { dist::copy(no_input, x); }, "copy: the host memory is a null pointer with 100 elements");
+  rs::test::expect_invalid([&] { x.to_host(std::span<float>(static_cast<float*>(nullptr), n)); },
+                           "to_host: the host memory is a null pointer with 100 elements");
+  rs::test::expect_invalid([&] { (void)dist::to_device(no_input, devices); }, "to_device: the host memory is a null pointer");
+  const auto d = l.delta();
+  EXPECT_EQ(d.h2d_bytes + d.d2h_bytes + d.allocations, 0u);
+  EXPECT_EQ(x.to_host(), h);
+  auto e = dist::to_device(std::span<const float>(), devices);  // no elements: nothing to read
+  EXPECT_TRUE(e.to_host().empty());
+}
+
 TEST_P(sharded, communicator_all_reduces_in_one_process) {
   dist::communicator c(dev.is_cpu() ? devices : std::vector<rs::device>{devices[0], devices[1]});
   ASSERT_EQ(c.size(), int(devices.size()));
