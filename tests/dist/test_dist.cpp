@@ -203,6 +203,9 @@ TEST_P(sharded, empty_arrays_and_more_shards_than_elements) {
   dist::apply(rs::map<f1>(), e);
   EXPECT_EQ(dist::reduce(rs::reduce(rs::plus{}, 5.f), e), 5.f);
   EXPECT_EQ(dist::reduce(rs::reduce(rs::minimum{}, INFINITY), e), INFINITY);
+  dist::sharded_array<float> none;  // no shards at all: the value is init, as for no elements
+  EXPECT_EQ(dist::reduce(rs::reduce(rs::plus{}, 5.f), none), 5.f);
+  EXPECT_EQ(dist::reduce(rs::reduce(rs::maximum{}, -INFINITY), none), -INFINITY);
 
   std::vector<rs::device> many;
   for (int i = 0; i < 5; ++i) many.push_back(devices[std::size_t(i) % devices.size()]);

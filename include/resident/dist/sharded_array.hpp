@@ -402,6 +402,7 @@ auto reduce(const P& p, const sharded_array<T>& a) {
                     "and maximum; reduce with one of those");
     }
   } else {
+    if (L == 0) return R(p.red.init);  // no shards (a default-made array): nothing but init
     for (std::size_t i = 0; i < L; ++i) {
       R x{};
       {
