@@ -36,6 +36,7 @@ struct communicator_state {
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
   bool cpu = false;             // CPU ranks: the host combines, MPI across processes
   std::vector<nccl::comm_t> comms;  // GPU ranks: one NCCL communicator per local device
+  const communicator* owner = nullptr;  // the communicator holding these ranks now (moves update it)
   communicator_state() = default;
   communicator_state(const communicator_state&) = delete;
   communicator_state& operator=(const communicator_state&) = delete;
@@ -131,7 +132,7 @@ nccl::unique_id receive_id(const std::string& path, std::chrono::milliseconds ti
 }  // namespace
 }  // namespace detail
 
-communicator::communicator(std::unique_ptr<detail::communicator_state> s) : s_(std::move(s)) {}
+communicator::communicator(std::unique_ptr<detail::communicator_state> s) : s_(std::move(s)) { s_->owner = this; }
 
 communicator::communicator(std::vector<device> devices) : s_(std::make_unique<detail::communicator_state>()) {
   RESIDENT_EXPECTS(!devices.empty(), "communicator: give at least one device");
@@ -144,6 +145,7 @@ communicator::communicator(std::vector<device> devices) : s_(std::make_unique<de
       RESIDENT_EXPECTS(!(devices[j] == devices[i]),
                        "communicator: " + devices[i].name() + " is named twice; NCCL joins each GPU once");
   }
+  s_->owner = this;
   s_->devices = std::move(devices);
   s_->size = int(s_->devices.size());
   s_->cpu = cpu;
@@ -237,8 +239,25 @@ communicator communicator::from_launcher(std::optional<device> d, std::chrono::m
 }
 
 communicator::~communicator() = default;
-communicator::communicator(communicator&& o) noexcept = default;
-communicator& communicator::operator=(communicator&& o) noexcept = default;
+communicator::communicator(communicator&& o) noexcept : s_(std::move(o.s_)) {
+  if (s_) s_->owner = this;
+}
+communicator& communicator::operator=(communicator&& o) noexcept {
+  if (this != &o) {
+    s_ = std::move(o.s_);  // the old ranks go: weak references to them expire
+    if (s_) s_->owner = this;
+  }
+  return *this;
+}
+
+std::weak_ptr<const detail::communicator_state> communicator::ranks() const {
+  (void)state();
+  return s_;
+}
+const communicator* communicator::holder(const std::weak_ptr<const detail::communicator_state>& r) noexcept {
+  const auto s = r.lock();
+  return s ? s->owner : nullptr;
+}
 
 detail::communicator_state& communicator::state() const {
   if (!s_) RESIDENT_FAIL("use of a moved-from communicator: it no longer holds ranks");
@@ -265,12 +284,22 @@ void communicator::all_reduce_raw(std::span<const detail::buffer> b, std::size_t
       RESIDENT_FAIL("all_reduce: buffer " + std::to_string(i) + " is on " + b[i].stream.device().name() + ", its rank on " +
                         s.devices[i].name(), device_mismatch);
   if (count == 0) return;
+  // CPU ranks may share a device: the host combines rank by rank in place, so a buffer over another
+  // rank's would read a value already combined (and the copies back would overlap).
+  const std::size_t bytes = count * detail::element_bytes(t);
+  for (std::size_t i = 0; i < b.size(); ++i)
+    for (std::size_t j = i + 1; j < b.size(); ++j) {
+      const auto* bi = static_cast<const char*>(b[i].data);
+      const auto* bj = static_cast<const char*>(b[j].data);
+      RESIDENT_EXPECTS(!(bi < bj + bytes && bj < bi + bytes),
+                       "all_reduce: the buffers of ranks " + std::to_string(s.first_rank + int(i)) + " and " +
+                           std::to_string(s.first_rank + int(j)) + " overlap; give each rank its own memory");
+    }
   if (s.cpu) {
     detail::combine_host(b, count, t, op);
     if (s.size > int(s.devices.size())) detail::mpi::all_reduce(b[0].data, count, t, op);
     for (std::size_t i = 1; i < b.size(); ++i)
-      if (b[i].data != b[0].data) std::copy_n(static_cast<const char*>(b[0].data), count * detail::element_bytes(t),
-                                              static_cast<char*>(b[i].data));
+      std::copy_n(static_cast<const char*>(b[0].data), bytes, static_cast<char*>(b[i].data));
     return;
   }
   const bool group = b.size() > 1;
@@ -292,6 +321,12 @@ void communicator::synchronize(std::span<const stream_ref> streams) const {
   RESIDENT_EXPECTS(streams.size() == s.devices.size(), "synchronize: " + std::to_string(streams.size()) +
                                                            " streams for the " + std::to_string(s.devices.size()) +
                                                            " ranks of this process");
+  // A stream of another device would be waited on in place of the rank's: the wait could end early.
+  for (std::size_t i = 0; i < streams.size(); ++i)
+    if (!(streams[i].device() == s.devices[i]))
+      RESIDENT_FAIL("synchronize: stream " + std::to_string(i) + " is on " + streams[i].device().name() + ", its rank on " +
+                        s.devices[i].name() + "; give each rank's buffer's stream",
+                    device_mismatch);
   if (s.cpu) return;  // the host's combine is done when all_reduce returns
   for (std::size_t i = 0; i < streams.size(); ++i) {
     device_scope on(s.devices[i]);

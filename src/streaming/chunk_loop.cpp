@@ -106,6 +106,16 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
                        std::to_string(max_host_threads) + " host copy threads, or 0 to let the call choose");
   // A bad RESIDENT_POOL_LIMIT is refused here on both backends (the CPU's loop takes no staging).
   (void)pool_limit(device_);
+  // A null host array of n elements would be read or written at address 0 (by this thread or a
+  // host copy worker). A null output of no element size is "no output" (a reduction).
+  if (n > 0) {
+    for (std::size_t i = 0; i < inputs_.size(); ++i)
+      RESIDENT_EXPECTS(inputs_[i].data, "streamed pipeline: host input " + std::to_string(i) + " is a null pointer with " +
+                                            std::to_string(n) + " elements; give the host memory to read");
+    RESIDENT_EXPECTS(output.data || output.element_bytes == 0,
+                     "streamed pipeline: the host output is a null pointer with " + std::to_string(n) +
+                         " elements; give host memory of the input's size to write");
+  }
   // Bytes of one element in every input together, and in the output.
   std::size_t in_bytes = 0;
   for (const host_side& h : inputs_) in_bytes += h.element_bytes;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "resident/dist/dist.hpp"
 #include "seed.hpp"
@@ -202,6 +203,9 @@ TEST_P(sharded, empty_arrays_and_more_shards_than_elements) {
   dist::apply(rs::map<f1>(), e);
   EXPECT_EQ(dist::reduce(rs::reduce(rs::plus{}, 5.f), e), 5.f);
   EXPECT_EQ(dist::reduce(rs::reduce(rs::minimum{}, INFINITY), e), INFINITY);
+  dist::sharded_array<float> none;  // no shards at all: the value is init, as for no elements
+  EXPECT_EQ(dist::reduce(rs::reduce(rs::plus{}, 5.f), none), 5.f);
+  EXPECT_EQ(dist::reduce(rs::reduce(rs::maximum{}, -INFINITY), none), -INFINITY);
 
   std::vector<rs::device> many;
   for (int i = 0; i < 5; ++i) many.push_back(devices[std::size_t(i) % devices.size()]);
@@ -230,6 +234,23 @@ TEST_P(sharded, moved_from_and_misuse_are_clear_errors) {
   EXPECT_THROW(dist::sharded_array<float>(10, std::vector<rs::device>{}), rs::invalid_argument);
   EXPECT_THROW(dist::sharded_array<float>(rs::array<float>::max_size() + 1, devices), rs::invalid_argument);
   EXPECT_THROW(dist::copy(std::vector<float>(99), y), rs::shape_mismatch);
+}
+
+TEST_P(sharded, null_host_memory_is_refused_before_any_work) {
+  const std::size_t n = 100;
+  const auto h = rs::test::random_vector<float>(n, rs::test::fresh_seed());
+  auto x = dist::to_device(h, devices);
+  const std::span<const float> no_input(static_cast<const float*>(nullptr), n);
+  rs::scoped_ledger l(devices[0]);
+  rs::test::expect_invalid([&] { dist::copy(no_input, x); }, "copy: the host memory is a null pointer with 100 elements");
+  rs::test::expect_invalid([&] { x.to_host(std::span<float>(static_cast<float*>(nullptr), n)); },
+                           "to_host: the host memory is a null pointer with 100 elements");
+  rs::test::expect_invalid([&] { (void)dist::to_device(no_input, devices); }, "to_device: the host memory is a null pointer");
+  const auto d = l.delta();
+  EXPECT_EQ(d.h2d_bytes + d.d2h_bytes + d.allocations, 0u);
+  EXPECT_EQ(x.to_host(), h);
+  auto e = dist::to_device(std::span<const float>(), devices);  // no elements: nothing to read
+  EXPECT_TRUE(e.to_host().empty());
 }
 
 TEST_P(sharded, communicator_all_reduces_in_one_process) {
@@ -286,6 +307,62 @@ TEST_P(sharded, communicator_all_reduces_in_one_process) {
   }
   auto moved = std::move(c);
   EXPECT_THROW((void)c.size(), rs::invalid_argument);
+}
+
+TEST_P(sharded, communicator_refuses_overlapping_buffers_and_streams_of_other_devices) {
+  dist::communicator c(devices);
+  const std::size_t count = 64;
+  std::vector<rs::array<float>> bufs;
+  std::vector<rs::array_ref<float>> refs;
+  std::vector<rs::stream_ref> streams;
+  for (auto d : devices) {
+    dist::device_scope on(d);
+    bufs.push_back(rs::to_device(rs::test::random_vector<float>(count + 1, rs::test::fresh_seed()), d));
+  }
+  for (auto& b : bufs) {
+    refs.push_back(b.slice(0, count));
+    streams.push_back(b.stream());
+  }
+  // Streams of another device than their ranks': the wait would watch the wrong streams.
+  std::vector<rs::stream_ref> elsewhere;
+  for (auto d : devices) elsewhere.push_back(rs::default_stream(d.is_cpu() ? rs::device::cuda(0) : rs::device::cpu()));
+  EXPECT_THROW(c.synchronize(elsewhere), rs::device_mismatch);
+  if (dev.is_cuda()) GTEST_SKIP() << "GPU ranks are distinct GPUs: their buffers cannot overlap";
+  // Two ranks' buffers in one memory (the same, or shifted by one element): each rank's combined value
+  // would be read back into the sum of the next.
+  const auto before = bufs[0].to_host();
+  auto same = refs;
+  same[2] = refs[0];
+  rs::test::expect_invalid([&] { c.all_reduce<float>(same, count, dist::combine::sum); },
+                           "the buffers of ranks 0 and 2 overlap");
+  auto shifted = refs;
+  shifted[1] = bufs[0].slice(1, count);
+  rs::test::expect_invalid([&] { c.all_reduce<float>(shifted, count, dist::combine::max); },
+                           "the buffers of ranks 0 and 1 overlap");
+  EXPECT_EQ(bufs[0].to_host(), before);  // refused before any work
+  c.all_reduce<float>(refs, count, dist::combine::sum);  // still usable
+  c.synchronize(streams);
+}
+
+TEST_P(sharded, a_sharded_array_follows_its_communicator_and_refuses_a_destroyed_one) {
+  auto hx = rs::test::random_vector<float>(1001, rs::test::fresh_seed());
+  double want = 0;
+  for (float v : hx) want += v;
+  std::optional<dist::communicator> c(std::in_place, devices);
+  auto x = dist::to_device(hx, *c);
+  // Moved: the ranks live on in the new communicator, and the array reduces through it.
+  dist::communicator moved = std::move(*c);
+  EXPECT_EQ(x.comm(), &moved);
+  EXPECT_NEAR(dist::reduce(rs::reduce(rs::plus{}, 0.0), x), want, 1e-9 * 1001);
+  // Destroyed (or replaced by another): a clear error, not a read of freed memory.
+  moved = dist::communicator(devices);
+  rs::test::expect_invalid([&] { (void)dist::reduce(rs::reduce(rs::plus{}, 0.0), x); },
+                           "the communicator this sharded_array was made over no longer exists");
+  auto y = dist::to_device(hx, moved);
+  c.reset();
+  { dist::communicator gone = std::move(moved); }
+  rs::test::expect_invalid([&] { (void)y.comm(); }, "no longer exists");
+  EXPECT_EQ(y.to_host(), hx);  // the shards themselves are still the array's
 }
 
 TEST(communicator, refuses_bad_device_sets) {

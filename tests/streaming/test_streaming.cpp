@@ -295,6 +295,32 @@ RESIDENT_HD float add2(float a, float b) { return a + b; }
 
 // An output of another element type of the same size over the input's memory is exactly in place:
 // every element is converted to the output's type, not left in the input's.
+TEST_P(streaming, null_host_memory_is_refused_before_any_work) {
+  const std::size_t n = 100;
+  const auto in = rs::test::random_vector<float>(n, rs::test::fresh_seed());
+  std::vector<float> out(n, rs::test::poison<float>());
+  const std::span<const float> no_input(static_cast<const float*>(nullptr), n);
+  const std::span<float> no_output(static_cast<float*>(nullptr), n);
+  const auto p = rs::map<f1>();
+  rs::scoped_ledger l(dev);
+  rs::test::expect_invalid([&] { rs::stream_pipeline(p, no_input, out, {.target = dev}); },
+                           "host input 0 is a null pointer with 100 elements");
+  rs::test::expect_invalid([&] { rs::stream_pipeline(p, in, no_output, {.target = dev}); },
+                           "the host output is a null pointer with 100 elements");
+  const std::span<const double> no_doubles(static_cast<const double*>(nullptr), n);
+  const std::vector<int> ints(n, 3);
+  rs::test::expect_invalid(
+      [&] { rs::stream_pipeline(rs::map<combine>(), rs::host_zip(in, no_doubles, ints), out, {.target = dev}); },
+      "host input 1 is a null pointer");
+  rs::test::expect_invalid([&] { (void)rs::stream_pipeline(p | rs::reduce(rs::plus{}, 0.0), no_input, {.target = dev}); },
+                           "host input 0 is a null pointer");
+  const auto d = l.delta();
+  EXPECT_EQ(d.h2d_bytes + d.d2h_bytes + d.kernels + d.allocations, 0u);
+  EXPECT_EQ(out[0], rs::test::poison<float>());
+  // No elements: nothing is read or written, and a null pointer is fine.
+  rs::stream_pipeline(p, std::span<const float>(), std::span<float>(), {.target = dev});
+}
+
 TEST_P(streaming, in_place_in_another_type_of_the_same_size_converts) {
   for (std::size_t n : sizes_around_a_chunk()) {
     SCOPED_TRACE("n = " + std::to_string(n));

@@ -94,9 +94,10 @@ class communicator {
                                     std::chrono::milliseconds timeout = std::chrono::seconds(120));
 
   ~communicator();
-  /// Takes over o's ranks; o is left moved-from.
+  /// Takes over o's ranks (sharded arrays made over o follow them); o is left moved-from.
   communicator(communicator&& o) noexcept;
-  /// Releases this communicator's ranks and takes over o's.
+  /// Releases this communicator's ranks (sharded arrays made over it then throw on reductions) and
+  /// takes over o's.
   communicator& operator=(communicator&& o) noexcept;
   communicator(const communicator&) = delete;
   communicator& operator=(const communicator&) = delete;
@@ -146,11 +147,16 @@ class communicator {
 
   /// The implementation's state (for the library's own files).
   detail::communicator_state& state() const;
+  /// A weak reference to this communicator's ranks, and the communicator that holds them now (it
+  /// follows moves; null once they are destroyed): sharded arrays find their communicator through it.
+  /// For the library's own files. ranks() @throws invalid_argument for a moved-from communicator.
+  std::weak_ptr<const detail::communicator_state> ranks() const;
+  static const communicator* holder(const std::weak_ptr<const detail::communicator_state>& r) noexcept;
 
  private:
   explicit communicator(std::unique_ptr<detail::communicator_state> s);
   void all_reduce_raw(std::span<const detail::buffer> b, std::size_t count, detail::element t, combine op) const;
-  std::unique_ptr<detail::communicator_state> s_;
+  std::shared_ptr<detail::communicator_state> s_;  // shared only to be watched by weak references
 };
 
 }  // namespace resident::dist

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -40,6 +41,15 @@ inline shard_extent extent_of(std::size_t n, std::size_t shards, std::size_t r) 
   return {r * base + std::min(r, extra), base + (r < extra ? 1 : 0)};
 }
 
+namespace detail {
+/// A null host span of n > 0 elements would be read or written at address 0, shard by shard.
+inline void check_host_memory(const void* p, std::size_t n, const char* what) {
+  if (!p && n > 0)
+    RESIDENT_FAIL(std::string(what) + ": the host memory is a null pointer with " + std::to_string(n) +
+                  " elements; give host memory of the array's size");
+}
+}  // namespace detail
+
 /// n elements of T split over ranks, one shard per rank, each shard an array<T> in its device's pool.
 /// This process holds the shards of its ranks (all of them within one process). Move-only; a
 /// moved-from sharded array throws on use. Operations are asynchronous on each shard's stream unless
@@ -65,15 +75,16 @@ class sharded_array {
   /// n uninitialized elements in one process, shard i on devices[i], on its default stream.
   sharded_array(std::size_t n, const std::vector<device>& devices) : sharded_array(n, default_streams(devices)) {}
   /// n uninitialized elements over c's ranks: this process allocates its ranks' shards, on their
-  /// devices' default streams. Reductions combine across c's processes; c must outlive the array.
+  /// devices' default streams. Reductions combine across c's processes, through c or the communicator
+  /// c is moved into; once its ranks are destroyed, reductions throw invalid_argument.
   sharded_array(std::size_t n, const communicator& c)
-      : comm_(&c), n_(n), world_(std::size_t(c.size())), first_(std::size_t(c.first_rank())) {
+      : ranks_(c.ranks()), over_comm_(true), n_(n), world_(std::size_t(c.size())), first_(std::size_t(c.first_rank())) {
     allocate(default_streams(c.devices()));
   }
 
   /// Takes over o's shards; o is left moved-from.
   sharded_array(sharded_array&& o) noexcept
-      : comm_(std::exchange(o.comm_, nullptr)), n_(std::exchange(o.n_, 0)), world_(std::exchange(o.world_, 0)),
+      : ranks_(std::exchange(o.ranks_, {})), over_comm_(std::exchange(o.over_comm_, false)), n_(std::exchange(o.n_, 0)), world_(std::exchange(o.world_, 0)),
         first_(std::exchange(o.first_, 0)), shards_(std::move(o.shards_)), moved_(std::exchange(o.moved_, true)) {
     o.shards_.clear();
   }
@@ -81,7 +92,8 @@ class sharded_array {
   sharded_array& operator=(sharded_array&& o) noexcept {
     if (this != &o) {
       release();
-      comm_ = std::exchange(o.comm_, nullptr);
+      ranks_ = std::exchange(o.ranks_, {});
+      over_comm_ = std::exchange(o.over_comm_, false);
       n_ = std::exchange(o.n_, 0);
       world_ = std::exchange(o.world_, 0);
       first_ = std::exchange(o.first_, 0);
@@ -120,8 +132,14 @@ class sharded_array {
   resident::device device(std::size_t i) const { return checked(i).device(); }
   /// The stream of this process's shard i. @throws invalid_argument.
   stream_ref stream(std::size_t i) const { return checked(i).stream(); }
-  /// The communicator the array was made over, or null (one process, reductions on the host).
-  const communicator* comm() const noexcept { return comm_; }
+  /// The communicator the array was made over (or the one it was moved into), or null (one process,
+  /// reductions on the host). @throws invalid_argument when that communicator's ranks were destroyed.
+  const communicator* comm() const {
+    if (!over_comm_) return nullptr;
+    if (const communicator* c = communicator::holder(ranks_)) return c;
+    RESIDENT_FAIL("the communicator this sharded_array was made over no longer exists (destroyed, or assigned "
+                  "another's ranks); keep it alive as long as the array, or move it instead");
+  }
 
   /// Elements [offset, offset + count) as a slice of the one shard that holds them.
   /// @throws invalid_argument when the range is outside the array, crosses a border between two
@@ -158,10 +176,11 @@ class sharded_array {
     return h;
   }
   /// Gathers the whole array into host memory of its size. Synchronizes. @throws shape_mismatch;
-  /// invalid_argument when other processes hold shards.
+  /// invalid_argument when other processes hold shards, or out is null with elements.
   void to_host(std::span<T> out) const {
     check_live();
     all_local("to_host");
+    detail::check_host_memory(out.data(), out.size(), "to_host");
     if (out.size() != n_)
       RESIDENT_FAIL("to_host: host buffer holds " + std::to_string(out.size()) + " elements, sharded array " +
                         std::to_string(n_), shape_mismatch);
@@ -215,7 +234,8 @@ class sharded_array {
     shards_.clear();
   }
 
-  const communicator* comm_ = nullptr;
+  std::weak_ptr<const detail::communicator_state> ranks_;  // the communicator's, when made over one
+  bool over_comm_ = false;
   std::size_t n_ = 0, world_ = 0, first_ = 0;
   std::vector<array<T>> shards_;
   bool moved_ = false;
@@ -223,9 +243,11 @@ class sharded_array {
 
 /// Scatters host memory (the whole array) into a new sharded array, shard i on devices[i]: one
 /// upload per shard, staged as to_device. Returns once the host memory has been read.
-/// @throws invalid_argument for no devices; out_of_memory.
+/// @throws invalid_argument for no devices or null host memory with elements (before allocating);
+/// out_of_memory.
 template <class T>
 sharded_array<T> to_device(std::span<const T> host, const std::vector<device>& devices) {
+  detail::check_host_memory(host.data(), host.size(), "to_device");
   sharded_array<T> a(host.size(), devices);
   copy(host, a);
   return a;
@@ -234,6 +256,7 @@ sharded_array<T> to_device(std::span<const T> host, const std::vector<device>& d
 /// uploads its shards' parts.
 template <class T>
 sharded_array<T> to_device(std::span<const T> host, const communicator& c) {
+  detail::check_host_memory(host.data(), host.size(), "to_device");
   sharded_array<T> a(host.size(), c);
   copy(host, a);
   return a;
@@ -250,10 +273,11 @@ sharded_array<T> to_device(const std::vector<T>& host, const communicator& c) {
 }
 
 /// Uploads host memory (the whole array) into an existing sharded array: each local shard its part.
-/// @throws shape_mismatch when the sizes differ.
+/// @throws shape_mismatch when the sizes differ; invalid_argument for null host memory with elements.
 template <class T>
 void copy(std::type_identity_t<std::span<const T>> host, sharded_array<T>& dst) {
   dst.check_live();
+  detail::check_host_memory(host.data(), host.size(), "copy");
   if (host.size() != dst.size())
     RESIDENT_FAIL("copy: host buffer holds " + std::to_string(host.size()) + " elements, sharded array " +
                       std::to_string(dst.size()), shape_mismatch);
@@ -327,13 +351,14 @@ constexpr combine combine_of() {
 /// between GPUs, MPI between CPUs) that leaves the value on every rank's device, then one small
 /// download. init counts once: for plus the other shards start from 0; minimum and maximum may repeat
 /// it; for any other op give an init that is op's identity. Synchronizes.
-/// @throws invalid_argument across processes for an op other than plus, minimum and maximum;
-/// library_error when a rank fails or stays silent past the communicator's timeout.
+/// @throws invalid_argument across processes for an op other than plus, minimum and maximum, and,
+/// before any work, when the communicator the array was made over is gone; library_error when a rank fails or stays silent past the communicator's timeout.
 template <class P, class T>
 auto reduce(const P& p, const sharded_array<T>& a) {
   using R = std::remove_cvref_t<decltype(p.red.init)>;
   using Op = std::remove_cvref_t<decltype(p.red.op)>;
   a.check_live();
+  const communicator* c = a.comm();  // before any work: its ranks may be gone
   const std::size_t L = a.local_count();
   // The partial values, each freed on its own device's stream also when a combine throws.
   struct partials : std::vector<array<R>> {
@@ -359,7 +384,6 @@ auto reduce(const P& p, const sharded_array<T>& a) {
       p(a.local(i), part.back());
     }
   }
-  const communicator* c = a.comm();
   R v{};
   if (c && c->spans_processes()) {
     if constexpr (detail::is_plus<Op> || detail::is_min_or_max<Op>) {
@@ -378,6 +402,7 @@ auto reduce(const P& p, const sharded_array<T>& a) {
                     "and maximum; reduce with one of those");
     }
   } else {
+    if (L == 0) return R(p.red.init);  // no shards (a default-made array): nothing but init
     for (std::size_t i = 0; i < L; ++i) {
       R x{};
       {

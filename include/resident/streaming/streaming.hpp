@@ -234,7 +234,7 @@ inline void check_backend(device d) {
 /// contiguous host range of the input's size, which may be the single input itself (in place).
 /// Synchronizes: returns when out is written. Every check is made before any data moves.
 /// @throws shape_mismatch (sizes), invalid_argument (options, an output overlapping an input other
-/// than exactly), transfer_forbidden (under transfer_policy::forbid), out_of_memory (the staging does
+/// than exactly, a null host array with elements), transfer_forbidden (under transfer_policy::forbid), out_of_memory (the staging does
 /// not fit, e.g. under the pool's limit with a chunk given), device_unavailable.
 template <class P, class In, std::ranges::contiguous_range Out>
   requires(!std::is_const_v<std::remove_reference_t<std::ranges::range_reference_t<Out>>>)

@@ -34,7 +34,8 @@ struct chunk_view {
 class chunk_loop {
  public:
   /// Checks the transfer policy and the options, chooses the chunk and depth and allocates the staging,
-  /// all before any data moves. output.data == nullptr: no host output. in_place: the output may be
+  /// all before any data moves. output {nullptr, 0}: no host output (a null input, or a null output of
+  /// an element size, with n > 0 is refused). in_place: the output may be
   /// staged in the single input's device buffer (same element type). result_bytes > 0: every chunk's
   /// kernel writes a partial of that size into result memory given to run(), copied to the host.
   /// @throws transfer_forbidden, invalid_argument, out_of_memory, device_unavailable.
