@@ -76,6 +76,12 @@ void refuse_partial_overlap(const void* dst, const void* src, std::size_t bytes,
 
 }  // namespace
 
+void check_host_memory(const void* p, std::size_t n, const char* call) {
+  if (!p && n > 0)
+    RESIDENT_FAIL(std::string(call) + ": the host memory is a null pointer with " + std::to_string(n) +
+                  " elements; give host memory of the array's size");
+}
+
 void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s, staging how) {
   if (bytes == 0 || dst == src) return;  // nothing moves: nothing to count or forbid
   refuse_partial_overlap(dst, src, bytes, "host-to-device copy");

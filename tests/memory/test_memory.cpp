@@ -105,6 +105,29 @@ TEST_P(arrays, moved_from_and_bad_sizes_throw) {
   }
 }
 
+// Host memory given as a null pointer with elements would be read or written at address 0: every
+// transfer between a span and an array refuses it before any work (nothing allocated, nothing moved).
+TEST_P(arrays, null_host_memory_is_refused_before_any_work) {
+  const std::size_t n = 1000;
+  auto x = rs::to_device(rs::test::random_vector<float>(n, rs::test::fresh_seed()), dev);
+  const auto before = x.to_host();
+  const std::span<float> none(static_cast<float*>(nullptr), n);
+  const std::span<const float> none_in(static_cast<const float*>(nullptr), n);
+  const char* says = "null pointer with 1000 elements";
+  const auto pool = rs::pool_stats(dev);
+  rs::test::expect_invalid([&] { rs::to_device(none_in, dev); }, says);
+  rs::test::expect_invalid([&] { rs::to_device(none_in, 10, 100, dev); }, says);
+  rs::test::expect_invalid([&] { x.to_host(none); }, says);
+  rs::test::expect_invalid([&] { rs::copy(none_in, x); }, says);
+  rs::test::expect_invalid([&] { rs::copy_async(none_in, x); }, says);
+  rs::test::expect_invalid([&] { rs::copy_async(x, none); }, says);
+  EXPECT_EQ(rs::pool_stats(dev).bytes_in_use, pool.bytes_in_use);
+  EXPECT_EQ(x.to_host(), before);
+  // No elements: nothing to read or write, at any address.
+  rs::copy_async(std::span<const float>(), x.slice(0, 0));
+  EXPECT_EQ(rs::to_device(std::span<const float>(), dev).size(), 0u);
+}
+
 // Sizes whose byte counts wrap or cannot exist are refused before anything is allocated: a wrapped
 // count once reached the pool as a tiny block that the array then overran.
 TEST_P(arrays, sizes_that_cannot_be_allocated_are_refused_before_allocating) {

@@ -41,15 +41,6 @@ inline shard_extent extent_of(std::size_t n, std::size_t shards, std::size_t r) 
   return {r * base + std::min(r, extra), base + (r < extra ? 1 : 0)};
 }
 
-namespace detail {
-/// A null host span of n > 0 elements would be read or written at address 0, shard by shard.
-inline void check_host_memory(const void* p, std::size_t n, const char* what) {
-  if (!p && n > 0)
-    RESIDENT_FAIL(std::string(what) + ": the host memory is a null pointer with " + std::to_string(n) +
-                  " elements; give host memory of the array's size");
-}
-}  // namespace detail
-
 /// n elements of T split over ranks, one shard per rank, each shard an array<T> in its device's pool.
 /// This process holds the shards of its ranks (all of them within one process). Move-only; a
 /// moved-from sharded array throws on use. Operations are asynchronous on each shard's stream unless
@@ -180,7 +171,7 @@ class sharded_array {
   void to_host(std::span<T> out) const {
     check_live();
     all_local("to_host");
-    detail::check_host_memory(out.data(), out.size(), "to_host");
+    resident::detail::check_host_memory(out.data(), out.size(), "to_host");
     if (out.size() != n_)
       RESIDENT_FAIL("to_host: host buffer holds " + std::to_string(out.size()) + " elements, sharded array " +
                         std::to_string(n_), shape_mismatch);
@@ -247,7 +238,7 @@ class sharded_array {
 /// out_of_memory.
 template <class T>
 sharded_array<T> to_device(std::span<const T> host, const std::vector<device>& devices) {
-  detail::check_host_memory(host.data(), host.size(), "to_device");
+  resident::detail::check_host_memory(host.data(), host.size(), "to_device");
   sharded_array<T> a(host.size(), devices);
   copy(host, a);
   return a;
@@ -256,7 +247,7 @@ sharded_array<T> to_device(std::span<const T> host, const std::vector<device>& d
 /// uploads its shards' parts.
 template <class T>
 sharded_array<T> to_device(std::span<const T> host, const communicator& c) {
-  detail::check_host_memory(host.data(), host.size(), "to_device");
+  resident::detail::check_host_memory(host.data(), host.size(), "to_device");
   sharded_array<T> a(host.size(), c);
   copy(host, a);
   return a;
@@ -277,7 +268,7 @@ sharded_array<T> to_device(const std::vector<T>& host, const communicator& c) {
 template <class T>
 void copy(std::type_identity_t<std::span<const T>> host, sharded_array<T>& dst) {
   dst.check_live();
-  detail::check_host_memory(host.data(), host.size(), "copy");
+  resident::detail::check_host_memory(host.data(), host.size(), "copy");
   if (host.size() != dst.size())
     RESIDENT_FAIL("copy: host buffer holds " + std::to_string(host.size()) + " elements, sharded array " +
                       std::to_string(dst.size()), shape_mismatch);

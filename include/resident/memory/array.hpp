@@ -121,6 +121,7 @@ class array {
   /// @throws shape_mismatch when the sizes differ.
   void to_host(std::span<T> out, staging st = staging::chunked, resident::source_location where = resident::source_location::current()) const {
     check_live();
+    detail::check_host_memory(out.data(), out.size(), "to_host");
     if (out.size() != size_)
       RESIDENT_FAIL("to_host: host buffer holds " + std::to_string(out.size()) + " elements, array " +
                            std::to_string(size_), shape_mismatch);
@@ -313,6 +314,7 @@ class array2d {
 /// the call there (the new array's allocation included), and transfer_policy::log names it.
 template <class T>
 array<T> to_device(std::span<const T> host, stream_ref s, staging st = staging::chunked, resident::source_location where = resident::source_location::current()) {
+  detail::check_host_memory(host.data(), host.size(), "to_device");  // before the allocation
   detail::call_scope scope("to_device", s, detail::transfer_facts(host.size_bytes()), detail::call_kind::transfer,
                            where);
   array<T> a(host.size(), s);
@@ -354,6 +356,7 @@ array2d<T> to_device(std::span<const T> host, std::size_t rows, std::size_t cols
     RESIDENT_FAIL("to_device: host buffer holds " + std::to_string(host.size()) + " elements, " +
                          std::to_string(rows) + " x " + std::to_string(cols) + " needs " +
                          std::to_string(rows * cols), shape_mismatch);
+  detail::check_host_memory(host.data(), host.size(), "to_device");
   detail::call_scope scope("to_device", s, detail::transfer_facts(host.size_bytes()), detail::call_kind::transfer,
                            where);
   array2d<T> a(rows, cols, s);
@@ -426,6 +429,7 @@ template <class T>
 void copy(std::type_identity_t<std::span<const T>> host, array<T>& dst, staging st = staging::chunked,
           resident::source_location where = resident::source_location::current()) {
   dst.check_live();
+  detail::check_host_memory(host.data(), host.size(), "copy");
   if (host.size() != dst.size())
     RESIDENT_FAIL("copy: host buffer holds " + std::to_string(host.size()) + " elements, array " +
                          std::to_string(dst.size()), shape_mismatch);
@@ -442,6 +446,7 @@ void copy(std::type_identity_t<std::span<const T>> host, array<T>& dst, staging 
 template <array_like A>
 void copy_async(std::span<const typename std::remove_cvref_t<A>::value_type> host, A&& dst, resident::source_location where = resident::source_location::current()) {
   dst.check_live();
+  detail::check_host_memory(host.data(), host.size(), "copy_async");
   if (host.size() != dst.size())
     RESIDENT_FAIL("copy_async: host memory holds " + std::to_string(host.size()) + " elements, array " +
                          std::to_string(dst.size()), shape_mismatch);
@@ -456,6 +461,7 @@ void copy_async(std::span<const typename std::remove_cvref_t<A>::value_type> hos
 template <array_like A>
 void copy_async(const A& src, std::span<typename std::remove_cvref_t<A>::value_type> host, resident::source_location where = resident::source_location::current()) {
   src.check_live();
+  detail::check_host_memory(host.data(), host.size(), "copy_async");
   if (host.size() != src.size())
     RESIDENT_FAIL("copy_async: host memory holds " + std::to_string(host.size()) + " elements, array " +
                          std::to_string(src.size()), shape_mismatch);

@@ -19,6 +19,11 @@ enum class staging { chunked, none };
 
 namespace detail {
 
+/// Refuses host memory given as a null pointer with n > 0 elements (a span at nullptr), which would be
+/// read or written at address 0, before any work. call: the function named in the message.
+/// @throws invalid_argument.
+void check_host_memory(const void* p, std::size_t n, const char* call);
+
 /// Host memory -> memory of s's device. Pageable host memory is staged through pinned double
 /// buffers in chunks (the call returns once the host memory has been read); pinned memory is copied
 /// directly and asynchronously (keep it alive until s is synchronized).
