@@ -515,6 +515,7 @@ template <int V, int U, class L, class Fn, class W>
 void launch_map(stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t items, std::size_t head,
                 std::size_t nvec, std::size_t n, const std::optional<launch_config>& cfg) {
   constexpr auto k = fused_map_kernel<V, U, false, L, Fn, W>;
+  if (cfg) fit_kernel(k, *cfg, s.device());  // a caller's shape against the kernel's registers
   launch_dependent(k, fused_config<k>(items, cfg, U, cuda_tuning::generator_block), s, in, fn, out, head,
                    nvec, n);
 }

@@ -5,6 +5,10 @@
 
 #include <cuda_runtime.h>
 
+#include <map>
+#include <mutex>
+#include <utility>
+
 #include "resident/detail/cuda_check.hpp"
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/detail/tuning.hpp"
@@ -92,11 +96,50 @@ inline launch_config wave_config(const occupancy& o, std::size_t n, std::size_t 
   return launch_config{dims(unsigned(blocks)), dims(unsigned(o.block)), 0};
 }
 
+/// A kernel's own limits on the current device: the threads a block may have under its registers
+/// (or __launch_bounds__), and its static shared memory. Queried once per kernel and device.
+struct kernel_limits {
+  int max_threads = 0;
+  std::size_t static_shared = 0;
+};
+inline kernel_limits limits_of(const void* kernel) {
+  static std::mutex m;
+  static std::map<std::pair<const void*, int>, kernel_limits> known;
+  int dev = 0;
+  RESIDENT_CUDA_TRY(cudaGetDevice(&dev));
+  std::lock_guard lock(m);
+  auto it = known.find({kernel, dev});
+  if (it == known.end()) {
+    cudaFuncAttributes a{};
+    RESIDENT_CUDA_TRY(cudaFuncGetAttributes(&a, kernel));
+    it = known.emplace(std::pair{kernel, dev}, kernel_limits{a.maxThreadsPerBlock, a.sharedSizeBytes}).first;
+  }
+  return it->second;
+}
+
+/// Checks a caller's cfg against what validate's device figures do not tell, the kernel's own limits,
+/// before the launch (else the launch fails with a CUDA error), and raises the kernel's dynamic shared
+/// memory limit where cfg asks for more than the default 48 KiB. Run with cfg's device current.
+/// @throws invalid_launch.
 template <class Kernel>
-void raise_shared_limit(Kernel kernel, std::size_t shared_bytes) {
-  if (shared_bytes > 48 * 1024)
+void fit_kernel(Kernel kernel, const launch_config& cfg, device d) {
+  const kernel_limits k = limits_of(reinterpret_cast<const void*>(kernel));
+  auto fail = [&](const std::string& what) {
+    RESIDENT_FAIL("invalid launch configuration " + cfg.str() + " on " + d.name() + ": " + what, invalid_launch);
+  };
+  if (cfg.block.count() > std::size_t(k.max_threads))
+    fail(std::to_string(cfg.block.count()) + " threads per block exceed this kernel's limit of " +
+         std::to_string(k.max_threads) + " (its registers or __launch_bounds__); use at most " +
+         std::to_string(k.max_threads));
+  const std::size_t most = properties(d).shared_per_block_optin;
+  if (k.static_shared + cfg.shared_bytes > most)
+    fail(std::to_string(cfg.shared_bytes) + " bytes of dynamic shared memory beside the kernel's " +
+         std::to_string(k.static_shared) + " static bytes exceed the device's per-block maximum " +
+         std::to_string(most) + " bytes (with opt-in); ask for at most " +
+         std::to_string(k.static_shared < most ? most - k.static_shared : 0));
+  if (cfg.shared_bytes > 48 * 1024)
     RESIDENT_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(shared_bytes)));
+                                           static_cast<int>(cfg.shared_bytes)));
 }
 
 inline ::dim3 to_dim3(dims d) { return ::dim3(d.x, d.y, d.z); }
@@ -135,7 +178,7 @@ void launch_dependent(void (*kernel)(KArgs...), const launch_config& c, stream_r
 template <class F, class... Args>
 void launch_functor(cuda_backend, stream_ref s, const launch_config& cfg, F f, Args... args) {
   auto k = functor_kernel<F, Args...>;
-  raise_shared_limit(k, cfg.shared_bytes);
+  fit_kernel(k, cfg, s.device());
   k<<<to_dim3(cfg.grid), to_dim3(cfg.block), cfg.shared_bytes, s.native()>>>(f, args...);
   detail::cuda::check_launch("launch");
   record_shape(k, cfg, s);
@@ -145,7 +188,7 @@ void launch_functor(cuda_backend, stream_ref s, const launch_config& cfg, F f, A
 template <class... Phases>
 void launch_phases_on(cuda_backend, stream_ref s, const launch_config& cfg, Phases... phases) {
   auto k = phases_kernel<Phases...>;
-  raise_shared_limit(k, cfg.shared_bytes);
+  fit_kernel(k, cfg, s.device());
   k<<<to_dim3(cfg.grid), to_dim3(cfg.block), cfg.shared_bytes, s.native()>>>(cfg.shared_bytes, phases...);
   detail::cuda::check_launch("launch_phases");
   record_shape(k, cfg, s);
@@ -178,7 +221,8 @@ void launch_kernel(void (*kernel)(KArgs...), stream_ref s, const launch_config& 
   if (!s.device().is_cuda())
     RESIDENT_FAIL("launch_kernel needs a CUDA stream; on the CPU use launch() with a functor", device_mismatch);
   validate(cfg, s.device());
-  detail::raise_shared_limit(kernel, cfg.shared_bytes);
+  const device_scope current(s.device());  // the launch and the kernel's limits are the current device's
+  detail::fit_kernel(kernel, cfg, s.device());
   kernel<<<detail::to_dim3(cfg.grid), detail::to_dim3(cfg.block), cfg.shared_bytes, s.native()>>>(
       std::forward<Args>(args)...);
   detail::cuda::check_launch("launch_kernel");
