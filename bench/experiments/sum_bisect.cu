@@ -115,7 +115,8 @@ __global__ void __launch_bounds__(B, MinBlocks) library_loads_hand_fold(const fl
 // Loop 0: 64-bit indices, trips wholly inside unchecked, then the one cut by the end; 1: every trip
 // checked, vector by vector (the hand's shape); 2: as 0 with 32-bit indices (nvec below 2^32), written
 // out; 3: the library's for_each_vector with 32-bit indices; 4: as 3 from a head given at run time
-// (0); 5: as 4 with the library's scalar head and tail.
+// (0); 5: as 4 with the library's scalar head and tail; 6: as 3 from the first aligned vector (the head
+// in the pointer) with the scalar head after the loop and the tail, the library's order.
 template <int B, int MinBlocks, int Loop, int FoldLoads, bool WaitFirst>
 __global__ void __launch_bounds__(B, MinBlocks) variant(const float* x, std::size_t nvec, unsigned long long* slots,
                                                         float* out, std::size_t head = 0) {
@@ -136,6 +137,12 @@ __global__ void __launch_bounds__(B, MinBlocks) variant(const float* x, std::siz
     const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x, n = head + nvec * 4;
     if (tid < head) acc[0] += x[tid];
     rs::detail::for_each_vector<4, 4, unsigned>(in, head, nvec, visit);
+    const std::size_t tail = head + nvec * 4;
+    if (tid < n - tail) acc[0] += x[tail + tid];
+  } else if constexpr (Loop == 6) {
+    const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x, n = head + nvec * 4;
+    rs::detail::for_each_vector<4, 4, unsigned>(in.shifted(head), 0, nvec, visit);
+    if (tid < head) acc[0] += x[tid];
     const std::size_t tail = head + nvec * 4;
     if (tid < n - tail) acc[0] += x[tail + tid];
   } else if constexpr (Loop == 1) {
@@ -257,6 +264,13 @@ int main(int argc, char** argv) {
       report("variant: library loop, wide", [&] { launch(variant<1024, 2, 3, 1, true>, wide, 1024, cs, xp, n4, slots, out, std::size_t(0)); }, false);
       report("variant: library loop, head, wide", [&] { launch(variant<1024, 2, 4, 1, true>, wide, 1024, cs, xp, n4, slots, out, std::size_t(0)); }, false);
       report("variant: library loop, head, tail, wide", [&] { launch(variant<1024, 2, 5, 1, true>, wide, 1024, cs, xp, n4, slots, out, std::size_t(0)); }, false);
+      report("variant: library loop, head after, tail, wide",
+             [&] { launch(variant<1024, 2, 6, 1, true>, wide, 1024, cs, xp, n4, slots, out, std::size_t(0)); }, false);
+      report("variant: library loop, narrow", [&] { launch(variant<256, 0, 3, 8, false>, narrow, 256, cs, xp, n4, slots, out, std::size_t(0)); }, false);
+      report("variant: library loop, head, tail, narrow",
+             [&] { launch(variant<256, 0, 5, 8, false>, narrow, 256, cs, xp, n4, slots, out, std::size_t(0)); }, false);
+      report("variant: library loop, head after, tail, narrow",
+             [&] { launch(variant<256, 0, 6, 8, false>, narrow, 256, cs, xp, n4, slots, out, std::size_t(0)); }, false);
       report("variant: 64-bit, narrow", [&] { launch(variant<256, 0, 0, 8, false>, narrow, 256, cs, xp, n4, slots, out, std::size_t(0)); }, false);
       report("variant: 32-bit, narrow", [&] { launch(variant<256, 0, 2, 8, false>, narrow, 256, cs, xp, n4, slots, out, std::size_t(0)); }, false);
       report("library sum (again)", [&] { sum(x, total); }, false);
