@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "memory_budget.hpp"
 #include "resident/resident.hpp"
 #include "table.hpp"
 #include "wall_timing.hpp"
@@ -35,6 +36,11 @@ int run_bench_flow(const bench_options& o) {
   const device d = o.device.empty() ? default_device() : parse_device(o.device);
   require(d);
   const int reps = o.reps ? o.reps : 20;
+  // The chain's array of chain_elements floats is the benchmark's one allocation (the stages, streams,
+  // events and graphs take none from the pool): checked before the heading, so that under a pool limit
+  // the refusal is the only output rather than an allocation failing after two progress lines.
+  const std::size_t chain_elements = 1024;
+  require_memory(d, "bench flow", double(chain_elements * sizeof(float)), 0, "Free memory and run it again");
   out() << "Flows on " << d.name() << " (" << properties(d).name << ")\n";
   table t({{"measure", "measure", false}, {"median", "median", true}, {"unit", "unit", false}, {"note", "note", false}});
 
@@ -68,7 +74,7 @@ int run_bench_flow(const bench_options& o) {
   t.add({"concurrent / serialized", table::cell(c_ms / s_ms, 3), "ratio", "lower is better"});
 
   // (b) A chain of eight tiny stages, each depending on the one before.
-  array<float> x(1024, d);
+  array<float> x(chain_elements, d);
   map([] RESIDENT_HD(float) { return 1.f; })(x);
   synchronize(d);
   flow chain(d, 1);
