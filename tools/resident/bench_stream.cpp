@@ -72,6 +72,13 @@ int run_bench_stream(const stream_bench_options& o) {
       throw invalid_argument("--chunk: " + std::to_string(depth) + " chunks in flight of " + std::to_string(o.chunk) +
                              " bytes, and 1 MiB kept free, do not fit under " + limit_text +
                              "; give a smaller chunk or --depth, or a larger limit");
+    // A chunk larger than the data would stream it as one short chunk, not the chunk asked for. Without
+    // --size the data is 4x the limit, which the checks above keep the chunk under.
+    if (o.size && o.chunk > o.size)
+      throw invalid_argument("--chunk: " + std::to_string(o.chunk) + " bytes are more than --size " +
+                             std::to_string(o.size) + " bytes, so the data would be one chunk of its own size; give "
+                             "a --chunk of at most " + std::to_string(o.size) + " bytes, or a --size of at least " +
+                             std::to_string(o.chunk) + " bytes");
   }
   const std::size_t bytes = (o.size ? o.size : 4 * limit) / sizeof(float) * sizeof(float);
   const std::size_t n = bytes / sizeof(float);
