@@ -198,7 +198,9 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   }
   chunk_ = std::min(std::max<std::size_t>(chunk_, 1), n);
   chunks_ = n / chunk_ + (n % chunk_ != 0);  // n + chunk_ - 1 may wrap (host_generate sizes)
-  if (std::size_t(depth_) > chunks_ && !o.depth) depth_ = int(chunks_);
+  // No more slots than chunks, chosen or given: a slot no chunk uses is staging (and a reduction's
+  // partial) allocated for nothing, which could fail a pool limit that the chunks fit under.
+  if (std::size_t(depth_) > chunks_) depth_ = int(chunks_);
   summary_.chunk_elements = chunk_;
   summary_.depth = depth_;
   summary_.chunks = chunks_;

@@ -415,6 +415,42 @@ TEST_P(streaming, pool_limit_smaller_than_one_chunk) {
   }
 }
 
+// An explicit depth beyond the chunks took depth slots all the same (a GPU's staging, and on both
+// backends a reduction's partial per slot): 16 for one chunk, past a pool limit with room for the one
+// slot the stream uses. The call takes min(depth, chunks) slots, under a limit of two slots.
+TEST_P(streaming, a_depth_beyond_the_chunks_takes_a_slot_per_chunk) {
+  const std::size_t n = 1000;
+  const auto in = rs::test::random_vector<float>(n, rs::test::fresh_seed());
+  std::vector<double> ref(n);
+  double sum_ref = 0;
+  for (std::size_t i = 0; i < n; ++i) sum_ref += ref[i] = seed_ref(in[i]);
+  const auto p = rs::map<f1>() | rs::map<f2>() | rs::map<f3>();
+  // One slot from the pool: on a GPU the chunk of the input, and of the output (map) or a partial
+  // (reduction); on the CPU, which stages nothing, the reduction's partial.
+  const std::size_t chunk_bytes = (n * sizeof(float) + rs::pool_alignment - 1) / rs::pool_alignment * rs::pool_alignment;
+  const std::size_t partial = sizeof(rs::detail::partial<double>);
+  const std::size_t slot = dev.is_cuda() ? std::max(2 * chunk_bytes, chunk_bytes + partial) : partial;
+  rs::synchronize(dev);
+  const std::size_t cap = rs::pool_stats(dev).bytes_in_use + 2 * slot;
+  rs::set_pool_limit(dev, cap);
+  struct lift {
+    rs::device d;
+    ~lift() { rs::clear_pool_limit(d); }
+  } lifted{dev};
+  rs::reset_pool_peak(dev);
+  const rs::stream_options o{.chunk_elements = n, .depth = 16, .target = dev};
+  std::vector<float> out(n, rs::test::poison<float>());
+  const auto s = rs::stream_pipeline(p, in, out, o);
+  expect_close(out, ref);
+  EXPECT_EQ(s.chunks, 1u);
+  EXPECT_EQ(s.depth, 1);  // chunks in flight: never more than the chunks
+  rs::stream_summary r;
+  EXPECT_NEAR(rs::stream_pipeline(p | rs::reduce(rs::plus{}, 0.0), in, o, &r), sum_ref, 1e-5 * double(n));
+  EXPECT_EQ(r.chunks, 1u);
+  EXPECT_EQ(r.depth, 1);
+  EXPECT_LE(rs::pool_stats(dev).peak_bytes, cap);
+}
+
 // A span over device memory given where host memory is expected is refused before any work (the
 // copies and the host threads would read it as host memory). The CPU device's arrays are host memory.
 TEST_P(streaming, device_memory_given_as_host_memory_is_refused) {
@@ -480,7 +516,7 @@ TEST_P(streaming, pageable_host_memory_for_every_chunk_depth_and_thread_count) {
         expect_close(out, ref);
         const std::size_t chunks = (n + ch - 1) / ch;
         EXPECT_EQ(s.chunks, chunks);
-        EXPECT_EQ(s.depth, depth);
+        EXPECT_EQ(s.depth, std::min<int>(depth, int(chunks)));  // never more slots than chunks
         EXPECT_EQ(d.stream_chunks, chunks);
         EXPECT_EQ(d.streamed_h2d_bytes, n * sizeof(float));
         EXPECT_EQ(d.streamed_d2h_bytes, n * sizeof(float));

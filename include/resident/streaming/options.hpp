@@ -42,7 +42,7 @@ struct chunk_timing {
 /// host_threads worker threads that copy between them and the user's memory during the call.
 struct stream_options {
   std::size_t chunk_elements = 0;  ///< elements per chunk (the last one may hold fewer); 0: chosen
-  int depth = 0;                   ///< chunks in flight, 1 to 16 (buffer sets); 0: chosen
+  int depth = 0;                   ///< chunks in flight, 1 to 16 (buffer sets), at most the chunks; 0: chosen
   device target = default_device();  ///< where the pipeline runs
   /// When set, filled with one entry per chunk (the call records events per chunk to do so).
   std::vector<chunk_timing>* timeline = nullptr;
@@ -57,7 +57,7 @@ struct stream_summary {
   std::size_t elements = 0;        ///< elements processed
   std::size_t chunks = 0;          ///< chunks processed
   std::size_t chunk_elements = 0;  ///< elements per chunk (the last one may hold fewer)
-  int depth = 0;                   ///< chunks in flight
+  int depth = 0;                   ///< chunks in flight (buffer sets allocated): never more than chunks
   std::uint64_t h2d_bytes = 0;     ///< bytes streamed host to device
   std::uint64_t d2h_bytes = 0;     ///< bytes streamed device to host
   std::size_t device_bytes = 0;    ///< device staging the call held (0 on the CPU)
