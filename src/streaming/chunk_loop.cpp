@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include <unistd.h>
 
@@ -69,6 +70,20 @@ void give_back_pinned(device d, pinned_buffer<unsigned char>&& b) noexcept {
   auto& c = cache_of(d);
   std::lock_guard lock(c.m);
   if (c.free.size() < cache_keeps) c.free.push_back(std::move(b));  // else freed here
+}
+
+// The chunk (and the depth, when the call chooses it) for a staging budget: the chunk halved, then the
+// depth lowered to 2, until depth slots fit or the chunk reaches its floor. A budget of 0 gives the
+// least the call chooses for these arrays.
+template <class SlotBytes>
+std::pair<std::size_t, int> choose_chunk(std::size_t n, std::size_t chunk, int depth, bool depth_chosen,
+                                         std::size_t budget, const SlotBytes& slot_bytes) {
+  chunk = std::min(chunk, n);
+  while (std::size_t(depth) * slot_bytes(chunk) > budget && chunk > smallest_chosen_chunk) chunk /= 2;
+  if (depth_chosen)
+    while (std::size_t(depth) * slot_bytes(chunk) > budget && depth > 2) --depth;
+  if (chunk < n) chunk = std::max<std::size_t>(chunk / 256 * 256, 1);  // keeps chunks aligned
+  return {chunk, depth};
 }
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -172,6 +187,8 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
 
   // Device bytes of one slot: each input's chunk, and the output's unless it is staged in place.
   const std::size_t stage_out_bytes = output_.data && !in_place_ ? out_bytes : 0;
+  const std::size_t first_chunk = chunk_;  // before it is fitted to memory
+  const int first_depth = depth_;
   auto slot_bytes = [&](std::size_t c) {
     std::size_t b = 0;
     for (const host_side& h : inputs_) b += round_up(c * h.element_bytes);
@@ -189,11 +206,9 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
     const std::size_t reserve = std::size_t(max_depth) * round_up(result_bytes_) + (std::size_t(64) << 10);
     budget = budget > reserve ? budget - reserve : 0;
     if (!o.chunk_elements) {
-      chunk_ = std::min(chunk_, n);
-      while (std::size_t(depth_) * slot_bytes(chunk_) > budget && chunk_ > smallest_chosen_chunk) chunk_ /= 2;
-      if (!o.depth)
-        while (std::size_t(depth_) * slot_bytes(chunk_) > budget && depth_ > 2) --depth_;
-      if (chunk_ < n) chunk_ = std::max<std::size_t>(chunk_ / 256 * 256, 1);  // keeps chunks aligned
+      const auto [c, dep] = choose_chunk(n, chunk_, depth_, o.depth == 0, budget, slot_bytes);
+      chunk_ = c;
+      depth_ = dep;
     }
   }
   chunk_ = std::min(std::max<std::size_t>(chunk_, 1), n);
@@ -239,11 +254,25 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   try {
     st->staging = array<unsigned char>(std::size_t(depth_) * per_slot, st->kernel.ref());
   } catch (const out_of_memory& e) {  // the pool's figures, and what to change here
-    throw out_of_memory("streamed pipeline: the device staging of " + std::to_string(depth_) + " chunks in flight of " +
-                            std::to_string(chunk_) + " elements does not fit; give a smaller chunk_elements or depth, "
-                            "or 0 to let the call choose. " + e.what(),
-                        e.requested(), e.free_bytes(), e.pool_reserved(), e.pool_in_use(), e.pool_limit(),
-                        e.largest_free_block());
+    // A given chunk can be made smaller. A chosen one was made as small as the call takes it already,
+    // so a smaller chunk_elements is no advice there: the staging needs more room (or a smaller depth).
+    std::string why;
+    if (o.chunk_elements) {
+      why = "the device staging of " + std::to_string(depth_) + " chunks in flight of " + std::to_string(chunk_) +
+            " elements does not fit; give a smaller chunk_elements or depth, or 0 to let the call choose";
+    } else {
+      // The chunk and depth the call chooses with no room at all, a slot per chunk at most (as below).
+      const auto [c, dep] = choose_chunk(n, first_chunk, first_depth, o.depth == 0, 0, slot_bytes);
+      const std::size_t slots = std::min<std::size_t>(std::size_t(dep), n / c + (n % c != 0));
+      const std::size_t least = slots * slot_bytes(c);
+      why = "the device staging needs at least " + format_bytes(double(least)) + " (" + std::to_string(least) +
+            " bytes: " + std::to_string(slots) + " chunks in flight of " + std::to_string(c) +
+            " elements, the least the call chooses for these arrays), more than the pool's limit and the device's "
+            "free memory leave; raise the pool's limit (set_pool_limit or RESIDENT_POOL_LIMIT) or free arrays" +
+            (o.depth > 1 ? std::string(", or give a smaller depth") : "");
+    }
+    throw out_of_memory("streamed pipeline: " + why + ". " + e.what(), e.requested(), e.free_bytes(),
+                        e.pool_reserved(), e.pool_in_use(), e.pool_limit(), e.largest_free_block());
   }
   st->in.assign(std::size_t(depth_), std::vector<void*>(inputs_.size()));
   st->out.assign(std::size_t(depth_), nullptr);
