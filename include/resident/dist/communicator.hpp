@@ -147,10 +147,11 @@ class communicator {
 
   /// The implementation's state (for the library's own files).
   detail::communicator_state& state() const;
-  /// A weak reference to this communicator's ranks, and the communicator that holds them now (it
-  /// follows moves; null once they are destroyed): sharded arrays find their communicator through it.
-  /// For the library's own files. ranks() @throws invalid_argument for a moved-from communicator.
+  /// A weak reference to this communicator's ranks: sharded arrays find their communicator through it.
+  /// For the library's own files. @throws invalid_argument for a moved-from communicator.
   std::weak_ptr<const detail::communicator_state> ranks() const;
+  /// The communicator that holds the ranks r refers to now (it follows moves), or null once they are
+  /// destroyed. For the library's own files.
   static const communicator* holder(const std::weak_ptr<const detail::communicator_state>& r) noexcept;
 
  private:
