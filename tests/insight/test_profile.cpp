@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include "resident/detail/source_location.hpp"
 #include <stdexcept>
@@ -450,6 +451,41 @@ TEST(profile, copy_rate_of_an_absent_device_is_refused) {
   const double cpu = rs::copy_rate(rs::device::cpu());
   EXPECT_GT(cpu, 0.0);
   EXPECT_EQ(rs::copy_rate(rs::device::cpu()), cpu);  // measured once, then cached
+}
+
+// RESIDENT_PROFILE is read once per process: CTest runs this test once per kind of value
+// (test_insight.profile_environment_*). A value that says no ("off", "false") profiles nothing; one
+// that cannot be read is named on stderr, once, with what it was taken as.
+TEST(profile_environment, the_variable_is_read_as_it_says) {
+  const char* v = std::getenv("RESIDENT_PROFILE");
+  if (!v) GTEST_SKIP() << "run by CTest with RESIDENT_PROFILE set";
+  const std::string value = v;
+  struct reading {
+    const char* value;
+    bool on;
+    bool named;  // the value is named on stderr
+  };
+  const reading readings[] = {{"", false, false},    {"0", false, false},   {"1", true, false},
+                              {"off", false, false}, {"OFF", false, false}, {"false", false, false},
+                              {"no", false, false},  {"on", true, false},   {"true", true, false},
+                              {"yes", true, false},  {"lots", true, true},  {" 1", true, true}};
+  const reading* want = nullptr;
+  for (const reading& r : readings)
+    if (value == r.value) want = &r;
+  if (!want) GTEST_SKIP() << "no expectation for RESIDENT_PROFILE='" << value << "'";
+  testing::internal::CaptureStderr();
+  const bool on = rs::profiling();
+  const bool again = rs::profiling();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(on, want->on) << "RESIDENT_PROFILE='" << value << "'";
+  EXPECT_EQ(again, on);
+  if (want->named) {
+    EXPECT_NE(err.find("RESIDENT_PROFILE is '" + value + "'"), std::string::npos) << err;
+    EXPECT_NE(err.find("use 1 to profile"), std::string::npos) << err;
+    EXPECT_EQ(err.find("RESIDENT_PROFILE"), err.rfind("RESIDENT_PROFILE")) << "named more than once: " << err;
+  } else {
+    EXPECT_EQ(err.find("RESIDENT_PROFILE"), std::string::npos) << err;
+  }
 }
 
 TEST(transfer_policy, log_lines_name_the_callers_file_line_and_bytes) {

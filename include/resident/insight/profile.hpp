@@ -120,7 +120,8 @@ class profile {
   profile_output out_;
 };
 
-/// Whether calls are being profiled now (a profile is open, or RESIDENT_PROFILE=1).
+/// Whether calls are being profiled now (a profile is open, or RESIDENT_PROFILE is 1, on, true or yes;
+/// another value but 0, off, false or no is named on stderr once and profiles).
 bool profiling();
 
 /// The copy rate of d in GB/s: bytes read + written per second of a device-to-device copy of 256 MiB
