@@ -472,9 +472,11 @@ void write_report_at_exit() {
     const profile_report r = make_report({});
     std::cerr << r;
     if (const char* path = std::getenv("RESIDENT_PROFILE_JSON"); path && *path) {
-      std::ofstream f(path);
-      f << r.json() << "\n";
-      if (!f) std::cerr << "resident: could not write the profile to '" << path << "'\n";
+      try {
+        r.save_json(path);
+      } catch (const std::exception& e) {
+        std::cerr << "resident: " << e.what() << "\n";
+      }
     }
   } catch (const std::exception& e) {
     std::cerr << "resident: the profile could not be reported: " << e.what() << "\n";

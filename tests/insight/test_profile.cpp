@@ -3,8 +3,11 @@
 #include <nlohmann/json.hpp>
 #include <omp.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include "resident/detail/source_location.hpp"
 #include <stdexcept>
@@ -444,6 +447,44 @@ TEST(profile, figures_that_are_not_numbers_and_names_that_are_not_utf8_stay_vali
   EXPECT_EQ(j["sites"][1]["file"], "caf\xef\xbf\xbd/\xef\xbf\xbd\xef\xbf\xbd.py");
   EXPECT_EQ(j["sites"][1]["name"], "ok \xe2\x82\xac");
   EXPECT_NO_THROW((void)r.table());
+}
+
+// RESIDENT_PROFILE_JSON's file: a path that cannot be written is named with the reason, and a reader
+// (or another process writing the same path, as ranks of one job do) never sees a half-written file.
+TEST(profile, a_saved_report_names_a_bad_path_and_is_never_seen_half_written) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("resident_profile_" + std::to_string(rs::test::fresh_seed()));
+  fs::create_directories(dir);
+  rs::profile_report small, large;
+  for (int i = 0; i < 300; ++i) large.sites.push_back(gpu_site("map", 10, 1e-3, 8192));
+  rs::test::expect_invalid([&] { small.save_json(dir.string()); }, "it is a directory; give a file name inside it");
+  EXPECT_TRUE(fs::is_directory(dir));
+  rs::test::expect_invalid([&] { small.save_json((dir / "missing" / "p.json").string()); },
+                           "the folder");
+  const fs::path file = dir / "p.json";
+  large.save_json(file.string());
+  std::atomic<bool> done{false};
+  std::atomic<int> torn{0};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 2; ++t)
+    writers.emplace_back([&, t] {
+      for (int k = 0; k < 200; ++k) (t ? small : large).save_json(file.string());
+    });
+  std::thread reader([&] {
+    while (!done.load()) {
+      std::ifstream in(file);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (!nlohmann::json::accept(text)) ++torn;
+    }
+  });
+  for (auto& w : writers) w.join();
+  done = true;
+  reader.join();
+  EXPECT_EQ(torn.load(), 0) << "a reader saw a file that was not a whole JSON document";
+  std::size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(dir)) entries += e.path().filename() != "p.json";
+  EXPECT_EQ(entries, 0u) << "temporary files were left behind";
+  fs::remove_all(dir);
 }
 
 TEST(profile, copy_rate_of_an_absent_device_is_refused) {

@@ -90,6 +90,9 @@ struct profile_report {
   /// The report as one JSON object (schema "resident.profile", schema_version 1; see
   /// docs/json.md).
   std::string json() const;
+  /// Writes json() and a newline to the file `path` (what RESIDENT_PROFILE_JSON names at exit).
+  /// @throws invalid_argument when the file cannot be written, saying why.
+  void save_json(const std::string& path) const;
 };
 
 /// Prints report.table().
