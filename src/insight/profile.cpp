@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -84,11 +85,24 @@ collector& the() {
 constexpr unsigned env_read = 1, env_on = 2, one_profile = 4;
 std::atomic<unsigned> g_collecting{0};
 
+// RESIDENT_PROFILE as a switch: "off" or "false" must not turn profiling on, as any value but "0" once
+// did. A value that reads as neither profiles (whoever set it most likely wanted a report: nothing is
+// lost) and is named on stderr, once, since no call can throw for it.
+bool profile_requested(const char* v) {
+  if (!v || !*v) return false;
+  std::string s(v);
+  for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  if (s == "0" || s == "off" || s == "false" || s == "no") return false;
+  if (s == "1" || s == "on" || s == "true" || s == "yes") return true;
+  std::fprintf(stderr,
+               "resident: RESIDENT_PROFILE is '%s': use 1 to profile the whole program or 0 not to (also on/off, "
+               "true/false, yes/no); profiling as for 1\n",
+               v);
+  return true;
+}
+
 unsigned read_environment() {
-  static const bool on = [] {
-    const char* v = std::getenv("RESIDENT_PROFILE");
-    return v && *v && std::string_view(v) != "0";
-  }();
+  static const bool on = profile_requested(std::getenv("RESIDENT_PROFILE"));
   return g_collecting.fetch_or(env_read | (on ? env_on : 0u), std::memory_order_relaxed) | env_read |
          (on ? env_on : 0u);
 }
@@ -458,9 +472,11 @@ void write_report_at_exit() {
     const profile_report r = make_report({});
     std::cerr << r;
     if (const char* path = std::getenv("RESIDENT_PROFILE_JSON"); path && *path) {
-      std::ofstream f(path);
-      f << r.json() << "\n";
-      if (!f) std::cerr << "resident: could not write the profile to '" << path << "'\n";
+      try {
+        r.save_json(path);
+      } catch (const std::exception& e) {
+        std::cerr << "resident: " << e.what() << "\n";
+      }
     }
   } catch (const std::exception& e) {
     std::cerr << "resident: the profile could not be reported: " << e.what() << "\n";

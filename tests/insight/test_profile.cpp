@@ -3,7 +3,11 @@
 #include <nlohmann/json.hpp>
 #include <omp.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include "resident/detail/source_location.hpp"
 #include <stdexcept>
@@ -445,11 +449,84 @@ TEST(profile, figures_that_are_not_numbers_and_names_that_are_not_utf8_stay_vali
   EXPECT_NO_THROW((void)r.table());
 }
 
+// RESIDENT_PROFILE_JSON's file: a path that cannot be written is named with the reason, and a reader
+// (or another process writing the same path, as ranks of one job do) never sees a half-written file.
+TEST(profile, a_saved_report_names_a_bad_path_and_is_never_seen_half_written) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("resident_profile_" + std::to_string(rs::test::fresh_seed()));
+  fs::create_directories(dir);
+  rs::profile_report small, large;
+  for (int i = 0; i < 300; ++i) large.sites.push_back(gpu_site("map", 10, 1e-3, 8192));
+  rs::test::expect_invalid([&] { small.save_json(dir.string()); }, "it is a directory; give a file name inside it");
+  EXPECT_TRUE(fs::is_directory(dir));
+  rs::test::expect_invalid([&] { small.save_json((dir / "missing" / "p.json").string()); },
+                           "the folder");
+  const fs::path file = dir / "p.json";
+  large.save_json(file.string());
+  std::atomic<bool> done{false};
+  std::atomic<int> torn{0};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 2; ++t)
+    writers.emplace_back([&, t] {
+      for (int k = 0; k < 200; ++k) (t ? small : large).save_json(file.string());
+    });
+  std::thread reader([&] {
+    while (!done.load()) {
+      std::ifstream in(file);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (!nlohmann::json::accept(text)) ++torn;
+    }
+  });
+  for (auto& w : writers) w.join();
+  done = true;
+  reader.join();
+  EXPECT_EQ(torn.load(), 0) << "a reader saw a file that was not a whole JSON document";
+  std::size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(dir)) entries += e.path().filename() != "p.json";
+  EXPECT_EQ(entries, 0u) << "temporary files were left behind";
+  fs::remove_all(dir);
+}
+
 TEST(profile, copy_rate_of_an_absent_device_is_refused) {
   EXPECT_THROW((void)rs::copy_rate(rs::device::cuda(63)), rs::device_unavailable);
   const double cpu = rs::copy_rate(rs::device::cpu());
   EXPECT_GT(cpu, 0.0);
   EXPECT_EQ(rs::copy_rate(rs::device::cpu()), cpu);  // measured once, then cached
+}
+
+// RESIDENT_PROFILE is read once per process: CTest runs this test once per kind of value
+// (test_insight.profile_environment_*). A value that says no ("off", "false") profiles nothing; one
+// that cannot be read is named on stderr, once, with what it was taken as.
+TEST(profile_environment, the_variable_is_read_as_it_says) {
+  const char* v = std::getenv("RESIDENT_PROFILE");
+  if (!v) GTEST_SKIP() << "run by CTest with RESIDENT_PROFILE set";
+  const std::string value = v;
+  struct reading {
+    const char* value;
+    bool on;
+    bool named;  // the value is named on stderr
+  };
+  const reading readings[] = {{"", false, false},    {"0", false, false},   {"1", true, false},
+                              {"off", false, false}, {"OFF", false, false}, {"false", false, false},
+                              {"no", false, false},  {"on", true, false},   {"true", true, false},
+                              {"yes", true, false},  {"lots", true, true},  {" 1", true, true}};
+  const reading* want = nullptr;
+  for (const reading& r : readings)
+    if (value == r.value) want = &r;
+  if (!want) GTEST_SKIP() << "no expectation for RESIDENT_PROFILE='" << value << "'";
+  testing::internal::CaptureStderr();
+  const bool on = rs::profiling();
+  const bool again = rs::profiling();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(on, want->on) << "RESIDENT_PROFILE='" << value << "'";
+  EXPECT_EQ(again, on);
+  if (want->named) {
+    EXPECT_NE(err.find("RESIDENT_PROFILE is '" + value + "'"), std::string::npos) << err;
+    EXPECT_NE(err.find("use 1 to profile"), std::string::npos) << err;
+    EXPECT_EQ(err.find("RESIDENT_PROFILE"), err.rfind("RESIDENT_PROFILE")) << "named more than once: " << err;
+  } else {
+    EXPECT_EQ(err.find("RESIDENT_PROFILE"), std::string::npos) << err;
+  }
 }
 
 TEST(transfer_policy, log_lines_name_the_callers_file_line_and_bytes) {

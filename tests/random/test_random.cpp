@@ -738,6 +738,28 @@ TEST_P(rng, real_parameters_beyond_the_element_type_are_named_as_given) {
   EXPECT_EQ(a.to_host(), b.to_host());
 }
 
+// Bounds that differ as given but are one value of the element type (float holds every integer
+// only up to 2^24) are refused as such: the message names both as given, not "low 1, high 1", and does
+// not suggest swapping them.
+TEST_P(rng, bounds_that_become_one_value_of_the_element_type_are_named_as_given) {
+  rs::array<float> a = poisoned<float>(10, dev);
+  rs::test::expect_invalid([&] { rr::fill_uniform(a, 1, 0, 16777216, 16777217); },
+                           "low 16777216 and high 16777217 are both 16777216 as float, the element type");
+  rs::test::expect_invalid([&] { rr::fill_uniform(a, 1, 0, 1.0, 1.00000001); },
+                           "low 1 and high 1.00000001 are both 1 as float");
+  rs::test::expect_invalid([&] { (void)rr::uniform<float>(1, 0, 1.0, 1.00000001); }, "random::uniform: low 1 and high");
+  rs::array<double> d = poisoned<double>(10, dev);
+  rs::test::expect_invalid([&] { rr::fill_uniform(d, 1, 0, (1LL << 53), (1LL << 53) + 1); },
+                           "are both 9007199254740992 as double");
+  for (float v : a.to_host()) ASSERT_EQ(v, rs::test::poison<float>()) << "a rejected call wrote";
+  for (double v : d.to_host()) ASSERT_EQ(v, rs::test::poison<double>()) << "a rejected call wrote";
+  // Equal or reversed as given: the range's own message.
+  rs::test::expect_invalid([&] { rr::fill_uniform(a, 1, 0, 2.0, 1.0); }, "low must be below high (got low 2, high 1)");
+  // One float apart is a range.
+  rr::fill_uniform(a, 1, 0, 16777216, 16777218);
+  for (float v : a.to_host()) ASSERT_EQ(v, 16777216.f);
+}
+
 RESIDENT_BACKENDS(rng);
 
 }  // namespace

@@ -90,6 +90,9 @@ struct profile_report {
   /// The report as one JSON object (schema "resident.profile", schema_version 1; see
   /// docs/json.md).
   std::string json() const;
+  /// Writes json() and a newline to the file `path` (what RESIDENT_PROFILE_JSON names at exit).
+  /// @throws invalid_argument when the file cannot be written, saying why.
+  void save_json(const std::string& path) const;
 };
 
 /// Prints report.table().
@@ -120,7 +123,8 @@ class profile {
   profile_output out_;
 };
 
-/// Whether calls are being profiled now (a profile is open, or RESIDENT_PROFILE=1).
+/// Whether calls are being profiled now (a profile is open, or RESIDENT_PROFILE is 1, on, true or yes;
+/// another value but 0, off, false or no is named on stderr once and profiles).
 bool profiling();
 
 /// The copy rate of d in GB/s: bytes read + written per second of a device-to-device copy of 256 MiB

@@ -414,17 +414,49 @@ T integer_bound(V v, const char* what, const char* which) {
                              exact_text(std::numeric_limits<T>::max()) + ")");
   return static_cast<T>(v);
 }
+/// An integer as the widest integer of its signedness (what std::cmp_less and to_string take).
+template <std::integral V>
+auto widest(V v) {
+  if constexpr (std::is_signed_v<V>)
+    return static_cast<std::intmax_t>(v);
+  else
+    return static_cast<std::uintmax_t>(v);
+}
+/// A bound as the caller wrote it.
+template <class V>
+std::string given_text(V v) {
+  if constexpr (std::is_integral_v<V>)
+    return std::to_string(widest(v));
+  else
+    return shortest_text(double(v));
+}
+/// Bounds that differ as given but convert to one value of T (float holds every integer only up to
+/// 2^24): the range check would report "low 1, high 1" and suggest swapping them; name them as given.
+template <class T, class L, class H>
+void check_distinct_as_given(L low, H high, T lo, T hi, const char* what) {
+  bool below;
+  if constexpr (std::is_integral_v<L> && std::is_integral_v<H>)
+    below = std::cmp_less(widest(low), widest(high));
+  else
+    below = static_cast<long double>(low) < static_cast<long double>(high);
+  RESIDENT_EXPECTS(!(below && lo == hi), std::string(what) + ": low " + given_text(low) + " and high " +
+                                             given_text(high) + " are both " + exact_text(lo) + " as " +
+                                             (sizeof(T) == 4 ? "float" : "double") +
+                                             ", the element type, so [low, high) holds no value; give bounds "
+                                             "that differ in it (or fill a double array)");
+}
 }  // namespace detail
 
 // ---- source stages -------------------------------------------------------------------------
 
 /// A pipeline source yielding value i of the uniform stream (seed, offset) in [low, high); the bounds
-/// may be of any arithmetic type. @throws invalid_argument when a bound does not fit T, low >= high or a
-/// bound is not finite.
+/// may be of any arithmetic type. @throws invalid_argument when a bound does not fit T, low >= high,
+/// low < high as given but one value of T, or a bound is not finite.
 template <class T, class L = T, class H = T>
 auto uniform(std::uint64_t seed, std::uint64_t offset = 0, L low = L(0), H high = H(1)) {
   const T lo = detail::real_parameter<T>(low, "random::uniform", "low");
   const T hi = detail::real_parameter<T>(high, "random::uniform", "high");
+  detail::check_distinct_as_given(low, high, lo, hi, "random::uniform");
   detail::check_range(lo, hi, "random::uniform");
   return generate(uniform_distribution<T>{{}, seed, offset, lo, hi});
 }
@@ -460,8 +492,8 @@ auto uniform_points(std::uint64_t seed, std::uint64_t offset = 0) {
 /// a[i] = value i of the uniform stream (seed, offset) in [low, high). float or double arrays.
 /// Every value lies in [low, high), for any finite low < high.
 /// The bounds may be of any arithmetic type.
-/// @throws invalid_argument when a bound does not fit the element type, low >= high or a bound is not
-/// finite, before any work.
+/// @throws invalid_argument when a bound does not fit the element type, low >= high (also bounds that
+/// differ as given but are one value of the element type) or a bound is not finite, before any work.
 template <array_like A, class L = detail::value_of<A>, class H = detail::value_of<A>>
 void fill_uniform(A&& a, std::uint64_t seed, std::uint64_t offset = 0, L low = L(0), H high = H(1)) {
   using T = detail::value_of<A>;
