@@ -11,6 +11,11 @@
 ///
 /// The file that calls a pipeline on a CUDA array must be compiled by nvcc.
 ///
+/// Aliasing: a map's or scan's output is either exactly one of its inputs (in place: same first element,
+/// same element size) or apart from all of them; an output partly over an input is refused before any
+/// work (the elements are computed in no fixed order). A reduction's one-element result array may lie in
+/// its input: it is written after every element is read.
+///
 /// Streams: a call runs on the stream of the array it writes (the output, or the one-element result
 /// array of a reduction); a reduction that returns its value runs on its input's stream and
 /// synchronizes it. Inputs on other streams of the device are ordered before the call with an event;
@@ -180,7 +185,8 @@ class pipeline {
 
   /// Reading x into y: y[i] = stages(x[i]) converted to y's element type (maps, scans), or a
   /// reduction's value into y[0] of a one-element array, left on the device. One kernel on y's stream,
-  /// after x's work; asynchronous. @throws shape_mismatch, device_mismatch before any work.
+  /// after x's work; asynchronous. @throws shape_mismatch, device_mismatch, invalid_argument (y partly
+  /// over x) before any work.
   template <array_like A, array_like B>
     requires(from_input)
   void operator()(const A& x, B&& y, resident::source_location where = resident::source_location::current()) const {
@@ -189,7 +195,8 @@ class pipeline {
 
   /// From a zip or generate source into y (the elements; or a reduction's value into y[0] of a
   /// one-element array, from a zip). One kernel on y's stream, after the zipped arrays' work.
-  /// @throws shape_mismatch, device_mismatch before any work.
+  /// @throws shape_mismatch, device_mismatch, invalid_argument (y partly over a zipped array; a
+  /// generator's count past the byte count) before any work.
   template <array_like B>
     requires(!from_input && !(generates && reduces))
   void operator()(B&& y, resident::source_location where = resident::source_location::current()) const {
@@ -207,6 +214,7 @@ class pipeline {
   }
 
   /// Reduces over a generate source for i in [0, n) on s; synchronizes and returns the value.
+  /// @throws invalid_argument when n values' bytes pass PTRDIFF_MAX.
   auto operator()(std::size_t n, stream_ref s = default_stream(default_device()),
                   resident::source_location where = resident::source_location::current()) const
     requires(generates && reduces)
@@ -216,7 +224,8 @@ class pipeline {
   }
 
   /// Reduces over a generate source for i in [0, n) into out[0], a one-element array or slice, on out's
-  /// stream, without synchronizing: the value stays on the device. @throws shape_mismatch.
+  /// stream, without synchronizing: the value stays on the device. @throws shape_mismatch;
+  /// invalid_argument when n values' bytes pass PTRDIFF_MAX.
   template <array_like B>
     requires(generates && reduces)
   void operator()(std::size_t n, B&& out, resident::source_location where = resident::source_location::current()) const {
@@ -233,8 +242,12 @@ class pipeline {
   auto execute(const S& in, const Target& out, resident::source_location where = resident::source_location::current()) const {
     const stream_ref s = run_stream(in, out);
     detail::check_same(s.device(), in.device(), std::is_same_v<Target, detail::host_target> ? "the input" : "the output");
-    if constexpr (!reduces)
+    if constexpr (!reduces) {
       if (out.size() != in.size()) detail::throw_size("the output holds", out.size(), in.size());
+      // Maps and scans: exactly in place or apart. (A reduction's one-element result may lie in its input:
+      // both backends write it after every element is read.)
+      detail::check_no_partial_overlap(in, out.output(), sizeof(*out.data()), in.size());
+    }
     // A fixed shape is checked here, for every length (0 too) and on every backend, before any work.
     if constexpr (detail::is_scan<Red>)
       RESIDENT_EXPECTS(!config, "a fused scan chooses its own launch shape; call it without with_config",
