@@ -690,6 +690,26 @@ TEST_P(pipeline_edges, generated_counts_whose_bytes_overflow_are_refused_before_
   EXPECT_EQ(sum(10), 13.0);
 }
 
+TEST_P(pipeline_edges, composing_two_different_launch_configurations_is_refused) {
+  // The composition runs as one kernel: with two configurations one would be dropped unseen.
+  const auto inc = rs::map([] RESIDENT_HD(float v) { return v + 1.f; });
+  const rs::launch_config c1{rs::dims(3), rs::dims(64)}, c2{rs::dims(4), rs::dims(64)};
+  const rs::launch_config r1{rs::dims(2), rs::dims(256)}, r2{rs::dims(5), rs::dims(256)};
+  EXPECT_THROW((void)(inc.with_config(c1) | inc.with_config(c2)), rs::invalid_launch);
+  EXPECT_THROW((void)(inc.with_config(r1) | rs::reduce(rs::plus{}, 0.f).with_config(r2)), rs::invalid_launch);
+  EXPECT_THROW((void)(rs::generate([] RESIDENT_HD(std::size_t i) { return float(i); }).with_config(c1) |
+                      inc.with_config(c2)),
+               rs::invalid_launch);
+  // One configuration, on either side, or the same on both, is kept.
+  auto x = rs::to_device(std::vector<float>(1000, 1.f), dev);
+  auto y = rs::to_device(std::vector<float>(1000, rs::test::poison<float>()), dev);
+  (inc.with_config(c1) | inc.with_config(c1))(x, y);
+  (inc | inc.with_config(c2))(y);
+  for (float v : y.to_host()) ASSERT_EQ(v, 5.f);
+  EXPECT_EQ((inc | rs::reduce(rs::plus{}, 0.f).with_config(r1))(x), 2000.f);
+  EXPECT_EQ((inc.with_config(r2) | rs::reduce(rs::plus{}, 0.f).with_config(r2))(x), 2000.f);
+}
+
 RESIDENT_BACKENDS(pipeline_edges);
 
 }  // namespace

@@ -33,6 +33,7 @@
 #include "resident/detail/source_location.hpp"
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "resident/detail/backend.hpp"
@@ -107,6 +108,14 @@ template <class C>
 inline constexpr std::size_t chain_size = 0;
 template <class... Fs>
 inline constexpr std::size_t chain_size<chain<Fs...>> = sizeof...(Fs);
+
+/// What the stages make from one element of source S (several arguments for a zip).
+template <class S, class Chain>
+using stage_result = decltype(std::declval<const decltype(std::declval<const S&>().loader())&>().eval1(
+    std::declval<const Chain&>(), std::size_t(0)));
+/// Whether the executors' static_cast<U>(a stage's result R) compiles.
+template <class R, class U>
+concept converts_to = requires(R r) { static_cast<U>(r); };
 
 template <class T>
 inline constexpr bool is_zip = false;
@@ -267,6 +276,9 @@ class pipeline {
     if constexpr (reduces) {
       constexpr int V = S::template width<>;
       using T = decltype(red.init);
+      static_assert(detail::converts_to<detail::stage_result<S, Chain>, T>,
+                    "the stages' result cannot be converted to the reduction's init type: end the stages with a "
+                    "map to that type, or give an init of the type the stages make");
       T* into = nullptr;
       if constexpr (!std::is_same_v<Target, detail::host_target>) into = out.p;
       return detail::dispatch(s.device(), [&](auto backend) {
@@ -274,6 +286,9 @@ class pipeline {
                                      config, into);
       });
     } else if constexpr (detail::is_scan<Red>) {
+      static_assert(detail::converts_to<detail::stage_result<S, Chain>, std::remove_pointer_t<decltype(out.data())>>,
+                    "the stages' result cannot be converted to the output array's element type: end the stages "
+                    "with a map to that type, or write into an array of the type the stages make");
       if (n == 0) return;
       detail::dispatch(s.device(), [&](auto backend) {
         detail::run_scan(backend, s, in.loader(), chain, red.op, out.data(), n, config);
@@ -281,6 +296,9 @@ class pipeline {
     } else {
       if (n == 0) return;
       using U = std::remove_pointer_t<decltype(out.data())>;
+      static_assert(detail::converts_to<detail::stage_result<S, Chain>, U>,
+                    "the stages' result cannot be converted to the output array's element type: end the stages "
+                    "with a map to that type, or write into an array of the type the stages make");
       constexpr int V = S::template width<U>;
       detail::dispatch(s.device(), [&](auto backend) {
         detail::run_map<V>(backend, s, in.loader(), chain, detail::writer<U>{out.data()}, n,
@@ -365,12 +383,29 @@ constexpr auto inclusive_scan(Op op) {
   return pipeline<detail::input_source, detail::chain<>, detail::scan_stage<Op>>{{}, {}, {op}, {}};
 }
 
+namespace detail {
+inline bool same_config(const launch_config& a, const launch_config& b) {
+  auto same = [](dims p, dims q) { return p.x == q.x && p.y == q.y && p.z == q.z; };
+  return same(a.grid, b.grid) && same(a.block, b.block) && a.shared_bytes == b.shared_bytes;
+}
+}  // namespace detail
+
 /// Composition: a's source and stages, then b's stages and reduction. b must not have a source of its
-/// own, and a must not end in a reduction.
-template <class S1, class C1, class S2, class C2, class R2>
-constexpr auto operator|(const pipeline<S1, C1, detail::no_reduce>& a, const pipeline<S2, C2, R2>& b) {
+/// own, and a must not end in a reduction or a scan (checked at compile time). The composed pipeline
+/// runs as one kernel with one launch configuration: a's or b's, whichever has one.
+/// @throws invalid_launch when both carry configurations that differ (one of them would be dropped).
+template <class S1, class C1, class R1, class S2, class C2, class R2>
+constexpr auto operator|(const pipeline<S1, C1, R1>& a, const pipeline<S2, C2, R2>& b) {
+  static_assert(std::is_same_v<R1, detail::no_reduce>,
+                "a reduction or a scan ends a pipeline: nothing may follow it (compose the maps first, then "
+                "| reduce(...) or | inclusive_scan(...) once, last)");
   static_assert(std::is_same_v<S2, detail::input_source>,
                 "only the first stage of a pipeline may be a source (zip or generate)");
+  if (a.config && b.config && !detail::same_config(*a.config, *b.config))
+    RESIDENT_FAIL("pipeline |: both pipelines carry a launch configuration, " + a.config->str() + " and " +
+                      b.config->str() + ", and the composition runs as one kernel; give a "
+                      "configuration to one of them only, or to the composed pipeline (with_config after |)",
+                  invalid_launch);
   using C = decltype(detail::concat(a.chain, b.chain));
   return pipeline<S1, C, R2>{a.src, detail::concat(a.chain, b.chain), b.red, a.config ? a.config : b.config};
 }
