@@ -596,6 +596,120 @@ TEST_P(pipeline_edges, bool_reductions_and_scans_keep_every_pieces_partial) {
   }
 }
 
+// Expects call() to be refused with invalid_argument saying `says`, before any kernel, leaving x as h.
+template <class F>
+void expect_refused_untouched(F&& call, const char* says, const rs::array<float>& x, const std::vector<float>& h,
+                              rs::device dev) {
+  rs::scoped_ledger l(dev);
+  rs::test::expect_invalid(call, says);
+  EXPECT_EQ(l.delta().kernels, 0u) << "work ran although the call was refused";
+  ASSERT_EQ(x.to_host(), h) << "written although refused";
+}
+
+TEST_P(pipeline_edges, outputs_partly_over_an_input_are_refused_before_work) {
+  // A map from x into x shifted by a few elements would read elements the call already wrote (or not
+  // yet, on another thread): the result would depend on the order. Exactly in place runs.
+  std::vector<float> h(300);
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = float(i % 17) - 8.f;
+  auto x = rs::to_device(h, dev);
+  const auto b = rs::to_device(h, dev);
+  const auto neg = rs::map([] RESIDENT_HD(float v) { return -v; });
+  const auto add = rs::map([] RESIDENT_HD(float p, float q) { return p + q; });
+  const auto scan = rs::inclusive_scan(rs::plus{});
+  const char* says = "overlaps the input";
+  for (std::size_t n : {std::size_t(1), std::size_t(5), std::size_t(290)})
+    for (std::size_t shift : {std::size_t(1), std::size_t(2), std::size_t(3), std::size_t(4), std::size_t(9)}) {
+      if (shift >= n && n > 1) continue;
+      SCOPED_TRACE("n " + std::to_string(n) + " shift " + std::to_string(shift));
+      const auto lo = x.slice(0, n), hi = x.slice(shift, n);
+      if (shift < n) {
+        expect_refused_untouched([&] { neg(lo, hi); }, says, x, h, dev);
+        expect_refused_untouched([&] { neg(hi, lo); }, says, x, h, dev);
+        expect_refused_untouched([&] { scan(lo, hi); }, says, x, h, dev);
+        expect_refused_untouched([&] { scan(hi, lo); }, says, x, h, dev);
+        expect_refused_untouched([&] { (neg | scan)(lo, hi); }, says, x, h, dev);
+        // Either zipped array, the other apart.
+        expect_refused_untouched([&] { (rs::zip(lo, b.slice(0, n)) | add)(hi); }, "overlaps the input array 0", x, h, dev);
+        expect_refused_untouched([&] { (rs::zip(b.slice(0, n), hi) | add)(lo); }, "overlaps the input array 1", x, h, dev);
+        expect_refused_untouched([&] { (rs::zip(lo, b.slice(0, n)) | add | scan)(hi); }, says, x, h, dev);
+      }
+    }
+  // The same first element read as float and written as double: 4 bytes against 8, partly the same memory.
+  rs::array_ref<double> wide(reinterpret_cast<double*>(x.data()), 100, x.stream());
+  expect_refused_untouched([&] { rs::map([] RESIDENT_HD(float v) { return double(v); })(x.slice(0, 100), wide); },
+                           says, x, h, dev);
+  // Apart (neighbouring slices), exactly in place, and empty windows at any place run.
+  neg(x.slice(0, 100), x.slice(100, 100));
+  neg(x.slice(200, 100));
+  neg(x.slice(0, 0), x.slice(0, 0));
+  scan(x.slice(3, 0), x.slice(2, 0));
+  const auto got = x.to_host();
+  for (std::size_t i = 0; i < 300; ++i) ASSERT_EQ(got[i], i < 100 ? h[i] : -h[i < 200 ? i - 100 : i]) << "at " << i;
+}
+
+TEST_P(pipeline_edges, a_reductions_result_inside_its_input_is_written_after_every_read) {
+  // Not a partial overlap that matters: both backends write the one-element result after every element
+  // is read (the CPU after its loop, a GPU from the last block to finish), so it may lie in the input.
+  for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(17), std::size_t(4097), std::size_t(300001)})
+    for (std::size_t at : {std::size_t(0), n / 2, n - 1}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " result at " + std::to_string(at));
+      std::vector<float> h(n);
+      float sum = 0;
+      for (std::size_t i = 0; i < n; ++i) sum += h[i] = float(i % 7);
+      auto x = rs::to_device(h, dev);
+      rs::reduce(rs::plus{}, 0.f)(x, x.slice(at, 1));
+      auto got = x.to_host();
+      for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], i == at ? sum : h[i]) << "at " << i;
+      x = rs::to_device(h, dev);
+      (rs::zip(x, x) | rs::map([] RESIDENT_HD(float p, float q) { return p * q; }) | rs::reduce(rs::maximum{}, -1.f))(
+          x.slice(at, 1));
+      EXPECT_EQ(x.to_host()[at], 36.f * (n > 6) + float((n - 1) * (n - 1)) * (n <= 6));
+    }
+}
+
+TEST_P(pipeline_edges, generated_counts_whose_bytes_overflow_are_refused_before_work) {
+  // A generator's values span count * sizeof(value) bytes as an array's would: beyond PTRDIFF_MAX the
+  // executors' index sums wrap (and the loop would never end), so such counts are refused at once.
+  const auto gen = rs::generate([] RESIDENT_HD(std::size_t i) { return double(i & 3); });
+  const auto sum = gen | rs::reduce(rs::plus{}, 0.0);
+  const std::size_t most = std::size_t(std::numeric_limits<std::ptrdiff_t>::max()) / sizeof(double);
+  auto r = rs::to_device(std::vector<double>(1, rs::test::poison<double>()), dev);
+  rs::scoped_ledger l(dev);
+  for (std::size_t n : {most + 1, most * 2, std::numeric_limits<std::size_t>::max()}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    rs::test::expect_invalid([&] { (void)sum(n); }, "overflow the byte count");
+    rs::test::expect_invalid([&] { sum(n, r); }, "overflow the byte count");
+    rs::test::expect_invalid([&] { (void)(sum(n, rs::default_stream(dev))); }, "overflow the byte count");
+  }
+  EXPECT_EQ(l.delta().kernels, 0u);
+  EXPECT_EQ(r.to_host()[0], rs::test::poison<double>());
+  // Byte-sized values may count further, and a count that fits runs.
+  const auto bytes = rs::generate([] RESIDENT_HD(std::size_t i) { return std::uint8_t(i); }) |
+                     rs::reduce(rs::plus{}, std::uint8_t(0));
+  rs::test::expect_invalid([&] { (void)bytes(std::numeric_limits<std::size_t>::max()); }, "overflow the byte count");
+  EXPECT_EQ(sum(10), 13.0);
+}
+
+TEST_P(pipeline_edges, composing_two_different_launch_configurations_is_refused) {
+  // The composition runs as one kernel: with two configurations one would be dropped unseen.
+  const auto inc = rs::map([] RESIDENT_HD(float v) { return v + 1.f; });
+  const rs::launch_config c1{rs::dims(3), rs::dims(64)}, c2{rs::dims(4), rs::dims(64)};
+  const rs::launch_config r1{rs::dims(2), rs::dims(256)}, r2{rs::dims(5), rs::dims(256)};
+  EXPECT_THROW((void)(inc.with_config(c1) | inc.with_config(c2)), rs::invalid_launch);
+  EXPECT_THROW((void)(inc.with_config(r1) | rs::reduce(rs::plus{}, 0.f).with_config(r2)), rs::invalid_launch);
+  EXPECT_THROW((void)(rs::generate([] RESIDENT_HD(std::size_t i) { return float(i); }).with_config(c1) |
+                      inc.with_config(c2)),
+               rs::invalid_launch);
+  // One configuration, on either side, or the same on both, is kept.
+  auto x = rs::to_device(std::vector<float>(1000, 1.f), dev);
+  auto y = rs::to_device(std::vector<float>(1000, rs::test::poison<float>()), dev);
+  (inc.with_config(c1) | inc.with_config(c1))(x, y);
+  (inc | inc.with_config(c2))(y);
+  for (float v : y.to_host()) ASSERT_EQ(v, 5.f);
+  EXPECT_EQ((inc | rs::reduce(rs::plus{}, 0.f).with_config(r1))(x), 2000.f);
+  EXPECT_EQ((inc.with_config(r2) | rs::reduce(rs::plus{}, 0.f).with_config(r2))(x), 2000.f);
+}
+
 RESIDENT_BACKENDS(pipeline_edges);
 
 }  // namespace

@@ -11,6 +11,11 @@
 ///
 /// The file that calls a pipeline on a CUDA array must be compiled by nvcc.
 ///
+/// Aliasing: a map's or scan's output is either exactly one of its inputs (in place: same first element,
+/// same element size) or apart from all of them; an output partly over an input is refused before any
+/// work (the elements are computed in no fixed order). A reduction's one-element result array may lie in
+/// its input: it is written after every element is read.
+///
 /// Streams: a call runs on the stream of the array it writes (the output, or the one-element result
 /// array of a reduction); a reduction that returns its value runs on its input's stream and
 /// synchronizes it. Inputs on other streams of the device are ordered before the call with an event;
@@ -28,6 +33,7 @@
 #include "resident/detail/source_location.hpp"
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "resident/detail/backend.hpp"
@@ -102,6 +108,14 @@ template <class C>
 inline constexpr std::size_t chain_size = 0;
 template <class... Fs>
 inline constexpr std::size_t chain_size<chain<Fs...>> = sizeof...(Fs);
+
+/// What the stages make from one element of source S (several arguments for a zip).
+template <class S, class Chain>
+using stage_result = decltype(std::declval<const decltype(std::declval<const S&>().loader())&>().eval1(
+    std::declval<const Chain&>(), std::size_t(0)));
+/// Whether the executors' static_cast<U>(a stage's result R) compiles.
+template <class R, class U>
+concept converts_to = requires(R r) { static_cast<U>(r); };
 
 template <class T>
 inline constexpr bool is_zip = false;
@@ -180,7 +194,8 @@ class pipeline {
 
   /// Reading x into y: y[i] = stages(x[i]) converted to y's element type (maps, scans), or a
   /// reduction's value into y[0] of a one-element array, left on the device. One kernel on y's stream,
-  /// after x's work; asynchronous. @throws shape_mismatch, device_mismatch before any work.
+  /// after x's work; asynchronous. @throws shape_mismatch, device_mismatch, invalid_argument (y partly
+  /// over x) before any work.
   template <array_like A, array_like B>
     requires(from_input)
   void operator()(const A& x, B&& y, resident::source_location where = resident::source_location::current()) const {
@@ -189,7 +204,8 @@ class pipeline {
 
   /// From a zip or generate source into y (the elements; or a reduction's value into y[0] of a
   /// one-element array, from a zip). One kernel on y's stream, after the zipped arrays' work.
-  /// @throws shape_mismatch, device_mismatch before any work.
+  /// @throws shape_mismatch, device_mismatch, invalid_argument (y partly over a zipped array; a
+  /// generator's count past the byte count) before any work.
   template <array_like B>
     requires(!from_input && !(generates && reduces))
   void operator()(B&& y, resident::source_location where = resident::source_location::current()) const {
@@ -207,6 +223,7 @@ class pipeline {
   }
 
   /// Reduces over a generate source for i in [0, n) on s; synchronizes and returns the value.
+  /// @throws invalid_argument when n values' bytes pass PTRDIFF_MAX.
   auto operator()(std::size_t n, stream_ref s = default_stream(default_device()),
                   resident::source_location where = resident::source_location::current()) const
     requires(generates && reduces)
@@ -216,7 +233,8 @@ class pipeline {
   }
 
   /// Reduces over a generate source for i in [0, n) into out[0], a one-element array or slice, on out's
-  /// stream, without synchronizing: the value stays on the device. @throws shape_mismatch.
+  /// stream, without synchronizing: the value stays on the device. @throws shape_mismatch;
+  /// invalid_argument when n values' bytes pass PTRDIFF_MAX.
   template <array_like B>
     requires(generates && reduces)
   void operator()(std::size_t n, B&& out, resident::source_location where = resident::source_location::current()) const {
@@ -233,8 +251,12 @@ class pipeline {
   auto execute(const S& in, const Target& out, resident::source_location where = resident::source_location::current()) const {
     const stream_ref s = run_stream(in, out);
     detail::check_same(s.device(), in.device(), std::is_same_v<Target, detail::host_target> ? "the input" : "the output");
-    if constexpr (!reduces)
+    if constexpr (!reduces) {
       if (out.size() != in.size()) detail::throw_size("the output holds", out.size(), in.size());
+      // Maps and scans: exactly in place or apart. (A reduction's one-element result may lie in its input:
+      // both backends write it after every element is read.)
+      detail::check_no_partial_overlap(in, out.output(), sizeof(*out.data()), in.size());
+    }
     // A fixed shape is checked here, for every length (0 too) and on every backend, before any work.
     if constexpr (detail::is_scan<Red>)
       RESIDENT_EXPECTS(!config, "a fused scan chooses its own launch shape; call it without with_config",
@@ -254,6 +276,9 @@ class pipeline {
     if constexpr (reduces) {
       constexpr int V = S::template width<>;
       using T = decltype(red.init);
+      static_assert(detail::converts_to<detail::stage_result<S, Chain>, T>,
+                    "the stages' result cannot be converted to the reduction's init type: end the stages with a "
+                    "map to that type, or give an init of the type the stages make");
       T* into = nullptr;
       if constexpr (!std::is_same_v<Target, detail::host_target>) into = out.p;
       return detail::dispatch(s.device(), [&](auto backend) {
@@ -261,6 +286,9 @@ class pipeline {
                                      config, into);
       });
     } else if constexpr (detail::is_scan<Red>) {
+      static_assert(detail::converts_to<detail::stage_result<S, Chain>, std::remove_pointer_t<decltype(out.data())>>,
+                    "the stages' result cannot be converted to the output array's element type: end the stages "
+                    "with a map to that type, or write into an array of the type the stages make");
       if (n == 0) return;
       detail::dispatch(s.device(), [&](auto backend) {
         detail::run_scan(backend, s, in.loader(), chain, red.op, out.data(), n, config);
@@ -268,6 +296,9 @@ class pipeline {
     } else {
       if (n == 0) return;
       using U = std::remove_pointer_t<decltype(out.data())>;
+      static_assert(detail::converts_to<detail::stage_result<S, Chain>, U>,
+                    "the stages' result cannot be converted to the output array's element type: end the stages "
+                    "with a map to that type, or write into an array of the type the stages make");
       constexpr int V = S::template width<U>;
       detail::dispatch(s.device(), [&](auto backend) {
         detail::run_map<V>(backend, s, in.loader(), chain, detail::writer<U>{out.data()}, n,
@@ -352,12 +383,29 @@ constexpr auto inclusive_scan(Op op) {
   return pipeline<detail::input_source, detail::chain<>, detail::scan_stage<Op>>{{}, {}, {op}, {}};
 }
 
+namespace detail {
+inline bool same_config(const launch_config& a, const launch_config& b) {
+  auto same = [](dims p, dims q) { return p.x == q.x && p.y == q.y && p.z == q.z; };
+  return same(a.grid, b.grid) && same(a.block, b.block) && a.shared_bytes == b.shared_bytes;
+}
+}  // namespace detail
+
 /// Composition: a's source and stages, then b's stages and reduction. b must not have a source of its
-/// own, and a must not end in a reduction.
-template <class S1, class C1, class S2, class C2, class R2>
-constexpr auto operator|(const pipeline<S1, C1, detail::no_reduce>& a, const pipeline<S2, C2, R2>& b) {
+/// own, and a must not end in a reduction or a scan (checked at compile time). The composed pipeline
+/// runs as one kernel with one launch configuration: a's or b's, whichever has one.
+/// @throws invalid_launch when both carry configurations that differ (one of them would be dropped).
+template <class S1, class C1, class R1, class S2, class C2, class R2>
+constexpr auto operator|(const pipeline<S1, C1, R1>& a, const pipeline<S2, C2, R2>& b) {
+  static_assert(std::is_same_v<R1, detail::no_reduce>,
+                "a reduction or a scan ends a pipeline: nothing may follow it (compose the maps first, then "
+                "| reduce(...) or | inclusive_scan(...) once, last)");
   static_assert(std::is_same_v<S2, detail::input_source>,
                 "only the first stage of a pipeline may be a source (zip or generate)");
+  if (a.config && b.config && !detail::same_config(*a.config, *b.config))
+    RESIDENT_FAIL("pipeline |: both pipelines carry a launch configuration, " + a.config->str() + " and " +
+                      b.config->str() + ", and the composition runs as one kernel; give a "
+                      "configuration to one of them only, or to the composed pipeline (with_config after |)",
+                  invalid_launch);
   using C = decltype(detail::concat(a.chain, b.chain));
   return pipeline<S1, C, R2>{a.src, detail::concat(a.chain, b.chain), b.red, a.config ? a.config : b.config};
 }

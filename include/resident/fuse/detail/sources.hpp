@@ -10,11 +10,14 @@
 ///   width<Out...>           elements per vector access together with outputs of types Out
 ///   plan<V>(out...)         the split of [0, size()) into a head, vectors of V and a tail
 ///   bytes(), input()        the bytes it reads and the array it reads (nullptr: several, or none)
+///   reads()                 each array it reads: where it starts and its element size (none: a generator)
 /// and every target (where the values go) answers stream(), bytes(), output() and, for element
 /// outputs, size() and data(). A new source or terminal is one new type here; the executors take any of them.
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -42,6 +45,41 @@ inline void order_after(stream_ref s, stream_ref before) {
   if (before.native() != s.native()) s.wait_for(before);
 }
 
+/// An array a source reads: its first element and its element size (it holds the source's size()).
+struct read_range {
+  const void* p;
+  std::size_t element_bytes;
+};
+
+/// Refuses an output of n elements of out_bytes each at out that shares memory with an array the source
+/// reads without being exactly it (same start, same element size). The elements are computed in no fixed
+/// order (pieces of a parallel loop, blocks of a grid, a scan's tiles), so an output shifted over an
+/// input would read some elements already written and others not yet: the result would depend on the
+/// order. Exactly in place is safe: each element is read before it is written, by the same thread.
+/// @throws invalid_argument before any work.
+template <class S>
+void check_no_partial_overlap(const S& in, const void* out, std::size_t out_bytes, std::size_t n) {
+  if (n == 0) return;
+  const auto o = reinterpret_cast<std::uintptr_t>(out);
+  const std::size_t ob = n * out_bytes;  // both spans exist, so neither byte count overflows
+  std::size_t k = 0;
+  for (const read_range& r : in.reads()) {
+    const auto i = reinterpret_cast<std::uintptr_t>(r.p);
+    const std::size_t ib = n * r.element_bytes;
+    const bool apart = i >= o + ob || o >= i + ib;
+    if (!apart && !(i == o && r.element_bytes == out_bytes)) {
+      const std::string where = o >= i ? "starts " + std::to_string(o - i) + " bytes after"
+                                       : "starts " + std::to_string(i - o) + " bytes before";
+      RESIDENT_FAIL("pipeline: the output (" + std::to_string(n) + " elements of " + std::to_string(out_bytes) +
+                    " bytes) overlaps the input " + (in.reads().size() > 1 ? "array " + std::to_string(k) + " " : "") +
+                    "without being the same elements: it " + where +
+                    " it, and the order the elements are computed in is not fixed; write into separate memory or "
+                    "exactly in place");
+    }
+    ++k;
+  }
+}
+
 // ---- sources ---------------------------------------------------------------------------------
 
 /// Placeholder of a pipeline that reads the array it is called with; bound to array_source per call.
@@ -60,6 +98,7 @@ struct array_source {
   void order_before(stream_ref run) const { order_after(run, s); }
   std::size_t bytes() const { return n * sizeof(T); }
   const void* input() const { return p; }
+  std::array<read_range, 1> reads() const { return {{{p, sizeof(T)}}}; }
   view_loader<T> loader() const { return {p}; }
   template <class... Out>
   static constexpr int width = vector_width<T, Out...>();
@@ -91,6 +130,7 @@ struct zip_source {
   }
   std::size_t bytes() const { return n * (sizeof(Ts) + ...); }
   const void* input() const { return nullptr; }
+  std::array<read_range, sizeof...(Ts)> reads() const { return reads_impl(std::index_sequence_for<Ts...>{}); }
   zip_loader<Ts...> loader() const { return {ptrs}; }
   template <class... Out>
   static constexpr int width = vector_width<Ts..., Out...>();
@@ -100,6 +140,10 @@ struct zip_source {
   }
 
  private:
+  template <std::size_t... I>
+  std::array<read_range, sizeof...(Ts)> reads_impl(std::index_sequence<I...>) const {
+    return {{read_range{get<I>(ptrs), sizeof(Ts)}...}};
+  }
   template <int V, class... Out, std::size_t... I>
   vector_plan plan_impl(std::index_sequence<I...>, const Out*... out) const {
     return plan_vectors(n, V,
@@ -115,14 +159,26 @@ struct generate_source {
   std::size_t n = 0;
   stream_ref s{};
 
-  /// The same generator over [0, count) on stream run.
-  generate_source bind(std::size_t count, stream_ref run) const { return {g, count, run}; }
+  /// The same generator over [0, count) on stream run. Its values span count * sizeof(value) bytes as
+  /// an array's would; a count whose bytes pass PTRDIFF_MAX (the most any array spans) is refused: the
+  /// executors' index sums (count + a vector, + a block of random numbers, + a grid's threads) would
+  /// wrap, and no such loop ends anyway. @throws invalid_argument before any work.
+  generate_source bind(std::size_t count, stream_ref run) const {
+    using R = typename generate_loader<G>::R;
+    constexpr std::size_t most = std::size_t(std::numeric_limits<std::ptrdiff_t>::max()) / sizeof(R);
+    if (count > most)
+      RESIDENT_FAIL("generate: " + std::to_string(count) + " values of " + std::to_string(sizeof(R)) +
+                    " bytes overflow the byte count (at most " + std::to_string(most) +
+                    " such values); generate them in parts");
+    return {g, count, run};
+  }
   std::size_t size() const { return n; }
   resident::device device() const { return s.device(); }
   stream_ref stream() const { return s; }
   void order_before(stream_ref) const {}
   std::size_t bytes() const { return 0; }
   const void* input() const { return nullptr; }
+  std::array<read_range, 0> reads() const { return {}; }
   generate_loader<G> loader() const { return {g}; }
   /// With an output: vectors of its width; without (a reduction): every index is "aligned", so
   /// generators that make several values at once do.
