@@ -29,6 +29,15 @@ std::vector<T> random_vector(std::size_t n, std::uint64_t seed, double lo = -1.0
   return v;
 }
 
+/// A pool limit on d for one scope (set_pool_limit), lifted when the scope ends, however it ends.
+struct scoped_pool_limit {
+  device d;
+  scoped_pool_limit(device dev, std::size_t bytes) : d(dev) { set_pool_limit(d, bytes); }
+  ~scoped_pool_limit() { clear_pool_limit(d); }
+  scoped_pool_limit(const scoped_pool_limit&) = delete;
+  scoped_pool_limit& operator=(const scoped_pool_limit&) = delete;
+};
+
 /// Value written over outputs before a call, so an element the call skipped shows up.
 template <class T>
 constexpr T poison() {

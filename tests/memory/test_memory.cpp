@@ -588,11 +588,7 @@ TEST_P(pool, limit_caps_the_bytes_in_use) {
   rs::synchronize(dev);
   const std::size_t base = rs::pool_stats(dev).bytes_in_use;
   const std::size_t cap = base + (std::size_t(8) << 20);
-  struct lift {
-    rs::device d;
-    ~lift() { rs::clear_pool_limit(d); }
-  } lifted{dev};
-  rs::set_pool_limit(dev, cap);
+  const rs::test::scoped_pool_limit lifted(dev, cap);
   ASSERT_EQ(rs::pool_limit(dev), cap);
   EXPECT_EQ(rs::pool_stats(dev).limit, cap);
   rs::reset_pool_peak(dev);
@@ -657,11 +653,7 @@ TEST_P(pool, limits_that_cannot_hold_are_refused) {
 TEST_P(pool, a_request_beyond_any_allocation_names_the_limit_in_force) {
   rs::synchronize(dev);
   const std::size_t cap = rs::pool_stats(dev).bytes_in_use + (std::size_t(1) << 20);
-  struct lift {
-    rs::device d;
-    ~lift() { rs::clear_pool_limit(d); }
-  } lifted{dev};
-  rs::set_pool_limit(dev, cap);
+  const rs::test::scoped_pool_limit lifted(dev, cap);
   try {
     rs::array<char> a(std::size_t(-1) - 100, dev);
     FAIL() << "allocated " << a.size() << " bytes";

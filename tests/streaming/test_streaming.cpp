@@ -216,11 +216,7 @@ TEST_P(streaming, pool_capped_at_an_eighth_of_the_data) {
   rs::synchronize(dev);
   const std::size_t used = rs::pool_stats(dev).bytes_in_use;
   const std::size_t cap = used + n * sizeof(float) / 8;
-  rs::set_pool_limit(dev, cap);
-  struct lift {
-    rs::device d;
-    ~lift() { rs::clear_pool_limit(d); }
-  } lifted{dev};
+  const rs::test::scoped_pool_limit lifted(dev, cap);
   rs::reset_pool_peak(dev);
   std::vector<float> out(n, rs::test::poison<float>());
   rs::scoped_ledger l(dev);
@@ -385,11 +381,7 @@ TEST_P(streaming, pool_limit_smaller_than_one_chunk) {
   for (std::size_t i = 0; i < n; ++i) ref[i] = seed_ref(in[i]);
   const auto p = rs::map<f1>() | rs::map<f2>() | rs::map<f3>();
   rs::synchronize(dev);
-  rs::set_pool_limit(dev, rs::pool_stats(dev).bytes_in_use + 1024);
-  struct lift {
-    rs::device d;
-    ~lift() { rs::clear_pool_limit(d); }
-  } lifted{dev};
+  const rs::test::scoped_pool_limit lifted(dev, rs::pool_stats(dev).bytes_in_use + 1024);
   for (std::size_t ch : {std::size_t(0), 4 * chunk}) {
     SCOPED_TRACE("chunk " + std::to_string(ch));
     std::vector<float> out(n, rs::test::poison<float>());
@@ -440,11 +432,7 @@ TEST_P(streaming, a_depth_beyond_the_chunks_takes_a_slot_per_chunk) {
   const std::size_t slot = dev.is_cuda() ? std::max(2 * chunk_bytes, chunk_bytes + partial) : partial;
   rs::synchronize(dev);
   const std::size_t cap = rs::pool_stats(dev).bytes_in_use + 2 * slot;
-  rs::set_pool_limit(dev, cap);
-  struct lift {
-    rs::device d;
-    ~lift() { rs::clear_pool_limit(d); }
-  } lifted{dev};
+  const rs::test::scoped_pool_limit lifted(dev, cap);
   rs::reset_pool_peak(dev);
   const rs::stream_options o{.chunk_elements = n, .depth = 16, .target = dev};
   std::vector<float> out(n, rs::test::poison<float>());
