@@ -1053,8 +1053,10 @@ NB_MODULE(_core, m) {
   m.def("_jit_max", [] { return rs::jit::max(); });
   m.def("_jit_reduce", [](const std::string& src, double init, const std::string& name) { return rs::jit::reduce(src, init, name); });
   m.def("_jit_uniform", [](const std::string& dtype, std::uint64_t seed, std::uint64_t offset, double low, double high) {
-    return dtype == "float32" ? rs::jit::uniform<float>(seed, offset, float(low), float(high))
-                              : rs::jit::uniform<double>(seed, offset, low, high);
+    // The bounds as given, checked before they become floats (jit::detail::generator).
+    return rs::jit::detail::generator(rs::jit::detail::part::kind::uniform,
+                                      dtype == "float32" ? rs::jit::element::f32 : rs::jit::element::f64, seed,
+                                      offset, low, high);
   });
   m.def("_jit_normal", [](const std::string& dtype, std::uint64_t seed, std::uint64_t offset, double mean, double sd) {
     return dtype == "float32" ? rs::jit::normal<float>(seed, offset, float(mean), float(sd))

@@ -103,6 +103,11 @@ def test_compile_errors_and_misuse_are_typed():
         master(np.ones(10, dtype=np.int8))
     with pytest.raises(rs.InvalidArgument):
         rs.stage(42)
+    # Bounds that differ as given but round to one float32 value: named as given.
+    with pytest.raises(rs.InvalidArgument, match="are both 1 as float"):
+        rs.jit.uniform(1, low=1.0, high=1.00000001)
+    with pytest.raises(rs.InvalidArgument, match="beyond|finite"):
+        rs.jit.uniform(1, low=0.0, high=1e300)
 
 
 

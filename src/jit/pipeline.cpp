@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -1042,6 +1043,15 @@ pipeline generator(part::kind k, element t, std::uint64_t seed, std::uint64_t of
     RESIDENT_EXPECTS(std::isfinite(a) && std::isfinite(b) && std::abs(a) <= top && std::abs(b) <= top,
                      "jit::uniform: the range [low, high) needs finite bounds; use the largest finite values instead");
     RESIDENT_EXPECTS(a < b, "jit::uniform: low must be below high; the range is [low, high), so swap them or widen it");
+    // Bounds that differ as given (Python passes doubles) but round to one float hold no float value.
+    if (t == element::f32 && !(float(a) < float(b))) {
+      char given[96], as_float[40];
+      std::snprintf(given, sizeof given, "low %.17g and high %.17g", a, b);
+      std::snprintf(as_float, sizeof as_float, "%.9g", double(float(a)));
+      RESIDENT_FAIL(std::string("jit::uniform: ") + given + " are both " + as_float +
+                    " as float, the element type, so [low, high) holds no value; give bounds that differ in it "
+                    "(or make double values)");
+    }
   } else {
     RESIDENT_EXPECTS(std::isfinite(a) && std::isfinite(b), "jit::normal: mean and standard deviation must be finite");
     RESIDENT_EXPECTS(b >= 0, "jit::normal: the standard deviation must be >= 0; pass its absolute value");

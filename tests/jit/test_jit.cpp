@@ -207,6 +207,11 @@ TEST_P(jit, misuse_is_a_typed_error_before_anything_compiles) {
   EXPECT_THROW(rs::jit::sum() | rs::jit::map(f1), rs::invalid_argument);
   EXPECT_THROW(rs::jit::map(f1) | rs::jit::uniform<float>(1), rs::invalid_argument);
   EXPECT_THROW(rs::jit::uniform<float>(1, 0, 1.f, 1.f), rs::invalid_argument);
+  // Bounds that differ as given but round to one float: named as given, not "swap them".
+  rs::test::expect_invalid([] { rs::jit::uniform<float>(1, 0, 16777216.0, 16777217.0); },
+                           "low 16777216 and high 16777217 are both 16777216 as float");
+  rs::test::expect_invalid([] { rs::jit::uniform<float>(1, 0, 1.0, 1.00000001); }, "are both 1 as float");
+  EXPECT_NO_THROW(rs::jit::uniform<double>(1, 0, 1.0, 1.00000001));
   EXPECT_THROW(rs::jit::normal<float>(1, 0, 0.f, -1.f), rs::invalid_argument);
   EXPECT_THROW(rs::jit::map("float two(float a, float b) { return a + b; }")(x, x), rs::invalid_argument);
   rs::array<float> moved = std::move(x);

@@ -237,12 +237,14 @@ pipeline external(std::string name, std::vector<element> params, element result,
 pipeline external_reduce(std::string name, element type, double init, std::string ltoir, const void* host_function);
 
 /// A generator source: value i of the uniform stream (seed, offset) in [low, high), the same values as
-/// rs::random::fill_uniform. T is float or double.
-/// @throws invalid_argument when low >= high or a bound is not finite.
+/// rs::random::fill_uniform. T is float or double; the bounds are checked as given, before they
+/// become T.
+/// @throws invalid_argument when low >= high (also bounds that differ as given but are one value of
+/// T), or a bound is not finite or beyond T's largest value.
 template <class T>
-pipeline uniform(std::uint64_t seed, std::uint64_t offset = 0, T low = T(0), T high = T(1)) {
+pipeline uniform(std::uint64_t seed, std::uint64_t offset = 0, double low = 0, double high = 1) {
   static_assert(std::is_floating_point_v<T>, "jit::uniform<T>: T is float or double");
-  return detail::generator(detail::part::kind::uniform, element_of<T>(), seed, offset, double(low), double(high));
+  return detail::generator(detail::part::kind::uniform, element_of<T>(), seed, offset, low, high);
 }
 /// A generator source: value i of the normal stream (seed, offset), the same values as
 /// rs::random::fill_normal. T is float or double. @throws invalid_argument as fill_normal.
