@@ -8,10 +8,13 @@
 #include <memory>
 #include <string>
 
+#include <condition_variable>
 #include <mutex>
+#include <vector>
 
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/detail/per_device.hpp"
+#include "resident/detail/tuning.hpp"
 #include "resident/error.hpp"
 #include "resident/device/event.hpp"
 #include "resident/memory/ledger.hpp"
@@ -38,31 +41,99 @@ void parallel_memcpy(void* dst, const void* src, std::size_t bytes) noexcept {
   }
 }
 
-
-
 namespace {
 
-// Pinned staging buffers for pageable transfers: two chunks per device, so the CPU copies one chunk
-// while the DMA engine moves the other.
-constexpr std::size_t stage_bytes = std::size_t(16) << 20;
-constexpr std::size_t direct_below = std::size_t(1) << 20;  // small copies: the driver's own staging
+constexpr std::size_t stage_bytes = transfer_tuning::stage_bytes;
+constexpr std::size_t direct_below = transfer_tuning::direct_below;
 
-struct stager {
-  std::mutex m;
+// Pinned staging for pageable transfers. A slot is two chunk buffers, so the CPU copies one chunk while
+// the DMA engine moves the other, with the events of the copies that last used each buffer. A call holds
+// one slot for its whole transfer; calls from several host threads take slots of their own (made on
+// demand, at most transfer_tuning::staging_slots per device; more callers wait for one to come back).
+// A slot's events outlive its holder: an upload returns while its last chunks are still being read by
+// the DMA engine, so the next holder, whatever its direction, waits for a buffer's event before the host
+// writes it (upload) or the copy engine fills it (download).
+struct stage_slot {
   std::array<pinned_buffer<char>, 2> buf;
   std::array<event, 2> done;
-  explicit stager(device d)
+  std::array<bool, 2> recorded{false, false};
+  explicit stage_slot(device d)
       : buf{pinned_buffer<char>(stage_bytes), pinned_buffer<char>(stage_bytes)}, done{event(d), event(d)} {}
+  // The copy that last used buffer k, by any holder, has finished.
+  void wait_free(int k) const {
+    if (recorded[k]) done[k].synchronize();
+  }
+  void used(int k, stream_ref s) {
+    done[k].record(s);
+    recorded[k] = true;
+  }
 };
 
-stager& stager_of(device d) {
+class stage_slots {
+ public:
+  explicit stage_slots(device d) : device_(d) {}
+  std::unique_ptr<stage_slot> take() {
+    std::unique_lock lock(m_);
+    for (;;) {
+      if (!free_.empty()) {
+        auto s = std::move(free_.back());
+        free_.pop_back();
+        return s;
+      }
+      if (made_ < transfer_tuning::staging_slots) {
+        ++made_;
+        lock.unlock();
+        try {
+          return std::make_unique<stage_slot>(device_);
+        } catch (...) {
+          std::lock_guard relock(m_);
+          --made_;
+          returned_.notify_one();
+          throw;
+        }
+      }
+      returned_.wait(lock);
+    }
+  }
+  void give_back(std::unique_ptr<stage_slot> s) noexcept {
+    {
+      std::lock_guard lock(m_);
+      free_.push_back(std::move(s));
+    }
+    returned_.notify_one();
+  }
+
+ private:
+  device device_;
+  std::mutex m_;
+  std::condition_variable returned_;
+  std::vector<std::unique_ptr<stage_slot>> free_;
+  int made_ = 0;
+};
+
+stage_slots& slots_of(device d) {
   static std::mutex m;
-  static detail::per_device<std::unique_ptr<stager>> all;
+  static detail::per_device<std::unique_ptr<stage_slots>> all;
   std::lock_guard lock(m);
   auto& s = all[d];
-  if (!s) s = std::make_unique<stager>(d);
+  if (!s) s = std::make_unique<stage_slots>(d);
   return *s;
 }
+
+// One slot held for the length of a transfer, given back on every path out (a failed copy included:
+// its events still describe the work queued, so the next holder waits for it).
+class slot_lease {
+ public:
+  explicit slot_lease(device d) : slots_(slots_of(d)), slot_(slots_.take()) {}
+  ~slot_lease() { slots_.give_back(std::move(slot_)); }
+  slot_lease(const slot_lease&) = delete;
+  slot_lease& operator=(const slot_lease&) = delete;
+  stage_slot* operator->() const noexcept { return slot_.get(); }
+
+ private:
+  stage_slots& slots_;
+  std::unique_ptr<stage_slot> slot_;
+};
 
 // Host memory partly over the array's own (possible on the CPU, where both are host memory) would be
 // overwritten while it is read. The same memory is no copy at all and returns before this.
@@ -97,16 +168,16 @@ void copy_host_to_device(void* dst, const void* src, std::size_t bytes, stream_r
     cu::memcpy_async(d.index(), dst, src, bytes, cu::copy_kind::host_to_device, s.native());
     return;
   }
-  stager& st = stager_of(d);
-  std::lock_guard lock(st.m);
+  slot_lease st(d);
   auto* out = static_cast<char*>(dst);
   auto* in = static_cast<const char*>(src);
-  for (std::size_t off = 0, k = 0, n = 0; off < bytes; off += n, k ^= 1) {
+  int k = 0;
+  for (std::size_t off = 0, n = 0; off < bytes; off += n, k ^= 1) {
     n = std::min(stage_bytes, bytes - off);
-    st.done[k].synchronize();  // the DMA that last read this buffer has finished
-    parallel_memcpy(st.buf[k].data(), in + off, n);
-    cu::memcpy_async(d.index(), out + off, st.buf[k].data(), n, cu::copy_kind::host_to_device, s.native());
-    st.done[k].record(s);
+    st->wait_free(k);  // the DMA that last used this buffer, in this call or an earlier one, has finished
+    parallel_memcpy(st->buf[k].data(), in + off, n);
+    cu::memcpy_async(d.index(), out + off, st->buf[k].data(), n, cu::copy_kind::host_to_device, s.native());
+    st->used(k, s);
   }
 }
 
@@ -126,26 +197,27 @@ void copy_device_to_host(void* dst, const void* src, std::size_t bytes, stream_r
     if (mode == sync::blocking || !cu::is_pinned(dst)) cu::stream_synchronize(d.index(), s.native());
     return;
   }
-  stager& st = stager_of(d);
-  std::lock_guard lock(st.m);
+  slot_lease st(d);
   auto* out = static_cast<char*>(dst);
   auto* in = static_cast<const char*>(src);
-  // Chunk i goes device -> buffer i%2 while the CPU drains chunk i-1 from the other buffer.
+  // Chunk i goes device -> buffer i%2 while the CPU drains chunk i-1 from the other buffer. Before the
+  // first fill of a buffer, the upload that last read it (another call's, on another stream) must end.
   std::size_t prev_off = 0, prev_n = 0;
-  std::size_t k = 0;
+  int k = 0;
   for (std::size_t off = 0, n = 0; off < bytes; off += n, k ^= 1) {
     n = std::min(stage_bytes, bytes - off);
-    cu::memcpy_async(d.index(), st.buf[k].data(), in + off, n, cu::copy_kind::device_to_host, s.native());
-    st.done[k].record(s);
+    st->wait_free(k);
+    cu::memcpy_async(d.index(), st->buf[k].data(), in + off, n, cu::copy_kind::device_to_host, s.native());
+    st->used(k, s);
     if (prev_n) {
-      st.done[k ^ 1].synchronize();
-      parallel_memcpy(out + prev_off, st.buf[k ^ 1].data(), prev_n);
+      st->done[k ^ 1].synchronize();
+      parallel_memcpy(out + prev_off, st->buf[k ^ 1].data(), prev_n);
     }
     prev_off = off;
     prev_n = n;
   }
-  st.done[k ^ 1].synchronize();
-  parallel_memcpy(out + prev_off, st.buf[k ^ 1].data(), prev_n);
+  st->done[k ^ 1].synchronize();
+  parallel_memcpy(out + prev_off, st->buf[k ^ 1].data(), prev_n);
 }
 
 void copy_device_to_device(void* dst, const void* src, std::size_t bytes, stream_ref s) {

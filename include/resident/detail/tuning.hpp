@@ -87,4 +87,16 @@ struct streaming_tuning {
   static constexpr bool staged_upload_plain_stores = true;
 };
 
+/// Explicit transfers of pageable host memory (memory/transfer.cpp).
+struct transfer_tuning {
+  /// Chunks staged through pinned memory: large enough for the bus rate, small enough that the host copy
+  /// of one chunk overlaps the DMA of the other.
+  static constexpr std::size_t stage_bytes = std::size_t(16) << 20;
+  /// Copies below this go to the driver's own staging: one call costs less than two chunk hand-overs.
+  static constexpr std::size_t direct_below = std::size_t(1) << 20;
+  /// Staging slots (two chunk buffers each) per device: host threads transferring at once each take one,
+  /// so up to this many staged transfers proceed in parallel; further callers wait for a slot.
+  static constexpr int staging_slots = 4;
+};
+
 }  // namespace resident::detail
