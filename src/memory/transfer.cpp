@@ -1,6 +1,8 @@
 #include "resident/memory/transfer.hpp"
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -21,9 +23,17 @@
 #include "resident/memory/pinned.hpp"
 #include "resident/memory/pool.hpp"
 #include <nvtx_ranges.hpp>
+#include <omp.h>
 
 namespace resident::detail {
 namespace cu = detail::cuda;
+
+namespace {
+// Host copies in progress (parallel_memcpy calls of more than one piece). Each takes an equal share of
+// the cores: OpenMP teams of all the cores from each of several host threads at once oversubscribe the
+// machine, and the staged transfers of two threads then ran slower together than one alone.
+std::atomic<int> copies_now{0};
+}  // namespace
 
 void parallel_memcpy(void* dst, const void* src, std::size_t bytes) noexcept {
   constexpr std::size_t piece = std::size_t(1) << 20;
@@ -34,11 +44,14 @@ void parallel_memcpy(void* dst, const void* src, std::size_t bytes) noexcept {
   auto* d = static_cast<char*>(dst);
   auto* s = static_cast<const char*>(src);
   const long n = static_cast<long>(bytes / piece + (bytes % piece != 0));
-#pragma omp parallel for schedule(static)
+  const int sharing = copies_now.fetch_add(1, std::memory_order_relaxed) + 1;
+  const int team = std::max(1, omp_get_max_threads() / sharing);
+#pragma omp parallel for schedule(static) num_threads(team)
   for (long i = 0; i < n; ++i) {
     std::size_t off = static_cast<std::size_t>(i) * piece;
     std::memcpy(d + off, s + off, std::min(piece, bytes - off));
   }
+  copies_now.fetch_sub(1, std::memory_order_relaxed);
 }
 
 namespace {
