@@ -217,8 +217,8 @@ def main():
     for f in failures:
         print(f"check_doc_figures: {f}", file=sys.stderr)
     if failures:
-        print(f"check_doc_figures: {len(failures)} of the quoted figures disagree with bench/results or name no "
-              "usable source; correct the figure from the recorded JSON (or the marker)", file=sys.stderr)
+        print(f"check_doc_figures: {len(failures)} failures: correct each figure from its reference JSON (or "
+              "the marker), and keep run citations to docs/performance.md", file=sys.stderr)
         return 1
     print(f"check_doc_figures: {checked} figures in {len(DOCS)} documents agree with bench/results")
     return 0
