@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Checks the measured figures that README.md and docs/*.md quote against bench/results/.
+"""Checks the measured figures that README.md and docs/*.md quote against the reference JSONs in
+bench/results/.
 
-A figure names its source in an HTML comment right after it (invisible on the rendered page):
+bench/results/ holds one JSON per benchmark, the reference run's output with a "recorded" object
+(gpu, commit, date, command) added in front; nothing else lives there. A figure names its source in an
+HTML comment right after it (invisible on the rendered page):
 
-    tuned 47.2<!-- src: 2026-11-30/run-18/matmul.json rows[algo=tuned,n=4096].tflops --> TFLOP/s
+    tuned 47.3<!-- src: matmul.json rows[algo=tuned,n=4096].tflops --> TFLOP/s
 
-The path is relative to bench/results/. `<!-- src-file: PATH -->` sets the file for the markers that
+The path is a file name in bench/results/. `<!-- src-file: NAME -->` sets the file for the markers that
 follow it in the same document, which then give the key alone: `<!-- src: rows[n=4096].tflops -->`.
 A key is a dotted path; `name[k=v,...]` picks the one element of the list `name` whose fields match
 (numbers compare as numbers; quote values with spaces: `[measure="pi, fill then reduce"]`), `name[3]`
@@ -15,7 +18,10 @@ before the comparison: `... rows[n=1].ms *1000`.
 The figure is the number just before the marker (markdown emphasis, an `x` suffix, a unit such as
 `ms`, `us`, `%` or `TFLOP/s` may stand between them). It passes when it is the recorded value rounded
 to the figure's decimals. Exit status 1, with each failure listed, when any figure disagrees or a
-marker cannot be resolved. Python 3 standard library only.
+marker cannot be resolved. It also fails when a reference JSON lacks its "recorded" fields, when
+bench/results/ holds anything but reference JSONs, and when a document other than docs/performance.md
+cites a run ("run 18", "runs 29-32"): figures carry their commit and date in the reference JSON, and
+the history of figures is one table in docs/performance.md. Python 3 standard library only.
 """
 import json
 import re
@@ -26,6 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+HISTORY = ROOT / "docs" / "performance.md"
+RECORDED = ("gpu", "commit", "date", "command")
+RUN_CITATION = re.compile(r"\bruns?[ -]\d+\b", re.IGNORECASE)
 
 MARKER = re.compile(r"<!--\s*(src|src-file):\s*(.*?)\s*-->")
 # The figure: a number, then optional emphasis, an "x", a unit, and spaces before the marker.
@@ -141,6 +150,9 @@ def check(doc, cache):
                 failures.append(f"{where}: marker '{body}' needs 'PATH KEY' (or a src-file before it)")
                 continue
             key = words[0]
+            if "/" in path:
+                failures.append(f"{where}: {path}: name a reference JSON of bench/results/ (no folders)")
+                continue
             fig = FIGURE.search(line[: m.start()])
             if not fig:
                 failures.append(f"{where}: no figure just before the marker '{body}'")
@@ -167,17 +179,46 @@ def check(doc, cache):
     return failures, checked
 
 
+def check_results():
+    """bench/results/ holds reference JSONs only, each with its recorded gpu, commit, date and command."""
+    failures = []
+    for p in sorted(RESULTS.rglob("*")):
+        rel = p.relative_to(ROOT)
+        if p.is_dir() or p.suffix != ".json" or p.parent != RESULTS:
+            failures.append(f"{rel}: bench/results/ keeps one reference JSON per benchmark and nothing else")
+            continue
+        try:
+            recorded = json.loads(p.read_text()).get("recorded", {})
+        except (ValueError, AttributeError) as e:
+            failures.append(f"{rel}: not a JSON object: {e}")
+            continue
+        missing = [k for k in RECORDED if not str(recorded.get(k, "")).strip()]
+        if missing:
+            failures.append(f"{rel}: its \"recorded\" object lacks {', '.join(missing)}")
+    return failures
+
+
+def check_citations(doc):
+    """Runs are cited in docs/performance.md alone."""
+    if doc == HISTORY:
+        return []
+    rel = doc.relative_to(ROOT)
+    return [f"{rel}:{n}: cites a run ('{m.group(0)}'); quote the reference JSON, or move the history to "
+            "docs/performance.md" for n, line in enumerate(doc.read_text().splitlines(), 1)
+            for m in RUN_CITATION.finditer(line)]
+
+
 def main():
-    cache, failures, checked = {}, [], 0
+    cache, failures, checked = {}, check_results(), 0
     for doc in DOCS:
         f, c = check(doc, cache)
-        failures += f
+        failures += f + check_citations(doc)
         checked += c
     for f in failures:
         print(f"check_doc_figures: {f}", file=sys.stderr)
     if failures:
-        print(f"check_doc_figures: {len(failures)} of the quoted figures disagree with bench/results or name no "
-              "usable source; correct the figure from the recorded JSON (or the marker)", file=sys.stderr)
+        print(f"check_doc_figures: {len(failures)} failures: correct each figure from its reference JSON (or "
+              "the marker), and keep run citations to docs/performance.md", file=sys.stderr)
         return 1
     print(f"check_doc_figures: {checked} figures in {len(DOCS)} documents agree with bench/results")
     return 0

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The bounded fuzz run of CI: builds the three libFuzzer targets (clang, ASan + UBSan, CPU backend),
-# runs each over its stored corpus in tests/fuzz/corpus/ (fuzz_api: and tests/fuzz/regressions/) and then fuzzes it for SECONDS (default 75),
-# the three at once. The stored corpus is read, never written (new inputs go to build/fuzz/ci-*).
+# runs each over its stored corpus (tests/fuzz/corpus/<target>.tar.gz, unpacked into build/fuzz/corpus-<target>;
+# fuzz_api: and tests/fuzz/regressions/) and then fuzzes it for SECONDS (default 75), the three at
+# once. The stored corpus is read, never written (new inputs go to build/fuzz/ci-*).
 # About 5 minutes on 2 cores, the build included. Fails on any crash, leak or sanitizer report,
 # leaving the input in build/fuzz/ci-crash-*.
 # fuzz_api runs every probe (the fixed defects stay fixed) unless RESIDENT_FUZZ_KNOWN says otherwise (0: none).
@@ -21,10 +22,11 @@ cmake --build build/fuzz --target "${targets[@]/#/fuzz_}" -j "${JOBS:-$(nproc)}"
 echo "fuzz_ci: built in $((SECONDS - start)) s; fuzzing each target for $seconds s (RESIDENT_FUZZ_KNOWN=$RESIDENT_FUZZ_KNOWN)"
 pids=()
 for t in "${targets[@]}"; do
-  rm -rf "build/fuzz/ci-$t" && mkdir -p "build/fuzz/ci-$t"
+  rm -rf "build/fuzz/ci-$t" "build/fuzz/corpus-$t" && mkdir -p "build/fuzz/ci-$t" "build/fuzz/corpus-$t"
+  tar -xzf "tests/fuzz/corpus/$t.tar.gz" -C "build/fuzz/corpus-$t"
   (cd build/fuzz && ASAN_OPTIONS=allocator_may_return_null=1 ./tests/fuzz/fuzz_$t -max_total_time="$seconds" \
      -malloc_limit_mb=2147483647 -print_final_stats=1 -artifact_prefix="ci-crash-$t-" \
-     "ci-$t" "../../tests/fuzz/corpus/$t" $([ "$t" = api ] && echo ../../tests/fuzz/regressions) >"ci-$t.log" 2>&1) &
+     "ci-$t" "corpus-$t" $([ "$t" = api ] && echo ../../tests/fuzz/regressions) >"ci-$t.log" 2>&1) &
   pids+=($!)
 done
 status=0

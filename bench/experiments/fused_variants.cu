@@ -1,6 +1,6 @@
 // The climb toward copy speed for the fused seed pipeline: variants of the map kernel (vectors in
 // flight per thread, cache hints, block and grid shapes, bulk copies through shared memory) timed against cudaMemcpy device-to-device of
-// the same bytes in one run. Its table chose the library's defaults; bench/results/ keeps each run.
+// the same bytes in one run. Its table chose the library's defaults; its findings are in docs/tuning.md.
 //
 // usage: fused_variants [log2_n ...]     (default 26 28)
 #include <cuda_runtime.h>

@@ -4,7 +4,7 @@ markers (scripts/check_doc_figures.py reads JSON only). Parses exactly what the 
 line it does not recognize is an error, not a silent gap.
 
 usage: logs_to_json.py call_cost LOG JSON        (bench/experiments/call_cost.cu's output)
-       logs_to_json.py torch_kernel LOG JSON     (the rounds of bench/results/2026-11-30/run-41/torch_kernel.py)
+       logs_to_json.py torch_kernel LOG JSON     (the rounds of bench/peers/torch_kernel.py)
 """
 import json
 import re

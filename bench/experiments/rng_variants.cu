@@ -1,6 +1,6 @@
 // The fused generator kernel: the library's map body over a uniform Philox source at several block
 // sizes and an earlier block-aligned experiment, against a hand-written Philox fill and cuRAND's Philox into
-// the same buffer, in one run; bench/results/ keeps each run.
+// the same buffer, in one run; its findings are in docs/tuning.md.
 //
 // usage: rng_variants [log2_n]     (default 28)
 #include <cuda_runtime.h>

@@ -3,7 +3,7 @@
 // consecutive, as in the library's tuned kernel) and the minimum resident blocks per SM, all timed
 // against cuBLAS FP32 (pedantic) and the library's `tuned` in one run, each checked against cuBLAS.
 // Square n, a multiple of every tile; row-major; C = A B. Its table chooses the library's next tuned
-// kernel; bench/results/ keeps each run.
+// kernel; its findings are in docs/tuning.md.
 //
 // usage: sgemm_variants [n ...]     (default 4096 8192)
 #include <cublas_v2.h>

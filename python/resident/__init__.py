@@ -154,4 +154,9 @@ __all__ = ["Array", "Flow", "Graph", "capture", "matmul", "op", "program", "empt
            "Error", "InvalidArgument", "ShapeMismatch", "DeviceMismatch", "InvalidLaunch", "FlowError",
            "OutOfMemory", "DeviceUnavailable", "TransferForbidden", "StageError", "LibraryError", "CudaError",
            "DeviceLost", "CompileError"]
-__version__ = "0.1.0"
+from importlib import metadata as _metadata
+
+try:
+    __version__ = _metadata.version("resident")  # from include/resident/config.hpp, through pyproject.toml
+except _metadata.PackageNotFoundError:  # imported from a source tree, not installed
+    __version__ = "unknown"

@@ -1,3 +1,0 @@
-# On the warm machine of run-42, its two builds (after: 32-bit flat indices at db17a3b; before: 650cb26),
-# in the order after, before, before, after (pipeline-4-after.log did not come back; its JSON did):
-L=$OUT/logs; mkdir -p $L; for side in after before before after; do cli=build/gpu/tools/resident/resident; [ $side = before ] && cli=build/gpu-before/tools/resident/resident; n=$((${n:-0}+1)); timeout 45 $cli bench pipeline --sizes 22,28 --repeat 3 --json $L/pipeline-$n-$side.json > $L/pipeline-$n-$side.log 2>&1 || echo "fail $side"; echo "$n $side: $(grep -A4 'Spread over' $L/pipeline-$n-$side.log | tail -2 | awk '{print $1, $2, $3, $4, $5}' | tr '\n' ';')"; done; tar czf $OUT/logs.tgz -C $OUT logs
