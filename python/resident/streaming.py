@@ -23,7 +23,7 @@ import numpy as _np
 
 from . import _core
 
-__all__ = ["stream", "last_summary"]
+__all__ = ["stream", "last_summary", "pinned_empty"]
 
 _REDUCTIONS = ("sum", "min", "max")
 # Runs that stream at least this many bytes show a tqdm bar (when tqdm is installed and stderr is a
@@ -179,3 +179,17 @@ def last_summary():
     """How this thread's last ``stream`` call ran: elements, chunks, chunk_elements, depth, h2d_bytes,
     d2h_bytes, device_bytes, pinned_input, pinned_output, host_threads, seconds (None before any)."""
     return getattr(_last, "summary", None)
+
+
+def pinned_empty(shape, dtype="float32"):
+    """A new uninitialized NumPy array in page-locked host memory (when a GPU answers; ordinary memory
+    otherwise): streamed and copied directly by the copy engines, with no staging through pinned
+    buffers. The memory is freed with the last reference to the array."""
+    n = 1
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    for d in dims:
+        if d < 0:
+            raise _error("InvalidArgument", f"resident.streaming.pinned_empty: negative extent in {shape}")
+        n *= d
+    return _core._pinned_empty(n, _np.dtype(dtype).name).reshape(dims)
+

@@ -213,9 +213,28 @@ jit::pipeline program_chain(const rs::program& p, const std::string& dtype) {
   return jit::map(std::string(t) + " rs_program(" + t + " v) {\n" + body + "  return v;\n}\n", "rs_program");
 }
 
+// A NumPy array over a new pinned_buffer (page-locked when a GPU answers): streamed without staging.
+nb::object pinned_empty(std::size_t n, const std::string& dtype) {
+  std::size_t item = 0;
+  nb::dlpack::dtype t{};
+  if (dtype == "float32") t = nb::dtype<float>(), item = 4;
+  else if (dtype == "float64") t = nb::dtype<double>(), item = 8;
+  else if (dtype == "int32") t = nb::dtype<std::int32_t>(), item = 4;
+  else if (dtype == "int64") t = nb::dtype<std::int64_t>(), item = 8;
+  else if (dtype == "uint32") t = nb::dtype<std::uint32_t>(), item = 4;
+  else if (dtype == "uint64") t = nb::dtype<std::uint64_t>(), item = 8;
+  else throw rs::invalid_argument("pinned_empty: unknown dtype '" + dtype + "'");
+  if (n > std::size_t(-1) / 2 / item) throw rs::invalid_argument("pinned_empty: " + std::to_string(n) + " elements overflow the byte count");
+  auto* b = new rs::pinned_buffer<unsigned char>(n > 0 ? n * item : 1);
+  nb::capsule owner(b, [](void* p) noexcept { delete static_cast<rs::pinned_buffer<unsigned char>*>(p); });
+  const std::size_t shape[1] = {n};
+  return nb::cast(nb::ndarray<nb::numpy>(b->data(), 1, shape, owner, nullptr, t));
+}
+
 }  // namespace
 
 void bind_streaming(nb::module_& m) {
+  m.def("_pinned_empty", &pinned_empty, nb::arg("n"), nb::arg("dtype"));
   m.def("_stream_chain", &stream_chain, nb::arg("chain"), nb::arg("inputs"), nb::arg("out"), nb::arg("chunk") = 0,
         nb::arg("depth") = 0, nb::arg("device") = nb::none(), nb::arg("progress") = nb::none());
   m.def("_stream_chain_reduce", &stream_chain_reduce, nb::arg("chain"), nb::arg("inputs"), nb::arg("dtype"),

@@ -1,6 +1,8 @@
 """resident.stream: host arrays through programs and stage chains in chunks, per backend: values
 against FP64 NumPy, the ledger's counts per chunk, the pool's limit (in a subprocess: the limit is read
 once per process) and the typed errors."""
+import array
+import collections
 import json
 import os
 import subprocess
@@ -32,7 +34,7 @@ def fresh(n, dtype=np.float32, seed=None):
 def delta(before, device):
     """The ledger's counts on device since the snapshot `before`."""
     was = before.get(device, {})
-    return {k: v - was.get(k, 0) for k, v in rs.ledger().get(device, {}).items()}
+    return collections.defaultdict(int, {k: v - was.get(k, 0) for k, v in rs.ledger().get(device, {}).items()})
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -64,9 +66,11 @@ def test_into_out_in_place_and_two_dimensional(device):
     m = x.reshape(30, 100).copy()
     rs.stream(F1 | F2 | F3, m, out=m, chunk=512, device=device)
     np.testing.assert_allclose(m.reshape(-1), ref, rtol=2e-6, atol=2e-6)
-    b = bytearray(x.tobytes())  # the buffer protocol
+    b = array.array("f", x.tobytes())  # the buffer protocol, with its element type
     rs.stream(SEED, b, out=b, device=device)
     np.testing.assert_allclose(np.frombuffer(b, dtype=np.float32), ref, rtol=2e-6, atol=2e-6)
+    with pytest.raises(rs.InvalidArgument, match="type"):
+        rs.stream(SEED, bytearray(x.tobytes()), device=device)  # bytes: no element type to stream
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -199,3 +203,16 @@ def test_data_larger_than_the_pool_limit_streams_under_it(device):
 def test_a_bad_pool_limit_is_refused():
     r = run_child(CHILD, "lots")
     assert r.returncode != 0 and "RESIDENT_POOL_LIMIT" in r.stderr and "InvalidArgument" in r.stderr
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pinned_host_arrays_stream_without_staging(device):
+    x = rs.streaming.pinned_empty((4, 1000))
+    x[:] = fresh(4000)[0].reshape(4, 1000)
+    out = rs.streaming.pinned_empty(4000)
+    rs.stream(SEED, x, out, chunk=1024, device=device)
+    np.testing.assert_allclose(out, seed_ref(x.reshape(-1)), rtol=2e-6, atol=2e-6)
+    s = rs.streaming.last_summary()
+    assert s["pinned_input"] and s["pinned_output"] and s["host_threads"] == 0
+    with pytest.raises(rs.InvalidArgument):
+        rs.streaming.pinned_empty(-1)
