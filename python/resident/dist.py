@@ -287,9 +287,10 @@ def _reduce(x, op, work):
     from . import jit
     if work is None:
         part = getattr(_core, op)
-    elif isinstance(work, (_core.program, _core.op)) and op == "sum":
+    elif isinstance(work, (_core.program, _core.op)):
         p = work if isinstance(work, _core.program) else _core.program([work])
-        part = p.sum
+        # The sum in one pass of the program's own kernel; min and max through the program as one stage.
+        part = p.sum if op == "sum" else jit.Chain([("cpp", _core._program_chain(p, x.dtype))]) | getattr(jit, op)()
     else:
         chain = jit.stage(work) if not isinstance(work, jit.Chain) else work
         chain = chain | getattr(jit, op)()
