@@ -54,6 +54,9 @@ def _host(a, what, writable=False):
             except (BufferError, RuntimeError, TypeError, ValueError) as e:
                 raise _error("InvalidArgument", f"resident.stream: {what} is not host memory ({e}); resident streams "
                              "host arrays: call the work on a device array directly") from None
+    if not v.dtype.isnative:
+        raise _error("InvalidArgument", f"resident.stream: {what} holds {v.dtype.str} values in the other byte "
+                     "order; pass it as numpy.asarray(x, dtype=x.dtype.newbyteorder('='))")
     if not v.flags.c_contiguous:
         raise _error("InvalidArgument", f"resident.stream: {what} is not contiguous; pass "
                      "numpy.ascontiguousarray(...) of it (a copy)")

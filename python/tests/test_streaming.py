@@ -133,6 +133,8 @@ def test_bad_calls_raise_typed_errors_before_any_data_moves(device):
     ro.flags.writeable = False
     with pytest.raises(rs.InvalidArgument, match="read-only"):
         rs.stream(SEED, x, ro, device=device)
+    with pytest.raises(rs.InvalidArgument, match="byte order"):
+        rs.stream(SEED, x.astype(">f4"), device=device)
     with pytest.raises(rs.InvalidArgument, match="contiguous"):
         rs.stream(SEED, np.ones((10, 20), np.float32)[:, ::2], device=device)
     with pytest.raises(rs.InvalidArgument, match="reduce"):
