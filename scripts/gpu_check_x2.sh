@@ -65,6 +65,9 @@ lone_rank_times_out() {
 step configure cmake -S . -B "$build" -G Ninja -DRESIDENT_CUDA=ON -DCMAKE_BUILD_TYPE=Release
 grep -E "resident: (NCCL|MPI)" "$logs/configure.log" >&2
 step build cmake --build "$build" -j "$jobs" --target test_dist test_memory test_flow dist_two_ranks resident_cli
+# The Python package with the CUDA backend (resident.dist, resident.stream), for the Python steps below.
+step python-build python3 -m pip install -q --no-build-isolation --no-deps . -Ccmake.define.RESIDENT_CUDA=ON \
+  -Cbuild-dir=build/python-gpu -Ccmake.define.CMAKE_CUDA_ARCHITECTURES=90
 if [ "${ONLY_BUILD:-0}" = 1 ]; then
   printf 'build: %s\n' "$([ $status -eq 0 ] && echo ok || echo FAIL)" | tee "$logs/summary.txt"
   exit $status
@@ -104,13 +107,9 @@ step two-ranks-mpirun-sockets over_sockets two_ranks_mpirun
 step lone-rank-times-out-sockets over_sockets lone_rank_times_out
 # The Python package (resident.dist, resident.stream) on both GPUs: the pytest cases with two GPUs
 # (two ranks under torchrun's variables, a lone rank's Timeout), again over sockets, and the sharded seed.
-python_x2() {
-  python3 -m pip install -q --no-build-isolation --no-deps . -Ccmake.define.RESIDENT_CUDA=ON \
-    -Cbuild-dir=build/python-gpu -Ccmake.define.CMAKE_CUDA_ARCHITECTURES=90 &&
-    python3 -m pytest -q -rs python/tests/test_dist.py python/tests/test_streaming.py python/tests/test_profile.py
-}
-step python-dist python_x2
-step python-dist-sockets over_sockets python3 -m pytest -q -rs python/tests/test_dist.py -k "ranks"
+step python-dist python3 -m pytest -q -rs python/tests/test_dist.py python/tests/test_streaming.py \
+  python/tests/test_profile.py
+step python-dist-sockets over_sockets python3 -m pytest -q -rs -s python/tests/test_dist.py -k "gpu_ranks or never_arrives"
 step python-sharded-seed env RESIDENT_EXAMPLE_ELEMENTS=1073741824 python3 examples/python/sharded_seed.py
 
 cli="$build/tools/resident/resident"
