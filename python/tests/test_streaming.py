@@ -218,3 +218,24 @@ def test_pinned_host_arrays_stream_without_staging(device):
     assert s["pinned_input"] and s["pinned_output"] and s["host_threads"] == 0
     with pytest.raises(rs.InvalidArgument):
         rs.streaming.pinned_empty(-1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_python_function_stages_stream(device):
+    from _support import import_or_skip
+    import_or_skip("numba")
+    import math
+
+    @rs.stage
+    def g1(v):
+        return 1.5 * v + 0.5
+
+    @rs.stage
+    def g2(v):
+        return 0.5 * math.sin(math.sqrt(v * v + 1.0))
+
+    x, seed = fresh(10_007)
+    y = rs.stream(g1 | g2, x, chunk=4096, device=device)
+    np.testing.assert_allclose(y, seed_ref(x), rtol=2e-6, atol=2e-6, err_msg=f"seed={seed}")
+    assert rs.stream(g1 | g2 | rs.jit.sum(), x, device=device) == pytest.approx(seed_ref(x).sum(), rel=1e-5)
+    assert rs.stream(lambda v: v * 2.0, x, reduce="max", device=device) == pytest.approx(2 * float(x.max()), rel=1e-7)
