@@ -79,6 +79,12 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   # 8 GiB of host data through a pool capped at 2 GiB (the host holds 128 GiB: pinned and pageable
   # input and output take 32 GiB).
   step bench-stream "$cli" bench stream --size 8GiB --pool-limit 2GiB --json "$logs/stream.json"
+  # resident.stream from Python: the seed over a NumPy array twice the GPU's memory, in place.
+  step python-stream-large env PYTHONUNBUFFERED=1 python3 examples/python/streamed_seed.py --large
+  step bench-python-stream env PYTHONUNBUFFERED=1 python3 bench/peers/python_stream.py --cli "$cli" \
+    --json "$logs/python_stream.json"
+  step bench-python-profile-cost env PYTHONUNBUFFERED=1 python3 bench/peers/python_profile_cost.py \
+    --device cuda:0 --json "$logs/python_profile_cost.json"
   # The host copies of pageable staging alone (no GPU): memcpy against streaming stores, 1-16 threads,
   # up, down and both at once over 4 GiB in 4 and 16 MiB chunks -- a ceiling of the pageable streamed rate.
   step host-staging "$build/bench/host_staging" --size 4GiB --chunk 4MiB,16MiB --json "$logs/host-staging.json"

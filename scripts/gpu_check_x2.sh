@@ -65,6 +65,9 @@ lone_rank_times_out() {
 step configure cmake -S . -B "$build" -G Ninja -DRESIDENT_CUDA=ON -DCMAKE_BUILD_TYPE=Release
 grep -E "resident: (NCCL|MPI)" "$logs/configure.log" >&2
 step build cmake --build "$build" -j "$jobs" --target test_dist test_memory test_flow dist_two_ranks resident_cli
+# The Python package with the CUDA backend (resident.dist, resident.stream), for the Python steps below.
+step python-build python3 -m pip install -q --no-build-isolation --no-deps . -Ccmake.define.RESIDENT_CUDA=ON \
+  -Cbuild-dir=build/python-gpu -Ccmake.define.CMAKE_CUDA_ARCHITECTURES=90
 if [ "${ONLY_BUILD:-0}" = 1 ]; then
   printf 'build: %s\n' "$([ $status -eq 0 ] && echo ok || echo FAIL)" | tee "$logs/summary.txt"
   exit $status
@@ -89,6 +92,25 @@ step test-flow-cpu "$build/tests/test_flow" --gtest_filter='-*/cuda'
 step two-ranks-mpirun two_ranks_mpirun
 step two-ranks-env two_ranks_env
 step lone-rank-times-out lone_rank_times_out
+# The same over NCCL's network transport on loopback, the path two hosts take: no NVLink or PCIe peer
+# access, no shared memory, sockets on lo (docs/scale.md). NCCL's log must name the socket transport.
+over_sockets() {
+  local out rc
+  out=$(export NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO; "$@" 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc -eq 0 ] || return $rc
+  echo "$out" | grep -q "NET/Socket" || { echo "NCCL did not use its socket transport"; return 1; }
+}
+step two-ranks-env-sockets over_sockets two_ranks_env
+step two-ranks-mpirun-sockets over_sockets two_ranks_mpirun
+step lone-rank-times-out-sockets over_sockets lone_rank_times_out
+# The Python package (resident.dist, resident.stream) on both GPUs: the pytest cases with two GPUs
+# (two ranks under torchrun's variables, a lone rank's Timeout), again over sockets, and the sharded seed.
+step python-dist python3 -m pytest -q -rs python/tests/test_dist.py python/tests/test_streaming.py \
+  python/tests/test_profile.py
+step python-dist-sockets over_sockets python3 -m pytest -q -rs -s python/tests/test_dist.py -k "gpu_ranks or never_arrives"
+step python-sharded-seed env RESIDENT_EXAMPLE_ELEMENTS=1073741824 python3 examples/python/sharded_seed.py
 
 cli="$build/tools/resident/resident"
 # demo --gpus: the seed pipeline over 2^30 floats sharded over both GPUs against cuda:0 alone (exit 1
@@ -110,6 +132,7 @@ step demo-beyond-one "$cli" demo --gpus 2 --beyond-one --json "$logs/demo-beyond
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   step bench-dist "$cli" bench dist --json "$logs/dist.json"
   step bench-dist-2p30 "$cli" bench dist --sizes 30 --reps 10 --json "$logs/dist-2p30.json"
+  step bench-dist-sockets over_sockets "$cli" bench dist --json "$logs/dist-sockets.json"
 fi
 if [ "${SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; then
   # NCCL's own kernels and proxy threads are outside what the tools model: the peer copies and the
@@ -127,6 +150,7 @@ fi
 {
   step_table
   echo
-  for f in "$logs/demo-gpus.log" "$logs/demo-beyond-one-200gb.log" "$logs/bench-dist.log" "$logs/bench-dist-2p30.log"; do [ -f "$f" ] && cat "$f"; done
+  for f in "$logs/demo-gpus.log" "$logs/demo-beyond-one-200gb.log" "$logs/bench-dist.log" "$logs/bench-dist-2p30.log" \
+           "$logs/python-sharded-seed.log"; do [ -f "$f" ] && cat "$f"; done
 } | tee "$logs/summary.txt"
 exit $status

@@ -146,11 +146,14 @@ Array.to_numba = to_numba
 from . import random  # noqa: E402  (after the exception types are registered)
 from . import jit  # noqa: E402
 from .jit import stage  # noqa: E402
+from . import streaming, dist  # noqa: E402
+from .streaming import stream  # noqa: E402
+from .profile import profile  # noqa: E402
 
 __all__ = ["Array", "Flow", "Graph", "capture", "matmul", "op", "program", "empty", "to_device", "from_dlpack",
            "to_numba",
            "default_device", "cuda_device_count", "cuda_unavailable_reason", "synchronize", "ledger", "transfer_policy",
-           "sum", "min", "max", "random", "jit", "stage",
+           "sum", "min", "max", "random", "jit", "stage", "stream", "streaming", "profile", "dist",
            "Error", "InvalidArgument", "ShapeMismatch", "DeviceMismatch", "InvalidLaunch", "FlowError",
            "OutOfMemory", "DeviceUnavailable", "TransferForbidden", "StageError", "LibraryError", "CudaError",
            "DeviceLost", "CompileError"]

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "bindings_38.hpp"
 #include "ops.hpp"
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/flow/flow.hpp"
@@ -1128,4 +1129,7 @@ NB_MODULE(_core, m) {
   m.def("capture", &capture, nb::arg("work").none(), nb::arg("device") = nb::none(),
         "The resident work that work() issues, captured into a Graph on a stream of its own (nothing runs "
         "during the capture on CUDA; on the CPU a replay calls work() again).");
+  resident::py::bind_streaming(m);
+  resident::py::bind_profile(m);
+  resident::py::bind_dist(m);
 }

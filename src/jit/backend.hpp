@@ -103,9 +103,10 @@ std::shared_ptr<loaded> cached(const std::string& key, const std::function<std::
 void run_host(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n,
               std::shared_ptr<loaded>& kernel);
 /// Runs the chain on a CUDA device, on stream s (CUDA builds; device_unavailable otherwise); `kernel`
-/// as for run_host.
+/// as for run_host. A reduction's value goes to `result`: host memory (synchronizes), or device
+/// memory written on s (result_memory::device).
 void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n, stream_ref s,
-              void* host_result, std::shared_ptr<loaded>& kernel);
+              void* result, std::shared_ptr<loaded>& kernel, result_memory where = result_memory::host);
 
 /// The kernels one chain has used: (types and target, kernel), looked up under its mutex.
 struct memo {

@@ -253,7 +253,7 @@ std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::strin
 }  // namespace
 
 void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n, stream_ref s,
-              void* host_result, std::shared_ptr<loaded>& kernel) {
+              void* result, std::shared_ptr<loaded>& kernel, result_memory where) {
   const int dev = s.device().index();
   if (!kernel) {
     const device_properties prop = resident::properties(s.device());
@@ -368,8 +368,11 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
     }
     resident::detail::cuda::check_launch("run-time chain kernel");
     resident::detail::record_kernel(d);
-    if (sig.reduces)
-      resident::detail::copy_device_to_host(host_result, args.out, size_of(sig.out), s, sync::blocking);
+    if (sig.reduces && where == result_memory::device)  // stays on the device: no transfer to count
+      resident::detail::cuda::memcpy_async(dev, result, args.out, size_of(sig.out),
+                                           resident::detail::cuda::copy_kind::device_to_device, s.native());
+    else if (sig.reduces)
+      resident::detail::copy_device_to_host(result, args.out, size_of(sig.out), s, sync::blocking);
   } catch (...) {
     if (scratch) resident::detail::pool_deallocate(scratch, scratch_bytes, s);
     throw;

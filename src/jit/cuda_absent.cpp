@@ -4,7 +4,7 @@
 namespace resident::jit::detail {
 
 void run_cuda(const std::vector<part>&, const signature&, kernel_args, std::size_t, stream_ref, void*,
-              std::shared_ptr<loaded>&) {
+              std::shared_ptr<loaded>&, result_memory) {
   RESIDENT_FAIL("jit: this build of resident has no CUDA backend; configure with -DRESIDENT_CUDA=ON to run "
                 "chains on a GPU", device_unavailable);
 }

@@ -968,7 +968,8 @@ void pipeline::run(const inputs& in, const operand& out) const {
   if (!had) memoize(sig, d, kernel);
 }
 
-void pipeline::reduce_into(const inputs& in, std::size_t n, device d, element r, void* result) const {
+void pipeline::reduce_into(const inputs& in, std::size_t n, device d, element r, void* result,
+                           detail::result_memory where) const {
   if (!in.arrays.empty()) {
     d = in.arrays[0].stream.device();
     n = in.arrays[0].size;
@@ -983,7 +984,7 @@ void pipeline::reduce_into(const inputs& in, std::size_t n, device d, element r,
   std::shared_ptr<detail::loaded> kernel = memoized(sig, d);
   const bool had = kernel != nullptr;
   if (d.is_cuda()) {
-    detail::run_cuda(parts_, sig, a, n, s, result, kernel);
+    detail::run_cuda(parts_, sig, a, n, s, result, kernel, where);
   } else {
     a.out = result;
     detail::run_host(parts_, sig, a, n, kernel);

@@ -103,6 +103,10 @@ namespace detail {
 struct memo;
 struct loaded;
 struct signature;
+struct streamed;
+/// Where a reduction's value goes: host memory (the call synchronizes), or device memory on the
+/// call's stream (asynchronous; a streamed chunk's partial).
+enum class result_memory : std::uint8_t { host, device };
 /// A fresh memo: the kernels one chain has used, by element types and target, so that repeated calls
 /// skip generating and hashing its text.
 std::shared_ptr<memo> new_memo();
@@ -196,7 +200,9 @@ class pipeline {
   std::shared_ptr<detail::loaded> memoized(const detail::signature& sig, device d) const;
   void memoize(const detail::signature& sig, device d, std::shared_ptr<detail::loaded> k) const;
   void run(const inputs& in, const operand& out) const;
-  void reduce_into(const inputs& in, std::size_t n, device d, element r, void* result) const;
+  void reduce_into(const inputs& in, std::size_t n, device d, element r, void* result,
+                   detail::result_memory where = detail::result_memory::host) const;
+  friend struct detail::streamed;  // jit/stream.hpp runs chunks through run and reduce_into
   std::vector<detail::part> parts_;
   std::shared_ptr<detail::memo> memo_;  // shared by copies, which have the same parts
 };

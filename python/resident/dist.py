@@ -1,0 +1,326 @@
+"""Arrays over several devices, and processes that combine values: ``resident.dist``.
+
+A sharded array is one logical 1-D array cut into nearly equal shards, one per device, each an ordinary
+``resident.Array`` on its device. Work applies per shard, all shards at once (each on its own device's
+stream); reductions combine the shards' partial values (and, over a communicator spanning processes,
+the processes' values through NCCL or MPI). CPU "devices" work the same, so the same code runs without
+a GPU.
+
+    import numpy as np, resident as rs
+    x = rs.dist.shard(np.random.rand(1 << 28).astype(np.float32), ["cuda:0", "cuda:1"])
+    rs.dist.apply(seed, x)                  # one kernel per GPU, concurrently
+    s = rs.dist.sum(x)                      # partial per shard, combined on the host
+    host = x.to_host()                      # one download per shard
+
+    comm = rs.dist.Communicator.from_launcher()   # one rank per process: mpirun, torchrun or RESIDENT_*
+    x = rs.dist.shard(whole, comm)                # this process's shard of the whole
+    total = rs.dist.sum(x)                        # combined over every process
+"""
+import concurrent.futures
+import math
+import os
+import tempfile
+
+import numpy as _np
+
+from . import _core
+from . import LibraryError, InvalidArgument, ShapeMismatch
+
+__all__ = ["ShardedArray", "Communicator", "Timeout", "shard", "from_shards", "apply", "sum", "min", "max",
+           "copy", "extent_of"]
+
+
+class Timeout(LibraryError, TimeoutError):
+    """A rank did not arrive (or a collective did not finish) within the communicator's timeout."""
+
+
+_min, _max, _sum = min, max, sum  # the builtins, before this module's reductions shadow them
+
+
+def extent_of(n, shards, r):
+    """(offset, count) of shard r of n elements cut into `shards` nearly equal parts: n // shards each,
+    the first n % shards of them one more (as the C++ sharded_array cuts them)."""
+    if not 0 <= r < shards:
+        raise InvalidArgument(f"shard {r} of {shards} does not exist")
+    base, extra = divmod(n, shards)
+    return r * base + _min(r, extra), base + (1 if r < extra else 0)
+
+
+_extent = extent_of
+
+
+class Communicator:
+    """Ranks that combine values, one per device. ``Communicator(devices)``: one process over several
+    devices (GPUs joined by NCCL; CPU ranks combined by the host). ``Communicator.from_launcher()``: this
+    process as one rank of several, started by mpirun, torchrun or the RESIDENT_* variables."""
+
+    def __init__(self, devices=None, *, _core_comm=None):
+        if _core_comm is None:
+            if not devices:
+                raise InvalidArgument("resident.dist.Communicator: give the devices, one rank each")
+            _core_comm = _core._comm_local([str(d) for d in devices])
+        self._c = _core_comm
+
+    @classmethod
+    def from_launcher(cls, timeout=120.0, device=None):
+        """This process as one rank: mpirun's OMPI_COMM_WORLD_RANK / _SIZE (or MPI itself in a build with
+        MPI), torchrun's RANK / WORLD_SIZE / LOCAL_RANK / LOCAL_WORLD_SIZE, or RESIDENT_RANK /
+        RESIDENT_WORLD_SIZE; else a world of one. Ranks of several processes on GPUs exchange NCCL's id
+        through the file RESIDENT_RENDEZVOUS names (fresh per job, on a file system every rank sees);
+        under torchrun on one host it defaults to a file in the temporary folder named after the job.
+        A rank that does not arrive within `timeout` seconds raises Timeout in the others.
+        @raises Timeout; InvalidArgument (inconsistent variables, CPU ranks of several processes without
+        MPI); LibraryError (NCCL, MPI)."""
+        added = {}
+        env = os.environ
+        if "WORLD_SIZE" in env and not any(k in env for k in ("RESIDENT_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")):
+            added["RESIDENT_WORLD_SIZE"] = env["WORLD_SIZE"]
+            added["RESIDENT_RANK"] = env.get("RANK", "")
+            if "LOCAL_RANK" in env:
+                added["RESIDENT_LOCAL_RANK"] = env["LOCAL_RANK"]
+            if "LOCAL_WORLD_SIZE" in env:
+                added["RESIDENT_LOCAL_SIZE"] = env["LOCAL_WORLD_SIZE"]
+            if "RESIDENT_RENDEZVOUS" not in env:
+                addr = env.get("MASTER_ADDR", "localhost")
+                if addr not in ("localhost", "127.0.0.1", "::1") and env.get("LOCAL_WORLD_SIZE") != env["WORLD_SIZE"]:
+                    raise InvalidArgument("resident.dist: torchrun over several hosts: set RESIDENT_RENDEZVOUS to a "
+                                          "file path, fresh for each job, on a file system every rank sees")
+                job = env.get("TORCHELASTIC_RUN_ID") or f"{addr}-{env.get('MASTER_PORT', '0')}"
+                added["RESIDENT_RENDEZVOUS"] = os.path.join(tempfile.gettempdir(), f"resident-rendezvous-{job}")
+        for k, v in added.items():
+            env[k] = v
+        try:
+            return cls(_core_comm=_core._comm_from_launcher(float(timeout), device))
+        finally:
+            for k in added:
+                env.pop(k, None)
+
+    size = property(lambda self: self._c.size, doc="Ranks in all processes.")
+    rank = property(lambda self: self._c.rank, doc="The rank of this process's first device.")
+    devices = property(lambda self: list(self._c.devices), doc="This process's devices, one per rank it holds.")
+    transport = property(lambda self: self._c.transport, doc="What joins the ranks: NCCL, MPI or the host.")
+    launcher = property(lambda self: self._c.launcher, doc="in-process, environment or mpi.")
+    timeout = property(lambda self: self._c.timeout, doc="Seconds a collective waits for the other ranks.")
+
+    def barrier(self):
+        """Blocks until every rank has called barrier. @raises Timeout."""
+        self._c.barrier()
+
+    def all_reduce(self, arrays, op="sum"):
+        """In place: each array (one per rank this process holds, resident arrays on its devices) becomes
+        the combination ("sum", "min", "max") of that array over all ranks. Waits for the result.
+        @raises Timeout; ShapeMismatch; InvalidArgument."""
+        if not isinstance(arrays, (list, tuple)):
+            arrays = [arrays]
+        self._c.all_reduce(list(arrays), op)
+
+    def close(self):
+        """Releases the ranks (every process closes its own)."""
+        self._c.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        return f"resident.dist.Communicator(rank {self.rank} of {self.size}, {self.devices}, {self.transport})"
+
+
+class ShardedArray:
+    """One logical 1-D array over several devices: this process's shards (``shards``, resident Arrays)
+    and where each lies in the whole (``extents``: (offset, count))."""
+
+    def __init__(self, shards, size, first=0, count=None, comm=None):
+        self.shards = list(shards)
+        self.size = size
+        self.shard_count = count if count is not None else len(self.shards)
+        self.first = first
+        self.comm = comm
+        self.extents = [_extent(size, self.shard_count, first + i) for i in range(len(self.shards))]
+
+    dtype = property(lambda self: self.shards[0].dtype if self.shards else "float32")
+    devices = property(lambda self: [s.device for s in self.shards])
+    nbytes = property(lambda self: self.size * _np.dtype(self.dtype).itemsize)
+
+    def _all_local(self, what):
+        if len(self.shards) != self.shard_count:
+            raise InvalidArgument(f"resident.dist.{what}: this process holds {len(self.shards)} of the "
+                                  f"{self.shard_count} shards; each process reads its own (x.shards)")
+
+    def to_host(self):
+        """The whole array in a new NumPy array (one download per shard). Synchronizes.
+        @raises InvalidArgument when other processes hold shards."""
+        self._all_local("to_host")
+        out = _np.empty(self.size, dtype=self.dtype)
+        for s, (o, c) in zip(self.shards, self.extents):
+            out[o:o + c] = s.to_host()
+        return out
+
+    def apply(self, work, out=None):
+        """work applied per shard, every shard at once: see resident.dist.apply."""
+        return apply(work, self, out)
+
+    def copy_to(self, devices):
+        """A new sharded array of the same layout with shard i on devices[i]: peer copies between GPUs
+        (asynchronous, never through the host), explicit transfers between a GPU and the CPU."""
+        devices = _device_names(devices)
+        if len(devices) != len(self.shards):
+            raise InvalidArgument(f"resident.dist.copy_to: {len(devices)} devices for {len(self.shards)} shards")
+        made = [_core.empty(c, self.dtype, d) for (_, c), d in zip(self.extents, devices)]
+        for s, m in zip(self.shards, made):
+            _core._copy_array(s, m)
+        return ShardedArray(made, self.size, self.first, self.shard_count, self.comm)
+
+    def __len__(self):
+        return self.size
+
+    def __repr__(self):
+        return (f"resident.dist.ShardedArray(size={self.size}, dtype={self.dtype}, "
+                f"shards={list(zip(self.devices, self.extents))})")
+
+
+def _device_names(devices):
+    if isinstance(devices, int):
+        if devices < 1:
+            raise InvalidArgument("resident.dist: give at least one device")
+        n = _core.cuda_device_count()
+        return [f"cuda:{i}" for i in range(devices)] if n >= devices else ["cpu"] * devices
+    names = [str(d) for d in devices]
+    if not names:
+        raise InvalidArgument("resident.dist: give at least one device")
+    return names
+
+
+def shard(x, devices, dtype="float32"):
+    """A sharded array over `devices` (a list of names such as "cuda:0", "cpu" (repeatable), a count, or a
+    Communicator: this process's shards of the whole). x: a host array (uploaded, one copy per shard) or
+    a size (uninitialized shards of dtype)."""
+    comm = devices if isinstance(devices, Communicator) else None
+    names = comm.devices if comm else _device_names(devices)
+    count = comm.size if comm else len(names)
+    first = comm.rank if comm else 0
+    if isinstance(x, int) and not isinstance(x, bool):
+        if x < 0:
+            raise InvalidArgument(f"resident.dist.shard: size {x} is negative")
+        n = x
+        made = [_core.empty(_extent(n, count, first + i)[1], dtype, d) for i, d in enumerate(names)]
+        return ShardedArray(made, n, first, count, comm)
+    from .streaming import _host
+    h = _host(x, "x")
+    n = h.size
+    made = []
+    for i, d in enumerate(names):
+        o, c = _extent(n, count, first + i)
+        made.append(_core.to_device(h[o:o + c], d))
+    return ShardedArray(made, n, first, count, comm)
+
+
+def from_shards(arrays, comm=None):
+    """Arrays of any library (DLPack or the CUDA Array Interface), each on its own device, taken in place
+    as the shards of one sharded array, in order (no copy). Their sizes must be those shard() gives."""
+    made = [_core.from_dlpack(a) for a in arrays]
+    if not made:
+        raise InvalidArgument("resident.dist.from_shards: give at least one array")
+    count = comm.size if comm else len(made)
+    first = comm.rank if comm else 0
+    local = [m.size for m in made]
+    n = _sum(local) if not comm or comm.size == len(made) else None
+    if n is None:
+        raise InvalidArgument("resident.dist.from_shards over processes: use shard(size, comm) and fill the shards")
+    for i, m in enumerate(made):
+        if m.size != _extent(n, count, first + i)[1]:
+            raise ShapeMismatch(f"resident.dist.from_shards: array {i} holds {m.size} elements; shard {i} of {n} "
+                                f"elements over {count} holds {_extent(n, count, first + i)[1]}")
+        if m.dtype != made[0].dtype:
+            raise InvalidArgument("resident.dist.from_shards: the arrays differ in element type")
+    return ShardedArray(made, n, first, count, comm)
+
+
+def _check(x, what):
+    if not isinstance(x, ShardedArray):
+        raise InvalidArgument(f"resident.dist.{what} takes a ShardedArray (resident.dist.shard), not {type(x).__name__}")
+
+
+def apply(work, x, out=None):
+    """work (a resident.op program, a resident.stage chain, any callable taking an array and out=) on every
+    shard: in place, or into the shards of `out` (a sharded array of the same layout). Asynchronous on
+    each shard's stream for GPUs, so every shard runs at once. Returns out (or x)."""
+    _check(x, "apply")
+    if out is not None:
+        _check(out, "apply")
+        if out.extents != x.extents or out.devices != x.devices:
+            raise ShapeMismatch("resident.dist.apply: out's shards are not laid out as x's")
+        for s, o in zip(x.shards, out.shards):
+            work(s, out=o)
+        return out
+    for s in x.shards:
+        work(s)
+    return x
+
+
+_POOL = None
+
+
+def _each(f, items):
+    """f over items at once: one thread per item (the calls release the GIL while their device works)."""
+    global _POOL
+    if len(items) == 1:
+        return [f(items[0])]
+    if _POOL is None or _POOL._max_workers < len(items):
+        _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=_max(len(items), 8), thread_name_prefix="resident-dist")
+    return list(_POOL.map(f, items))
+
+
+def _combine(values, op):
+    if op == "sum":
+        return _sum(values)
+    if any(isinstance(v, float) and math.isnan(v) for v in values):
+        return math.nan
+    return (_min if op == "min" else _max)(values)
+
+
+def _reduce(x, op, work):
+    _check(x, op)
+    from . import jit
+    if work is None:
+        part = getattr(_core, op)
+    elif isinstance(work, (_core.program, _core.op)):
+        p = work if isinstance(work, _core.program) else _core.program([work])
+        # The sum in one pass of the program's own kernel; min and max through the program as one stage.
+        part = p.sum if op == "sum" else jit.Chain([("cpp", _core._program_chain(p, x.dtype))]) | getattr(jit, op)()
+    else:
+        chain = jit.stage(work) if not isinstance(work, jit.Chain) else work
+        chain = chain | getattr(jit, op)()
+        part = chain
+    value = _combine(_each(part, x.shards), op)
+    if x.comm is not None and x.comm.size > len(x.shards):
+        buf = _core.to_device(_np.array([value], dtype=x.dtype), x.comm.devices[0])
+        x.comm.all_reduce([buf], op)
+        value = buf.to_host()[0].item()
+    return value
+
+
+def sum(x, work=None):  # noqa: A001
+    """The sum of x's elements (of work(x) when work is given: a program, a stage chain), shard partials
+    computed at once and combined on the host (and over every process of x's communicator)."""
+    return _reduce(x, "sum", work)
+
+
+def min(x, work=None):  # noqa: A001
+    """The least element (NaN propagates); see sum."""
+    return _reduce(x, "min", work)
+
+
+def max(x, work=None):  # noqa: A001
+    """The greatest element (NaN propagates); see sum."""
+    return _reduce(x, "max", work)
+
+
+def copy(src, dst):
+    """dst = src for two resident arrays of one size and type on any devices: a peer copy between two
+    GPUs (asynchronous, NVLink or PCIe, never through the host, counted as peer bytes), an explicit
+    transfer between a GPU and the CPU."""
+    _core._copy_array(src, dst)

@@ -1,0 +1,198 @@
+"""Host arrays of any size through resident work, in chunks: ``resident.stream``.
+
+The data is cut into chunks; each chunk goes up to the device, through the work (one kernel per chunk)
+and back down, with the uploads, kernels and downloads of different chunks overlapped on three streams
+and pageable memory staged through pinned buffers. Only a few chunks are on the device at once, so the
+host array may be far larger than the device's memory (``RESIDENT_POOL_LIMIT`` caps the staging too).
+On the CPU backend the same call runs the chunks over the host arrays in place, with the same results
+and ledger counts.
+
+    import numpy as np, resident as rs
+    x = np.random.rand(1 << 30).astype(np.float32)              # 4 GiB on the host
+    seed = rs.op.affine(1.5, 0.5) | rs.op.square() | rs.op.add(1) | rs.op.sqrt() | rs.op.sin() | rs.op.mul(0.5)
+    y = rs.stream(seed, x)                                        # a new host array of the results
+    rs.stream(seed, x, out=x)                                     # in place
+    s = rs.stream(seed, x, reduce="sum")                          # a value: one partial per chunk
+    s = rs.stream(func1 | func2 | func3 | rs.jit.sum(), x)        # resident.stage chains too
+"""
+import os
+import sys
+import threading
+
+import numpy as _np
+
+from . import _core
+
+__all__ = ["stream", "last_summary", "pinned_empty"]
+
+_REDUCTIONS = ("sum", "min", "max")
+# Runs that stream at least this many bytes show a tqdm bar (when tqdm is installed and stderr is a
+# terminal) unless progress=False.
+_AUTO_PROGRESS_BYTES = int(os.environ.get("RESIDENT_PROGRESS_BYTES", str(1 << 30)))
+_last = threading.local()
+
+
+def _error(kind, message):
+    import resident
+    return getattr(resident, kind)(message)
+
+
+def _host(a, what, writable=False):
+    """a as a 1-D NumPy view of the same host memory (no copy): a NumPy array, anything with the buffer
+    protocol, or a DLPack array on the CPU."""
+    if isinstance(a, _np.ndarray):
+        v = a
+    else:
+        try:
+            v = _np.asarray(memoryview(a))
+        except TypeError:
+            if not hasattr(a, "__dlpack__"):
+                raise _error("InvalidArgument", f"resident.stream: {what} is a {type(a).__name__}; give a host array "
+                             "(NumPy, the buffer protocol, or DLPack on the CPU)") from None
+            try:
+                v = _np.from_dlpack(a)
+            except (BufferError, RuntimeError, TypeError, ValueError) as e:
+                raise _error("InvalidArgument", f"resident.stream: {what} is not host memory ({e}); resident streams "
+                             "host arrays: call the work on a device array directly") from None
+    if not v.dtype.isnative:
+        raise _error("InvalidArgument", f"resident.stream: {what} holds {v.dtype.str} values in the other byte "
+                     "order; pass it as numpy.asarray(x, dtype=x.dtype.newbyteorder('='))")
+    if not v.flags.c_contiguous:
+        raise _error("InvalidArgument", f"resident.stream: {what} is not contiguous; pass "
+                     "numpy.ascontiguousarray(...) of it (a copy)")
+    if writable and not v.flags.writeable:
+        raise _error("InvalidArgument", f"resident.stream: {what} is read-only; give a writable array for the results")
+    return v.reshape(-1)
+
+
+def _progress_of(progress, total_bytes):
+    """The callback (done, total) the C++ loop calls after each chunk, or None."""
+    if progress is False:
+        return None, None
+    if callable(progress) and progress is not True:
+        return progress, None
+    if progress is None and (total_bytes < _AUTO_PROGRESS_BYTES or not sys.stderr.isatty()):
+        return None, None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        if progress is True:
+            def say(done, total):
+                sys.stderr.write(f"\rresident.stream: {done}/{total} elements ({100.0 * done / max(total, 1):.0f}%)")
+                if done == total:
+                    sys.stderr.write("\n")
+            return say, None
+        return None, None
+    bar = tqdm(total=None, unit="el", unit_scale=True, desc="resident.stream")
+
+    def update(done, total):
+        if bar.total is None:
+            bar.total = total
+        bar.update(done - bar.n)
+    return update, bar
+
+
+def _work_chain(work, reduce):
+    """work as a resident.jit Chain (and its reduction appended), or None for a program run as is."""
+    from . import jit
+    program = work if isinstance(work, _core.program) else _core.program([work]) if isinstance(work, _core.op) else None
+    if program is not None:
+        return program, None
+    if isinstance(work, jit.Chain):
+        chain = work
+    elif callable(work):
+        chain = jit.stage(work)
+    else:
+        raise _error("InvalidArgument", f"resident.stream: work is a {type(work).__name__}; give a resident.op "
+                     "program, a resident.stage chain, or a function to compile as one")
+    if reduce is not None:
+        chain = chain | getattr(jit, reduce)()
+    return None, chain
+
+
+def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=None, progress=None):
+    """Streams host data through ``work`` in chunks and returns the result.
+
+    work: a ``resident.op`` program, a ``resident.stage`` / ``resident.jit`` chain (maps, optionally
+    ending in ``rs.jit.sum()``, ``min()`` or ``max()``), or a plain function (compiled as a stage).
+    x: a host array of any size (NumPy, the buffer protocol, DLPack on the CPU; pageable or pinned), or a
+    tuple of host arrays of one size read in step (the first stage takes one argument per array).
+    out: a writable host array of x's size for the results (it may be x itself: in place); by default a
+    new NumPy array. reduce: "sum", "min" or "max" appended to the work; a reducing call returns its
+    value (a Python number, in the values' type) and takes no out. chunk: elements per chunk; depth:
+    chunks in flight (1 to 16); both chosen when None, as in C++ (stream_options). device: where the
+    chunks run (default: the default device). progress: a callable (elements done, total) called after
+    each chunk; True for a bar (tqdm, else a line on stderr); None shows a tqdm bar on runs of 1 GiB or
+    more when tqdm is installed and stderr is a terminal; False never.
+
+    Releases the GIL while the chunks run; synchronizes (returns when out is written). How the call ran
+    (chunks, depth, bytes, seconds) is ``resident.streaming.last_summary()``.
+    @raises InvalidArgument (work, arrays, options; a chain with reduce(op, init)), ShapeMismatch,
+    CompileError, TransferForbidden (under transfer_policy("forbid")), OutOfMemory (the staging does
+    not fit under the pool's limit), DeviceUnavailable.
+    """
+    if reduce is not None and reduce not in _REDUCTIONS:
+        raise _error("InvalidArgument", f"resident.stream: reduce={reduce!r}; use 'sum', 'min' or 'max'")
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int)):
+        raise _error("InvalidArgument", f"resident.stream: chunk={chunk!r}; give elements per chunk as an int")
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int)):
+        raise _error("InvalidArgument", f"resident.stream: depth={depth!r}; give chunks in flight as an int")
+    xs = list(x) if isinstance(x, (tuple, list)) else [x]
+    hosts = [_host(a, f"input {i}" if len(xs) > 1 else "x") for i, a in enumerate(xs)]
+    shape = _np.shape(xs[0]) if isinstance(xs[0], _np.ndarray) else hosts[0].shape
+    for i, h in enumerate(hosts[1:], 1):
+        if h.size != hosts[0].size:
+            raise _error("ShapeMismatch", f"resident.stream: input {i} holds {h.size} elements, input 0 {hosts[0].size}")
+    c, d = chunk or 0, depth or 0
+    dev = device if device is not None else _core.default_device()
+    program, chain = _work_chain(work, reduce)
+    if program is not None:
+        if len(hosts) != 1:
+            raise _error("InvalidArgument", "resident.stream: a program reads one array; zip arrays with a stage chain")
+        if reduce is not None:
+            from . import jit
+            program, chain = None, jit.Chain([("cpp", _core._program_chain(program, hosts[0].dtype.name))]) | \
+                getattr(jit, reduce)()
+    total_bytes = sum(h.nbytes for h in hosts)
+    callback, bar = _progress_of(progress, total_bytes)
+    try:
+        if program is not None:
+            o = _np.empty(shape, dtype=hosts[0].dtype) if out is None else out
+            ov = _host(o, "out", writable=True)
+            _last.summary = _core._stream_program(program, hosts[0], ov, c, d, dev, callback)
+            return o
+        from .jit import _dtype_name, _target_of_device
+        dtypes = [_dtype_name(h) for h in hosts]
+        pipe, value_dtype = chain.build(dtypes, _target_of_device(dev))
+        if chain._reduces():
+            if out is not None:
+                raise _error("InvalidArgument", "resident.stream: a reduction returns its value; out= is not used")
+            value, _last.summary = _core._stream_chain_reduce(pipe, hosts, value_dtype or dtypes[0], c, d, dev, callback)
+            return value
+        o = _np.empty(shape, dtype=value_dtype or dtypes[0]) if out is None else out
+        ov = _host(o, "out", writable=True)
+        _last.summary = _core._stream_chain(pipe, hosts, ov, c, d, dev, callback)
+        return o
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def last_summary():
+    """How this thread's last ``stream`` call ran: elements, chunks, chunk_elements, depth, h2d_bytes,
+    d2h_bytes, device_bytes, pinned_input, pinned_output, host_threads, seconds (None before any)."""
+    return getattr(_last, "summary", None)
+
+
+def pinned_empty(shape, dtype="float32"):
+    """A new uninitialized NumPy array in page-locked host memory (when a GPU answers; ordinary memory
+    otherwise): streamed and copied directly by the copy engines, with no staging through pinned
+    buffers. The memory is freed with the last reference to the array."""
+    n = 1
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    for d in dims:
+        if d < 0:
+            raise _error("InvalidArgument", f"resident.streaming.pinned_empty: negative extent in {shape}")
+        n *= d
+    return _core._pinned_empty(n, _np.dtype(dtype).name).reshape(dims)
+

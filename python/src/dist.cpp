@@ -1,0 +1,172 @@
+// resident._core's several devices: communicators (one process over several devices, or one rank per
+// process from mpirun, torchrun or RESIDENT_* variables), all-reduces on any resident arrays, and
+// copies between arrays of two devices (peer copies between GPUs). Sharded arrays are built on these
+// in resident/dist.py.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bindings_38.hpp"
+#include "resident/dist/communicator.hpp"
+#include "resident/resident.hpp"
+
+namespace nb = nanobind;
+namespace rs = resident;
+namespace dist = resident::dist;
+
+namespace resident::py {
+namespace {
+
+// A resident Array as memory, elements, element type and stream, read through its Python attributes.
+struct array_side {
+  void* data = nullptr;
+  std::size_t size = 0;
+  std::string dtype;
+  rs::stream_ref stream;
+};
+
+array_side side_of(nb::handle a, const char* what) {
+  if (!nb::hasattr(a, "data_ptr") || !nb::hasattr(a, "stream"))
+    throw rs::invalid_argument(std::string(what) + ": give resident arrays (resident.from_dlpack takes another "
+                               "library's array in place)");
+  array_side s;
+  s.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(a.attr("data_ptr")));
+  s.size = nb::cast<std::size_t>(a.attr("size"));
+  s.dtype = nb::cast<std::string>(a.attr("dtype"));
+  const rs::device d = rs::parse_device(nb::cast<std::string>(a.attr("device")));
+  const std::intptr_t h = nb::cast<std::intptr_t>(a.attr("stream"));
+  s.stream = rs::stream_ref(d, h == 1 ? nullptr : reinterpret_cast<rs::cuda_stream_t>(h));
+  return s;
+}
+
+dist::combine combine_of(const std::string& op) {
+  if (op == "sum") return dist::combine::sum;
+  if (op == "min") return dist::combine::min;
+  if (op == "max") return dist::combine::max;
+  throw rs::invalid_argument("all_reduce: op '" + op + "' is not sum, min or max");
+}
+
+template <class F>
+decltype(auto) visit_dtype(const std::string& t, F&& f) {
+  if (t == "float32") return f(float{});
+  if (t == "float64") return f(double{});
+  if (t == "int32") return f(std::int32_t{});
+  if (t == "int64") return f(std::int64_t{});
+  if (t == "uint32") return f(std::uint32_t{});
+  if (t == "uint64") return f(std::uint64_t{});
+  throw rs::invalid_argument("element type " + t + " is not supported");
+}
+
+// Raises resident.dist.Timeout (with the GIL) for a rank that did not arrive in time.
+[[noreturn]] void raise_timeout(const std::string& what) {
+  nb::object cls = nb::module_::import_("resident.dist").attr("Timeout");
+  PyErr_SetString(cls.ptr(), what.c_str());
+  throw nb::python_error();
+}
+
+// Runs f with the GIL released; a timeout (NCCL's, or the rendezvous file's) becomes Timeout.
+template <class F>
+auto watched(F&& f) {
+  std::string timed_out;
+  try {
+    nb::gil_scoped_release unlocked;
+    return f();
+  } catch (const rs::library_error& e) {
+    if (e.name() != "timeout") throw;
+    timed_out = e.what();
+  } catch (const rs::invalid_argument& e) {
+    if (std::string(e.what()).find("did not write") == std::string::npos) throw;
+    timed_out = e.what();
+  }
+  raise_timeout(timed_out);
+}
+
+struct py_comm {
+  std::unique_ptr<dist::communicator> c;
+  dist::communicator& get() const {
+    if (!c) throw rs::invalid_argument("the communicator is closed");
+    return *c;
+  }
+};
+
+}  // namespace
+
+void bind_dist(nb::module_& m) {
+  nb::class_<py_comm>(m, "_Communicator")
+      .def_prop_ro("size", [](const py_comm& p) { return p.get().size(); })
+      .def_prop_ro("rank", [](const py_comm& p) { return p.get().first_rank(); })
+      .def_prop_ro("devices", [](const py_comm& p) {
+        std::vector<std::string> d;
+        for (const auto& x : p.get().devices()) d.push_back(x.name());
+        return d;
+      })
+      .def_prop_ro("transport", [](const py_comm& p) { return p.get().transport(); })
+      .def_prop_ro("launcher", [](const py_comm& p) { return std::string(dist::to_string(p.get().started_by())); })
+      .def_prop_ro("timeout", [](const py_comm& p) { return double(p.get().timeout().count()) / 1e3; })
+      .def("barrier", [](const py_comm& p) { watched([&] { p.get().barrier(); return 0; }); })
+      .def("all_reduce", [](const py_comm& p, const std::vector<nb::object>& arrays, const std::string& op) {
+        // One buffer per rank this process holds, each on its rank's device; waits for the result.
+        std::vector<array_side> sides;
+        for (const auto& a : arrays) sides.push_back(side_of(a, "all_reduce"));
+        if (sides.empty()) throw rs::invalid_argument("all_reduce: give one array per rank this process holds");
+        for (const auto& s : sides)
+          if (s.dtype != sides[0].dtype || s.size != sides[0].size)
+            throw rs::shape_mismatch("all_reduce: the arrays differ in type or size");
+        const dist::combine how = combine_of(op);
+        visit_dtype(sides[0].dtype, [&](auto t) {
+          using T = decltype(t);
+          std::vector<rs::array_ref<T>> refs;
+          std::vector<rs::stream_ref> streams;
+          for (const auto& s : sides) {
+            refs.emplace_back(static_cast<T*>(s.data), s.size, s.stream);
+            streams.push_back(s.stream);
+          }
+          watched([&] {
+            p.get().all_reduce(std::span<const rs::array_ref<T>>(refs), sides[0].size, how);
+            p.get().synchronize(streams);
+            return 0;
+          });
+          return 0;
+        });
+      }, nb::arg("arrays"), nb::arg("op") = "sum")
+      .def("close", [](py_comm& p) { p.c.reset(); });
+  m.def("_comm_local", [](const std::vector<std::string>& devices) {
+    std::vector<rs::device> d;
+    for (const auto& n : devices) d.push_back(rs::parse_device(n));
+    py_comm p;
+    p.c = std::make_unique<dist::communicator>(watched([&] { return dist::communicator(d); }));
+    return p;
+  }, nb::arg("devices"));
+  m.def("_comm_from_launcher", [](double timeout_s, const std::optional<std::string>& device) {
+    if (!(timeout_s > 0)) throw rs::invalid_argument("Communicator.from_launcher: the timeout must be positive seconds");
+    std::optional<rs::device> d;
+    if (device) d = rs::parse_device(*device);
+    const auto ms = std::chrono::milliseconds(std::int64_t(timeout_s * 1e3 + 0.5) > 0 ? std::int64_t(timeout_s * 1e3 + 0.5) : 1);
+    py_comm p;
+    p.c = std::make_unique<dist::communicator>(watched([&] { return dist::communicator::from_launcher(d, ms); }));
+    return p;
+  }, nb::arg("timeout"), nb::arg("device") = nb::none());
+  m.def("_copy_array", [](nb::object src, nb::object dst) {
+    // dst = src between any two devices: a peer copy between GPUs (asynchronous), an explicit transfer
+    // between a GPU and the CPU (counted as such).
+    const array_side s = side_of(src, "copy"), d = side_of(dst, "copy");
+    if (s.dtype != d.dtype) throw rs::invalid_argument("copy: " + s.dtype + " into " + d.dtype + "; give one element type");
+    visit_dtype(s.dtype, [&](auto t) {
+      using T = decltype(t);
+      nb::gil_scoped_release unlocked;
+      rs::copy(rs::array_ref<T>(static_cast<T*>(s.data), s.size, s.stream),
+               rs::array_ref<T>(static_cast<T*>(d.data), d.size, d.stream));
+      return 0;
+    });
+  }, nb::arg("src"), nb::arg("dst"));
+}
+
+}  // namespace resident::py

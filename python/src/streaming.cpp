@@ -1,0 +1,248 @@
+// resident._core's streaming: host arrays of any size through a run-time chain or a program, in
+// chunks (resident/jit/stream.hpp), with the GIL released while the chunks run.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bindings_38.hpp"
+#include "resident/jit/stream.hpp"
+#include "resident/resident.hpp"
+
+namespace nb = nanobind;
+namespace rs = resident;
+namespace jit = resident::jit;
+
+namespace resident::py {
+namespace {
+
+using host_in = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+using host_out = nb::ndarray<nb::c_contig, nb::device::cpu>;
+
+jit::element element_of(nb::dlpack::dtype t) {
+  const auto code = nb::dlpack::dtype_code(t.code);
+  if (t.lanes == 1 && code == nb::dlpack::dtype_code::Float && t.bits == 32) return jit::element::f32;
+  if (t.lanes == 1 && code == nb::dlpack::dtype_code::Float && t.bits == 64) return jit::element::f64;
+  if (t.lanes == 1 && code == nb::dlpack::dtype_code::Int && t.bits == 32) return jit::element::i32;
+  if (t.lanes == 1 && code == nb::dlpack::dtype_code::Int && t.bits == 64) return jit::element::i64;
+  if (t.lanes == 1 && code == nb::dlpack::dtype_code::UInt && t.bits == 32) return jit::element::u32;
+  if (t.lanes == 1 && code == nb::dlpack::dtype_code::UInt && t.bits == 64) return jit::element::u64;
+  throw rs::invalid_argument("resident.stream: host arrays of float32, float64, int32, int64, uint32 or uint64 "
+                             "stream; this one holds another type");
+}
+
+template <class A>
+jit::host_operand operand_of(const A& a) {
+  return {a.data(), a.size(), element_of(a.dtype())};
+}
+
+rs::stream_options options_of(std::int64_t chunk, int depth, const std::optional<std::string>& dev) {
+  if (chunk < 0) throw rs::invalid_argument("resident.stream: chunk " + std::to_string(chunk) + " is negative; give "
+                                            "elements per chunk, or None to let the call choose");
+  rs::stream_options o;
+  o.chunk_elements = std::size_t(chunk);
+  o.depth = depth;
+  o.target = dev ? rs::parse_device(*dev) : rs::default_device();
+  rs::require(o.target);
+  return o;
+}
+
+// The progress callback, called with the GIL (its exception ends the call).
+jit::stream_progress progress_of(nb::object progress) {
+  if (progress.is_none()) return {};
+  return [progress](std::size_t done, std::size_t total) {
+    nb::gil_scoped_acquire held;
+    progress(done, total);
+  };
+}
+
+nb::dict summary_dict(const rs::stream_summary& s) {
+  nb::dict d;
+  d["elements"] = s.elements;
+  d["chunks"] = s.chunks;
+  d["chunk_elements"] = s.chunk_elements;
+  d["depth"] = s.depth;
+  d["h2d_bytes"] = s.h2d_bytes;
+  d["d2h_bytes"] = s.d2h_bytes;
+  d["device_bytes"] = s.device_bytes;
+  d["pinned_input"] = s.pinned_input;
+  d["pinned_output"] = s.pinned_output;
+  d["host_threads"] = s.host_threads;
+  d["seconds"] = s.seconds;
+  return d;
+}
+
+// The whole streamed call as one call of the profile's (its bytes read and written, on the target).
+struct stream_call {
+  python_call_site site;
+  std::optional<rs::detail::call_scope> scope;
+  stream_call(const rs::stream_options& o, std::uint64_t read, std::uint64_t written, std::uint64_t n) {
+    rs::detail::call_facts f;
+    f.bytes_read = read;
+    f.bytes_written = written;
+    f.elements = n;
+    scope.emplace("stream", rs::default_stream(o.target), f);
+  }
+};
+
+std::uint64_t bytes_of(const std::vector<jit::host_operand>& in) {
+  std::uint64_t b = 0;
+  for (const auto& h : in) b += std::uint64_t(h.size) * (h.type == jit::element::f32 || h.type == jit::element::i32 ||
+                                                         h.type == jit::element::u32 ? 4 : 8);
+  return b;
+}
+
+nb::dict stream_chain(const jit::pipeline& chain, const std::vector<host_in>& xs, host_out out, std::int64_t chunk,
+                      int depth, const std::optional<std::string>& dev, nb::object progress) {
+  std::vector<jit::host_operand> in;
+  for (const auto& x : xs) in.push_back(operand_of(x));
+  const jit::host_operand o = operand_of(out);
+  const rs::stream_options opt = options_of(chunk, depth, dev);
+  const auto cb = progress_of(progress);
+  stream_call call(opt, bytes_of(in), bytes_of({o}), o.size);
+  rs::stream_summary s;
+  {
+    nb::gil_scoped_release unlocked;
+    s = jit::stream(chain, in, o, opt, cb);
+  }
+  return summary_dict(s);
+}
+
+nb::tuple stream_chain_reduce(const jit::pipeline& chain, const std::vector<host_in>& xs, const std::string& dtype,
+                              std::int64_t chunk, int depth, const std::optional<std::string>& dev, nb::object progress) {
+  std::vector<jit::host_operand> in;
+  for (const auto& x : xs) in.push_back(operand_of(x));
+  jit::element r;
+  if (dtype == "float32") r = jit::element::f32;
+  else if (dtype == "float64") r = jit::element::f64;
+  else if (dtype == "int32") r = jit::element::i32;
+  else if (dtype == "int64") r = jit::element::i64;
+  else if (dtype == "uint32") r = jit::element::u32;
+  else if (dtype == "uint64") r = jit::element::u64;
+  else throw rs::invalid_argument("resident.stream: unknown value type '" + dtype + "'");
+  const rs::stream_options opt = options_of(chunk, depth, dev);
+  const auto cb = progress_of(progress);
+  stream_call call(opt, bytes_of(in), 0, in.empty() ? 0 : in[0].size);
+  alignas(8) unsigned char value[8] = {};
+  rs::stream_summary s;
+  {
+    nb::gil_scoped_release unlocked;
+    s = jit::stream_reduce(chain, in, r, value, opt, cb);
+  }
+  nb::object v;
+  auto as = [&](auto t) {
+    decltype(t) x;
+    std::memcpy(&x, value, sizeof x);
+    return x;
+  };
+  switch (r) {
+    case jit::element::f32: v = nb::float_(double(as(float{}))); break;
+    case jit::element::f64: v = nb::float_(as(double{})); break;
+    case jit::element::i32: v = nb::int_(as(std::int32_t{})); break;
+    case jit::element::i64: v = nb::int_(as(std::int64_t{})); break;
+    case jit::element::u32: v = nb::int_(as(std::uint32_t{})); break;
+    case jit::element::u64: v = nb::int_(as(std::uint64_t{})); break;
+  }
+  return nb::make_tuple(v, summary_dict(s));
+}
+
+nb::dict stream_program(const rs::program& p, host_in x, host_out out, std::int64_t chunk, int depth,
+                        const std::optional<std::string>& dev, nb::object progress) {
+  const jit::host_operand i = operand_of(x), o = operand_of(out);
+  const rs::stream_options opt = options_of(chunk, depth, dev);
+  const auto cb = progress_of(progress);
+  stream_call call(opt, bytes_of({i}), bytes_of({o}), o.size);
+  rs::stream_summary s;
+  {
+    nb::gil_scoped_release unlocked;
+    s = jit::stream(p, i, o, opt, cb);
+  }
+  return summary_dict(s);
+}
+
+// A constant as C++ source in the type `type`, exact (a hexadecimal float literal).
+std::string literal(double v, const char* type) {
+  if (std::isnan(v)) return std::string(type) + "(0.0 / 0.0)";
+  if (std::isinf(v)) return std::string(type) + (v > 0 ? "(1.0 / 0.0)" : "(-1.0 / 0.0)");
+  char b[64];
+  std::snprintf(b, sizeof b, "%a", v);
+  return std::string(type) + "(" + b + ")";
+}
+
+// A program as one run-time map stage of the same arithmetic (program.cpp's interpreter, written out),
+// so that it can end in a reduction.
+jit::pipeline program_chain(const rs::program& p, const std::string& dtype) {
+  if (dtype != "float32" && dtype != "float64")
+    throw rs::invalid_argument("resident.stream: programs run on float32 or float64 arrays, not " + dtype);
+  const bool f = dtype == "float32";
+  const char* t = f ? "float" : "double";
+  const std::string fs = f ? "f" : "";
+  std::string body;
+  for (const rs::op& o : p.ops()) {
+    const std::string a = literal(o.a, t), b = literal(o.b, t);
+    std::string e;
+    switch (o.what) {
+      case rs::op::code::add: e = "v + " + a; break;
+      case rs::op::code::mul: e = "v * " + a; break;
+      case rs::op::code::affine: e = a + " * v + " + b; break;
+      case rs::op::code::square: e = "v * v"; break;
+      case rs::op::code::sqrt: e = "sqrt" + fs + "(v)"; break;
+      case rs::op::code::rsqrt: e = std::string(t) + "(1) / sqrt" + fs + "(v)"; break;
+      case rs::op::code::exp: e = "exp" + fs + "(v)"; break;
+      case rs::op::code::log: e = "log" + fs + "(v)"; break;
+      case rs::op::code::sin: e = "sin" + fs + "(v)"; break;
+      case rs::op::code::cos: e = "cos" + fs + "(v)"; break;
+      case rs::op::code::tanh: e = "tanh" + fs + "(v)"; break;
+      case rs::op::code::abs: e = "v < " + std::string(t) + "(0) ? -v : v"; break;
+      case rs::op::code::neg: e = "-v"; break;
+      case rs::op::code::recip: e = std::string(t) + "(1) / v"; break;
+      case rs::op::code::minimum: e = "v < " + a + " ? v : " + a; break;
+      case rs::op::code::maximum: e = "v > " + a + " ? v : " + a; break;
+      case rs::op::code::pow: e = "pow" + fs + "(v, " + a + ")"; break;
+    }
+    body += "  v = " + e + ";  // " + o.name() + "\n";
+  }
+  return jit::map(std::string(t) + " rs_program(" + t + " v) {\n" + body + "  return v;\n}\n", "rs_program");
+}
+
+// A NumPy array over a new pinned_buffer (page-locked when a GPU answers): streamed without staging.
+nb::object pinned_empty(std::size_t n, const std::string& dtype) {
+  std::size_t item = 0;
+  nb::dlpack::dtype t{};
+  if (dtype == "float32") t = nb::dtype<float>(), item = 4;
+  else if (dtype == "float64") t = nb::dtype<double>(), item = 8;
+  else if (dtype == "int32") t = nb::dtype<std::int32_t>(), item = 4;
+  else if (dtype == "int64") t = nb::dtype<std::int64_t>(), item = 8;
+  else if (dtype == "uint32") t = nb::dtype<std::uint32_t>(), item = 4;
+  else if (dtype == "uint64") t = nb::dtype<std::uint64_t>(), item = 8;
+  else throw rs::invalid_argument("pinned_empty: unknown dtype '" + dtype + "'");
+  if (n > std::size_t(-1) / 2 / item) throw rs::invalid_argument("pinned_empty: " + std::to_string(n) + " elements overflow the byte count");
+  auto* b = new rs::pinned_buffer<unsigned char>(n > 0 ? n * item : 1);
+  nb::capsule owner(b, [](void* p) noexcept { delete static_cast<rs::pinned_buffer<unsigned char>*>(p); });
+  const std::size_t shape[1] = {n};
+  return nb::cast(nb::ndarray<nb::numpy>(b->data(), 1, shape, owner, nullptr, t));
+}
+
+}  // namespace
+
+void bind_streaming(nb::module_& m) {
+  m.def("_pinned_empty", &pinned_empty, nb::arg("n"), nb::arg("dtype"));
+  m.def("_stream_chain", &stream_chain, nb::arg("chain"), nb::arg("inputs"), nb::arg("out"), nb::arg("chunk") = 0,
+        nb::arg("depth") = 0, nb::arg("device") = nb::none(), nb::arg("progress") = nb::none());
+  m.def("_stream_chain_reduce", &stream_chain_reduce, nb::arg("chain"), nb::arg("inputs"), nb::arg("dtype"),
+        nb::arg("chunk") = 0, nb::arg("depth") = 0, nb::arg("device") = nb::none(), nb::arg("progress") = nb::none());
+  m.def("_stream_program", &stream_program, nb::arg("program"), nb::arg("x"), nb::arg("out"), nb::arg("chunk") = 0,
+        nb::arg("depth") = 0, nb::arg("device") = nb::none(), nb::arg("progress") = nb::none());
+  m.def("_program_chain", &program_chain, nb::arg("program"), nb::arg("dtype"),
+        "The program as one run-time stage (resident.jit) of the same arithmetic.");
+}
+
+}  // namespace resident::py

@@ -1,0 +1,241 @@
+"""resident.stream: host arrays through programs and stage chains in chunks, per backend: values
+against FP64 NumPy, the ledger's counts per chunk, the pool's limit (in a subprocess: the limit is read
+once per process) and the typed errors."""
+import array
+import collections
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import resident as rs
+from _support import GPU, gpu
+
+DEVICES = ["cpu"] + (["cuda:0"] if GPU else [])
+SEED = rs.op.affine(1.5, 0.5) | rs.op.square() | rs.op.add(1) | rs.op.sqrt() | rs.op.sin() | rs.op.mul(0.5)
+F1 = rs.stage("float f1(float v) { return 1.5f * v + 0.5f; }")
+F2 = rs.stage("float f2(float v) { return sqrtf(v * v + 1.0f); }")
+F3 = rs.stage("float f3(float v) { return 0.5f * sinf(v); }")
+
+
+def seed_ref(x):
+    v = x.astype(np.float64)
+    return 0.5 * np.sin(np.sqrt((1.5 * v + 0.5) ** 2 + 1.0))
+
+
+def fresh(n, dtype=np.float32, seed=None):
+    seed = np.random.SeedSequence().entropy if seed is None else seed
+    return np.random.default_rng(seed).uniform(-1, 1, n).astype(dtype), seed
+
+
+def delta(before, device):
+    """The ledger's counts on device since the snapshot `before`."""
+    was = before.get(device, {})
+    return collections.defaultdict(int, {k: v - was.get(k, 0) for k, v in rs.ledger().get(device, {}).items()})
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("work", ["program", "chain"])
+def test_a_map_matches_fp64_with_one_kernel_and_one_copy_each_way_per_chunk(device, work):
+    w = SEED if work == "program" else F1 | F2 | F3
+    for n in (0, 1, 1024, 5 * 1024 + 7):
+        x, seed = fresh(n)
+        rs.stream(w, x[:1].copy() if n else x, chunk=1024, device=device)  # compiled before the counts
+        before = rs.ledger()
+        y = rs.stream(w, x, chunk=1024, device=device)
+        d = delta(before, device)
+        chunks = (n + 1023) // 1024
+        assert y.shape == x.shape and y.dtype == np.float32
+        np.testing.assert_allclose(y, seed_ref(x), rtol=2e-6, atol=2e-6, err_msg=f"n={n} seed={seed}")
+        s = rs.streaming.last_summary()
+        assert s["chunks"] == chunks and s["elements"] == n
+        assert d["h2d_bytes"] == 4 * n and d["d2h_bytes"] == 4 * n
+        assert d["stream_chunks"] == chunks and d["kernels"] == chunks
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_into_out_in_place_and_two_dimensional(device):
+    x, seed = fresh(3000)
+    ref = seed_ref(x)
+    out = np.full(3000, -12345.0, dtype=np.float32)
+    assert rs.stream(SEED, x, out, chunk=512, device=device) is out
+    np.testing.assert_allclose(out, ref, rtol=2e-6, atol=2e-6, err_msg=f"seed={seed}")
+    m = x.reshape(30, 100).copy()
+    rs.stream(F1 | F2 | F3, m, out=m, chunk=512, device=device)
+    np.testing.assert_allclose(m.reshape(-1), ref, rtol=2e-6, atol=2e-6)
+    b = array.array("f", x.tobytes())  # the buffer protocol, with its element type
+    rs.stream(SEED, b, out=b, device=device)
+    np.testing.assert_allclose(np.frombuffer(b, dtype=np.float32), ref, rtol=2e-6, atol=2e-6)
+    with pytest.raises(rs.InvalidArgument, match="type"):
+        rs.stream(SEED, bytearray(x.tobytes()), device=device)  # bytes: no element type to stream
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_zip_of_host_arrays_reads_them_in_step(device):
+    a, seed = fresh(4099)
+    b = np.random.default_rng(seed + 1).uniform(-1, 1, 4099)
+    d = rs.stage("double d(float a, double b) { return double(a) - 2.0 * b; }")
+    y = rs.stream(d, (a, b), chunk=1000, device=device)
+    assert y.dtype == np.float64
+    np.testing.assert_array_equal(y, a.astype(np.float64) - 2.0 * b)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sum_min_max_combine_one_partial_per_chunk(device):
+    x, seed = fresh(7 * 1024 + 3, np.float64)
+    sq = rs.stage("double sq(double v) { return v * v; }")
+    ref = x * x
+    before = rs.ledger()
+    s = rs.stream(sq | rs.jit.sum(), x, chunk=1024, device=device)
+    d = delta(before, device)
+    assert s == pytest.approx(ref.sum(), rel=1e-12), f"seed={seed}"
+    assert d["d2h_bytes"] == 8 * 8 and d["h2d_bytes"] == 8 * x.size  # one partial per chunk
+    assert rs.stream(sq, x, reduce="min", chunk=1024, device=device) == ref.min()
+    assert rs.stream(sq, x, reduce="max", chunk=1024, device=device) == ref.max()
+    # A program with a reduction: the same arithmetic as one run-time stage.
+    xf = x.astype(np.float32)
+    got = rs.stream(SEED, xf, reduce="sum", chunk=1024, device=device)
+    assert got == pytest.approx(seed_ref(xf).sum(), rel=1e-5, abs=1e-4)
+    assert rs.stream(SEED, xf, reduce="max", device=device) == pytest.approx(seed_ref(xf).max(), rel=1e-6)
+    assert rs.stream(sq | rs.jit.sum(), np.zeros(0), device=device) == 0.0
+    assert rs.stream(sq | rs.jit.min(), np.zeros(0), device=device) == float("inf")
+    nan = x.copy()
+    nan[5000] = np.nan
+    assert np.isnan(rs.stream(sq | rs.jit.max(), nan, chunk=1024, device=device))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_progress_is_called_after_each_chunk(device):
+    x, _ = fresh(3 * 1024 + 5)
+    seen = []
+    rs.stream(SEED, x, chunk=1024, device=device, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1024, x.size), (2048, x.size), (3072, x.size), (x.size, x.size)]
+
+    def stop(done, total):
+        raise KeyboardInterrupt("stop")
+    with pytest.raises(KeyboardInterrupt):
+        rs.stream(SEED, x, chunk=1024, device=device, progress=stop)
+    rs.stream(SEED, x, chunk=1024, device=device, progress=True)  # a bar or a line, never an error
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bad_calls_raise_typed_errors_before_any_data_moves(device):
+    x, _ = fresh(100)
+    before = rs.ledger()
+    with pytest.raises(rs.ShapeMismatch):
+        rs.stream(SEED, x, np.empty(99, np.float32), device=device)
+    with pytest.raises(rs.InvalidArgument, match="float16|type"):
+        rs.stream(SEED, x.astype(np.float16), device=device)
+    ro = np.empty(100, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(rs.InvalidArgument, match="read-only"):
+        rs.stream(SEED, x, ro, device=device)
+    with pytest.raises(rs.InvalidArgument, match="byte order"):
+        rs.stream(SEED, x.astype(">f4"), device=device)
+    with pytest.raises(rs.InvalidArgument, match="contiguous"):
+        rs.stream(SEED, np.ones((10, 20), np.float32)[:, ::2], device=device)
+    with pytest.raises(rs.InvalidArgument, match="reduce"):
+        rs.stream(SEED, x, reduce="mean", device=device)
+    with pytest.raises(rs.InvalidArgument, match="depth"):
+        rs.stream(SEED, x, depth=99, device=device)
+    with pytest.raises(rs.InvalidArgument, match="negative"):
+        rs.stream(SEED, x, chunk=-1, device=device)
+    with pytest.raises(rs.InvalidArgument, match="init"):
+        rs.stream(F1 | rs.jit.reduce("float add(float a, float b) { return a + b; }", 1.0), x, device=device)
+    with pytest.raises(rs.InvalidArgument, match="generator"):
+        rs.stream(rs.jit.uniform(1) | F1, x, device=device)
+    with pytest.raises(rs.InvalidArgument, match="out= is not used"):
+        rs.stream(F1 | rs.jit.sum(), x, np.empty(100, np.float32), device=device)
+    with pytest.raises(rs.InvalidArgument, match="work"):
+        rs.stream(42, x, device=device)
+    with pytest.raises(rs.CompileError):
+        rs.stream(rs.stage("float broken(float v) { return v +; }"), x, device=device)
+    with rs.transfer_policy("forbid"):
+        with pytest.raises(rs.TransferForbidden):
+            rs.stream(SEED, x, device=device)
+    d = delta(before, device)
+    assert d.get("h2d_bytes", 0) == 0 and d.get("stream_chunks", 0) == 0
+
+
+@gpu
+def test_a_device_array_is_not_host_memory():
+    x = rs.to_device(np.ones(10, np.float32), "cuda:0")
+    with pytest.raises(rs.InvalidArgument, match="host"):
+        rs.stream(SEED, x)
+
+
+def run_child(code, limit, device="cpu"):
+    env = dict(os.environ, RESIDENT_POOL_LIMIT=limit)
+    r = subprocess.run([sys.executable, "-c", code, device], env=env, capture_output=True, text=True, timeout=300)
+    return r
+
+
+CHILD = r"""
+import json, sys
+import numpy as np
+import resident as rs
+dev = sys.argv[1]
+x = np.random.default_rng(5).uniform(-1, 1, 2 << 20).astype(np.float32)   # 8 MiB
+v = x.astype(np.float64)
+ref = 0.5 * np.sin(np.sqrt((1.5 * v + 0.5) ** 2 + 1.0))
+seed = rs.op.affine(1.5, 0.5) | rs.op.square() | rs.op.add(1) | rs.op.sqrt() | rs.op.sin() | rs.op.mul(0.5)
+y = rs.stream(seed, x, device=dev)
+err = float(np.max(np.abs(y - ref)))
+s = rs.streaming.last_summary()
+total = rs.stream(seed, x, reduce="sum", device=dev)
+print(json.dumps({"err": err, "summary": s, "ledger": rs.ledger()[dev], "sum_err": abs(total - ref.sum()) / ref.size}))
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_data_larger_than_the_pool_limit_streams_under_it(device):
+    r = run_child(CHILD, "2MiB", device)  # a quarter of the data
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["err"] < 2e-6 and got["sum_err"] < 1e-5
+    assert got["ledger"]["peak_bytes"] <= 2 << 20
+    assert got["ledger"]["streamed_h2d_bytes"] >= 8 << 20
+    if device != "cpu":
+        assert got["summary"]["chunks"] > 4 and got["summary"]["device_bytes"] <= 2 << 20
+
+
+def test_a_bad_pool_limit_is_refused():
+    r = run_child(CHILD, "lots")
+    assert r.returncode != 0 and "RESIDENT_POOL_LIMIT" in r.stderr and "InvalidArgument" in r.stderr
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pinned_host_arrays_stream_without_staging(device):
+    x = rs.streaming.pinned_empty((4, 1000))
+    x[:] = fresh(4000)[0].reshape(4, 1000)
+    out = rs.streaming.pinned_empty(4000)
+    rs.stream(SEED, x, out, chunk=1024, device=device)
+    np.testing.assert_allclose(out, seed_ref(x.reshape(-1)), rtol=2e-6, atol=2e-6)
+    s = rs.streaming.last_summary()
+    assert s["pinned_input"] and s["pinned_output"] and s["host_threads"] == 0
+    with pytest.raises(rs.InvalidArgument):
+        rs.streaming.pinned_empty(-1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_python_function_stages_stream(device):
+    from _support import import_or_skip
+    import_or_skip("numba")
+    import math
+
+    @rs.stage
+    def g1(v):
+        return 1.5 * v + 0.5
+
+    @rs.stage
+    def g2(v):
+        return 0.5 * math.sin(math.sqrt(v * v + 1.0))
+
+    x, seed = fresh(10_007)
+    y = rs.stream(g1 | g2, x, chunk=4096, device=device)
+    np.testing.assert_allclose(y, seed_ref(x), rtol=2e-6, atol=2e-6, err_msg=f"seed={seed}")
+    assert rs.stream(g1 | g2 | rs.jit.sum(), x, device=device) == pytest.approx(seed_ref(x).sum(), rel=1e-5)
+    assert rs.stream(lambda v: v * 2.0, x, reduce="max", device=device) == pytest.approx(2 * float(x.max()), rel=1e-7)
