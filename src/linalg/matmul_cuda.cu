@@ -72,7 +72,7 @@ __global__ void shared_kernel(gemm_f32 g) {
 // 16-byte aligned rows load and store without bounds checks (a block-uniform branch), the guarded path
 // serves the edges and any shape. Unchecked (chosen on the host when every dimension is a multiple of
 // the tiles and every row 16-byte aligned): no checks at all, a few percent faster than the checked form
-// (bench/results/tuning.md).
+// (docs/tuning.md).
 constexpr int TBM = 128, TBN = 128, TBK = 8;
 
 template <bool Checked>

@@ -2,7 +2,7 @@
 /// @file tuning.hpp
 /// The one tuning policy: every constant that shapes how resident's executors run, one struct per
 /// architecture, one line of reason each. The measurements behind the values are in
-/// bench/results/tuning.md; the benchmarks that re-measure them are `resident bench pipeline`, `small`
+/// docs/tuning.md; the benchmarks that re-measure them are `resident bench pipeline`, `small`
 /// and `rng`. Host and device code read the same structs.
 
 #include <chrono>
@@ -71,7 +71,7 @@ struct streaming_tuning {
   /// With pageable host memory, one more, so the host copies of a chunk in and of another out overlap those three.
   static constexpr int staged_depth = 4;
   /// ... and chunks of this size: the host copies ran faster over 16 MiB chunks than over 64 MiB ones
-  /// (bench/results/tuning.md).
+  /// (docs/tuning.md).
   static constexpr std::size_t staged_chunk_bytes = std::size_t(16) << 20;
   /// Threads copying between pageable memory and the pinned staging (at most the cores less two: the
   /// caller and the driver): one core copies 10-20 GB/s, the staging needs twice the duplex upload rate.
@@ -83,7 +83,7 @@ struct streaming_tuning {
   /// Staging pageable input with plain stores (the copy engine then may read the slot from the cache)
   /// rather than streaming stores; the output is drained with streaming stores either way. The mix
   /// streamed pageable data at 0.82 of the duplex upload against 0.66 with streaming stores both ways
-  /// (bench/results/tuning.md).
+  /// (docs/tuning.md).
   static constexpr bool staged_upload_plain_stores = true;
 };
 

@@ -72,7 +72,7 @@ __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, con
     if constexpr (std::is_same_v<index, unsigned> && reads_memory<L>) {
       // From the first aligned vector on (the head's offset in the pointers, not in each index; a memory
       // loader's eval ignores the index), the scalar head after the vectors: faster with 32-bit indices,
-      // slower with 64-bit ones in blocks of 256 (bench/results/tuning.md).
+      // slower with 64-bit ones in blocks of 256 (docs/tuning.md).
       for_each_vector<V, U, index>(in.shifted(head), 0, nvec, visit);
       if (tid < head) fold(acc[0], static_cast<T>(in.eval1(fn, tid)));
     } else {

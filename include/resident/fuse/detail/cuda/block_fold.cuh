@@ -61,7 +61,7 @@ struct identity_of<maximum, T> {
 
 // Partials a thread of the last block loads before folding them: a wave of blocks of B (2048 / B per SM)
 // on up to 256 SMs in one trip: eight for blocks of 256, one for blocks of 1024 (a second load cost the
-// wide blocks' loop registers: bench/results/tuning.md).
+// wide blocks' loop registers: docs/tuning.md).
 template <int B>
 inline constexpr int fold_loads_for = B >= 2048 || (2048 / B) * 256 / B < 1 ? 1 : (2048 / B) * 256 / B;
 
@@ -112,7 +112,7 @@ __device__ __forceinline__ void fold_blocks(M mine, const C& combine, M empty, P
 // and a flag in one 8-byte word (seen whole or not at all), with no fence and no atomic; the last
 // block by index, dispatched after every other (so it never waits on a block that is not running),
 // waits for each slot, folds the partials in fold_blocks' order and leaves the slots
-// zero. The fence and the atomic per block were a short sum's largest fixed cost (bench/results/tuning.md).
+// zero. The fence and the atomic per block were a short sum's largest fixed cost (docs/tuning.md).
 // The wait relies on blocks being dispatched in index order, as CUB's single-pass scan does (CUDA does
 // not document it): then every block the last one waits on is running or done.
 template <class M>
