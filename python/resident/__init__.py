@@ -26,65 +26,11 @@ from ._core import matmul, op, program
 from ._core import Flow, Graph, capture
 
 
-class Error(RuntimeError):
-    """Base of every error resident raises."""
-
-
-class InvalidArgument(Error, ValueError):
-    """A bad value: a moved or unusable array, an unknown name, a range that cannot be honoured."""
-
-
-class ShapeMismatch(InvalidArgument):
-    """Array extents that do not fit together."""
-
-
-class DeviceMismatch(InvalidArgument):
-    """Arrays or streams that must be on one device are on different ones."""
-
-
-class InvalidLaunch(InvalidArgument):
-    """A launch configuration beyond the device's limits."""
-
-
-class FlowError(InvalidArgument):
-    """A flow that cannot run: a cycle, two unordered writers, an unknown stage."""
-
-
-class OutOfMemory(Error, MemoryError):
-    """An allocation failed after the pool was trimmed and the allocation retried."""
-
-
-class DeviceUnavailable(Error):
-    """A device was asked for that this build or machine cannot provide."""
-
-
-class TransferForbidden(Error):
-    """A host<->device transfer inside transfer_policy("forbid")."""
-
-
-class StageError(Error):
-    """A flow stage raised."""
-
-
-class LibraryError(Error):
-    """A call into a vendor library (CUDA, cuBLAS, cuRAND, NVRTC, nvJitLink, NCCL) failed."""
-
-
-class CudaError(LibraryError):
-    """A CUDA runtime call failed."""
-
-
-class DeviceLost(CudaError):
-    """The device faulted; restart the process to use it again."""
-
-
-class CompileError(InvalidArgument):
-    """A run-time stage did not compile; the message holds the compiler's log (lines of the stage's text)."""
-
-
-_core._set_exception_types({c.__name__: c for c in (
-    Error, InvalidArgument, ShapeMismatch, DeviceMismatch, InvalidLaunch, FlowError, OutOfMemory,
-    DeviceUnavailable, TransferForbidden, StageError, LibraryError, CudaError, DeviceLost, CompileError)})
+# The exception classes (Error and its subclasses, with their hierarchy and documentation) are made by
+# the compiled core from the C++ table of error kinds, RESIDENT_ERRORS in include/resident/error.hpp.
+globals().update({_name: getattr(_core, _name) for _name in _core._error_names})
+Error = _core.Error  # named here too, for readers and linters
+InvalidArgument = _core.InvalidArgument
 
 
 def ledger():
@@ -143,6 +89,7 @@ def to_numba(x):
 
 Array.to_numba = to_numba
 
+
 from . import random  # noqa: E402  (after the exception types are registered)
 from . import jit  # noqa: E402
 from .jit import stage  # noqa: E402
@@ -151,7 +98,5 @@ __all__ = ["Array", "Flow", "Graph", "capture", "matmul", "op", "program", "empt
            "to_numba",
            "default_device", "cuda_device_count", "cuda_unavailable_reason", "synchronize", "ledger", "transfer_policy",
            "sum", "min", "max", "random", "jit", "stage",
-           "Error", "InvalidArgument", "ShapeMismatch", "DeviceMismatch", "InvalidLaunch", "FlowError",
-           "OutOfMemory", "DeviceUnavailable", "TransferForbidden", "StageError", "LibraryError", "CudaError",
-           "DeviceLost", "CompileError"]
+           *_core._error_names]
 __version__ = "0.1.0"
