@@ -19,7 +19,7 @@ or another library's. Errors are `resident.Error` subclasses carrying the C++ me
 import json as _json
 
 from . import _compat  # noqa: F401  (first: NumPy as numba-cuda expects it, before numba can be imported)
-from . import _core
+from . import _core, _program
 from ._core import Array, cuda_device_count, cuda_unavailable_reason, default_device, empty, from_dlpack, synchronize
 from ._core import to_device, sum, min, max  # noqa: A001 (resident's reductions, on any array)
 from ._core import matmul, op, program
@@ -90,13 +90,29 @@ def to_numba(x):
 Array.to_numba = to_numba
 
 
+def _program_call(self, x, out=None, stream=None):
+    """out = p(x) as one kernel (out defaults to x: in place); float32 or float64 arrays of any library,
+    queued on ``stream`` (else the current stream of x's library) without a host wait. Compiled by the
+    run-time compiler where one is available (``p.engine`` says which ran)."""
+    return _program.call(self, x, out, stream)
+
+
+def _op_call(self, x, out=None, stream=None):
+    """out = op(x) as one kernel (out defaults to x: in place), as a program of one operation."""
+    return _program.call(_core.program([self]), x, out, stream)
+
+
+program.__call__ = _program_call
+program.engine = property(_program.engine, doc="What the last call used: 'compiled', 'interpreted', or None.")
+op.__call__ = _op_call
+
 from . import random  # noqa: E402  (after the exception types are registered)
 from . import jit  # noqa: E402
-from .jit import stage  # noqa: E402
+from .jit import fuse, stage  # noqa: E402
 
 __all__ = ["Array", "Flow", "Graph", "capture", "matmul", "op", "program", "empty", "to_device", "from_dlpack",
            "to_numba",
            "default_device", "cuda_device_count", "cuda_unavailable_reason", "synchronize", "ledger", "transfer_policy",
-           "sum", "min", "max", "random", "jit", "stage",
+           "sum", "min", "max", "random", "jit", "stage", "fuse",
            *_core._error_names]
 __version__ = "0.1.0"

@@ -89,7 +89,30 @@ py_array empty(nb::handle shape, const std::string& dtype, const std::optional<s
 
 using host_array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 
-py_array to_device(host_array h, const std::optional<std::string>& dev) {
+// The host array a Python object is, checked first so that what resident cannot copy is named: an
+// element type DLPack has no name for (object, string, datetime, structured), a byte order other than
+// the host's, or an object that is no array. Other types (bool, complex, float16) are named by visit.
+host_array host_array_of(nb::handle obj) {
+  if (nb::hasattr(obj, "dtype") && nb::hasattr(nb::getattr(obj, "dtype"), "kind")) {
+    const nb::object dt = obj.attr("dtype");
+    const std::string kind = nb::cast<std::string>(nb::str(dt.attr("kind")));
+    const std::string name = nb::cast<std::string>(nb::str(dt));
+    if (kind.size() == 1 && std::string("OUSMmV").find(kind) != std::string::npos)  // no DLPack type at all
+      throw rs::invalid_type("to_device: arrays of " + name +
+                             " are not supported: use float32, float64, int32, int64, uint32 or uint64");
+    if (!nb::cast<bool>(dt.attr("isnative")))
+      throw rs::invalid_type("to_device: the array's bytes are in the other byte order (" + name +
+                             "); convert it first: x.astype(x.dtype.newbyteorder('='))");
+  }
+  host_array h;
+  if (!nb::try_cast(obj, h, true))
+    throw rs::invalid_type("to_device takes a host array (NumPy, or any CPU array through DLPack or the buffer "
+                           "protocol), not a " + py_type_name(obj));
+  return h;
+}
+
+py_array to_device(nb::handle obj, const std::optional<std::string>& dev) {
+  const host_array h = host_array_of(obj);
   const DLDataType dt{h.dtype().code, h.dtype().bits, static_cast<std::uint16_t>(h.dtype().lanes)};
   std::vector<std::int64_t> shape(h.ndim());
   for (std::size_t i = 0; i < h.ndim(); ++i) shape[i] = std::int64_t(h.shape(i));
@@ -169,7 +192,7 @@ void bind_array(nb::module_& m) {
 
   m.def("empty", &empty, at_python_line(), nb::arg("shape").none(), nb::arg("dtype") = "float32", nb::arg("device") = nb::none(),
         "A new uninitialized array from the device's pool.");
-  m.def("to_device", &to_device, at_python_line(), nb::arg("host"), nb::arg("device") = nb::none(),
+  m.def("to_device", &to_device, at_python_line(), nb::arg("host").none(), nb::arg("device") = nb::none(),
         "Copies a host (NumPy) array into a new array on the device: one counted transfer.");
   m.def("_ready_for_any_stream", [](const py_array& a) { ready_for_any_stream(a); }, nb::arg("x"));
   m.def("from_dlpack", &from_dlpack, nb::arg("obj"),

@@ -29,7 +29,7 @@ namespace resident::py {
 
 // ---- element types ----------------------------------------------------------------------------
 
-// Calls f(T{}) for the element type t names. @throws invalid_argument for any other type.
+// Calls f(T{}) for the element type t names. @throws invalid_type for any other type.
 template <class F>
 decltype(auto) visit(DLDataType t, F&& f) {
   auto is = [&](DLDataType want) { return t.code == want.code && t.bits == want.bits && t.lanes == want.lanes; };
@@ -39,7 +39,7 @@ decltype(auto) visit(DLDataType t, F&& f) {
   if (is(rs::dlpack_dtype<std::int64_t>())) return f(std::int64_t{});
   if (is(rs::dlpack_dtype<std::uint32_t>())) return f(std::uint32_t{});
   if (is(rs::dlpack_dtype<std::uint64_t>())) return f(std::uint64_t{});
-  throw rs::invalid_argument("element type " + rs::dlpack_dtype_name(t) +
+  throw rs::invalid_type("element type " + rs::dlpack_dtype_name(t) +
                              " is not supported: use float32, float64, int32, int64, uint32 or uint64");
 }
 
@@ -59,7 +59,46 @@ inline std::intptr_t handle_of(rs::cuda_stream_t s) { return s == nullptr ? 1 : 
 /// A stream handle given by a consumer or producer (`what` names the protocol): an int.
 std::intptr_t stream_handle(nb::handle h, const char* what);
 
+// ---- the stream a call runs on ---------------------------------------------------------------------
+
+/// The stream handle a `stream=` argument names (streams.cpp): None gives nothing; an int handle (0 and 1:
+/// the legacy default stream, 2: the per-thread default stream); an object with __cuda_stream__ (the
+/// CUDA stream protocol: a (version, handle) pair); a PyTorch (cuda_stream), CuPy (ptr) or Numba (handle)
+/// stream. @throws invalid_type for anything else, invalid_argument for a negative handle.
+std::optional<std::intptr_t> parse_stream(nb::handle stream, const char* what);
+
+/// The stream given to the launching call running now on this thread (set by call_stream for the call).
+struct call_stream_state {
+  std::optional<std::intptr_t> given;
+  const char* what = "";
+  std::vector<rs::stream_ref> joins;  // resident arrays' own streams, ordered after the given one at the end
+};
+extern thread_local call_stream_state* t_call_stream;
+
+/// Sets the call's stream for its duration: arrays taken in by from_dlpack work on it. At the end the
+/// own streams of resident's arrays the call used wait for it (an event each; no host wait), so later
+/// work on those arrays stays ordered after the call.
+class call_stream {
+ public:
+  call_stream(nb::handle stream, const char* what);
+  ~call_stream();
+  call_stream(const call_stream&) = delete;
+  call_stream& operator=(const call_stream&) = delete;
+
+ private:
+  call_stream_state state_;
+  call_stream_state* previous_;
+};
+
 // ---- the array ----------------------------------------------------------------------------------
+
+struct py_array;
+/// The stream work on another library's array `obj` on device d runs on: the call's given stream, else
+/// that library's current stream (PyTorch, CuPy; Numba's is the legacy default), else none (unknown).
+std::optional<std::intptr_t> library_stream(nb::handle obj, rs::device d);
+/// Puts the array on the call's given stream, if any (resident's arrays: after their queued work, their
+/// own stream joined at the call's end). @throws invalid_argument for a CPU array given a stream.
+void apply_call_stream(py_array& a);
 
 
 // The stream of the flow stage (or capture) whose Python work runs now on this thread, if any: work on
@@ -83,7 +122,11 @@ struct py_array {
   std::vector<std::int64_t> shape;
   DLDataType dtype{};
   rs::stream_ref stream;
-  bool foreign = false;  // memory of another library: work on it is finished before returning
+  bool foreign = false;  // memory of another library
+  // Work on foreign memory whose library's stream resident does not know (a producer other than PyTorch,
+  // CuPy or Numba, called without stream=) is finished before returning: the owner may read it on any
+  // stream next. Otherwise the work is queued on the library's current stream (or the given one).
+  bool finish_before_return = false;
   bool readonly = false;  // the producer marked the memory read-only: resident only reads it
 
   // Refuses to write into memory its producer marked read-only (an immutable buffer, a NumPy array
@@ -107,10 +150,10 @@ struct py_array {
   rs::array_ref<T> ref() const {
     return {static_cast<T*>(data), size(), work_stream()};
   }
-  // Foreign memory may be read by its owner on any stream next: wait for resident's work on it (inside
-  // a flow stage the flow's run waits for every stage before it returns).
+  // Foreign memory of an unknown library may be read by its owner on any stream next: wait for
+  // resident's work on it (inside a flow stage the flow's run waits for every stage before it returns).
   void finish_foreign() const {
-    if (foreign && !t_stage_stream) stream.synchronize();
+    if (foreign && finish_before_return && !t_stage_stream) stream.synchronize();
   }
 };
 
@@ -166,6 +209,7 @@ using at_python_line = nb::call_guard<python_site>;
 
 // The parts of the module, one per binding file.
 void bind_errors(nb::module_& m);
+void bind_streams(nb::module_& m);
 void bind_array(nb::module_& m);
 void bind_compute(nb::module_& m);
 void bind_jit(nb::module_& m);

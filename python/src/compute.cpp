@@ -23,7 +23,8 @@ void check_overlap(const py_array& in, const py_array& out, const char* what) {
 
 namespace {
 
-void any_fill_uniform(nb::object x, std::uint64_t seed, std::uint64_t offset, double low, double high) {
+void any_fill_uniform(nb::object x, std::uint64_t seed, std::uint64_t offset, double low, double high, nb::object stream) {
+  const call_stream on(stream, "fill_uniform");
   py_array a = from_dlpack(x);
   a.check_writable("fill_uniform");
   on_floats(a, "fill_uniform", [&](auto r) {
@@ -32,7 +33,8 @@ void any_fill_uniform(nb::object x, std::uint64_t seed, std::uint64_t offset, do
   });
 }
 
-void any_fill_normal(nb::object x, std::uint64_t seed, std::uint64_t offset, double mean, double sd) {
+void any_fill_normal(nb::object x, std::uint64_t seed, std::uint64_t offset, double mean, double sd, nb::object stream) {
+  const call_stream on(stream, "fill_normal");
   py_array a = from_dlpack(x);
   a.check_writable("fill_normal");
   on_floats(a, "fill_normal", [&](auto r) {
@@ -41,7 +43,8 @@ void any_fill_normal(nb::object x, std::uint64_t seed, std::uint64_t offset, dou
   });
 }
 
-void any_fill_bits(nb::object x, std::uint64_t seed, std::uint64_t offset) {
+void any_fill_bits(nb::object x, std::uint64_t seed, std::uint64_t offset, nb::object stream) {
+  const call_stream on(stream, "fill_bits");
   py_array a = from_dlpack(x);
   if (!(a.dtype.code == kDLUInt && a.dtype.bits == 32))
     throw rs::invalid_argument("fill_bits fills uint32 arrays, not " + rs::dlpack_dtype_name(a.dtype));
@@ -51,7 +54,8 @@ void any_fill_bits(nb::object x, std::uint64_t seed, std::uint64_t offset) {
   a.finish_foreign();
 }
 
-double any_reduce(nb::object x, reduction r) {
+double any_reduce(nb::object x, reduction r, nb::object stream) {
+  const call_stream on(stream, "a reduction");
   py_array a = from_dlpack(x);
   // An empty array has a sum (0) but no least or greatest element.
   if (a.size() == 0 && r != reduction::sum)
@@ -67,7 +71,8 @@ double any_reduce(nb::object x, reduction r) {
 // ---- run-time programs -------------------------------------------------------------------------
 
 // out = p(x) (out defaults to x: in place), as one kernel; float32 or float64.
-nb::object run_program(const rs::program& p, nb::object x, nb::object out) {
+nb::object run_program(const rs::program& p, nb::object x, nb::object out, nb::object stream) {
+  const call_stream on(stream, "program");
   py_array a = from_dlpack(x);
   py_array o = out.is_none() ? a : from_dlpack(out);
   o.check_writable("program");
@@ -86,7 +91,8 @@ nb::object run_program(const rs::program& p, nb::object x, nb::object out) {
   return out.is_none() ? x : out;
 }
 
-double sum_program(const rs::program& p, nb::object x) {
+double sum_program(const rs::program& p, nb::object x, nb::object stream) {
+  const call_stream on(stream, "program.sum");
   py_array a = from_dlpack(x);
   return on_floats(a, "a program", [&](auto r) { return double(rs::run_sum(p, r)); });
 }
@@ -96,7 +102,8 @@ double sum_program(const rs::program& p, nb::object x) {
 // out = alpha * a @ b + beta * out for 2-D C-contiguous float32 / float64 arrays of any library on one
 // device, by one of the ladder's algorithms; out is made (beta must then be 0) when not given.
 nb::object matmul(nb::object a_obj, nb::object b_obj, nb::object out_obj, const std::string& algo_name, double alpha,
-                  double beta) {
+                  double beta, nb::object stream) {
+  const call_stream on(stream, "matmul");
   const rs::matmul_algo algo = rs::parse_matmul_algo(algo_name);
   py_array a = from_dlpack(a_obj), b = from_dlpack(b_obj);
   for (const py_array* m : {&a, &b})
@@ -153,26 +160,28 @@ void bind_compute(nb::module_& m) {
       .def_static("pow", &rs::op::pow, nb::arg("c"), "v ** c")
       .def_static("parse", &rs::op::parse, nb::arg("text"), "An operation from its name: 'sqrt', 'add(1)', 'affine(1.5, 0.5)'.")
       .def_prop_ro("name", &rs::op::name)
+      .def_ro("a", &rs::op::a, "the operation's first constant")
+      .def_ro("b", &rs::op::b, "its second constant")
       .def("__repr__", [](const rs::op& o) { return "resident.op." + o.name(); })
-      .def("__or__", [](const rs::op& a, const rs::op& b) { return rs::program{} | a | b; })
-      .def("__or__", [](const rs::op& a, const rs::program& q) { return (rs::program{} | a) | q; })
-      .def("__call__", [](const rs::op& o, nb::object x, nb::object out) { return run_program(rs::program{} | o, x, out); },
-           at_python_line(), nb::arg("x"), nb::arg("out") = nb::none());
+      .def("__or__", [](const rs::op& a, const rs::op& b) { return rs::program{} | a | b; }, nb::is_operator())
+      .def("__or__", [](const rs::op& a, const rs::program& q) { return (rs::program{} | a) | q; }, nb::is_operator());
 
+  // The calls (op(x), program(x, out)) are the package's (resident/_program.py): compiled where a
+  // run-time compiler is available, else this interpreter.
+  m.def("_run_program", &run_program, at_python_line(), nb::arg("program"), nb::arg("x"), nb::arg("out") = nb::none(),
+        nb::arg("stream") = nb::none());
   nb::class_<rs::program>(m, "program",
                           "A chain of built-in operations run as ONE fused kernel: p(x) in place, p(x, out), p.sum(x).")
       .def(nb::init<>())
       .def("__init__", [](rs::program* self, const std::vector<rs::op>& ops) { new (self) rs::program(ops); },
            nb::arg("ops"))
-      .def("__or__", [](const rs::program& p, const rs::op& o) { return p | o; })
-      .def("__or__", [](const rs::program& p, const rs::program& q) { return p | q; })
+      .def("__or__", [](const rs::program& p, const rs::op& o) { return p | o; }, nb::is_operator())
+      .def("__or__", [](const rs::program& p, const rs::program& q) { return p | q; }, nb::is_operator())
       .def_prop_ro("ops", &rs::program::ops)
       .def_prop_ro("name", &rs::program::name)
       .def("__repr__", [](const rs::program& p) { return "resident.program(" + p.name() + ")"; })
       .def("__len__", [](const rs::program& p) { return p.ops().size(); })
-      .def("__call__", &run_program, at_python_line(), nb::arg("x"), nb::arg("out") = nb::none(),
-           "out = p(x) as one kernel (out defaults to x: in place); float32 or float64 arrays of any library.")
-      .def("sum", &sum_program, at_python_line(), nb::arg("x"), "The sum of p(x[i]) in one pass, in x's precision. Synchronizes.");
+      .def("sum", &sum_program, at_python_line(), nb::arg("x"), nb::arg("stream") = nb::none(), "The sum of p(x[i]) in one pass, in x's precision. Synchronizes.");
 
   m.def("_time_cpp_calls", [](const rs::program& p, nb::object x, int calls) {
     // The same call made from C++ in a loop: wall time per call, the queue drained at the end.
@@ -189,19 +198,23 @@ void bind_compute(nb::module_& m) {
   }, nb::arg("program"), nb::arg("x"), nb::arg("calls"));
 
   m.def("matmul", &matmul, at_python_line(), nb::arg("a"), nb::arg("b"), nb::arg("out") = nb::none(), nb::arg("algo") = "auto",
-        nb::arg("alpha") = 1.0, nb::arg("beta") = 0.0,
+        nb::arg("alpha") = 1.0, nb::arg("beta") = 0.0, nb::arg("stream") = nb::none(),
         "out = alpha * a @ b + beta * out (2-D float32 / float64 arrays of any library, one device) by one of the "
         "ladder's algorithms: auto, naive, blocked, shared, tuned, vendor, vendor_tf32. Asynchronous on "
         "out's stream for resident's arrays; finished before returning for other libraries' arrays.");
 
   m.def("fill_uniform", &any_fill_uniform, at_python_line(), nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0, nb::arg("low") = 0.0,
-        nb::arg("high") = 1.0);
+        nb::arg("high") = 1.0, nb::arg("stream") = nb::none());
   m.def("fill_normal", &any_fill_normal, at_python_line(), nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0, nb::arg("mean") = 0.0,
-        nb::arg("sd") = 1.0);
-  m.def("fill_bits", &any_fill_bits, at_python_line(), nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0);
-  m.def("sum", [](nb::object x) { return any_reduce(x, reduction::sum); }, at_python_line(), nb::arg("x"));
-  m.def("min", [](nb::object x) { return any_reduce(x, reduction::min); }, at_python_line(), nb::arg("x"));
-  m.def("max", [](nb::object x) { return any_reduce(x, reduction::max); }, at_python_line(), nb::arg("x"));
+        nb::arg("sd") = 1.0, nb::arg("stream") = nb::none());
+  m.def("fill_bits", &any_fill_bits, at_python_line(), nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0,
+        nb::arg("stream") = nb::none());
+  m.def("sum", [](nb::object x, nb::object stream) { return any_reduce(x, reduction::sum, stream); }, at_python_line(),
+        nb::arg("x"), nb::arg("stream") = nb::none());
+  m.def("min", [](nb::object x, nb::object stream) { return any_reduce(x, reduction::min, stream); }, at_python_line(),
+        nb::arg("x"), nb::arg("stream") = nb::none());
+  m.def("max", [](nb::object x, nb::object stream) { return any_reduce(x, reduction::max, stream); }, at_python_line(),
+        nb::arg("x"), nb::arg("stream") = nb::none());
 
 }
 

@@ -10,15 +10,41 @@ namespace resident::py {
 
 namespace {
 
+// A Python callable as the work of a stage holds it: one reference, which the garbage collector sees
+// through the Flow or Graph that owns the cell (their tp_traverse) and which their tp_clear drops.
+using callable_cell = std::shared_ptr<nb::object>;
+
+callable_cell cell_of(nb::object fn) {
+  return callable_cell(new nb::object(std::move(fn)), [](nb::object* p) {
+    nb::gil_scoped_acquire locked;
+    delete p;
+  });
+}
+
+// Calls a Python stage with the GIL held and resident's work on s. Python errors propagate as
+// nb::python_error (a flow wraps them into its stage_error).
+std::function<void(rs::stream_ref)> python_work(callable_cell held) {
+  return [held](rs::stream_ref s) {
+    nb::gil_scoped_acquire locked;
+    if (!held->is_valid())
+      throw rs::invalid_argument("the work was dropped by the garbage collector (its Flow or Graph was part of an "
+                                 "unreachable cycle)");
+    stage_stream_scope scope(s);
+    (*held)();
+  };
+}
+
 // A captured graph and what its work needs alive: the Python callables (inside the work, which a CPU
-// replay calls again) and the arrays the stages declared. Replays run on the device's default stream,
-// where arrays' own work runs: ordered after the work queued there before the replay and before the
-// work queued after it, with no event between streams.
+// replay calls again: the Flow it was captured from, or cells of its own) and the arrays the stages
+// declared. Replays run on the device's default stream, where arrays' own work runs: ordered after the
+// work queued there before the replay and before the work queued after it, with no event between streams.
 struct py_graph {
   rs::graph g;
   rs::stream_ref stream;                      // the default stream of the graph's device
   std::shared_ptr<const void> stream_owner;   // the flow or stream the work was captured on
   std::vector<std::shared_ptr<const void>> keep;
+  nb::object flow;                            // the Flow captured from, which holds the callables
+  std::vector<callable_cell> callables;       // capture()'s own work
 
   // Asynchronous on CUDA (the GIL is released around the launch, which may wait for room in the
   // launch queue); on the CPU the captured Python work runs inside (it takes the GIL back: see python_work).
@@ -28,23 +54,10 @@ struct py_graph {
   }
 };
 
-// Calls a Python stage with the GIL held and resident's work on s. Python errors propagate as
-// nb::python_error (a flow wraps them into its stage_error).
-std::function<void(rs::stream_ref)> python_work(nb::object fn) {
-  auto held = std::shared_ptr<nb::object>(new nb::object(std::move(fn)), [](nb::object* p) {
-    nb::gil_scoped_acquire locked;
-    delete p;
-  });
-  return [held](rs::stream_ref s) {
-    nb::gil_scoped_acquire locked;
-    stage_stream_scope scope(s);
-    (*held)();
-  };
-}
-
 struct py_flow {
   std::shared_ptr<rs::flow> f;  // shared with the graphs captured from it, which replay on its stream
   std::vector<std::shared_ptr<const void>> keep;
+  std::vector<callable_cell> callables;  // the stages' work, seen by the garbage collector
 
   py_flow(const std::optional<std::string>& dev, int streams) : f(std::make_shared<rs::flow>(pick(dev), streams)) {}
 
@@ -67,7 +80,8 @@ struct py_flow {
     for (const nb::object& o : writes) from_dlpack(o).check_writable("Flow.add: stage '" + name + "'");
     declare(reads, false);
     declare(writes, true);
-    auto stage = python_work(std::move(work));
+    callables.push_back(cell_of(std::move(work)));
+    auto stage = python_work(callables.back());
     // Without the GIL: the flow waits for a run on another thread, whose stages take the GIL.
     nb::gil_scoped_release unlocked;
     return f->add(name, std::move(stage), std::move(acc), after, infer ? rs::inference::on : rs::inference::off);
@@ -118,7 +132,8 @@ py_graph capture(nb::object fn, const std::optional<std::string>& dev) {
   auto own = std::make_shared<rs::stream>(pick(dev));
   g.stream = rs::default_stream(own->device());
   g.stream_owner = own;
-  auto work = python_work(std::move(fn));
+  g.callables.push_back(cell_of(std::move(fn)));
+  auto work = python_work(g.callables.back());
   const rs::stream_ref s = own->ref();
   {
     nb::gil_scoped_release unlocked;
@@ -127,6 +142,41 @@ py_graph capture(nb::object fn, const std::optional<std::string>& dev) {
   }
   return g;
 }
+
+// The garbage collector's view of a Flow and a Graph: the Python objects they hold (nanobind's
+// "reference cycles involving functions").
+int flow_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self)) return 0;
+  for (const callable_cell& c : nb::inst_ptr<py_flow>(self)->callables) Py_VISIT(c->ptr());
+  return 0;
+}
+int flow_clear(PyObject* self) {
+  if (!nb::inst_ready(self)) return 0;
+  for (const callable_cell& c : nb::inst_ptr<py_flow>(self)->callables) *c = nb::object();
+  return 0;
+}
+int graph_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self)) return 0;
+  const py_graph* g = nb::inst_ptr<py_graph>(self);
+  Py_VISIT(g->flow.ptr());
+  for (const callable_cell& c : g->callables) Py_VISIT(c->ptr());
+  return 0;
+}
+int graph_clear(PyObject* self) {
+  if (!nb::inst_ready(self)) return 0;
+  py_graph* g = nb::inst_ptr<py_graph>(self);
+  g->flow = nb::object();
+  for (const callable_cell& c : g->callables) *c = nb::object();
+  return 0;
+}
+PyType_Slot flow_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(flow_traverse)},
+                            {Py_tp_clear, reinterpret_cast<void*>(flow_clear)},
+                            {0, nullptr}};
+PyType_Slot graph_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(graph_traverse)},
+                             {Py_tp_clear, reinterpret_cast<void*>(graph_clear)},
+                             {0, nullptr}};
 
 }  // namespace
 
@@ -142,12 +192,12 @@ void bind_flow(nb::module_& m) {
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
   }, nb::arg("graph"), nb::arg("calls"));
 
-  nb::class_<py_graph>(m, "Graph", "Captured resident work: replay() runs it again as one launch (CUDA).")
+  nb::class_<py_graph>(m, "Graph", nb::type_slots(graph_slots), "Captured resident work: replay() runs it again as one launch (CUDA).")
       .def("replay", &py_graph::replay,
            "Runs the captured work again, asynchronously, on the device's default stream (where arrays' own "
            "work runs): after the work queued before it, and later work sees its results.")
       .def_prop_ro("kernels", [](const py_graph& g) { return g.g.kernels(); }, "Kernels one replay launches.");
-  nb::class_<py_flow>(m, "Flow", "Named stages of Python work with dependencies, independent ones on concurrent "
+  nb::class_<py_flow>(m, "Flow", nb::type_slots(flow_slots), "Named stages of Python work with dependencies, independent ones on concurrent "
                                  "streams; resident calls inside a stage run on the stage's stream.")
       .def(nb::init<const std::optional<std::string>&, int>(), nb::arg("device") = nb::none(), nb::arg("streams") = 4)
       .def("add", &py_flow::add, nb::arg("name"), nb::arg("work").none(), nb::arg("reads") = std::vector<nb::object>{},
@@ -156,7 +206,11 @@ void bind_flow(nb::module_& m) {
            "Adds a stage calling work() (no arguments); returns its id. Edges are inferred from the declared "
            "reads and writes (arrays of any library) in the order stages are added, plus `after`.")
       .def("run", &py_flow::run, "Runs every stage in dependency order and waits for them.")
-      .def("capture", &py_flow::capture, "The whole flow as one Graph (nothing runs during the capture).")
+      .def("capture", [](nb::handle self) {
+             py_graph g = nb::cast<py_flow&>(self).capture();
+             g.flow = nb::borrow(self);  // the graph's CPU replays call the flow's callables
+             return g;
+           }, "The whole flow as one Graph (nothing runs during the capture).")
       .def("report", &py_flow::report, "The last run's per-stage figures: name, stream, ms, kernels, bytes.")
       .def("__len__", [](const py_flow& f) { return f.f->size(); });
   m.def("capture", &capture, nb::arg("work").none(), nb::arg("device") = nb::none(),

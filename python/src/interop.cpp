@@ -197,6 +197,7 @@ py_array adopt(ND nd, bool readonly) {
     delete static_cast<const ND*>(p);
   });
   r.foreign = true;
+  r.finish_before_return = true;
   r.readonly = readonly;
   return r;
 }
@@ -266,7 +267,11 @@ py_array from_cuda_array_interface(nb::handle obj) {
   t.shape = r.shape.data();
   t.strides = strides.empty() ? nullptr : strides.data();
   r.data = usable(t).second;
-  r.stream = rs::default_stream(dev);
+  // Worked on the stream the call was given, else the library's current one (the legacy default stream
+  // for a library resident does not know, whose work is then finished before returning).
+  const std::optional<std::intptr_t> work = library_stream(obj, dev);
+  r.stream = work ? rs::stream_ref(dev, native_of(*work)) : rs::default_stream(dev);
+  r.finish_before_return = !work;
   if (cai.contains("stream") && !cai["stream"].is_none()) {
     const std::intptr_t h = stream_handle(cai["stream"], cai_name);
     if (h == 0) throw rs::invalid_argument(std::string(cai_name) + ": stream 0 is not allowed (version 3)");
@@ -288,8 +293,42 @@ std::string py_type_name(nb::handle o) { return nb::cast<std::string>(nb::str(o.
 // Takes another library's array in place: its __dlpack__ (with the stream handshake), a DLPack
 // capsule, or its __cuda_array_interface__. Resident's Arrays are returned as they are. What cannot be
 // used as it is is refused before anything is taken: a refused capsule stays unconsumed.
-py_array from_dlpack(nb::object obj) {
+namespace {
+
+// A CUDA producer's capsule, its work ordered before stream handle h (the DLPack stream handshake):
+// versioned where the producer speaks DLPack 1.x, else unversioned.
+nb::object dlpack_capsule(nb::handle obj, std::intptr_t h) {
+  nb::object call = obj.attr("__dlpack__");
+  const std::intptr_t stream = h == 0 ? 1 : h;  // DLPack: 0 is not a CUDA stream; 1 is the legacy default
+  try {
+    return call(nb::arg("stream") = stream, nb::arg("max_version") = nb::make_tuple(1, 0));
+  } catch (nb::python_error& e) {
+    if (!e.matches(PyExc_TypeError)) throw;  // a producer that predates max_version
+  }
+  return call(nb::arg("stream") = stream);
+}
+
+// The array `obj` is, before the call's stream is applied.
+py_array take_in(nb::object obj) {
   if (nb::isinstance<py_array>(obj)) return nb::cast<py_array>(obj);
+  if (!PyCapsule_CheckExact(obj.ptr()) && nb::hasattr(obj, "__dlpack__") && nb::hasattr(obj, "__dlpack_device__")) {
+    // A CUDA producer is asked for its memory ordered before the stream resident will work on: the
+    // call's stream, else the producer library's current stream (PyTorch, CuPy, Numba), else the
+    // legacy default stream (its work then finished before returning).
+    nb::object where = obj.attr("__dlpack_device__")();
+    int type = 0, id = 0;
+    if (PyTuple_Check(where.ptr()) && PyTuple_GET_SIZE(where.ptr()) == 2 &&
+        nb::try_cast(nb::handle(PyTuple_GET_ITEM(where.ptr(), 0)), type, false) &&
+        nb::try_cast(nb::handle(PyTuple_GET_ITEM(where.ptr(), 1)), id, false) && type == kDLCUDA && id >= 0) {
+      const rs::device dev = rs::device::cuda(id);
+      rs::require(dev);
+      const std::optional<std::intptr_t> work = library_stream(obj, dev);
+      py_array r = take_in(dlpack_capsule(obj, work.value_or(1)));
+      r.stream = rs::stream_ref(r.device(), native_of(work.value_or(1)));
+      r.finish_before_return = !work;
+      return r;
+    }
+  }
   if (PyCapsule_CheckExact(obj.ptr())) {
     const auto [t, readonly] = capsule_tensor(obj);
     usable(*t);
@@ -310,6 +349,14 @@ py_array from_dlpack(nb::object obj) {
   }
   if (nb::hasattr(obj, "__cuda_array_interface__")) return from_cuda_array_interface(obj);
   throw rs::invalid_argument("from_dlpack: a " + py_type_name(obj) + " has neither __dlpack__ nor __cuda_array_interface__");
+}
+
+}  // namespace
+
+py_array from_dlpack(nb::object obj) {
+  py_array r = take_in(std::move(obj));
+  apply_call_stream(r);
+  return r;
 }
 
 }  // namespace resident::py

@@ -26,7 +26,8 @@ nb::tuple jit_target(nb::object x) {
 }
 
 // out = chain(inputs...), or in place into inputs[0] (a generator chain writes into out alone).
-void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out) {
+void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out, nb::object stream) {
+  const call_stream on(stream, "a run-time chain");
   std::vector<py_array> in;
   for (nb::handle h : inputs) in.push_back(from_dlpack(nb::borrow<nb::object>(h)));
   if (in.empty() && out.is_none()) throw rs::invalid_argument("a run-time chain needs an input or an output array");
@@ -38,6 +39,14 @@ void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out) {
   const rs::jit::operand oo = operand_of(o);
   {
     nb::gil_scoped_release unlocked;
+    // Counted as one call at the Python line (the profile's rows), as the built-in calls are.
+    rs::detail::call_facts facts;
+    for (const py_array& a : in) facts.bytes_read += a.size() * a.itemsize();
+    facts.bytes_written = o.size() * o.itemsize();
+    facts.elements = o.size();
+    facts.stages = int(p.parts().size());
+    facts.output = o.data;
+    const rs::detail::call_scope scope("jit", oo.stream, facts);
     visit(o.dtype, [&](auto t) {
       using T = decltype(t);
       rs::array_ref<T> r{static_cast<T*>(const_cast<void*>(oo.data)), oo.size, oo.stream};
@@ -50,7 +59,8 @@ void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out) {
 
 // The chain's reduction over inputs (or over n values of its generator on device), as a Python number.
 nb::object jit_result(const rs::jit::pipeline& p, nb::list inputs, const std::string& dtype, std::size_t n,
-                      const std::string& device) {
+                      const std::string& device, nb::object stream) {
+  const call_stream on(stream, "a run-time chain");
   std::vector<py_array> in;
   for (nb::handle h : inputs) in.push_back(from_dlpack(nb::borrow<nb::object>(h)));
   rs::jit::inputs ops;
@@ -88,8 +98,9 @@ void bind_jit(nb::module_& m) {
              for (const auto& t : in) e.push_back(element_named(t));
              return p.kernel_source(e, element_named(out), rs::parse_device(device));
            }, nb::arg("inputs"), nb::arg("out"), nb::arg("device"))
-      .def("run", &jit_run, at_python_line(), nb::arg("inputs"), nb::arg("out").none())
-      .def("result", &jit_result, at_python_line(), nb::arg("inputs"), nb::arg("dtype"), nb::arg("n") = 0, nb::arg("device") = "cpu");
+      .def("run", &jit_run, at_python_line(), nb::arg("inputs"), nb::arg("out").none(), nb::arg("stream") = nb::none())
+      .def("result", &jit_result, at_python_line(), nb::arg("inputs"), nb::arg("dtype"), nb::arg("n") = 0, nb::arg("device") = "cpu",
+           nb::arg("stream") = nb::none());
   m.def("_jit_map", [](const std::string& src, const std::string& name) { return rs::jit::map(src, name); });
   m.def("_jit_external", [](const std::string& name, const std::vector<std::string>& params, const std::string& result,
                             nb::bytes ltoir, std::uintptr_t host_function) {

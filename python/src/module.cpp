@@ -34,6 +34,7 @@ python_site::python_site() noexcept {
 NB_MODULE(_core, m) {
   m.doc() = "resident's compiled core; use the resident package";
   resident::py::bind_errors(m);
+  resident::py::bind_streams(m);
   resident::py::bind_array(m);
   resident::py::bind_compute(m);
   resident::py::bind_jit(m);
