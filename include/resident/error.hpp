@@ -20,9 +20,10 @@
 
 #include <cstddef>
 #include <optional>
-#include <source_location>
 #include <stdexcept>
 #include <string>
+
+#include "resident/detail/source_location.hpp"
 
 /// X(shape, C++ name, C++ base, Python name, Python built-in base or `none`, one-line description).
 /// shape: `plain` (defined from this table) or `own` (written out: in this file unless the name says
@@ -65,7 +66,7 @@ std::string site(const char* file, int line);
 struct sited {
   std::string text;
   // NOLINTNEXTLINE(google-explicit-constructor): made from the message where the error is made
-  sited(std::string msg, std::source_location where = std::source_location::current())
+  sited(std::string msg, resident::source_location where = resident::source_location::current())
       : text(std::move(msg) + site(where.file_name(), int(where.line()))) {}
 };
 }  // namespace detail
