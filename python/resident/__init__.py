@@ -102,7 +102,13 @@ def _op_call(self, x, out=None, stream=None):
     return _program.call(_core.program([self]), x, out, stream)
 
 
+def _program_sum(self, x, stream=None):
+    """The sum of p(x[i]) in one pass (one kernel), in x's precision; waits for the stream it ran on."""
+    return _program.total(self, x, stream)
+
+
 program.__call__ = _program_call
+program.sum = _program_sum
 program.engine = property(_program.engine, doc="What the last call used: 'compiled', 'interpreted', or None.")
 op.__call__ = _op_call
 

@@ -80,18 +80,10 @@ def as_program(x):
 
 
 _lock = threading.Lock()
-_compiled = {}  # (program name, dtype) -> resident.jit chain, or None where no compiler is available
+_compiled = {}  # (program name, dtype, reduces) -> resident.jit chain, or None where no compiler is available
 _engines = {}   # program name -> "compiled" or "interpreted": what its last call used
-
-
-def _chain(p, dtype):
-    key = (p.name, dtype)
-    if key in _compiled:
-        return _compiled[key]
-    from . import jit
-    chain = jit.map(source(p, dtype), "rs_program")
-    with _lock:
-        return _compiled.setdefault(key, chain)
+_FLOATS = ("float32", "float64")
+_interpreted_sum = _core.program.sum  # the compiled core's, kept before the package puts total() in its place
 
 
 def _no_compiler(e):
@@ -100,30 +92,48 @@ def _no_compiler(e):
     return isinstance(e, (resident.DeviceUnavailable, resident.CompileError))
 
 
+def _run(p, dtype, reduces, compiled, interpreted):
+    """compiled(chain) through p's chain for dtype (built and compiled at its first use), or interpreted()
+    where no run-time compiler is available; records which ran."""
+    key = (p.name, dtype, reduces)
+    chain = _compiled.get(key, False) if dtype in _FLOATS else None
+    if chain is not None:
+        first = chain is False
+        if first:
+            from . import jit
+            chain = jit.map(source(p, dtype), "rs_program")
+            if reduces:
+                chain = chain | jit.sum()
+        try:
+            r = compiled(chain)
+        except Exception as e:  # noqa: BLE001 (a missing compiler falls back; anything else is raised)
+            if not (first and _no_compiler(e)):
+                raise
+            with _lock:
+                _compiled[key] = None
+        else:
+            if first:
+                with _lock:
+                    _compiled.setdefault(key, chain)
+            _engines[p.name] = "compiled"
+            return r
+    r = interpreted()
+    _engines[p.name] = "interpreted"
+    return r
+
+
 def call(p, x, out=None, stream=None):
     """out = p(x) (out defaults to x: in place), through the run-time compiler where it is available."""
     dtype = _dtype_of(x)
-    if dtype in ("float32", "float64") and (out is None or _dtype_of(out) == dtype):
-        chain = _compiled.get((p.name, dtype), False)
-        if chain is False:
-            try:
-                chain = _chain(p, dtype)
-                chain(x, out=out, stream=stream)
-                _engines[p.name] = "compiled"
-                return x if out is None else out
-            except Exception as e:  # noqa: BLE001 (only a missing compiler falls back; the rest re-raised)
-                if not _no_compiler(e):
-                    raise
-                with _lock:
-                    _compiled[(p.name, dtype)] = None
-                chain = None
-        if chain is not None:
-            chain(x, out=out, stream=stream)
-            _engines[p.name] = "compiled"
-            return x if out is None else out
-    _core._run_program(p, x, out, stream)
-    _engines[p.name] = "interpreted"
+    if out is not None and _dtype_of(out) != dtype:
+        dtype = None  # the interpreter names the mismatch
+    _run(p, dtype, False, lambda c: c(x, out=out, stream=stream), lambda: _core._run_program(p, x, out, stream))
     return x if out is None else out
+
+
+def total(p, x, stream=None):
+    """The sum of p(x[i]) in one pass, through the run-time compiler where it is available."""
+    return _run(p, _dtype_of(x), True, lambda c: c(x, stream=stream), lambda: _interpreted_sum(p, x, stream))
 
 
 def _dtype_of(x):

@@ -156,6 +156,8 @@ def test_programs_are_compiled_and_agree_with_the_interpreter():
     rs._core._run_program(p, x, z)
     ref = 0.5 * np.sin(np.sqrt((1.5 * x.astype(np.float64) + 0.5) ** 2 + 1))
     assert np.max(np.abs(y - ref)) < 4e-7 and np.max(np.abs(y - z)) < 4e-7
+    q = rs.op.square() | rs.op.add(1)
+    assert abs(q.sum(x) - np.sum(x.astype(np.float64) ** 2 + 1)) < 1e-5 * x.size and q.engine == "compiled"
 
 
 def test_a_float32_sum_is_as_accurate_as_numpys_pairwise_sum():
