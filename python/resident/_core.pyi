@@ -37,7 +37,7 @@ class Array:
 
     def __repr__(self) -> str: ...
 
-    def to_host(self) -> object:
+    def to_host(self, stream: object | None = None) -> object:
         """
         Copies the array into a new NumPy array (one counted transfer). Synchronizes.
         """
@@ -60,7 +60,7 @@ class Array:
 def empty(shape: object, dtype: str = 'float32', device: str | None = None) -> Array:
     """A new uninitialized array from the device's pool."""
 
-def to_device(host: object, device: str | None = None) -> Array:
+def to_device(host: object, device: str | None = None, stream: object | None = None) -> Array:
     """
     Copies a host (NumPy) array into a new array on the device: one counted transfer.
     """
@@ -235,7 +235,7 @@ def max(x: object, stream: object | None = None) -> float: ...
 class Graph:
     """Captured resident work: replay() runs it again as one launch (CUDA)."""
 
-    def replay(self) -> None:
+    def replay(self, stream: object | None = None) -> None:
         """
         Runs the captured work again, asynchronously, on the device's default stream (where arrays' own work runs): after the work queued before it, and later work sees its results.
         """

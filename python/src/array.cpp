@@ -111,22 +111,28 @@ host_array host_array_of(nb::handle obj) {
   return h;
 }
 
-py_array to_device(nb::handle obj, const std::optional<std::string>& dev) {
+py_array to_device(nb::handle obj, const std::optional<std::string>& dev, nb::object stream) {
+  const call_stream on(stream, "to_device");
   const host_array h = host_array_of(obj);
   const DLDataType dt{h.dtype().code, h.dtype().bits, static_cast<std::uint16_t>(h.dtype().lanes)};
   std::vector<std::int64_t> shape(h.ndim());
   for (std::size_t i = 0; i < h.ndim(); ++i) shape[i] = std::int64_t(h.shape(i));
   py_array r = empty_of(std::move(shape), dt, pick(dev));
+  py_array w = r;  // the copy runs on the given stream, if any; the host waits for it (h is the caller's)
+  apply_call_stream(w);
   visit(r.dtype, [&](auto t) {
     using T = decltype(t);
     nb::gil_scoped_release unlocked;
-    rs::copy_async(std::span<const T>(static_cast<const T*>(h.data()), r.size()), r.ref<T>());
-    r.stream.synchronize();
+    rs::copy_async(std::span<const T>(static_cast<const T*>(h.data()), w.size()), w.ref<T>());
+    w.stream.synchronize();
   });
   return r;
 }
 
-nb::object to_host(const py_array& a) {
+nb::object to_host(const py_array& self, nb::object stream) {
+  const call_stream on(stream, "to_host");
+  py_array a = self;  // read on the given stream, if any, after the array's queued work
+  apply_call_stream(a);
   return visit(a.dtype, [&](auto t) -> nb::object {
     using T = decltype(t);
     const std::size_t n = a.size();
@@ -184,7 +190,7 @@ void bind_array(nb::module_& m) {
         if (a.shape.size() == 1) s += ",";
         return s + "), dtype=" + rs::dlpack_dtype_name(a.dtype) + ", device=" + a.device().name() + ")";
       })
-      .def("to_host", &to_host, at_python_line(), "Copies the array into a new NumPy array (one counted transfer). Synchronizes.")
+      .def("to_host", &to_host, at_python_line(), nb::arg("stream") = nb::none(), "Copies the array into a new NumPy array (one counted transfer). Synchronizes.")
       .def("__dlpack__", &dlpack_export, nb::kw_only(), nb::arg("stream") = nb::none(),
            nb::arg("max_version") = nb::none(), nb::arg("dl_device") = nb::none(), nb::arg("copy") = nb::none())
       .def("__dlpack_device__", &dlpack_device)
@@ -193,6 +199,7 @@ void bind_array(nb::module_& m) {
   m.def("empty", &empty, at_python_line(), nb::arg("shape").none(), nb::arg("dtype") = "float32", nb::arg("device") = nb::none(),
         "A new uninitialized array from the device's pool.");
   m.def("to_device", &to_device, at_python_line(), nb::arg("host").none(), nb::arg("device") = nb::none(),
+        nb::arg("stream") = nb::none(),
         "Copies a host (NumPy) array into a new array on the device: one counted transfer.");
   m.def("_ready_for_any_stream", [](const py_array& a) { ready_for_any_stream(a); }, nb::arg("x"));
   m.def("from_dlpack", &from_dlpack, nb::arg("obj"),

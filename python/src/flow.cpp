@@ -48,9 +48,14 @@ struct py_graph {
 
   // Asynchronous on CUDA (the GIL is released around the launch, which may wait for room in the
   // launch queue); on the CPU the captured Python work runs inside (it takes the GIL back: see python_work).
-  void replay() {
+  // With a stream given, the replay is queued there instead (ordering it is then the caller's).
+  void replay(nb::object on) {
+    const std::optional<std::intptr_t> h = parse_stream(on, "Graph.replay");
+    if (h && !stream.device().is_cuda())
+      throw rs::invalid_argument("Graph.replay: a graph of " + stream.device().name() + " takes no stream");
+    const rs::stream_ref s = h ? rs::stream_ref(stream.device(), native_of(*h)) : stream;
     nb::gil_scoped_release unlocked;
-    g.replay(stream);
+    g.replay(s);
   }
 };
 
@@ -193,9 +198,10 @@ void bind_flow(nb::module_& m) {
   }, nb::arg("graph"), nb::arg("calls"));
 
   nb::class_<py_graph>(m, "Graph", nb::type_slots(graph_slots), "Captured resident work: replay() runs it again as one launch (CUDA).")
-      .def("replay", &py_graph::replay,
+      .def("replay", &py_graph::replay, nb::arg("stream") = nb::none(),
            "Runs the captured work again, asynchronously, on the device's default stream (where arrays' own "
-           "work runs): after the work queued before it, and later work sees its results.")
+           "work runs): after the work queued before it, and later work sees its results. With stream=, on "
+           "that stream instead (ordering it against other work is then the caller's).")
       .def_prop_ro("kernels", [](const py_graph& g) { return g.g.kernels(); }, "Kernels one replay launches.");
   nb::class_<py_flow>(m, "Flow", nb::type_slots(flow_slots), "Named stages of Python work with dependencies, independent ones on concurrent "
                                  "streams; resident calls inside a stage run on the stage's stream.")

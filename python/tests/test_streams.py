@@ -61,6 +61,13 @@ def test_a_cpu_array_takes_no_stream_and_none_is_the_default():
             call(1)
         with pytest.raises(rs.InvalidType):
             call("default")
+    a = rs.to_device(x, device="cpu", stream=None)
+    g = rs.capture(lambda: None, device="cpu")
+    for call in (lambda s: a.to_host(stream=s), lambda s: rs.to_device(x, device="cpu", stream=s),
+                 lambda s: g.replay(stream=s)):
+        call(None)
+        with pytest.raises(rs.InvalidArgument, match="takes no stream"):
+            call(1)
     rs.random.fill_uniform(x, 3)
     assert 0 <= rs.min(x) and rs.max(x) < 1  # usable after each refusal
 
