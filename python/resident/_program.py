@@ -95,7 +95,8 @@ def _no_compiler(e):
 def _run(p, dtype, reduces, compiled, interpreted):
     """compiled(chain) through p's chain for dtype (built and compiled at its first use), or interpreted()
     where no run-time compiler is available; records which ran."""
-    key = (p.name, dtype, reduces)
+    name = p.name
+    key = (name, dtype, reduces)
     chain = _compiled.get(key, False) if dtype in _FLOATS else None
     if chain is not None:
         first = chain is False
@@ -115,17 +116,17 @@ def _run(p, dtype, reduces, compiled, interpreted):
             if first:
                 with _lock:
                     _compiled.setdefault(key, chain)
-            _engines[p.name] = "compiled"
+            _engines[name] = "compiled"
             return r
     r = interpreted()
-    _engines[p.name] = "interpreted"
+    _engines[name] = "interpreted"
     return r
 
 
 def call(p, x, out=None, stream=None):
     """out = p(x) (out defaults to x: in place), through the run-time compiler where it is available."""
     dtype = _dtype_of(x)
-    if out is not None and _dtype_of(out) != dtype:
+    if out is not None and out is not x and _dtype_of(out) != dtype:
         dtype = None  # the interpreter names the mismatch
     _run(p, dtype, False, lambda c: c(x, out=out, stream=stream), lambda: _core._run_program(p, x, out, stream))
     return x if out is None else out
