@@ -98,6 +98,8 @@ def _run(p, dtype, reduces, compiled, interpreted):
     name = p.name
     key = (name, dtype, reduces)
     chain = _compiled.get(key, False) if dtype in _FLOATS else None
+    if chain is False and _core._capturing():
+        chain = None  # no compiling or loading inside a CUDA graph capture: the interpreter's kernel, this once
     if chain is not None:
         first = chain is False
         if first:

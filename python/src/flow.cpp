@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "resident/detail/cuda_runtime.hpp"
 #include "resident/flow/flow.hpp"
 
 namespace resident::py {
@@ -186,6 +187,12 @@ PyType_Slot graph_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(graph_trav
 }  // namespace
 
 void bind_flow(nb::module_& m) {
+  // Whether the Python work running now is being captured into a CUDA graph, where nothing may be
+  // compiled and loaded (resident/_program.py then runs the interpreter's kernel).
+  m.def("_capturing", [] {
+    return t_stage_stream != nullptr && t_stage_stream->device().is_cuda() &&
+           rs::detail::cuda::stream_is_capturing(t_stage_stream->native());
+  });
   m.def("_time_cpp_replays", [](const py_graph& g, int calls) {
     // The same replays made from C++ in a loop: wall time per replay, the queue drained at the end.
     nb::gil_scoped_release unlocked;
