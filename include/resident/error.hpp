@@ -10,20 +10,85 @@
 ///
 /// A failed call into a vendor library (CUDA runtime, cuBLAS, cuRAND, NVRTC, nvJitLink, NCCL) is a
 /// library_error carrying that library's name and status code, raised by the library's own wrapper
-/// (RESIDENT_CUDA_TRY in detail/cuda_check.hpp, the others in detail/library_check.hpp).
+/// (RESIDENT_CUDA_TRY in detail/cuda_check.hpp, the others in detail/library_check.hpp). Errors that
+/// carry figures (out_of_memory) take their message as a detail::sited, which appends the file:line of
+/// the code that made it.
+///
+/// RESIDENT_ERRORS below is the one list of error kinds: the C++ classes of shape `plain` are defined
+/// from it here, the others are written out (they carry figures) where the table says; the Python
+/// package makes its exception classes and their translation from the same list (python/src/errors.cpp).
 
 #include <cstddef>
 #include <optional>
 #include <stdexcept>
 #include <string>
 
+#include "resident/detail/source_location.hpp"
+
+/// X(shape, C++ name, C++ base, Python name, Python built-in base or `none`, one-line description).
+/// shape: `plain` (defined from this table) or `own` (written out: in this file unless the name says
+/// otherwise). A base comes before the kinds derived from it.
+#define RESIDENT_ERRORS(X)                                                                                          \
+  X(own, error, std::runtime_error, Error, RuntimeError, "Base of every error resident raises.")                    \
+  X(plain, invalid_argument, error, InvalidArgument, ValueError,                                                    \
+    "A bad value: a moved or unusable array, an unknown name, a range that cannot be honoured.")                    \
+  X(plain, invalid_type, invalid_argument, InvalidType, TypeError,                                                  \
+    "A value of a type resident does not take: an element type, a function it cannot compile, a callable of the "    \
+    "wrong arity.")                                                                                                 \
+  X(plain, invalid_launch, invalid_argument, InvalidLaunch, none, "A launch configuration beyond the device's limits.") \
+  X(plain, shape_mismatch, invalid_argument, ShapeMismatch, none, "Array extents that do not fit together.")        \
+  X(plain, device_mismatch, invalid_argument, DeviceMismatch, none,                                                 \
+    "Arrays or streams that must be on one device are on different ones.")                                          \
+  X(plain, flow_error, invalid_argument, FlowError, none,                                                           \
+    "A flow that cannot run: a cycle, two unordered writers, an unknown stage.")                                    \
+  X(own, jit::compile_error, invalid_argument, CompileError, none,                                                  \
+    "A run-time stage did not compile; the message holds the compiler's log (lines of the stage's text).")          \
+  X(own, out_of_memory, error, OutOfMemory, MemoryError,                                                            \
+    "An allocation failed after the pool was trimmed and the allocation retried.")                                  \
+  X(plain, device_unavailable, error, DeviceUnavailable, none,                                                      \
+    "A device was asked for that this build or machine cannot provide.")                                            \
+  X(plain, transfer_forbidden, error, TransferForbidden, none,                                                      \
+    "A host<->device transfer inside transfer_policy(\"forbid\").")                                                 \
+  X(own, stage_error, error, StageError, none, "A stage (of a flow, or a Python stage of a chain) raised.")         \
+  X(own, library_error, error, LibraryError, none,                                                                  \
+    "A call into a vendor library (CUDA, cuBLAS, cuRAND, NVRTC, nvJitLink, NCCL) failed.")                          \
+  X(own, cuda_error, library_error, CudaError, none, "A CUDA runtime call failed.")                                 \
+  X(own, device_lost, cuda_error, DeviceLost, none, "The device faulted; restart the process to use it again.")
+
 namespace resident {
+
+namespace detail {
+/// " [src/memory/pool.cpp:42]": the raising site, relative to the source tree.
+std::string site(const char* file, int line);
+
+/// A message with the file:line of the code that made it appended: the parameter type of the errors
+/// that carry figures, so that `throw out_of_memory(msg, figures...)` keeps its site as the macros do.
+struct sited {
+  std::string text;
+  // NOLINTNEXTLINE(google-explicit-constructor): made from the message where the error is made
+  sited(std::string msg, resident::source_location where = resident::source_location::current())
+      : text(std::move(msg) + site(where.file_name(), int(where.line()))) {}
+};
+}  // namespace detail
 
 /// Base of every exception resident throws.
 class error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+/// The kinds of shape `plain`: a name and a place in the hierarchy, no figures (described in the table).
+#define RESIDENT_DETAIL_ERROR_own(name, base)
+#define RESIDENT_DETAIL_ERROR_plain(name, base) \
+  class name : public base {                    \
+   public:                                      \
+    using base::base;                           \
+  };
+#define RESIDENT_DETAIL_ERROR(shape, name, base, py, builtin, doc) RESIDENT_DETAIL_ERROR_##shape(name, base)
+RESIDENT_ERRORS(RESIDENT_DETAIL_ERROR)
+#undef RESIDENT_DETAIL_ERROR
+#undef RESIDENT_DETAIL_ERROR_plain
+#undef RESIDENT_DETAIL_ERROR_own
 
 /// A call into a vendor library failed: which library, its status code and the status's name.
 class library_error : public error {
@@ -67,9 +132,9 @@ class device_lost : public cuda_error {
 class out_of_memory : public error {
  public:
   /// The message and the figures at the time of the failure, all in bytes.
-  out_of_memory(const std::string& what, std::size_t requested, std::size_t free_bytes,
+  out_of_memory(const detail::sited& what, std::size_t requested, std::size_t free_bytes,
                 std::size_t pool_reserved, std::size_t pool_in_use)
-      : error(what),
+      : error(what.text),
         requested_(requested),
         free_(free_bytes),
         pool_reserved_(pool_reserved),
@@ -90,7 +155,7 @@ class out_of_memory : public error {
   std::optional<std::size_t> largest_free_block() const noexcept { return largest_free_; }
 
   /// The same figures plus the pool's limit and its largest free block (empty: none / unknown).
-  out_of_memory(const std::string& what, std::size_t requested, std::size_t free_bytes,
+  out_of_memory(const detail::sited& what, std::size_t requested, std::size_t free_bytes,
                 std::size_t pool_reserved, std::size_t pool_in_use, std::optional<std::size_t> limit,
                 std::optional<std::size_t> largest_free_block)
       : out_of_memory(what, requested, free_bytes, pool_reserved, pool_in_use) {
@@ -103,45 +168,7 @@ class out_of_memory : public error {
   std::optional<std::size_t> limit_, largest_free_;
 };
 
-/// An argument is invalid (bad value, moved-from array, unknown name).
-class invalid_argument : public error {
- public:
-  using error::error;
-};
-
-/// A launch configuration exceeds the device's limits or is empty.
-class invalid_launch : public invalid_argument {
- public:
-  using invalid_argument::invalid_argument;
-};
-
-/// Array extents do not fit together.
-class shape_mismatch : public invalid_argument {
- public:
-  using invalid_argument::invalid_argument;
-};
-
-/// Arrays that must live on one device live on different ones.
-class device_mismatch : public invalid_argument {
- public:
-  using invalid_argument::invalid_argument;
-};
-
-/// A device was asked for that this build or machine cannot provide (no driver, no GPU, bad index).
-class device_unavailable : public error {
- public:
-  using error::error;
-};
-
-/// A transfer between host and device happened inside a scope whose transfer policy is forbid.
-class transfer_forbidden : public error {
- public:
-  using error::error;
-};
-
 namespace detail {
-/// " [src/memory/pool.cpp:42]": the raising site, relative to the source tree.
-std::string site(const char* file, int line);
 /// Throws E(msg + site(file, line)).
 template <class E>
 [[noreturn]] void fail(const std::string& msg, const char* file, int line) {

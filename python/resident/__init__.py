@@ -19,72 +19,18 @@ or another library's. Errors are `resident.Error` subclasses carrying the C++ me
 import json as _json
 
 from . import _compat  # noqa: F401  (first: NumPy as numba-cuda expects it, before numba can be imported)
-from . import _core
+from . import _core, _program
 from ._core import Array, cuda_device_count, cuda_unavailable_reason, default_device, empty, from_dlpack, synchronize
 from ._core import to_device, sum, min, max  # noqa: A001 (resident's reductions, on any array)
 from ._core import matmul, op, program
 from ._core import Flow, Graph, capture
 
 
-class Error(RuntimeError):
-    """Base of every error resident raises."""
-
-
-class InvalidArgument(Error, ValueError):
-    """A bad value: a moved or unusable array, an unknown name, a range that cannot be honoured."""
-
-
-class ShapeMismatch(InvalidArgument):
-    """Array extents that do not fit together."""
-
-
-class DeviceMismatch(InvalidArgument):
-    """Arrays or streams that must be on one device are on different ones."""
-
-
-class InvalidLaunch(InvalidArgument):
-    """A launch configuration beyond the device's limits."""
-
-
-class FlowError(InvalidArgument):
-    """A flow that cannot run: a cycle, two unordered writers, an unknown stage."""
-
-
-class OutOfMemory(Error, MemoryError):
-    """An allocation failed after the pool was trimmed and the allocation retried."""
-
-
-class DeviceUnavailable(Error):
-    """A device was asked for that this build or machine cannot provide."""
-
-
-class TransferForbidden(Error):
-    """A host<->device transfer inside transfer_policy("forbid")."""
-
-
-class StageError(Error):
-    """A flow stage raised."""
-
-
-class LibraryError(Error):
-    """A call into a vendor library (CUDA, cuBLAS, cuRAND, NVRTC, nvJitLink, NCCL) failed."""
-
-
-class CudaError(LibraryError):
-    """A CUDA runtime call failed."""
-
-
-class DeviceLost(CudaError):
-    """The device faulted; restart the process to use it again."""
-
-
-class CompileError(InvalidArgument):
-    """A run-time stage did not compile; the message holds the compiler's log (lines of the stage's text)."""
-
-
-_core._set_exception_types({c.__name__: c for c in (
-    Error, InvalidArgument, ShapeMismatch, DeviceMismatch, InvalidLaunch, FlowError, OutOfMemory,
-    DeviceUnavailable, TransferForbidden, StageError, LibraryError, CudaError, DeviceLost, CompileError)})
+# The exception classes (Error and its subclasses, with their hierarchy and documentation) are made by
+# the compiled core from the C++ table of error kinds, RESIDENT_ERRORS in include/resident/error.hpp.
+globals().update({_name: getattr(_core, _name) for _name in _core._error_names})
+Error = _core.Error  # named here too, for readers and linters
+InvalidArgument = _core.InvalidArgument
 
 
 def ledger():
@@ -143,9 +89,32 @@ def to_numba(x):
 
 Array.to_numba = to_numba
 
+
+def _program_call(self, x, out=None, stream=None):
+    """out = p(x) as one kernel (out defaults to x: in place); float32 or float64 arrays of any library,
+    queued on ``stream`` (else the current stream of x's library) without a host wait. Compiled by the
+    run-time compiler where one is available (``p.engine`` says which ran)."""
+    return _program.call(self, x, out, stream)
+
+
+def _op_call(self, x, out=None, stream=None):
+    """out = op(x) as one kernel (out defaults to x: in place), as a program of one operation."""
+    return _program.call(_core.program([self]), x, out, stream)
+
+
+def _program_sum(self, x, stream=None):
+    """The sum of p(x[i]) in one pass (one kernel), in x's precision; waits for the stream it ran on."""
+    return _program.total(self, x, stream)
+
+
+program.__call__ = _program_call
+program.sum = _program_sum
+program.engine = property(_program.engine, doc="What the last call used: 'compiled', 'interpreted', or None.")
+op.__call__ = _op_call
+
 from . import random  # noqa: E402  (after the exception types are registered)
 from . import jit  # noqa: E402
-from .jit import stage  # noqa: E402
+from .jit import fuse, stage  # noqa: E402
 from . import streaming, dist  # noqa: E402
 from .streaming import stream  # noqa: E402
 from .profile import profile  # noqa: E402
@@ -153,10 +122,8 @@ from .profile import profile  # noqa: E402
 __all__ = ["Array", "Flow", "Graph", "capture", "matmul", "op", "program", "empty", "to_device", "from_dlpack",
            "to_numba",
            "default_device", "cuda_device_count", "cuda_unavailable_reason", "synchronize", "ledger", "transfer_policy",
-           "sum", "min", "max", "random", "jit", "stage", "stream", "streaming", "profile", "dist",
-           "Error", "InvalidArgument", "ShapeMismatch", "DeviceMismatch", "InvalidLaunch", "FlowError",
-           "OutOfMemory", "DeviceUnavailable", "TransferForbidden", "StageError", "LibraryError", "CudaError",
-           "DeviceLost", "CompileError"]
+           "sum", "min", "max", "random", "jit", "stage", "fuse", "stream", "streaming", "profile", "dist",
+           *_core._error_names]
 from importlib import metadata as _metadata
 
 try:

@@ -1,9 +1,7 @@
 """resident's compiled core; use the resident package"""
 
 from collections.abc import Sequence
-from typing import Annotated, overload
-
-from numpy.typing import NDArray
+from typing import overload
 
 
 class Array:
@@ -39,7 +37,7 @@ class Array:
 
     def __repr__(self) -> str: ...
 
-    def to_host(self) -> object:
+    def to_host(self, stream: object | None = None) -> object:
         """
         Copies the array into a new NumPy array (one counted transfer). Synchronizes.
         """
@@ -62,7 +60,7 @@ class Array:
 def empty(shape: object, dtype: str = 'float32', device: str | None = None) -> Array:
     """A new uninitialized array from the device's pool."""
 
-def to_device(host: Annotated[NDArray, dict(order='C', device='cpu', writable=False)], device: str | None = None) -> Array:
+def to_device(host: object, device: str | None = None, stream: object | None = None) -> Array:
     """
     Copies a host (NumPy) array into a new array on the device: one counted transfer.
     """
@@ -168,7 +166,15 @@ class op:
     @overload
     def __or__(self, arg: program, /) -> program: ...
 
-    def __call__(self, x: object, out: object | None = None) -> object: ...
+    @property
+    def a(self) -> float:
+        """the operation's first constant"""
+
+    @property
+    def b(self) -> float:
+        """its second constant"""
+
+    def __call__(self, x: object, out: object | None = None, stream: object | None = None) -> object: ...
 
 class program:
     """
@@ -197,35 +203,39 @@ class program:
 
     def __len__(self) -> int: ...
 
-    def __call__(self, x: object, out: object | None = None) -> object:
+    @property
+    def engine(self) -> str | None:
+        """What the last call used: 'compiled', 'interpreted', or None."""
+
+    def __call__(self, x: object, out: object | None = None, stream: object | None = None) -> object:
         """
         out = p(x) as one kernel (out defaults to x: in place); float32 or float64 arrays of any library.
         """
 
-    def sum(self, x: object) -> float:
+    def sum(self, x: object, stream: object | None = None) -> float:
         """The sum of p(x[i]) in one pass, in x's precision. Synchronizes."""
 
-def matmul(a: object, b: object, out: object | None = None, algo: str = 'auto', alpha: float = 1.0, beta: float = 0.0) -> object:
+def matmul(a: object, b: object, out: object | None = None, algo: str = 'auto', alpha: float = 1.0, beta: float = 0.0, stream: object | None = None) -> object:
     """
     out = alpha * a @ b + beta * out (2-D float32 / float64 arrays of any library, one device) by one of the ladder's algorithms: auto, naive, blocked, shared, tuned, vendor, vendor_tf32. Asynchronous on out's stream for resident's arrays; finished before returning for other libraries' arrays.
     """
 
-def fill_uniform(x: object, seed: int, offset: int = 0, low: float = 0.0, high: float = 1.0) -> None: ...
+def fill_uniform(x: object, seed: int, offset: int = 0, low: float = 0.0, high: float = 1.0, stream: object | None = None) -> None: ...
 
-def fill_normal(x: object, seed: int, offset: int = 0, mean: float = 0.0, sd: float = 1.0) -> None: ...
+def fill_normal(x: object, seed: int, offset: int = 0, mean: float = 0.0, sd: float = 1.0, stream: object | None = None) -> None: ...
 
-def fill_bits(x: object, seed: int, offset: int = 0) -> None: ...
+def fill_bits(x: object, seed: int, offset: int = 0, stream: object | None = None) -> None: ...
 
-def sum(x: object) -> float: ...
+def sum(x: object, stream: object | None = None) -> float: ...
 
-def min(x: object) -> float: ...
+def min(x: object, stream: object | None = None) -> float: ...
 
-def max(x: object) -> float: ...
+def max(x: object, stream: object | None = None) -> float: ...
 
 class Graph:
     """Captured resident work: replay() runs it again as one launch (CUDA)."""
 
-    def replay(self) -> None:
+    def replay(self, stream: object | None = None) -> None:
         """
         Runs the captured work again, asynchronously, on the device's default stream (where arrays' own work runs): after the work queued before it, and later work sees its results.
         """
@@ -261,3 +271,22 @@ def capture(work: object, device: str | None = None) -> Graph:
     """
     The resident work that work() issues, captured into a Graph on a stream of its own (nothing runs during the capture on CUDA; on the CPU a replay calls work() again).
     """
+
+# The exception classes, made from the C++ table of error kinds (RESIDENT_ERRORS in error.hpp).
+class Error(RuntimeError): ...
+class InvalidArgument(Error, ValueError): ...
+class InvalidType(InvalidArgument, TypeError): ...
+class InvalidLaunch(InvalidArgument): ...
+class ShapeMismatch(InvalidArgument): ...
+class DeviceMismatch(InvalidArgument): ...
+class FlowError(InvalidArgument): ...
+class CompileError(InvalidArgument): ...
+class OutOfMemory(Error, MemoryError): ...
+class DeviceUnavailable(Error): ...
+class TransferForbidden(Error): ...
+class StageError(Error): ...
+class LibraryError(Error): ...
+class CudaError(LibraryError): ...
+class DeviceLost(CudaError): ...
+
+_error_names: tuple[str, ...]

@@ -36,13 +36,14 @@ keeps every literal double.
 """
 import hashlib
 import re
+import sys
 import threading
 
 import numpy as _np
 
-from . import _core
+from . import _core, _program
 
-__all__ = ["Chain", "stage", "map", "uniform", "normal", "sum", "min", "max", "reduce", "stats"]
+__all__ = ["Chain", "stage", "fuse", "map", "uniform", "normal", "sum", "min", "max", "reduce", "stats"]
 
 _DTYPES = ("float32", "float64", "int32", "uint32", "int64", "uint64")
 
@@ -105,12 +106,139 @@ def _single_precision(fn):
     return g
 
 
+# Built-ins that need the Python interpreter while they run: a stage runs inside a compiled loop or a
+# kernel, where there is none (Numba's CPU callback would print "missing Environment" per element).
+_INTERPRETER_ONLY = {print, input, open, exec, eval, compile, breakpoint, globals, locals, vars, help, __import__}
+
+
+def _is_plain_function(f):
+    import types
+    return isinstance(f, types.FunctionType)
+
+
+def _check_function(fn, what, arity=None):
+    """Refuses, before anything compiles, what cannot be a stage: a callable without Python code (a
+    built-in such as math.sin, a class, a callable object), a signature other than plain positional
+    parameters, a parameter count other than `arity`, and a body (or a plain function it calls) that
+    raises, asserts or calls print() or another built-in that needs the interpreter."""
+    import inspect
+    name = getattr(fn, "__name__", type(fn).__name__)
+    module = getattr(fn, "__module__", None)
+    if not _is_plain_function(fn):
+        name = f"{module}.{name}" if isinstance(module, str) and module != "builtins" else name
+        raise _core_error("InvalidType", f"{what}: {name} is not a Python function Numba can compile (a built-in, a "
+                          f"class or a callable object has no Python code here); wrap it, e.g. "
+                          f"rs.stage(lambda v: {name}(v))")
+    code = fn.__code__
+    if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or code.co_kwonlyargcount:
+        raise _core_error("InvalidType", f"{what}: {name} takes *args, **kwargs or keyword-only parameters; a stage "
+                          "takes plain positional parameters, one value per zipped array")
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+        raise _core_error("InvalidType", f"{what}: {name} is a generator or coroutine; a stage returns one value")
+    n = code.co_argcount
+    if n == 0:
+        raise _core_error("InvalidType", f"{what}: {name} takes no parameters; a stage takes one value per zipped "
+                          "array (def f(v): ...)")
+    if arity is not None and n != arity:
+        raise _core_error("InvalidType", f"{what}: {name} takes {n} parameters; it must take {arity}")
+    _check_body(fn, what, set())
+
+
+def _check_body(fn, what, seen):
+    """Walks fn's Numba IR (and that of the plain functions it calls) for what cannot run in a kernel."""
+    if fn in seen:
+        return
+    seen.add(fn)
+    try:
+        from numba.core import compiler, ir
+        fir = compiler.run_frontend(fn)
+    except ImportError:
+        return  # no numba: the compile reports it
+    except Exception as e:  # Numba cannot read the function at all
+        raise _core_error("CompileError", f"{what}: Numba cannot read {fn.__name__}: {e}") from None
+    raising = tuple(getattr(ir, k) for k in ("Raise", "StaticRaise", "DynamicRaise", "TryRaise", "StaticTryRaise",
+                                             "DynamicTryRaise") if hasattr(ir, k))
+    where = f"{fn.__code__.co_filename}:"
+    for block in fir.blocks.values():
+        for st in block.body:
+            line = f"{where}{st.loc.line}"
+            if isinstance(st, raising):
+                raise _core_error("CompileError", f"{what}: {fn.__name__} can raise ({line}: a raise or assert); a "
+                                  "stage runs inside a compiled loop or kernel, which no Python exception leaves: "
+                                  "return a value that marks the case (such as math.nan) instead")
+            if isinstance(st, getattr(ir, "Print", ())):
+                raise _core_error("CompileError", f"{what}: {fn.__name__} calls print() ({line}), which needs the "
+                                  "Python interpreter: a stage runs inside a compiled loop or kernel")
+            value = getattr(st, "value", None)
+            if isinstance(value, (ir.Global, ir.FreeVar)):
+                v = value.value
+                try:
+                    interp = v in _INTERPRETER_ONLY
+                except TypeError:  # unhashable
+                    interp = False
+                if interp:
+                    raise _core_error("CompileError", f"{what}: {fn.__name__} calls {v.__name__}() ({line}), which "
+                                      "needs the Python interpreter: a stage runs inside a compiled loop or kernel")
+                if _is_plain_function(v):
+                    _check_body(v, what, seen)
+                elif _is_plain_function(getattr(v, "py_func", None)):  # a function the user gave to numba.jit
+                    _check_body(v.py_func, what, seen)
+
+
+def _compiled_along(fn, jit, convert, done=None):
+    """fn with the plain Python functions it calls (through its globals and closure, at any depth) given
+    to it compiled by `jit` (numba.njit or a CUDA device jit), each first passed through `convert`
+    (the float-literal rule): the called functions need no decorator of their own."""
+    import types
+    done = {} if done is None else done
+    if fn in done:
+        return done[fn]
+    names = set(fn.__code__.co_names)
+    plain = {k: _python_of(v) for k, v in fn.__globals__.items() if k in names and _python_of(v) is not None}
+    cells = fn.__closure__
+    if not plain and not (cells and any(_python_of(_cell_value(c)) is not None for c in cells)):
+        g = convert(fn)
+        done[fn] = g
+        return g
+    glb = dict(fn.__globals__)
+    done[fn] = None  # recursion: Numba types a recursive function through its own dispatcher
+    for k, v in plain.items():
+        if v is fn:
+            continue
+        inner = _compiled_along(v, jit, convert, done)
+        glb[k] = jit(inner if inner is not None else v)
+    if cells:
+        cells = tuple(types.CellType(jit(_compiled_along(_python_of(_cell_value(c)), jit, convert, done)))
+                      if _python_of(_cell_value(c)) is not None else c for c in cells)
+    g = convert(types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__, cells))
+    g.__kwdefaults__ = fn.__kwdefaults__
+    done[fn] = g
+    return g
+
+
+def _python_of(v):
+    """The Python function v is, or the one a Numba dispatcher (numba.njit(f)) compiles, else None: what
+    is compiled along with a stage for each target, under the stage's float-literal rule."""
+    if _is_plain_function(v):
+        return v
+    f = getattr(v, "py_func", None)
+    return f if _is_plain_function(f) and type(v).__module__.startswith("numba") else None
+
+
+def _cell_value(c):
+    try:
+        return c.cell_contents
+    except ValueError:  # an empty cell
+        return None
+
+
 class _PyStage:
     """A Python function compiled per element type and target, each compilation kept for the process."""
 
     _lock = threading.Lock()
 
-    def __init__(self, fn, float_literals="values"):
+    def __init__(self, fn, float_literals="values", what="resident.stage", arity=None):
+        _check_function(fn, what, arity)
         self.fn = fn
         self.float_literals = float_literals
         code = fn.__code__
@@ -129,23 +257,56 @@ class _PyStage:
             return self._compiled[key][0]
 
     def _compile(self, dtypes, target, init=None):
-        import numba
+        try:
+            import numba
+        except ImportError as e:
+            raise _core_error("DeviceUnavailable", f"resident.stage compiles Python functions with Numba, which "
+                              f"is not importable here ({e}): pip install numba") from None
+        name = self.fn.__name__
+        params = self.fn.__code__.co_argcount
+        if params != len(dtypes):
+            raise _core_error("InvalidType", f"resident.stage: {name} takes {params} parameters but receives "
+                              f"{len(dtypes)} value{'s' if len(dtypes) != 1 else ''} (one per zipped array; a "
+                              "stage after another receives one)")
         args = [numba.from_dtype(_np.dtype(d)) for d in dtypes]
         res = args[0]
         sig = res(*args)
         single = self.float_literals == "values" and all(d == "float32" for d in dtypes)
-        fn = _single_precision(self.fn) if single else self.fn
+        convert = _single_precision if single else (lambda f: f)
         kind, major, minor = target
-        if kind == "cuda":
-            from numba import cuda  # after resident._compat (the package's first import)
-            ltoir, _ = cuda.compile(fn, sig, device=True, abi="c", output="ltoir",
-                                    abi_info={"abi_name": self.abi_name}, cc=(major, minor))
-            part = self._external(dtypes, init, bytes(ltoir), 0)
-            return part, ltoir
-        # The CPU: Numba's native function with the C calling convention, called by the compiled loop.
-        c = numba.cfunc(sig, nopython=True)(fn)
+        try:
+            if kind == "cuda":
+                from numba import cuda  # after resident._compat (the package's first import)
+                fn = _compiled_along(self.fn, lambda f: cuda.jit(device=True)(f), convert)
+                ltoir, _ = cuda.compile(fn, sig, device=True, abi="c", output="ltoir",
+                                        abi_info={"abi_name": self.abi_name}, cc=(major, minor))
+                part = self._external(dtypes, init, bytes(ltoir), 0)
+                return part, ltoir
+            # The CPU: Numba's native function with the C calling convention, called by the compiled loop;
+            # NumPy's error model, as on the GPU: a division by zero gives inf or nan, it raises nothing.
+            fn = _compiled_along(self.fn, lambda f: numba.njit(error_model="numpy")(f), convert)
+            c = numba.cfunc(sig, nopython=True, error_model="numpy")(fn)
+        except numba.core.errors.NumbaError as e:
+            raise self._typing_error(fn, args, e) from None
         part = self._external(dtypes, init, b"", c.address)
         return part, c  # c keeps the function's code alive
+
+    def _typing_error(self, fn, args, e):
+        """The resident error for a Numba compile failure: InvalidType when the function returns other
+        than one number (a tuple, None), CompileError with Numba's message otherwise."""
+        import numba
+        name = self.fn.__name__
+        try:
+            d = numba.njit(fn)
+            d.compile(tuple(args))
+            made = d.nopython_signatures[-1].return_type
+        except Exception:
+            made = None
+        if made is not None and not isinstance(made, (numba.types.Number, numba.types.Boolean)):
+            return _core_error("InvalidType", f"resident.stage: {name} returns {made}; a stage returns one number "
+                               f"(of the values' type, {args[0]})")
+        first = str(e).strip().split("\n")[0]
+        return _core_error("CompileError", f"resident.stage: Numba cannot compile {name} for {args}: {first}\n{e}")
 
     def _external(self, dtypes, init, ltoir, address):
         if init is None:
@@ -153,13 +314,39 @@ class _PyStage:
         return _core._jit_external_reduce(self.abi_name, dtypes[0], float(init), ltoir, address)
 
 
+# Exceptions a compiled CPU stage raised anyway (from code Numba compiled that the checks above cannot
+# see): Numba's C callback hands them to sys.unraisablehook and returns 0, so the call counts them here
+# and raises StageError instead of returning those zeros.
+_raised = []
+
+
+def _unraisable(u, _previous=sys.unraisablehook):
+    if isinstance(u.object, str) and u.object.startswith("<Numba C callback"):
+        _raised.append((u.object, u.exc_value))
+        return
+    _previous(u)
+
+
+sys.unraisablehook = _unraisable
+
+
+def _check_raised(before):
+    if len(_raised) > before:
+        where, exc = _raised[before]
+        del _raised[before:]
+        raise _core_error("StageError", f"resident.jit: a stage raised in {where}: {exc!r}; the output holds "
+                          "unfinished values") from exc
+
+
 class Chain:
     """Run-time stages in order: an optional generator, maps, an optional reduction.
 
-    ``chain(*inputs, out=None)``: writes chain(inputs) into ``out`` (default: the first input, in place)
-    as one kernel on the device the arrays live on, and returns ``out``; a chain ending in a reduction
-    returns its value instead (a Python number; synchronizes). A chain starting with a generator takes
-    no inputs: ``chain(out=y)`` fills y, ``chain(n=..., device=...)`` reduces n generated values.
+    ``chain(*inputs, out=None, stream=None)``: writes chain(inputs) into ``out`` (default: the first
+    input, in place) as one kernel on the device the arrays live on, queued on ``stream`` (else the
+    current stream of the arrays' library) without waiting for it, and returns ``out``; a chain ending
+    in a reduction returns its value instead (a Python number; waits for that stream). A chain starting
+    with a generator takes no inputs: ``chain(out=y)`` fills y, ``chain(n=..., device=...)`` reduces n
+    generated values.
     """
 
     def __init__(self, items):
@@ -168,14 +355,14 @@ class Chain:
         self._lock = threading.Lock()
 
     def __or__(self, other):
-        if callable(other) and not isinstance(other, Chain):
+        if not isinstance(other, Chain) and (callable(other) or _program.as_program(other) is not None):
             other = stage(other)
         if not isinstance(other, Chain):
             return NotImplemented
         return Chain(self._items + other._items)
 
     def __ror__(self, other):
-        if callable(other) and not isinstance(other, Chain):
+        if callable(other) or _program.as_program(other) is not None:
             return stage(other) | self
         return NotImplemented
 
@@ -225,7 +412,7 @@ class Chain:
             raise _core_error("InvalidArgument", "resident.jit: the chain is empty")
         return pipe, current[0] if len(current) == 1 else None
 
-    def __call__(self, *inputs, out=None, n=0, device="cpu"):
+    def __call__(self, *inputs, out=None, n=0, device="cpu", stream=None):
         if self._generates():
             if inputs:
                 if out is not None:
@@ -234,22 +421,26 @@ class Chain:
             if self._reduces():
                 kind, value = self._items[0]
                 pipe, value_dtype = self.build([], _target_of_device(device))
-                return pipe.result([], value_dtype, n, device)
+                return pipe.result([], value_dtype, n, device, stream)
             if out is None:
                 raise _core_error("InvalidArgument", "resident.jit: give the array to fill: chain(out=y)")
             pipe, _ = self.build([], _core._jit_target(out))
-            pipe.run([], out)
+            pipe.run([], out, stream)
             return out
         if not inputs:
             raise _core_error("InvalidArgument", "resident.jit: give the input arrays: chain(x) or chain(a, b, out=y)")
         dtypes = [_dtype_name(x) for x in inputs]
         target = tuple(_core._jit_target(inputs[0]))
         pipe, value_dtype = self.build(dtypes, target)
+        before = len(_raised)
         if self._reduces():
             if out is not None:
                 raise _core_error("InvalidArgument", "resident.jit: a reduction returns its value; out= is not used")
-            return pipe.result(list(inputs), value_dtype or dtypes[0])
-        pipe.run(list(inputs), out)
+            r = pipe.result(list(inputs), value_dtype or dtypes[0], stream=stream)
+            _check_raised(before)
+            return r
+        pipe.run(list(inputs), out, stream)
+        _check_raised(before)
         return inputs[0] if out is None else out
 
     def kernel_source(self, dtypes, out, device="cpu"):
@@ -281,9 +472,38 @@ def stage(fn=None, *, name=None, float_literals="values"):
         return Chain([("cpp", _core._jit_map(fn, name or ""))])
     if isinstance(fn, Chain):
         return fn
+    p = _program.as_program(fn)
+    if p is not None:  # built-in operations as a stage of their own
+        return Chain([("py", _PyStage(_program.python_function(p), float_literals))])
     if not callable(fn):
         raise _core_error("InvalidArgument", "resident.stage takes a Python function or C++ source text")
     return Chain([("py", _PyStage(fn, float_literals))])
+
+
+def fuse(fn=None, *, float_literals="values"):
+    """The seed's code fused as written: ``rs.fuse(master)`` (or ``@rs.fuse``) for a plain Python
+    function of one value per array whose body calls other plain Python functions (no decorator on
+    any of them: they are compiled along with it, for the device the arrays live on). The result is a
+    chain: ``m(x)`` runs ONE kernel in place, ``m(x, out=y)`` into y, ``m(a, b, out=y)`` zips arrays for
+    ``master(a, b)``, and ``m | rs.jit.sum()`` reduces in the same kernel.
+
+        def func1(d): return 1.5 * d + 0.5
+        def func2(d): return math.sqrt(d * d + 1.0)
+        def func3(d): return 0.5 * math.sin(d)
+        def master(d):
+            d = func1(d)
+            d = func2(d)
+            return func3(d)
+
+        m = rs.fuse(master)
+        m(x)                          # one kernel, in place
+        total = (m | rs.jit.sum())(x)
+    """
+    if fn is None:
+        return lambda f: fuse(f, float_literals=float_literals)
+    if not _is_plain_function(fn):
+        raise _core_error("InvalidType", f"resident.fuse takes a plain Python function, not {type(fn).__name__}")
+    return stage(fn, float_literals=float_literals)
 
 
 def map(source, name=""):  # noqa: A001 (resident.jit.map, as the C++ API names it)
@@ -323,8 +543,8 @@ def max():  # noqa: A001
 def reduce(op, init, name=""):
     """A terminal: a reduction by an operator of two values, from ``init``: a plain Python function
     (compiled by Numba for the chain's value type, as stages are) or C++ source text defining one."""
-    if callable(op):
-        return Chain([("pyred", (_PyStage(op), init))])
+    if callable(op) and not isinstance(op, str):
+        return Chain([("pyred", (_PyStage(op, what="resident.jit.reduce", arity=2), init))])
     return Chain([("red", _core._jit_reduce(op, float(init), name))])
 
 

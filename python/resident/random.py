@@ -1,23 +1,24 @@
 """Random numbers generated INTO existing arrays: resident's, or any array that speaks DLPack or the
-CUDA Array Interface (NumPy, PyTorch, CuPy, Numba), in place, with no copy. Value i of a stream
-(seed, offset) is the same on the CPU and the GPU. Work on another library's array is finished before
-the call returns."""
+CUDA Array Interface (NumPy, PyTorch, CuPy, Numba), in place, with no copy. Value i of a random stream
+(seed, offset) is the same on the CPU and the GPU. The fill is queued on ``stream`` when given (an
+object with ``__cuda_stream__``, a PyTorch, CuPy or Numba stream, or an int handle), else on the
+current stream of the array's library; it does not wait for the device (see docs/python.md, Streams)."""
 from . import _core
 
 
-def fill_uniform(x, seed, offset=0, low=0.0, high=1.0):
+def fill_uniform(x, seed, offset=0, low=0.0, high=1.0, stream=None):
     """x[i] = value (offset + i) of the uniform stream `seed`, in [low, high). float32 or float64."""
-    _core.fill_uniform(x, seed, offset, low, high)
+    _core.fill_uniform(x, seed, offset, low, high, stream)
 
 
-def fill_normal(x, seed, offset=0, mean=0.0, sd=1.0):
+def fill_normal(x, seed, offset=0, mean=0.0, sd=1.0, stream=None):
     """x[i] = value (offset + i) of the normal stream `seed`. float32 or float64."""
-    _core.fill_normal(x, seed, offset, mean, sd)
+    _core.fill_normal(x, seed, offset, mean, sd, stream)
 
 
-def fill_bits(x, seed, offset=0):
+def fill_bits(x, seed, offset=0, stream=None):
     """x[i] = raw Philox word (offset + i) of stream `seed`. uint32."""
-    _core.fill_bits(x, seed, offset)
+    _core.fill_bits(x, seed, offset, stream)
 
 
 __all__ = ["fill_uniform", "fill_normal", "fill_bits"]

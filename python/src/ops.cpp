@@ -1,6 +1,7 @@
 #include "ops.hpp"
 
 #include <limits>
+#include <type_traits>
 
 #include "resident/fuse/pipeline.hpp"
 #include "resident/random/random.hpp"
@@ -19,11 +20,19 @@ void fill_bits(array_ref<std::uint32_t> a, std::uint64_t seed, std::uint64_t off
   random::fill_bits(a, seed, offset);
 }
 
+// The type a sum accumulates in: double for floats (a float32 value is exact in it, so n values add
+// with an error of at most (n - 1) * 2^-53 * sum|x| before the one rounding to the result), and 64 bits
+// for integers (no overflow of a 32-bit sum).
+template <class T>
+using sum_type = std::conditional_t<std::is_floating_point_v<T>, double,
+                                    std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>>;
+
 template <class T>
 double reduce(array_ref<T> a, reduction r) {
   auto id = map([] RESIDENT_HD(T v) { return v; });
+  auto wide = map([] RESIDENT_HD(T v) { return sum_type<T>(v); });
   switch (r) {
-    case reduction::sum: return double((id | resident::reduce(plus{}, T(0)))(a));
+    case reduction::sum: return double((wide | resident::reduce(plus{}, sum_type<T>(0)))(a));
     case reduction::min: return double((id | resident::reduce(minimum{}, std::numeric_limits<T>::max()))(a));
     case reduction::max: return double((id | resident::reduce(maximum{}, std::numeric_limits<T>::lowest()))(a));
   }

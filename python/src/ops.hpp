@@ -15,8 +15,8 @@ void fill_normal(array_ref<T> a, std::uint64_t seed, std::uint64_t offset, doubl
 void fill_bits(array_ref<std::uint32_t> a, std::uint64_t seed, std::uint64_t offset);
 
 enum class reduction { sum, min, max };
-/// The reduction of a's elements in T's precision (a sum of floats accumulates in float, as the C++
-/// pipeline does), returned as a double. Synchronizes.
+/// The reduction of a's elements, returned as a double. Synchronizes. A sum accumulates floats in double
+/// (error at most (n - 1) * 2^-53 * sum|x| before the result's rounding) and integers in 64 bits.
 template <class T>
 double reduce(array_ref<T> a, reduction r);
 

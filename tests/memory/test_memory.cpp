@@ -290,6 +290,8 @@ TEST_P(pool, out_of_memory_carries_figures_and_pool_recovers) {
   } catch (const rs::out_of_memory& e) {
     EXPECT_EQ(e.requested(), huge);
     EXPECT_NE(std::string(e.what()).find("retried once"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[src/memory/pool.cpp:"), std::string::npos)
+        << "an error with figures keeps the file:line that made it: " << e.what();
     EXPECT_GT(e.free_bytes(), 0u) << "the message must give the memory that is free";
   }
   auto h = rs::test::random_vector<float>(1000, rs::test::fresh_seed());

@@ -52,11 +52,8 @@
 
 namespace resident {
 
-/// A flow that cannot run: a cycle, two unordered writers of one array, an unknown stage.
-class flow_error : public invalid_argument {
- public:
-  using invalid_argument::invalid_argument;
-};
+// flow_error (a flow that cannot run: a cycle, two unordered writers of one array, an unknown stage) is
+// defined from the error table in error.hpp.
 
 /// A stage's work threw: the message names the stage; the original exception is nested
 /// (std::rethrow_if_nested recovers it).

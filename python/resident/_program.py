@@ -1,0 +1,149 @@
+"""Programs of built-in operations (resident.op, resident.program) compiled by the run-time compiler.
+
+A program called on an array becomes one C++ function of the array's element type, compiled with
+resident's kernel template by the same compiler and cache as run-time stages (NVRTC for the GPU, the
+host compiler for the CPU): one kernel, the operations inlined. Where no run-time compiler is
+available the program's operations are interpreted per element (one kernel all the same);
+``program.engine`` says which ran last ("compiled" or "interpreted"). Operations and stages compose
+in either order (``rs.stage(f) | rs.op.sqrt()``, ``rs.op.sqrt() | rs.stage(f)``): the operations then
+become a Python stage of the chain.
+"""
+import math
+import threading
+
+import numpy as _np
+
+from . import _core
+
+# Each operation as C++ (float and double spellings: the GPU has no std:: maths) and as Python.
+_CPP = {
+    "add": ("v + {a}", "v + {a}"),
+    "mul": ("v * {a}", "v * {a}"),
+    "affine": ("{a} * v + {b}", "{a} * v + {b}"),
+    "square": ("v * v", "v * v"),
+    "sqrt": ("sqrtf(v)", "sqrt(v)"),
+    "rsqrt": ("1.0f / sqrtf(v)", "1.0 / sqrt(v)"),
+    "exp": ("expf(v)", "exp(v)"),
+    "log": ("logf(v)", "log(v)"),
+    "sin": ("sinf(v)", "sin(v)"),
+    "cos": ("cosf(v)", "cos(v)"),
+    "tanh": ("tanhf(v)", "tanh(v)"),
+    "abs": ("fabsf(v)", "fabs(v)"),
+    "neg": ("-v", "-v"),
+    "recip": ("1.0f / v", "1.0 / v"),
+    "minimum": ("fminf(v, {a})", "fmin(v, {a})"),
+    "maximum": ("fmaxf(v, {a})", "fmax(v, {a})"),
+    "pow": ("powf(v, {a})", "pow(v, {a})"),
+}
+_PY = {
+    "add": "v + {a!r}", "mul": "v * {a!r}", "affine": "{a!r} * v + {b!r}", "square": "v * v",
+    "sqrt": "math.sqrt(v)", "rsqrt": "1.0 / math.sqrt(v)", "exp": "math.exp(v)", "log": "math.log(v)",
+    "sin": "math.sin(v)", "cos": "math.cos(v)", "tanh": "math.tanh(v)", "abs": "abs(v)", "neg": "-v",
+    "recip": "1.0 / v", "minimum": "min(v, {a!r})", "maximum": "max(v, {a!r})", "pow": "v ** {a!r}",
+}
+
+
+def _code(o):
+    return o.name.split("(")[0]
+
+
+def _literal(c, dtype):
+    """c exactly as a C++ literal of dtype: a hexadecimal float of the value the interpreter would use."""
+    if dtype == "float32":
+        return float(_np.float32(c)).hex() + "f"
+    return float(c).hex()
+
+
+def source(p, dtype):
+    """The C++ function that computes program p over values of dtype (float32 or float64)."""
+    t = "float" if dtype == "float32" else "double"
+    body = "".join(f"  v = {_CPP[_code(o)][0 if t == 'float' else 1].format(a=_literal(o.a, dtype), b=_literal(o.b, dtype))};\n"
+                   for o in p.ops)
+    return f"{t} rs_program({t} v) {{\n{body}  return v;\n}}\n"
+
+
+def python_function(p):
+    """Program p as a plain Python function of one value (a stage of a resident.jit chain)."""
+    body = "".join(f"    v = {_PY[_code(o)].format(a=o.a, b=o.b)}\n" for o in p.ops)
+    scope = {"math": math}
+    exec(f"def program(v):\n{body}    return v\n", scope)  # noqa: S102 (text made from the table above)
+    return scope["program"]
+
+
+def as_program(x):
+    """x as a program when it is an operation or a program, else None."""
+    if isinstance(x, _core.program):
+        return x
+    if isinstance(x, _core.op):
+        return _core.program([x])
+    return None
+
+
+_lock = threading.Lock()
+_compiled = {}  # (program name, dtype, reduces) -> resident.jit chain, or None where no compiler is available
+_engines = {}   # program name -> "compiled" or "interpreted": what its last call used
+_FLOATS = ("float32", "float64")
+_interpreted_sum = _core.program.sum  # the compiled core's, kept before the package puts total() in its place
+
+
+def _no_compiler(e):
+    """Whether e says no run-time compiler is available (rather than a bad call)."""
+    import resident
+    return isinstance(e, (resident.DeviceUnavailable, resident.CompileError))
+
+
+def _run(p, dtype, reduces, compiled, interpreted):
+    """compiled(chain) through p's chain for dtype (built and compiled at its first use), or interpreted()
+    where no run-time compiler is available; records which ran."""
+    name = p.name
+    key = (name, dtype, reduces)
+    chain = _compiled.get(key, False) if dtype in _FLOATS else None
+    if chain is False and _core._capturing():
+        chain = None  # no compiling or loading inside a CUDA graph capture: the interpreter's kernel, this once
+    if chain is not None:
+        first = chain is False
+        if first:
+            from . import jit
+            chain = jit.map(source(p, dtype), "rs_program")
+            if reduces:
+                chain = chain | jit.sum()
+        try:
+            r = compiled(chain)
+        except Exception as e:  # noqa: BLE001 (a missing compiler falls back; anything else is raised)
+            if not (first and _no_compiler(e)):
+                raise
+            with _lock:
+                _compiled[key] = None
+        else:
+            if first:
+                with _lock:
+                    _compiled.setdefault(key, chain)
+            _engines[name] = "compiled"
+            return r
+    r = interpreted()
+    _engines[name] = "interpreted"
+    return r
+
+
+def call(p, x, out=None, stream=None):
+    """out = p(x) (out defaults to x: in place), through the run-time compiler where it is available."""
+    dtype = _dtype_of(x)
+    if out is not None and out is not x and _dtype_of(out) != dtype:
+        dtype = None  # the interpreter names the mismatch
+    _run(p, dtype, False, lambda c: c(x, out=out, stream=stream), lambda: _core._run_program(p, x, out, stream))
+    return x if out is None else out
+
+
+def total(p, x, stream=None):
+    """The sum of p(x[i]) in one pass, through the run-time compiler where it is available."""
+    return _run(p, _dtype_of(x), True, lambda c: c(x, stream=stream), lambda: _interpreted_sum(p, x, stream))
+
+
+def _dtype_of(x):
+    dt = getattr(x, "dtype", None)
+    return str(dt).replace("torch.", "") if dt is not None else None
+
+
+def engine(p):
+    """What p's last call used: "compiled", "interpreted", or None before its first call."""
+    return _engines.get(p.name)

@@ -1,0 +1,231 @@
+// resident._core's Array: a block of elements on one device, made by resident (empty, to_device) or
+// another library's taken in place; explicit transfers to and from NumPy, the ledger, the transfer policy.
+#include "bindings.hpp"
+
+namespace resident::py {
+
+thread_local const rs::stream_ref* t_stage_stream = nullptr;
+
+DLDataType parse_dtype(const std::string& name) {
+  if (name == "float32") return rs::dlpack_dtype<float>();
+  if (name == "float64") return rs::dlpack_dtype<double>();
+  if (name == "int32") return rs::dlpack_dtype<std::int32_t>();
+  if (name == "int64") return rs::dlpack_dtype<std::int64_t>();
+  if (name == "uint32") return rs::dlpack_dtype<std::uint32_t>();
+  if (name == "uint64") return rs::dlpack_dtype<std::uint64_t>();
+  throw rs::invalid_argument("unknown dtype '" + name + "': use float32, float64, int32, int64, uint32 or uint64");
+}
+
+rs::device pick(const std::optional<std::string>& name) {
+  rs::device d = name ? rs::parse_device(*name) : rs::default_device();
+  rs::require(d);
+  return d;
+}
+
+// A stream handle given by a consumer or producer (`what` names the protocol): an int.
+std::intptr_t stream_handle(nb::handle h, const char* what) {
+  std::intptr_t v = 0;
+  if (!PyLong_Check(h.ptr()) || !nb::try_cast(h, v, false))
+    throw rs::invalid_argument(std::string(what) + ": a stream is an int handle (1 = the legacy default stream), not " +
+                               nb::cast<std::string>(nb::repr(h)));
+  return v;
+}
+// An extent of a shape: an int (or an integer such as NumPy's, through __index__) from 0 to 2^63 - 1.
+namespace {
+
+std::int64_t extent_of(nb::handle e) {
+  if (!PyIndex_Check(e.ptr()))
+    throw rs::invalid_argument("a shape holds ints, not " + nb::cast<std::string>(nb::str(e.type().attr("__name__"))) +
+                               " (" + nb::cast<std::string>(nb::repr(e)) + ")");
+  nb::object i = nb::steal(PyNumber_Index(e.ptr()));
+  if (!i.is_valid()) throw nb::python_error();
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow > 0) throw rs::invalid_argument("an extent beyond 2^63 - 1 in the shape: " + nb::cast<std::string>(nb::repr(e)));
+  if (overflow < 0 || v < 0) throw rs::invalid_argument("a negative extent in the shape: " + nb::cast<std::string>(nb::repr(e)));
+  return std::int64_t(v);
+}
+
+}  // namespace
+
+// A shape: an int, or a sequence (tuple, list) of ints.
+std::vector<std::int64_t> shape_of(const nb::handle& shape) {
+  std::vector<std::int64_t> s;
+  if (PyIndex_Check(shape.ptr())) {
+    s.push_back(extent_of(shape));
+  } else if (PySequence_Check(shape.ptr()) && !PyUnicode_Check(shape.ptr()) && !PyBytes_Check(shape.ptr())) {
+    for (nb::handle e : nb::borrow<nb::sequence>(shape)) s.push_back(extent_of(e));
+  } else {
+    throw rs::invalid_argument("a shape is an int or a sequence of ints, not " +
+                               nb::cast<std::string>(nb::str(shape.type().attr("__name__"))));
+  }
+  return s;
+}
+
+py_array empty_of(std::vector<std::int64_t> shape, DLDataType dtype, rs::device d) {
+  py_array r;
+  r.shape = std::move(shape);
+  r.dtype = dtype;
+  std::uint64_t n = 1;
+  for (auto e : r.shape) {
+    if (e != 0 && n > std::uint64_t(-1) / std::uint64_t(e)) throw rs::invalid_argument("the shape's element count overflows");
+    n *= std::uint64_t(e);
+  }
+  visit(r.dtype, [&](auto t) {
+    using T = decltype(t);
+    auto a = std::make_shared<rs::array<T>>(std::size_t(n), rs::default_stream(d));
+    r.data = a->data();
+    r.stream = a->stream();
+    r.owner = a;
+  });
+  return r;
+}
+
+namespace {
+
+py_array empty(nb::handle shape, const std::string& dtype, const std::optional<std::string>& dev) {
+  return empty_of(shape_of(shape), parse_dtype(dtype), pick(dev));
+}
+
+using host_array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+
+// The host array a Python object is, checked first so that what resident cannot copy is named: an
+// element type DLPack has no name for (object, string, datetime, structured), a byte order other than
+// the host's, or an object that is no array. Other types (bool, complex, float16) are named by visit.
+host_array host_array_of(nb::handle obj) {
+  if (nb::hasattr(obj, "dtype") && nb::hasattr(nb::getattr(obj, "dtype"), "kind")) {
+    const nb::object dt = obj.attr("dtype");
+    const std::string kind = nb::cast<std::string>(nb::str(dt.attr("kind")));
+    const std::string name = nb::cast<std::string>(nb::str(dt));
+    if (kind.size() == 1 && std::string("OUSMmV").find(kind) != std::string::npos)  // no DLPack type at all
+      throw rs::invalid_type("to_device: arrays of " + name +
+                             " are not supported: use float32, float64, int32, int64, uint32 or uint64");
+    if (!nb::cast<bool>(dt.attr("isnative")))
+      throw rs::invalid_type("to_device: the array's bytes are in the other byte order (" + name +
+                             "); convert it first: x.astype(x.dtype.newbyteorder('='))");
+  }
+  host_array h;
+  if (!nb::try_cast(obj, h, true))
+    throw rs::invalid_type("to_device takes a host array (NumPy, or any CPU array through DLPack or the buffer "
+                           "protocol), not a " + py_type_name(obj));
+  return h;
+}
+
+py_array to_device(nb::handle obj, const std::optional<std::string>& dev, nb::object stream) {
+  const call_stream on(stream, "to_device");
+  const host_array h = host_array_of(obj);
+  const DLDataType dt{h.dtype().code, h.dtype().bits, static_cast<std::uint16_t>(h.dtype().lanes)};
+  std::vector<std::int64_t> shape(h.ndim());
+  for (std::size_t i = 0; i < h.ndim(); ++i) shape[i] = std::int64_t(h.shape(i));
+  py_array r = empty_of(std::move(shape), dt, pick(dev));
+  py_array w = r;  // the copy runs on the given stream, if any; the host waits for it (h is the caller's)
+  apply_call_stream(w);
+  visit(r.dtype, [&](auto t) {
+    using T = decltype(t);
+    nb::gil_scoped_release unlocked;
+    rs::copy_async(std::span<const T>(static_cast<const T*>(h.data()), w.size()), w.ref<T>());
+    w.stream.synchronize();
+  });
+  return r;
+}
+
+nb::object to_host(const py_array& self, nb::object stream) {
+  const call_stream on(stream, "to_host");
+  py_array a = self;  // read on the given stream, if any, after the array's queued work
+  apply_call_stream(a);
+  return visit(a.dtype, [&](auto t) -> nb::object {
+    using T = decltype(t);
+    const std::size_t n = a.size();
+    T* buf = new T[n ? n : 1];
+    nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<T*>(p); });
+    {
+      nb::gil_scoped_release unlocked;
+      rs::copy_async(a.ref<T>(), std::span<T>(buf, n));
+      a.stream.synchronize();
+    }
+    std::vector<std::size_t> shape(a.shape.begin(), a.shape.end());
+    return nb::cast(nb::ndarray<nb::numpy, T>(buf, shape.size(), shape.data(), owner));
+  });
+}
+
+struct scoped_policy {
+  std::unique_ptr<rs::scoped_transfer_policy> scope;
+  void close() { scope.reset(); }
+};
+
+rs::transfer_policy parse_policy(const std::string& p) {
+  if (p == "allow") return rs::transfer_policy::allow;
+  if (p == "log") return rs::transfer_policy::log;
+  if (p == "forbid") return rs::transfer_policy::forbid;
+  throw rs::invalid_argument("unknown transfer policy '" + p + "': use allow, log or forbid");
+}
+
+
+}  // namespace
+
+void bind_array(nb::module_& m) {
+  // dynamic_attr: an Array keeps what is made for it once (resident.to_numba's view) in its __dict__.
+  nb::class_<py_array>(m, "Array", nb::dynamic_attr(),
+                       "A C-contiguous array on one device (resident's own memory or another library's, taken in "
+                       "place). Shares memory through __dlpack__ and __cuda_array_interface__.")
+      .def_prop_ro("shape", [](const py_array& a) {
+        nb::list l;
+        for (auto e : a.shape) l.append(e);
+        return nb::tuple(l);
+      })
+      .def_prop_ro("dtype", [](const py_array& a) { return rs::dlpack_dtype_name(a.dtype); })
+      .def_prop_ro("size", &py_array::size)
+      .def_prop_ro("nbytes", [](const py_array& a) { return a.size() * a.itemsize(); })
+      .def_prop_ro("device", [](const py_array& a) { return a.device().name(); })
+      .def_prop_ro("data_ptr", [](const py_array& a) { return reinterpret_cast<std::uintptr_t>(a.data); })
+      .def_prop_ro("stream", [](const py_array& a) { return handle_of(a.stream.native()); },
+                   "the stream handle work on the array is ordered on (1 = the legacy default stream)")
+      .def("__len__", [](const py_array& a) {
+        if (a.shape.empty()) throw nb::type_error("len() of a 0-d array");
+        return a.shape[0];
+      })
+      .def("__repr__", [](const py_array& a) {
+        std::string s = "resident.Array(shape=(";
+        for (std::size_t i = 0; i < a.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(a.shape[i]);
+        if (a.shape.size() == 1) s += ",";
+        return s + "), dtype=" + rs::dlpack_dtype_name(a.dtype) + ", device=" + a.device().name() + ")";
+      })
+      .def("to_host", &to_host, at_python_line(), nb::arg("stream") = nb::none(), "Copies the array into a new NumPy array (one counted transfer). Synchronizes.")
+      .def("__dlpack__", &dlpack_export, nb::kw_only(), nb::arg("stream") = nb::none(),
+           nb::arg("max_version") = nb::none(), nb::arg("dl_device") = nb::none(), nb::arg("copy") = nb::none())
+      .def("__dlpack_device__", &dlpack_device)
+      .def_prop_ro("__cuda_array_interface__", &cuda_array_interface);
+
+  m.def("empty", &empty, at_python_line(), nb::arg("shape").none(), nb::arg("dtype") = "float32", nb::arg("device") = nb::none(),
+        "A new uninitialized array from the device's pool.");
+  m.def("to_device", &to_device, at_python_line(), nb::arg("host").none(), nb::arg("device") = nb::none(),
+        nb::arg("stream") = nb::none(),
+        "Copies a host (NumPy) array into a new array on the device: one counted transfer.");
+  m.def("_ready_for_any_stream", [](const py_array& a) { ready_for_any_stream(a); }, nb::arg("x"));
+  m.def("from_dlpack", &from_dlpack, nb::arg("obj"),
+        "Takes another library's array in place (DLPack or the CUDA Array Interface): no copy.");
+  m.def("default_device", [] { return rs::default_device().name(); });
+  m.def("cuda_device_count", [] { return rs::cuda_device_count(); });
+  m.def("cuda_unavailable_reason", [] { return rs::cuda_unavailable_reason(); });
+  m.def("synchronize", [](const std::optional<std::string>& d) {
+    nb::gil_scoped_release unlocked;
+    rs::synchronize(pick(d));
+  }, nb::arg("device") = nb::none());
+  m.def("_ledger_json", [] { return rs::ledger().json(); });
+
+  nb::class_<scoped_policy>(m, "_ScopedPolicy").def("close", &scoped_policy::close);
+  m.def("_open_policy", [](const std::string& p) {
+    return scoped_policy{std::make_unique<rs::scoped_transfer_policy>(parse_policy(p))};
+  });
+  m.def("_current_policy", [] {
+    switch (rs::current_transfer_policy()) {
+      case rs::transfer_policy::allow: return "allow";
+      case rs::transfer_policy::log: return "log";
+      case rs::transfer_policy::forbid: return "forbid";
+    }
+    return "allow";
+  });
+
+}
+
+}  // namespace resident::py

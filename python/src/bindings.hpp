@@ -1,0 +1,218 @@
+#pragma once
+// What the binding files of resident._core share: the Array (py_array), element-type dispatch, stream
+// handles, taking any library's array in (from_dlpack), and the call guard that records the Python line.
+// Each binding file adds its part of the module through one bind_* function (module.cpp calls them).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "resident/insight/detail/call_scope.hpp"
+#include "resident/interop/dlpack.hpp"
+#include "resident/resident.hpp"
+
+namespace nb = nanobind;
+namespace rs = resident;
+
+namespace resident::py {
+
+// ---- element types ----------------------------------------------------------------------------
+
+// Calls f(T{}) for the element type t names. @throws invalid_type for any other type.
+template <class F>
+decltype(auto) visit(DLDataType t, F&& f) {
+  auto is = [&](DLDataType want) { return t.code == want.code && t.bits == want.bits && t.lanes == want.lanes; };
+  if (is(rs::dlpack_dtype<float>())) return f(float{});
+  if (is(rs::dlpack_dtype<double>())) return f(double{});
+  if (is(rs::dlpack_dtype<std::int32_t>())) return f(std::int32_t{});
+  if (is(rs::dlpack_dtype<std::int64_t>())) return f(std::int64_t{});
+  if (is(rs::dlpack_dtype<std::uint32_t>())) return f(std::uint32_t{});
+  if (is(rs::dlpack_dtype<std::uint64_t>())) return f(std::uint64_t{});
+  throw rs::invalid_type("element type " + rs::dlpack_dtype_name(t) +
+                             " is not supported: use float32, float64, int32, int64, uint32 or uint64");
+}
+
+/// The element type a dtype name ("float32", ...) names. @throws invalid_argument for others.
+DLDataType parse_dtype(const std::string& name);
+
+/// The device a name picks (None: the default device), checked usable.
+rs::device pick(const std::optional<std::string>& name);
+
+// The stream handles of the DLPack and CUDA Array Interface protocols: 1 is the legacy default stream
+// (resident's null handle), 2 the per-thread default stream, anything else a cudaStream_t.
+inline rs::cuda_stream_t native_of(std::intptr_t handle) {
+  return handle == 1 ? nullptr : reinterpret_cast<rs::cuda_stream_t>(handle);
+}
+inline std::intptr_t handle_of(rs::cuda_stream_t s) { return s == nullptr ? 1 : reinterpret_cast<std::intptr_t>(s); }
+
+/// A stream handle given by a consumer or producer (`what` names the protocol): an int.
+std::intptr_t stream_handle(nb::handle h, const char* what);
+
+// ---- the stream a call runs on ---------------------------------------------------------------------
+
+/// The stream handle a `stream=` argument names (streams.cpp): None gives nothing; an int handle (0 and 1:
+/// the legacy default stream, 2: the per-thread default stream); an object with __cuda_stream__ (the
+/// CUDA stream protocol: a (version, handle) pair); a PyTorch (cuda_stream), CuPy (ptr) or Numba (handle)
+/// stream. @throws invalid_type for anything else, invalid_argument for a negative handle.
+std::optional<std::intptr_t> parse_stream(nb::handle stream, const char* what);
+
+/// The stream given to the launching call running now on this thread (set by call_stream for the call).
+struct call_stream_state {
+  std::optional<std::intptr_t> given;
+  const char* what = "";
+  std::vector<rs::stream_ref> joins;  // resident arrays' own streams, ordered after the given one at the end
+};
+extern thread_local call_stream_state* t_call_stream;
+
+/// Sets the call's stream for its duration: arrays taken in by from_dlpack work on it. At the end the
+/// own streams of resident's arrays the call used wait for it (an event each; no host wait), so later
+/// work on those arrays stays ordered after the call.
+class call_stream {
+ public:
+  call_stream(nb::handle stream, const char* what);
+  ~call_stream();
+  call_stream(const call_stream&) = delete;
+  call_stream& operator=(const call_stream&) = delete;
+
+ private:
+  call_stream_state state_;
+  call_stream_state* previous_;
+};
+
+// ---- the array ----------------------------------------------------------------------------------
+
+struct py_array;
+/// The stream work on another library's array `obj` on device d runs on: the call's given stream, else
+/// that library's current stream (PyTorch, CuPy; Numba's is the legacy default), else none (unknown).
+std::optional<std::intptr_t> library_stream(nb::handle obj, rs::device d);
+/// Puts the array on the call's given stream, if any (resident's arrays: after their queued work, their
+/// own stream joined at the call's end). @throws invalid_argument for a CPU array given a stream.
+void apply_call_stream(py_array& a);
+
+
+// The stream of the flow stage (or capture) whose Python work runs now on this thread, if any: work on
+// arrays of its device goes there instead of the array's own stream.
+extern thread_local const rs::stream_ref* t_stage_stream;
+
+// Sets t_stage_stream for a scope.
+struct stage_stream_scope {
+  const rs::stream_ref* previous;
+  explicit stage_stream_scope(const rs::stream_ref& s) : previous(std::exchange(t_stage_stream, &s)) {}
+  ~stage_stream_scope() { t_stage_stream = previous; }
+  stage_stream_scope(const stage_stream_scope&) = delete;
+  stage_stream_scope& operator=(const stage_stream_scope&) = delete;
+};
+
+// A C-contiguous block of elements on one device: memory resident allocated, or another library's
+// tensor taken in place. `owner` keeps the memory alive as long as any Array or exported tensor uses it.
+struct py_array {
+  std::shared_ptr<const void> owner;
+  void* data = nullptr;
+  std::vector<std::int64_t> shape;
+  DLDataType dtype{};
+  rs::stream_ref stream;
+  bool foreign = false;  // memory of another library
+  // Work on foreign memory whose library's stream resident does not know (a producer other than PyTorch,
+  // CuPy or Numba, called without stream=) is finished before returning: the owner may read it on any
+  // stream next. Otherwise the work is queued on the library's current stream (or the given one).
+  bool finish_before_return = false;
+  bool readonly = false;  // the producer marked the memory read-only: resident only reads it
+
+  // Refuses to write into memory its producer marked read-only (an immutable buffer, a NumPy array
+  // with writeable=False): `what` names the call.
+  void check_writable(const std::string& what) const {
+    if (readonly)
+      throw rs::invalid_argument(what + ": the array is read-only (its producer marked it so); write into a "
+                                 "writable array, e.g. a copy");
+  }
+
+  std::size_t size() const {
+    return std::size_t(std::accumulate(shape.begin(), shape.end(), std::int64_t(1), std::multiplies<>()));
+  }
+  std::size_t itemsize() const { return dtype.bits / 8u; }
+  rs::device device() const { return stream.device(); }
+  // The stream work on the array runs on: a running flow stage's, else the array's own.
+  rs::stream_ref work_stream() const {
+    return t_stage_stream && t_stage_stream->device() == stream.device() ? *t_stage_stream : stream;
+  }
+  template <class T>
+  rs::array_ref<T> ref() const {
+    return {static_cast<T*>(data), size(), work_stream()};
+  }
+  // Foreign memory of an unknown library may be read by its owner on any stream next: wait for
+  // resident's work on it (inside a flow stage the flow's run waits for every stage before it returns).
+  void finish_foreign() const {
+    if (foreign && finish_before_return && !t_stage_stream) stream.synchronize();
+  }
+};
+
+/// A shape: an int, or a sequence (tuple, list) of ints (extents from 0 to 2^63 - 1).
+std::vector<std::int64_t> shape_of(const nb::handle& shape);
+/// A new uninitialized array of resident's pool.
+py_array empty_of(std::vector<std::int64_t> shape, DLDataType dtype, rs::device d);
+/// Takes another library's array in place (see interop.cpp); resident's Arrays as they are.
+py_array from_dlpack(nb::object obj);
+/// The array through DLPack: a capsule of the version the consumer asks for, its stream ordered after
+/// the array's work (interop.cpp).
+nb::object dlpack_export(const py_array& a, nb::object stream, nb::object max_version, nb::object dl_device,
+                         nb::object copy);
+/// (device type, device id) as DLPack names them.
+nb::tuple dlpack_device(const py_array& a);
+/// The CUDA Array Interface (version 3) of a CUDA array.
+nb::dict cuda_array_interface(const py_array& a);
+/// Makes the array's queued work finished or ordered before any consumer stream (resident.to_numba).
+void ready_for_any_stream(const py_array& a);
+/// The name of o's type, for messages.
+std::string py_type_name(nb::handle o);
+
+// Calls f(a.ref<T>()) for a float32 or float64 array, the GIL released; any other type is refused
+// with `what` named.
+template <class F>
+auto on_floats(const py_array& a, const char* what, F&& f) {
+  using R = decltype(f(std::declval<rs::array_ref<float>>()));
+  return visit(a.dtype, [&](auto t) -> R {
+    using T = decltype(t);
+    if constexpr (std::is_floating_point_v<T>) {
+      nb::gil_scoped_release unlocked;
+      return f(a.ref<T>());
+    } else {
+      throw rs::invalid_argument(std::string(what) + " takes float32 or float64 arrays, not " +
+                                 rs::dlpack_dtype_name(a.dtype));
+    }
+  });
+}
+
+/// Refuses an output that shares memory with an input other than exactly (in place): element i of the
+/// output would overwrite an input element not read yet. `what` names the call.
+void check_overlap(const py_array& in, const py_array& out, const char* what);
+
+// The Python line that called a binding, as the call site of the calls it makes (the profile's rows,
+// the transfer log's lines) in place of this file's, while a profile collects or the transfer policy
+// is not allow (nothing otherwise: a call pays one relaxed load and a policy read). Frames of the
+// resident package itself (resident.jit's wrappers) are skipped to the user's.
+struct python_site {
+  std::optional<rs::detail::foreign_site> site;
+  python_site() noexcept;
+};
+using at_python_line = nb::call_guard<python_site>;
+
+// The parts of the module, one per binding file.
+void bind_errors(nb::module_& m);
+void bind_streams(nb::module_& m);
+void bind_array(nb::module_& m);
+void bind_compute(nb::module_& m);
+void bind_jit(nb::module_& m);
+void bind_flow(nb::module_& m);
+
+}  // namespace resident::py

@@ -1,0 +1,221 @@
+// Work on any library's float arrays: random fills, reductions, programs of built-in operations (one
+// fused kernel), matmul. The kernels are instantiated in ops.cpp.
+#include "bindings.hpp"
+
+#include <chrono>
+
+#include "ops.hpp"
+#include "resident/fuse/program.hpp"
+
+namespace resident::py {
+
+// Refuses an output that shares memory with an input other than exactly (in place): element i of the
+// output would overwrite an input element not read yet. `what` names the call.
+void check_overlap(const py_array& in, const py_array& out, const char* what) {
+  const auto* i0 = static_cast<const char*>(in.data);
+  const auto* o0 = static_cast<const char*>(out.data);
+  const std::size_t ib = in.size() * in.itemsize(), ob = out.size() * out.itemsize();
+  if (ib == 0 || ob == 0 || (i0 == o0 && ib == ob)) return;
+  if (std::less<>{}(i0, o0 + ob) && std::less<>{}(o0, i0 + ib))
+    throw rs::invalid_argument(std::string(what) + ": the output overlaps an input without being the same memory; "
+                               "write into separate memory or exactly in place");
+}
+
+namespace {
+
+void any_fill_uniform(nb::object x, std::uint64_t seed, std::uint64_t offset, double low, double high, nb::object stream) {
+  const call_stream on(stream, "fill_uniform");
+  py_array a = from_dlpack(x);
+  a.check_writable("fill_uniform");
+  on_floats(a, "fill_uniform", [&](auto r) {
+    fill_uniform(r, seed, offset, low, high);
+    a.finish_foreign();
+  });
+}
+
+void any_fill_normal(nb::object x, std::uint64_t seed, std::uint64_t offset, double mean, double sd, nb::object stream) {
+  const call_stream on(stream, "fill_normal");
+  py_array a = from_dlpack(x);
+  a.check_writable("fill_normal");
+  on_floats(a, "fill_normal", [&](auto r) {
+    fill_normal(r, seed, offset, mean, sd);
+    a.finish_foreign();
+  });
+}
+
+void any_fill_bits(nb::object x, std::uint64_t seed, std::uint64_t offset, nb::object stream) {
+  const call_stream on(stream, "fill_bits");
+  py_array a = from_dlpack(x);
+  if (!(a.dtype.code == kDLUInt && a.dtype.bits == 32))
+    throw rs::invalid_argument("fill_bits fills uint32 arrays, not " + rs::dlpack_dtype_name(a.dtype));
+  a.check_writable("fill_bits");
+  nb::gil_scoped_release unlocked;
+  fill_bits(a.ref<std::uint32_t>(), seed, offset);
+  a.finish_foreign();
+}
+
+double any_reduce(nb::object x, reduction r, nb::object stream) {
+  const call_stream on(stream, "a reduction");
+  py_array a = from_dlpack(x);
+  // An empty array has a sum (0) but no least or greatest element.
+  if (a.size() == 0 && r != reduction::sum)
+    throw rs::invalid_argument(std::string(r == reduction::min ? "min" : "max") +
+                               " of an empty array: it has no elements");
+  return visit(a.dtype, [&](auto t) {
+    using T = decltype(t);
+    nb::gil_scoped_release unlocked;
+    return reduce(a.ref<T>(), r);
+  });
+}
+
+// ---- run-time programs -------------------------------------------------------------------------
+
+// out = p(x) (out defaults to x: in place), as one kernel; float32 or float64.
+nb::object run_program(const rs::program& p, nb::object x, nb::object out, nb::object stream) {
+  const call_stream on(stream, "program");
+  py_array a = from_dlpack(x);
+  py_array o = out.is_none() ? a : from_dlpack(out);
+  o.check_writable("program");
+  check_overlap(a, o, "program");
+  if (!(a.dtype.code == o.dtype.code && a.dtype.bits == o.dtype.bits))
+    throw rs::invalid_argument("program: the input holds " + rs::dlpack_dtype_name(a.dtype) + ", the output " +
+                               rs::dlpack_dtype_name(o.dtype));
+  if (a.shape != o.shape && a.size() != o.size())
+    throw rs::shape_mismatch("program: the input has " + std::to_string(a.size()) + " elements, the output " +
+                             std::to_string(o.size()));
+  on_floats(a, "a program", [&](auto r) {
+    using T = typename decltype(r)::value_type;
+    rs::run(p, r, o.ref<T>());
+    o.finish_foreign();
+  });
+  return out.is_none() ? x : out;
+}
+
+double sum_program(const rs::program& p, nb::object x, nb::object stream) {
+  const call_stream on(stream, "program.sum");
+  py_array a = from_dlpack(x);
+  return on_floats(a, "a program", [&](auto r) { return double(rs::run_sum(p, r)); });
+}
+
+// ---- matmul -------------------------------------------------------------------------------------
+
+// out = alpha * a @ b + beta * out for 2-D C-contiguous float32 / float64 arrays of any library on one
+// device, by one of the ladder's algorithms; out is made (beta must then be 0) when not given.
+nb::object matmul(nb::object a_obj, nb::object b_obj, nb::object out_obj, const std::string& algo_name, double alpha,
+                  double beta, nb::object stream) {
+  const call_stream on(stream, "matmul");
+  const rs::matmul_algo algo = rs::parse_matmul_algo(algo_name);
+  py_array a = from_dlpack(a_obj), b = from_dlpack(b_obj);
+  for (const py_array* m : {&a, &b})
+    if (m->shape.size() != 2)
+      throw rs::shape_mismatch("matmul takes 2-D arrays, got one of " + std::to_string(m->shape.size()) + " dimensions");
+  if (!(a.dtype.code == b.dtype.code && a.dtype.bits == b.dtype.bits))
+    throw rs::invalid_argument("matmul: A holds " + rs::dlpack_dtype_name(a.dtype) + ", B " + rs::dlpack_dtype_name(b.dtype));
+  on_floats(a, "matmul", [](auto) {});
+  if (out_obj.is_none()) {
+    if (beta != 0) throw rs::invalid_argument("matmul: beta is not 0 but there is no out array to scale");
+    out_obj = nb::cast(empty_of({a.shape[0], b.shape[1]}, a.dtype, a.device()));
+  }
+  py_array c = from_dlpack(out_obj);
+  c.check_writable("matmul");
+  if (c.shape.size() != 2)
+    throw rs::shape_mismatch("matmul takes 2-D arrays, got an out array of " + std::to_string(c.shape.size()) +
+                             " dimensions");
+  if (!(c.dtype.code == a.dtype.code && c.dtype.bits == a.dtype.bits))
+    throw rs::invalid_argument("matmul: A holds " + rs::dlpack_dtype_name(a.dtype) + ", out " + rs::dlpack_dtype_name(c.dtype));
+  const auto ext = [](const py_array& m, int i) { return std::size_t(m.shape[std::size_t(i)]); };
+  rs::detail::check_matmul(ext(a, 0), ext(a, 1), ext(b, 0), ext(b, 1), ext(c, 0), ext(c, 1), a.data,
+                           a.size() * a.itemsize(), b.data, b.size() * b.itemsize(), c.data, c.size() * c.itemsize(),
+                           a.device(), b.device(), c.device());
+  {
+    nb::gil_scoped_release unlocked;
+    rs::detail::matmul({ext(a, 0), ext(b, 1), ext(a, 1), a.data, b.data, c.data, ext(a, 1), ext(b, 1), ext(c, 1),
+                        alpha, beta, a.itemsize(), c.work_stream()},
+                       algo);
+    c.finish_foreign();
+  }
+  return out_obj;
+}
+
+}  // namespace
+
+void bind_compute(nb::module_& m) {
+  nb::class_<rs::op>(m, "op", "One built-in element-wise operation; compose them with | into a program.")
+      .def_static("add", &rs::op::add, nb::arg("c"), "v + c")
+      .def_static("mul", &rs::op::mul, nb::arg("c"), "v * c")
+      .def_static("affine", &rs::op::affine, nb::arg("a"), nb::arg("b"), "a * v + b")
+      .def_static("square", &rs::op::square, "v * v")
+      .def_static("sqrt", &rs::op::sqrt, "sqrt(v)")
+      .def_static("rsqrt", &rs::op::rsqrt, "1 / sqrt(v)")
+      .def_static("exp", &rs::op::exp, "e^v")
+      .def_static("log", &rs::op::log, "ln(v)")
+      .def_static("sin", &rs::op::sin, "sin(v)")
+      .def_static("cos", &rs::op::cos, "cos(v)")
+      .def_static("tanh", &rs::op::tanh, "tanh(v)")
+      .def_static("abs", &rs::op::abs, "|v|")
+      .def_static("neg", &rs::op::neg, "-v")
+      .def_static("recip", &rs::op::recip, "1 / v")
+      .def_static("minimum", &rs::op::minimum, nb::arg("c"), "min(v, c)")
+      .def_static("maximum", &rs::op::maximum, nb::arg("c"), "max(v, c)")
+      .def_static("pow", &rs::op::pow, nb::arg("c"), "v ** c")
+      .def_static("parse", &rs::op::parse, nb::arg("text"), "An operation from its name: 'sqrt', 'add(1)', 'affine(1.5, 0.5)'.")
+      .def_prop_ro("name", &rs::op::name)
+      .def_ro("a", &rs::op::a, "the operation's first constant")
+      .def_ro("b", &rs::op::b, "its second constant")
+      .def("__repr__", [](const rs::op& o) { return "resident.op." + o.name(); })
+      .def("__or__", [](const rs::op& a, const rs::op& b) { return rs::program{} | a | b; }, nb::is_operator())
+      .def("__or__", [](const rs::op& a, const rs::program& q) { return (rs::program{} | a) | q; }, nb::is_operator());
+
+  // The calls (op(x), program(x, out)) are the package's (resident/_program.py): compiled where a
+  // run-time compiler is available, else this interpreter.
+  m.def("_run_program", &run_program, at_python_line(), nb::arg("program"), nb::arg("x"), nb::arg("out") = nb::none(),
+        nb::arg("stream") = nb::none());
+  nb::class_<rs::program>(m, "program",
+                          "A chain of built-in operations run as ONE fused kernel: p(x) in place, p(x, out), p.sum(x).")
+      .def(nb::init<>())
+      .def("__init__", [](rs::program* self, const std::vector<rs::op>& ops) { new (self) rs::program(ops); },
+           nb::arg("ops"))
+      .def("__or__", [](const rs::program& p, const rs::op& o) { return p | o; }, nb::is_operator())
+      .def("__or__", [](const rs::program& p, const rs::program& q) { return p | q; }, nb::is_operator())
+      .def_prop_ro("ops", &rs::program::ops)
+      .def_prop_ro("name", &rs::program::name)
+      .def("__repr__", [](const rs::program& p) { return "resident.program(" + p.name() + ")"; })
+      .def("__len__", [](const rs::program& p) { return p.ops().size(); })
+      .def("sum", &sum_program, at_python_line(), nb::arg("x"), nb::arg("stream") = nb::none(), "The sum of p(x[i]) in one pass, in x's precision. Synchronizes.");
+
+  m.def("_time_cpp_calls", [](const rs::program& p, nb::object x, int calls) {
+    // The same call made from C++ in a loop: wall time per call, the queue drained at the end.
+    py_array a = from_dlpack(x);
+    if (!(a.dtype.code == kDLFloat && a.dtype.bits == 32)) throw rs::invalid_argument("_time_cpp_calls takes float32");
+    nb::gil_scoped_release unlocked;
+    auto r = a.ref<float>();
+    rs::run(p, r, r);
+    a.stream.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) rs::run(p, r, r);
+    a.stream.synchronize();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
+  }, nb::arg("program"), nb::arg("x"), nb::arg("calls"));
+
+  m.def("matmul", &matmul, at_python_line(), nb::arg("a"), nb::arg("b"), nb::arg("out") = nb::none(), nb::arg("algo") = "auto",
+        nb::arg("alpha") = 1.0, nb::arg("beta") = 0.0, nb::arg("stream") = nb::none(),
+        "out = alpha * a @ b + beta * out (2-D float32 / float64 arrays of any library, one device) by one of the "
+        "ladder's algorithms: auto, naive, blocked, shared, tuned, vendor, vendor_tf32. Asynchronous on "
+        "out's stream for resident's arrays; finished before returning for other libraries' arrays.");
+
+  m.def("fill_uniform", &any_fill_uniform, at_python_line(), nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0, nb::arg("low") = 0.0,
+        nb::arg("high") = 1.0, nb::arg("stream") = nb::none());
+  m.def("fill_normal", &any_fill_normal, at_python_line(), nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0, nb::arg("mean") = 0.0,
+        nb::arg("sd") = 1.0, nb::arg("stream") = nb::none());
+  m.def("fill_bits", &any_fill_bits, at_python_line(), nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0,
+        nb::arg("stream") = nb::none());
+  m.def("sum", [](nb::object x, nb::object stream) { return any_reduce(x, reduction::sum, stream); }, at_python_line(),
+        nb::arg("x"), nb::arg("stream") = nb::none());
+  m.def("min", [](nb::object x, nb::object stream) { return any_reduce(x, reduction::min, stream); }, at_python_line(),
+        nb::arg("x"), nb::arg("stream") = nb::none());
+  m.def("max", [](nb::object x, nb::object stream) { return any_reduce(x, reduction::max, stream); }, at_python_line(),
+        nb::arg("x"), nb::arg("stream") = nb::none());
+
+}
+
+}  // namespace resident::py

@@ -1,0 +1,234 @@
+// Flows and graphs of Python work: named stages with dependencies, independent ones on concurrent
+// streams, resident calls inside a stage on the stage's stream; captured into one graph.
+#include "bindings.hpp"
+
+#include <chrono>
+
+#include "resident/detail/cuda_runtime.hpp"
+#include "resident/flow/flow.hpp"
+
+namespace resident::py {
+
+namespace {
+
+// A Python callable as the work of a stage holds it: one reference, which the garbage collector sees
+// through the Flow or Graph that owns the cell (their tp_traverse) and which their tp_clear drops.
+using callable_cell = std::shared_ptr<nb::object>;
+
+callable_cell cell_of(nb::object fn) {
+  return callable_cell(new nb::object(std::move(fn)), [](nb::object* p) {
+    nb::gil_scoped_acquire locked;
+    delete p;
+  });
+}
+
+// Calls a Python stage with the GIL held and resident's work on s. Python errors propagate as
+// nb::python_error (a flow wraps them into its stage_error).
+std::function<void(rs::stream_ref)> python_work(callable_cell held) {
+  return [held](rs::stream_ref s) {
+    nb::gil_scoped_acquire locked;
+    if (!held->is_valid())
+      throw rs::invalid_argument("the work was dropped by the garbage collector (its Flow or Graph was part of an "
+                                 "unreachable cycle)");
+    stage_stream_scope scope(s);
+    (*held)();
+  };
+}
+
+// A captured graph and what its work needs alive: the Python callables (inside the work, which a CPU
+// replay calls again: the Flow it was captured from, or cells of its own) and the arrays the stages
+// declared. Replays run on the device's default stream, where arrays' own work runs: ordered after the
+// work queued there before the replay and before the work queued after it, with no event between streams.
+struct py_graph {
+  rs::graph g;
+  rs::stream_ref stream;                      // the default stream of the graph's device
+  std::shared_ptr<const void> stream_owner;   // the flow or stream the work was captured on
+  std::vector<std::shared_ptr<const void>> keep;
+  nb::object flow;                            // the Flow captured from, which holds the callables
+  std::vector<callable_cell> callables;       // capture()'s own work
+
+  // Asynchronous on CUDA (the GIL is released around the launch, which may wait for room in the
+  // launch queue); on the CPU the captured Python work runs inside (it takes the GIL back: see python_work).
+  // With a stream given, the replay is queued there instead (ordering it is then the caller's).
+  void replay(nb::object on) {
+    const std::optional<std::intptr_t> h = parse_stream(on, "Graph.replay");
+    if (h && !stream.device().is_cuda())
+      throw rs::invalid_argument("Graph.replay: a graph of " + stream.device().name() + " takes no stream");
+    const rs::stream_ref s = h ? rs::stream_ref(stream.device(), native_of(*h)) : stream;
+    nb::gil_scoped_release unlocked;
+    g.replay(s);
+  }
+};
+
+struct py_flow {
+  std::shared_ptr<rs::flow> f;  // shared with the graphs captured from it, which replay on its stream
+  std::vector<std::shared_ptr<const void>> keep;
+  std::vector<callable_cell> callables;  // the stages' work, seen by the garbage collector
+
+  py_flow(const std::optional<std::string>& dev, int streams) : f(std::make_shared<rs::flow>(pick(dev), streams)) {}
+
+  std::size_t add(const std::string& name, nb::object work, const std::vector<nb::object>& reads,
+                  const std::vector<nb::object>& writes, const std::vector<std::size_t>& after, bool infer) {
+    if (!PyCallable_Check(work.ptr()))
+      throw rs::invalid_argument("Flow.add: the work of stage '" + name + "' is not callable");
+    rs::access acc;
+    auto declare = [&](const std::vector<nb::object>& arrays, bool write) {
+      for (const nb::object& o : arrays) {
+        py_array a = from_dlpack(o);
+        if (!(a.device() == f->stream().device()))
+          throw rs::device_mismatch("Flow.add: stage '" + name + "' declares an array on " + a.device().name() +
+                                    "; the flow runs on " + f->stream().device().name());
+        const rs::access::range r{a.data, a.size() * a.itemsize()};
+        write ? acc.writes(r) : acc.reads(r);
+        keep.push_back(a.owner);
+      }
+    };
+    for (const nb::object& o : writes) from_dlpack(o).check_writable("Flow.add: stage '" + name + "'");
+    declare(reads, false);
+    declare(writes, true);
+    callables.push_back(cell_of(std::move(work)));
+    auto stage = python_work(callables.back());
+    // Without the GIL: the flow waits for a run on another thread, whose stages take the GIL.
+    nb::gil_scoped_release unlocked;
+    return f->add(name, std::move(stage), std::move(acc), after, infer ? rs::inference::on : rs::inference::off);
+  }
+
+  void run() {
+    nb::gil_scoped_release unlocked;  // each stage takes the GIL back for its Python work
+    f->run();
+  }
+
+  py_graph capture() {
+    py_graph g;
+    {
+      nb::gil_scoped_release unlocked;
+      g.g = f->capture();
+    }
+    g.stream = rs::default_stream(f->stream().device());
+    g.stream_owner = f;
+    g.keep = keep;
+    return g;
+  }
+
+  nb::list report() const {
+    std::vector<rs::stage_report> rows;
+    {
+      nb::gil_scoped_release unlocked;  // as in add: a run on another thread holds the flow
+      rows = f->report();
+    }
+    nb::list l;
+    for (const rs::stage_report& r : rows) {
+      nb::dict d;
+      d["name"] = r.name;
+      d["stream"] = r.stream_index;
+      d["ms"] = r.ms;
+      d["kernels"] = r.issued.kernels;
+      d["h2d_bytes"] = r.issued.h2d_bytes;
+      d["d2h_bytes"] = r.issued.d2h_bytes;
+      l.append(d);
+    }
+    return l;
+  }
+};
+
+// The resident work fn() issues, captured on a stream of its own (CUDA: one graph; the CPU: fn itself).
+py_graph capture(nb::object fn, const std::optional<std::string>& dev) {
+  if (!PyCallable_Check(fn.ptr())) throw rs::invalid_argument("capture: the work is not callable");
+  py_graph g;
+  auto own = std::make_shared<rs::stream>(pick(dev));
+  g.stream = rs::default_stream(own->device());
+  g.stream_owner = own;
+  g.callables.push_back(cell_of(std::move(fn)));
+  auto work = python_work(g.callables.back());
+  const rs::stream_ref s = own->ref();
+  {
+    nb::gil_scoped_release unlocked;
+    s.wait_for(rs::default_stream(s.device()));  // after the work queued so far, as a flow starts
+    g.g = rs::graph::capture(s, [work, s] { work(s); });
+  }
+  return g;
+}
+
+// The garbage collector's view of a Flow and a Graph: the Python objects they hold (nanobind's
+// "reference cycles involving functions").
+int flow_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self)) return 0;
+  for (const callable_cell& c : nb::inst_ptr<py_flow>(self)->callables) Py_VISIT(c->ptr());
+  return 0;
+}
+int flow_clear(PyObject* self) {
+  if (!nb::inst_ready(self)) return 0;
+  for (const callable_cell& c : nb::inst_ptr<py_flow>(self)->callables) *c = nb::object();
+  return 0;
+}
+int graph_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self)) return 0;
+  const py_graph* g = nb::inst_ptr<py_graph>(self);
+  Py_VISIT(g->flow.ptr());
+  for (const callable_cell& c : g->callables) Py_VISIT(c->ptr());
+  return 0;
+}
+int graph_clear(PyObject* self) {
+  if (!nb::inst_ready(self)) return 0;
+  py_graph* g = nb::inst_ptr<py_graph>(self);
+  g->flow = nb::object();
+  for (const callable_cell& c : g->callables) *c = nb::object();
+  return 0;
+}
+PyType_Slot flow_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(flow_traverse)},
+                            {Py_tp_clear, reinterpret_cast<void*>(flow_clear)},
+                            {0, nullptr}};
+PyType_Slot graph_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(graph_traverse)},
+                             {Py_tp_clear, reinterpret_cast<void*>(graph_clear)},
+                             {0, nullptr}};
+
+}  // namespace
+
+void bind_flow(nb::module_& m) {
+  // Whether the Python work running now is being captured into a CUDA graph, where nothing may be
+  // compiled and loaded (resident/_program.py then runs the interpreter's kernel).
+  m.def("_capturing", [] {
+    return t_stage_stream != nullptr && t_stage_stream->device().is_cuda() &&
+           rs::detail::cuda::stream_is_capturing(t_stage_stream->native());
+  });
+  m.def("_time_cpp_replays", [](const py_graph& g, int calls) {
+    // The same replays made from C++ in a loop: wall time per replay, the queue drained at the end.
+    nb::gil_scoped_release unlocked;
+    g.g.replay(g.stream);
+    g.stream.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) g.g.replay(g.stream);
+    g.stream.synchronize();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
+  }, nb::arg("graph"), nb::arg("calls"));
+
+  nb::class_<py_graph>(m, "Graph", nb::type_slots(graph_slots), "Captured resident work: replay() runs it again as one launch (CUDA).")
+      .def("replay", &py_graph::replay, nb::arg("stream") = nb::none(),
+           "Runs the captured work again, asynchronously, on the device's default stream (where arrays' own "
+           "work runs): after the work queued before it, and later work sees its results. With stream=, on "
+           "that stream instead (ordering it against other work is then the caller's).")
+      .def_prop_ro("kernels", [](const py_graph& g) { return g.g.kernels(); }, "Kernels one replay launches.");
+  nb::class_<py_flow>(m, "Flow", nb::type_slots(flow_slots), "Named stages of Python work with dependencies, independent ones on concurrent "
+                                 "streams; resident calls inside a stage run on the stage's stream.")
+      .def(nb::init<const std::optional<std::string>&, int>(), nb::arg("device") = nb::none(), nb::arg("streams") = 4)
+      .def("add", &py_flow::add, nb::arg("name"), nb::arg("work").none(), nb::arg("reads") = std::vector<nb::object>{},
+           nb::arg("writes") = std::vector<nb::object>{}, nb::arg("after") = std::vector<std::size_t>{},
+           nb::arg("infer") = true,
+           "Adds a stage calling work() (no arguments); returns its id. Edges are inferred from the declared "
+           "reads and writes (arrays of any library) in the order stages are added, plus `after`.")
+      .def("run", &py_flow::run, "Runs every stage in dependency order and waits for them.")
+      .def("capture", [](nb::handle self) {
+             py_graph g = nb::cast<py_flow&>(self).capture();
+             g.flow = nb::borrow(self);  // the graph's CPU replays call the flow's callables
+             return g;
+           }, "The whole flow as one Graph (nothing runs during the capture).")
+      .def("report", &py_flow::report, "The last run's per-stage figures: name, stream, ms, kernels, bytes.")
+      .def("__len__", [](const py_flow& f) { return f.f->size(); });
+  m.def("capture", &capture, nb::arg("work").none(), nb::arg("device") = nb::none(),
+        "The resident work that work() issues, captured into a Graph on a stream of its own (nothing runs "
+        "during the capture on CUDA; on the CPU a replay calls work() again).");
+}
+
+}  // namespace resident::py

@@ -1,0 +1,362 @@
+// DLPack and the CUDA Array Interface, both ways: exporting resident's arrays with the stream
+// handshake, and taking another library's arrays in place (every field checked before anything is taken).
+#include "bindings.hpp"
+
+#include "resident/detail/cuda_runtime.hpp"
+
+namespace resident::py {
+
+namespace {
+
+std::string typestr(DLDataType t) {  // NumPy's array-interface type string, little-endian
+  const char kind = t.code == kDLFloat ? 'f' : t.code == kDLInt ? 'i' : 'u';
+  return std::string("<") + kind + std::to_string(t.bits / 8);
+}
+
+}  // namespace
+
+// Exports through nanobind's ndarray, which speaks every DLPack version a consumer asks for
+// (max_version) and keeps `owner` alive until the consumer lets go; the stream handshake is resident's.
+nb::object dlpack_export(const py_array& a, nb::object stream, nb::object max_version, nb::object dl_device,
+                         nb::object copy) {
+  // Read-only memory goes out only in a versioned capsule, whose flag says so (as NumPy exports it): an
+  // unversioned one cannot, and its consumer would write.
+  if (a.readonly) {
+    bool versioned = false;
+    if (PyTuple_Check(max_version.ptr()) && PyTuple_GET_SIZE(max_version.ptr()) == 2) {
+      const long major = PyLong_AsLong(PyTuple_GET_ITEM(max_version.ptr(), 0));
+      if (major == -1 && PyErr_Occurred()) PyErr_Clear();
+      versioned = major >= 1;
+    }
+    if (!versioned && (max_version.is_none() || PyTuple_Check(max_version.ptr())))
+      throw nb::buffer_error("__dlpack__: the array is read-only, which only a versioned capsule can say: pass "
+                             "max_version=(1, 0)");
+  }
+  if (a.device().is_cuda()) {
+    // The consumer's stream waits for the array's queued work (an event, no host synchronization).
+    const std::intptr_t h = stream.is_none() ? 1 : stream_handle(stream, "__dlpack__");
+    if (h == 0) throw rs::invalid_argument("__dlpack__: stream 0 is ambiguous; pass 1 for the legacy default stream");
+    if (h != -1) {
+      const rs::stream_ref consumer(a.device(), native_of(h));
+      if (consumer.native() != a.stream.native()) consumer.wait_for(a.stream);
+    }
+  } else if (!stream.is_none()) {
+    throw rs::invalid_argument("__dlpack__: a CPU array takes no stream (got " + nb::cast<std::string>(nb::str(stream)) + ")");
+  }
+  std::vector<std::size_t> shape(a.shape.begin(), a.shape.end());
+  nb::capsule owner(new std::shared_ptr<const void>(a.owner),
+                    [](void* p) noexcept { delete static_cast<std::shared_ptr<const void>*>(p); });
+  const DLDevice dev = rs::dlpack_device(a.device());
+  const auto export_as = [&](auto view) {
+    nb::object nd = nb::cast(view, nb::rv_policy::reference);
+    return nd.attr("__dlpack__")(nb::arg("max_version") = max_version, nb::arg("dl_device") = dl_device,
+                                 nb::arg("copy") = copy);
+  };
+  const nb::dlpack::dtype dt{a.dtype.code, a.dtype.bits, a.dtype.lanes};
+  if (a.readonly)
+    return export_as(nb::ndarray<nb::ro, nb::array_api>(a.data, shape.size(), shape.data(), owner, nullptr, dt,
+                                                         int(dev.device_type), dev.device_id));
+  return export_as(nb::ndarray<nb::array_api>(a.data, shape.size(), shape.data(), owner, nullptr, dt,
+                                              int(dev.device_type), dev.device_id));
+}
+
+nb::tuple dlpack_device(const py_array& a) {
+  const DLDevice d = rs::dlpack_device(a.device());
+  return nb::make_tuple(int(d.device_type), d.device_id);
+}
+
+namespace {
+
+// Whether the work queued on the array's stream has finished, so that a consumer may use the memory
+// on any stream without waiting (the CUDA Array Interface's stream=None). Inside a flow stage or a
+// capture the answer is no (a capturing stream may not be queried); a null stream names the current
+// device's legacy default stream, so an array of another device is asked about through its own
+// stream only when that device is current.
+bool idle_for_export(const py_array& a) {
+  if (t_stage_stream || !a.device().is_cuda()) return false;
+  const rs::cuda_stream_t s = a.stream.native();
+  if (s == nullptr && rs::detail::cuda::current_device() != a.device().index()) return false;
+  return rs::detail::cuda::stream_done(a.device().index(), s);
+}
+
+// The keys of the CUDA Array Interface's dict, made once (interned: a dict built per access then
+// hashes nothing).
+struct cai_keys {
+  nb::object shape = nb::steal(PyUnicode_InternFromString("shape"));
+  nb::object typestr = nb::steal(PyUnicode_InternFromString("typestr"));
+  nb::object data = nb::steal(PyUnicode_InternFromString("data"));
+  nb::object version = nb::steal(PyUnicode_InternFromString("version"));
+  nb::object strides = nb::steal(PyUnicode_InternFromString("strides"));
+  nb::object stream = nb::steal(PyUnicode_InternFromString("stream"));
+};
+
+}  // namespace
+
+// Version 3 with the stream: None when the array's work has finished (the consumer needs no
+// synchronization: the specification allows None when no work on the data is queued), else the
+// stream its work is queued on (inside a flow stage, the stage's stream), which the consumer
+// synchronizes or queues behind. Built per access: the dict is the consumer's to keep.
+nb::dict cuda_array_interface(const py_array& a) {
+  if (!a.device().is_cuda())
+    throw nb::attribute_error("__cuda_array_interface__: the array is on the CPU (use __dlpack__ or to_host)");
+  static const cai_keys* k = new cai_keys();  // lives as long as the module
+  nb::object shape = nb::steal(PyTuple_New(Py_ssize_t(a.shape.size())));
+  for (std::size_t i = 0; i < a.shape.size(); ++i)
+    PyTuple_SET_ITEM(shape.ptr(), Py_ssize_t(i), PyLong_FromLongLong(a.shape[i]));
+  nb::dict d;
+  d[k->shape] = shape;
+  d[k->typestr] = typestr(a.dtype);
+  d[k->data] = nb::make_tuple(reinterpret_cast<std::uintptr_t>(a.data), false);
+  d[k->version] = 3;
+  d[k->strides] = nb::none();
+  if (idle_for_export(a)) d[k->stream] = nb::none();
+  else d[k->stream] = handle_of(a.work_stream().native());
+  return d;
+}
+
+// Makes the array's queued work finished or ordered before any consumer stream, for a view handed
+// to a library that assumes so (resident.to_numba): nothing when the work has finished, else the
+// work's stream is synchronized (what a CUDA Array Interface consumer does with the exported stream).
+// Inside a capture nothing can be waited for: refused.
+void ready_for_any_stream(const py_array& a) {
+  if (!a.device().is_cuda() || idle_for_export(a)) return;
+  const rs::stream_ref s = a.work_stream();
+  if (rs::detail::cuda::stream_is_capturing(s.native()))
+    throw rs::invalid_argument("an array handed to another library during a capture: its work has not run yet");
+  nb::gil_scoped_release unlocked;
+  s.synchronize();
+}
+
+namespace {
+
+// The layout of DLPack 1.0's DLManagedTensorVersioned (the header here may predate it): what a
+// "dltensor_versioned" capsule holds.
+struct managed_tensor_versioned {
+  std::uint32_t major, minor;
+  void* manager_ctx;
+  void (*deleter)(managed_tensor_versioned*);
+  std::uint64_t flags;
+  DLTensor dl_tensor;
+};
+constexpr std::uint64_t dlpack_read_only = 1;  // DLPACK_FLAG_BITMASK_READ_ONLY
+
+
+// Checks that resident can use the tensor in place (element type, a device of this build, C-contiguous,
+// aligned) and returns its device and first element. @throws before anything is taken.
+std::pair<rs::device, void*> usable(const DLTensor& t) {
+  visit(t.dtype, [](auto) {});
+  const rs::device dev = rs::device_of(t.device);
+  rs::require(dev);
+  return {dev, rs::detail::dlpack_checked(t, t.dtype, t.dtype.bits / 8u).first};
+}
+
+// The tensor of a capsule not consumed yet and whether its producer marked it read-only. @throws
+// invalid_argument for a consumed capsule or one of another kind.
+std::pair<const DLTensor*, bool> capsule_tensor(nb::handle cap) {
+  const char* name = PyCapsule_GetName(cap.ptr());
+  const std::string n = name ? name : "";
+  if (n == "used_dltensor" || n == "used_dltensor_versioned")
+    throw rs::invalid_argument("from_dlpack: the DLPack capsule was consumed already (a capsule is taken once; ask the "
+                               "producer's __dlpack__ for another)");
+  void* p = n == "dltensor" || n == "dltensor_versioned" ? PyCapsule_GetPointer(cap.ptr(), name) : nullptr;
+  if (!p) {
+    PyErr_Clear();
+    throw rs::invalid_argument("from_dlpack: a capsule named '" + n + "' is not a DLPack tensor");
+  }
+  if (n == "dltensor") return {&static_cast<DLManagedTensor*>(p)->dl_tensor, false};
+  const auto* m = static_cast<managed_tensor_versioned*>(p);
+  if (m->major != 1)
+    throw rs::invalid_argument("from_dlpack: a DLPack " + std::to_string(m->major) + "." + std::to_string(m->minor) +
+                               " capsule; resident reads DLPack 1.x and unversioned capsules");
+  return {&m->dl_tensor, (m->flags & dlpack_read_only) != 0};
+}
+
+// The array an imported tensor `nd` (an nb::ndarray) describes; `nd` is kept alive by the result.
+template <class ND>
+py_array adopt(ND nd, bool readonly) {
+  py_array r;
+  r.dtype = DLDataType{nd.dtype().code, nd.dtype().bits, nd.dtype().lanes};
+  r.shape.resize(nd.ndim());
+  std::vector<std::int64_t> strides(nd.ndim());
+  for (std::size_t i = 0; i < nd.ndim(); ++i) {
+    r.shape[i] = std::int64_t(nd.shape(i));
+    strides[i] = nd.stride(i);
+  }
+  DLTensor t{};
+  t.data = const_cast<void*>(nd.data());  // nanobind's data() has the byte offset applied
+  t.device = DLDevice{static_cast<DLDeviceType>(nd.device_type()), nd.device_id()};
+  t.ndim = static_cast<std::int32_t>(nd.ndim());
+  t.dtype = r.dtype;
+  t.shape = r.shape.data();
+  t.strides = strides.data();
+  const auto [dev, data] = usable(t);
+  r.data = data;
+  r.stream = rs::default_stream(dev);
+  r.owner = std::shared_ptr<const void>(new ND(std::move(nd)), [](const void* p) {
+    nb::gil_scoped_acquire locked;
+    delete static_cast<const ND*>(p);
+  });
+  r.foreign = true;
+  r.finish_before_return = true;
+  r.readonly = readonly;
+  return r;
+}
+
+// An array given through the CUDA Array Interface (version 3): every key checked before use.
+py_array from_cuda_array_interface(nb::handle obj) {
+  const char* cai_name = "__cuda_array_interface__";
+  nb::object desc = obj.attr(cai_name);
+  if (!PyDict_Check(desc.ptr()))
+    throw rs::invalid_argument(std::string(cai_name) + " is a dict, not " + py_type_name(desc));
+  nb::dict cai = nb::borrow<nb::dict>(desc);
+  auto key = [&](const char* k) -> nb::object {
+    if (!cai.contains(k)) throw rs::invalid_argument(std::string(cai_name) + " has no '" + k + "'");
+    return cai[k];
+  };
+  py_array r;
+  r.shape = shape_of(key("shape"));
+  // typestr: a byte order (< little, | not applicable, = native) then f, i or u and the bytes.
+  const nb::object ts_obj = key("typestr");
+  const std::string ts = PyUnicode_Check(ts_obj.ptr()) ? nb::cast<std::string>(ts_obj) : std::string();
+  if (!ts.empty() && ts[0] == '>')
+    throw rs::invalid_argument(std::string(cai_name) + ": big-endian data is not supported");
+  const bool well_formed = ts.size() >= 3 && ts.size() <= 4 && (ts[0] == '<' || ts[0] == '|' || ts[0] == '=') &&
+                           std::string("fiu").find(ts[1]) != std::string::npos &&
+                           ts.find_first_not_of("0123456789", 2) == std::string::npos;
+  if (!well_formed)
+    throw rs::invalid_argument(std::string(cai_name) + ": typestr " + nb::cast<std::string>(nb::repr(ts_obj)) +
+                               " is not one resident reads (such as '<f4')");
+  const int bytes = std::atoi(ts.c_str() + 2);
+  r.dtype = DLDataType{static_cast<std::uint8_t>(ts[1] == 'f' ? kDLFloat : ts[1] == 'i' ? kDLInt : kDLUInt),
+                       static_cast<std::uint8_t>(8 * bytes), 1};
+  visit(r.dtype, [](auto) {});
+  if (cai.contains("mask") && !cai["mask"].is_none())
+    throw rs::invalid_argument(std::string(cai_name) + ": a masked array; resident uses every element (fill the masked "
+                               "ones and pass the data alone)");
+  std::vector<std::int64_t> strides;
+  if (cai.contains("strides") && !cai["strides"].is_none()) {
+    nb::object st = cai["strides"];
+    if (!(PyTuple_Check(st.ptr()) || PyList_Check(st.ptr())) || std::size_t(PySequence_Size(st.ptr())) != r.shape.size())
+      throw rs::invalid_argument(std::string(cai_name) + ": strides " + nb::cast<std::string>(nb::repr(st)) +
+                                 " is not a tuple of one int per dimension of the shape");
+    for (nb::handle e : nb::borrow<nb::sequence>(st)) {
+      std::int64_t v = 0;
+      if (!PyLong_Check(e.ptr()) || !nb::try_cast(e, v, false) || v % bytes != 0)
+        throw rs::invalid_argument(std::string(cai_name) + ": strides " + nb::cast<std::string>(nb::repr(st)) +
+                                   " are not whole elements");
+      strides.push_back(v / bytes);
+    }
+  }
+  const nb::object data = key("data");
+  std::uintptr_t ptr = 0;
+  if (!PyTuple_Check(data.ptr()) || PyTuple_GET_SIZE(data.ptr()) != 2 ||
+      !nb::try_cast(nb::handle(PyTuple_GET_ITEM(data.ptr(), 0)), ptr, false))
+    throw rs::invalid_argument(std::string(cai_name) + ": data is a tuple (pointer, read_only), not " +
+                               nb::cast<std::string>(nb::repr(data)));
+  r.readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data.ptr(), 1)) == 1;
+  // The device that holds the pointer: the CUDA runtime knows it (an empty array's is the default).
+  const int dev_index = ptr ? rs::detail::cuda::pointer_device(reinterpret_cast<void*>(ptr)) : 0;
+  if (dev_index < 0)
+    throw rs::invalid_argument(std::string(cai_name) + ": the pointer is not device memory of a CUDA device here");
+  const rs::device dev = rs::device::cuda(dev_index);
+  DLTensor t{};
+  t.data = reinterpret_cast<void*>(ptr);
+  t.device = rs::dlpack_device(dev);
+  t.ndim = static_cast<std::int32_t>(r.shape.size());
+  t.dtype = r.dtype;
+  t.shape = r.shape.data();
+  t.strides = strides.empty() ? nullptr : strides.data();
+  r.data = usable(t).second;
+  // Worked on the stream the call was given, else the library's current one (the legacy default stream
+  // for a library resident does not know, whose work is then finished before returning).
+  const std::optional<std::intptr_t> work = library_stream(obj, dev);
+  r.stream = work ? rs::stream_ref(dev, native_of(*work)) : rs::default_stream(dev);
+  r.finish_before_return = !work;
+  if (cai.contains("stream") && !cai["stream"].is_none()) {
+    const std::intptr_t h = stream_handle(cai["stream"], cai_name);
+    if (h == 0) throw rs::invalid_argument(std::string(cai_name) + ": stream 0 is not allowed (version 3)");
+    r.stream.wait_for(rs::stream_ref(r.stream.device(), native_of(h)));
+  }
+  nb::object keep = nb::borrow(obj);
+  r.owner = std::shared_ptr<const void>(new nb::object(std::move(keep)), [](const void* p) {
+    nb::gil_scoped_acquire locked;
+    delete static_cast<const nb::object*>(p);
+  });
+  r.foreign = true;
+  return r;
+}
+
+}  // namespace
+
+std::string py_type_name(nb::handle o) { return nb::cast<std::string>(nb::str(o.type().attr("__name__"))); }
+
+// Takes another library's array in place: its __dlpack__ (with the stream handshake), a DLPack
+// capsule, or its __cuda_array_interface__. Resident's Arrays are returned as they are. What cannot be
+// used as it is is refused before anything is taken: a refused capsule stays unconsumed.
+namespace {
+
+// A CUDA producer's capsule, its work ordered before stream handle h (the DLPack stream handshake):
+// versioned where the producer speaks DLPack 1.x, else unversioned.
+nb::object dlpack_capsule(nb::handle obj, std::intptr_t h) {
+  nb::object call = obj.attr("__dlpack__");
+  const std::intptr_t stream = h == 0 ? 1 : h;  // DLPack: 0 is not a CUDA stream; 1 is the legacy default
+  try {
+    return call(nb::arg("stream") = stream, nb::arg("max_version") = nb::make_tuple(1, 0));
+  } catch (nb::python_error& e) {
+    if (!e.matches(PyExc_TypeError)) throw;  // a producer that predates max_version
+  }
+  return call(nb::arg("stream") = stream);
+}
+
+// The array `obj` is, before the call's stream is applied.
+py_array take_in(nb::object obj) {
+  if (nb::isinstance<py_array>(obj)) return nb::cast<py_array>(obj);
+  if (!PyCapsule_CheckExact(obj.ptr()) && nb::hasattr(obj, "__dlpack__") && nb::hasattr(obj, "__dlpack_device__")) {
+    // A CUDA producer is asked for its memory ordered before the stream resident will work on: the
+    // call's stream, else the producer library's current stream (PyTorch, CuPy, Numba), else the
+    // legacy default stream (its work then finished before returning).
+    nb::object where = obj.attr("__dlpack_device__")();
+    int type = 0, id = 0;
+    if (PyTuple_Check(where.ptr()) && PyTuple_GET_SIZE(where.ptr()) == 2 &&
+        nb::try_cast(nb::handle(PyTuple_GET_ITEM(where.ptr(), 0)), type, false) &&
+        nb::try_cast(nb::handle(PyTuple_GET_ITEM(where.ptr(), 1)), id, false) && type == kDLCUDA && id >= 0) {
+      const rs::device dev = rs::device::cuda(id);
+      rs::require(dev);
+      const std::optional<std::intptr_t> work = library_stream(obj, dev);
+      py_array r = take_in(dlpack_capsule(obj, work.value_or(1)));
+      r.stream = rs::stream_ref(r.device(), native_of(work.value_or(1)));
+      r.finish_before_return = !work;
+      return r;
+    }
+  }
+  if (PyCapsule_CheckExact(obj.ptr())) {
+    const auto [t, readonly] = capsule_tensor(obj);
+    usable(*t);
+    nb::ndarray<nb::ro> nd;
+    if (!nb::try_cast(obj, nd, false)) throw rs::invalid_argument("from_dlpack: nanobind could not take the capsule");
+    return adopt(std::move(nd), readonly);
+  }
+  if (nb::hasattr(obj, "__dlpack__")) {
+    // Called without a stream, the producer orders its work before the legacy default stream, which
+    // is the stream resident works on for arrays it takes in. Asked for writable memory first, so that
+    // memory its producer marks read-only is known as such.
+    nb::ndarray<> rw;
+    if (nb::try_cast(obj, rw, false)) return adopt(std::move(rw), false);
+    nb::ndarray<nb::ro> ro;
+    if (nb::try_cast(obj, ro, false)) return adopt(std::move(ro), true);
+    throw rs::invalid_argument("from_dlpack: the __dlpack__ of a " + py_type_name(obj) +
+                               " gave no tensor (its producer refused to export it, e.g. an object or structured dtype)");
+  }
+  if (nb::hasattr(obj, "__cuda_array_interface__")) return from_cuda_array_interface(obj);
+  throw rs::invalid_argument("from_dlpack: a " + py_type_name(obj) + " has neither __dlpack__ nor __cuda_array_interface__");
+}
+
+}  // namespace
+
+py_array from_dlpack(nb::object obj) {
+  py_array r = take_in(std::move(obj));
+  apply_call_stream(r);
+  return r;
+}
+
+}  // namespace resident::py

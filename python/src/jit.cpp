@@ -1,0 +1,139 @@
+// resident.jit's compiled half: run-time chains (stages from Python through Numba, or C++ text) built,
+// compiled and run on any library's arrays.
+#include "bindings.hpp"
+
+#include "resident/jit/jit.hpp"
+
+namespace resident::py {
+
+namespace {
+
+rs::jit::operand operand_of(const py_array& a) {
+  return visit(a.dtype, [&](auto t) { return rs::jit::operand_of(a.ref<decltype(t)>()); });
+}
+
+rs::jit::element element_named(const std::string& dtype) {
+  return visit(parse_dtype(dtype), [](auto t) { return rs::jit::element_of<decltype(t)>(); });
+}
+
+// (kind, cc major, cc minor) of the device x lives on: what resident.jit compiles Python stages for.
+nb::tuple jit_target(nb::object x) {
+  py_array a = from_dlpack(x);
+  const rs::device d = a.device();
+  if (d.is_cpu()) return nb::make_tuple("cpu", 0, 0);
+  const auto p = rs::properties(d);
+  return nb::make_tuple("cuda", p.cc_major, p.cc_minor);
+}
+
+// out = chain(inputs...), or in place into inputs[0] (a generator chain writes into out alone).
+void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out, nb::object stream) {
+  const call_stream on(stream, "a run-time chain");
+  std::vector<py_array> in;
+  for (nb::handle h : inputs) in.push_back(from_dlpack(nb::borrow<nb::object>(h)));
+  if (in.empty() && out.is_none()) throw rs::invalid_argument("a run-time chain needs an input or an output array");
+  const py_array o = out.is_none() ? in.at(0) : from_dlpack(out);
+  o.check_writable("a run-time chain");
+  for (const py_array& a : in) check_overlap(a, o, "a run-time chain");
+  rs::jit::inputs ops;
+  for (const auto& a : in) ops.arrays.push_back(operand_of(a));
+  const rs::jit::operand oo = operand_of(o);
+  {
+    nb::gil_scoped_release unlocked;
+    // Counted as one call at the Python line (the profile's rows), as the built-in calls are.
+    rs::detail::call_facts facts;
+    for (const py_array& a : in) facts.bytes_read += a.size() * a.itemsize();
+    facts.bytes_written = o.size() * o.itemsize();
+    facts.elements = o.size();
+    facts.stages = int(p.parts().size());
+    facts.output = o.data;
+    const rs::detail::call_scope scope("jit", oo.stream, facts);
+    visit(o.dtype, [&](auto t) {
+      using T = decltype(t);
+      rs::array_ref<T> r{static_cast<T*>(const_cast<void*>(oo.data)), oo.size, oo.stream};
+      if (ops.arrays.empty()) p(r);
+      else p(ops, r);
+    });
+  }
+  o.finish_foreign();
+}
+
+// The chain's reduction over inputs (or over n values of its generator on device), as a Python number.
+nb::object jit_result(const rs::jit::pipeline& p, nb::list inputs, const std::string& dtype, std::size_t n,
+                      const std::string& device, nb::object stream) {
+  const call_stream on(stream, "a run-time chain");
+  std::vector<py_array> in;
+  for (nb::handle h : inputs) in.push_back(from_dlpack(nb::borrow<nb::object>(h)));
+  rs::jit::inputs ops;
+  for (const auto& a : in) ops.arrays.push_back(operand_of(a));
+  const rs::device d = rs::parse_device(device);
+  return visit(parse_dtype(dtype), [&](auto t) -> nb::object {
+    using T = decltype(t);
+    T r;
+    {
+      nb::gil_scoped_release unlocked;
+      r = ops.arrays.empty() ? p.template result<T>(n, d) : p.template result<T>(ops);
+    }
+    return nb::cast(r);
+  });
+}
+
+}  // namespace
+
+void bind_jit(nb::module_& m) {
+  nb::class_<rs::jit::pipeline>(m, "_JitPipeline", "A run-time chain (resident.jit builds it).")
+      .def("__or__", [](const rs::jit::pipeline& a, const rs::jit::pipeline& b) { return a | b; })
+      .def_prop_ro("name", &rs::jit::pipeline::name)
+      .def_prop_ro("result_dtype", [](const rs::jit::pipeline& p) -> nb::object {
+        // The type the chain's last stage (or its generator) makes; None when it has neither.
+        static const char* names[] = {"float32", "float64", "int32", "uint32", "int64", "uint64"};
+        for (auto it = p.parts().rbegin(); it != p.parts().rend(); ++it)
+          if (it->what == rs::jit::detail::part::kind::map || it->what == rs::jit::detail::part::kind::uniform ||
+              it->what == rs::jit::detail::part::kind::normal)
+            return nb::str(names[int(it->result)]);
+        return nb::none();
+      })
+      .def("kernel_source", [](const rs::jit::pipeline& p, const std::vector<std::string>& in, const std::string& out,
+                               const std::string& device) {
+             std::vector<rs::jit::element> e;
+             for (const auto& t : in) e.push_back(element_named(t));
+             return p.kernel_source(e, element_named(out), rs::parse_device(device));
+           }, nb::arg("inputs"), nb::arg("out"), nb::arg("device"))
+      .def("run", &jit_run, at_python_line(), nb::arg("inputs"), nb::arg("out").none(), nb::arg("stream") = nb::none())
+      .def("result", &jit_result, at_python_line(), nb::arg("inputs"), nb::arg("dtype"), nb::arg("n") = 0, nb::arg("device") = "cpu",
+           nb::arg("stream") = nb::none());
+  m.def("_jit_map", [](const std::string& src, const std::string& name) { return rs::jit::map(src, name); });
+  m.def("_jit_external", [](const std::string& name, const std::vector<std::string>& params, const std::string& result,
+                            nb::bytes ltoir, std::uintptr_t host_function) {
+    std::vector<rs::jit::element> e;
+    for (const auto& t : params) e.push_back(element_named(t));
+    return rs::jit::external(name, e, element_named(result), std::string(ltoir.c_str(), ltoir.size()),
+                             reinterpret_cast<const void*>(host_function));
+  });
+  m.def("_jit_external_reduce", [](const std::string& name, const std::string& dtype, double init, nb::bytes ltoir,
+                                   std::uintptr_t host_function) {
+    return rs::jit::external_reduce(name, element_named(dtype), init, std::string(ltoir.c_str(), ltoir.size()),
+                                    reinterpret_cast<const void*>(host_function));
+  });
+  m.def("_jit_sum", [] { return rs::jit::sum(); });
+  m.def("_jit_min", [] { return rs::jit::min(); });
+  m.def("_jit_max", [] { return rs::jit::max(); });
+  m.def("_jit_reduce", [](const std::string& src, double init, const std::string& name) { return rs::jit::reduce(src, init, name); });
+  m.def("_jit_uniform", [](const std::string& dtype, std::uint64_t seed, std::uint64_t offset, double low, double high) {
+    // The bounds as given, checked before they become floats (jit::detail::generator).
+    return rs::jit::detail::generator(rs::jit::detail::part::kind::uniform,
+                                      dtype == "float32" ? rs::jit::element::f32 : rs::jit::element::f64, seed,
+                                      offset, low, high);
+  });
+  m.def("_jit_normal", [](const std::string& dtype, std::uint64_t seed, std::uint64_t offset, double mean, double sd) {
+    return dtype == "float32" ? rs::jit::normal<float>(seed, offset, float(mean), float(sd))
+                              : rs::jit::normal<double>(seed, offset, mean, sd);
+  });
+  m.def("_jit_target", &jit_target, nb::arg("x"));
+  m.def("_jit_stats", [] {
+    const auto s = rs::jit::stats();
+    return nb::make_tuple(s.compiled, s.disk_loads, s.memory_hits, s.rejected);
+  });
+
+}
+
+}  // namespace resident::py

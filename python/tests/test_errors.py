@@ -1,0 +1,176 @@
+"""Errors from Python: one typed resident.Error subclass per misuse, at definition where it can be
+known there, never a hang or silent values; the classes come from the C++ table of error kinds; a
+Flow and a Graph take part in garbage collection; ops and stages compose; rs.sum's error bound."""
+import datetime
+import gc
+import math
+import weakref
+
+import numpy as np
+import pytest
+
+import resident as rs
+
+
+def test_the_classes_come_from_one_table_with_their_hierarchy():
+    assert issubclass(rs.InvalidArgument, rs.Error) and issubclass(rs.InvalidArgument, ValueError)
+    assert issubclass(rs.InvalidType, rs.InvalidArgument) and issubclass(rs.InvalidType, TypeError)
+    assert issubclass(rs.OutOfMemory, MemoryError) and issubclass(rs.Error, RuntimeError)
+    assert issubclass(rs.DeviceLost, rs.CudaError) and issubclass(rs.CudaError, rs.LibraryError)
+    assert issubclass(rs.CompileError, rs.InvalidArgument) and issubclass(rs.FlowError, rs.InvalidArgument)
+    for name in rs._core._error_names:
+        cls = getattr(rs, name)
+        assert cls.__module__ == "resident" and cls.__doc__ and name in rs.__all__
+    # A C++ error keeps the file:line of the code that raised it.
+    with pytest.raises(rs.Error, match=r"\[(src|include)/.*:\d+\]"):
+        rs.synchronize("nonsense")
+
+
+def _typed(exc_type, fn, *args, **kwargs):
+    with pytest.raises(exc_type) as e:
+        fn(*args, **kwargs)
+    assert isinstance(e.value, rs.Error)
+    return str(e.value)
+
+
+def test_stages_that_cannot_be_stages_are_refused_with_a_type_error():
+    x = np.ones(8)
+    assert "not a Python function" in _typed(TypeError, rs.stage, math.sin)
+    _typed(TypeError, rs.stage, lambda: 1.0)
+    _typed(TypeError, rs.stage, lambda *v: v[0])
+
+    three = rs.stage(lambda a, b, c: a + b + c)
+    assert "takes 3 parameters but receives 1" in _typed(rs.InvalidType, three, x)
+
+    def pair(v):
+        return v, v
+
+    def nothing(v):
+        v + 1
+
+    assert "returns" in _typed(rs.InvalidType, rs.stage(pair), x)
+    assert "returns" in _typed(rs.InvalidType, rs.stage(nothing), x)
+    assert "must take 2" in _typed(rs.InvalidType, rs.jit.reduce, lambda a, b, c: a, 0.0)
+    # The state is usable after each refusal.
+    y = np.arange(8.0)
+    rs.stage(lambda v: 2 * v)(y)
+    assert np.array_equal(y, 2 * np.arange(8.0))
+
+
+def test_a_stage_that_prints_or_raises_is_refused_at_definition_never_run():
+    def shout(v):
+        print(v)
+        return v
+
+    def helper(v):
+        if v < 0:
+            raise ValueError("negative")
+        return v
+
+    def calls_a_raising_helper(v):
+        return helper(v) + 1
+
+    def asserts(v):
+        assert v > 0
+        return v
+
+    assert "print" in _typed(rs.CompileError, rs.stage, shout)
+    assert "can raise" in _typed(rs.CompileError, rs.stage, calls_a_raising_helper)
+    _typed(rs.CompileError, rs.stage, asserts)
+
+
+def test_unsupported_host_arrays_are_type_errors_naming_the_type():
+    for bad in (np.array([object(), 1], dtype=object), np.array(["a", "b"]),
+                np.array([datetime.datetime(2020, 1, 1)], dtype="datetime64[s]"),
+                np.arange(4, dtype=">f4"), [1.0, 2.0]):
+        _typed(rs.InvalidType, rs.to_device, bad)
+        _typed(TypeError, rs.to_device, bad)
+    assert "newbyteorder" in _typed(rs.InvalidType, rs.to_device, np.arange(4, dtype=">f8"))
+    x = rs.to_device(np.arange(4, dtype="<f4"))  # still usable
+    assert np.array_equal(x.to_host(), np.arange(4, dtype=np.float32))
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit])
+def test_keyboard_interrupt_and_system_exit_leave_flow_run_unchanged(exc):
+    f = rs.Flow(device="cpu")
+
+    def stop():
+        raise exc()
+
+    f.add("stop", stop)
+    with pytest.raises(exc):
+        f.run()
+    g = rs.Flow(device="cpu")  # other stage errors stay StageError
+    g.add("bad", lambda: 1 / 0)
+    with pytest.raises(rs.StageError):
+        g.run()
+
+
+class _Sentinel:
+    pass
+
+
+def test_a_cycle_through_a_flow_or_a_graph_is_collected():
+    def make():
+        s = _Sentinel()
+        f = rs.Flow(device="cpu")
+        f.add("keep", lambda: (f, s))  # the stage's closure holds the flow: a cycle
+        g = f.capture()
+        f.add("graph", lambda: (g, s))  # and the graph
+        return weakref.ref(s)
+
+    def make_capture():
+        s = _Sentinel()
+        box = []
+        box.append(rs.capture(lambda: (box, s), device="cpu"))
+        return weakref.ref(s)
+
+    refs = [make() for _ in range(3)] + [make_capture() for _ in range(3)]
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
+def test_ops_and_stages_compose_in_either_order():
+    x = np.linspace(0.5, 3.0, 1001)
+
+    @rs.stage
+    def twice(v):
+        return 2.0 * v
+
+    for chain, want in ((twice | rs.op.sqrt(), np.sqrt(2 * x)), (rs.op.sqrt() | twice, 2 * np.sqrt(x)),
+                        ((rs.op.add(1) | rs.op.log()) | twice, 2 * np.log(x + 1)),
+                        (twice | (rs.op.affine(1.5, 0.5) | rs.op.square()), (3 * x + 0.5) ** 2)):
+        y = np.full_like(x, -1.0)
+        chain(x, out=y)
+        assert np.max(np.abs(y - want)) < 1e-12, chain
+    assert abs((rs.op.square() | rs.jit.sum())(x) - np.sum(x * x)) < 1e-9 * np.sum(x * x)
+
+
+def test_programs_are_compiled_and_agree_with_the_interpreter():
+    x = np.random.default_rng(3).random(10007).astype(np.float32)
+    p = rs.op.affine(1.5, 0.5) | rs.op.square() | rs.op.add(1) | rs.op.sqrt() | rs.op.sin() | rs.op.mul(0.5)
+    y = np.full_like(x, -1.0)
+    p(x, out=y)
+    assert p.engine == "compiled"
+    z = np.full_like(x, -1.0)
+    rs._core._run_program(p, x, z)
+    ref = 0.5 * np.sin(np.sqrt((1.5 * x.astype(np.float64) + 0.5) ** 2 + 1))
+    assert np.max(np.abs(y - ref)) < 4e-7 and np.max(np.abs(y - z)) < 4e-7
+    q = rs.op.square() | rs.op.add(1)
+    assert abs(q.sum(x) - np.sum(x.astype(np.float64) ** 2 + 1)) < 1e-5 * x.size and q.engine == "compiled"
+
+
+def test_a_float32_sum_is_as_accurate_as_numpys_pairwise_sum():
+    # float32 values add in double: |error| <= (n - 1) * 2^-53 * sum|x| (then one rounding to the
+    # double returned), far inside NumPy's pairwise bound.
+    n = 10**6
+    x = np.linspace(-2, 2, n, dtype=np.float32)
+    exact = math.fsum(x.astype(np.float64))
+    bound = (n - 1) * 2.0**-53 * float(np.sum(np.abs(x.astype(np.float64))))
+    for a in (x, rs.to_device(x)):
+        s = rs.sum(a)
+        assert abs(s - exact) <= bound, (s, exact)
+        assert abs(s) <= abs(float(np.sum(x))) + bound  # no worse than NumPy's
+        assert abs(s) < 1e-4
+    big = np.full(3, 2**31 - 1, dtype=np.int32)  # integers add in 64 bits
+    assert rs.sum(big) == 3 * (2**31 - 1)
