@@ -116,7 +116,7 @@ for m in "${selected[@]}"; do
   fi
   mv "$scratch/$file.orig" "$scratch/$file"
   if [ $rc -gt 0 ]; then
-    failed=$(grep -E '^\[  FAILED  \] [^0-9]' "$scratch/$name.log" | sed 's/^\[  FAILED  \] //; s/ (.*//' | sort -u | head -3 | paste -sd' ')
+    failed=$(grep -E '^\[  FAILED  \] [^0-9]' "$scratch/$name.log" | sed 's/^\[  FAILED  \] //; s/, where GetParam.*//; s/ (.*//' | sort -u | head -3 | paste -sd' ')
     echo "   caught by $target: ${failed:-exit $rc}"
     caught+=("$name")
   else
