@@ -122,7 +122,9 @@ long double oracle_unit(const rr::unit_distribution<double>& d, std::uint64_t p)
 }
 template <class T>
 oracle_value oracle(const rr::unit_distribution<T>& d, std::size_t i) { return {oracle_unit(d, d.offset + i), 0}; }
-oracle_value oracle(const rr::bits_distribution& d, std::size_t i) { return {host_word(d.seed, d.offset + i), 0}; }
+oracle_value oracle(const rr::bits_distribution& d, std::size_t i) {
+  return {static_cast<long double>(host_word(d.seed, d.offset + i)), 0};
+}
 // low + (high - low) u in long double; the library rounds twice (two roundings of T's size at most).
 template <class T>
 oracle_value oracle(const rr::uniform_distribution<T>& d, std::size_t i) {
@@ -280,7 +282,9 @@ TEST_P(rng, values_match_the_oracle_the_cpu_and_any_launch_shape) {
   };
   expect_oracle(ha, rr::unit_distribution<float>{{}, seed, 5}, "uniform float");
   EXPECT_EQ(ha, hb) << "the launch shape changed the numbers";
-  if (gpu) EXPECT_EQ(ha, hc) << "CPU and " << dev.name() << " differ";
+  if (gpu) {
+    EXPECT_EQ(ha, hc) << "CPU and " << dev.name() << " differ";
+  }
   // A fill of [0, n) equals fills of [0, k) and [k, n) at offset k.
   rs::array<float> d(n, dev);
   rr::fill_uniform(d.slice(0, 1000), seed, 5);
@@ -306,18 +310,24 @@ TEST_P(rng, values_match_the_oracle_the_cpu_and_any_launch_shape) {
   rr::fill_uniform(f, seed, 0, -2.0, 3.0);
   expect_oracle(e.to_host(), rr::uniform_distribution<double>{{}, seed, 0, -2.0, 3.0}, "uniform double");
   expect_oracle(ud.to_host(), rr::unit_distribution<double>{{}, seed, 7}, "unit double");
-  if (gpu) EXPECT_EQ(e.to_host(), f.to_host());
+  if (gpu) {
+    EXPECT_EQ(e.to_host(), f.to_host());
+  }
   rs::array<std::int32_t> g(n, dev), h(n, rs::device::cpu());
   rr::fill_integers(g, seed, 9, -5, 1000003);
   rr::fill_integers(h, seed, 9, -5, 1000003);
   expect_oracle(g.to_host(), rr::integer_distribution<std::int32_t>{{}, seed, 9, -5, 1000008u}, "integers");
-  if (gpu) EXPECT_EQ(g.to_host(), h.to_host());
+  if (gpu) {
+    EXPECT_EQ(g.to_host(), h.to_host());
+  }
   // Normals too: the library's own log, sine and cosine, the same operations on both backends.
   rs::array<float> m(n, dev), k(n, rs::device::cpu());
   rr::fill_normal(m, seed, 3, 1.f, 2.f);
   rr::fill_normal(k, seed, 3, 1.f, 2.f);
   expect_oracle(m.to_host(), rr::normal_distribution<float>{{}, seed, 3, 1.f, 2.f}, "normal float");
-  if (gpu) EXPECT_EQ(m.to_host(), k.to_host());
+  if (gpu) {
+    EXPECT_EQ(m.to_host(), k.to_host());
+  }
 }
 
 TEST_P(rng, uniform_statistics) {
@@ -707,14 +717,18 @@ TEST_P(rng, normals_match_box_muller_in_long_double_and_the_cpus_bits) {
   // Every value against the textbook Box-Muller in long double; on a GPU, bit for bit the CPU's.
   const rr::normal_distribution<float> nf{{}, seed, offset, 0.5f, 3.f};
   for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(agrees(h[i], oracle(nf, i))) << "i " << i;
-  if (dev.is_cuda()) EXPECT_EQ(h, cpu.to_host()) << dev.name() << " and the CPU differ";
+  if (dev.is_cuda()) {
+    EXPECT_EQ(h, cpu.to_host()) << dev.name() << " and the CPU differ";
+  }
   rs::array<double> d = poisoned<double>(n, dev), dcpu = poisoned<double>(n, rs::device::cpu());
   rr::fill_normal(d, seed, offset, -1.0, 0.25);
   rr::fill_normal(dcpu, seed, offset, -1.0, 0.25);
   const auto hd = d.to_host();
   const rr::normal_distribution<double> nd{{}, seed, offset, -1.0, 0.25};
   for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(agrees(hd[i], oracle(nd, i))) << "i " << i;
-  if (dev.is_cuda()) EXPECT_EQ(hd, dcpu.to_host()) << dev.name() << " and the CPU differ";
+  if (dev.is_cuda()) {
+    EXPECT_EQ(hd, dcpu.to_host()) << dev.name() << " and the CPU differ";
+  }
 }
 
 TEST_P(rng, monte_carlo_pi_fused_equals_fill_then_reduce) {
