@@ -14,6 +14,8 @@ bash scripts/setup.sh
 
 echo "== docs: figures against bench/results, API reference into build/docs"
 python3 scripts/check_doc_figures.py
+echo "== tests: public names no test mentions (docs/testing.md gives the reasons)"
+python3 scripts/untested_api.py
 mkdir -p build/docs  # Doxygen makes only the last folder of its output path
 doxygen docs/Doxyfile
 
@@ -26,13 +28,19 @@ else
   echo "test: no CUDA toolkit here: the cuda configuration is skipped"
 fi
 jobs=${JOBS:-$(nproc)}
+# Paths relative to the checkout's parent in ccache's keys: the mutation check's scratch tree hits them.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(dirname "$PWD")}
+rm -rf build/junit  # what the runs below write, read by the skip summary at the end
 
 for p in "${presets[@]}"; do
   echo "== $p: configure, build, test"
   cmake --preset "$p" >/dev/null
   cmake --build --preset "$p" -j "$jobs"
-  ctest --preset "$p" -j "$jobs"
+  GTEST_OUTPUT="xml:$PWD/build/junit/$p/gtest/" ctest --preset "$p" -j "$jobs" --output-junit "$PWD/build/junit/$p/ctest.xml"
 done
+
+echo "== mutants: planted bugs in a scratch copy, each caught by its test (docs/testing.md)"
+bash scripts/mutants.sh
 
 # A consumer: configure, build and run its tests. consume NAME SOURCE_DIR CMAKE_ARGS...
 consume() {
@@ -78,4 +86,6 @@ for ex in examples/python/*.py; do .venv/bin/python "$ex"; done
 # Lifetimes across the boundary (arrays, capsules, flows and graphs released in every order) under
 # Python's debug allocator (freed memory poisoned, buffer ends guarded) and development mode, then as users run it.
 PYTHONMALLOC=debug .venv/bin/python -X dev -m pytest -q python/tests
-.venv/bin/python -m pytest -q python/tests
+.venv/bin/python -m pytest -q -rs --junitxml=build/junit/pytest.xml python/tests
+
+python3 scripts/skip_summary.py build/junit

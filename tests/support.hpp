@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "resident/resident.hpp"
@@ -58,6 +60,63 @@ double rel_error(const std::vector<T>& out, const std::vector<double>& ref) {
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
 }
 
+/// Unit roundoff of T: half an ulp of 1, the relative error of one rounding.
+template <class T>
+constexpr double unit_roundoff() {
+  return double(std::numeric_limits<T>::epsilon()) / 2;
+}
+
+/// gamma_k = k u / (1 - k u): bound on the relative error that k roundings of unit roundoff u add
+/// (Higham, Accuracy and Stability of Numerical Algorithms, lemma 3.1); +inf once k u reaches 1.
+inline double gamma(double k, double u) { return k * u < 1 ? k * u / (1 - k * u) : INFINITY; }
+
+/// A bound on |computed - exact| for a sum of n terms whose absolute values add to abs_sum, folded in
+/// Acc in any order (sequential, lanes, blocks, trees: no term passes through more than n - 1 additions,
+/// so gamma_{n-1} bounds them all) and rounded once to Out. term_error: the sum of |error| the terms
+/// carry into the fold (0 when the reference adds the very terms the code under test adds).
+template <class Acc, class Out = Acc>
+double sum_tolerance(std::size_t n, double abs_sum, double term_error = 0) {
+  const double terms = abs_sum + term_error;
+  const double fold = gamma(double(n > 0 ? n - 1 : 0), unit_roundoff<Acc>()) * terms;
+  return term_error + fold + unit_roundoff<Out>() * (terms + fold);
+}
+
+/// got within tol of ref, where tol is tight enough to see one term go missing or count twice: a
+/// term of magnitude smallest_term moves the result by at least smallest_term - tol, more than tol.
+/// The planted tests call it with a reference that drops or doubles a term and expect a failure.
+inline ::testing::AssertionResult sum_matches(double got, double ref, double tol, double smallest_term) {
+  if (!(2 * tol < smallest_term))
+    return ::testing::AssertionFailure() << "the tolerance " << tol << " cannot see a term of " << smallest_term
+                                         << " go missing: the check could not fail";
+  if (!(std::fabs(got - ref) <= tol))
+    return ::testing::AssertionFailure() << "sum " << got << " is " << got - ref << " from the reference " << ref
+                                         << " (tolerance " << tol << ")";
+  return ::testing::AssertionSuccess();
+}
+
+/// The first i where the scan output got[i] is off the prefix sum ref[i] by more than the bound of a
+/// fold of i + 1 terms in Acc (abs_prefix[i]: the prefix sums of the terms' |.|, each term carrying a
+/// relative error of at most term_rel_error); got.size() when every prefix holds.
+template <class Acc, class T>
+std::size_t first_scan_mismatch(const std::vector<T>& got, const std::vector<double>& ref,
+                                const std::vector<double>& abs_prefix, double term_rel_error) {
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(double(got[i]) - ref[i]) <= sum_tolerance<Acc>(i + 1, abs_prefix[i], term_rel_error * abs_prefix[i])))
+      return i;
+  return got.size();
+}
+
+/// Sum and sum of |.| of v in long double (exact enough to be the reference: 64-bit significand).
+template <class T>
+std::pair<double, double> sum_and_abs(const std::vector<T>& v) {
+  long double s = 0, a = 0;
+  for (const T& x : v) {
+    s += static_cast<long double>(x);
+    a += std::fabs(static_cast<long double>(x));
+  }
+  return {double(s), double(a)};
+}
+
 /// Parameter of backend tests: "cpu" or "cuda". CUDA cases skip, saying why, where no GPU answers.
 class backend : public ::testing::TestWithParam<std::string> {
  protected:
@@ -90,6 +149,14 @@ void expect_invalid(F&& call, const char* says) {
 }
 
 }  // namespace resident::test
+
+/// Instantiates a backend test suite for the CUDA backend alone: cases that mean nothing on the CPU
+/// run in the `.gpu` CTest entry only, which reports them skipped where no GPU answers.
+#define RESIDENT_CUDA_ONLY(suite) \
+  INSTANTIATE_TEST_SUITE_P(backends, suite, ::testing::Values("cuda"), ::resident::test::backend_name)
+/// Instantiates a backend test suite for the CPU backend alone (cases that mean nothing on a GPU).
+#define RESIDENT_CPU_ONLY(suite) \
+  INSTANTIATE_TEST_SUITE_P(backends, suite, ::testing::Values("cpu"), ::resident::test::backend_name)
 
 /// Instantiates a backend test suite for the CPU and the CUDA backend.
 #define RESIDENT_BACKENDS(suite) \

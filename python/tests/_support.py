@@ -1,5 +1,10 @@
-"""Shared by the Python tests: the GPU marker and a skip for a peer library that is missing or broken."""
+"""Shared by the Python tests: the GPU marker, a skip for a peer library that is missing or broken, and
+the error bound of a sum (the twin of tests/support.hpp's sum_tolerance)."""
 import importlib
+import importlib.util
+import math
+
+import numpy as np
 
 import pytest
 
@@ -7,6 +12,9 @@ import resident as rs
 
 GPU = rs.cuda_device_count() > 0
 gpu = pytest.mark.skipif(not GPU, reason="no CUDA device: " + rs.cuda_unavailable_reason())
+# Python-function stages compile with Numba, an optional dependency of the package.
+needs_numba = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
+                                 reason="numba is not installed: Python-function stages compile with it")
 
 
 def import_or_skip(name):
@@ -18,3 +26,29 @@ def import_or_skip(name):
         if e.name is None or not (name == e.name or name.startswith(e.name + ".")):
             raise
         pytest.skip(f"{name} is not installed ({e.name} is absent)")
+
+
+
+def gamma(k, u):
+    """k u / (1 - k u): the relative error bound of k roundings of unit roundoff u (Higham, lemma 3.1)."""
+    return k * u / (1 - k * u) if k * u < 1 else math.inf
+
+
+def sum_tolerance(n, abs_sum, dtype, term_error=0.0):
+    """A bound on |computed - exact| for a sum of n terms (their |.| adding to abs_sum) folded in dtype
+    in any order (no term passes through more than n - 1 additions), each term carrying errors that
+    add to term_error, the result rounded once to dtype."""
+    u = float(np.finfo(dtype).eps) / 2
+    terms = abs_sum + term_error
+    fold = gamma(max(n - 1, 0), u) * terms
+    return term_error + fold + u * (terms + fold)
+
+
+def sum_matches(got, ref, tol, smallest_term):
+    """got within tol of ref, with tol tight enough that one term of smallest_term going missing or
+    counting twice falls outside it (2 tol < smallest_term). Returns (ok, why)."""
+    if not 2 * tol < smallest_term:
+        return False, f"the tolerance {tol} cannot see a term of {smallest_term} go missing"
+    if not abs(got - ref) <= tol:
+        return False, f"sum {got} is {got - ref} from {ref} (tolerance {tol})"
+    return True, ""

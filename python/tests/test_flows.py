@@ -58,6 +58,20 @@ def test_a_captured_flow_replays_the_same_work(device):
     h.replay()
     h.replay()
     assert np.array_equal(x.to_host(), np.full(n, 12.0, dtype=np.float32))
+    # Kernels one replay launches (on the CPU, known once a replay ran the stored work), as the ledger
+    # counts them.
+    assert g.kernels == 1 and h.kernels == 1, "one fused kernel each"
+
+    def two_programs():
+        rs.op.mul(1.0)(x)
+        rs.op.add(0.0)(x)
+
+    two = rs.capture(two_programs, device=device)
+    before = rs.ledger()[device]["kernels"]
+    two.replay()
+    x.to_host()
+    assert rs.ledger()[device]["kernels"] - before == 2
+    assert two.kernels == 2
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -117,6 +131,24 @@ def test_stage_errors_name_the_stage_and_bad_stages_are_refused(device):
         rs.Flow(device=device, streams=0)
     with pytest.raises(rs.InvalidArgument, match="not callable"):
         rs.capture(None, device=device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_stages_added_without_inference_are_ordered_by_after_alone(device):
+    # infer=False: the declared reads and writes make no edges; `after` does. Two writers of x without
+    # inference and without `after` are refused (unordered writers), with `after` they run in order.
+    n = 1000
+    x = rs.to_device(np.ones(n, dtype=np.float32), device=device)
+    f = rs.Flow(device=device)
+    a = f.add("times 3", lambda: rs.op.mul(3.0)(x), reads=[x], writes=[x], infer=False)
+    f.add("plus 1", lambda: rs.op.add(1.0)(x), reads=[x], writes=[x], infer=False, after=[a])
+    f.run()
+    assert np.array_equal(x.to_host(), np.full(n, 4.0, dtype=np.float32)), "(1 * 3) + 1, in that order"
+    g = rs.Flow(device=device)
+    g.add("w1", lambda: rs.op.mul(3.0)(x), writes=[x], infer=False)
+    g.add("w2", lambda: rs.op.add(1.0)(x), writes=[x], infer=False)
+    with pytest.raises(rs.FlowError):
+        g.run()
 
 
 def test_bad_devices_and_declarations_are_typed_errors():

@@ -1,4 +1,6 @@
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "support.hpp"
 
@@ -82,6 +84,34 @@ TEST(device, unavailable_cuda_says_why) {
   }
 }
 
+// The error macros user code may raise with: the type asked for (invalid_argument by default), the
+// message, and the raising file and line; a condition that holds throws nothing.
+TEST(errors, expects_and_fail_raise_the_type_asked_with_file_and_line) {
+  const int line = __LINE__ + 2;
+  try {
+    RESIDENT_EXPECTS(1 + 1 == 3, "arithmetic broke");
+    ADD_FAILURE() << "no throw";
+  } catch (const rs::invalid_argument& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("arithmetic broke"), std::string::npos) << w;
+    EXPECT_NE(w.find("test_device.cpp:" + std::to_string(line)), std::string::npos) << w;
+  }
+  EXPECT_NO_THROW(RESIDENT_EXPECTS(1 + 1 == 2, "never said"));
+  EXPECT_THROW(RESIDENT_EXPECTS(false, "no such shape", shape_mismatch), rs::shape_mismatch);
+  EXPECT_THROW(RESIDENT_FAIL("always"), rs::invalid_argument);
+  EXPECT_THROW(RESIDENT_FAIL("elsewhere", device_mismatch), rs::device_mismatch);
+  static_assert(std::is_base_of_v<rs::library_error, rs::cuda_error>, "a CUDA failure is a library's");
+}
+
+TEST(device, version_and_kinds) {
+  const std::string v = std::to_string(RESIDENT_VERSION_MAJOR) + "." + std::to_string(RESIDENT_VERSION_MINOR) + "." +
+                        std::to_string(RESIDENT_VERSION_PATCH);
+  EXPECT_EQ(std::string(rs::version()), v) << "the library's version against its header's macros";
+  EXPECT_EQ(rs::device::cpu().kind(), rs::device_kind::cpu);
+  EXPECT_EQ(rs::device::cuda(1).kind(), rs::device_kind::cuda);
+  EXPECT_EQ(rs::device::cuda(1).index(), 1);
+}
+
 TEST(device, cpu_properties) {
   auto p = rs::properties(rs::device::cpu());
   EXPECT_FALSE(p.name.empty());
@@ -114,6 +144,18 @@ TEST_P(streams, events_time_and_order) {
     EXPECT_GE(elapsed_ms(a, b), 0.0);
     EXPECT_EQ(x.to_host(), host);
   }
+  // The time between two events is the time between the points the stream reached them: on an idle
+  // stream, a host pause of 20 ms between the records shows from below (an event timed at its record
+  // call, or a clock of the wrong unit, would not), and nothing near seconds.
+  s.synchronize();
+  rs::event c(dev), e(dev);
+  c.record(s);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  e.record(s);
+  e.synchronize();
+  EXPECT_GE(elapsed_ms(c, e), 19.0);
+  EXPECT_LT(elapsed_ms(c, e), 5000.0);
+  EXPECT_GE(elapsed_ms(a, e), elapsed_ms(c, e)) << "a was recorded before c";
   rs::stream moved = std::move(s);
   EXPECT_EQ(moved.device(), dev);
   moved.synchronize();

@@ -117,25 +117,72 @@ TEST_P(sharded, pipelines_run_per_shard_against_fp64) {
   EXPECT_THROW(dist::apply(rs::map<twice>(), x, other), rs::shape_mismatch);
 }
 
+// for_each_shard visits each shard once, in order, with its extent; local_array is the
+// array holding shard i (writes through it land in the whole array).
+TEST_P(sharded, for_each_shard_visits_each_shard_once_and_local_array_holds_it) {
+  const std::size_t n = 100003;
+  auto h = rs::test::random_vector<float>(n, rs::test::fresh_seed());
+  auto x = dist::to_device(h, devices);
+  std::vector<int> seen(x.local_count(), 0);
+  std::size_t next = 0, i = 0;
+  dist::for_each_shard(x, [&](rs::array_ref<float> s, dist::shard_extent e) {
+    EXPECT_EQ(e.offset, next) << "shard " << i;
+    EXPECT_EQ(s.size(), e.count);
+    EXPECT_EQ(s.data(), x.local_array(i).data()) << "shard " << i << " is its local array";
+    ++seen[i++];
+    next += e.count;
+    rs::map([] RESIDENT_HD(float v) { return 2.f * v + 1.f; })(s);  // queued on the shard's stream
+  });
+  EXPECT_EQ(next, n);
+  EXPECT_EQ(seen, std::vector<int>(x.local_count(), 1));
+  rs::array<float>& last = x.local_array(x.local_count() - 1);
+  EXPECT_EQ(last.size(), x.extent(x.local_count() - 1).count);
+  const std::vector<float> got = x.to_host();
+  for (std::size_t k = 0; k < n; ++k) ASSERT_EQ(got[k], 2.f * h[k] + 1.f) << "at " << k;
+  EXPECT_THROW((void)x.local_array(x.local_count()), rs::invalid_argument);
+}
+
 TEST_P(sharded, reductions_combine_shards_against_fp64) {
   const std::size_t n = 3000017;
   auto h = rs::test::random_vector<float>(n, rs::test::fresh_seed());
   auto x = dist::to_device(h, devices);
-  double sum = 0, mn = INFINITY, mx = -INFINITY;
+  double mn = INFINITY, mx = -INFINITY;
   for (float v : h) {
-    sum += seed_ref(v);
     mn = std::min(mn, double(v));
     mx = std::max(mx, double(v));
   }
+  // The terms (0.79 to 1 each) as the device computes them, doubled exactly: the shards' folds in
+  // double and their combination must add each once, a shard's border elements included.
+  const auto terms = rs::test::seed_terms_on(dev, h, 2.0);
+  const double tol = rs::test::sum_tolerance<double>(n + 1, terms.abs_sum + 10.0, terms.term_error());
   const auto seed = rs::map<f1>() | rs::map<f2>() | rs::map<f3>();
   const double s = dist::reduce(seed | rs::map<twice>() | rs::reduce(rs::plus{}, 0.0), x);
-  // The stages run in float (a GPU contracts them into fmas: an ulp from the FP64 reference each).
-  EXPECT_NEAR(s, 2 * sum, 1e-6 * std::fabs(sum));
+  EXPECT_TRUE(rs::test::sum_matches(s, terms.sum, tol, terms.smallest));
+  // The check can fail: a shard's first or last term dropped or doubled is refused.
+  for (std::size_t i = 0; i < x.local_count(); ++i)
+    for (std::size_t k : {x.extent(i).offset, x.extent(i).offset + x.extent(i).count - 1})
+      for (double times : {0.0, 2.0})
+        EXPECT_FALSE(rs::test::sum_matches(s, terms.sum_with(k, times), tol, terms.smallest))
+            << "term " << k << " times " << times << " passed";
   // init counts once, whatever the number of shards
   const double s10 = dist::reduce(seed | rs::map<twice>() | rs::reduce(rs::plus{}, 10.0), x);
-  EXPECT_NEAR(s10, 2 * sum + 10.0, 1e-6 * std::fabs(sum));
+  EXPECT_TRUE(rs::test::sum_matches(s10, terms.sum + 10.0, tol, terms.smallest));
+  EXPECT_FALSE(rs::test::sum_matches(s10, terms.sum + 20.0, tol, terms.smallest)) << "init counted twice passed";
   EXPECT_EQ(dist::reduce(rs::reduce(rs::minimum{}, INFINITY), x), float(mn));
   EXPECT_EQ(dist::reduce(rs::reduce(rs::maximum{}, -INFINITY), x), float(mx));
+  // The exact check can fail: without the element holding the least (greatest) value the reference
+  // differs (uniform floats in [-1, 1) from 3 million draws hold each extreme once, barring a tie).
+  const auto at_min = std::min_element(h.begin(), h.end()), at_max = std::max_element(h.begin(), h.end());
+  if (std::count(h.begin(), h.end(), *at_min) == 1) {
+    std::vector<float> planted = h;
+    planted.erase(planted.begin() + (at_min - h.begin()));
+    EXPECT_NE(*std::min_element(planted.begin(), planted.end()), float(mn)) << "a dropped least element passed";
+  }
+  if (std::count(h.begin(), h.end(), *at_max) == 1) {
+    std::vector<float> planted = h;
+    planted.erase(planted.begin() + (at_max - h.begin()));
+    EXPECT_NE(*std::max_element(planted.begin(), planted.end()), float(mx)) << "a dropped greatest element passed";
+  }
   const auto count = dist::reduce(rs::map([] RESIDENT_HD(float) { return std::uint64_t(1); }) |
                                       rs::reduce(rs::plus{}, std::uint64_t(0)), x);
   EXPECT_EQ(count, n);
@@ -405,6 +452,9 @@ TEST(communicator, from_launcher_reads_the_environment) {
   env.set("RESIDENT_RANK", nullptr);
   {
     auto one = dist::communicator::from_launcher(rs::device::cpu());  // nothing set: a world of one
+    EXPECT_EQ(one.timeout(), std::chrono::seconds(120)) << "the documented default";
+    EXPECT_EQ(dist::communicator::from_launcher(rs::device::cpu(), std::chrono::milliseconds(2500)).timeout(),
+              std::chrono::milliseconds(2500));
     EXPECT_EQ(one.size(), 1);
     EXPECT_EQ(one.first_rank(), 0);
     EXPECT_EQ(one.transport(), "host");
@@ -434,8 +484,9 @@ TEST(communicator, from_launcher_reads_the_environment) {
                rs::invalid_argument);
 }
 
-TEST_P(sharded, gpu_ranks_from_the_environment_time_out_when_a_rank_is_missing) {
-  if (dev.is_cpu()) GTEST_SKIP() << "GPU ranks: the CPU case is communicator.from_launcher_reads_the_environment";
+using sharded_cuda = sharded;  // GPU-only cases: the `.gpu` CTest entry
+
+TEST_P(sharded_cuda, gpu_ranks_from_the_environment_time_out_when_a_rank_is_missing) {
   scoped_env env;
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_SIZE"}) env.set(v, nullptr);
   const std::string path = "/tmp/resident-test-rendezvous-" + std::to_string(rs::test::fresh_seed());
@@ -457,5 +508,6 @@ TEST_P(sharded, gpu_ranks_from_the_environment_time_out_when_a_rank_is_missing) 
 }
 
 RESIDENT_BACKENDS(sharded);
+RESIDENT_CUDA_ONLY(sharded_cuda);  // GPU ranks: the CPU case is communicator.from_launcher_reads_the_environment
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <thread>
 
 namespace rs = resident;
@@ -72,20 +73,39 @@ TEST_P(flows, stages_see_their_inputs_final_values) {
   }
 }
 
-TEST_P(flows, inferred_orders_for_read_write_hazards) {
+// The inferred edges, and a run that calls each stage after its predecessors (the stages record when
+// they are called: on the CPU that is when their work runs; on a GPU when it is issued, the order the
+// streams' events then keep).
+TEST_P(flows, inferred_orders_for_read_write_hazards_and_runs_in_that_order) {
   rs::array<float> a(100, dev), b(100, dev), c(100, dev);
   rs::flow f(dev);
-  auto noop = [](rs::stream_ref) {};
-  auto w_a = f.add("write a", noop, rs::access{}.writes(a));
-  auto r_a = f.add("read a", noop, rs::access{}.reads(a).writes(b));
-  auto w_a2 = f.add("write a again", noop, rs::access{}.writes(a));  // after the reader (WAR) and writer (WAW)
-  auto other = f.add("write c", noop, rs::access{}.writes(c));
-  auto slice = f.add("read a[10:20]", noop, rs::access{}.reads(a.slice(10, 10)));
+  std::mutex m;
+  std::vector<rs::flow::stage_id> called;
+  auto record = [&](rs::flow::stage_id id) {
+    return [&, id](rs::stream_ref) {
+      std::lock_guard lock(m);
+      called.push_back(id);
+    };
+  };
+  auto w_a = f.add("write a", record(0), rs::access{}.writes(a));
+  auto r_a = f.add("read a", record(1), rs::access{}.reads(a).writes(b));
+  auto w_a2 = f.add("write a again", record(2), rs::access{}.writes(a));  // after the reader (WAR) and writer (WAW)
+  auto other = f.add("write c", record(3), rs::access{}.writes(c));
+  auto slice = f.add("read a[10:20]", record(4), rs::access{}.reads(a.slice(10, 10)));
+  ASSERT_EQ(slice, 4u);
   EXPECT_EQ(f.predecessors(r_a), (std::vector<rs::flow::stage_id>{w_a}));
   EXPECT_EQ(f.predecessors(w_a2), (std::vector<rs::flow::stage_id>{w_a, r_a}));
   EXPECT_TRUE(f.predecessors(other).empty());
   EXPECT_EQ(f.predecessors(slice), (std::vector<rs::flow::stage_id>{w_a, w_a2}));
-  EXPECT_NO_THROW(f.run());
+  for (int run = 0; run < 3; ++run) {
+    called.clear();
+    f.run();
+    ASSERT_EQ(called.size(), 5u) << "each stage once";
+    std::vector<std::size_t> at(5);
+    for (std::size_t k = 0; k < called.size(); ++k) at[called[k]] = k;
+    for (rs::flow::stage_id s = 0; s < 5; ++s)
+      for (auto p : f.predecessors(s)) EXPECT_LT(at[p], at[s]) << "stage " << s << " called before its predecessor " << p;
+  }
 }
 
 TEST_P(flows, cycles_and_unordered_writers_are_errors) {
@@ -335,6 +355,36 @@ TEST_P(flows, padded_two_dimensional_arrays_order_their_stages) {
   rs::array<float> b = std::move(a);
   EXPECT_THROW(rs::access{}.writes(a), rs::invalid_argument);
   EXPECT_NO_THROW(f.run());
+}
+
+// An access holds the byte ranges it was given, in order, each with its device: an array from its
+// first byte to its last, a slice from its own first element, a padded 2-D array through its last row,
+// host memory with no device; on() names the device.
+TEST_P(flows, access_records_each_declared_range_and_the_named_device) {
+  rs::array<double> a(100, dev);
+  rs::array2d<float> m(4, 3, dev, 8);
+  std::vector<int> host(7);
+  rs::access acc;
+  acc.reads(a, a.slice(10, 20)).writes(m, host);
+  const auto& r = acc.read_ranges();
+  const auto& w = acc.write_ranges();
+  ASSERT_EQ(r.size(), 2u);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(r[0].begin, static_cast<const void*>(a.data()));
+  EXPECT_EQ(r[0].bytes, 100 * sizeof(double));
+  EXPECT_EQ(r[0].where, dev);
+  EXPECT_EQ(r[1].begin, static_cast<const void*>(a.data() + 10));
+  EXPECT_EQ(r[1].bytes, 20 * sizeof(double));
+  EXPECT_EQ(w[0].begin, static_cast<const void*>(m.data()));
+  EXPECT_EQ(w[0].bytes, (3 * 8 + 3) * sizeof(float)) << "through the last row, not rows x ld";
+  EXPECT_EQ(w[1].begin, static_cast<const void*>(host.data()));
+  EXPECT_EQ(w[1].bytes, 7 * sizeof(int));
+  EXPECT_FALSE(w[1].where.has_value()) << "host memory names no device";
+  EXPECT_TRUE(r[0].overlaps(r[1]));
+  EXPECT_FALSE(r[0].overlaps(w[0]));
+  EXPECT_FALSE(acc.named_device().has_value());
+  acc.on(rs::device::cpu());
+  EXPECT_EQ(acc.named_device(), rs::device::cpu());
 }
 
 // A stage named to run on a device of the other backend is refused when it is added.

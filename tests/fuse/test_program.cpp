@@ -30,8 +30,21 @@ TEST_P(programs, the_seed_pipeline_as_one_kernel_matches_fp64) {
     rs::scoped_ledger l(dev);
     rs::run(seed_program(), x, y);
     EXPECT_EQ(l.delta().kernels, 1u) << "one kernel per call";
-    EXPECT_LT(rs::test::rel_error(y.to_host(), ref), 1e-6);
-    EXPECT_NEAR(rs::run_sum(seed_program(), x), ref_sum, 1e-4 * std::max(1.0, std::fabs(ref_sum)) + 1e-3);
+    const std::vector<float> terms = y.to_host();
+    EXPECT_LT(rs::test::rel_error(terms, ref), 1e-6);
+    // The float sum adds the terms y holds (>= 0.39 each; its kernel may round a term once more): over
+    // 2048 terms a float fold's bound still sees one go missing. The whole length folds in double, on
+    // the input in double, against FP64 (the double program's terms within a few ulps of it).
+    const std::size_t m = std::min<std::size_t>(n, 2048);
+    const auto [head_sum, head_abs] = rs::test::sum_and_abs(std::vector<float>(terms.begin(), terms.begin() + std::ptrdiff_t(m)));
+    const float s = rs::run_sum(seed_program(), x.slice(0, m));
+    EXPECT_TRUE(rs::test::sum_matches(
+        s, head_sum, rs::test::sum_tolerance<float>(m, head_abs, rs::test::unit_roundoff<float>() * head_abs), 0.39));
+    const rs::array<double> xd = rs::to_device(std::vector<double>(h.begin(), h.end()), dev);
+    const double abs_sum = ref_sum;  // every term positive
+    EXPECT_TRUE(rs::test::sum_matches(
+        rs::run_sum(seed_program(), xd), ref_sum,
+        rs::test::sum_tolerance<double>(n, abs_sum, 16 * rs::test::unit_roundoff<double>() * abs_sum), 0.39));
     rs::run(seed_program(), x);  // in place
     EXPECT_LT(rs::test::rel_error(x.to_host(), ref), 1e-6);
   }

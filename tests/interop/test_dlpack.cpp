@@ -204,7 +204,7 @@ TEST_P(dlpack, the_consumer_stream_waits_for_the_producer) {
     std::vector<float> got(n, rs::test::poison<float>());
     rs::copy_async(b.ref(), std::span<float>(got));
     consumer.synchronize();
-    for (std::size_t i = 0; i < n; i += 997) {
+    for (std::size_t i = 0; i < n; ++i) {  // every element: a copy that overtook the map is off somewhere
       float want = host[i];
       for (int k = 0; k < 8; ++k) want += 1.f;
       ASSERT_EQ(got[i], want) << i;

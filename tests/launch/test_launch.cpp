@@ -176,9 +176,20 @@ TEST_P(launches, for_each_config_is_what_for_each_index_launches) {
   if (dev.is_cuda()) {
     EXPECT_LT(c.grid.count() * c.block.count(), n + c.block.count()) << "no block without an item";
   }
+  rs::generate([] RESIDENT_HD(std::size_t) { return -1.f; })(y);  // poisoned: a skipped index shows
+  rs::scoped_ledger l(dev);
   rs::for_each_index(rs::default_stream(dev), n, f);
   auto h = y.to_host();
-  for (std::size_t i = 0; i < n; i += 101) ASSERT_EQ(h[i], float(i % 7));
+  EXPECT_EQ(l.delta().kernels, 1u);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(h[i], float(i % 7)) << i;
+  // The configuration for_each_config gave, launched explicitly with a grid-stride loop, covers every
+  // index too.
+  rs::generate([] RESIDENT_HD(std::size_t) { return -1.f; })(y);
+  rs::launch(rs::default_stream(dev), c, [=] RESIDENT_HD(rs::thread_index t) {
+    for (std::size_t i = t.global_x(); i < n; i += t.grid_stride()) yv[i] = float(i % 7);
+  });
+  h = y.to_host();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(h[i], float(i % 7)) << i;
 }
 
 TEST_P(launches, invalid_configurations_are_typed_errors) {
@@ -242,8 +253,9 @@ struct write_one {
 
 // A kernel that writes through an illegal address poisons the context. The fault is provoked in a child
 // process (this binary again, running only the child test below) so the suite's own context survives.
-TEST(device_fault, becomes_device_lost_in_a_child_process) {
-  if (rs::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device: " << rs::cuda_unavailable_reason();
+using device_fault_cuda = backend;  // GPU-only cases: the `.gpu` CTest entry
+
+TEST_P(device_fault_cuda, becomes_device_lost_in_a_child_process) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe");
   const std::string cmd = "RESIDENT_FAULT_CHILD=1 timeout 60 '" + self +
                           "' --gtest_filter=device_fault.child_provokes_an_illegal_address > /dev/null 2>&1";
@@ -267,5 +279,6 @@ TEST(device_fault, child_provokes_an_illegal_address) {
 }
 
 RESIDENT_BACKENDS(launches);
+RESIDENT_CUDA_ONLY(device_fault_cuda);
 
 }  // namespace

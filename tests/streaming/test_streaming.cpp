@@ -161,9 +161,11 @@ TEST_P(streaming, reductions_fold_init_once) {
     const auto seed = rs::test::fresh_seed();
     SCOPED_TRACE("n = " + std::to_string(n) + ", seed " + std::to_string(seed));
     const auto in = rs::test::random_vector<float>(n, seed);
-    double ref = 5.0, lo = 0.75, hi = -0.75;  // init 5 must count once, whatever the number of chunks
+    const auto terms = rs::test::seed_terms_on(dev, in);
+    const double ref = terms.sum + 5.0;  // init 5 must count once, whatever the number of chunks
+    const double tol = rs::test::sum_tolerance<double>(n + 1, terms.abs_sum + 5.0, terms.term_error());
+    double lo = 0.75, hi = -0.75;
     for (float v : in) {
-      ref += seed_ref(v);
       lo = std::min(lo, double(v));
       hi = std::max(hi, double(v));
     }
@@ -173,7 +175,7 @@ TEST_P(streaming, reductions_fold_init_once) {
     const double sum =
         rs::stream_pipeline(rs::map<f1>() | rs::map<f2>() | rs::map<f3>() | rs::reduce(rs::plus{}, 5.0), in, o, &s);
     const auto d = l.delta();
-    EXPECT_NEAR(sum, ref, 1e-5 * (1.0 + double(n)));
+    EXPECT_TRUE(rs::test::sum_matches(sum, ref, tol, std::min(terms.smallest, 5.0)));
     EXPECT_EQ(s.chunks, chunks_of(n));
     EXPECT_EQ(d.streamed_h2d_bytes, n * sizeof(float));
     EXPECT_EQ(d.streamed_d2h_bytes, 0u);
@@ -422,8 +424,7 @@ TEST_P(streaming, a_depth_beyond_the_chunks_takes_a_slot_per_chunk) {
   const std::size_t n = 1000;
   const auto in = rs::test::random_vector<float>(n, rs::test::fresh_seed());
   std::vector<double> ref(n);
-  double sum_ref = 0;
-  for (std::size_t i = 0; i < n; ++i) sum_ref += ref[i] = seed_ref(in[i]);
+  for (std::size_t i = 0; i < n; ++i) ref[i] = seed_ref(in[i]);
   const auto p = rs::map<f1>() | rs::map<f2>() | rs::map<f3>();
   // One slot from the pool: on a GPU the chunk of the input, and of the output (map) or a partial
   // (reduction); on the CPU, which stages nothing, the reduction's partial.
@@ -441,7 +442,10 @@ TEST_P(streaming, a_depth_beyond_the_chunks_takes_a_slot_per_chunk) {
   EXPECT_EQ(s.chunks, 1u);
   EXPECT_EQ(s.depth, 1);  // chunks in flight: never more than the chunks
   rs::stream_summary r;
-  EXPECT_NEAR(rs::stream_pipeline(p | rs::reduce(rs::plus{}, 0.0), in, o, &r), sum_ref, 1e-5 * double(n));
+  // The fold adds the very terms the map wrote (out), in double: one term of >= 0.39 more or less shows.
+  const auto [out_sum, out_abs] = rs::test::sum_and_abs(out);
+  const double tol = rs::test::sum_tolerance<double>(n, out_abs, rs::test::unit_roundoff<float>() * out_abs);
+  EXPECT_TRUE(rs::test::sum_matches(rs::stream_pipeline(p | rs::reduce(rs::plus{}, 0.0), in, o, &r), out_sum, tol, 0.39));
   EXPECT_EQ(r.chunks, 1u);
   EXPECT_EQ(r.depth, 1);
   EXPECT_LE(rs::pool_stats(dev).peak_bytes, cap);
@@ -449,8 +453,9 @@ TEST_P(streaming, a_depth_beyond_the_chunks_takes_a_slot_per_chunk) {
 
 // A span over device memory given where host memory is expected is refused before any work (the
 // copies and the host threads would read it as host memory). The CPU device's arrays are host memory.
-TEST_P(streaming, device_memory_given_as_host_memory_is_refused) {
-  if (dev.is_cpu()) GTEST_SKIP() << "the CPU device's arrays are host memory";
+using streaming_cuda = backend;  // GPU-only cases: the `.gpu` CTest entry
+
+TEST_P(streaming_cuda, device_memory_given_as_host_memory_is_refused) {
   const std::size_t n = 3 * chunk;
   rs::array<float> a(n, dev);
   std::vector<float> h(n, rs::test::poison<float>());
@@ -582,8 +587,10 @@ TEST_P(streaming, reduction_over_pageable_input) {
   const auto seed = rs::test::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   const auto in = rs::test::random_vector<float>(n, seed);
-  double ref = -2.0;
-  for (float v : in) ref += seed_ref(v);
+  // The terms (>= 0.39 each) as dev computes them: the fold in double must add each exactly once.
+  const auto terms = rs::test::seed_terms_on(dev, in);
+  const double ref = terms.sum - 2.0;
+  const double tol = rs::test::sum_tolerance<double>(n + 1, terms.abs_sum + 2.0, terms.term_error());
   for (int depth : {1, 3, 4})
     for (int threads : {0, 2}) {
       SCOPED_TRACE("depth " + std::to_string(depth) + ", " + std::to_string(threads) + " host threads");
@@ -591,7 +598,7 @@ TEST_P(streaming, reduction_over_pageable_input) {
       rs::stream_summary s;
       const double sum = rs::stream_pipeline(rs::map<f1>() | rs::map<f2>() | rs::map<f3>() | rs::reduce(rs::plus{}, -2.0), in,
                                              {.chunk_elements = 65536, .depth = depth, .target = dev, .host_threads = threads}, &s);
-      EXPECT_NEAR(sum, ref, 1e-6 * double(n));
+      EXPECT_TRUE(rs::test::sum_matches(sum, ref, tol, terms.smallest));
       const std::size_t chunks = (n + 65535) / 65536;
       const auto d = l.delta();
       EXPECT_EQ(s.chunks, chunks);
@@ -603,6 +610,24 @@ TEST_P(streaming, reduction_over_pageable_input) {
         EXPECT_FALSE(s.pinned_input);
       }
     }
+}
+
+// The streamed sum's check can fail: the reference with one term dropped or doubled, at a chunk's
+// border or inside one, is refused, while the true one is accepted.
+TEST_P(streaming, the_streamed_sum_check_sees_one_term_dropped_or_doubled) {
+  const std::size_t n = 300007;
+  const auto seed = rs::test::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const auto in = rs::test::random_vector<float>(n, seed);
+  const auto terms = rs::test::seed_terms_on(dev, in);
+  const double tol = rs::test::sum_tolerance<double>(n, terms.abs_sum, terms.term_error());
+  const double sum = rs::stream_pipeline(rs::map<f1>() | rs::map<f2>() | rs::map<f3>() | rs::reduce(rs::plus{}, 0.0), in,
+                                         {.chunk_elements = 65536, .target = dev});
+  EXPECT_TRUE(rs::test::sum_matches(sum, terms.sum, tol, terms.smallest));
+  for (std::size_t k : {std::size_t(0), std::size_t(65535), std::size_t(65536), std::size_t(150000), n - 1})
+    for (double times : {0.0, 2.0})
+      EXPECT_FALSE(rs::test::sum_matches(sum, terms.sum_with(k, times), tol, terms.smallest))
+          << "term " << k << " times " << times << " passed";
 }
 
 struct stage_failed : rs::error {
@@ -685,5 +710,6 @@ TEST(streaming_environment, a_bad_pool_limit_is_refused_before_any_work) {
 }
 
 RESIDENT_BACKENDS(streaming);
+RESIDENT_CUDA_ONLY(streaming_cuda);  // the CPU device's arrays are host memory
 
 }  // namespace
