@@ -154,24 +154,25 @@ def test_from_launcher_reads_torchrun_mpirun_and_resident_variables():
 
 
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun is not installed")
-def test_two_cpu_ranks_under_mpirun_combine_through_mpi():
+def test_two_cpu_ranks_under_mpirun_combine_through_mpi(tmp_path):
+    # Each rank writes its line to a file of its own: mpirun may interleave the ranks' standard output.
     code = r"""
-import numpy as np, resident as rs
+import sys, numpy as np, resident as rs
 c = rs.dist.Communicator.from_launcher(timeout=60, device="cpu")
 x = rs.dist.shard(np.arange(1001, dtype=np.float64), c)
-print(c.rank, c.size, c.launcher, x.extents, rs.dist.sum(x), rs.dist.min(x), rs.dist.max(x), flush=True)
+line = " ".join(map(str, (c.rank, c.size, c.launcher, x.extents, rs.dist.sum(x), rs.dist.min(x), rs.dist.max(x))))
+open(f"{sys.argv[1]}/rank{c.rank}.txt", "w").write(line)
 """
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    r = subprocess.run(["mpirun", "-n", "2", "--oversubscribe", sys.executable, "-c", code], env=env,
+    r = subprocess.run(["mpirun", "-n", "2", "--oversubscribe", sys.executable, "-c", code, str(tmp_path)], env=env,
                        capture_output=True, text=True, timeout=180)
     if "build resident with MPI" in r.stderr:
         pytest.skip("this build of resident has no MPI")
     assert r.returncode == 0, r.stderr
-    lines = sorted(r.stdout.strip().splitlines())
-    assert len(lines) == 2
-    for rank, line in enumerate(lines):
-        assert line.startswith(f"{rank} 2 mpi")
-        assert line.endswith("500500.0 0.0 1000.0")
+    for rank in range(2):
+        line = (tmp_path / f"rank{rank}.txt").read_text()
+        assert line.startswith(f"{rank} 2 mpi"), line
+        assert line.endswith("500500.0 0.0 1000.0"), line
 
 
 @gpu
