@@ -15,13 +15,12 @@
 // Exit status: 0 every value right, 1 a wrong value, an error or a count that disagrees, 77 SOAK_DEVICE
 // names a GPU where none answers.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
+#include <functional>
 #include <random>
 #include <span>
 #include <string>
