@@ -18,22 +18,29 @@ class ledger_threads : public rs::test::backend {};
 RESIDENT_HD float plus_one(float v) { return v + 1.f; }
 RESIDENT_HD float times_two(float v) { return 2.f * v; }
 
-// Launches one kernel at a time on its own stream until stopped: other threads' work, meanwhile.
-struct busy_thread {
+// Another thread with a stream of its own that launches one kernel each time it is asked, and the
+// asker waits until it has: that kernel then lands inside the asker's region (a capture, a replay, a
+// flow stage), on another thread, whatever the scheduling.
+struct neighbour {
   std::atomic<bool> stop{false}, failed{false};
-  std::atomic<std::uint64_t> kernels{0};
+  std::atomic<std::uint64_t> asked{0}, launched{0};
   std::string error;
   std::thread th;
-  explicit busy_thread(rs::device d) {
+  explicit neighbour(rs::device d) {
     th = std::thread([this, d] {
       try {
         rs::stream s(d);
         rs::array<float> a(4096, s.ref());
         rs::random::fill_uniform(a, 7);
-        ++kernels;
+        launched = 1;
+        asked = 1;
         while (!stop.load()) {
+          if (launched.load() == asked.load()) {
+            std::this_thread::yield();
+            continue;
+          }
           rs::map<plus_one>()(a);
-          ++kernels;
+          ++launched;
         }
         s.synchronize();
       } catch (const std::exception& e) {
@@ -41,13 +48,19 @@ struct busy_thread {
         failed = true;
       }
     });
-    while (kernels.load() < 3 && !failed.load()) std::this_thread::yield();
+    while (launched.load() < 1 && !failed.load()) std::this_thread::yield();
+  }
+  // One kernel launched by the other thread before this returns.
+  void launch_one() {
+    const std::uint64_t want = ++asked;
+    while (launched.load() < want && !failed.load()) std::this_thread::yield();
   }
   std::uint64_t finish() {
     stop = true;
-    th.join();
-    return kernels.load();
+    if (th.joinable()) th.join();
+    return launched.load();
   }
+  ~neighbour() { finish(); }
 };
 
 }  // namespace
@@ -106,9 +119,10 @@ TEST_P(ledger_threads, a_graph_counts_only_its_own_kernels) {
   rs::array<float> x(1 << 12, s.ref());
   rs::random::fill_uniform(x, 3);
   const rs::ledger_counts before = rs::ledger(dev);
-  busy_thread other(dev);
+  neighbour other(dev);
   rs::graph g = rs::graph::capture(s.ref(), [&] {
     rs::map<plus_one>()(x);
+    other.launch_one();
     rs::map<times_two>()(x);
   });
   for (int r = 0; r < 3; ++r) g.replay(s.ref());
@@ -125,9 +139,17 @@ TEST_P(ledger_threads, a_flow_stage_reports_only_its_own_work) {
   rs::array<float> x(1 << 12, f.stream()), y(1 << 12, f.stream());
   rs::random::fill_uniform(x, 5);
   rs::random::fill_uniform(y, 6);
-  f.add("x + 1", [&](rs::stream_ref s) { x.set_stream(s); rs::map<plus_one>()(x); }, rs::access{}.writes(x));
-  f.add("2y", [&](rs::stream_ref s) { y.set_stream(s); rs::map<times_two>()(y); }, rs::access{}.writes(y));
-  busy_thread other(dev);
+  neighbour other(dev);
+  f.add("x + 1", [&](rs::stream_ref s) {
+    x.set_stream(s);
+    other.launch_one();
+    rs::map<plus_one>()(x);
+  }, rs::access{}.writes(x));
+  f.add("2y", [&](rs::stream_ref s) {
+    y.set_stream(s);
+    rs::map<times_two>()(y);
+    other.launch_one();
+  }, rs::access{}.writes(y));
   for (int r = 0; r < 5; ++r) {
     f.run();
     for (const auto& row : f.report()) EXPECT_EQ(row.issued.kernels, 1u) << row.name;

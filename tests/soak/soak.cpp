@@ -399,7 +399,10 @@ int main() {
   }
   ok = ok && all.wrong == 0 && all.errors == 0;
   std::string where;
-  for (rs::device d : devs) where += (where.empty() ? "" : ",") + d.name();
+  for (rs::device d : devs) {
+    if (!where.empty()) where += ",";
+    where += d.name();
+  }
   std::printf("soak: %zu threads x %.0f s on %s: %llu rounds, %llu values checked, %.2f GiB moved, %llu wrong, "
               "%llu errors: %s\n",
               threads, took, where.c_str(), static_cast<unsigned long long>(all.rounds),
