@@ -5,7 +5,7 @@
 #
 # usage: scripts/gpu_check.sh [LOG_DIR]       (default: build/gpu-logs)
 #   LOG_DIR receives one log per step, the benchmarks' JSON, and summary.txt.
-#   SKIP_SANITIZER=1 / SKIP_BENCH=1 / SKIP_PEERS=1 leave those parts out; SANITIZE_ONLY="test_a test_b"
+#   SKIP_SANITIZER=1 / SKIP_BENCH=1 / SKIP_PEERS=1 / SKIP_SOAK=1 leave those parts out; SANITIZE_ONLY="test_a test_b"
 #   runs the sanitizers over those test binaries only.
 #   The summary ends with the pipeline's margins, pass or FAIL: every target of bench/pipeline_targets.py
 #   met in every one of the three sweeps of `bench pipeline`. STRICT_MARGINS=1 makes a FAIL there fail
@@ -147,6 +147,22 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
   done
   unset RESIDENT_GUIDE_QUICK
   step sanitize-memcheck-sees-planted-oob planted "$build/tests/planted_oob"
+fi
+
+# The soak (tests/soak/soak.cpp): 16 host threads with their own streams over every layer for
+# SOAK_SECONDS (600 by default), every value checked; 4 threads for 60 s under memcheck and racecheck;
+# then the threaded tests and the soak in a ThreadSanitizer build with CUDA (the tsan-cuda preset).
+soak_under() (  # soak_under TOOL
+  export SOAK_DEVICE=cuda SOAK_THREADS=4 SOAK_SECONDS=60 SOAK_MAX_N=5242880 SANITIZER_TIMEOUT=1800
+  sanitize "$1" "$build/tests/soak"
+)
+if [ "${SKIP_SOAK:-0}" != 1 ]; then
+  step soak env SOAK_DEVICE=cuda SOAK_THREADS=16 SOAK_SECONDS="${SOAK_SECONDS:-600}" "$build/tests/soak"
+  step soak-memcheck soak_under memcheck
+  step soak-racecheck soak_under racecheck
+  step tsan-configure cmake --preset tsan-cuda
+  step tsan-build cmake --build --preset tsan-cuda -j "$jobs"
+  step tsan-tests ctest --preset tsan-cuda
 fi
 
 {

@@ -3,6 +3,7 @@
 #   cuda   both backends (when the CUDA toolkit is here; GPU cases skip, saying why, without a GPU)
 #   cpu    -DRESIDENT_CUDA=OFF: the CPU backend alone, same API
 #   debug  CPU backend with bounds checks and ASan + UBSan (halt on the first report)
+#   tsan   CPU backend under ThreadSanitizer: the multithreaded tests and the soak only
 # then the consumers in tests/consumer (docs/using.md): find_package(resident) from separate projects
 # against installs of the cpu build and (with nvcc) the cuda build, and add_subdirectory of the tree.
 # Last, the Python package: pip install . into .venv and its pytest suite (python/tests).
@@ -38,6 +39,13 @@ for p in "${presets[@]}"; do
   cmake --build --preset "$p" -j "$jobs"
   GTEST_OUTPUT="xml:$PWD/build/junit/$p/gtest/" ctest --preset "$p" -j "$jobs" --output-junit "$PWD/build/junit/$p/ctest.xml"
 done
+
+# ThreadSanitizer over the tests that run host threads at once (label threads: the library, those
+# tests and the soak, 30 s), OpenMP kept to the calling thread (docs/threads.md).
+echo "== tsan: configure, build, test the threaded tests"
+cmake --preset tsan >/dev/null
+cmake --build --preset tsan -j "$jobs"
+ctest --preset tsan -j "$jobs"
 
 echo "== mutants: planted bugs in a scratch copy, each caught by its test (docs/testing.md)"
 bash scripts/mutants.sh

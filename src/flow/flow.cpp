@@ -152,7 +152,7 @@ struct flow::impl {
     auto& st = stages[i];
     if (time_it && s.device().is_cuda()) t0[i].record(s);
     const auto start = std::chrono::steady_clock::now();
-    scoped_ledger l(st.dev);
+    scoped_ledger l(st.dev, ledger_scope::this_thread);  // the stage's work alone, not other threads'
     run_named(st.name, *st.work, s);
     issued[i] = l.delta();
     cpu_ms[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

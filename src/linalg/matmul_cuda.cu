@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <mutex>
 
 #include "resident/detail/cuda_check.hpp"
 #include "resident/detail/cuda_runtime.hpp"
@@ -166,11 +165,11 @@ __global__ void __launch_bounds__(256, 2) tuned_kernel(gemm_f32 g) {
   }
 }
 
-// One cuBLAS handle per device, created on first use and destroyed at exit (before the CUDA runtime
-// tears down: the table is built after the runtime started).
+// One cuBLAS handle per thread and device, created on first use and destroyed when the thread ends (the
+// main thread's before the CUDA runtime tears down). A handle carries its stream and math mode: one
+// shared by two threads ran a product on the other thread's stream, unordered with its own work.
 struct cublas_handles {
   detail::per_device<cublasHandle_t> h;
-  std::mutex m;
   ~cublas_handles() {
     for (auto x : h.all())
       if (x) cublasDestroy(x);
@@ -178,8 +177,7 @@ struct cublas_handles {
 };
 
 cublasHandle_t handle_of(int dev) {
-  static cublas_handles handles;
-  std::lock_guard lock(handles.m);
+  thread_local cublas_handles handles;
   if (!handles.h.cuda(dev)) {
     device_scope current(device::cuda(dev));
     RESIDENT_CUBLAS_TRY(cublasCreate(&handles.h.cuda(dev)));

@@ -35,6 +35,12 @@ atomic_counts& slot(device d) {
   c.used.store(true, std::memory_order_relaxed);
   return c;
 }
+// The calling thread's own counts (ledger_scope::this_thread): written and read by that thread alone.
+// Trivially destructible, so counts made while the thread exits are still safe.
+ledger_counts& mine(device d) {
+  thread_local detail::per_device<ledger_counts> t;
+  return t[d];
+}
 ledger_counts read(const atomic_counts& a) {
   ledger_counts c;
   c.h2d_bytes = a.h2d_bytes;
@@ -132,7 +138,13 @@ std::ostream& operator<<(std::ostream& os, const ledger_snapshot& s) {
 }
 
 // Read without slot(): reading a device's counts does not make it a used device of the snapshot.
-ledger_counts ledger(device d) { return read(table()[d]); }
+ledger_counts ledger(device d, ledger_scope who) {
+  ledger_counts c = read(table()[d]);
+  if (who == ledger_scope::process) return c;
+  ledger_counts t = mine(d);
+  t.peak_bytes = c.peak_bytes;
+  return t;
+}
 
 ledger_snapshot ledger() {
   ledger_snapshot s;
@@ -145,8 +157,8 @@ ledger_snapshot ledger() {
   return s;
 }
 
-scoped_ledger::scoped_ledger(device d) : device_(d), start_(ledger(d)) {}
-ledger_counts scoped_ledger::delta() const { return ledger(device_) - start_; }
+scoped_ledger::scoped_ledger(device d, ledger_scope who) : device_(d), who_(who), start_(ledger(d, who)) {}
+ledger_counts scoped_ledger::delta() const { return ledger(device_, who_) - start_; }
 
 namespace detail {
 struct policy_scope {
@@ -241,37 +253,54 @@ void record_transfer(device d, direction dir, std::uint64_t bytes) {
                 << " (" << bytes << " bytes)" << at << "\n";
   }
   call_scope::note_transfer(d, dir == direction::h2d ? 0 : dir == direction::d2h ? 1 : 2, bytes);
+  ledger_counts& t = mine(d);
   switch (dir) {
     case direction::h2d:
       c.h2d_bytes += bytes;
       ++c.h2d_copies;
+      t.h2d_bytes += bytes;
+      ++t.h2d_copies;
       break;
     case direction::d2h:
       c.d2h_bytes += bytes;
       ++c.d2h_copies;
+      t.d2h_bytes += bytes;
+      ++t.d2h_copies;
       break;
     case direction::d2d:
       c.d2d_bytes += bytes;
       ++c.d2d_copies;
+      t.d2d_bytes += bytes;
+      ++t.d2d_copies;
       break;
     case direction::peer:
       c.peer_bytes += bytes;
       ++c.peer_copies;
+      t.peer_bytes += bytes;
+      ++t.peer_copies;
       break;
   }
 }
 
 void record_kernel(device d, std::uint64_t count) {
   slot(d).kernels += count;
+  mine(d).kernels += count;
   call_scope::note_kernels(d, count);
 }
-void forget_kernels(device d, std::uint64_t count) { slot(d).kernels -= count; }
+void forget_kernels(device d, std::uint64_t count) {
+  slot(d).kernels -= count;
+  mine(d).kernels -= count;
+}
 
 void record_stream_chunk(device d, std::uint64_t h2d_bytes, std::uint64_t d2h_bytes) {
   auto& c = slot(d);
   c.streamed_h2d_bytes += h2d_bytes;
   c.streamed_d2h_bytes += d2h_bytes;
   ++c.stream_chunks;
+  ledger_counts& t = mine(d);
+  t.streamed_h2d_bytes += h2d_bytes;
+  t.streamed_d2h_bytes += d2h_bytes;
+  ++t.stream_chunks;
 }
 
 void reset_ledger_peak(device d, std::uint64_t bytes_in_use) { slot(d).peak_bytes = bytes_in_use; }
@@ -281,6 +310,9 @@ void record_allocation(device d, bool pool_hit, std::uint64_t bytes_in_use, std:
   auto& c = slot(d);
   ++c.allocations;
   if (pool_hit) ++c.pool_hits;
+  ledger_counts& t = mine(d);
+  ++t.allocations;
+  if (pool_hit) ++t.pool_hits;
   std::uint64_t peak = c.peak_bytes.load();
   while (bytes_in_use > peak && !c.peak_bytes.compare_exchange_weak(peak, bytes_in_use)) {
   }

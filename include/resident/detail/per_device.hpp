@@ -1,6 +1,10 @@
 #pragma once
 /// @file per_device.hpp
 /// The one per-device table: a T for the CPU and for each CUDA device index resident can address.
+///
+/// Thread safety: the table itself has no lock; its slots exist from construction (no lazy growth), so
+/// looking one up is safe from any thread, and each user makes its T safe: atomics (ledger, pool
+/// figures), a lock around the table (staging slots, properties), or a thread_local table.
 
 #include <array>
 #include <cstddef>

@@ -1,6 +1,10 @@
 #pragma once
 /// @file device.hpp
 /// Where code runs: the CPU or a CUDA device, chosen at run time.
+///
+/// Thread safety: every call here may run concurrently. The device count and the CPU's properties are
+/// read once (function-local statics); GPU properties are cached under a lock. device_scope changes the
+/// calling thread's current device only (CUDA's current device is per thread).
 
 #include <cstddef>
 #include <string>

@@ -1,6 +1,9 @@
 #pragma once
 /// @file event.hpp
 /// Events: points in a stream to wait on and to time between.
+///
+/// Thread safety: an event is one object: synchronize(), wait_on() and elapsed_ms() may run
+/// concurrently with each other, record() and moves need the event to themselves.
 
 #include <chrono>
 

@@ -23,6 +23,11 @@ namespace resident {
 
 /// A captured sequence of work. Move-only; replaying or updating a moved-from graph throws
 /// invalid_argument.
+///
+/// Thread safety: replay() and kernels() may be called on one graph from several threads at once
+/// (replays take turns: CUDA orders them on the device, the CPU runs one at a time). update(), moves
+/// and destruction need the graph to themselves. Captures on different streams may run concurrently
+/// (CUDA captures in thread-local mode; each counts the kernels its own thread issued).
 class graph {
  public:
   /// Records what work() issues on s without running it (CUDA: s must be a created stream, not the
@@ -74,7 +79,7 @@ class graph {
   /// Takes over o's captured work; o is left empty.
   graph(graph&& o) noexcept
       : device_(o.device_), exec_(std::exchange(o.exec_, nullptr)), cpu_work_(std::exchange(o.cpu_work_, {})),
-        kernels_(std::exchange(o.kernels_, 0)), kernels_on_(std::exchange(o.kernels_on_, {})),
+        kernels_(o.kernels_.exchange(0)), kernels_on_(std::exchange(o.kernels_on_, {})),
         cpu_turn_(std::move(o.cpu_turn_)), moved_(std::exchange(o.moved_, true)) {}
   /// Destroys this graph's work and takes over o's; o is left empty.
   graph& operator=(graph&& o) noexcept {
@@ -83,7 +88,7 @@ class graph {
       device_ = o.device_;
       exec_ = std::exchange(o.exec_, nullptr);
       cpu_work_ = std::exchange(o.cpu_work_, {});
-      kernels_ = std::exchange(o.kernels_, 0);
+      kernels_ = o.kernels_.exchange(0);
       kernels_on_ = std::exchange(o.kernels_on_, {});
       cpu_turn_ = std::move(o.cpu_turn_);
       moved_ = std::exchange(o.moved_, true);
@@ -108,7 +113,7 @@ class graph {
         if (kernels_on_[d]) detail::record_kernel(device::cuda(int(d)), kernels_on_[d]);
     } else if (cpu_work_) {
       const cpu_turn::held turn(*cpu_turn_, "replay");
-      scoped_ledger l(device_);
+      scoped_ledger l(device_, ledger_scope::this_thread);  // other threads' kernels meanwhile are not its
       cpu_work_();  // counts its own kernels as it runs them
       kernels_ = l.delta().kernels;
     } else {
@@ -156,7 +161,8 @@ class graph {
     std::vector<scoped_ledger> before;
     std::vector<std::uint64_t> k;
     try {
-      for (int d = 0; d < cuda_device_count(); ++d) before.emplace_back(device::cuda(d));
+      // This thread's counts: kernels other threads launch meanwhile ran, and stay in the ledger.
+      for (int d = 0; d < cuda_device_count(); ++d) before.emplace_back(device::cuda(d), ledger_scope::this_thread);
       work();
       for (std::size_t d = 0; d < before.size(); ++d) {
         k.push_back(before[d].delta().kernels);
@@ -169,15 +175,16 @@ class graph {
     return k;
   }
   void set_kernels(std::vector<std::uint64_t> on) {
-    kernels_ = 0;
-    for (std::uint64_t k : on) kernels_ += k;
+    std::uint64_t all = 0;
+    for (std::uint64_t k : on) all += k;
+    kernels_ = all;
     kernels_on_ = std::move(on);
   }
 
   device device_{};
   void* exec_ = nullptr;
   std::function<void()> cpu_work_;
-  mutable std::uint64_t kernels_ = 0;
+  mutable std::atomic<std::uint64_t> kernels_{0};  // a CPU replay sets it while kernels() may read it
   std::vector<std::uint64_t> kernels_on_;  // by CUDA device index
   std::shared_ptr<cpu_turn> cpu_turn_;     // the CPU's; shared, so that a moved graph keeps it
   bool moved_ = false;

@@ -1,6 +1,10 @@
 #pragma once
 /// @file stream.hpp
 /// Streams: ordered queues of work on one device. On the CPU backend work runs as it is issued.
+///
+/// Thread safety: several threads may issue work on one stream (it runs in the order issued, an order
+/// between threads being theirs to make) and on different streams at once. On the CPU work runs on the
+/// issuing thread as it is issued. A stream object's destruction or move needs it to itself.
 
 #include "resident/device/device.hpp"
 

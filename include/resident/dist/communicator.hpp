@@ -6,6 +6,9 @@
 /// `mpirun` or described by environment variables. Nothing travels through a transport of resident's
 /// own: NCCL moves device memory, MPI host memory, and NCCL's unique id is exchanged by MPI or a file.
 ///
+/// Thread safety: one communicator's collectives are called from one thread at a time (NCCL's and
+/// MPI's rule; see communicator); different communicators may be used from different threads.
+///
 ///   rs::dist::communicator local({rs::device::cuda(0), rs::device::cuda(1)});   // one process, 2 GPUs
 ///   auto world = rs::dist::communicator::from_launcher();                       // mpirun -n 2 prog
 

@@ -21,6 +21,8 @@
 /// (validate, predecessors, device_of), but not add to, order, run, capture or report the flow it is a
 /// stage of (flow_error). A stage that throws ends the run: the stages issued before it stay queued,
 /// the home stream waits for them (wait() covers them), and the flow can run again.
+/// Different flows run concurrently from different threads; each stage's ledger figures (report)
+/// count only the work its running thread issued.
 ///
 /// Several GPUs: a stage runs on the device of the arrays it touches (what it writes, else what it
 /// reads; access::on names one), on that device's streams, with that device current. An edge between

@@ -6,6 +6,10 @@
 ///
 /// Collect over a scope with rs::profile, or over the whole program with RESIDENT_PROFILE=1 (the
 /// report goes to stderr at exit, and as JSON to the file RESIDENT_PROFILE_JSON names).
+///
+/// Thread safety: calls on any thread are collected at once into one process-wide collector, under its
+/// lock (a call that collects nothing reads one atomic word); the calling thread's open call scopes are
+/// thread_local. Several profiles may be open on several threads; each counts every thread's calls.
 
 #include <cstdint>
 #include <iosfwd>

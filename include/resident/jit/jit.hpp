@@ -17,6 +17,12 @@
 /// Compiled kernels are cached in memory (per process) and on disk (cache_directory()), keyed by a hash
 /// of the generated source, the element types, the target (GPU architecture, or the host compiler) and
 /// the compiler and driver versions; a second process loads the first one's kernel without compiling.
+///
+/// Thread safety: chains may be built, compiled and run from several threads at once. The process-wide
+/// cache holds one entry per key under a lock, and a key is compiled once: concurrent callers of the
+/// same key wait for the first one's build (the entry's own lock). Each chain's kernels per element
+/// types and target are looked up under the chain's lock; disk entries are written aside and renamed,
+/// so concurrent processes and threads see a whole entry or none.
 
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,9 @@
 #pragma once
 /// @file config.hpp
 /// Launch configurations: Numba's kernel[blocks, threads] as a value, validated against the device.
+///
+/// Thread safety: validate and the occupancy queries may run concurrently (kernel limits are cached
+/// under a lock); set_programmatic_launch is one atomic switch for the whole process.
 
 #include <cstddef>
 #include <string>

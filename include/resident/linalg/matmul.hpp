@@ -14,6 +14,10 @@
 ///   any     automatic     vendor
 ///
 /// float on every algorithm; double on the CPU algorithms and on vendor. Asynchronous on C's stream.
+///
+/// Thread safety: multiplies may run concurrently from several threads on their own streams. cuBLAS
+/// handles are per thread and device (a handle's stream and math mode are its own, so one shared by
+/// two threads would run one's product on the other's stream).
 
 #include <string>
 

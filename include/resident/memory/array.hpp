@@ -3,6 +3,11 @@
 /// Device-resident arrays (1-D and 2-D) and the explicit transfers that fill and read them.
 /// Nothing moves between host and device unless one of these calls is made; each is counted in the
 /// ledger.
+///
+/// Thread safety: arrays are objects like std::vector. Different arrays may be used from different
+/// threads at once, each on its own stream. One array may be read (to_host, as a pipeline input) from
+/// several threads at once; writing it (a transfer into it, a pipeline output, a move) while another
+/// thread reads or writes it is a data race the library does not order, as on the device.
 
 #include <algorithm>
 #include <concepts>

@@ -1,6 +1,13 @@
 #pragma once
 /// @file ledger.hpp
 /// The ledger: every host<->device transfer, kernel launch and pool allocation, counted per device.
+///
+/// Thread safety: every call may run concurrently from any number of threads. The process-wide counts
+/// are atomics, added to by the thread that issues the work; each thread also keeps its own counts
+/// (ledger_scope::this_thread), so that the process's totals are the sum of every thread's. A
+/// scoped_ledger of the process counts other threads' work done meanwhile; one of this_thread does not.
+/// Transfer policies are per thread (scoped_transfer_policy) over a process default read from the
+/// environment at each transfer.
 
 #include <cstdint>
 #include <iosfwd>
@@ -60,8 +67,12 @@ struct ledger_snapshot {
   std::string json() const;
 };
 
-/// The counts for d since the process started.
-ledger_counts ledger(device d);
+/// Whose work a count covers: every thread's (the process), or the calling thread's alone.
+enum class ledger_scope { process, this_thread };
+
+/// The counts for d since the process started: of every thread, or (ledger_scope::this_thread) of
+/// the work the calling thread issued; peak_bytes is the device's either way (a level, not a count).
+ledger_counts ledger(device d, ledger_scope who = ledger_scope::process);
 /// The counts for every device since the process started.
 ledger_snapshot ledger();
 /// One line per device ("ledger cpu: H2D ..."), each ending with a newline.
@@ -69,16 +80,19 @@ std::ostream& operator<<(std::ostream& os, const ledger_snapshot& s);
 /// The summary line, ending with a newline.
 std::ostream& operator<<(std::ostream& os, const ledger_counts& c);
 
-/// Counts over a region: construction takes a snapshot, delta() returns what happened since.
+/// Counts over a region: construction takes a snapshot, delta() returns what happened since. By
+/// default the region counts every thread's work on the device; ledger_scope::this_thread counts only
+/// what the constructing thread issued (what a region of one thread among several should measure).
 class scoped_ledger {
  public:
-  /// Takes a snapshot of d's counts now.
-  explicit scoped_ledger(device d = default_device());
-  /// d's counts since construction.
+  /// Takes a snapshot of d's counts now (every thread's, or the calling thread's).
+  explicit scoped_ledger(device d = default_device(), ledger_scope who = ledger_scope::process);
+  /// d's counts since construction. With ledger_scope::this_thread, call it on the constructing thread.
   ledger_counts delta() const;
 
  private:
   device device_;
+  ledger_scope who_;
   ledger_counts start_;
 };
 

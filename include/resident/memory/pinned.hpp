@@ -1,6 +1,10 @@
 #pragma once
 /// @file pinned.hpp
 /// Page-locked host memory: what the GPU copies at full bus rate and asynchronously.
+///
+/// Thread safety: allocating and freeing buffers may run concurrently (the driver's and the C
+/// library's allocators are thread-safe); a pinned_buffer is one object like a std::vector: const
+/// calls may run concurrently, anything that writes it (its elements, moves) needs it to itself.
 
 #include <cstddef>
 #include <span>

@@ -2,6 +2,12 @@
 /// @file pool.hpp
 /// Stream-ordered memory pools, one per device: cudaMallocAsync on a device mempool that keeps freed
 /// memory for reuse (no cudaMalloc on the hot path); a caching, 256-byte-aligned host pool on the CPU.
+///
+/// Thread safety: every call may run concurrently from any number of threads. Each device's figures
+/// (bytes in use, peak, counts, limit, caching switch) are atomics; bytes are claimed against the limit
+/// with a compare-and-swap before allocating, so two threads cannot both pass it. The CPU pool's cache
+/// of freed blocks is under one lock; a GPU's pool is the driver's mempool (thread-safe). Environment
+/// variables are read once (RESIDENT_POOL_LIMIT) or at first use of a device's pool.
 
 #include <cstddef>
 #include <cstdint>

@@ -2,6 +2,12 @@
 /// @file transfer.hpp
 /// The byte movers behind every explicit transfer. Each counts itself in the ledger and obeys the
 /// transfer policy. Users call to_device / array::to_host / copy instead.
+///
+/// Thread safety: transfers may run concurrently from any number of threads, on any streams. Staged
+/// pageable transfers take a staging slot of their own (two pinned chunk buffers and their events) from
+/// their device's set, under that set's lock; a slot is held for one whole call and its events make
+/// the next holder wait for the copies still reading or filling its buffers. At most
+/// transfer_tuning::staging_slots slots exist per device: further callers wait for one to come back.
 
 #include <cstddef>
 

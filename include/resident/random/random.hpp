@@ -2,6 +2,9 @@
 /// @file random.hpp
 /// Random numbers generated INTO existing arrays, and as source stages of fused pipelines.
 ///
+/// Thread safety: there is no generator state to share: a stream of numbers is (seed, offset), values
+/// computed from their position. Fills from several threads into different arrays run concurrently.
+///
 /// Counter-based: value i of the stream (seed, offset) depends only on seed and its position
 /// p = (offset + i) mod 2^64. For 32-bit results, p selects Philox block p / 4 and its word p % 4; for
 /// 64-bit results, block p / 2 and words 2(p % 2), 2(p % 2) + 1. Positions wrap, so block numbers do

@@ -21,6 +21,11 @@
 /// returns (its host output is written, its value computed). It touches no device memory of the
 /// caller, so it waits for no other work on the device.
 ///
+/// Thread safety: streamed pipelines may run concurrently from several threads. Each call has its own
+/// streams, device staging, events and host copy threads (a host_copy_pool of its own); only the
+/// per-device cache of page-locked staging buffers is shared, under a lock (a buffer is taken out of
+/// the cache for the call's length).
+///
 /// The file that streams a pipeline on a CUDA device must be compiled by nvcc (as for pipelines).
 
 #include <cstddef>

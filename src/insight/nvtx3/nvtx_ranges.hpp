@@ -2,7 +2,7 @@
 // NVTX ranges in resident's own domain, through the toolkit's header-only NVTX3. Chosen by CMake
 // (RESIDENT_NVTX and the header found); src/insight/no_nvtx/nvtx_ranges.hpp is its twin without NVTX.
 //
-// With no tool attached (Nsight Systems, an injection library) a range costs one load and one branch
+// With no tool attached (Nsight Systems, an injection library) a range costs two loads and branches
 // at its start and at its end: listening() tests NVTX's own entry point before anything is built.
 // The domain, the registered names and the event attributes are made only while a tool listens.
 
@@ -19,19 +19,19 @@ namespace resident::detail::nvtx {
 /// Whether ranges are compiled in.
 inline constexpr bool enabled = true;
 
-/// Whether a range would reach a tool. NVTX's push entry point is its initializer until the first call
-/// (true: that call initializes NVTX), then the attached tool's function, or null when none attached:
-/// NVTX's own wrappers test the same pointer. One load.
+/// Whether a range would reach a tool: NVTX's push entry point, the attached tool's function or null
+/// when none attached (NVTX's own wrappers test the same pointer). NVTX is initialized once first, under
+/// the static's guard: its initialization writes that pointer, which other threads' first ranges read
+/// (a data race when the first ranges of two threads met, NVTX initializing itself lazily). Two loads.
 inline bool listening() noexcept {
+  static const bool initialized = (nvtxInitialize(nullptr), true);
+  (void)initialized;
   return NVTX_VERSIONED_IDENTIFIER(nvtxGlobals).nvtxDomainRangePushEx_impl_fnptr != nullptr;
 }
 
 /// Whether a tool is attached; initializes NVTX first (once per process: it looks for an injection
 /// library through NVTX_INJECTION64_PATH).
-inline bool tool_attached() noexcept {
-  nvtxInitialize(nullptr);
-  return listening();
-}
+inline bool tool_attached() noexcept { return listening(); }
 
 /// The domain "resident", created on first use (while a tool listens).
 inline nvtxDomainHandle_t domain() {
@@ -92,8 +92,8 @@ void push_registered(std::uint64_t bytes = 0) noexcept {
   nvtxDomainRangePushEx(domain(), &a);
 }
 
-/// Closes the calling thread's innermost range. (Listening turns false once at most, when the first
-/// push finds no tool: a range that was pushed is popped, and a pop never goes unmatched to a tool.)
+/// Closes the calling thread's innermost range. (Listening is fixed once NVTX is initialized, before
+/// the first push: a range that was pushed is popped, and a pop never goes unmatched to a tool.)
 inline void pop() noexcept {
   if (!listening()) return;
   nvtxDomainRangePop(domain());

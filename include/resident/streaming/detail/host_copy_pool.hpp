@@ -3,6 +3,10 @@
 /// Worker threads that copy between host buffers in parallel pieces (src/streaming/host_copy_pool.cpp).
 /// A streamed pipeline over pageable host memory stages every chunk through page-locked buffers: these
 /// threads fill and drain them while the calling thread keeps the copy engines and the kernels fed.
+///
+/// Thread safety: each streamed call makes a pool of its own, so no pool is shared between callers. A
+/// pool's queue, counts and jobs are under its one lock (workers copy with it released, each its own
+/// pieces); its submitter is one thread, which the order of jobs assumes.
 
 #include <condition_variable>
 #include <cstddef>

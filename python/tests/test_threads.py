@@ -1,0 +1,120 @@
+"""Python threads calling resident at once, each with data of its own: every value against a float64
+reference, the ledger's totals against the bytes the threads moved, and the GIL released while a long
+call runs (docs/threads.md)."""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import resident as rs
+from _support import GPU
+
+DEVICES = ["cpu"] + (["cuda"] if GPU else [])
+
+
+def run_threads(count, body):
+    """Runs body(i) on `count` threads at once; re-raises the first failure."""
+    errors = [None] * count
+    start = threading.Barrier(count)
+
+    def wrapped(i):
+        try:
+            start.wait()
+            body(i)
+        except BaseException as e:  # noqa: BLE001 (handed to the main thread)
+            errors[i] = e
+
+    threads = [threading.Thread(target=wrapped, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for e in errors:
+        if e is not None:
+            raise e
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_threads_get_their_own_values_back(device):
+    threads, rounds = 6, 5
+    before = rs.ledger().get(device if device == "cpu" else "cuda:0", {})
+    moved = [0] * threads
+
+    def body(i):
+        g = np.random.default_rng(1000 + i)
+        p = rs.op.affine(1.5, 0.5) | rs.op.square()
+        for r in range(rounds):
+            n = 20000 + 3001 * i + 17 * r  # distinct sizes: a mix-up cannot line up
+            h = g.uniform(-2, 2, n).astype(np.float32)
+            x = rs.to_device(h, device=device)
+            assert np.array_equal(x.to_host(), h), f"thread {i} round {r}: the round trip changed the data"
+            p(x)
+            got = x.to_host()
+            want = np.square(np.float32(1.5) * h.astype(np.float64) + 0.5)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"thread {i} round {r}")
+            s = float(rs.sum(x))
+            assert abs(s - float(np.sum(got.astype(np.float64)))) <= 1e-4 * max(1.0, abs(s)), f"thread {i}"
+            moved[i] += 3 * n * 4
+
+    run_threads(threads, body)
+    rs.synchronize(device)
+    after = rs.ledger()[device if device == "cpu" else "cuda:0"]
+    up = after["h2d_bytes"] - before.get("h2d_bytes", 0)
+    down = after["d2h_bytes"] - before.get("d2h_bytes", 0)
+    assert up == sum(m // 3 for m in moved), "the ledger's uploads are not the sum of the threads' own"
+    # Downloads: two arrays a round, and at most a few bytes of each sum's value.
+    assert 0 <= down - sum(2 * m // 3 for m in moved) <= 64 * threads * rounds
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_threads_fill_and_multiply_their_own_arrays(device):
+    threads = 4
+    fills = [None] * threads
+
+    def body(i):
+        g = np.random.default_rng(2000 + i)
+        m, k, n = 17 + i, 23 + 2 * i, 9 + 3 * i
+        a = g.uniform(-1, 1, (m, k)).astype(np.float32)
+        b = g.uniform(-1, 1, (k, n)).astype(np.float32)
+        c = rs.matmul(rs.to_device(a, device=device), rs.to_device(b, device=device)).to_host()
+        np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-5 * k)
+        x = rs.empty(50000 + i, device=device)
+        rs.random.fill_uniform(x, seed=77 + i)
+        fills[i] = x.to_host()
+        assert fills[i].min() >= 0 and fills[i].max() < 1
+
+    run_threads(threads, body)
+    # The same seeds again on one thread: the values each thread got were its own stream's.
+    for i in range(threads):
+        x = rs.empty(50000 + i, device=device)
+        rs.random.fill_uniform(x, seed=77 + i)
+        assert np.array_equal(x.to_host(), fills[i]), f"thread {i} got another stream's numbers"
+
+
+def test_the_gil_is_released_during_a_long_call():
+    # A program over a large array on the CPU: while it runs, the main thread keeps running Python.
+    n = 1 << 23
+    x = rs.to_device(np.linspace(-1, 1, n, dtype=np.float32), device="cpu")
+    p = rs.op.sin() | rs.op.cos() | rs.op.exp() | rs.op.sqrt() | rs.op.log() | rs.op.tanh()
+    span = {}
+
+    def work():
+        for _ in range(8):
+            t0 = time.perf_counter()
+            p(x)
+            t1 = time.perf_counter()
+            if t1 - t0 > span.get("t1", 0) - span.get("t0", 0):
+                span["t0"], span["t1"] = t0, t1
+
+    t = threading.Thread(target=work)
+    ticks = []
+    t.start()
+    while t.is_alive():
+        ticks.append(time.perf_counter())
+    t.join()
+    t0, t1 = span["t0"], span["t1"]
+    if t1 - t0 < 0.02:
+        pytest.skip(f"the longest call took {1e3 * (t1 - t0):.1f} ms: too short to tell")
+    inside = sum(1 for s in ticks if t0 < s < t1)
+    assert inside > 10, f"the main thread ran {inside} times during a {1e3 * (t1 - t0):.0f} ms call: the GIL was held"
