@@ -132,7 +132,11 @@ std::ostream& operator<<(std::ostream& os, const ledger_snapshot& s) {
 }
 
 // Read without slot(): reading a device's counts does not make it a used device of the snapshot.
-ledger_counts ledger(device d) { return read(table()[d]); }
+ledger_counts ledger(device d) {
+  auto& counts = table()[d];  // an index beyond the table first: invalid_argument
+  require(d);                 // then a device this machine lacks: device_unavailable, never zeros
+  return read(counts);
+}
 
 ledger_snapshot ledger() {
   ledger_snapshot s;
