@@ -54,6 +54,10 @@ planted() {  # planted BINARY
 step configure cmake -S . -B "$build" -G Ninja -DRESIDENT_CUDA=ON -DCMAKE_BUILD_TYPE=Release
 step build cmake --build "$build" -j "$jobs"
 step tests ctest --test-dir "$build" --output-on-failure
+# The trust boundaries on the GPU (forged cubins, the rendezvous file) and the profile's report of a
+# whole program, its time after the work printed (docs/security.md, tests/insight/test_profile_exit.cpp).
+step trust "$build/tests/test_security"
+step profile_exit "$build/tests/test_profile_exit" --gtest_filter='*/cuda'
 # The Python package with the CUDA backend, and its pytest suite with torch, cupy and numba there.
 python_check() {
   python3 -m pip install -q --no-build-isolation --no-deps . -Ccmake.define.RESIDENT_CUDA=ON \

@@ -177,11 +177,11 @@ open(f"{sys.argv[1]}/rank{c.rank}.txt", "w").write(line)
 
 @gpu
 def test_a_rank_that_never_arrives_is_a_typed_timeout(tmp_path):
-    # Rank 1 of 2 alone: rank 0 never writes the rendezvous file.
-    r = launched({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "1", "RESIDENT_RENDEZVOUS": str(tmp_path / "rdv")}, "3")
+    # Rank 1 of 2 alone, as on a second host (its GPU 0): rank 0 never writes the rendezvous file.
+    r = launched({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "RESIDENT_RENDEZVOUS": str(tmp_path / "rdv")}, "3")
     assert r.returncode != 0 and "Timeout" in r.stderr, r.stderr
     # Rank 0 of 2 alone: NCCL's join is aborted after the timeout.
-    r = launched({"RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "1", "RESIDENT_RENDEZVOUS": str(tmp_path / "rdv0")}, "3")
+    r = launched({"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "RESIDENT_RENDEZVOUS": str(tmp_path / "rdv0")}, "3")
     assert r.returncode != 0 and "Timeout" in r.stderr, r.stderr
 
 

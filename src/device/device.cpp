@@ -42,6 +42,8 @@ std::string cuda_unavailable_reason() {
 
 void require(device d) {
   if (d.is_cpu()) return;
+  if (d.index() < 0)
+    RESIDENT_FAIL("device " + d.name() + " does not exist: CUDA device indices start at 0", device_unavailable);
   int n = cuda_device_count();
   if (n == 0)
     RESIDENT_FAIL("device " + d.name() + " is not available: " + cuda_unavailable_reason() +

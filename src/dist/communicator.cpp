@@ -5,11 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <thread>
 #include <unistd.h>
 
 #include "resident/detail/cuda_runtime.hpp"
+#include "resident/detail/files.hpp"
 #include "resident/dist/detail/mpi.hpp"
 #include "resident/dist/detail/nccl.hpp"
 #include "resident/error.hpp"
@@ -101,27 +101,32 @@ int parse_count(const char* name, const char* text, int low) {
 // Rank 0 writes NCCL's unique id into `path` (whole, by a rename); the others wait for it.
 constexpr char magic[9] = "resident";
 
+// Written 0600 (the id lets a process join the job's NCCL communicator), through the one file writer:
+// a FIFO, device or directory at the path is refused by name, a planted link is never followed.
 void publish_id(const std::string& path, const nccl::unique_id& id) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(magic, 8);
-    f.write(id.data(), std::streamsize(id.size()));
-    if (!f) RESIDENT_FAIL("RESIDENT_RENDEZVOUS: cannot write '" + tmp + "': give a path in a writable folder that all ranks see");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) RESIDENT_FAIL("RESIDENT_RENDEZVOUS: cannot create '" + path + "': " + ec.message());
+  std::string bytes(magic, 8);
+  bytes.append(id.data(), id.size());
+  if (std::string why = resident::detail::try_write_file_atomically(path, bytes, resident::detail::file_access::secret); !why.empty())
+    RESIDENT_FAIL("RESIDENT_RENDEZVOUS: cannot write '" + path + "': " + why +
+                  " (give a path, fresh for each job, in a folder all ranks see)");
 }
 
+// Rank 0's file is opened O_NOFOLLOW | O_NONBLOCK and must be a regular file: a FIFO or device at the
+// path is a typed error at once, not a wait past the timeout.
 nccl::unique_id receive_id(const std::string& path, std::chrono::milliseconds timeout) {
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
-    std::ifstream f(path, std::ios::binary);
-    char head[8];
-    nccl::unique_id id{};
-    if (f.read(head, 8) && std::equal(head, head + 8, magic) && f.read(id.data(), std::streamsize(id.size())))
-      return id;
+    if (auto kind = resident::detail::kind_at(path); kind && !kind->empty())
+      RESIDENT_FAIL("RESIDENT_RENDEZVOUS: '" + path + "' is " + *kind + ", not a regular file; give a fresh file "
+                    "path that rank 0 creates");
+    std::string why;
+    if (auto bytes = resident::detail::read_regular_file(path, 8 + sizeof(nccl::unique_id), &why)) {
+      nccl::unique_id id{};
+      if (bytes->size() == 8 + id.size() && std::equal(bytes->begin(), bytes->begin() + 8, magic)) {
+        std::copy(bytes->begin() + 8, bytes->end(), id.begin());
+        return id;
+      }
+    }
     if (std::chrono::steady_clock::now() - start > timeout)
       RESIDENT_FAIL("RESIDENT_RENDEZVOUS: rank 0 did not write '" + path + "' within " +
                     std::to_string(timeout.count()) + " ms; is rank 0 running, with the same path?");
@@ -183,6 +188,10 @@ communicator communicator::from_launcher(std::optional<device> d, std::chrono::m
     const char* l = detail::first_env({"RESIDENT_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"}, &local_name);
     local = l ? detail::parse_count(local_name, l, 0) : rank;
     s->how = launcher::environment;
+  } else if (const char* r = detail::first_env({"RESIDENT_RANK"})) {
+    // A rank without a world size would quietly be a world of one, each process on its own.
+    RESIDENT_FAIL(std::string(rank_name) + " is '" + r + "' but no world size is set: set RESIDENT_WORLD_SIZE "
+                  "too (the number of ranks), or unset " + rank_name + " for a world of one");
   }
   // A GPU per rank of this host, or the CPU for all of them: NCCL refuses two ranks on one GPU, and a
   // world mixes no GPU ranks with CPU ranks.
@@ -199,8 +208,11 @@ communicator communicator::from_launcher(std::optional<device> d, std::chrono::m
   if (s->cpu) {
     RESIDENT_EXPECTS(size == 1 || s->how == launcher::mpi,
                      "communicator: " + std::to_string(size) + " CPU ranks in separate processes combine through "
-                     "MPI: build resident with MPI (libopenmpi-dev) and start the program with mpirun, or give each "
-                     "rank a GPU");
+                     "MPI: " + (mpi::available() ? std::string("this build has MPI; start the program with mpirun "
+                                                               "(not through " + std::string(size_name) + ")")
+                                                 : std::string("build resident with MPI (libopenmpi-dev) and start "
+                                                               "the program with mpirun")) +
+                         ", or give each rank a GPU");
     return communicator(std::move(s));
   }
   // One GPU per process: it becomes the process's current device, so that work on its default stream

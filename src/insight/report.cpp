@@ -1,19 +1,14 @@
 // The profile's report: the table, the JSON, and the advice drawn from measured conditions.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include <fcntl.h>
-#include <unistd.h>
 
+#include "resident/detail/files.hpp"
 #include "resident/error.hpp"
 #include "resident/insight/profile.hpp"
 #include "resident/memory/ledger.hpp"
@@ -329,43 +324,15 @@ std::string profile_report::json() const {
   return os.str();
 }
 
-// Written to a file of its own in the same folder, then renamed over the path: a reader, or another
-// process saving to the same path (ranks of one job share RESIDENT_PROFILE_JSON), sees the previous
-// document or the new one, never a truncated one, and a write that fails leaves the previous file.
+// Written through the one file writer (resident/detail/files.hpp): a regular file only (a device node
+// or FIFO at the path is refused, never replaced), aside in the same folder, then renamed over the
+// path, so a reader, or another process saving to the same path (ranks of one job share
+// RESIDENT_PROFILE_JSON), sees the previous document or the new one, and a failed write keeps the
+// previous file.
 void profile_report::save_json(const std::string& path) const {
-  namespace fs = std::filesystem;
-  const auto refuse = [&](const std::string& why) {
-    RESIDENT_FAIL("could not write the profile to '" + path + "': " + why);
-  };
   RESIDENT_EXPECTS(!path.empty(), "could not write the profile: the path is empty; give a file name");
-  std::error_code ec;
-  if (fs::is_directory(path, ec))
-    refuse("it is a directory; give a file name inside it, e.g. '" + (fs::path(path) / "profile.json").string() + "'");
-  const fs::path folder = fs::path(path).parent_path();
-  if (!folder.empty() && !fs::is_directory(folder, ec))
-    refuse("the folder '" + folder.string() + "' does not exist; create it or choose another path");
-  static std::atomic<unsigned> serial{0};
-  const std::string temp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
-  const std::string text = json() + "\n";
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) refuse(std::string(std::strerror(errno)) + "; choose another path");
-  std::size_t done = 0;
-  int error = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      error = n < 0 ? errno : EIO;
-      break;
-    }
-    done += std::size_t(n);
-  }
-  if (::close(fd) != 0 && error == 0) error = errno;
-  if (error == 0 && ::rename(temp.c_str(), path.c_str()) != 0) error = errno;
-  if (error != 0) {
-    ::unlink(temp.c_str());
-    refuse(std::string(std::strerror(error)) + "; choose another path");
-  }
+  if (std::string why = detail::try_write_file_atomically(path, json() + "\n"); !why.empty())
+    RESIDENT_FAIL("could not write the profile to '" + path + "': " + why);
 }
 
 std::ostream& operator<<(std::ostream& os, const profile_report& r) { return os << r.table(); }

@@ -71,16 +71,12 @@ std::size_t size_of(element t) noexcept;
 
 /// A 128-bit hash of text as 32 hex digits.
 std::string hash_hex(const std::string& text);
-/// Reads the disk entry `<key><suffix>` verified by its header (key and payload hash); false when
-/// absent; counts and removes an unusable one.
+/// Reads the disk entry `<key><suffix>` of the cache folder, verified (this user's regular file, no
+/// larger than a bound, its MAC under the folder's key) before anything uses it; false when absent;
+/// counts and removes one that fails.
 bool read_entry(const std::string& key, const char* suffix, std::string* payload);
-/// Writes the disk entry atomically (temporary file, then rename); failures leave the cache as it was.
+/// Writes the disk entry atomically (aside, then renamed); failures leave the cache as it was.
 void write_entry(const std::string& key, const char* suffix, const std::string& payload);
-/// The path of a plain disk file `<key><suffix>` in the cache folder ("" when the cache is off).
-std::string entry_path(const std::string& key, const char* suffix);
-/// A fresh temporary path next to the cache's entries (or in the system's temporary folder), for
-/// write_entry's atomic rename.
-std::string temporary_path(const std::string& key, const char* suffix);
 /// Counts for stats().
 void count_compiled();
 void count_disk_load();

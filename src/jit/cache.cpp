@@ -1,7 +1,15 @@
 // The compile cache: in memory (one entry per key, built once while concurrent callers wait) and on
-// disk (one file per key, written to a temporary file and renamed into place, so several processes may
-// fill the folder at once and a reader sees a whole entry or none).
+// disk (one file per key, written aside and renamed into place, so several processes may fill the
+// folder at once and a reader sees a whole entry or none).
+//
+// The disk cache holds code this process will run, so it trusts only what this user made: the folder
+// is created 0700 and refused when another user owns it or others may write it (a warning once, and a
+// private folder for the process instead); every entry is opened O_NOFOLLOW | O_NONBLOCK, must be a
+// regular file of this user's no larger than max_entry_bytes, and carries an HMAC-SHA256 of its key
+// and bytes under a per-user key kept 0600 in the folder. It is verified before anything loads it:
+// a failed check is a miss, counted as rejected, and the entry is compiled again.
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,14 +18,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <random>
-#include <sstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "jit/backend.hpp"
+#include "resident/detail/files.hpp"
+#include "resident/detail/hmac.hpp"
 
 namespace resident::jit {
+
+namespace rd = ::resident::detail;  // files.hpp, hmac.hpp
 
 namespace {
 std::atomic<std::uint64_t> n_compiled{0}, n_disk{0}, n_memory{0}, n_rejected{0};
@@ -29,20 +42,99 @@ struct entry_slot {
 std::mutex table_mutex;
 std::unordered_map<std::string, std::shared_ptr<entry_slot>> table;
 
+// Makes the missing folders of path, each new one 0700 (an existing one is left as it is and judged
+// below).
 bool make_folders(const std::string& path) {
   for (std::size_t i = 1; i <= path.size(); ++i) {
     if (i < path.size() && path[i] != '/') continue;
     const std::string part = path.substr(0, i);
-    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) return false;
+    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return false;
   }
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// "RSJIT1 <key> <payload hash> <payload bytes>\n" then the payload.
-std::string header(const std::string& key, const std::string& payload) {
-  return "RSJIT1 " + key + " " + detail::hash_hex(payload) + " " + std::to_string(payload.size()) + "\n";
+// The largest entry read: a kernel's object is kilobytes to a few megabytes; a link to /dev/zero or a
+// planted huge file is refused before it is read.
+constexpr std::size_t max_entry_bytes = std::size_t(64) << 20;
+constexpr std::size_t key_bytes = 32;
+
+// An open cache folder: its descriptor (every entry is opened relative to it, so renaming the path
+// behind it redirects nothing) and this user's key for the entries' MACs.
+struct folder {
+  int fd = -1;
+  std::string path, key;
+};
+
+// Why the folder open at fd is not this user's alone, or "".
+std::string untrusted(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return std::strerror(errno);
+  if (st.st_uid != ::geteuid()) return "it belongs to user " + std::to_string(st.st_uid) + ", not to this user";
+  if ((st.st_mode & 022) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+    return std::string("other users may write it (mode ") + mode + ")";
+  }
+  return "";
 }
+
+// The folder's key: read, or made 0600 when absent (linked into place, so that of several processes
+// making one at once every one reads the same key). "" with *why when the folder takes no files;
+// *bad when a key is there but is not this user's private key.
+std::string folder_key(int fd, std::string* why, bool* bad) {
+  std::string reason;
+  struct stat st {};
+  if (auto k = rd::read_private_file_at(fd, "key", 4 * key_bytes, &reason)) {
+    const bool others = ::fstatat(fd, "key", &st, AT_SYMLINK_NOFOLLOW) != 0 || (st.st_mode & 077) != 0;
+    if (k->size() == key_bytes && !others) return *k;
+    reason = others ? "others may read it" : "it holds " + std::to_string(k->size()) + " bytes, not " + std::to_string(key_bytes);
+  }
+  if (::fstatat(fd, "key", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    *bad = true;
+    *why = "its key file is not this user's private key (" + reason + ")";
+    return "";
+  }
+  std::string key(key_bytes, '\0');
+  if (::getrandom(key.data(), key.size(), 0) != ssize_t(key.size())) {
+    *why = "no random bytes for a key";
+    return "";
+  }
+  const std::string temp = "key.new-" + std::to_string(::getpid()) + "-" + std::to_string(::gettid());
+  if (std::string w = rd::try_write_file_atomically_at(fd, temp, key, rd::file_access::secret); !w.empty()) {
+    *why = w;
+    return "";
+  }
+  const bool linked = ::linkat(fd, temp.c_str(), fd, "key", 0) == 0 || errno == EEXIST;
+  ::unlinkat(fd, temp.c_str(), 0);
+  if (!linked) {
+    *why = std::strerror(errno);
+    return "";
+  }
+  auto k = rd::read_private_file_at(fd, "key", 4 * key_bytes, &reason);
+  if (k && k->size() == key_bytes) return *k;
+  *bad = true;
+  *why = "its key file is not this user's private key (" + reason + ")";
+  return "";
+}
+
+// Opens dir as a cache folder: nullopt when it cannot be one (the disk cache is then off); *refused
+// names why when it exists but is not private.
+std::optional<folder> open_folder(const std::string& dir, std::string* refused) {
+  if (dir.empty() || !make_folders(dir)) return std::nullopt;
+  folder f;
+  f.path = dir;
+  f.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (f.fd < 0) return std::nullopt;
+  std::string why = untrusted(f.fd);
+  bool bad = !why.empty();
+  if (!bad) f.key = folder_key(f.fd, &why, &bad);
+  if (!f.key.empty()) return f;
+  ::close(f.fd);
+  if (bad) *refused = why;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string cache_directory() {
@@ -84,57 +176,80 @@ std::string hash_hex(const std::string& text) {
   return buf;
 }
 
-std::string entry_path(const std::string& key, const char* suffix) {
-  const std::string dir = cache_directory();
-  if (dir.empty() || !make_folders(dir)) return "";
-  return dir + "/" + key + suffix;
-}
+namespace {
 
-std::string temporary_path(const std::string& key, const char* suffix) {
-  static std::atomic<std::uint64_t> serial{0};
-  std::random_device rd;
-  const std::string unique = "tmp-" + key + "-" + std::to_string(::getpid()) + "-" + std::to_string(serial++) + "-" +
-                             std::to_string(rd()) + suffix;
-  const std::string dir = cache_directory();
-  if (!dir.empty() && make_folders(dir)) return dir + "/" + unique;
-  const char* t = std::getenv("TMPDIR");
-  return std::string(t && *t ? t : "/tmp") + "/resident-jit-" + unique;
-}
+std::mutex folders_mutex;
+std::map<std::string, std::optional<folder>> folders;  // by the path cache_directory() gave
+std::set<std::string> warned;
+std::unique_ptr<rd::private_dir> fallback;  // removed at exit with what it holds
 
-bool read_entry(const std::string& key, const char* suffix, std::string* payload) {
-  const std::string path = entry_path(key, suffix);
-  if (path.empty()) return false;
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::stringstream all;
-  all << f.rdbuf();
-  const std::string s = all.str();
-  const auto nl = s.find('\n');
-  if (nl != std::string::npos) {
-    std::string body = s.substr(nl + 1);
-    if (s.substr(0, nl + 1) == header(key, body)) {
-      *payload = std::move(body);
-      return true;
+// The cache folder of cache_directory() now, opened and judged once per path (again when it has been
+// removed since); null when the disk cache is off.
+const folder* current_folder() {
+  const std::string dir = cache_directory();
+  if (dir.empty()) return nullptr;
+  std::lock_guard<std::mutex> lock(folders_mutex);
+  if (auto it = folders.find(dir); it != folders.end()) {
+    struct stat st {};
+    if (!it->second) return nullptr;
+    if (::fstat(it->second->fd, &st) == 0 && st.st_nlink > 0) return &*it->second;
+    ::close(it->second->fd);
+    folders.erase(it);
+  }
+  std::string refused;
+  std::optional<folder> f = open_folder(dir, &refused);
+  if (!f && !refused.empty()) {
+    if (warned.insert(dir).second)
+      std::cerr << "resident: warning: the kernel cache folder '" << dir << "' is refused: " << refused
+                << ". Kernels are cached in a private folder for this process only; make the folder yours and "
+                   "private (chmod 700) or set RESIDENT_JIT_CACHE to one that is (docs/security.md)\n";
+    try {
+      if (!fallback) fallback = std::make_unique<rd::private_dir>("resident-jit");
+      std::string again;
+      f = open_folder(fallback->path(), &again);
+    } catch (const error&) {  // no temporary folder either: the disk cache is off
     }
   }
-  count_rejected();  // truncated or overwritten: it is rewritten by this process's compile
-  ::unlink(path.c_str());
+  auto& slot = folders[dir] = std::move(f);
+  return slot ? &*slot : nullptr;
+}
+
+// "RSJIT2 <key> <MAC> <payload bytes>\n": the MAC is HMAC-SHA256 of the entry's name and payload under
+// the folder's key, so an entry is this user's for this key, whole, or refused.
+std::string header(const folder& f, const std::string& name, const std::string& payload) {
+  const std::string mac = rd::hex(rd::hmac_sha256(f.key, name + "\n" + std::to_string(payload.size()) + "\n" + payload));
+  return "RSJIT2 " + name + " " + mac + " " + std::to_string(payload.size()) + "\n";
+}
+
+}  // namespace
+
+bool read_entry(const std::string& key, const char* suffix, std::string* payload) {
+  const folder* f = current_folder();
+  if (!f) return false;
+  const std::string name = key + suffix;
+  std::string why;
+  std::optional<std::string> s = rd::read_private_file_at(f->fd, name, max_entry_bytes, &why);
+  if (!s && why == "it does not exist") return false;
+  if (s) {
+    if (const auto nl = s->find('\n'); nl != std::string::npos) {
+      std::string body = s->substr(nl + 1);
+      if (rd::equal_in_constant_time(std::string_view(*s).substr(0, nl + 1), header(*f, name, body))) {
+        *payload = std::move(body);
+        return true;
+      }
+    }
+  }
+  count_rejected();  // not this user's, not a regular file, truncated or forged: compiled and rewritten
+  ::unlinkat(f->fd, name.c_str(), 0);
   return false;
 }
 
 void write_entry(const std::string& key, const char* suffix, const std::string& payload) {
-  const std::string path = entry_path(key, suffix);
-  if (path.empty()) return;
-  const std::string tmp = temporary_path(key, suffix);
-  bool whole = false;
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return;  // a folder that takes no files: the disk cache is off
-    f << header(key, payload) << payload;
-    f.close();
-    whole = bool(f);  // a full disk fails the write or the close
-  }
-  if (!whole || std::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
+  const folder* f = current_folder();
+  if (!f) return;
+  const std::string name = key + suffix;
+  // A failure (a full disk, a folder that takes no files) leaves the cache as it was.
+  (void)rd::try_write_file_atomically_at(f->fd, name, header(*f, name, payload) + payload, rd::file_access::secret);
 }
 
 std::shared_ptr<loaded> cached(const std::string& key, const std::function<std::shared_ptr<loaded>()>& make) {

@@ -2,21 +2,17 @@
 // into a shared object, loaded with dlopen, its range function run by the library's CPU loop.
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include <memory>
 
 #include "jit/backend.hpp"
+#include "resident/detail/files.hpp"
 #include "resident/launch/launch.hpp"
 #include "resident/memory/ledger.hpp"
-
-extern char** environ;
 
 namespace resident::jit::detail {
 namespace {
@@ -46,58 +42,25 @@ struct host_compiler {
 };
 
 std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
+  return resident::detail::read_regular_file(path, std::size_t(1) << 30).value_or("");
 }
 
-// A fresh private folder for one compile's files: in $TMPDIR, /tmp, or the cache folder, the first that
-// takes one (so a cache folder that takes no files, or is full, leaves the compile alone).
-// @throws device_unavailable when none does.
+// A fresh private folder (0700, in $TMPDIR or /tmp) for one compile's files, removed on every path out.
+// @throws device_unavailable when no temporary folder takes one.
 struct scratch {
-  std::string dir;
-  scratch() {
-    std::vector<std::string> bases;
-    if (const char* t = std::getenv("TMPDIR"); t && *t) bases.push_back(t);
-    bases.push_back("/tmp");
-    if (const std::string c = cache_directory(); !c.empty()) bases.push_back(c);
-    for (const auto& b : bases) {
-      std::string tmpl = b + "/resident-jit-XXXXXX";
-      if (::mkdtemp(tmpl.data())) {
-        dir = tmpl;
-        return;
-      }
-    }
-    RESIDENT_FAIL("jit: no folder takes the compiler's files (tried $TMPDIR, /tmp and the cache folder '" +
-                      cache_directory() + "'); set TMPDIR to a writable folder", device_unavailable);
+  std::unique_ptr<resident::detail::private_dir> dir;
+  scratch() try : dir(std::make_unique<resident::detail::private_dir>("resident-jit")) {
+  } catch (const error& e) {
+    RESIDENT_FAIL(std::string("jit: no folder takes the compiler's files: ") + e.what(), device_unavailable);
   }
-  ~scratch() {
-    for (const char* f : {"/k.cpp", "/k.so", "/k.log"}) ::unlink((dir + f).c_str());
-    ::rmdir(dir.c_str());
-  }
-  std::string file(const char* name) const { return dir + "/" + name; }
-  scratch(const scratch&) = delete;
-  scratch& operator=(const scratch&) = delete;
+  std::string file(const char* name) const { return dir->file(name); }
 };
 
-// Runs argv with stdout and stderr into log_path; returns the exit status (-1 when it could not start).
-int run_tool(const std::vector<std::string>& argv, const std::string& log_path) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+// Runs argv (no shell); returns the exit status (-1 when it could not start) and its output in *log.
+int run_tool(const std::vector<std::string>& argv, std::string* log) {
+  resident::detail::program_result r = resident::detail::run_program(argv);
+  *log = std::move(r.output);
+  return r.status;
 }
 
 const host_compiler& compiler() {
@@ -106,10 +69,8 @@ const host_compiler& compiler() {
     const std::string recorded = RESIDENT_JIT_HOST_CXX;  // the compiler CMake found for the library
     if (const char* e = std::getenv("RESIDENT_JIT_CXX"); e && *e) cxx = e;
     else if (!recorded.empty() && ::access(recorded.c_str(), X_OK) == 0) cxx = recorded;
-    const scratch tmp;
-    const std::string log = tmp.file("k.log");
-    const int rc = run_tool({cxx, "--version"}, log);
-    const std::string v = read_file(log);
+    std::string v;
+    const int rc = run_tool({cxx, "--version"}, &v);
     if (rc != 0)
       RESIDENT_FAIL("jit: the host compiler '" + cxx + "' cannot be run (" + (rc < 0 ? "not found" : v) +
                         "); set RESIDENT_JIT_CXX to a C++ compiler", device_unavailable);
@@ -143,18 +104,16 @@ std::shared_ptr<host_kernel> open_kernel(const std::string& path, const std::str
 }
 
 bool write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << bytes;
-  f.close();
-  return bool(f);
+  return resident::detail::try_write_file_atomically(path, bytes, resident::detail::file_access::secret).empty();
 }
 
-// The disk entry holds the object's bytes behind a header with their hash (read_entry checks it), and
-// is loaded from a private copy: a truncated or damaged entry is never mapped (mapping one can fault),
-// and the cache folder need not take files for the kernel to load.
+// The disk entry holds the object's bytes behind a header with their MAC (read_entry checks it before
+// anything here sees them), and is loaded from a private copy in a 0700 folder of this process: what
+// was checked is what dlopen maps (nothing can swap the entry between the check and the load), a
+// truncated or damaged entry is never mapped, and the cache folder need not take files.
 std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::string& source) {
   const scratch tmp;
-  const std::string src = tmp.file("k.cpp"), obj = tmp.file("k.so"), log = tmp.file("k.log");
+  const std::string src = tmp.file("k.cpp"), obj = tmp.file("k.so");
   std::string why;
   if (std::string image; read_entry(key, ".so", &image)) {
     if (write_file(obj, image))
@@ -171,8 +130,8 @@ std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::strin
   std::vector<std::string> argv{cc.cxx};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {src, "-o", obj});
-  const int rc = run_tool(argv, log);
-  const std::string text = read_file(log);
+  std::string text;
+  const int rc = run_tool(argv, &text);
   if (rc < 0) RESIDENT_FAIL("jit: the host compiler '" + cc.cxx + "' cannot be run; set RESIDENT_JIT_CXX", device_unavailable);
   if (rc != 0)
     throw compile_error("jit: the chain did not compile (host compiler " + cc.cxx + "; line numbers count each "

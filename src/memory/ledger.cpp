@@ -139,7 +139,9 @@ std::ostream& operator<<(std::ostream& os, const ledger_snapshot& s) {
 
 // Read without slot(): reading a device's counts does not make it a used device of the snapshot.
 ledger_counts ledger(device d, ledger_scope who) {
-  ledger_counts c = read(table()[d]);
+  auto& counts = table()[d];  // an index beyond the table first: invalid_argument
+  require(d);                 // then a device this machine lacks: device_unavailable, never zeros
+  ledger_counts c = read(counts);
   if (who == ledger_scope::process) return c;
   ledger_counts t = mine(d);
   t.peak_bytes = c.peak_bytes;

@@ -3,8 +3,10 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <deque>
 #include <iostream>
 #include <limits>
+#include <list>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -111,6 +113,9 @@ void mark_live(void* p, std::size_t bytes, std::size_t r) {
 }
 
 // The CPU pool caches freed blocks by their rounded size and hands them out again for the same size.
+// It keeps at most host_pool_release_threshold bytes cached: past that, the blocks freed longest ago go
+// back to the system first (the block just freed always stays, so one large array freed and made
+// again in a loop is still a hit). trim() returns everything.
 class host_pool {
  public:
   host_pool() = default;
@@ -126,8 +131,10 @@ class host_pool {
       std::lock_guard lock(m_);
       auto it = free_.find(r);
       if (it != free_.end() && !it->second.empty()) {
-        void* p = it->second.back();
+        const auto block = it->second.back();  // the most recently freed of this size
         it->second.pop_back();
+        void* p = block->second;
+        age_.erase(block);
         cached_ -= r;
         *hit = true;
         mark_live(p, bytes, r);
@@ -152,18 +159,30 @@ class host_pool {
     }
     std::lock_guard lock(m_);
     ASAN_POISON_MEMORY_REGION(p, r);
-    free_[r].push_back(p);
+    free_[r].push_back(age_.insert(age_.end(), {r, p}));
     cached_ += r;
+    // Past the threshold, the oldest cached blocks go back. Within one size, blocks are cached and
+    // taken from the back, so the oldest of a size is its list's front.
+    while (cached_ > host_pool_release_threshold && age_.size() > 1) {
+      const auto [size, old] = age_.front();
+      auto& same = free_[size];
+      same.pop_front();
+      if (same.empty()) free_.erase(size);
+      age_.pop_front();
+      ASAN_UNPOISON_MEMORY_REGION(old, size);
+      std::free(old);
+      cached_ -= size;
+      reserved_ -= size;
+    }
   }
   void trim() {
     std::lock_guard lock(m_);
-    for (auto& [r, v] : free_) {
-      for (void* p : v) {
-        ASAN_UNPOISON_MEMORY_REGION(p, r);
-        std::free(p);
-      }
-      reserved_ -= r * v.size();
+    for (const auto& [r, p] : age_) {
+      ASAN_UNPOISON_MEMORY_REGION(p, r);
+      std::free(p);
+      reserved_ -= r;
     }
+    age_.clear();
     free_.clear();
     cached_ = 0;
   }
@@ -177,8 +196,10 @@ class host_pool {
   }
 
  private:
+  using block_list = std::list<std::pair<std::size_t, void*>>;  // (rounded size, block), oldest first
   std::mutex m_;
-  std::map<std::size_t, std::vector<void*>> free_;
+  block_list age_;
+  std::map<std::size_t, std::deque<block_list::iterator>> free_;  // per size, oldest first
   std::size_t cached_ = 0;
   std::atomic<std::size_t> reserved_{0};
 };

@@ -36,6 +36,8 @@ void misuse(rs::array<float>& x, rs::array<float>& y) {
   (rs::map(to_point{}) | rs::inclusive_scan(rs::plus{}))(x, y);
 #elif defined(MISUSE_a_result_the_init_cannot_hold)
   (void)(rs::map(to_point{}) | rs::reduce(rs::plus{}, 0.f))(x);
+#elif defined(MISUSE_an_integer_init_for_floating_values)
+  (void)rs::reduce(rs::plus{}, 0)(x);  // 1,000 values of 0.5 would sum to 0
 #else
 #error "define one MISUSE_ case"
 #endif

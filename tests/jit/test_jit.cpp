@@ -604,9 +604,11 @@ child_result run_child(const std::string& dir, const std::string& constant, cons
   return r;
 }
 
+// The folder's kernel entries (its key file aside).
 std::vector<fs::path> entries(const std::string& dir) {
   std::vector<fs::path> e;
-  for (const auto& f : fs::directory_iterator(dir)) e.push_back(f.path());
+  for (const auto& f : fs::directory_iterator(dir))
+    if (f.path().filename() != "key") e.push_back(f.path());
   return e;
 }
 
@@ -723,7 +725,7 @@ TEST(jit_cache, a_compiler_that_makes_no_kernel_is_a_typed_error) {
     EXPECT_NE(out.find("error: jit: the host compiler '" + std::string(cxx) + "'"), std::string::npos) << out;
     EXPECT_NE(out.find("RESIDENT_JIT_CXX"), std::string::npos) << out;
   }
-  EXPECT_FALSE(fs::exists(cache_root + "-compiler") && !fs::is_empty(cache_root + "-compiler"))
+  EXPECT_FALSE(fs::exists(cache_root + "-compiler") && !entries(cache_root + "-compiler").empty())
       << "nothing cached";
 }
 

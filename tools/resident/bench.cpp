@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "commands.hpp"
 #include "memory_budget.hpp"
 #include "resident/detail/cuda_runtime.hpp"
+#include "resident/detail/files.hpp"
 #include "resident/resident.hpp"
 #include "seed.hpp"
 #include "table.hpp"
@@ -34,46 +36,55 @@ void header(const char* what, device d) {
 
 }  // namespace
 
+namespace {
+// A string as a gnuplot single-quoted string: '' stands for ', and control characters (a newline would
+// end the command and start another, from a title read out of a --from file) become spaces.
+std::string gnuplot_quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') q += "''";
+    else if ((unsigned char)c < 0x20 || c == 0x7f) q += ' ';
+    else q += c;
+  }
+  return q + "'";
+}
+}  // namespace
+
 void plot_png(const std::string& path, const std::string& title, const std::string& xlabel,
               const std::string& ylabel, const std::vector<plot_series>& series, bool logx) {
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
+  if (!detail::program_found("gnuplot"))
     throw invalid_argument("--plot needs gnuplot, which is not installed: install gnuplot-nox "
                            "(scripts/setup.sh does), or write --json and plot that elsewhere");
-  // The data, the script and gnuplot's messages go to a private folder: gnuplot's complaints belong in
-  // the error, not in the report, and the output's folder needs room for the PNG alone.
-  std::string tmpl = (std::filesystem::temp_directory_path() / "resident-plot-XXXXXX").string();
-  if (!::mkdtemp(tmpl.data())) throw invalid_argument("--plot: cannot create a temporary folder in " + tmpl);
-  const std::filesystem::path work(tmpl);
-  const std::string data = (work / "plot.dat").string(), script = (work / "plot.gp").string(),
-                    log = (work / "gnuplot.log").string();
-  auto quoted = [](const std::string& s) {  // a gnuplot single-quoted string: '' stands for '
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c);
-    return q + "'";
-  };
-  {
-    std::ofstream f(data);
-    for (auto& s : series) {
-      f << "# " << s.name << "\n";
-      for (std::size_t i = 0; i < s.x.size(); ++i) f << s.x[i] << " " << s.y[i] << "\n";
-      f << "\n\n";
-    }
-    std::ofstream g(script);
-    g << "set terminal pngcairo size 900,540 font ',11' noenhanced\nset output " << quoted(path) << "\n"
-      << "set title " << quoted(title) << "\nset xlabel " << quoted(xlabel) << "\nset ylabel " << quoted(ylabel)
-      << "\nset grid\nset key outside right\nset logscale y\n"
-      << (logx ? "set logscale x 2\nset format x '2^%L'\n" : "") << "plot ";
-    for (std::size_t i = 0; i < series.size(); ++i)
-      g << (i ? ", " : "") << quoted(data) << " index " << i << " with linespoints lw 2 title " << quoted(series[i].name);
-    g << "\n";
+  // The data, the script, the image and gnuplot's messages live in a private folder, removed on every
+  // path out: gnuplot's complaints belong in the error, not in the report, and the image is copied over
+  // the path only once drawn (a failed plot leaves no empty PNG, and keeps an earlier one).
+  const detail::private_dir work("resident-plot");
+  const std::string data = work.file("plot.dat"), script = work.file("plot.gp"), image = work.file("plot.png");
+  std::ostringstream f;
+  for (auto& s : series) {
+    f << "# " << gnuplot_quoted(s.name) << "\n";
+    for (std::size_t i = 0; i < s.x.size(); ++i) f << s.x[i] << " " << s.y[i] << "\n";
+    f << "\n\n";
   }
-  const int rc = std::system(("gnuplot '" + script + "' > '" + log + "' 2>&1").c_str());
-  std::stringstream messages;
-  messages << std::ifstream(log).rdbuf();
-  std::error_code ec;
-  std::filesystem::remove_all(work, ec);
-  if (rc != 0)
-    throw invalid_argument("--plot: gnuplot failed to draw '" + path + "'; it said:\n" + messages.str());
+  std::ostringstream g;
+  g << "set terminal pngcairo size 900,540 font ',11' noenhanced\nset output " << gnuplot_quoted(image) << "\n"
+    << "set title " << gnuplot_quoted(title) << "\nset xlabel " << gnuplot_quoted(xlabel) << "\nset ylabel "
+    << gnuplot_quoted(ylabel) << "\nset grid\nset key outside right\nset logscale y\n"
+    << (logx ? "set logscale x 2\nset format x '2^%L'\n" : "") << "plot ";
+  for (std::size_t i = 0; i < series.size(); ++i)
+    g << (i ? ", " : "") << gnuplot_quoted(data) << " index " << i << " with linespoints lw 2 title "
+      << gnuplot_quoted(series[i].name);
+  g << "\n";
+  detail::write_file_atomically(data, f.str(), detail::file_access::secret);
+  detail::write_file_atomically(script, g.str(), detail::file_access::secret);
+  const detail::program_result r = detail::run_program({"gnuplot", script});
+  std::string why;
+  const auto png = r.status == 0 ? detail::read_regular_file(image, std::size_t(1) << 30, &why) : std::nullopt;
+  if (!png || png->empty())
+    throw invalid_argument("--plot: gnuplot failed to draw '" + path + "'; it said:\n" +
+                           (r.status < 0 ? std::string("(gnuplot could not be started)") : r.output));
+  if (std::string w = detail::try_write_file_atomically(path, *png); !w.empty())
+    throw invalid_argument("--plot: cannot write '" + path + "': " + w);
   out() << "plot written to " << path << "\n";
 }
 
@@ -109,15 +120,26 @@ void add_peer_series(const std::string& path, std::vector<plot_series>& series) 
   throw invalid_argument("--peers: '" + path + "' is not the --json output of bench/peers/peers.py (" + e.what() + ")");
 }
 
+// A row's log2_n: the exponent, a whole number from 0 to 62 (older files: the text "2^14").
+int log2_n_of(const nlohmann::json& l, const std::string& from) {
+  std::string text = l.is_string() ? l.get<std::string>() : l.dump();
+  std::string digits = l.is_string() && text.rfind("2^", 0) == 0 ? text.substr(2) : l.is_number_integer() ? text : "";
+  int v = -1;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || v < 0 || v > 62)
+    throw invalid_argument("--from: '" + from + "' has a row whose log2_n is " + text +
+                           ": expected a whole number from 0 to 62 (or the text 2^N); is it the --json output of "
+                           "`resident bench pipeline`?");
+  return v;
+}
+
 int plot_pipeline_from(const bench_options& o) try {
   nlohmann::json j = read_json(o.from);
   if (j.value("benchmark", "") != "pipeline")
     throw invalid_argument("'" + o.from + "' is not the --json output of `resident bench pipeline`");
   plot_series fused_s{"resident fused", {}, {}}, three_s{"resident, three kernels", {}, {}};
   for (auto& r : j.at("rows")) {
-    // log2_n: the exponent (older files: the text "2^14")
-    const auto& l = r.at("log2_n");
-    const double n = std::ldexp(1.0, l.is_string() ? std::stoi(l.get<std::string>().substr(2)) : l.get<int>());
+    const double n = std::ldexp(1.0, log2_n_of(r.at("log2_n"), o.from));
     fused_s.x.push_back(n);
     fused_s.y.push_back(r.at("fused_over_memcpy").get<double>());
     three_s.x.push_back(n);

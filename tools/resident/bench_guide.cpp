@@ -1,15 +1,12 @@
 // resident bench guide: runs the guide's examples (examples/*.cpp, built next to the CLI) and prints
 // their measurements as one table. Each example appends its rows as JSON lines to the file named by
 // RESIDENT_GUIDE_OUT; the examples also run on their own and as tests.
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
-#include <unistd.h>
 
 #include "commands.hpp"
+#include "resident/detail/files.hpp"
 #include "resident/resident.hpp"
 #include "table.hpp"
 
@@ -29,12 +26,6 @@ fs::path default_examples_dir() {
   return exe.parent_path().parent_path().parent_path() / "examples";  // <build>/tools/resident/resident
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string r = "'";
-  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return r + "'";
-}
-
 }  // namespace
 
 int run_bench_guide(const bench_options& o, const std::string& examples_dir) {
@@ -45,24 +36,21 @@ int run_bench_guide(const bench_options& o, const std::string& examples_dir) {
     if (!fs::exists(dir / ("example_" + std::string(name))))
       throw invalid_argument("bench guide: no example_" + std::string(name) + " in '" + dir.string() +
                              "'; build the examples (cmake --build <build>) or pass --examples DIR");
-  const fs::path rows_file = fs::temp_directory_path() / ("resident-guide-" + std::to_string(::getpid()) + ".jsonl");
-  fs::remove(rows_file);
+  // The rows file and each example's output live in a private folder (mkdtemp, 0700), removed on every
+  // path out: no name in /tmp another user could guess and plant a link at. The examples start with an
+  // argument vector, no shell.
+  const detail::private_dir work("resident-guide");
+  const std::string rows_file = work.file("rows.jsonl");
   out() << "The guide's examples on " << d.name() << " (" << properties(d).name << ")\n";
   {
     progress p("bench guide", std::size(guide_examples));
     for (const char* name : guide_examples) {
       p.step(name);
-      const fs::path log = fs::temp_directory_path() / ("resident-guide-" + std::to_string(::getpid()) + ".log");
-      const std::string cmd = "RESIDENT_GUIDE_OUT=" + shell_quote(rows_file.string()) +
-                              " RESIDENT_DEVICE=" + shell_quote(d.name()) + " " +
-                              shell_quote((dir / ("example_" + std::string(name))).string()) + " > " +
-                              shell_quote(log.string()) + " 2>&1";
-      const int rc = std::system(cmd.c_str());
-      std::ifstream in(log);
-      std::stringstream out;
-      out << in.rdbuf();
-      fs::remove(log);
-      if (rc != 0) throw error("bench guide: example " + std::string(name) + " failed:\n" + out.str());
+      const detail::program_result r = detail::run_program(
+          {(dir / ("example_" + std::string(name))).string()}, {{"RESIDENT_GUIDE_OUT", rows_file}, {"RESIDENT_DEVICE", d.name()}});
+      if (r.status != 0)
+        throw error("bench guide: example " + std::string(name) + " failed" +
+                    (r.status < 0 ? std::string(" to start") : " (exit " + std::to_string(r.status) + ")") + ":\n" + r.output);
     }
   }
   table t({{"example", "example", false}, {"variant", "variant", false}, {"time (ms)", "ms", true},
@@ -74,7 +62,6 @@ int run_bench_guide(const bench_options& o, const std::string& examples_dir) {
     t.add({j["example"].get<std::string>(), j["variant"].get<std::string>(), table::cell(j["ms"].get<double>(), 4),
            table::cell(j["ratio"].get<double>(), 2)});
   }
-  fs::remove(rows_file);
   t.print(out());
   out() << "Each example prints why its ratio comes out as it does: run it alone (" << dir.string()
             << "/example_NAME).\n";

@@ -10,9 +10,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
 #include "commands.hpp"
 #include "memory_budget.hpp"
+#include "resident/detail/files.hpp"
 #include "resident/resident.hpp"
 #include "seed.hpp"
 #include "table.hpp"
@@ -65,9 +67,8 @@ int run_bench_jit(const bench_options& o) {
 
   progress bar("bench jit", logs.size() + 3);
   // The compile cache: a fresh folder, so the first call compiles whatever ran before.
-  char tmpl[] = "/tmp/resident-bench-jit-XXXXXX";
-  if (!::mkdtemp(tmpl)) throw error("bench jit: cannot make a temporary cache folder in /tmp");
-  const std::string cache = tmpl;
+  const detail::private_dir cache_dir("resident-bench-jit");  // removed on every path out
+  const std::string cache = cache_dir.path();
   const char* old_cache = std::getenv("RESIDENT_JIT_CACHE");
   const std::string saved = old_cache ? old_cache : "";
   ::setenv("RESIDENT_JIT_CACHE", cache.c_str(), 1);
@@ -82,22 +83,20 @@ int run_bench_jit(const bench_options& o) {
   s.synchronize();
   const double first_ms = ms_since(t0);
   bar.step("a second process (loads from the disk cache)");
-  const std::string cmd = "RESIDENT_JIT_BENCH_PROBE=1 RESIDENT_JIT_CACHE='" + cache + "' /proc/" +
-                          std::to_string(::getpid()) + "/exe bench jit --device " + d.name() + " 2>&1";
+  const std::vector<std::string> argv{"/proc/" + std::to_string(::getpid()) + "/exe", "bench", "jit", "--device", d.name()};
   double second_ms = NAN;
   unsigned long long probe_compiled = 1, probe_loads = 0;
-  if (FILE* p = ::popen(cmd.c_str(), "r")) {
-    char line[256];
-    while (std::fgets(line, sizeof line, p))
-      if (std::sscanf(line, "probe %lf %llu %llu", &second_ms, &probe_compiled, &probe_loads) == 3) break;
-    ::pclose(p);
-  }
+  const detail::program_result probe_run =
+      detail::run_program(argv, {{"RESIDENT_JIT_BENCH_PROBE", "1"}, {"RESIDENT_JIT_CACHE", cache}});
+  std::istringstream lines(probe_run.output);
+  for (std::string line; std::getline(lines, line);)
+    if (std::sscanf(line.c_str(), "probe %lf %llu %llu", &second_ms, &probe_compiled, &probe_loads) == 3) break;
   if (std::isnan(second_ms) || probe_compiled != 0 || probe_loads != 1)
-    throw error("bench jit: the second process did not load the kernel from the disk cache (" + cmd + ")");
+    throw error("bench jit: the second process did not load the kernel from the disk cache; it said:\n" +
+                probe_run.output);
   bar.step("a call served by the in-memory cache");
   auto chain = seed_chain();
   const double hit_ms = time_batched(s.ref(), reps, 2, 20, [&] { chain(x0, y0); }).median();
-  std::filesystem::remove_all(cache);
   if (old_cache) ::setenv("RESIDENT_JIT_CACHE", saved.c_str(), 1);
   else ::unsetenv("RESIDENT_JIT_CACHE");
 

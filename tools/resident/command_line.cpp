@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 
+#include "resident/detail/files.hpp"
 #include "resident/resident.hpp"
 #include "table.hpp"
 
@@ -280,6 +282,18 @@ void command_line::parse(int argc, const char* const* argv) {
     }
   }
   app_->parse(argc, argv);
+  // An option given an empty value (`--json ''`, a variable that expanded to nothing) is refused, never
+  // read as "not given".
+  std::function<void(const CLI::App*)> refuse_empty = [&](const CLI::App* a) {
+    for (const CLI::Option* o : a->get_options())
+      if (o->get_type_size() != 0)
+        for (const std::string& r : o->results())
+          if (r.empty())
+            throw CLI::ValidationError(o->get_name(), "the value is empty; give " + o->get_type_name() +
+                                                          " (an empty string is never read as the default)");
+    for (const CLI::App* sub : a->get_subcommands()) refuse_empty(sub);
+  };
+  refuse_empty(app_.get());
 }
 
 void command_line::check() const {
@@ -301,7 +315,7 @@ void command_line::check() const {
     if (same_file(bench_.plot, bench_.json))
       throw invalid_argument("--plot and --json name the same file '" + bench_.plot + "': give each its own");
     check_writable("--plot", bench_.plot);
-    if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
+    if (!detail::program_found("gnuplot"))
       throw invalid_argument("--plot needs gnuplot, which is not installed: install gnuplot-nox "
                              "(scripts/setup.sh does), or write --json and plot that elsewhere");
   }

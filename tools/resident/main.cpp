@@ -1,5 +1,6 @@
 // resident: the command-line tool. Exit codes (docs/errors.md lists them): 0 done; 1 a typed error or
 // a result that failed its check; 2 anything unexpected; 3 out of memory; 100-127 a bad command line.
+#include <csignal>
 #include <iostream>
 #include <new>
 
@@ -7,6 +8,9 @@
 #include "resident/error.hpp"
 
 int main(int argc, char** argv) {
+  // A write past `ulimit -f` then fails with EFBIG and is reported, the earlier file kept, instead of the
+  // signal ending the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   resident::cli::command_line cl;
   try {
     cl.parse(argc, argv);

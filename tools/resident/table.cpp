@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "resident/detail/files.hpp"
 #include "resident/error.hpp"
 #include "resident/resident.hpp"
 #include "vendor.hpp"
@@ -124,43 +125,13 @@ std::string wrap(const std::string& text, std::size_t width, const std::string& 
 }
 
 void check_writable(const std::string& option, const std::string& path) {
-  if (path.empty() || path == "-") return;
-  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
-  const std::string dir = folder.empty() ? std::string(".") : folder.string();
+  if (path.empty() || path == "-") return;  // not given (an empty value is refused when parsed), or stdout
   struct stat st {};
-  const bool existed = ::stat(path.c_str(), &st) == 0;
-  if (existed && S_ISDIR(st.st_mode))
+  if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     refuse(option, path, "it is a directory; give a file name inside it, e.g. '" +
                              (std::filesystem::path(path) / (option == "--plot" ? "out.png" : "out.json")).string() + "'");
-  if (existed && !S_ISREG(st.st_mode)) {  // /dev/null, a pipe, a terminal: opening a FIFO could block
-    if (::access(path.c_str(), W_OK) != 0) refuse(option, path, "permission denied; choose another path");
-    return;
-  }
-  // Opening the file itself is the only test that answers for every file system (/proc, read-only
-  // mounts, ACLs); O_TRUNC is left out so that an existing file keeps its content if the run fails.
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    const int e = errno;
-    struct stat dst {};
-    const bool dir_exists = ::stat(dir.c_str(), &dst) == 0, dir_is_folder = dir_exists && S_ISDIR(dst.st_mode);
-    if (e == ENOTDIR && dir_exists && !dir_is_folder)
-      refuse(option, path, "'" + dir + "' is a file, not a folder; choose another path");
-    if ((e == ENOENT || e == ENOTDIR) && !dir_is_folder)
-      refuse(option, path, "the folder '" + dir + "' does not exist; create it or choose another path");
-    if (e == ENOENT)
-      refuse(option, path, "the folder '" + dir + "' does not accept new files (" + std::strerror(e) +
-                               "); choose a path on an ordinary file system");
-    if (e == EACCES || e == EPERM)
-      refuse(option, path, std::string("permission denied: ") +
-                               (existed ? "the file is not writable" : "the folder '" + dir + "' is not writable") +
-                               " by this user; choose another path");
-    if (e == EROFS) refuse(option, path, "the folder '" + dir + "' is on a read-only file system; choose another path");
-    refuse(option, path, std::string("the path cannot be used (") + std::strerror(e) + "); choose another path");
-  }
-  ::close(fd);
-  if (!existed) ::unlink(path.c_str());
+  if (std::string why = detail::write_problem(path); !why.empty()) refuse(option, path, why);
 }
-
 nlohmann::json run_record(const std::string& device) {
   nlohmann::json r{{"resident_version", version()}, {"commit", RESIDENT_COMMIT}, {"device", device},
                    {"gpu", nullptr}, {"driver", nullptr}, {"cuda_runtime", nullptr}};
@@ -207,11 +178,8 @@ void write_json(const nlohmann::json& given, const std::string& path) {
     std::cout << j.dump(2) << "\n";
     return;
   }
-  check_writable("--json", path);  // the file may have gone since the check before the work
-  std::ofstream f(path, std::ios::trunc);
-  f << j.dump(2) << "\n";
-  f.close();
-  if (!f) throw invalid_argument("--json: writing '" + path + "' failed (" + std::strerror(errno) + ")");
+  // Aside and renamed into place: a failed write (a full disk, ulimit -f) keeps the earlier file.
+  if (std::string why = detail::try_write_file_atomically(path, j.dump(2) + "\n"); !why.empty()) refuse("--json", path, why);
   out() << "JSON written to " << path << "\n";
 }
 

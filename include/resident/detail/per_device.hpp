@@ -24,7 +24,7 @@ template <class T>
 class per_device {
  public:
   /// The slot of device d.
-  T& operator[](device d) { return slots_[slot(d.is_cpu() ? -1 : d.index())]; }
+  T& operator[](device d) { return d.is_cpu() ? slots_[0] : slots_[slot(d.index())]; }
   /// The slot of cuda:index.
   T& cuda(int index) { return slots_[slot(index)]; }
   /// Every slot, the CPU's first.
@@ -32,7 +32,10 @@ class per_device {
 
  private:
   static std::size_t slot(int cuda_index) {
-    RESIDENT_EXPECTS(cuda_index >= -1 && cuda_index < max_cuda_devices,
+    // A negative index would otherwise be the CPU's slot (or before the table).
+    RESIDENT_EXPECTS(cuda_index >= 0, "CUDA device index " + std::to_string(cuda_index) +
+                                          " is negative; CUDA devices are cuda:0 and up");
+    RESIDENT_EXPECTS(cuda_index < max_cuda_devices,
                      "CUDA device index " + std::to_string(cuda_index) + " is beyond the " +
                          std::to_string(max_cuda_devices) + " devices resident addresses");
     return std::size_t(cuda_index + 1);

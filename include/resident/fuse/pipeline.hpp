@@ -279,6 +279,10 @@ class pipeline {
       static_assert(detail::converts_to<detail::stage_result<S, Chain>, T>,
                     "the stages' result cannot be converted to the reduction's init type: end the stages with a "
                     "map to that type, or give an init of the type the stages make");
+      // std::accumulate's trap: an integer init makes an integer accumulator, each value truncated.
+      static_assert(!(std::is_floating_point_v<detail::stage_result<S, Chain>> && std::is_integral_v<T>),
+                    "the reduction's init is an integer but the stages make floating-point values: each value "
+                    "would be truncated to the init's type; give a floating-point init, e.g. 0.0f or 0.0, not 0");
       T* into = nullptr;
       if constexpr (!std::is_same_v<Target, detail::host_target>) into = out.p;
       return detail::dispatch(s.device(), [&](auto backend) {

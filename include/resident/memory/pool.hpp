@@ -35,6 +35,11 @@ pool_statistics pool_stats(device d);
 /// Returns the memory d's pool caches to the system. Synchronizes d (unless a capture is under way).
 void trim_pool(device d);
 
+/// The most freed bytes the CPU pool keeps cached for reuse: 64 MiB. Past it, the blocks freed longest
+/// ago return to the system (the block just freed stays, so a large array made and freed in a loop is
+/// still served from the cache). The CUDA pool keeps what it holds until trim_pool or a limit.
+inline constexpr std::size_t host_pool_release_threshold = std::size_t(64) << 20;
+
 /// Turns caching on or off for d's pool (off: every free returns memory; for debugging leaks and
 /// out-of-bounds accesses that reuse would hide).
 void set_pool_caching(device d, bool enabled);

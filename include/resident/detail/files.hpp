@@ -1,0 +1,87 @@
+#pragma once
+/// @file files.hpp
+/// Internal: the one place resident writes files and starts programs (src/io). Files are written the
+/// way OpenSSH and git write theirs: only over a regular file (a FIFO, device node, socket, directory or
+/// link at the path is refused, naming it), aside in the target's folder (a fresh name made with
+/// O_CREAT | O_EXCL | O_NOFOLLOW), flushed, then renamed into place, so a failed write keeps the earlier
+/// file. Programs start through posix_spawn with an argument vector: no shell reads any of it.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace resident::detail {
+
+/// Who may read a file resident writes.
+enum class file_access {
+  shared,  ///< 0666 less the umask (an existing file keeps its mode)
+  secret,  ///< 0600: the owner alone (the NCCL id, the cache's key)
+};
+
+/// Why path cannot be written ("it is a FIFO (named pipe), not a regular file; ..."), or "" when it
+/// can: its folder exists and takes new files, and what is at path, if anything, is a regular file
+/// this user may replace. Creates nothing that stays.
+std::string write_problem(const std::string& path);
+
+/// Writes bytes to path, whole or not at all, with the given access. Returns "" when done, else why
+/// not (as write_problem, or the write's own error); the earlier file is then untouched and nothing
+/// else is left behind.
+std::string try_write_file_atomically(const std::string& path, std::string_view bytes,
+                                      file_access access = file_access::shared);
+/// try_write_file_atomically, throwing. @throws invalid_argument "cannot write '<path>': <why>".
+void write_file_atomically(const std::string& path, std::string_view bytes, file_access access = file_access::shared);
+
+/// try_write_file_atomically inside the open folder dir_fd (the kernel cache keeps its folder open, so
+/// that a path renamed behind it cannot redirect a write). name is one component.
+std::string try_write_file_atomically_at(int dir_fd, const std::string& name, std::string_view bytes,
+                                         file_access access);
+
+/// What lies at path without following a final link: "a FIFO (named pipe)", "a directory", ...; ""
+/// for a regular file, std::nullopt for nothing.
+std::optional<std::string> kind_at(const std::string& path);
+
+/// Reads the regular file `name` in the open folder dir_fd, opened O_NOFOLLOW | O_NONBLOCK (a link,
+/// FIFO or device is never followed, waited on or read) when it is owned by this user, writable by no
+/// one else, and at most max_bytes long. nullopt otherwise (*why says which, when given).
+std::optional<std::string> read_private_file_at(int dir_fd, const std::string& name, std::size_t max_bytes,
+                                                std::string* why = nullptr);
+
+/// Reads a regular file (opened O_NOFOLLOW | O_NONBLOCK), at most max_bytes. nullopt and *why when the
+/// path is missing, not a regular file, or larger.
+std::optional<std::string> read_regular_file(const std::string& path, std::size_t max_bytes, std::string* why = nullptr);
+
+/// A fresh folder only this user can enter (mkdtemp, 0700) in $TMPDIR or /tmp, removed with everything
+/// in it when the owner goes, on every path out.
+class private_dir {
+ public:
+  /// @throws error when no temporary folder takes one.
+  explicit private_dir(const std::string& prefix = "resident");
+  ~private_dir();
+  private_dir(const private_dir&) = delete;
+  private_dir& operator=(const private_dir&) = delete;
+  const std::string& path() const noexcept { return path_; }
+  /// path() + "/" + name.
+  std::string file(std::string_view name) const;
+
+ private:
+  std::string path_;
+};
+
+/// A program's exit: its status (-1 when it could not start, 128 + N when signal N ended it) and what
+/// it wrote on stdout and stderr together.
+struct program_result {
+  int status = -1;
+  std::string output;
+};
+
+/// Runs argv[0] (looked up in PATH when it has no '/') with argv, the environment plus `env`
+/// (name, value pairs), stdin from /dev/null, stdout and stderr captured through a private file; waits.
+program_result run_program(const std::vector<std::string>& argv,
+                           const std::vector<std::pair<std::string, std::string>>& env = {});
+
+/// Whether name is an executable file in PATH (or at name, when it has a '/').
+bool program_found(const std::string& name);
+
+}  // namespace resident::detail

@@ -1,0 +1,251 @@
+// Files resident writes: regular files only, written aside under a fresh O_EXCL | O_NOFOLLOW name in
+// the target's folder, flushed and renamed into place (see resident/detail/files.hpp).
+#include "resident/detail/files.hpp"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "resident/error.hpp"
+
+namespace resident::detail {
+namespace {
+
+// "a FIFO (named pipe)" for what is not a regular file, "" for one.
+std::string kind_of(mode_t m) {
+  if (S_ISREG(m)) return "";
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISLNK(m)) return "a symbolic link";
+  if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+// Why what lies at st cannot be replaced, or "".
+std::string refusal(const struct stat& st) {
+  const std::string kind = kind_of(st.st_mode);
+  if (kind.empty()) return "";
+  if (S_ISDIR(st.st_mode)) return "it is a directory; give a file name inside it";
+  if (S_ISLNK(st.st_mode))
+    return "it is a symbolic link; resident does not write through links: give the path of the file itself";
+  return "it is " + kind + ", not a regular file; resident writes regular files only: choose another path";
+}
+
+// Why a new file cannot be made in folder (errno e from trying), phrased for the user.
+std::string folder_refusal(const std::string& folder, int e) {
+  struct stat st {};
+  const bool exists = ::stat(folder.c_str(), &st) == 0, is_folder = exists && S_ISDIR(st.st_mode);
+  if (e == ENOTDIR && exists && !is_folder) return "'" + folder + "' is a file, not a folder; choose another path";
+  if ((e == ENOENT || e == ENOTDIR) && !is_folder)
+    return "the folder '" + folder + "' does not exist; create it or choose another path";
+  if (e == ENOENT)
+    return "the folder '" + folder + "' does not accept new files (" + std::strerror(e) +
+           "); choose a path on an ordinary file system";
+  if (e == EACCES || e == EPERM)
+    return "permission denied: the folder '" + folder + "' is not writable by this user; choose another path";
+  if (e == EROFS) return "the folder '" + folder + "' is on a read-only file system; choose another path";
+  return std::string("the path cannot be used (") + std::strerror(e) + "); choose another path";
+}
+
+std::string random_suffix() {
+  unsigned char b[8] = {};
+  if (::getrandom(b, sizeof b, 0) != ssize_t(sizeof b)) {  // no entropy source: pid and a counter
+    static unsigned counter = 0;
+    const unsigned long long v = (unsigned long long)::getpid() << 20 ^ ++counter;
+    std::memcpy(b, &v, sizeof b);
+  }
+  char hex[17];
+  for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", b[i]);
+  return hex;
+}
+
+mode_t umask_now() {  // read, not set: umask() would change it for every thread meanwhile
+  std::ifstream f("/proc/self/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("Umask:", 0) == 0) return mode_t(std::strtoul(line.c_str() + 6, nullptr, 8));
+  return 022;
+}
+
+bool write_all(int fd, std::string_view bytes, int* error) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *error = n < 0 ? errno : EIO;
+      return false;
+    }
+    done += std::size_t(n);
+  }
+  return true;
+}
+
+// The writer behind both entry points; folder names the folder in messages.
+std::string write_at(int dir_fd, const std::string& folder, const std::string& name, std::string_view bytes,
+                     file_access access) {
+  if (name.empty() || name == "." || name == "..") return "the path names no file; give a file name";
+  struct stat st {};
+  const bool existed = ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (existed) {
+    if (std::string why = refusal(st); !why.empty()) return why;
+    if (::faccessat(dir_fd, name.c_str(), W_OK, AT_EACCESS) != 0 && errno == EACCES)
+      return "permission denied: the file is not writable by this user; choose another path";
+  }
+  const mode_t mode = access == file_access::secret ? 0600 : existed ? (st.st_mode & 07777) : (0666 & ~umask_now());
+  std::string temp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    temp = "." + name.substr(0, 64) + ".tmp-" + random_suffix();
+    fd = ::openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) return folder_refusal(folder, errno);
+  }
+  if (fd < 0) return "no fresh temporary name in '" + folder + "'; choose another path";
+  int error = 0;
+  bool ok = write_all(fd, bytes, &error);
+  if (ok && ::fchmod(fd, mode) != 0) ok = false, error = errno;
+  if (ok && ::fsync(fd) != 0) ok = false, error = errno;
+  if (::close(fd) != 0 && ok) ok = false, error = errno;
+  if (ok && ::renameat(dir_fd, temp.c_str(), dir_fd, name.c_str()) != 0) ok = false, error = errno;
+  if (!ok) {
+    ::unlinkat(dir_fd, temp.c_str(), 0);
+    return std::string("writing failed (") + std::strerror(error) + "); the earlier file, if any, is kept";
+  }
+  return "";
+}
+
+// The folder part of path ("." for a bare name) and the last component.
+std::pair<std::string, std::string> split(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+}  // namespace
+
+std::optional<std::string> kind_at(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
+  return kind_of(st.st_mode);
+}
+
+std::string write_problem(const std::string& path) {
+  if (path.empty()) return "the path is empty; give a file name";
+  struct stat st {};
+  const bool existed = ::lstat(path.c_str(), &st) == 0;
+  if (existed) {
+    if (std::string why = refusal(st); !why.empty()) return why;
+    if (::access(path.c_str(), W_OK) != 0 && errno == EACCES)
+      return "permission denied: the file is not writable by this user; choose another path";
+  }
+  const auto [folder, name] = split(path);
+  if (name.empty()) return "the path names no file; give a file name";
+  // Making a file there is the only test that answers for every file system (/proc, read-only
+  // mounts, ACLs): a fresh name, removed at once.
+  std::string probe = folder + "/." + name.substr(0, 64) + ".probe-XXXXXX";
+  const int fd = ::mkostemp(probe.data(), O_CLOEXEC);
+  if (fd < 0) return folder_refusal(folder, errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
+}
+
+std::string try_write_file_atomically(const std::string& path, std::string_view bytes, file_access access) {
+  if (path.empty()) return "the path is empty; give a file name";
+  const auto [folder, name] = split(path);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0)
+    if (std::string why = refusal(st); !why.empty()) return why;  // before the folder: a path ending in '/'
+  const int dir_fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return folder_refusal(folder, errno);
+  std::string why = write_at(dir_fd, folder, name, bytes, access);
+  if (why.empty()) ::fsync(dir_fd);  // the rename itself survives a crash
+  ::close(dir_fd);
+  return why;
+}
+
+void write_file_atomically(const std::string& path, std::string_view bytes, file_access access) {
+  if (std::string why = try_write_file_atomically(path, bytes, access); !why.empty())
+    RESIDENT_FAIL("cannot write '" + path + "': " + why);
+}
+
+std::string try_write_file_atomically_at(int dir_fd, const std::string& name, std::string_view bytes,
+                                         file_access access) {
+  if (name.find('/') != std::string::npos) return "'" + name + "' is not one path component";
+  return write_at(dir_fd, "the cache folder", name, bytes, access);
+}
+
+namespace {
+std::optional<std::string> read_open(int fd, std::size_t max_bytes, bool must_be_private, std::string* why) {
+  auto no = [&](std::string w) -> std::optional<std::string> {
+    if (fd >= 0) ::close(fd);
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  if (fd < 0) return no(errno == ELOOP ? "it is a symbolic link" : errno == ENOENT ? "it does not exist" : std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return no(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return no("it is " + kind_of(st.st_mode) + ", not a regular file");
+  if (must_be_private && st.st_uid != ::geteuid())
+    return no("it belongs to user " + std::to_string(st.st_uid) + ", not to this user");
+  if (must_be_private && (st.st_mode & 022) != 0) return no("others may write it");
+  if (std::size_t(st.st_size) > max_bytes)
+    return no("it holds " + std::to_string(st.st_size) + " bytes, more than " + std::to_string(max_bytes));
+  std::string bytes;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return no(std::strerror(errno));
+    if (n == 0) break;
+    bytes.append(buf, std::size_t(n));
+    if (bytes.size() > max_bytes) return no("it grew past " + std::to_string(max_bytes) + " bytes while read");
+  }
+  ::close(fd);
+  return bytes;
+}
+}  // namespace
+
+std::optional<std::string> read_private_file_at(int dir_fd, const std::string& name, std::size_t max_bytes,
+                                                std::string* why) {
+  const int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  return read_open(fd, max_bytes, true, why);
+}
+
+std::optional<std::string> read_regular_file(const std::string& path, std::size_t max_bytes, std::string* why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  return read_open(fd, max_bytes, false, why);
+}
+
+private_dir::private_dir(const std::string& prefix) {
+  std::vector<std::string> bases;
+  if (const char* t = std::getenv("TMPDIR"); t && *t) bases.push_back(t);
+  bases.push_back("/tmp");
+  for (const auto& b : bases) {
+    std::string tmpl = b + "/" + prefix + "-XXXXXX";
+    if (::mkdtemp(tmpl.data())) {  // 0700: no other user can enter, list or plant files in it
+      path_ = tmpl;
+      return;
+    }
+  }
+  RESIDENT_FAIL("cannot make a private temporary folder in " + bases.front() + (bases.size() > 1 ? " or /tmp" : "") +
+                    " (" + std::strerror(errno) + "); set TMPDIR to a writable folder", error);
+}
+
+private_dir::~private_dir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);  // remove_all does not follow links
+}
+
+std::string private_dir::file(std::string_view name) const { return path_ + "/" + std::string(name); }
+
+}  // namespace resident::detail

@@ -1,0 +1,81 @@
+// Programs resident starts (the host compiler, gnuplot, the guide's examples, a second CLI process):
+// posix_spawn with an argument vector, so no shell parses a path, a title or an environment value.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "resident/detail/files.hpp"
+
+extern char** environ;
+
+namespace resident::detail {
+
+program_result run_program(const std::vector<std::string>& argv,
+                           const std::vector<std::pair<std::string, std::string>>& env) {
+  program_result r;
+  if (argv.empty()) return r;
+  const private_dir dir("resident-run");
+  const std::string log = dir.file("output");
+  const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (out < 0) return r;
+  // The environment: this process's, with env's names replaced or added.
+  std::vector<std::string> vars;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string v = *e;
+    bool replaced = false;
+    for (const auto& [name, value] : env) replaced = replaced || v.rfind(name + "=", 0) == 0;
+    if (!replaced) vars.push_back(v);
+  }
+  for (const auto& [name, value] : env) vars.push_back(name + "=" + value);
+  std::vector<char*> args, envp;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (auto& v : vars) envp.push_back(v.data());
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out, 1);  // dup2 clears close-on-exec on the copies
+  posix_spawn_file_actions_adddup2(&fa, out, 2);
+  pid_t pid = 0;
+  const int rc = argv[0].find('/') == std::string::npos
+                     ? ::posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), envp.data())
+                     : ::posix_spawn(&pid, args[0], &fa, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(out);
+  if (rc != 0) return r;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return r;
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+  r.output = read_regular_file(log, std::size_t(1) << 30).value_or("");
+  return r;
+}
+
+bool program_found(const std::string& name) {
+  auto runnable = [](const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (name.empty()) return false;
+  if (name.find('/') != std::string::npos) return runnable(name);
+  const char* path = std::getenv("PATH");
+  const std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    const std::size_t end = std::min(dirs.find(':', start), dirs.size());
+    const std::string d = end > start ? dirs.substr(start, end - start) : ".";
+    if (runnable(d + "/" + name)) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+}  // namespace resident::detail

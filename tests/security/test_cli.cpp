@@ -1,0 +1,158 @@
+// The CLI's outputs and helper programs (tools/resident): a crafted --from file or TMPDIR runs no
+// command, output paths that are not regular files are refused at once, a failed write keeps the
+// earlier file, and empty or malformed values are clear errors.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "resident/detail/files.hpp"
+#include "seed.hpp"
+#include "support.hpp"
+
+namespace rd = resident::detail;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct work_dir {
+  fs::path path;
+  work_dir() {
+    std::string t = (fs::temp_directory_path() / "resident-cli-XXXXXX").string();
+    EXPECT_NE(::mkdtemp(t.data()), nullptr);
+    path = t;
+  }
+  ~work_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+// The CLI with args, at most 120 s (a FIFO opened for writing would otherwise wait forever).
+rd::program_result cli(std::vector<std::string> args, const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  args.insert(args.begin(), {"timeout", "120", RESIDENT_CLI});
+  return rd::run_program(args, env);
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// A bench pipeline --json file with two rows and the given device name and first log2_n.
+std::string pipeline_json(const std::string& device_name_json, const std::string& log2_n_json = "10") {
+  return R"({"benchmark": "pipeline", "device_name": )" + device_name_json + R"(, "rows": [)"
+         R"({"log2_n": )" + log2_n_json + R"(, "fused_over_memcpy": 1.1, "three_kernels_ms": 2.5, "memcpy_ms": 1.0},)"
+         R"({"log2_n": 12, "fused_over_memcpy": 1.05, "three_kernels_ms": 2.4, "memcpy_ms": 1.0}]})";
+}
+
+TEST(cli_trust, a_crafted_device_name_in_from_runs_no_command) {
+  if (!rd::program_found("gnuplot")) GTEST_SKIP() << "gnuplot is not installed";
+  work_dir w;
+  const std::string mark = w / "ran", from = w / "p.json", png = w / "p.png";
+  // A newline ends gnuplot's `set title '...'` command; what follows would be a command of its own.
+  rd::write_file_atomically(from, pipeline_json(R"("x'\nsystem \"touch )" + mark + R"(\"\n#")"));
+  const auto r = cli({"bench", "pipeline", "--from", from, "--plot", png});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(fs::exists(mark)) << "gnuplot ran a command from the file's device_name";
+  EXPECT_GT(fs::file_size(png), 1000u);
+}
+
+TEST(cli_trust, a_crafted_tmpdir_runs_no_shell_command) {
+  if (!rd::program_found("gnuplot")) GTEST_SKIP() << "gnuplot is not installed";
+  work_dir w;
+  const std::string mark = w / "ran", from = w / "p.json", png = w / "p.png";
+  const std::string tmp = w / ("t'$(touch " + mark + ")'");
+  fs::create_directories(tmp);
+  rd::write_file_atomically(from, pipeline_json("\"test\""));
+  const auto r = cli({"bench", "pipeline", "--from", from, "--plot", png}, {{"TMPDIR", tmp}});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(fs::exists(mark)) << "a shell read TMPDIR";
+  EXPECT_TRUE(fs::is_empty(tmp)) << "the plot's private folder was left behind";
+}
+
+TEST(cli_trust, a_failed_plot_keeps_the_earlier_png) {
+  if (!rd::program_found("gnuplot")) GTEST_SKIP() << "gnuplot is not installed";
+  work_dir w;
+  const std::string from = w / "zero.json", png = w / "p.png";
+  // Zeros on a log scale: gnuplot refuses to draw.
+  rd::write_file_atomically(from, R"({"benchmark": "pipeline", "device_name": "test", "rows": [{"log2_n": 10,)"
+                                  R"( "fused_over_memcpy": 0, "three_kernels_ms": 0, "memcpy_ms": 1}]})");
+  rd::write_file_atomically(png, "earlier");
+  const auto r = cli({"bench", "pipeline", "--from", from, "--plot", png});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("gnuplot failed to draw"), std::string::npos) << r.output;
+  EXPECT_EQ(read_all(png), "earlier");
+}
+
+TEST(cli_trust, a_malformed_log2_n_in_from_is_a_clear_error) {
+  if (!rd::program_found("gnuplot")) GTEST_SKIP() << "--plot is checked for gnuplot first";
+  work_dir w;
+  const std::string from = w / "p.json";
+  for (const std::string bad : {R"("2^x")", R"("x")", R"("2^99")", "-3", "1.5"}) {
+    rd::write_file_atomically(from, pipeline_json("\"test\"", bad));
+    const auto r = cli({"bench", "pipeline", "--from", from, "--plot", w / "p.png"});
+    EXPECT_EQ(r.status, 1) << bad << ": " << r.output;
+    EXPECT_NE(r.output.find("has a row whose log2_n is"), std::string::npos) << bad << ": " << r.output;
+    EXPECT_EQ(r.output.find("unexpected error"), std::string::npos) << r.output;
+  }
+}
+
+TEST(cli_trust, json_into_a_fifo_is_refused_at_once) {
+  work_dir w;
+  const std::string fifo = w / "out.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto r = cli({"info", "--json", fifo});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("--json: cannot write '" + fifo + "': it is a FIFO (named pipe), not a regular file"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::is_fifo(fifo));
+}
+
+TEST(cli_trust, the_profile_json_into_a_fifo_is_refused_at_once) {
+  work_dir w;
+  const std::string fifo = w / "p.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto r = cli({"demo", "--device", "cpu", "--n", "4096", "--reps", "1"},
+                     {{"RESIDENT_PROFILE", "1"}, {"RESIDENT_PROFILE_JSON", fifo}});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("could not write the profile to '" + fifo + "': it is a FIFO"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::is_fifo(fifo));
+}
+
+// `ulimit -f`: the write fails midway; the earlier file stays whole (it was truncated and left as a
+// fragment of JSON, or the signal ended the process).
+TEST(cli_trust, a_json_write_that_fails_keeps_the_earlier_file) {
+  work_dir w;
+  const std::string json = w / "demo.json";
+  rd::write_file_atomically(json, "{\"earlier\": true}\n");
+  const auto r = rd::run_program({"sh", "-c", "ulimit -f 1 && exec \"$@\" 2>&1 >/dev/null", "sh", RESIDENT_CLI, "demo", "--device",
+                                  "cpu", "--n", "4096", "--reps", "1", "--json", json});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("--json: cannot write '" + json + "': writing failed"), std::string::npos) << r.output;
+  EXPECT_EQ(read_all(json), "{\"earlier\": true}\n");
+  std::size_t files = 0;
+  for (auto it = fs::directory_iterator(w.path); it != fs::directory_iterator(); ++it) ++files;
+  EXPECT_EQ(files, 1u) << "a temporary file was left";
+}
+
+TEST(cli_trust, options_refuse_an_empty_value) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"info", "--json", ""},
+                                              {"demo", "--device", ""},
+                                              {"bench", "pipeline", "--plot", ""},
+                                              {"bench", "guide", "--json", ""},
+                                              {"bench", "matmul", "--algos", ""}}) {
+    const auto r = cli(args);
+    EXPECT_GE(r.status, 100) << args[args.size() - 2] << ": " << r.output;
+    EXPECT_NE(r.output.find("the value is empty"), std::string::npos) << args[args.size() - 2] << ": " << r.output;
+  }
+}
+
+}  // namespace

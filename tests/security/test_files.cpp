@@ -1,0 +1,223 @@
+// The one file writer and program starter (resident/detail/files.hpp), the profile's JSON through it,
+// and the MAC the kernel cache verifies with: what a careless user or another local user can put at a
+// path resident writes is refused by name, never followed, replaced or waited on.
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "resident/detail/files.hpp"
+#include "resident/detail/hmac.hpp"
+#include "resident/resident.hpp"
+#include "seed.hpp"
+#include "support.hpp"
+
+namespace rs = resident;
+namespace rd = resident::detail;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh folder for one test, removed after it.
+struct test_dir {
+  fs::path path;
+  test_dir() {
+    std::string t = (fs::temp_directory_path() / "resident-security-XXXXXX").string();
+    EXPECT_NE(::mkdtemp(t.data()), nullptr);
+    path = t;
+  }
+  ~test_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+  std::size_t count() const {
+    std::size_t n = 0;
+    for (auto it = fs::directory_iterator(path); it != fs::directory_iterator(); ++it) ++n;
+    return n;
+  }
+};
+
+std::string read_all(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// A UNIX socket bound at path (kept open while the test runs).
+int make_socket(const std::string& path) {
+  const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+  EXPECT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << path;
+  return s;
+}
+
+TEST(files, a_regular_file_is_replaced_whole_and_nothing_else_is_left) {
+  test_dir d;
+  const std::string p = d / "out.json";
+  { std::ofstream(p) << "earlier"; }
+  ::chmod(p.c_str(), 0640);
+  rd::write_file_atomically(p, "new content\n");
+  EXPECT_EQ(read_all(p), "new content\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(p.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u) << "an existing file keeps its mode";
+  EXPECT_EQ(d.count(), 1u) << "no temporary file left";
+}
+
+TEST(files, a_secret_is_written_0600) {
+  test_dir d;
+  const std::string p = d / "id";
+  { std::ofstream(p) << "old"; }
+  ::chmod(p.c_str(), 0644);
+  rd::write_file_atomically(p, "secret", rd::file_access::secret);
+  struct stat st {};
+  ASSERT_EQ(::stat(p.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST(files, what_is_not_a_regular_file_is_refused_by_name_and_left_alone) {
+  test_dir d;
+  const std::string fifo = d / "fifo", sock = d / "sock", link = d / "link", target = d / "target",
+                    folder = d / "folder";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int s = make_socket(sock);
+  { std::ofstream(target) << "keep"; }
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  fs::create_directory(folder);
+  const auto start = std::chrono::steady_clock::now();
+  rs::test::expect_invalid([&] { rd::write_file_atomically(fifo, "x"); }, "it is a FIFO (named pipe), not a regular file");
+  rs::test::expect_invalid([&] { rd::write_file_atomically(sock, "x"); }, "it is a socket, not a regular file");
+  rs::test::expect_invalid([&] { rd::write_file_atomically(link, "x"); }, "it is a symbolic link");
+  rs::test::expect_invalid([&] { rd::write_file_atomically(folder, "x"); }, "it is a directory");
+  rs::test::expect_invalid([&] { rd::write_file_atomically(d / "missing/x", "x"); }, "does not exist");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << "nothing waited on the FIFO";
+  EXPECT_EQ(rd::kind_at(fifo).value_or("?"), "a FIFO (named pipe)");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_TRUE(fs::is_socket(sock));
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(read_all(target), "keep") << "the link was followed";
+  EXPECT_EQ(d.count(), 5u) << "no temporary file left";
+  for (const std::string& p : {fifo, sock, link, folder}) EXPECT_NE(rd::write_problem(p), "") << p;
+  EXPECT_EQ(rd::write_problem(target), "");
+  ::close(s);
+}
+
+// The RESIDENT_PROFILE_JSON=/dev/full, without touching /dev: a character device made in a test
+// folder (root only), with /dev/null's numbers.
+TEST(files, a_device_node_is_refused_not_replaced) {
+  if (::geteuid() != 0) GTEST_SKIP() << "making a device node needs root";
+  test_dir d;
+  const std::string dev = d / "full";
+  ASSERT_EQ(::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+  rs::test::expect_invalid([&] { rd::write_file_atomically(dev, "x"); }, "it is a character device");
+  rs::profile_report r;
+  rs::test::expect_invalid([&] { r.save_json(dev); }, "could not write the profile to");
+  struct stat st {};
+  ASSERT_EQ(::lstat(dev.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device node was replaced by a regular file";
+}
+
+TEST(files, the_profile_json_refuses_a_fifo_at_once) {
+  test_dir d;
+  const std::string fifo = d / "p.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  rs::profile_report r;
+  rs::test::expect_invalid([&] { r.save_json(fifo); }, "it is a FIFO (named pipe)");
+  EXPECT_TRUE(fs::is_fifo(fifo)) << "the FIFO was replaced";
+  EXPECT_EQ(d.count(), 1u);
+}
+
+// A write that fails midway (here: past the file-size limit, as `ulimit -f` sets it) keeps the earlier
+// file and leaves no temporary one. Run in a child: the limit is the process's.
+TEST(files, a_failed_write_keeps_the_earlier_file) {
+  test_dir d;
+  const std::string p = d / "out.json";
+  { std::ofstream(p) << "earlier"; }
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    const std::string why = rd::try_write_file_atomically(p, std::string(1 << 20, 'x'));
+    ::_exit(why.find("writing failed") != std::string::npos ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the write did not report its failure";
+  EXPECT_EQ(read_all(p), "earlier");
+  EXPECT_EQ(d.count(), 1u) << "a temporary file was left";
+}
+
+TEST(files, a_private_folder_is_0700_and_gone_on_every_path_out) {
+  std::string path;
+  try {
+    const rd::private_dir p("resident-test");
+    path = p.path();
+    struct stat st {};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u);
+    rd::write_file_atomically(p.file("a"), "x");
+    throw std::runtime_error("leaving early");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_FALSE(fs::exists(path));
+}
+
+TEST(files, programs_start_without_a_shell) {
+  test_dir d;
+  const std::string mark = d / "ran";
+  // Each of these would run `touch` if a shell read the argument or the environment value.
+  const auto r = rd::run_program({"echo", "$(touch " + mark + ")", "'; touch " + mark + "; '"},
+                                 {{"RESIDENT_TEST_VALUE", "`touch " + mark + "`"}});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.output.find("$(touch"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(mark));
+  const auto env = rd::run_program({"env"}, {{"RESIDENT_TEST_VALUE", "a b"}});
+  EXPECT_NE(env.output.find("RESIDENT_TEST_VALUE=a b\n"), std::string::npos);
+  EXPECT_EQ(rd::run_program({"/no/such/program"}).status, -1);
+  EXPECT_EQ(rd::run_program({"sh", "-c", "exit 7"}).status, 7);
+  EXPECT_TRUE(rd::program_found("sh"));
+  EXPECT_FALSE(rd::program_found("no-such-program-resident"));
+}
+
+// FIPS 180-4 examples and RFC 4231's HMAC-SHA256 test cases 1, 2, 4 and 6.
+TEST(hmac, sha256_and_hmac_match_the_published_vectors) {
+  EXPECT_EQ(rd::hex(rd::sha256("")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(rd::hex(rd::sha256("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(rd::hex(rd::sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(rd::hex(rd::sha256(std::string(1000000, 'a'))),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_EQ(rd::hex(rd::hmac_sha256(std::string(20, '\x0b'), "Hi There")),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  EXPECT_EQ(rd::hex(rd::hmac_sha256("Jefe", "what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  std::string key4;
+  for (int i = 1; i <= 25; ++i) key4 += char(i);
+  EXPECT_EQ(rd::hex(rd::hmac_sha256(key4, std::string(50, '\xcd'))),
+            "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b");
+  EXPECT_EQ(rd::hex(rd::hmac_sha256(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First")),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  EXPECT_TRUE(rd::equal_in_constant_time("abc", "abc"));
+  EXPECT_FALSE(rd::equal_in_constant_time("abc", "abd"));
+  EXPECT_FALSE(rd::equal_in_constant_time("abc", "ab"));
+}
+
+}  // namespace
