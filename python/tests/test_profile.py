@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import resident as rs
+from resident.profile import Advice, Row
 from _support import GPU
 
 DEVICES = ["cpu"] + (["cuda:0"] if GPU else [])
@@ -43,9 +44,9 @@ def test_rows_count_the_calls_of_the_block_under_the_users_lines(device, tmp_pat
     assert s.name == "stream" and s.calls == 1 and s.h2d_bytes == host.nbytes and s.d2h_bytes == host.nbytes
     assert sum(r.kernels for r in p.rows) == 3 + 4  # the maps, and one per streamed chunk
     assert inside >= 2
-    assert all(isinstance(r, rs.profile.Row) for r in p.rows)
+    assert all(isinstance(r, Row) for r in p.rows)
     for a in p.advice:
-        assert isinstance(a, rs.profile.Advice) and a.kind and a.message and a.site
+        assert isinstance(a, Advice) and a.kind and a.message and a.site
     assert p.table() == str(p)
     text = str(p)
     assert f"{here}:{line_of('# mark:map')}" in text

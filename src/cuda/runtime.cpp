@@ -1,4 +1,5 @@
 // The CUDA backend's runtime calls (host code, built with the host compiler against cudart).
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <array>
@@ -526,8 +527,16 @@ topology topology_of(cudaGraph_t g) {
     RESIDENT_CUDA_TRY(cudaGraphNodeGetType(node, &type));
     t.push_back(std::uintptr_t(type));
     if (type == cudaGraphNodeTypeKernel) {
-      cudaKernelNodeParams p{};
-      RESIDENT_CUDA_TRY(cudaGraphKernelNodeGetParams(node, &p));
+      // The driver's getter: it reads kernels launched through the driver API too (run-time chains,
+      // compiled programs), where the runtime's returns cudaErrorInvalidDeviceFunction and leaves that
+      // error to be read by the next launch's check.
+      using get_params = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
+      static const auto get = reinterpret_cast<get_params>(driver_entry_point("cuGraphKernelNodeGetParams", 12000));
+      CUDA_KERNEL_NODE_PARAMS p{};
+      const CUresult r = get(reinterpret_cast<CUgraphNode>(node), &p);
+      if (r != CUDA_SUCCESS)
+        throw cuda_error(int(r), "CUresult " + std::to_string(int(r)),
+                         "cuGraphKernelNodeGetParams failed: reading a captured kernel's parameters [src/cuda/runtime.cpp]");
       t.push_back(reinterpret_cast<std::uintptr_t>(p.func));
     }
   }
