@@ -60,7 +60,7 @@ RESIDENT_LIBMVEC_2_35(RESIDENT_SIMD_DECLARE, RESIDENT_SIMD_DECLARE2)
 namespace resident::detail {
 
 /// Whether cpu_simd_run has the copies (GCC on x86-64, not nvcc's host pass).
-inline constexpr bool cpu_simd_copies = RESIDENT_CPU_SIMD_COPIES;
+constexpr bool cpu_simd_copies = RESIDENT_CPU_SIMD_COPIES;  // internal: nvcc's units see false
 
 #if RESIDENT_CPU_SIMD_COPIES
 // The copies: everything body calls inlines into them (flatten), compiled for their target.
