@@ -7,7 +7,7 @@
 /// sinf, expf, ... become calls to glibc's vector math library (libmvec, _ZGV* functions, up to 4 ULP
 /// as glibc states; docs/cpu.md has the measured bounds), declared below as SIMD functions. GCC turns
 /// a math call into a vector call only where errno need not be set: the library's targets carry
-/// -fno-math-errno (RESIDENT_CPU_SIMD in CMake). Elsewhere (other compilers, nvcc's host pass, other
+/// -fno-math-errno (RESIDENT_VECTOR_MATH in CMake). Elsewhere (other compilers, nvcc's host pass, other
 /// C libraries) the same loops run as ordinary code, vectorized where the compiler manages.
 
 #include <cmath>
