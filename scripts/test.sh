@@ -79,3 +79,6 @@ for ex in examples/python/*.py; do .venv/bin/python "$ex"; done
 # Python's debug allocator (freed memory poisoned, buffer ends guarded) and development mode, then as users run it.
 PYTHONMALLOC=debug .venv/bin/python -X dev -m pytest -q python/tests
 .venv/bin/python -m pytest -q python/tests
+
+echo "== cpu race: the seed map and map + sum, 2^16-2^20, resident against NumPy and Numba (recorded, not asserted)"
+.venv/bin/python bench/peers/cpu_race.py --lo 16 --hi 20 --json build/cpu_race.json

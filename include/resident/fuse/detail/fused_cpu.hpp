@@ -1,7 +1,9 @@
 #pragma once
 /// @file fused_cpu.hpp
 /// The CPU backend of the fused pipeline executors (twin of fused_cuda.cuh): run_map, run_reduce and
-/// run_scan as loops over cpu_loop's pieces, the stages applied to tiles of values in registers.
+/// run_scan as loops over cpu_loop's pieces, each piece in the copy of cpu_simd_run for the CPU's
+/// vectors (docs/cpu.md). Sources read element by element run as plain loops the compiler vectorizes,
+/// math calls included; block generators apply the stages to tiles of values in registers.
 
 #include <algorithm>
 #include <cstddef>
