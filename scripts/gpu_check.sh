@@ -92,6 +92,9 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   # The host copies of pageable staging alone (no GPU): memcpy against streaming stores, 1-16 threads,
   # up, down and both at once over 4 GiB in 4 and 16 MiB chunks -- a ceiling of the pageable streamed rate.
   step host-staging "$build/bench/host_staging" --size 4GiB --chunk 4MiB,16MiB --json "$logs/host-staging.json"
+  # The CPU race on the host's cores (no GPU): the seed map and map + sum, 2^16-2^26, 1 thread and all,
+  # resident's CPU backend against NumPy, NumExpr and Numba (docs/cpu.md).
+  step cpu-race env PYTHONUNBUFFERED=1 python3 bench/peers/cpu_race.py --cpp "$build/bench/cpu_race" --json "$logs/cpu_race.json"
   # The profile report of the seed demo on the GPU (events, the measured copy rate, advice), and the
   # NVTX timeline where Nsight Systems is installed.
   step demo-profile "$cli" demo --profile --json "$logs/demo-profile.json"

@@ -96,4 +96,7 @@ for ex in examples/python/*.py; do .venv/bin/python "$ex"; done
 PYTHONMALLOC=debug .venv/bin/python -X dev -m pytest -q python/tests
 .venv/bin/python -m pytest -q -rs --junitxml=build/junit/pytest.xml python/tests
 
+echo "== cpu race: the seed map and map + sum, 2^16-2^20, resident against NumPy and Numba (recorded, not asserted)"
+.venv/bin/python bench/peers/cpu_race.py --lo 16 --hi 20 --json build/cpu_race.json
+
 python3 scripts/skip_summary.py build/junit

@@ -11,6 +11,7 @@
 
 #include "jit/backend.hpp"
 #include "resident/detail/files.hpp"
+#include "resident/launch/detail/cpu_simd.hpp"
 #include "resident/launch/launch.hpp"
 #include "resident/memory/ledger.hpp"
 
@@ -31,9 +32,41 @@ struct host_kernel : loaded {
 // The flags every run-time kernel is compiled with: -ffp-contract=off keeps a * b + c two roundings,
 // as the library's own normals need for the same bits as the GPU (src/random/normal.cpp);
 // -fno-semantic-interposition lets the stages' functions inline into the loop (in a shared object
-// they could otherwise be interposed, and the loop would call each one and not vectorize).
-const std::vector<std::string> flags = {"-std=c++17", "-O3", "-fPIC", "-shared", "-ffp-contract=off",
-                                        "-fno-math-errno", "-fno-semantic-interposition", "-w"};
+// they could otherwise be interposed, and the loop would call each one and not vectorize); then the
+// vectors of the CPU backend's SIMD path (launch/detail/cpu_simd.hpp), part of the kernel's key.
+std::vector<std::string> compile_flags() {
+  std::vector<std::string> f = {"-std=c++17", "-O3", "-fPIC", "-shared", "-ffp-contract=off",
+                                "-fno-math-errno", "-fno-semantic-interposition", "-w"};
+  switch (resident::detail::cpu_simd_path()) {
+    case resident::detail::cpu_simd::avx512:
+      f.insert(f.end(), {"-mavx512f", "-mavx512dq", "-mavx512bw", "-mavx512vl", "-mavx2", "-mfma"});
+      break;
+    case resident::detail::cpu_simd::avx2: f.insert(f.end(), {"-mavx2", "-mfma"}); break;
+    default: break;
+  }
+  return f;
+}
+
+// Ahead of the kernel's text: glibc's vector math functions declared as such, as the compiled loops
+// see them, so that the stages' sinf, expf, ... vectorize.
+#if RESIDENT_CPU_SIMD_COPIES && defined(__GLIBC__)
+#define RESIDENT_SIMD_TEXT(name)                                                           \
+  "extern \"C\" float " #name "f(float) noexcept __attribute__((__simd__(\"notinbranch\")));\n" \
+  "extern \"C\" double " #name "(double) noexcept __attribute__((__simd__(\"notinbranch\")));\n"
+#define RESIDENT_SIMD_TEXT2(name)                                                                 \
+  "extern \"C\" float " #name "f(float, float) noexcept __attribute__((__simd__(\"notinbranch\")));\n" \
+  "extern \"C\" double " #name "(double, double) noexcept __attribute__((__simd__(\"notinbranch\")));\n"
+#if __GLIBC_PREREQ(2, 35)
+const char* const simd_declarations = "#include <math.h>\n" RESIDENT_LIBMVEC_2_22(RESIDENT_SIMD_TEXT, RESIDENT_SIMD_TEXT2)
+    RESIDENT_LIBMVEC_2_35(RESIDENT_SIMD_TEXT, RESIDENT_SIMD_TEXT2);
+#else
+const char* const simd_declarations = "#include <math.h>\n" RESIDENT_LIBMVEC_2_22(RESIDENT_SIMD_TEXT, RESIDENT_SIMD_TEXT2);
+#endif
+#undef RESIDENT_SIMD_TEXT
+#undef RESIDENT_SIMD_TEXT2
+#else
+const char* const simd_declarations = "";
+#endif
 
 // The compiler and the first line of its --version, read once per process (every key holds the
 // identity, so the compiler that builds a kernel must be the one its key names).
@@ -128,6 +161,7 @@ std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::strin
                   device_unavailable);
   const host_compiler& cc = compiler();
   std::vector<std::string> argv{cc.cxx};
+  const std::vector<std::string> flags = compile_flags();
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {src, "-o", obj});
   std::string text;
@@ -151,9 +185,9 @@ std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::strin
 void run_host(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n,
               std::shared_ptr<loaded>& kernel) {
   if (!kernel) {
-    const std::string source = generate(parts, sig, flavor::host);
+    const std::string source = simd_declarations + generate(parts, sig, flavor::host);
     std::string flag_text;
-    for (const auto& f : flags) flag_text += f + " ";
+    for (const auto& f : compile_flags()) flag_text += f + " ";
     const std::string key = hash_hex("host\n" + compiler().identity + "\n" + flag_text + "\n" + source);
     kernel = cached(key, [&] { return load_or_compile(key, source); });
   }

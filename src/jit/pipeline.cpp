@@ -585,27 +585,6 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
     prev = "v" + std::to_string(vi++);
   }
   s += "  return " + prev + ";\n}\n";
-  if (!cuda && !gen) {
-    // The host evaluates 16 values at a time stage by stage, as the compiled CPU loop does: a stage of
-    // arithmetic vectorizes, one that calls a function makes its calls back to back.
-    std::string p16, first_args;
-    for (std::size_t k = 0; k < nin; ++k) {
-      p16 += ", const " + std::string(type_name(sig.in[k])) + "* x" + std::to_string(k);
-      first_args += (k ? ", " : "") + std::string("x") + std::to_string(k) + "[l]";
-    }
-    s += "RS_FN void rs_chain16(const rs_args& a" + p16 + ", rs_value* o) {\n";
-    std::string prev16 = first_args;
-    int wi = 0;
-    for (const part& p : parts) {
-      if (p.what != kind::map) continue;
-      const std::string k = std::to_string(&p - parts.data()), w = "w" + std::to_string(wi++);
-      const std::string fn = !p.source.empty() ? "rs_" + k + "::" + p.name : "((rs_fn_" + k + ")a.fns[" + k + "])";
-      s += "  " + std::string(type_name(p.result)) + " " + w + "[16];\n  for (int l = 0; l < 16; ++l) " + w + "[l] = " + fn +
-           "(" + prev16 + ");\n";
-      prev16 = w + "[l]";
-    }
-    s += "  for (int l = 0; l < 16; ++l) o[l] = " + prev16 + ";\n}\n";
-  }
   if (red) {
     const std::string rk = std::to_string(&parts.back() - parts.data());
     const bool external_op = red->what == kind::reduce && red->source.empty();
@@ -624,7 +603,7 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
          "  if (!a.valid) return b;\n  if (!b.valid) return a;\n  rs_maybe r; r.value = rs_op(a.value, b.value); r.valid = 1; return r;\n}\n";
   }
   // What each element does: written (map) or folded (reduction).
-  // The host folds into 16 independent lanes by index (as the compiled CPU reductions do), then the lanes
+  // The host folds into 16 independent lanes (as the compiled CPU reductions do), then the lanes
   // in order: a float sum keeps its accuracy over long pieces.
   const std::string use = !red ? "out[i] = (" : cuda ? "rs_fold(acc, " : "rs_fold(lanes[i & 15], ";
   std::string loads, call;
@@ -790,16 +769,33 @@ std::string generate(const std::vector<part>& parts, const signature& sig, flavo
            "; ++b) {\n" + gen_body.substr(0, gen_body.find("      if (i < n)")) +
            "      if (i >= first && i < n) " + use + "rs_chain(a, rs_gen::value(w, l, ga, gb)));\n    }\n  }\n";
     } else {
-      std::string at;
-      for (std::size_t k = 0; k < nin; ++k) at += ", in" + std::to_string(k) + " + i";
-      s += "  unsigned long long i = first;\n"
-           "  for (; i + 16 <= last; i += 16) {\n"
-           "    rs_value o[16];\n"
-           "    rs_chain16(a" + at + ", o);\n" +
-           (red ? "    for (int l = 0; l < 16; ++l) rs_fold(lanes[l], o[l]);\n"
-                : "    for (int l = 0; l < 16; ++l) out[i + l] = o[l];\n") +
-           "  }\n"
-           "  for (; i < last; ++i) " + use + "rs_chain(a, " + call + "));\n";
+      // Loops the host compiler vectorizes, the stages' math calls included (launch/detail/cpu_simd.hpp):
+      // a map element by element; a reduction makes 256 values at a time, then folds them into 16
+      // lanes by position (as the compiled CPU reductions do, fused_cpu.hpp).
+      auto call_at = [&](const std::string& at) {
+        std::string c;
+        for (std::size_t k = 0; k < nin; ++k) c += (k ? ", in" : "in") + std::to_string(k) + "[" + at + "]";
+        return c;
+      };
+      s += "  unsigned long long i = first;\n";
+      if (red)
+        s += "  if (last - first >= 32) {\n"
+             "    rs_value lane[16], buf[256];\n"
+             "    for (int l = 0; l < 16; ++l) lane[l] = rs_chain(a, " + call_at("i + l") + ");\n"
+             "    for (i += 16; i + 16 <= last;) {\n"
+             "      unsigned long long m = (last - i) / 16 * 16;\n"
+             "      if (m > 256) m = 256;\n"
+             "#pragma GCC ivdep\n"
+             "      for (unsigned long long j = 0; j < m; ++j) buf[j] = rs_chain(a, " + call_at("i + j") + ");\n"
+             "      for (unsigned long long j = 0; j < m; j += 16)\n"
+             "        for (int l = 0; l < 16; ++l) lane[l] = rs_op(lane[l], buf[j + l]);\n"
+             "      i += m;\n"
+             "    }\n"
+             "    for (int l = 0; l < 16; ++l) { lanes[l].value = lane[l]; lanes[l].valid = 1; }\n"
+             "  }\n";
+      else
+        s += "#pragma GCC ivdep\n";
+      s += "  for (; i < last; ++i) " + use + "rs_chain(a, " + call + "));\n";
     }
     if (red) s += "  rs_maybe acc = lanes[0];\n  for (int l = 1; l < 16; ++l) acc = rs_combine(acc, lanes[l]);\n  *partial = acc;\n";
     s += "}\n";

@@ -1,8 +1,11 @@
 #pragma once
 /// @file fused_cpu.hpp
 /// The CPU backend of the fused pipeline executors (twin of fused_cuda.cuh): run_map, run_reduce and
-/// run_scan as loops over cpu_loop's pieces, the stages applied to tiles of values in registers.
+/// run_scan as loops over cpu_loop's pieces, each piece in the copy of cpu_simd_run for the CPU's
+/// vectors (docs/cpu.md). Sources read element by element run as plain loops the compiler vectorizes,
+/// math calls included; block generators apply the stages to tiles of values in registers.
 
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <type_traits>
@@ -14,6 +17,7 @@
 #include "resident/fuse/detail/access.hpp"
 #include "resident/fuse/detail/tuple.hpp"
 #include "resident/launch/config.hpp"
+#include "resident/launch/detail/cpu_simd.hpp"
 #include "resident/launch/detail/launch_cpu.hpp"
 #include "resident/memory/ledger.hpp"
 
@@ -25,6 +29,51 @@ template <class T>
 struct piece_value {
   T v;
 };
+
+/// Whether a loader reads element i by itself (arrays, a generator making one value per index): a plain
+/// loop over indices then vectorizes, the stages' math calls included. A block generator (random
+/// numbers) makes several values per call and keeps the tiles below.
+template <class L>
+inline constexpr bool element_wise = true;
+template <class G>
+inline constexpr bool element_wise<generate_loader<G>> = !makes_blocks<G>;
+
+/// Values made together by one vectorized loop before they are folded or scanned (a few KiB on the
+/// stack), and the lanes a fold keeps: one AVX-512 register of floats.
+inline constexpr std::size_t cpu_block_values = 256, cpu_fold_lanes = 16;
+
+/// buf[j] = value(first + j) for j in [0, m): a plain loop, so that it vectorizes.
+template <class T, class Value>
+void make_values(const Value& value, std::size_t first, std::size_t m, T* buf) {
+#pragma GCC ivdep
+  for (std::size_t j = 0; j < m; ++j) buf[j] = value(first + j);
+}
+
+/// op folded over value(i) for i in [first, last) (not empty), in cpu_fold_lanes lanes by position,
+/// then the lanes in order, then the rest: the values are made a block at a time by a vectorized loop.
+template <class T, class Value, class Op>
+T fold_blocks(const Value& value, const Op& op, std::size_t first, std::size_t last) {
+  constexpr std::size_t W = cpu_fold_lanes, B = cpu_block_values;
+  std::size_t i = first;
+  if (last - first < W) {
+    T r = value(i);
+    for (++i; i < last; ++i) r = op(r, value(i));
+    return r;
+  }
+  T buf[B], lane[W];
+  make_values(value, i, W, lane);
+  for (i += W; i + W <= last;) {
+    const std::size_t m = std::min(B, (last - i) / W * W);
+    make_values(value, i, m, buf);
+    for (std::size_t j = 0; j < m; j += W)
+      for (std::size_t k = 0; k < W; ++k) lane[k] = op(lane[k], buf[j + k]);
+    i += m;
+  }
+  T r = lane[0];
+  for (std::size_t k = 1; k < W; ++k) r = op(r, lane[k]);
+  for (; i < last; ++i) r = op(r, value(i));
+  return r;
+}
 
 template <std::size_t I, class... Fs, class X, std::size_t M, class Use>
 void apply_stages(const chain<Fs...>& c, const X (&x)[M], Use& use) {
@@ -82,15 +131,27 @@ template <int V, class L, class Fn, class W>
 void run_map(cpu_backend, stream_ref s, const L& in, const Fn& fn, const W& out, std::size_t n, vector_plan plan,
              const std::optional<launch_config>&) {  // a configuration shapes nothing on the CPU
   const device d = s.device();
+  if constexpr (cpu_simd_copies && element_wise<L>) {
+    cpu_loop(n, 1).run([&](cpu_piece p) {
+      cpu_simd_run([&] {
+#pragma GCC ivdep
+        for (std::size_t i = p.first; i < p.last; ++i) out.store1(i, in.eval1(fn, i));
+      });
+    });
+    record_kernel(d);
+    return;
+  }
   if constexpr (V > 1) {
     if (plan.vectorized) {
       // The same split as on the GPU: sources that make several values at once (random numbers) do.
       for (std::size_t i = 0; i < plan.head; ++i) out.store1(i, in.eval1(fn, i));
       cpu_loop(plan.vectors, std::size_t(V)).run([&](cpu_piece p) {
-        for_each_vector_cpu<V>(in, fn, plan.head, p.first, p.last, [&](std::size_t j, const auto& r, int count) {
-          using R = std::remove_cvref_t<decltype(r[0])>;
-          for (int u = 0; u < count; ++u)
-            out.template store<V>(plan.head + (j + std::size_t(u)) * V, *reinterpret_cast<const R(*)[V]>(r + u * V));
+        cpu_simd_run([&] {
+          for_each_vector_cpu<V>(in, fn, plan.head, p.first, p.last, [&](std::size_t j, const auto& r, int count) {
+            using R = std::remove_cvref_t<decltype(r[0])>;
+            for (int u = 0; u < count; ++u)
+              out.template store<V>(plan.head + (j + std::size_t(u)) * V, *reinterpret_cast<const R(*)[V]>(r + u * V));
+          });
         });
       });
       for (std::size_t i = plan.head + plan.vectors * V; i < n; ++i) out.store1(i, in.eval1(fn, i));
@@ -99,9 +160,11 @@ void run_map(cpu_backend, stream_ref s, const L& in, const Fn& fn, const W& out,
     }
   }
   cpu_loop(n, 1).run([&](cpu_piece p) {
-    // ivdep, not omp simd: the elements are independent, and an exception may leave this loop.
+    cpu_simd_run([&] {
+      // ivdep, not omp simd: the elements are independent, and an exception may leave this loop.
 #pragma GCC ivdep
-    for (std::size_t i = p.first; i < p.last; ++i) out.store1(i, in.eval1(fn, i));
+      for (std::size_t i = p.first; i < p.last; ++i) out.store1(i, in.eval1(fn, i));
+    });
   });
   record_kernel(d);
 }
@@ -116,13 +179,23 @@ T run_reduce(cpu_backend, stream_ref s, const L& in, const Fn& fn, const Op& op,
     if (into) *into = init;
     return init;
   }
+  auto value = [&](std::size_t i) { return static_cast<T>(in.eval1(fn, i)); };
+  if constexpr (cpu_simd_copies && element_wise<L>) {
+    const cpu_loop loop(n, 1);
+    std::vector<piece_value<T>> partial(loop.pieces(), piece_value<T>{init});
+    loop.run([&](cpu_piece p) { cpu_simd_run([&] { partial[p.index].v = fold_blocks<T>(value, op, p.first, p.last); }); });
+    T r = init;
+    for (const auto& p : partial) r = op(r, p.v);
+    record_kernel(d);
+    if (into) *into = r;
+    return r;
+  }
   // Each piece folds in lanes (lane k takes every V-th value; 4 lanes over single elements), then
   // folds its lanes; the pieces' partials are folded in order after the head and before the tail.
   // Independent lanes let the compiler keep the fold in vector registers.
   const bool vec = V > 1 && plan.vectorized;
   const std::size_t head = vec ? plan.head : 0, units = vec ? plan.vectors : n;
   constexpr int W = V > 1 ? V : 4;
-  auto value = [&](std::size_t i) { return static_cast<T>(in.eval1(fn, i)); };
   auto fold_lanes = [&](T (&lane)[W]) {
     T r = lane[0];
     for (int k = 1; k < W; ++k) r = op(r, lane[k]);
@@ -160,7 +233,7 @@ T run_reduce(cpu_backend, stream_ref s, const L& in, const Fn& fn, const Op& op,
   for (std::size_t i = 0; i < head; ++i) r = op(r, value(i));
   const cpu_loop loop(units, vec ? std::size_t(V) : 1);
   std::vector<piece_value<T>> partial(loop.pieces(), piece_value<T>{init});
-  loop.run([&](cpu_piece p) { partial[p.index].v = fold_piece(p.first, p.last); });
+  loop.run([&](cpu_piece p) { cpu_simd_run([&] { partial[p.index].v = fold_piece(p.first, p.last); }); });
   for (const auto& p : partial) r = op(r, p.v);
   for (std::size_t i = head + units * (vec ? V : 1); i < n; ++i) r = op(r, value(i));
   record_kernel(d);
@@ -177,17 +250,34 @@ void run_scan(cpu_backend, stream_ref s, const L& in, const Fn& fn, const Op& op
   const device d = s.device();
   const cpu_loop loop(n, 1);
   std::vector<piece_value<U>> total(loop.pieces());
+  auto value = [&](std::size_t i) { return static_cast<U>(in.eval1(fn, i)); };
   loop.run([&](cpu_piece p) {
-    U acc = static_cast<U>(in.eval1(fn, p.first));
-    out[p.first] = acc;
-    for (std::size_t i = p.first + 1; i < p.last; ++i) out[i] = acc = op(acc, static_cast<U>(in.eval1(fn, i)));
-    total[p.index].v = acc;
+    cpu_simd_run([&] {
+      U acc = value(p.first);
+      out[p.first] = acc;
+      if constexpr (cpu_simd_copies && element_wise<L>) {
+        // A block of values made by a vectorized loop (read before out's same elements are written),
+        // then scanned.
+        U buf[cpu_block_values];
+        for (std::size_t i = p.first + 1; i < p.last;) {
+          const std::size_t m = std::min(cpu_block_values, p.last - i);
+          make_values(value, i, m, buf);
+          for (std::size_t j = 0; j < m; ++j) out[i + j] = acc = op(acc, buf[j]);
+          i += m;
+        }
+      } else {
+        for (std::size_t i = p.first + 1; i < p.last; ++i) out[i] = acc = op(acc, value(i));
+      }
+      total[p.index].v = acc;
+    });
   });
   for (std::size_t k = 1; k < total.size(); ++k) total[k].v = op(total[k - 1].v, total[k].v);
   loop.run([&](cpu_piece p) {
     if (p.index == 0) return;
     const U before = total[p.index - 1].v;
-    for (std::size_t i = p.first; i < p.last; ++i) out[i] = op(before, out[i]);
+    cpu_simd_run([&] {
+      for (std::size_t i = p.first; i < p.last; ++i) out[i] = op(before, out[i]);
+    });
   });
   record_kernel(d);
 }

@@ -19,6 +19,7 @@
 #include "resident/insight/profile.hpp"
 #include "resident/device/stream.hpp"
 #include "resident/launch/config.hpp"
+#include "resident/launch/detail/cpu_simd.hpp"
 #include "resident/memory/ledger.hpp"
 
 namespace resident::detail {
@@ -200,9 +201,11 @@ launch_config for_each_config_on(cpu_backend, std::size_t) {
 template <class F>
 void for_each_on(cpu_backend, stream_ref s, std::size_t n, F f) {
   cpu_loop(n, 1).run([&](cpu_piece p) {
-    // ivdep, not omp simd: the elements are independent, and an exception may leave this loop.
+    cpu_simd_run([&] {
+      // ivdep, not omp simd: the elements are independent, and an exception may leave this loop.
 #pragma GCC ivdep
-    for (std::size_t i = p.first; i < p.last; ++i) f(i);
+      for (std::size_t i = p.first; i < p.last; ++i) f(i);
+    });
   });
   record_kernel(s.device());
 }

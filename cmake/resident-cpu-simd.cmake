@@ -1,0 +1,12 @@
+# The CPU backend's vector math (docs/cpu.md): its loops run in copies compiled for AVX-512, AVX2 and
+# the baseline, chosen at run time (src/launch/cpu_simd.cpp), and GCC turns the element functions'
+# sinf, expf, ... into calls to glibc's vector math (libmvec) only where errno need not be set. So the
+# library and its consumers compile with -fno-math-errno (math functions then leave errno alone, as
+# under -ffast-math, without its other changes). OFF: errno kept, such calls stay scalar.
+option(RESIDENT_VECTOR_MATH "Vector math in the CPU backend's loops (consumers compile with -fno-math-errno)" ON)
+target_sources(resident PRIVATE ${PROJECT_SOURCE_DIR}/src/launch/cpu_simd.cpp)
+if(RESIDENT_VECTOR_MATH AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  target_compile_options(resident PUBLIC $<$<COMPILE_LANGUAGE:CXX>:-fno-math-errno>
+                                         $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fno-math-errno>)
+endif()
+message(STATUS "resident: CPU vector math ${RESIDENT_VECTOR_MATH}")
