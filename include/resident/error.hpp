@@ -79,11 +79,13 @@ class error : public std::runtime_error {
 
 /// The kinds of shape `plain`: a name and a place in the hierarchy, no figures (described in the table).
 #define RESIDENT_DETAIL_ERROR_own(name, base)
+/// A plain kind: the class takes its base's constructors.
 #define RESIDENT_DETAIL_ERROR_plain(name, base) \
   class name : public base {                    \
    public:                                      \
     using base::base;                           \
   };
+/// One row of RESIDENT_ERRORS as C++: the class of its shape (the Python columns are the bindings').
 #define RESIDENT_DETAIL_ERROR(shape, name, base, py, builtin, doc) RESIDENT_DETAIL_ERROR_##shape(name, base)
 RESIDENT_ERRORS(RESIDENT_DETAIL_ERROR)
 #undef RESIDENT_DETAIL_ERROR

@@ -37,6 +37,7 @@ template <class T>
 host_operand host_operand_of(std::span<T> s) {
   return {static_cast<const void*>(s.data()), s.size(), element_of<T>()};
 }
+/// A contiguous host range (vector, array, pinned buffer) as a host operand.
 template <class R>
 host_operand host_operand_of(R& r) {
   return host_operand_of(std::span(r));
