@@ -54,6 +54,9 @@ planted() {  # planted BINARY
 step configure cmake -S . -B "$build" -G Ninja -DRESIDENT_CUDA=ON -DCMAKE_BUILD_TYPE=Release
 step build cmake --build "$build" -j "$jobs"
 step tests ctest --test-dir "$build" --output-on-failure
+# Planted bugs, each caught by its test: every CPU mutant (CI runs two) and the GPU ones.
+step mutants-cpu bash scripts/mutants.sh
+step mutants-gpu bash scripts/mutants.sh --gpu
 # The trust boundaries on the GPU (forged cubins, the rendezvous file) and the profile's report of a
 # whole program, its time after the work printed (docs/security.md, tests/insight/test_profile_exit.cpp).
 step trust "$build/tests/test_security"
