@@ -1531,12 +1531,14 @@ void op_handles(fuzz_state& st) {
       attempt("a pipeline on another device's array", refused, [&] { rs::map(square{})(foreign); });
       attempt("a random fill on another device's array", refused, [&] { rs::random::fill_uniform(foreign, 1); });
       if (probe("foreign")) {  // a copy this build cannot make is not counted as made
+        // A device this build lacks has no ledger to read: refused, never zeros.
+        attempt("the ledger of cuda:0", expect::resident_error, [&] { (void)rs::ledger(rs::device::cuda(0)); });
         const std::vector<float> h(s.ref.size(), 1.f);
-        const auto before = rs::ledger(rs::device::cuda(0));
+        const auto before = rs::ledger(rs::device::cpu());
         attempt("copy_async to another device's array", s.ref.empty() ? expect::maybe : expect::resident_error,
                 [&] { rs::copy_async(std::span<const float>(h), foreign); });
-        const auto delta = rs::ledger(rs::device::cuda(0)) - before;
-        if (delta.h2d_copies || delta.h2d_bytes)
+        const auto delta = rs::ledger(rs::device::cpu()) - before;
+        if (delta.h2d_copies || delta.h2d_bytes || delta.d2d_copies)
           fail("a refused copy to cuda:0 counted " + std::to_string(delta.h2d_bytes) + " bytes in the ledger");
       }
       break;
