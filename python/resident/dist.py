@@ -40,6 +40,12 @@ _min, _max, _sum = min, max, sum  # the builtins, before this module's reduction
 def extent_of(n, shards, r):
     """(offset, count) of shard r of n elements cut into `shards` nearly equal parts: n // shards each,
     the first n % shards of them one more (as the C++ sharded_array cuts them)."""
+    for name, v in (("n", n), ("shards", shards), ("r", r)):
+        if isinstance(v, bool) or not hasattr(v, "__index__"):
+            raise InvalidArgument(f"extent_of: {name}={v!r} is not an integer")
+    n, shards, r = n.__index__(), shards.__index__(), r.__index__()
+    if n < 0:
+        raise InvalidArgument(f"extent_of: n={n} is negative; give the number of elements")
     if not 0 <= r < shards:
         raise InvalidArgument(f"shard {r} of {shards} does not exist")
     base, extra = divmod(n, shards)

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -26,6 +27,37 @@ namespace nb = nanobind;
 namespace rs = resident;
 
 namespace resident::py {
+
+// ---- integer arguments ----------------------------------------------------------------------------
+
+/// An integer parameter of type T that takes any Python integer (int, NumPy's, anything with
+/// __index__): one out of T's range reaches the binding, which refuses it with invalid_argument naming
+/// the parameter, where nanobind's own caster would fail the call with a TypeError. Floats, strings and
+/// other types still fail the match (TypeError). get() is the only way to the value.
+template <class T>
+struct int_arg {
+  static_assert(std::is_integral_v<T>);
+  long long value = 0;             // the value when it fits T ...
+  bool fits = true;                // ... else the caller's text, kept for the message
+  std::string text;
+  int_arg() = default;
+  int_arg(T v) : value(static_cast<long long>(v)) {}  // defaults given in C++
+  /// The value. @throws invalid_argument naming `what` and `name` when it is out of T's range.
+  T get(const char* what, const char* name) const {
+    if (!fits)
+      throw rs::invalid_argument(std::string(what) + ": " + name + "=" + text + " is out of range: give " +
+                                 std::to_string(std::numeric_limits<T>::min()) + " to " +
+                                 std::to_string(std::numeric_limits<T>::max()));
+    return static_cast<T>(value_t());
+  }
+
+ private:
+  auto value_t() const { return unsigned_value ? static_cast<T>(uvalue) : static_cast<T>(value); }
+
+ public:
+  bool unsigned_value = false;     // uvalue holds it (above LLONG_MAX)
+  unsigned long long uvalue = 0;
+};
 
 // ---- element types ----------------------------------------------------------------------------
 
@@ -216,3 +248,53 @@ void bind_jit(nb::module_& m);
 void bind_flow(nb::module_& m);
 
 }  // namespace resident::py
+
+namespace nanobind::detail {
+// Takes any Python integer into resident::py::int_arg<T>, range checked there (see int_arg).
+template <class T>
+struct type_caster<resident::py::int_arg<T>> {
+  NB_TYPE_CASTER(resident::py::int_arg<T>, const_name("int"))
+  bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
+    if (PyFloat_Check(src.ptr()) || PyBool_Check(src.ptr()) || !PyIndex_Check(src.ptr())) return false;
+    PyObject* i = PyNumber_Index(src.ptr());
+    if (!i) {
+      PyErr_Clear();
+      return false;
+    }
+    value = {};
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(i, &overflow);
+    if (overflow == 0 && !(v == -1 && PyErr_Occurred())) {
+      value.value = v;
+      value.fits = std::is_signed_v<T> ? (v >= (long long)std::numeric_limits<T>::min() &&
+                                          v <= (long long)std::numeric_limits<T>::max())
+                                       : (v >= 0 && (unsigned long long)v <= (unsigned long long)std::numeric_limits<T>::max());
+    } else if (overflow > 0 && !std::is_signed_v<T>) {
+      const unsigned long long u = PyLong_AsUnsignedLongLong(i);
+      if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        value.fits = false;
+      } else {
+        value.unsigned_value = true;
+        value.uvalue = u;
+        value.fits = u <= (unsigned long long)std::numeric_limits<T>::max();
+      }
+    } else {
+      PyErr_Clear();
+      value.fits = false;
+    }
+    if (!value.fits) {
+      PyObject* r = PyObject_Repr(i);
+      const char* c = r ? PyUnicode_AsUTF8(r) : nullptr;
+      value.text = c ? c : "?";
+      Py_XDECREF(r);
+      PyErr_Clear();
+    }
+    Py_DECREF(i);
+    return true;
+  }
+  static handle from_cpp(const resident::py::int_arg<T>& v, rv_policy, cleanup_list*) noexcept {
+    return v.unsigned_value ? PyLong_FromUnsignedLongLong(v.uvalue) : PyLong_FromLongLong(v.value);
+  }
+};
+}  // namespace nanobind::detail

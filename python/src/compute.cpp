@@ -23,7 +23,8 @@ void check_overlap(const py_array& in, const py_array& out, const char* what) {
 
 namespace {
 
-void any_fill_uniform(nb::object x, std::uint64_t seed, std::uint64_t offset, double low, double high, nb::object stream) {
+void any_fill_uniform(nb::object x, int_arg<std::uint64_t> seed_, int_arg<std::uint64_t> offset_, double low, double high, nb::object stream) {
+  const auto seed = seed_.get("fill_uniform", "seed"), offset = offset_.get("fill_uniform", "offset");
   const call_stream on(stream, "fill_uniform");
   py_array a = from_dlpack(x);
   a.check_writable("fill_uniform");
@@ -33,7 +34,8 @@ void any_fill_uniform(nb::object x, std::uint64_t seed, std::uint64_t offset, do
   });
 }
 
-void any_fill_normal(nb::object x, std::uint64_t seed, std::uint64_t offset, double mean, double sd, nb::object stream) {
+void any_fill_normal(nb::object x, int_arg<std::uint64_t> seed_, int_arg<std::uint64_t> offset_, double mean, double sd, nb::object stream) {
+  const auto seed = seed_.get("fill_normal", "seed"), offset = offset_.get("fill_normal", "offset");
   const call_stream on(stream, "fill_normal");
   py_array a = from_dlpack(x);
   a.check_writable("fill_normal");
@@ -43,7 +45,8 @@ void any_fill_normal(nb::object x, std::uint64_t seed, std::uint64_t offset, dou
   });
 }
 
-void any_fill_bits(nb::object x, std::uint64_t seed, std::uint64_t offset, nb::object stream) {
+void any_fill_bits(nb::object x, int_arg<std::uint64_t> seed_, int_arg<std::uint64_t> offset_, nb::object stream) {
+  const auto seed = seed_.get("fill_bits", "seed"), offset = offset_.get("fill_bits", "offset");
   const call_stream on(stream, "fill_bits");
   py_array a = from_dlpack(x);
   if (!(a.dtype.code == kDLUInt && a.dtype.bits == 32))
@@ -185,6 +188,7 @@ void bind_compute(nb::module_& m) {
 
   m.def("_time_cpp_calls", [](const rs::program& p, nb::object x, int calls) {
     // The same call made from C++ in a loop: wall time per call, the queue drained at the end.
+    if (calls < 1) throw rs::invalid_argument("_time_cpp_calls: " + std::to_string(calls) + " calls; give 1 or more");
     py_array a = from_dlpack(x);
     if (!(a.dtype.code == kDLFloat && a.dtype.bits == 32)) throw rs::invalid_argument("_time_cpp_calls takes float32");
     nb::gil_scoped_release unlocked;

@@ -195,6 +195,7 @@ void bind_flow(nb::module_& m) {
   });
   m.def("_time_cpp_replays", [](const py_graph& g, int calls) {
     // The same replays made from C++ in a loop: wall time per replay, the queue drained at the end.
+    if (calls < 1) throw rs::invalid_argument("_time_cpp_replays: " + std::to_string(calls) + " calls; give 1 or more");
     nb::gil_scoped_release unlocked;
     g.g.replay(g.stream);
     g.stream.synchronize();
@@ -212,7 +213,9 @@ void bind_flow(nb::module_& m) {
       .def_prop_ro("kernels", [](const py_graph& g) { return g.g.kernels(); }, "Kernels one replay launches.");
   nb::class_<py_flow>(m, "Flow", nb::type_slots(flow_slots), "Named stages of Python work with dependencies, independent ones on concurrent "
                                  "streams; resident calls inside a stage run on the stage's stream.")
-      .def(nb::init<const std::optional<std::string>&, int>(), nb::arg("device") = nb::none(), nb::arg("streams") = 4)
+      .def("__init__", [](py_flow* self, const std::optional<std::string>& dev, int_arg<int> streams) {
+             new (self) py_flow(dev, streams.get("Flow", "streams"));
+           }, nb::arg("device") = nb::none(), nb::arg("streams") = 4)
       .def("add", &py_flow::add, nb::arg("name"), nb::arg("work").none(), nb::arg("reads") = std::vector<nb::object>{},
            nb::arg("writes") = std::vector<nb::object>{}, nb::arg("after") = std::vector<std::size_t>{},
            nb::arg("infer") = true,

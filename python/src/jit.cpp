@@ -58,8 +58,9 @@ void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out, nb::ob
 }
 
 // The chain's reduction over inputs (or over n values of its generator on device), as a Python number.
-nb::object jit_result(const rs::jit::pipeline& p, nb::list inputs, const std::string& dtype, std::size_t n,
+nb::object jit_result(const rs::jit::pipeline& p, nb::list inputs, const std::string& dtype, int_arg<std::size_t> n_,
                       const std::string& device, nb::object stream) {
+  const std::size_t n = n_.get("result", "n");
   const call_stream on(stream, "a run-time chain");
   std::vector<py_array> in;
   for (nb::handle h : inputs) in.push_back(from_dlpack(nb::borrow<nb::object>(h)));
@@ -118,13 +119,15 @@ void bind_jit(nb::module_& m) {
   m.def("_jit_min", [] { return rs::jit::min(); });
   m.def("_jit_max", [] { return rs::jit::max(); });
   m.def("_jit_reduce", [](const std::string& src, double init, const std::string& name) { return rs::jit::reduce(src, init, name); });
-  m.def("_jit_uniform", [](const std::string& dtype, std::uint64_t seed, std::uint64_t offset, double low, double high) {
+  m.def("_jit_uniform", [](const std::string& dtype, int_arg<std::uint64_t> seed_, int_arg<std::uint64_t> offset_, double low, double high) {
+    const auto seed = seed_.get("uniform", "seed"), offset = offset_.get("uniform", "offset");
     // The bounds as given, checked before they become floats (jit::detail::generator).
     return rs::jit::detail::generator(rs::jit::detail::part::kind::uniform,
                                       dtype == "float32" ? rs::jit::element::f32 : rs::jit::element::f64, seed,
                                       offset, low, high);
   });
-  m.def("_jit_normal", [](const std::string& dtype, std::uint64_t seed, std::uint64_t offset, double mean, double sd) {
+  m.def("_jit_normal", [](const std::string& dtype, int_arg<std::uint64_t> seed_, int_arg<std::uint64_t> offset_, double mean, double sd) {
+    const auto seed = seed_.get("normal", "seed"), offset = offset_.get("normal", "offset");
     return dtype == "float32" ? rs::jit::normal<float>(seed, offset, float(mean), float(sd))
                               : rs::jit::normal<double>(seed, offset, mean, sd);
   });

@@ -44,7 +44,9 @@ jit::host_operand operand_of(const A& a) {
   return {a.data(), a.size(), element_of(a.dtype())};
 }
 
-rs::stream_options options_of(std::int64_t chunk, int depth, const std::optional<std::string>& dev) {
+rs::stream_options options_of(const int_arg<std::int64_t>& chunk_, const int_arg<int>& depth_, const std::optional<std::string>& dev) {
+  const std::int64_t chunk = chunk_.get("resident.stream", "chunk");
+  const int depth = depth_.get("resident.stream", "depth");
   if (chunk < 0) throw rs::invalid_argument("resident.stream: chunk " + std::to_string(chunk) + " is negative; give "
                                             "elements per chunk, or None to let the call choose");
   rs::stream_options o;
@@ -100,8 +102,8 @@ std::uint64_t bytes_of(const std::vector<jit::host_operand>& in) {
   return b;
 }
 
-nb::dict stream_chain(const jit::pipeline& chain, const std::vector<host_in>& xs, host_out out, std::int64_t chunk,
-                      int depth, const std::optional<std::string>& dev, nb::object progress) {
+nb::dict stream_chain(const jit::pipeline& chain, const std::vector<host_in>& xs, host_out out, int_arg<std::int64_t> chunk,
+                      int_arg<int> depth, const std::optional<std::string>& dev, nb::object progress) {
   std::vector<jit::host_operand> in;
   for (const auto& x : xs) in.push_back(operand_of(x));
   const jit::host_operand o = operand_of(out);
@@ -117,7 +119,7 @@ nb::dict stream_chain(const jit::pipeline& chain, const std::vector<host_in>& xs
 }
 
 nb::tuple stream_chain_reduce(const jit::pipeline& chain, const std::vector<host_in>& xs, const std::string& dtype,
-                              std::int64_t chunk, int depth, const std::optional<std::string>& dev, nb::object progress) {
+                              int_arg<std::int64_t> chunk, int_arg<int> depth, const std::optional<std::string>& dev, nb::object progress) {
   std::vector<jit::host_operand> in;
   for (const auto& x : xs) in.push_back(operand_of(x));
   jit::element r;
@@ -154,7 +156,7 @@ nb::tuple stream_chain_reduce(const jit::pipeline& chain, const std::vector<host
   return nb::make_tuple(v, summary_dict(s));
 }
 
-nb::dict stream_program(const rs::program& p, host_in x, host_out out, std::int64_t chunk, int depth,
+nb::dict stream_program(const rs::program& p, host_in x, host_out out, int_arg<std::int64_t> chunk, int_arg<int> depth,
                         const std::optional<std::string>& dev, nb::object progress) {
   const jit::host_operand i = operand_of(x), o = operand_of(out);
   const rs::stream_options opt = options_of(chunk, depth, dev);
@@ -214,7 +216,8 @@ jit::pipeline program_chain(const rs::program& p, const std::string& dtype) {
 }
 
 // A NumPy array over a new pinned_buffer (page-locked when a GPU answers): streamed without staging.
-nb::object pinned_empty(std::size_t n, const std::string& dtype) {
+nb::object pinned_empty(int_arg<std::size_t> n_, const std::string& dtype) {
+  const std::size_t n = n_.get("pinned_empty", "n");
   std::size_t item = 0;
   nb::dlpack::dtype t{};
   if (dtype == "float32") t = nb::dtype<float>(), item = 4;

@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "resident/dist/detail/mpi.hpp"
 #include "resident/dist/dist.hpp"
@@ -74,6 +76,46 @@ TEST(launcher_misuse, cpu_ranks_without_mpirun_say_what_this_build_needs) {
     } else {
       EXPECT_NE(m.find("build resident with MPI"), std::string::npos) << m;
     }
+  }
+}
+
+// Every count, repetition or size of a public helper: zero or negative refused where it means nothing,
+// an overflowing size refused before any allocation, each as invalid_argument (never std::length_error).
+TEST(count_misuse, repetitions_warm_ups_and_batches_out_of_range_are_refused_before_the_region_runs) {
+  const rs::stream_ref s = rs::default_stream(rs::device::cpu());
+  int ran = 0;
+  auto region = [&] { ++ran; };
+  EXPECT_THROW(rs::time_region(s, 0, 0, region), rs::invalid_argument);
+  EXPECT_THROW(rs::time_region(s, -1, 0, region), rs::invalid_argument);
+  EXPECT_THROW(rs::time_region(s, 1, -1, region), rs::invalid_argument);
+  EXPECT_THROW(rs::time_batched(s, 1, 0, 0, region), rs::invalid_argument);
+  EXPECT_THROW(rs::time_batched(s, 1, 0, -3, region), rs::invalid_argument);
+  EXPECT_EQ(ran, 0);
+  const rs::timing t = rs::time_batched(s, 3, 1, 2, region);
+  EXPECT_EQ(t.ms.size(), 3u);
+  EXPECT_EQ(ran, 2 * (3 + 1));
+}
+
+TEST(count_misuse, sizes_that_overflow_the_byte_count_are_refused_before_allocating) {
+  constexpr std::size_t max = std::numeric_limits<std::size_t>::max();
+  const rs::device cpu = rs::device::cpu();
+  EXPECT_THROW(rs::array<float>(max, cpu), rs::invalid_argument);
+  EXPECT_THROW(rs::array<double>(max / 4, cpu), rs::invalid_argument);
+  EXPECT_THROW(rs::pinned_buffer<float>(max / 2), rs::invalid_argument);
+  EXPECT_THROW(rs::array2d<float>(max, 2, cpu), rs::invalid_argument);
+  EXPECT_THROW(rs::flow(cpu, 0), rs::invalid_argument);
+  EXPECT_THROW(rs::flow(cpu, -1), rs::invalid_argument);
+  EXPECT_THROW(rs::flow(cpu, std::numeric_limits<int>::max()), rs::invalid_argument);
+  EXPECT_THROW((dist::sharded_array<float>(max, std::vector<rs::device>{cpu, cpu})), rs::invalid_argument);
+  rs::array<float> a(8, cpu);
+  EXPECT_THROW((void)a.slice(4, max), rs::invalid_argument);
+  EXPECT_THROW((void)(rs::generate([](std::size_t i) { return float(i); }) | rs::reduce(rs::plus{}, 0.0))(max, a.stream()),
+               rs::invalid_argument);
+  std::vector<float> in(8), out(8);
+  for (int depth : {-1, 17, 1000}) {
+    rs::stream_options o;
+    o.depth = depth;
+    EXPECT_THROW(rs::stream_pipeline(rs::map([](float v) { return v; }), in, out, o), rs::invalid_argument) << depth;
   }
 }
 

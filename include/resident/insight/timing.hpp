@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "resident/device/event.hpp"
+#include "resident/error.hpp"
 
 namespace resident {
 
@@ -23,8 +25,11 @@ struct timing {
 
 /// Runs f() `warmup` times, then `reps` times each between two events recorded on s, and returns the
 /// sorted times. f issues its work on s (on the CPU it simply runs).
+/// @throws invalid_argument when reps < 1 or warmup < 0 (before f runs).
 template <class F>
 timing time_region(stream_ref s, int reps, int warmup, F&& f) {
+  RESIDENT_EXPECTS(reps >= 1, "time_region: " + std::to_string(reps) + " repetitions; time at least one");
+  RESIDENT_EXPECTS(warmup >= 0, "time_region: " + std::to_string(warmup) + " warm-up calls; give 0 or more");
   for (int i = 0; i < warmup; ++i) f();
   s.synchronize();
   event a(s.device()), b(s.device());
@@ -43,8 +48,10 @@ timing time_region(stream_ref s, int reps, int warmup, F&& f) {
 
 /// Like time_region, but timing `batch` back-to-back calls per repetition and reporting per call:
 /// for regions shorter than an event's resolution or launch-bound ones.
+/// @throws invalid_argument when batch < 1 (and as time_region does).
 template <class F>
 timing time_batched(stream_ref s, int reps, int warmup, int batch, F&& f) {
+  RESIDENT_EXPECTS(batch >= 1, "time_batched: a batch of " + std::to_string(batch) + " calls; give 1 or more");
   timing t = time_region(s, reps, warmup, [&] {
     for (int i = 0; i < batch; ++i) f();
   });
