@@ -1,6 +1,19 @@
 #pragma once
 /// @file resident.hpp
-/// Everything resident offers, in one include. `namespace rs = resident;` reads well.
+/// The single-device library in one include: devices, streams, events and graphs; arrays, memory
+/// pools and the ledger; launches, fused pipelines and programs; flows; matmul; random fills;
+/// run-time (jit) chains; out-of-core streaming; profiling and timing. `namespace rs = resident;`
+/// reads well.
+///
+/// Separate, included where wanted:
+/// - `resident/dist/dist.hpp`: communicators and sharded arrays beyond one device. Its collectives
+///   run over NCCL (GPUs) and MPI (processes), which a build has only where they were found, and a
+///   program on one device has no use for it.
+/// - `resident/interop/dlpack.hpp`: zero-copy exchange with other array libraries. It includes
+///   `<dlpack/dlpack.h>`, a header resident does not ship (Debian: libdlpack-dev).
+/// - `resident/jit/stream.hpp`: run-time chains streamed over host data. Its function `jit::stream`
+///   would make the name `stream` ambiguous beside the class `resident::stream` in code that uses
+///   both namespaces.
 
 #include "resident/config.hpp"
 #include "resident/device/device.hpp"

@@ -18,7 +18,7 @@ or another library's. Errors are `resident.Error` subclasses carrying the C++ me
 """
 import json as _json
 
-from . import _compat  # noqa: F401  (first: NumPy as numba-cuda expects it, before numba can be imported)
+from . import _compat
 from . import _core, _program
 from ._core import Array, cuda_device_count, cuda_unavailable_reason, default_device, empty, from_dlpack, synchronize
 from ._core import to_device, sum, min, max  # noqa: A001 (resident's reductions, on any array)
@@ -77,7 +77,8 @@ def to_numba(x):
         if not x.device.startswith("cuda"):
             raise InvalidArgument(f"resident.to_numba: the array is on {x.device}; Numba's CPU functions "
                                   "take NumPy arrays (numpy.from_dlpack(x))") from None
-        from numba import cuda  # after resident._compat
+        with _compat.numpy_for_numba_cuda():
+            from numba import cuda
         desc = dict(x.__cuda_array_interface__)
         desc["stream"] = None  # the readiness is made below on every call, not only this once
         # The view's owner is a second handle on the memory (from_dlpack of a resident Array shares it).

@@ -41,7 +41,7 @@ import threading
 
 import numpy as _np
 
-from . import _core, _program
+from . import _compat, _core, _program
 
 __all__ = ["Chain", "stage", "fuse", "map", "uniform", "normal", "sum", "min", "max", "reduce", "stats"]
 
@@ -276,10 +276,11 @@ class _PyStage:
         kind, major, minor = target
         try:
             if kind == "cuda":
-                from numba import cuda  # after resident._compat (the package's first import)
-                fn = _compiled_along(self.fn, lambda f: cuda.jit(device=True)(f), convert)
-                ltoir, _ = cuda.compile(fn, sig, device=True, abi="c", output="ltoir",
-                                        abi_info={"abi_name": self.abi_name}, cc=(major, minor))
+                with _compat.numpy_for_numba_cuda():
+                    from numba import cuda
+                    fn = _compiled_along(self.fn, lambda f: cuda.jit(device=True)(f), convert)
+                    ltoir, _ = cuda.compile(fn, sig, device=True, abi="c", output="ltoir",
+                                            abi_info={"abi_name": self.abi_name}, cc=(major, minor))
                 part = self._external(dtypes, init, bytes(ltoir), 0)
                 return part, ltoir
             # The CPU: Numba's native function with the C calling convention, called by the compiled loop;

@@ -361,10 +361,20 @@ def test_to_numba_refuses_cpu_arrays_and_other_libraries_arrays():
         rs.to_numba(np.zeros(3, np.float32))
 
 
-@pytest.mark.filterwarnings("ignore:`row_stack` alias is deprecated:DeprecationWarning")
-def test_numpy_has_the_alias_numba_cuda_calls_once_resident_is_imported():
-    # resident._compat runs first in the package (and conftest imports resident before any test).
-    assert np.array_equal(np.row_stack([[1.0], [2.0]]), np.vstack([[1.0], [2.0]]))
+def test_numpy_has_the_alias_numba_cuda_calls_only_while_resident_calls_numba_cuda(monkeypatch):
+    from resident import _compat
+    monkeypatch.delattr(np, "row_stack", raising=False)  # a NumPy that has removed it
+    with _compat.numpy_for_numba_cuda():
+        assert np.row_stack is np.vstack
+        with _compat.numpy_for_numba_cuda():  # nested, as another thread's call may be
+            assert np.row_stack is np.vstack
+        assert np.row_stack is np.vstack
+    assert not hasattr(np, "row_stack")  # NumPy as the user has it again
+    mine = object()
+    monkeypatch.setattr(np, "row_stack", mine, raising=False)  # a NumPy that has it: left alone
+    with _compat.numpy_for_numba_cuda():
+        assert np.row_stack is mine
+    assert np.row_stack is mine
 
 
 # ---- the GPU, with PyTorch, CuPy and Numba ----------------------------------------------------------

@@ -47,7 +47,7 @@ struct kernel_args {
   int vec;                       // every pointer 16-byte aligned: vector loads (CUDA)
 };
 
-// The generated struct rs_args (pipeline.cpp) must match this layout field for field.
+// The generated struct rs_args (generate.cpp) must match this layout field for field.
 static_assert(sizeof(kernel_args) == 264, "kernel_args and the generated rs_args must agree");
 
 /// What a chain is compiled for: its input types (none with a generator), and what it writes or
