@@ -1,0 +1,178 @@
+// Run-time programs on the CPU, a block of values at a time: the operation's switch runs once per
+// block, not per element, and each case is a loop over the block that vectorizes in the copies of
+// cpu_simd_run (sinf, expf, ... become libmvec calls). Each case computes exactly the expression the
+// element-wise interpreter of program.cpp computes.
+#include "fuse/program_cpu.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "resident/fuse/detail/sources.hpp"
+#include "resident/insight/detail/call_scope.hpp"
+#include "resident/launch/detail/cpu_simd.hpp"
+#include "resident/launch/detail/launch_cpu.hpp"
+#include "resident/memory/ledger.hpp"
+
+namespace resident::detail {
+namespace {
+
+// Values per block: 2-4 KiB, in L1 while every operation passes over it.
+constexpr std::size_t block = 512;
+constexpr std::size_t lanes = 16;  // a sum's lanes by position, as the fused reductions keep them
+
+template <class T>
+struct block_program {
+  op::code code[program::max_ops];
+  T a[program::max_ops], b[program::max_ops];
+  int n = 0;
+};
+
+template <class T>
+block_program<T> compile(const program& p) {
+  block_program<T> k{};
+  k.n = int(p.ops().size());
+  for (int i = 0; i < k.n; ++i) {
+    const op& o = p.ops()[std::size_t(i)];
+    k.code[i] = o.what;
+    k.a[i] = T(o.a);
+    k.b[i] = T(o.b);
+  }
+  return k;
+}
+
+// The C library's names, which cpu_simd.hpp declares as SIMD functions (std:: overloads are not).
+inline float sqrt_(float v) { return sqrtf(v); }
+inline double sqrt_(double v) { return ::sqrt(v); }
+inline float exp_(float v) { return expf(v); }
+inline double exp_(double v) { return ::exp(v); }
+inline float log_(float v) { return logf(v); }
+inline double log_(double v) { return ::log(v); }
+inline float sin_(float v) { return sinf(v); }
+inline double sin_(double v) { return ::sin(v); }
+inline float cos_(float v) { return cosf(v); }
+inline double cos_(double v) { return ::cos(v); }
+inline float tanh_(float v) { return tanhf(v); }
+inline double tanh_(double v) { return ::tanh(v); }
+inline float pow_(float v, float e) { return powf(v, e); }
+inline double pow_(double v, double e) { return ::pow(v, e); }
+
+// v[j] = program(v[j]) for j in [0, m): one loop per operation.
+template <class T>
+void apply(const block_program<T>& k, T* __restrict v, std::size_t m) {
+#define RESIDENT_EACH(expr)                                          \
+  _Pragma("GCC ivdep") for (std::size_t j = 0; j < m; ++j) {         \
+    const T x = v[j];                                                \
+    v[j] = (expr);                                                   \
+  }                                                                  \
+  break
+  for (int o = 0; o < k.n; ++o) {
+    const T a = k.a[o], b = k.b[o];
+    switch (k.code[o]) {
+      case op::code::add: RESIDENT_EACH(x + a);
+      case op::code::mul: RESIDENT_EACH(x * a);
+      case op::code::affine: RESIDENT_EACH(a * x + b);
+      case op::code::square: RESIDENT_EACH(x * x);
+      case op::code::sqrt: RESIDENT_EACH(sqrt_(x));
+      case op::code::rsqrt: RESIDENT_EACH(T(1) / sqrt_(x));
+      case op::code::exp: RESIDENT_EACH(exp_(x));
+      case op::code::log: RESIDENT_EACH(log_(x));
+      case op::code::sin: RESIDENT_EACH(sin_(x));
+      case op::code::cos: RESIDENT_EACH(cos_(x));
+      case op::code::tanh: RESIDENT_EACH(tanh_(x));
+      case op::code::abs: RESIDENT_EACH(x < T(0) ? -x : x);
+      case op::code::neg: RESIDENT_EACH(-x);
+      case op::code::recip: RESIDENT_EACH(T(1) / x);
+      case op::code::minimum: RESIDENT_EACH(x < a ? x : a);
+      case op::code::maximum: RESIDENT_EACH(x > a ? x : a);
+      case op::code::pow: RESIDENT_EACH(pow_(x, a));
+    }
+  }
+#undef RESIDENT_EACH
+}
+
+// The checks a pipeline makes before its work: one device, one size, same memory or apart.
+template <class T>
+void check(array_ref<T> x, array_ref<T> y) {
+  require(y.device());
+  check_no_partial_overlap(array_source<T>{x.data(), x.size(), x.stream()}, y.data(), sizeof(T), x.size());
+}
+
+}  // namespace
+
+template <class T>
+void run_program_cpu(const program& p, array_ref<T> x, array_ref<T> y) {
+  check(x, y);
+  const std::size_t n = x.size();
+  if (n == 0) return;
+  const block_program<T> k = compile<T>(p);
+  const stream_ref s = y.stream();
+  const device_scope current(s.device());
+  call_scope scope("pipeline", s, {n * sizeof(T), n * sizeof(T), n, 1, x.data(), y.data()}, call_kind::compute,
+                   resident::source_location::current());
+  const T* in = x.data();
+  T* out = y.data();
+  cpu_loop(n, 1).run([&](cpu_piece pc) {
+    cpu_simd_run([&] {
+      alignas(64) T buf[block];
+      for (std::size_t i = pc.first; i < pc.last;) {
+        const std::size_t m = std::min(block, pc.last - i);
+        for (std::size_t j = 0; j < m; ++j) buf[j] = in[i + j];
+        apply(k, buf, m);
+        for (std::size_t j = 0; j < m; ++j) out[i + j] = buf[j];
+        i += m;
+      }
+    });
+  });
+  record_kernel(s.device());
+}
+
+template <class T>
+T sum_program_cpu(const program& p, array_ref<T> x) {
+  require(x.device());
+  const std::size_t n = x.size();
+  const stream_ref s = x.stream();
+  const device_scope current(s.device());
+  call_scope scope("pipeline reduce", s, {n * sizeof(T), 0, n, 1, x.data(), nullptr}, call_kind::compute,
+                   resident::source_location::current());
+  if (n == 0) return T(0);
+  const block_program<T> k = compile<T>(p);
+  const T* in = x.data();
+  const cpu_loop loop(n, 1);
+  struct partial {
+    T v;
+  };
+  std::vector<partial> partials(loop.pieces(), partial{T(0)});
+  loop.run([&](cpu_piece pc) {
+    cpu_simd_run([&] {
+      alignas(64) T buf[block];
+      T lane[lanes] = {};
+      T rest = T(0);
+      for (std::size_t i = pc.first; i < pc.last;) {
+        const std::size_t m = std::min(block, pc.last - i);
+        for (std::size_t j = 0; j < m; ++j) buf[j] = in[i + j];
+        apply(k, buf, m);
+        const std::size_t whole = m / lanes * lanes;  // only a piece's last block has a rest
+        for (std::size_t j = 0; j < whole; j += lanes)
+          for (std::size_t l = 0; l < lanes; ++l) lane[l] += buf[j + l];
+        for (std::size_t j = whole; j < m; ++j) rest += buf[j];
+        i += m;
+      }
+      T r = lane[0];
+      for (std::size_t l = 1; l < lanes; ++l) r += lane[l];
+      partials[pc.index].v = r + rest;
+    });
+  });
+  T r = T(0);
+  for (const partial& v : partials) r += v.v;
+  record_kernel(s.device());
+  return r;
+}
+
+template void run_program_cpu<float>(const program&, array_ref<float>, array_ref<float>);
+template void run_program_cpu<double>(const program&, array_ref<double>, array_ref<double>);
+template float sum_program_cpu<float>(const program&, array_ref<float>);
+template double sum_program_cpu<double>(const program&, array_ref<double>);
+
+}  // namespace resident::detail
