@@ -1,7 +1,8 @@
 """Stages defined at run time, fused into ONE kernel with resident's own kernel template.
 
 A stage is a plain Python function (compiled by Numba: to LTO-IR for the GPU, linked into the kernel
-by nvJitLink; to a native function for the CPU, called by the compiled loop) or C++ source text
+by nvJitLink; for the CPU written out as C++ text from Numba's typed IR and compiled into the loop,
+or where that does not cover the function, a native function the loop calls) or C++ source text
 (compiled with the chain by NVRTC or the host compiler). Stages compose with ``|``; a chain may start
 with a generator (``uniform``, ``normal``: the values of ``resident.random``) and end in a reduction
 (``sum``, ``min``, ``max``, or ``reduce`` with a Python or C++ operator). Compiled kernels are cached in memory and
@@ -41,9 +42,12 @@ import threading
 
 import numpy as _np
 
-from . import _core, _program
+from . import _core, _cpu_text, _program
 
 __all__ = ["Chain", "stage", "fuse", "map", "uniform", "normal", "sum", "min", "max", "reduce", "stats"]
+
+# Python stages on the CPU as C++ text inlined into the loop (False: Numba's function called per element).
+_inline_cpu = True
 
 _DTYPES = ("float32", "float64", "int32", "uint32", "int64", "uint64")
 
@@ -282,9 +286,22 @@ class _PyStage:
                                         abi_info={"abi_name": self.abi_name}, cc=(major, minor))
                 part = self._external(dtypes, init, bytes(ltoir), 0)
                 return part, ltoir
-            # The CPU: Numba's native function with the C calling convention, called by the compiled loop;
-            # NumPy's error model, as on the GPU: a division by zero gives inf or nan, it raises nothing.
+            # The CPU: NumPy's error model, as on the GPU: a division by zero gives inf or nan, it raises
+            # nothing. The function as C++ text, inlined into the loop like a C++ stage (_cpu_text), or
+            # where the translation does not cover it, Numba's native function with the C calling
+            # convention, called by the compiled loop per element.
             fn = _compiled_along(self.fn, lambda f: numba.njit(error_model="numpy")(f), convert)
+            if _inline_cpu:
+                d = numba.njit(error_model="numpy")(fn)
+                d.compile(sig)
+                try:
+                    text = _cpu_text.translate(d, sig.args, sig.return_type, self.abi_name)
+                except _cpu_text.Untranslatable:
+                    text = None
+                if text is not None:
+                    if init is None:
+                        return _core._jit_map(text, self.abi_name), d
+                    return _core._jit_reduce(text, float(init), self.abi_name), d
             c = numba.cfunc(sig, nopython=True, error_model="numpy")(fn)
         except numba.core.errors.NumbaError as e:
             raise self._typing_error(fn, args, e) from None
