@@ -1,5 +1,6 @@
 // Run-time programs on the CPU, a block of values at a time: the operation's switch runs once per
-// block, not per element, and each case is a loop over the block that vectorizes in the copies of
+// block, not per element, and each case is a loop over the block (the first reading the input, the
+// last writing the output, those between a buffer in L1) that vectorizes in the copies of
 // cpu_simd_run (sinf, expf, ... become libmvec calls). Each case computes exactly the expression the
 // element-wise interpreter of program.cpp computes.
 #include "fuse/program_cpu.hpp"
@@ -58,16 +59,25 @@ inline double tanh_(double v) { return ::tanh(v); }
 inline float pow_(float v, float e) { return powf(v, e); }
 inline double pow_(double v, double e) { return ::pow(v, e); }
 
-// v[j] = program(v[j]) for j in [0, m): one loop per operation.
+// out[j] = program(in[j]) for j in [0, m): one loop per operation, the first reading in, the last
+// writing out, those between working in buf. in and out may be the same memory (ivdep: each element
+// is read before it is written, in the same iteration), buf is apart from both.
 template <class T>
-void apply(const block_program<T>& k, T* __restrict v, std::size_t m) {
+void apply(const block_program<T>& k, const T* in, T* out, T* __restrict buf, std::size_t m) {
 #define RESIDENT_EACH(expr)                                          \
   _Pragma("GCC ivdep") for (std::size_t j = 0; j < m; ++j) {         \
-    const T x = v[j];                                                \
-    v[j] = (expr);                                                   \
+    const T x = src[j];                                              \
+    dst[j] = (expr);                                                 \
   }                                                                  \
   break
+  if (k.n == 0) {
+    if (in != out)
+      for (std::size_t j = 0; j < m; ++j) out[j] = in[j];
+    return;
+  }
   for (int o = 0; o < k.n; ++o) {
+    const T* src = o == 0 ? in : buf;
+    T* dst = o == k.n - 1 ? out : buf;
     const T a = k.a[o], b = k.b[o];
     switch (k.code[o]) {
       case op::code::add: RESIDENT_EACH(x + a);
@@ -118,9 +128,7 @@ void run_program_cpu(const program& p, array_ref<T> x, array_ref<T> y) {
       alignas(64) T buf[block];
       for (std::size_t i = pc.first; i < pc.last;) {
         const std::size_t m = std::min(block, pc.last - i);
-        for (std::size_t j = 0; j < m; ++j) buf[j] = in[i + j];
-        apply(k, buf, m);
-        for (std::size_t j = 0; j < m; ++j) out[i + j] = buf[j];
+        apply(k, in + i, out + i, buf, m);
         i += m;
       }
     });
@@ -146,17 +154,16 @@ T sum_program_cpu(const program& p, array_ref<T> x) {
   std::vector<partial> partials(loop.pieces(), partial{T(0)});
   loop.run([&](cpu_piece pc) {
     cpu_simd_run([&] {
-      alignas(64) T buf[block];
+      alignas(64) T buf[block], values[block];
       T lane[lanes] = {};
       T rest = T(0);
       for (std::size_t i = pc.first; i < pc.last;) {
         const std::size_t m = std::min(block, pc.last - i);
-        for (std::size_t j = 0; j < m; ++j) buf[j] = in[i + j];
-        apply(k, buf, m);
+        apply(k, in + i, values, buf, m);
         const std::size_t whole = m / lanes * lanes;  // only a piece's last block has a rest
         for (std::size_t j = 0; j < whole; j += lanes)
-          for (std::size_t l = 0; l < lanes; ++l) lane[l] += buf[j + l];
-        for (std::size_t j = whole; j < m; ++j) rest += buf[j];
+          for (std::size_t l = 0; l < lanes; ++l) lane[l] += values[j + l];
+        for (std::size_t j = whole; j < m; ++j) rest += values[j];
         i += m;
       }
       T r = lane[0];
