@@ -204,3 +204,24 @@ def test_refusals_stay_typed_with_the_translation():
 
     with pytest.raises(rs.CompileError):
         rs.stage(untyped)(x)
+
+
+def test_text_the_compiler_refuses_falls_back_to_numbas_function(monkeypatch):
+    from resident import _cpu_text
+
+    def broken(dispatcher, args, ret, name):
+        return f"float {name}(float p0) {{ return p0 +; }}\n"  # a gap in the translation, simulated
+
+    monkeypatch.setattr(_cpu_text, "translate", broken)
+
+    def twice(v):
+        return v * 2.0
+
+    chain = rs.stage(twice) | rs.stage("float f(float v) { return v + 1.0f; }")
+    x = _values(64)
+    y = chain(rs.to_device(x, device="cpu"), out=rs.empty(64, device="cpu"))
+    np.testing.assert_array_equal(np.asarray(y.to_host()), x * np.float32(2) + np.float32(1))
+    assert not _translated(chain.kernel_source(["float32"], "float32"), twice)
+    # The user's own C++ text that does not compile is still the user's error.
+    with pytest.raises(rs.CompileError):
+        (rs.stage(twice) | rs.stage("float g(float v) { return v +; }"))(rs.to_device(x, device="cpu"))
