@@ -124,6 +124,49 @@ TEST(program_simd, every_length_around_blocks_and_lanes_maps_and_sums_as_fp64) {
   }
 }
 
+// Linear operations (add, mul, neg) are folded into their neighbours' loops as affine ones: the
+// values are exactly those of the operations one after another, signed zeros included.
+template <class T>
+void linear_operations_fold_without_changing_a_value() {
+  const rs::program p = rs::program{} | rs::op::neg() | rs::op::add(0.5) | rs::op::mul(3) | rs::op::square() |
+                        rs::op::mul(-2) | rs::op::add(1) | rs::op::abs() | rs::op::sqrt() | rs::op::add(-1) |
+                        rs::op::recip() | rs::op::minimum(4) | rs::op::maximum(-4) | rs::op::mul(-0.0) |
+                        rs::op::neg();
+  const auto seed = rs::test::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::vector<T> h = rs::test::random_vector<T>(4099, seed, -3, 3);
+  h[0] = T(0), h[1] = -T(0), h[2] = T(-0.5), h[3] = T(0.5);
+  rs::array<T> x = rs::to_device(std::span<const T>(h), cpu);
+  rs::run(p, x);
+  const std::vector<T> got = x.to_host();
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    T v = h[i];
+    v = -v;
+    v = v + T(0.5);
+    v = v * T(3);
+    v = v * v;
+    v = v * T(-2);
+    v = v + T(1);
+    v = v < T(0) ? -v : v;
+    v = std::sqrt(v);
+    v = v + T(-1);
+    v = T(1) / v;
+    v = v < T(4) ? v : T(4);
+    v = v > T(-4) ? v : T(-4);
+    v = v * T(-0.0);
+    v = -v;
+    ASSERT_EQ(std::signbit(got[i]), std::signbit(v)) << "element " << i;
+    ASSERT_TRUE(got[i] == v || (std::isnan(got[i]) && std::isnan(v))) << "element " << i << ": " << got[i] << " vs " << v;
+  }
+}
+
+TEST(program_simd, linear_operations_fold_without_changing_a_value_in_float) {
+  linear_operations_fold_without_changing_a_value<float>();
+}
+TEST(program_simd, linear_operations_fold_without_changing_a_value_in_double) {
+  linear_operations_fold_without_changing_a_value<double>();
+}
+
 TEST(program_simd, an_output_over_part_of_the_input_is_refused) {
   rs::array<float> x = rs::to_device(std::vector<float>(4096, 1.0f), cpu);
   EXPECT_THROW(rs::run(seed_program(), x.slice(0, 2048), x.slice(16, 2048)), rs::invalid_argument);
