@@ -3,7 +3,8 @@
 A program called on an array becomes one C++ function of the array's element type, compiled with
 resident's kernel template by the same compiler and cache as run-time stages (NVRTC for the GPU, the
 host compiler for the CPU): one kernel, the operations inlined. Where no run-time compiler is
-available the program's operations are interpreted per element (one kernel all the same);
+available the program's operations are interpreted (one kernel all the same: per element on a GPU, a
+block of values per operation on the CPU);
 ``program.engine`` says which ran last ("compiled" or "interpreted"). Operations and stages compose
 in either order (``rs.stage(f) | rs.op.sqrt()``, ``rs.op.sqrt() | rs.stage(f)``): the operations then
 become a Python stage of the chain.

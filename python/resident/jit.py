@@ -1,7 +1,8 @@
 """Stages defined at run time, fused into ONE kernel with resident's own kernel template.
 
 A stage is a plain Python function (compiled by Numba: to LTO-IR for the GPU, linked into the kernel
-by nvJitLink; to a native function for the CPU, called by the compiled loop) or C++ source text
+by nvJitLink; for the CPU written out as C++ text from Numba's typed IR and compiled into the loop,
+or where that does not cover the function, a native function the loop calls) or C++ source text
 (compiled with the chain by NVRTC or the host compiler). Stages compose with ``|``; a chain may start
 with a generator (``uniform``, ``normal``: the values of ``resident.random``) and end in a reduction
 (``sum``, ``min``, ``max``, or ``reduce`` with a Python or C++ operator). Compiled kernels are cached in memory and
@@ -41,9 +42,12 @@ import threading
 
 import numpy as _np
 
-from . import _compat, _core, _program
+from . import _compat, _core, _cpu_text, _program
 
 __all__ = ["Chain", "stage", "fuse", "map", "uniform", "normal", "sum", "min", "max", "reduce", "stats"]
+
+# Python stages on the CPU as C++ text inlined into the loop (False: Numba's function called per element).
+_inline_cpu = True
 
 _DTYPES = ("float32", "float64", "int32", "uint32", "int64", "uint64")
 
@@ -246,6 +250,8 @@ class _PyStage:
                                     float_literals)).encode()).hexdigest()
         self.abi_name = "rs_py_" + re.sub(r"\W", "_", fn.__name__) + "_" + digest[:12]
         self._compiled = {}
+        self._translated = set()  # keys of _compiled that are C++ text written from the function
+        self._untranslatable = set()  # keys whose text the host compiler refused: Numba's function
 
     def part(self, dtypes, target, init=None):
         """The C++ external stage for arguments of dtypes on target ("cpu", major, minor); with init, the
@@ -253,10 +259,24 @@ class _PyStage:
         key = (tuple(dtypes), target, init)
         with self._lock:
             if key not in self._compiled:
-                self._compiled[key] = self._compile(dtypes, target, init)
+                self._compiled[key] = self._compile(dtypes, target, init, key not in self._untranslatable)
+                if self._compiled[key][1] is None:
+                    self._translated.add(key)
             return self._compiled[key][0]
 
-    def _compile(self, dtypes, target, init=None):
+    def untranslate(self, log):
+        """Forgets the C++ text written from this function when the compiler's log names it (the text
+        did not compile), so that the next build takes Numba's function; whether it did."""
+        with self._lock:
+            if self.abi_name not in log or not self._translated:
+                return False
+            for key in self._translated:
+                self._compiled.pop(key, None)
+                self._untranslatable.add(key)
+            self._translated.clear()
+            return True
+
+    def _compile(self, dtypes, target, init=None, translate=True):
         try:
             import numba
         except ImportError as e:
@@ -283,9 +303,22 @@ class _PyStage:
                                             abi_info={"abi_name": self.abi_name}, cc=(major, minor))
                 part = self._external(dtypes, init, bytes(ltoir), 0)
                 return part, ltoir
-            # The CPU: Numba's native function with the C calling convention, called by the compiled loop;
-            # NumPy's error model, as on the GPU: a division by zero gives inf or nan, it raises nothing.
+            # The CPU: NumPy's error model, as on the GPU: a division by zero gives inf or nan, it raises
+            # nothing. The function as C++ text, inlined into the loop like a C++ stage (_cpu_text), or
+            # where the translation does not cover it, Numba's native function with the C calling
+            # convention, called by the compiled loop per element.
             fn = _compiled_along(self.fn, lambda f: numba.njit(error_model="numpy")(f), convert)
+            if _inline_cpu and translate:
+                d = numba.njit(error_model="numpy")(fn)
+                d.compile(sig)
+                try:
+                    text = _cpu_text.translate(d, sig.args, sig.return_type, self.abi_name)
+                except _cpu_text.Untranslatable:
+                    text = None
+                if text is not None:
+                    if init is None:
+                        return _core._jit_map(text, self.abi_name), None
+                    return _core._jit_reduce(text, float(init), self.abi_name), None
             c = numba.cfunc(sig, nopython=True, error_model="numpy")(fn)
         except numba.core.errors.NumbaError as e:
             raise self._typing_error(fn, args, e) from None
@@ -414,6 +447,24 @@ class Chain:
         return pipe, current[0] if len(current) == 1 else None
 
     def __call__(self, *inputs, out=None, n=0, device="cpu", stream=None):
+        try:
+            return self._call(inputs, out, n, device, stream)
+        except _core.CompileError as e:
+            # Text written from a Python stage that the host compiler refused (a gap in the
+            # translation, not the user's code): the stage takes Numba's function instead, once.
+            if not self._untranslate(str(e)):
+                raise
+        return self._call(inputs, out, n, device, stream)
+
+    def _untranslate(self, log):
+        stages = [v if k == "py" else v[0] for k, v in self._items if k in ("py", "pyred")]
+        dropped = [s for s in stages if s.untranslate(log)]
+        if dropped:
+            with self._lock:
+                self._built.clear()
+        return bool(dropped)
+
+    def _call(self, inputs, out, n, device, stream):
         if self._generates():
             if inputs:
                 if out is not None:

@@ -1,11 +1,13 @@
 // Run-time element-wise programs: one interpreter functor, instantiated here for float and double, so
-// code compiled by any compiler runs them as fused kernels. Compiled by nvcc in CUDA builds.
+// code compiled by any compiler runs them as fused kernels on a GPU. Compiled by nvcc in CUDA builds.
+// On the CPU they run a block of values at a time (fuse/program_cpu.cpp, always the host compiler).
 #include "resident/fuse/program.hpp"
 
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
 
+#include "fuse/program_cpu.hpp"
 #include "resident/fuse/pipeline.hpp"
 
 namespace resident {
@@ -175,6 +177,7 @@ void run(const program& p, array_ref<T> x, array_ref<T> y) {
     RESIDENT_FAIL("run: the input has " + std::to_string(x.size()) + " elements, the output " +
                          std::to_string(y.size()), shape_mismatch);
   if (x.stream().native() != y.stream().native()) y.stream().wait_for(x.stream());
+  if (!y.device().is_cuda()) return detail::run_program_cpu(p, x, y);
   auto k = map(compile<T>(p));
   if (x.data() == y.data()) k(y);
   else k(x, y);
@@ -182,6 +185,7 @@ void run(const program& p, array_ref<T> x, array_ref<T> y) {
 
 template <class T>
 T run_sum(const program& p, array_ref<T> x) {
+  if (!x.device().is_cuda()) return detail::sum_program_cpu(p, x);
   return (map(compile<T>(p)) | reduce(plus{}, T(0)))(x);
 }
 
