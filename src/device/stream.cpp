@@ -3,16 +3,15 @@
 #include <string>
 #include <utility>
 
-#include "resident/detail/cuda_runtime.hpp"
+#include "backend/runtime.hpp"
 #include "resident/device/event.hpp"
 #include "resident/error.hpp"
 
 namespace resident {
 
 void stream_ref::synchronize() const {
-  if (!device_.is_cuda()) return;
   require(device_);  // an absent index is device_unavailable, not the driver's invalid ordinal
-  detail::cuda::stream_synchronize(device_.index(), handle_);
+  detail::backend_of(device_).stream_synchronize(*this);
 }
 
 namespace {
@@ -31,29 +30,25 @@ void same_backend(device mine, stream_ref s, const char* what) {
 
 void stream_ref::wait_for(stream_ref before) const {
   same_backend(device_, before, "stream_ref::wait_for");
-  if (!device_.is_cuda()) return;
   require(device_);
   require(before.device());
-  if (before.device() == device_)
-    detail::cuda::stream_after(device_.index(), handle_, before.native());
-  else
-    detail::cuda::stream_after_peer(handle_, device_.index(), before.native(), before.device().index());
+  detail::backend_of(device_).stream_after(*this, before);
 }
 
 stream_ref default_stream(device d) { return {d, nullptr}; }
 
 stream::stream(resident::device d) : device_(d) {
   require(d);
-  if (d.is_cuda()) handle_ = detail::cuda::stream_create(d.index());
+  handle_ = detail::backend_of(d).stream_create(d);
 }
 stream::~stream() {
-  if (handle_) detail::cuda::stream_destroy(handle_);
+  if (handle_) detail::backend_of(device_).stream_destroy(handle_);
 }
 stream::stream(stream&& o) noexcept
     : device_(o.device_), handle_(std::exchange(o.handle_, nullptr)), moved_(std::exchange(o.moved_, true)) {}
 stream& stream::operator=(stream&& o) noexcept {
   if (this != &o) {
-    if (handle_) detail::cuda::stream_destroy(handle_);
+    if (handle_) detail::backend_of(device_).stream_destroy(handle_);
     device_ = o.device_;
     handle_ = std::exchange(o.handle_, nullptr);
     moved_ = std::exchange(o.moved_, true);
@@ -66,17 +61,17 @@ void stream::check_live() const {
 
 event::event(device d) : device_(d) {
   require(d);
-  if (d.is_cuda()) handle_ = detail::cuda::event_create(d.index());
+  handle_ = detail::backend_of(d).event_create(d);
 }
 event::~event() {
-  if (handle_) detail::cuda::event_destroy(handle_);
+  if (handle_) detail::backend_of(device_).event_destroy(handle_);
 }
 event::event(event&& o) noexcept
     : device_(o.device_), handle_(std::exchange(o.handle_, nullptr)), cpu_time_(o.cpu_time_),
       moved_(std::exchange(o.moved_, true)) {}
 event& event::operator=(event&& o) noexcept {
   if (this != &o) {
-    if (handle_) detail::cuda::event_destroy(handle_);
+    if (handle_) detail::backend_of(device_).event_destroy(handle_);
     device_ = o.device_;
     handle_ = std::exchange(o.handle_, nullptr);
     cpu_time_ = o.cpu_time_;
@@ -90,18 +85,18 @@ void event::check_live() const {
 void event::record(stream_ref s) {
   check_live();
   same_device(device_, s, "event::record");
-  if (device_.is_cuda()) detail::cuda::event_record(device_.index(), handle_, s.native());
+  detail::backend_of(device_).event_record(handle_, s);
   // CPU work is done by the time it is issued; on CUDA the time only marks the event as recorded.
   cpu_time_ = std::chrono::steady_clock::now();
 }
 void event::synchronize() const {
   check_live();
-  if (handle_) detail::cuda::event_synchronize(handle_);
+  if (handle_) detail::backend_of(device_).event_synchronize(handle_);
 }
 void event::wait_on(stream_ref s) const {
   check_live();
   same_backend(device_, s, "event::wait_on");
-  if (handle_) detail::cuda::stream_wait_event(s.device().index(), s.native(), handle_);
+  if (handle_) detail::backend_of(device_).event_wait(handle_, s);
 }
 double elapsed_ms(const event& a, const event& b) {
   a.check_live();
@@ -113,7 +108,7 @@ double elapsed_ms(const event& a, const event& b) {
   if (!(a.device_ == b.device_))
     RESIDENT_FAIL("elapsed_ms: events of " + a.device_.name() + " and " + b.device_.name() +
                       "; time between two events of one device", device_mismatch);
-  if (a.handle_ && b.handle_) return detail::cuda::event_elapsed_ms(a.handle_, b.handle_);
+  if (a.handle_ && b.handle_) return detail::backend_of(a.device_).event_elapsed_ms(a.handle_, b.handle_);
   return std::chrono::duration<double, std::milli>(b.cpu_time_ - a.cpu_time_).count();
 }
 

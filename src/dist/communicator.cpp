@@ -8,6 +8,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "backend/runtime.hpp"
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/detail/files.hpp"
 #include "resident/dist/detail/mpi.hpp"
@@ -141,9 +142,10 @@ communicator::communicator(std::unique_ptr<detail::communicator_state> s) : s_(s
 
 communicator::communicator(std::vector<device> devices) : s_(std::make_unique<detail::communicator_state>()) {
   RESIDENT_EXPECTS(!devices.empty(), "communicator: give at least one device");
-  const bool cpu = devices.front().is_cpu();
+  // Ranks in host memory are combined by the host (or MPI); the others by NCCL.
+  const bool cpu = resident::detail::backend_of(devices.front()).host_memory();
   for (std::size_t i = 0; i < devices.size(); ++i) {
-    RESIDENT_EXPECTS(devices[i].is_cpu() == cpu, "communicator: devices " + devices.front().name() + " and " +
+    RESIDENT_EXPECTS(resident::detail::backend_of(devices[i]).host_memory() == cpu, "communicator: devices " + devices.front().name() + " and " +
                                                      devices[i].name() + " mix the CPU and GPUs; give one kind");
     require(devices[i]);
     for (std::size_t j = 0; j < i && !cpu; ++j)
@@ -204,7 +206,7 @@ communicator communicator::from_launcher(std::optional<device> d, std::chrono::m
   s->devices = {dev};
   s->size = size;
   s->first_rank = rank;
-  s->cpu = dev.is_cpu();
+  s->cpu = resident::detail::backend_of(dev).host_memory();
   if (s->cpu) {
     RESIDENT_EXPECTS(size == 1 || s->how == launcher::mpi,
                      "communicator: " + std::to_string(size) + " CPU ranks in separate processes combine through "

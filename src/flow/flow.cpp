@@ -9,14 +9,13 @@
 #include <sstream>
 #include <thread>
 
-#include "resident/detail/cuda_runtime.hpp"
+#include "backend/runtime.hpp"
 #include "resident/detail/per_device.hpp"
 #include <nvtx_ranges.hpp>
 #include "resident/device/event.hpp"
 #include "resident/flow/detail/plan.hpp"
 
 namespace resident {
-namespace cuda = detail::cuda;
 namespace plan = detail::flow_plan;
 
 bool access::range::overlaps(const range& o) const noexcept {
@@ -65,13 +64,14 @@ void run_named(const std::string& name, const std::function<void(stream_ref)>& w
   }
 }
 
-// The stage's ranges with the device of each raw range a CUDA flow can learn from the driver (a
+// The stage's ranges with the device of each raw range a GPU flow can learn from the driver (a
 // view's pointer, say); the CPU's ranges and host memory stay unplaced.
 access locate(access acc, device home) {
-  if (!home.is_cuda()) return acc;
-  auto placed = [](access::range r) {
+  detail::runtime& rt = detail::backend_of(home);
+  if (rt.host_memory()) return acc;
+  auto placed = [&rt](access::range r) {
     if (!r.where && r.bytes)
-      if (const int d = cuda::pointer_device(r.begin); d >= 0) r.where = device::cuda(d);
+      if (const auto d = rt.owner(r.begin, true)) r.where = *d;
     return r;
   };
   access out;
@@ -130,7 +130,7 @@ struct flow::impl {
   std::vector<stage_id> check() const;
 
   stream_ref lane_stream(const plan::lane& l) {
-    if (l.dev.is_cpu()) return default_stream(l.dev);
+    if (!detail::backend_of(l.dev).queued()) return default_stream(l.dev);  // one stream: the default
     auto& v = streams[l.dev];
     while (v.size() < std::size_t(lanes)) v.emplace_back(l.dev);
     return v[std::size_t(l.index)].ref();
@@ -150,13 +150,14 @@ struct flow::impl {
 
   void run_stage(stage_id i, stream_ref s, bool time_it) {
     auto& st = stages[i];
-    if (time_it && s.device().is_cuda()) t0[i].record(s);
+    const bool queued = detail::backend_of(s.device()).queued();  // else timed on the host clock
+    if (time_it && queued) t0[i].record(s);
     const auto start = std::chrono::steady_clock::now();
     scoped_ledger l(st.dev, ledger_scope::this_thread);  // the stage's work alone, not other threads'
     run_named(st.name, *st.work, s);
     issued[i] = l.delta();
     cpu_ms[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (time_it && s.device().is_cuda()) t1[i].record(s);
+    if (time_it && queued) t1[i].record(s);
   }
 
   // Issues every stage on its device's streams: forked from the home stream, joined back into it, an
@@ -236,7 +237,7 @@ flow::flow(device d, int streams) : p_(std::make_unique<impl>()) {
     RESIDENT_FAIL("flow: needs 1 to " + std::to_string(max_streams) + " streams per device, got " +
                   std::to_string(streams));
   p_->dev = d;
-  p_->lanes = d.is_cuda() ? streams : 1;
+  p_->lanes = detail::backend_of(d).queued() ? streams : 1;
   p_->lane_stream({d, 0});
 }
 flow::~flow() = default;
@@ -351,7 +352,7 @@ graph flow::capture() {
   impl& f = live();
   const auto held = f.lock("capture");
   const auto order = f.check();
-  if (f.dev.is_cuda()) return graph::capture(stream(), [&] { f.issue(order, true); });
+  if (detail::backend_of(f.dev).queued()) return graph::capture(stream(), [&] { f.issue(order, true); });
   // The graph keeps the stages' names and work in dependency order, and nothing of the flow.
   struct step {
     std::string name;
@@ -393,7 +394,7 @@ std::vector<stage_report> flow::report() const {
   if (!f.timed) return r;
   f.lane_stream({f.dev, 0}).synchronize();  // the home stream joins every other
   for (stage_id i = 0; i < f.stages.size() && i < f.issued.size(); ++i) {
-    double ms = f.stages[i].dev.is_cuda() ? elapsed_ms(f.t0[i], f.t1[i]) : f.cpu_ms[i];
+    double ms = detail::backend_of(f.stages[i].dev).queued() ? elapsed_ms(f.t0[i], f.t1[i]) : f.cpu_ms[i];
     r.push_back({f.stages[i].name, f.stream_of[i], ms, f.issued[i], f.stages[i].dev});
   }
   return r;

@@ -22,7 +22,7 @@
 #include <tuple>
 #include <vector>
 
-#include "resident/detail/cuda_runtime.hpp"
+#include "backend/runtime.hpp"
 #include "resident/detail/per_device.hpp"
 #include "resident/device/event.hpp"
 #include "resident/error.hpp"
@@ -31,7 +31,6 @@
 
 namespace resident {
 namespace {
-namespace cu = detail::cuda;
 
 struct site_key {
   std::string file;
@@ -188,9 +187,10 @@ call_scope::call_scope(std::string_view name, stream_ref s, const call_facts& fa
   collecting_ = true;
   unwinding_ = std::uncaught_exceptions();
   collector& c = the();
-  if (device_.is_cuda()) {
+  // Queued work is timed by two events on its stream; the rest, done when issued, on the host clock.
+  if (runtime& rt = backend_of(device_); rt.queued()) {
     try {
-      capturing_ = cu::stream_is_capturing(stream_);
+      capturing_ = rt.capturing(s);
       if (!capturing_) {
         std::lock_guard lock(c.m);
         if (!c.at_exit_registered && from_environment()) {
@@ -493,57 +493,6 @@ rate_cache& rates() {
   return *r;
 }
 
-double measure_cpu() {
-  constexpr std::size_t bytes = std::size_t(64) << 20;
-  std::unique_ptr<char[]> a(new char[bytes]), b(new char[bytes]);
-  std::memset(a.get(), 1, bytes);
-  std::memset(b.get(), 2, bytes);
-  double best = 0;
-  for (int rep = 0; rep < 4; ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    detail::parallel_memcpy(b.get(), a.get(), bytes);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (rep > 0 && s > 0) best = std::max(best, 2.0 * double(bytes) / s / 1e9);
-  }
-  return best;
-}
-
-double measure_cuda(int dev) {
-  constexpr std::size_t bytes = std::size_t(256) << 20;
-  // The driver's own allocations and a stream of its own: nothing of this enters the ledger or the pool.
-  void* a = cu::raw_malloc(dev, bytes);
-  void* b = nullptr;
-  cuda_stream_t s = nullptr;
-  cuda_event_t e0 = nullptr, e1 = nullptr;
-  double best = 0;
-  try {
-    b = cu::raw_malloc(dev, bytes);
-    s = cu::stream_create(dev);
-    e0 = cu::event_create(dev);
-    e1 = cu::event_create(dev);
-    for (int rep = 0; rep < 6; ++rep) {
-      cu::event_record(dev, e0, s);
-      cu::memcpy_async(dev, b, a, bytes, cu::copy_kind::device_to_device, s);
-      cu::event_record(dev, e1, s);
-      const double ms = cu::event_elapsed_ms(e0, e1);
-      if (rep > 0 && ms > 0) best = std::max(best, 2.0 * double(bytes) / (ms / 1e3) / 1e9);
-    }
-  } catch (...) {
-    cu::event_destroy(e0);
-    cu::event_destroy(e1);
-    if (s) cu::stream_destroy(s);
-    if (b) cu::raw_free(b);
-    cu::raw_free(a);
-    throw;
-  }
-  cu::event_destroy(e0);
-  cu::event_destroy(e1);
-  cu::stream_destroy(s);
-  cu::raw_free(b);
-  cu::raw_free(a);
-  return best;
-}
-
 }  // namespace
 
 double copy_rate(device d) {
@@ -551,7 +500,7 @@ double copy_rate(device d) {
   rate_cache& r = rates();
   std::lock_guard lock(r.m);
   double& g = r.gbps[d];
-  if (g == 0) g = d.is_cpu() ? measure_cpu() : measure_cuda(d.index());
+  if (g == 0) g = detail::backend_of(d).measure_copy_rate(d);
   return g;
 }
 

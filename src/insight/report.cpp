@@ -8,6 +8,7 @@
 #include <vector>
 
 
+#include "backend/runtime.hpp"
 #include "resident/detail/files.hpp"
 #include "resident/error.hpp"
 #include "resident/insight/profile.hpp"
@@ -170,7 +171,7 @@ std::vector<profile_advice> advise(const std::vector<profile_site>& sites,
       out.push_back({"repeated_transfer", at, m.str(), "examples/seed_pipeline.cpp"});
       m.str("");
     }
-    if (!s.transfer && s.name != "graph replay" && s.dev.is_cuda() && s.timed_calls >= P::launch_min_calls &&
+    if (!s.transfer && s.name != "graph replay" && detail::backend_of(s.dev).queued() && s.timed_calls >= P::launch_min_calls &&
         s.seconds_per_call() < P::launch_bound_seconds) {
       m << s.name << " ran " << s.calls << " times at " << format_seconds(s.seconds_per_call()) << " per call on "
         << bytes((s.bytes_read + s.bytes_written) / s.calls)

@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "backend/runtime.hpp"
 #include "jit/backend.hpp"
 #include "resident/memory/array.hpp"
 #include "resident/streaming/detail/chunk_loop.hpp"
@@ -138,7 +139,8 @@ stream_summary stream_reduce(const pipeline& chain, const std::vector<host_opera
       slots.emplace_back(16, s);
       results.push_back(slots.back().data());
     }
-  const auto where = s.device().is_cuda() ? detail::result_memory::device : detail::result_memory::host;
+  const auto where =
+      resident::detail::backend_of(s.device()).host_memory() ? detail::result_memory::host : detail::result_memory::device;
   std::size_t done = 0;
   loop.run(
       [&](const resident::detail::chunk_view& v) {

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/runtime.hpp"
 #include "resident/launch/launch.hpp"
 #include "resident/memory/ledger.hpp"
 
@@ -37,9 +38,7 @@ matmul_algo parse_matmul_algo(const std::string& s) {
 
 bool matmul_supported(matmul_algo a, device d, std::size_t es) {
   if (a == matmul_algo::automatic || a == matmul_algo::vendor) return true;
-  if (d.is_cpu()) return a == matmul_algo::naive || a == matmul_algo::blocked;
-  if (a == matmul_algo::blocked) return false;
-  return es == 4;  // naive, shared, tuned, vendor_tf32: float
+  return detail::backend_of(d).matmul_supported(a, es);
 }
 
 namespace detail {
@@ -180,7 +179,7 @@ void cpu_vendor(const gemm_args& g) {
 // bounds. The GPU kernels also cover C's rows with grid.y, at most 65535 blocks.
 void check_extents(const gemm_args& g, matmul_algo algo, device d) {
   const bool blas = algo == matmul_algo::vendor || algo == matmul_algo::vendor_tf32;
-  if (!blas && d.is_cpu()) return;  // naive and blocked index with size_t
+  if (!backend_of(d).matmul_int_extents(algo)) return;  // the CPU's naive and blocked index with size_t
   const std::pair<const char*, std::size_t> extents[] = {{"m", g.m},     {"n", g.n},     {"k", g.k},
                                                          {"lda", g.lda}, {"ldb", g.ldb}, {"ldc", g.ldc}};
   constexpr auto most = std::size_t(std::numeric_limits<int>::max());
@@ -227,17 +226,17 @@ void matmul(const gemm_args& g, matmul_algo algo) {
                                        : "; the GPU offers naive, shared, tuned, vendor_tf32 (float) and vendor"));
   if (g.m == 0 || g.n == 0) return;
   check_extents(g, algo, d);
-  if (d.is_cuda()) {
-    matmul_cuda(g, algo);
-    return;
-  }
+  backend_of(d).matmul(g, algo);
+}
+
+void matmul_cpu(const gemm_args& g, matmul_algo algo) {
   if (algo == matmul_algo::vendor)
     cpu_vendor(g);
   else if (g.element_size == 4)
     algo == matmul_algo::naive ? cpu_naive<float>(g) : cpu_blocked<float>(g);
   else
     algo == matmul_algo::naive ? cpu_naive<double>(g) : cpu_blocked<double>(g);
-  record_kernel(d);
+  record_kernel(g.stream.device());
 }
 
 }  // namespace detail

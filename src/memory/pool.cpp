@@ -1,22 +1,13 @@
 #include "resident/memory/pool.hpp"
 
-#include <array>
 #include <atomic>
 #include <cstdlib>
-#include <deque>
 #include <iostream>
 #include <limits>
-#include <list>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <vector>
 
-#include <sanitizer/asan_interface.h>
-#include <unistd.h>
-
-#include "resident/detail/cuda_runtime.hpp"
+#include "backend/runtime.hpp"
 #include "resident/detail/per_device.hpp"
 #include "resident/error.hpp"
 #include "resident/memory/ledger.hpp"
@@ -104,111 +95,6 @@ pool_state& state(device d) {
   return s[d];
 }
 
-// Under AddressSanitizer the pool poisons what its blocks hold beyond the request and whole cached
-// blocks, so an access past an array's end or into a freed array is reported even inside a pooled block
-// (tests/sanitizer/planted_oob.cpp proves it). Without ASan the macros are no-ops.
-void mark_live(void* p, std::size_t bytes, std::size_t r) {
-  ASAN_UNPOISON_MEMORY_REGION(p, bytes);
-  ASAN_POISON_MEMORY_REGION(static_cast<char*>(p) + bytes, r - bytes);
-}
-
-// The CPU pool caches freed blocks by their rounded size and hands them out again for the same size.
-// It keeps at most host_pool_release_threshold bytes cached: past that, the blocks freed longest ago go
-// back to the system first (the block just freed always stays, so one large array freed and made
-// again in a loop is still a hit). trim() returns everything.
-class host_pool {
- public:
-  host_pool() = default;
-  ~host_pool() { trim(); }  // cached blocks go back at exit; live ones belong to their arrays
-  // bytes <= largest_request, so rounding up cannot wrap.
-  static std::size_t rounded(std::size_t bytes) {
-    std::size_t g = bytes <= (1u << 20) ? pool_alignment : 4096;
-    return (bytes + g - 1) / g * g;
-  }
-  void* allocate(std::size_t bytes, bool* hit) {
-    std::size_t r = rounded(bytes);
-    {
-      std::lock_guard lock(m_);
-      auto it = free_.find(r);
-      if (it != free_.end() && !it->second.empty()) {
-        const auto block = it->second.back();  // the most recently freed of this size
-        it->second.pop_back();
-        void* p = block->second;
-        age_.erase(block);
-        cached_ -= r;
-        *hit = true;
-        mark_live(p, bytes, r);
-        return p;
-      }
-    }
-    *hit = false;
-    void* p = std::aligned_alloc(pool_alignment, r);
-    if (p) {
-      reserved_ += r;
-      mark_live(p, bytes, r);
-    }
-    return p;
-  }
-  void deallocate(void* p, std::size_t bytes, bool caching) {
-    std::size_t r = rounded(bytes);
-    ASAN_UNPOISON_MEMORY_REGION(p, r);
-    if (!caching) {
-      std::free(p);
-      reserved_ -= r;
-      return;
-    }
-    std::lock_guard lock(m_);
-    ASAN_POISON_MEMORY_REGION(p, r);
-    free_[r].push_back(age_.insert(age_.end(), {r, p}));
-    cached_ += r;
-    // Past the threshold, the oldest cached blocks go back. Within one size, blocks are cached and
-    // taken from the back, so the oldest of a size is its list's front.
-    while (cached_ > host_pool_release_threshold && age_.size() > 1) {
-      const auto [size, old] = age_.front();
-      auto& same = free_[size];
-      same.pop_front();
-      if (same.empty()) free_.erase(size);
-      age_.pop_front();
-      ASAN_UNPOISON_MEMORY_REGION(old, size);
-      std::free(old);
-      cached_ -= size;
-      reserved_ -= size;
-    }
-  }
-  void trim() {
-    std::lock_guard lock(m_);
-    for (const auto& [r, p] : age_) {
-      ASAN_UNPOISON_MEMORY_REGION(p, r);
-      std::free(p);
-      reserved_ -= r;
-    }
-    age_.clear();
-    free_.clear();
-    cached_ = 0;
-  }
-  std::size_t reserved() const { return reserved_; }
-  /// The largest block the pool caches (what it can hand out without asking the system).
-  std::size_t largest_cached() {
-    std::lock_guard lock(m_);
-    for (auto it = free_.rbegin(); it != free_.rend(); ++it)
-      if (!it->second.empty()) return it->first;
-    return 0;
-  }
-
- private:
-  using block_list = std::list<std::pair<std::size_t, void*>>;  // (rounded size, block), oldest first
-  std::mutex m_;
-  block_list age_;
-  std::map<std::size_t, std::deque<block_list::iterator>> free_;  // per size, oldest first
-  std::size_t cached_ = 0;
-  std::atomic<std::size_t> reserved_{0};
-};
-
-host_pool& cpu_pool() {
-  static host_pool p;
-  return p;
-}
-
 // No allocator hands out more than PTRDIFF_MAX bytes; a request above it is refused before any
 // size arithmetic (rounding it up to the pool's granularity would wrap).
 constexpr std::size_t largest_request = std::size_t(std::numeric_limits<std::ptrdiff_t>::max()) / 4096 * 4096;
@@ -219,15 +105,13 @@ enum class oom_reason { retried, beyond_any_allocation, limit };
                             std::optional<std::size_t> limit = std::nullopt) {
   std::size_t free_b = 0, total = 0, reserved = 0;
   std::optional<std::size_t> largest;
-  if (d.is_cuda()) {
-    detail::cuda::mem_info(d.index(), &free_b, &total);
-    reserved = detail::cuda::pool_reserved(d.index());
-  } else {
-    reserved = cpu_pool().reserved();
-    largest = cpu_pool().largest_cached();
-    const long page = sysconf(_SC_PAGE_SIZE), avail = sysconf(_SC_AVPHYS_PAGES), all = sysconf(_SC_PHYS_PAGES);
-    if (page > 0 && avail > 0) free_b = std::size_t(avail) * std::size_t(page);
-    if (page > 0 && all > 0) total = std::size_t(all) * std::size_t(page);
+  {
+    detail::runtime& rt = detail::backend_of(d);
+    const detail::memory_figures m = rt.memory(d);
+    free_b = m.free;
+    total = m.total;
+    reserved = rt.pool_reserved(d);
+    largest = rt.largest_cached(d);
   }
   std::size_t used = state(d).in_use;
   auto figure = [](std::size_t b) { return detail::format_bytes(double(b)) + " (" + std::to_string(b) + " bytes)"; };
@@ -256,7 +140,7 @@ enum class oom_reason { retried, beyond_any_allocation, limit };
 }
 
 std::size_t reserved_bytes(device d) {
-  return d.is_cuda() ? detail::cuda::pool_reserved(d.index()) : cpu_pool().reserved();
+  return detail::backend_of(d).pool_reserved(d);
 }
 
 }  // namespace
@@ -302,12 +186,10 @@ void reset_pool_peak(device d) {
 
 void trim_pool(device d) {
   require(d);
-  if (d.is_cuda()) {
-    detail::cuda::pool_trim(d.index(), nullptr);
-    // The next allocation that takes memory again is growth, not a hit.
-    state(d).last_reserved = detail::cuda::pool_reserved(d.index());
-  } else
-    cpu_pool().trim();
+  detail::runtime& rt = detail::backend_of(d);
+  rt.pool_trim(default_stream(d));
+  // The next allocation that takes memory again is growth, not a hit.
+  state(d).last_reserved = rt.pool_reserved(d);
 }
 
 bool pool_caching(device d) { return state(d).caching; }
@@ -347,6 +229,7 @@ void* pool_allocate(std::size_t bytes, stream_ref s) {
   if (bytes == 0) return nullptr;
   nvtx::named_range<"pool allocate"> range(bytes);
   device d = s.device();
+  runtime& rt = backend_of(d);
   auto& st = state(d);
   const std::optional<std::size_t> limit = st.current_limit();
   // With the limit in force, which the message names.
@@ -354,10 +237,7 @@ void* pool_allocate(std::size_t bytes, stream_ref s) {
   std::size_t now = st.claim(bytes, limit);
   if (now == 0) {
     // Return the cache, then look again: frees made meanwhile count.
-    if (d.is_cpu())
-      cpu_pool().trim();
-    else
-      cuda::pool_trim(d.index(), s.native());
+    rt.pool_trim(s);
     now = st.claim(bytes, limit);
     if (now == 0) throw_oom(d, bytes, oom_reason::limit, limit);
   }
@@ -368,47 +248,32 @@ void* pool_allocate(std::size_t bytes, stream_ref s) {
   };
   // Under a limit, the pool returns its cache before growing past it.
   const bool over = limit && reserved_bytes(d) > *limit - bytes;
-  if (d.is_cpu()) {
-    if (over) cpu_pool().trim();
-    bool hit = false;
-    void* p = cpu_pool().allocate(bytes, &hit);
-    if (!p) {
-      cpu_pool().trim();
-      p = cpu_pool().allocate(bytes, &hit);
-    }
-    if (!p) refuse(oom_reason::retried);
-    st.count(now, bytes, hit, d);
-    return p;
-  }
-  int dev = d.index();
-  void* p = nullptr;
+  pool_block b;
   try {
-    if (over) cuda::pool_trim(dev, s.native());
-    p = cuda::pool_allocate(dev, bytes, s.native());
-    if (!p) {
-      cuda::pool_trim(dev, s.native());
-      p = cuda::pool_allocate(dev, bytes, s.native());
-    }
+    b = rt.allocate(bytes, s, over);
   } catch (...) {
     st.in_use -= bytes;
     throw;
   }
-  if (!p) refuse(oom_reason::retried);
-  // A hit: the pool did not have to grow past what it held after the last allocation (frees keep
-  // memory in the pool, so only growth or a trim moves the figure). One query per allocation; none
-  // while s is being captured into a graph, where the query is refused (the graph's replays allocate).
+  if (!b.p) refuse(oom_reason::retried);
+  // A pool that does not say whether it had the block: a hit when it did not have to grow past what it
+  // held after the last allocation (frees keep memory in the pool, so only growth or a trim moves the
+  // figure). One query per allocation; none while s is being captured into a graph, where the query
+  // is refused (the graph's replays allocate).
   bool hit = true;
-  if (!cuda::stream_is_capturing(s.native())) {
-    const std::size_t reserved = cuda::pool_reserved(dev);
+  if (b.cached)
+    hit = *b.cached;
+  else if (!rt.capturing(s)) {
+    const std::size_t reserved = rt.pool_reserved(d);
     hit = reserved <= st.last_reserved.exchange(reserved);
   }
   st.count(now, bytes, hit, d);
-  return p;
+  return b.p;
 }
 
 void pool_keepalive() noexcept {
   (void)state(device::cpu());
-  (void)cpu_pool();
+  (void)backend_of(device::cpu());  // and with it the CPU's pool
 }
 
 void pool_deallocate(void* p, std::size_t bytes, stream_ref s) noexcept {
@@ -417,12 +282,7 @@ void pool_deallocate(void* p, std::size_t bytes, stream_ref s) noexcept {
   auto& st = state(d);
   st.uncount(bytes);
   try {
-    if (d.is_cpu()) {
-      cpu_pool().deallocate(p, bytes, st.caching);
-    } else {
-      cuda::pool_deallocate(d.index(), p, s.native());
-      if (!st.caching) cuda::pool_trim(d.index(), s.native());
-    }
+    backend_of(d).deallocate(p, bytes, s, st.caching);
   } catch (const std::exception& e) {
     // Destructors must not throw; a failure here means the context is already gone (driver shutdown
     // or a lost device), and the memory goes with it.

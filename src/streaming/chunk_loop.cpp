@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include "backend/runtime.hpp"
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/detail/per_device.hpp"
 #include "resident/detail/tuning.hpp"
@@ -152,10 +153,11 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   }
   // Device memory given as a host array: the copies and the host threads would read it as host memory
   // (managed memory is the host's to read: it is staged like pageable memory).
-  if (device_.is_cuda() && n > 0) {
+  detail::runtime& rt = backend_of(device_);
+  if (n > 0) {
     auto refuse_device_memory = [&](const void* p, const std::string& which) {
-      if (const int on = cu::device_only_memory(p); on >= 0)
-        RESIDENT_FAIL("streamed pipeline: " + which + " is memory of " + device::cuda(on).name() +
+      if (const auto on = rt.owner(p, false))
+        RESIDENT_FAIL("streamed pipeline: " + which + " is memory of " + on->name() +
                       ", not host memory; run the pipeline on the device array itself, or stream a host copy");
     };
     for (std::size_t i = 0; i < inputs_.size(); ++i) refuse_device_memory(inputs_[i].data, "host input " + std::to_string(i));
@@ -170,9 +172,9 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   // Pageable host arrays are staged through pinned buffers by worker threads: one more chunk in flight.
   std::vector<bool> staged_in(inputs_.size(), false);
   bool staged_out = false;
-  if (device_.is_cuda() && n > 0) {
-    for (std::size_t i = 0; i < inputs_.size(); ++i) staged_in[i] = !cu::is_pinned(inputs_[i].data);
-    staged_out = output_.data && !cu::is_pinned(output_.data);
+  if (n > 0) {
+    for (std::size_t i = 0; i < inputs_.size(); ++i) staged_in[i] = !rt.copies_directly(inputs_[i].data);
+    staged_out = output_.data && !rt.copies_directly(output_.data);
   }
   const bool staged = staged_out || std::find(staged_in.begin(), staged_in.end(), true) != staged_in.end();
   depth_ = o.depth ? o.depth : staged ? tuning::staged_depth : tuning::depth;
@@ -194,11 +196,9 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
     for (const host_side& h : inputs_) b += round_up(c * h.element_bytes);
     return b + round_up(c * stage_out_bytes);
   };
-  if (device_.is_cuda()) {
+  if (!rt.host_memory()) {
     // Half the free memory, and what the pool's limit leaves, less the partials and some slack.
-    std::size_t free_b = 0, total = 0;
-    cu::mem_info(device_.index(), &free_b, &total);
-    std::size_t budget = free_b / 2;
+    std::size_t budget = rt.memory(device_).free / 2;
     if (auto lim = pool_limit(device_)) {
       const std::size_t used = pool_stats(device_).bytes_in_use;
       budget = std::min(budget, *lim > used ? *lim - used : 0);
@@ -238,7 +238,7 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   const long page = sysconf(_SC_PAGE_SIZE), pages = sysconf(_SC_PHYS_PAGES);
   if (page > 0 && pages > 0 && partial_bytes / std::size_t(page) > std::size_t(pages))
     throw partials_do_not_fit("more than this host's " + format_bytes(double(pages) * double(page)) + " of memory");
-  if (device_.is_cpu()) {
+  if (rt.host_memory()) {  // no staging: the loop works in the host's memory
     try {
       results_.resize(partial_bytes);
     } catch (const std::bad_alloc&) {

@@ -1,8 +1,10 @@
 #pragma once
 /// @file cuda_runtime.hpp
 /// The narrow interface between resident's host code and the CUDA runtime. Implemented by
-/// src/cuda/runtime.cpp when the build has the CUDA backend, by src/cuda/absent.cpp otherwise (every
-/// call then throws device_unavailable). Keeps the CUDA headers out of every public .hpp.
+/// src/backend/cuda/cuda_runtime.cpp when the build has the CUDA backend, by
+/// src/backend/none/cuda_runtime.cpp otherwise (every call then throws device_unavailable). Keeps the
+/// CUDA headers out of every public .hpp. The library's compiled code reaches it through the run-time
+/// backend (src/backend/); public templates call it directly.
 ///
 /// A null stream handle is the legacy default stream of the device that is current when CUDA is
 /// called. Every call below that takes a stream handle and a device index (`dev`) runs with that

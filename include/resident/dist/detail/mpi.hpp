@@ -1,7 +1,7 @@
 #pragma once
 /// @file mpi.hpp
 /// The narrow interface to MPI: implemented by src/dist/mpi.cpp in builds that found MPI (CMake's
-/// find_package(MPI COMPONENTS CXX)), by src/dist/mpi_absent.cpp otherwise. Keeps mpi.h out of every
+/// find_package(MPI COMPONENTS CXX)), by src/backend/none/mpi.cpp otherwise. Keeps mpi.h out of every
 /// public header. MPI carries host memory only: NCCL's unique id, and CPU ranks' values.
 
 #include <cstddef>

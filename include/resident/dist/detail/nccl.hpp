@@ -1,7 +1,7 @@
 #pragma once
 /// @file nccl.hpp
 /// The narrow interface to NCCL: implemented by src/dist/nccl.cpp in builds that found NCCL, by
-/// src/dist/nccl_absent.cpp otherwise (available() is false and every other call throws). Keeps nccl.h
+/// src/backend/none/nccl.cpp otherwise (available() is false and every other call throws). Keeps nccl.h
 /// out of every public header.
 
 #include <array>
