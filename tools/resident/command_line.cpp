@@ -9,7 +9,7 @@
 
 #include "resident/detail/files.hpp"
 #include "resident/resident.hpp"
-#include "table.hpp"
+#include "commands/table.hpp"
 
 namespace resident::cli {
 namespace {

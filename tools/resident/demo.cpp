@@ -5,10 +5,10 @@
 #include <sstream>
 
 #include "commands.hpp"
-#include "memory_budget.hpp"
+#include "commands/memory_budget.hpp"
 #include "resident/resident.hpp"
-#include "seed.hpp"
-#include "table.hpp"
+#include "common/seed.hpp"
+#include "commands/table.hpp"
 
 namespace resident::cli {
 namespace {

@@ -12,11 +12,11 @@
 #include <filesystem>
 #include <sstream>
 
-#include "commands.hpp"
+#include "bench.hpp"
 #include "memory_budget.hpp"
 #include "resident/detail/files.hpp"
 #include "resident/resident.hpp"
-#include "seed.hpp"
+#include "common/seed.hpp"
 #include "table.hpp"
 #include "warm_up.hpp"
 

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "commands.hpp"
+#include "bench.hpp"
 #include "resident/detail/files.hpp"
 #include "resident/resident.hpp"
 #include "table.hpp"
