@@ -370,8 +370,9 @@ int run_bench_small(const bench_options& o) {
   // The hook's own cost, on the host (a profile collecting would time every call: not measured then).
   const char* nvtx = detail::nvtx_state();
   if (hook > 0)
-    out() << "insight hook alone (NVTX range, profile check, call-site scope): " << format_number(hook, 1)
-          << " ns per call; NVTX " << nvtx << "\n";
+    out() << wrap("insight hook alone (NVTX range, profile check, call-site scope): " + format_number(hook, 1) +
+                      " ns per call; NVTX " + nvtx)
+          << "\n";
   if (!o.json.empty()) {
     nlohmann::json j = bench_json("small", d.name(), properties(d).name, t);
     j["n"] = n;
