@@ -305,7 +305,8 @@ void command_line::parse(int argc, const char* const* argv) {
       if (o->get_type_size() != 0)
         for (const std::string& r : o->results())
           if (r.empty())
-            throw CLI::ValidationError(o->get_name(), "the value is empty; give " + o->get_type_name() +
+            throw CLI::ValidationError(o->get_name(), "the value is empty; give " +
+                                                          o->get_type_name().substr(0, o->get_type_name().find(':')) +
                                                           " (an empty string is never read as the default)");
     for (const CLI::App* sub : a->get_subcommands()) refuse_empty(sub);
   };
