@@ -65,3 +65,4 @@ resident_cli_check(flow_fits_100_columns "bench|flow|--device|cpu|--reps|2" MAX_
 resident_cli_check(jit_fits_100_columns "bench|jit|--device|cpu|--sizes|10|--reps|2" MAX_WIDTH=100 EXIT=0)
 resident_cli_check(matmul_fits_100_columns "bench|matmul|--device|cpu|--sizes|16|--reps|1" MAX_WIDTH=100 EXIT=0)
 resident_cli_check(foundation_fits_100_columns "bench|foundation|--device|cpu|--reps|1" MAX_WIDTH=100 EXIT=0)
+resident_cli_check(guide_fits_100_columns "bench|guide|--device|cpu" MAX_WIDTH=100 EXIT=0)
