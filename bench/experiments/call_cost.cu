@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "../../tools/resident/seed.hpp"
+#include "../common/seed.hpp"
 #include "experiment.cuh"
 #include "resident/resident.hpp"
 

@@ -22,7 +22,7 @@
 #include <omp.h>
 
 #include "resident/resident.hpp"
-#include "../../tools/resident/seed.hpp"
+#include "../common/seed.hpp"
 
 namespace rs = resident;
 using rs::cli::func1;

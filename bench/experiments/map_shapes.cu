@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "../../tools/resident/seed.hpp"
+#include "../common/seed.hpp"
 #include "experiment.cuh"
 #include "sums.cuh"
 #include "resident/resident.hpp"

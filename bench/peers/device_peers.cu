@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "../../tools/resident/seed.hpp"
+#include "../common/seed.hpp"
 #include "resident/resident.hpp"
 
 namespace rs = resident;

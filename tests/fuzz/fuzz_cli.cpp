@@ -26,6 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     cl.parse(int(argv.size()), argv.data());
     cl.check();
+  } catch (const CLI::ParseError& e) {
+    (void)cl.explain(e);  // the words put in place of the parser's, built from the same input
   } catch (const CLI::Error&) {
   } catch (const resident::error&) {
   }

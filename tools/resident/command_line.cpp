@@ -9,7 +9,7 @@
 
 #include "resident/detail/files.hpp"
 #include "resident/resident.hpp"
-#include "table.hpp"
+#include "commands/table.hpp"
 
 namespace resident::cli {
 namespace {
@@ -47,6 +47,21 @@ CLI::Validator byte_count(std::size_t lo = 1, const std::string& lo_text = "1") 
         return {};
       },
       "a byte count such as 8GiB");
+}
+
+// An existing file (or folder) for what the option reads, refused with the path and what to give.
+CLI::Validator existing(const std::string& what, bool folder) {
+  return CLI::Validator(
+      [=](std::string& v) -> std::string {
+        std::error_code ec;
+        const auto st = std::filesystem::status(v, ec);
+        if (!std::filesystem::exists(st))
+          return "'" + v + "' does not exist; give " + what;
+        if (folder != std::filesystem::is_directory(st))
+          return "'" + v + "' is " + (folder ? "not a folder" : "a folder") + "; give " + what;
+        return {};
+      },
+      what);
 }
 
 const char* const commands[] = {"info", "demo", "bench"};
@@ -169,10 +184,10 @@ command_line::command_line() {
       ->type_name("FILE.png");
   pipeline_->add_option("--from", bench_.from, "Plot an earlier --json output instead of measuring (with --plot)")
       ->type_name("FILE")
-      ->check(CLI::ExistingFile);
+      ->check(existing("the --json output of an earlier run", false));
   pipeline_->add_option("--peers", bench_.peers, "Add the peers' series from bench/peers/peers.py --json output to the plot")
       ->type_name("FILE")
-      ->check(CLI::ExistingFile);
+      ->check(existing("the --json output of bench/peers/peers.py", false));
   small_ = bench_cmd_->add_subcommand("small", "n = 10^4: time per call for a fused launch, three kernels, graph replay");
   common(small_);
   sizes(small_, "element count (default 10000)", element_count, "N");
@@ -197,7 +212,7 @@ command_line::command_line() {
       ->type_name("FILE.png");
   matmul_->add_option("--from", bench_.from, "Plot an earlier --json output instead of measuring (with --plot)")
       ->type_name("FILE")
-      ->check(CLI::ExistingFile);
+      ->check(existing("the --json output of an earlier run", false));
   dist_ = bench_cmd_->add_subcommand("dist", "Two devices: peer copies, NCCL all-reduce, the seed map and a sum, one vs sharded");
   common(dist_);
   sizes(dist_, "log2 of the seed map's element count (default 28 on GPUs, 22 on the CPU)",
@@ -206,7 +221,7 @@ command_line::command_line() {
   common(guide_, false);
   guide_->add_option("--examples", examples_dir_, "Folder holding the example programs (default: the build tree)")
       ->type_name("DIR")
-      ->check(CLI::ExistingDirectory);
+      ->check(existing("the folder holding the built examples (example_memory_kinds, ...)", true));
 
   stream_cmd_ = bench_cmd_->add_subcommand(
       "stream", "The seed pipeline streamed over host data of 4x the pool's limit vs the seed's way and pinned copies alone");
@@ -252,7 +267,8 @@ command_line::command_line() {
 
 void command_line::parse(int argc, const char* const* argv) {
   // CLI11 answers an unknown command with "A subcommand is required"; name it and the choices instead.
-  std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
+  args_.assign(argv + std::min(argc, 1), argv + argc);
+  const std::vector<std::string>& args = args_;
   const bool asks_help = std::any_of(args.begin(), args.end(), [](const std::string& a) {
     return a == "-h" || a == "--help" || a == "--version";
   });
@@ -289,7 +305,8 @@ void command_line::parse(int argc, const char* const* argv) {
       if (o->get_type_size() != 0)
         for (const std::string& r : o->results())
           if (r.empty())
-            throw CLI::ValidationError(o->get_name(), "the value is empty; give " + o->get_type_name() +
+            throw CLI::ValidationError(o->get_name(), "the value is empty; give " +
+                                                          o->get_type_name().substr(0, o->get_type_name().find(':')) +
                                                           " (an empty string is never read as the default)");
     for (const CLI::App* sub : a->get_subcommands()) refuse_empty(sub);
   };

@@ -22,9 +22,18 @@ class command_line {
   /// The checks of run() without running anything. @throws resident::error.
   void check() const;
   CLI::App& app() { return *app_; }
+  /// What to print for a parse error: the option, the value given and an example, in place of the
+  /// parser's own words (CLI::Success, help and version, are printed by app().exit(e)).
+  std::string explain(const CLI::ParseError& e) const;
 
  private:
+  std::string command_named() const;  ///< "demo", "bench pipeline", ... as given ("" before the command)
+  const CLI::App* app_named(const std::string& command) const;
+  std::string example(const std::string& option, const std::string& command) const;
+  std::string unexpected(const std::string& message, const std::string& command) const;
+
   std::unique_ptr<CLI::App> app_;
+  std::vector<std::string> args_;
   info_options info_;
   demo_options demo_;
   bench_options bench_;

@@ -11,13 +11,13 @@
 #include <sstream>
 
 #include "commands.hpp"
-#include "memory_budget.hpp"
+#include "commands/memory_budget.hpp"
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/dist/dist.hpp"
 #include "resident/resident.hpp"
-#include "seed.hpp"
-#include "wall_timing.hpp"
-#include "table.hpp"
+#include "common/seed.hpp"
+#include "commands/wall_timing.hpp"
+#include "commands/table.hpp"
 
 namespace resident::cli {
 namespace {

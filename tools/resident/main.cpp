@@ -14,8 +14,11 @@ int main(int argc, char** argv) {
   resident::cli::command_line cl;
   try {
     cl.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::Success& e) {  // --help, --version
     return cl.app().exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "resident: " << cl.explain(e) << "\n";
+    return e.get_exit_code();
   }
   try {
     return cl.run();

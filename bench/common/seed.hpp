@@ -1,5 +1,6 @@
 #pragma once
-// The seed document's pipeline: three element-wise functions applied one after another.
+// The seed document's pipeline: three element-wise functions applied one after another, with its FP64
+// reference; shared by the CLI's demo, the benchmarks and the experiments.
 
 #include <cmath>
 #include <cstddef>

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <iostream>
 
-#include "commands.hpp"
+#include "bench.hpp"
 #include "memory_budget.hpp"
 #include "resident/resident.hpp"
 #include "table.hpp"

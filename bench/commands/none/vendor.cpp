@@ -1,5 +1,5 @@
 #include "resident/error.hpp"
-#include "vendor.hpp"
+#include "../vendor.hpp"
 
 namespace resident::cli {
 

@@ -4,7 +4,8 @@
 #include <iostream>
 #include <map>
 
-#include "commands.hpp"
+#include "bench.hpp"
+#include "plot.hpp"
 #include "memory_budget.hpp"
 #include "resident/resident.hpp"
 #include "table.hpp"

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "commands.hpp"
+#include "bench.hpp"
 #include "resident/detail/files.hpp"
 #include "resident/resident.hpp"
 #include "table.hpp"
@@ -63,8 +63,9 @@ int run_bench_guide(const bench_options& o, const std::string& examples_dir) {
            table::cell(j["ratio"].get<double>(), 2)});
   }
   t.print(out());
-  out() << "Each example prints why its ratio comes out as it does: run it alone (" << dir.string()
-            << "/example_NAME).\n";
+  out() << wrap("Each example prints why its ratio comes out as it does: run it alone (" + dir.string() +
+                "/example_NAME).")
+        << "\n";
   if (!o.json.empty()) write_json(bench_json("guide", d.name(), properties(d).name, t), o.json);
   return 0;
 }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <iostream>
 
-#include "commands.hpp"
+#include "bench.hpp"
 #include "memory_budget.hpp"
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/resident.hpp"

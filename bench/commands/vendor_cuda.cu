@@ -8,7 +8,7 @@
 #include "resident/detail/cuda_check.hpp"
 #include "resident/insight/timing.hpp"
 #include "resident/detail/library_check.hpp"
-#include "seed.hpp"
+#include "common/seed.hpp"
 #include "vendor.hpp"
 
 namespace resident::cli {

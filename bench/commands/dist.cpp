@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <iostream>
 
-#include "commands.hpp"
+#include "bench.hpp"
 #include "memory_budget.hpp"
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/dist/dist.hpp"
 #include "resident/resident.hpp"
-#include "seed.hpp"
+#include "common/seed.hpp"
 #include "wall_timing.hpp"
 #include "table.hpp"
 

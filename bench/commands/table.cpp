@@ -56,30 +56,110 @@ table::cell table::cell::scientific(double v, int digits) {
   return cell(buf, nlohmann::json(v));
 }
 
-void table::print(std::ostream& os, const std::string& indent) const {
-  std::vector<std::size_t> w(columns_.size());
-  for (std::size_t c = 0; c < columns_.size(); ++c) {
-    w[c] = columns_[c].header.size();
-    for (auto& r : rows_) w[c] = std::max(w[c], r[c].text.size());
-  }
-  auto line = [&](auto get, bool header) {
-    std::string s = indent;
-    for (std::size_t c = 0; c < columns_.size(); ++c) {
-      std::string t = get(c);
-      std::string pad(w[c] - t.size(), ' ');
-      bool right = columns_[c].numeric && !header;
-      if (header && columns_[c].numeric) right = true;
-      s += right ? pad + t : t + pad;
-      if (c + 1 < columns_.size()) s += "  ";
+namespace {
+
+// A header broken at spaces into lines no wider than w (a longer word keeps its own line).
+std::vector<std::string> header_lines(const std::string& header, std::size_t w) {
+  std::vector<std::string> lines;
+  std::string line;
+  std::size_t start = 0;
+  while (start < header.size()) {
+    std::size_t end = header.find(' ', start);
+    if (end == std::string::npos) end = header.size();
+    const std::string word = header.substr(start, end - start);
+    if (!line.empty() && line.size() + 1 + word.size() > w) {
+      lines.push_back(line);
+      line.clear();
     }
-    while (!s.empty() && s.back() == ' ') s.pop_back();
-    os << s << "\n";
-  };
-  line([&](std::size_t c) { return columns_[c].header; }, true);
-  std::string rule = indent;
-  for (std::size_t c = 0; c < columns_.size(); ++c) rule += std::string(w[c], '-') + (c + 1 < columns_.size() ? "  " : "");
-  os << rule << "\n";
-  for (auto& r : rows_) line([&](std::size_t c) { return r[c].text; }, false);
+    line += (line.empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  lines.push_back(line);
+  return lines;
+}
+
+}  // namespace
+
+void table::print(std::ostream& os, const std::string& indent, std::size_t width) const {
+  const std::size_t cols = columns_.size();
+  std::vector<std::size_t> w(cols), cells(cols, 0);
+  std::size_t total = indent.size();
+  for (std::size_t c = 0; c < cols; ++c) {
+    for (auto& r : rows_) cells[c] = std::max(cells[c], r[c].text.size());
+    w[c] = std::max(cells[c], columns_[c].header.size());
+    total += w[c] + (c ? 2 : 0);
+  }
+  // Too wide: headers broken over lines as narrow as their cells allow (10 columns at least, or the
+  // longest word), then the columns in groups that fit, each led by the first column, the rows' key.
+  std::vector<std::vector<std::string>> heads(cols);
+  std::size_t head_rows = 1;
+  for (std::size_t c = 0; c < cols; ++c) {
+    if (total <= width) {
+      heads[c] = {columns_[c].header};
+      continue;
+    }
+    heads[c] = header_lines(columns_[c].header, std::max(cells[c], std::min<std::size_t>(columns_[c].header.size(), 10)));
+    w[c] = cells[c];
+    for (auto& l : heads[c]) w[c] = std::max(w[c], l.size());
+    head_rows = std::max(head_rows, heads[c].size());
+  }
+  std::vector<std::vector<std::size_t>> groups{{0}};
+  std::size_t used = indent.size() + w[0];
+  for (std::size_t c = 1; c < cols; ++c) {
+    // A text column at the end stays with its group when 20 columns are left for it (broken below).
+    const bool text_fits = c + 1 == cols && !columns_[c].numeric && used + 2 + 20 <= width;
+    if (used + 2 + w[c] > width && groups.back().size() > 1 && !text_fits) {
+      groups.push_back({0});
+      used = indent.size() + w[0];
+    }
+    groups.back().push_back(c);
+    used += 2 + w[c];
+  }
+  // A group still too wide whose last column is text (a note): that text broken over lines.
+  std::vector<bool> wraps(cols, false);
+  for (const auto& group : groups) {
+    std::size_t before = indent.size();
+    for (std::size_t i = 0; i + 1 < group.size(); ++i) before += w[group[i]] + 2;
+    const std::size_t last = group.back();
+    if (columns_[last].numeric || group.size() < 2 || before + w[last] <= width || before + 20 > width) continue;
+    wraps[last] = true;
+    w[last] = width - before;
+    heads[last] = header_lines(columns_[last].header, w[last]);
+    head_rows = std::max(head_rows, heads[last].size());
+  }
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const auto& group = groups[g];
+    if (g) os << "\n";
+    auto line = [&](auto get) {
+      std::string s = indent;
+      for (std::size_t i = 0; i < group.size(); ++i) {
+        const std::size_t c = group[i];
+        const std::string t = get(c);
+        const std::string pad(w[c] - std::min(w[c], t.size()), ' ');
+        s += columns_[c].numeric ? pad + t : t + pad;
+        if (i + 1 < group.size()) s += "  ";
+      }
+      while (!s.empty() && s.back() == ' ') s.pop_back();
+      os << s << "\n";
+    };
+    // Header lines bottom-aligned, so each header's last line sits on the rule.
+    for (std::size_t h = 0; h < head_rows; ++h)
+      line([&](std::size_t c) {
+        const std::size_t skip = head_rows - heads[c].size();
+        return h < skip ? std::string() : heads[c][h - skip];
+      });
+    std::string rule = indent;
+    for (std::size_t i = 0; i < group.size(); ++i)
+      rule += std::string(w[group[i]], '-') + (i + 1 < group.size() ? "  " : "");
+    os << rule << "\n";
+    for (auto& r : rows_) {
+      const std::size_t last = group.back();
+      const std::vector<std::string> parts =
+          wraps[last] ? header_lines(r[last].text, w[last]) : std::vector<std::string>{r[last].text};
+      for (std::size_t k = 0; k < parts.size(); ++k)
+        line([&](std::size_t c) { return c == last ? parts[k] : k == 0 ? r[c].text : std::string(); });
+    }
+  }
 }
 
 nlohmann::json table::json() const {

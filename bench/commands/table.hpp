@@ -43,7 +43,9 @@ class table {
   };
   void add(std::vector<cell> row) { rows_.push_back(std::move(row)); }
 
-  void print(std::ostream& os, const std::string& indent = "  ") const;
+  /// Prints the table within width columns where it can: a wider one gets its headers broken over
+  /// lines, then its columns printed in groups, each led by the first column.
+  void print(std::ostream& os, const std::string& indent = "  ", std::size_t width = 100) const;
   nlohmann::json json() const;
 
  private:

@@ -12,11 +12,11 @@
 #include <filesystem>
 #include <sstream>
 
-#include "commands.hpp"
+#include "bench.hpp"
 #include "memory_budget.hpp"
 #include "resident/detail/files.hpp"
 #include "resident/resident.hpp"
-#include "seed.hpp"
+#include "common/seed.hpp"
 #include "table.hpp"
 #include "warm_up.hpp"
 
@@ -134,9 +134,11 @@ int run_bench_jit(const bench_options& o) {
   }
   bar.finish();
   t.print(out());
-  out() << "\nfirst call, compiling: " << format_number(first_ms, 1) << " ms; a second process's first call, "
-        << "from the disk cache: " << format_number(second_ms, 2) << " ms; a call from the in-memory cache (n = 2^16): "
-        << format_number(hit_ms * 1e3, 1) << " us\n";
+  out() << "\n"
+        << wrap("first call, compiling: " + format_number(first_ms, 1) + " ms; a second process's first call, " +
+                "from the disk cache: " + format_number(second_ms, 2) + " ms; a call from the in-memory cache (n = " +
+                "2^16): " + format_number(hit_ms * 1e3, 1) + " us")
+        << "\n";
   if (!o.json.empty()) {
     auto j = bench_json("jit", d.name(), properties(d).name, t);
     j["first_call_ms"] = first_ms;
