@@ -2,7 +2,6 @@
 // from a file the host compiler builds (this one, on purpose). Checked against FP64 on both backends;
 // generators against rs::random's fills; errors typed; the cache shared by threads and processes.
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -13,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "resident/detail/files.hpp"
 #include "support.hpp"
 
 namespace rs = resident;
@@ -592,16 +592,13 @@ struct child_result {
   std::string out;
 };
 
-// Runs the cache child with its cache in dir; it prints "ok compiled=N disk=M rejected=R".
-child_result run_child(const std::string& dir, const std::string& constant, const std::string& device = "cpu") {
-  const std::string cmd = "RESIDENT_JIT_CACHE='" + dir + "' '" RESIDENT_JIT_CHILD "' " + constant + " " + device + " 2>&1";
-  child_result r;
-  if (FILE* p = ::popen(cmd.c_str(), "r")) {
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p)) r.out += buf;
-    r.status = ::pclose(p);
-  }
-  return r;
+// Runs the cache child with its cache in dir (and the environment plus env); it prints
+// "ok compiled=N disk=M rejected=R". Started without a shell: the paths reach it as they are.
+child_result run_child(const std::string& dir, const std::string& constant, const std::string& device = "cpu",
+                       std::vector<std::pair<std::string, std::string>> env = {}) {
+  env.emplace_back("RESIDENT_JIT_CACHE", dir);
+  const auto r = rs::detail::run_program({RESIDENT_JIT_CHILD, constant, device}, env);
+  return {r.status, r.output};
 }
 
 // The folder's kernel entries (its key file aside).
@@ -712,16 +709,10 @@ TEST(jit_cache, a_folder_that_takes_no_files_turns_the_disk_cache_off) {
 TEST(jit_cache, a_compiler_that_makes_no_kernel_is_a_typed_error) {
   const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
   for (const char* cxx : {"true", "/no/such/compiler"}) {
-    const std::string cmd = "RESIDENT_JIT_CXX='" + std::string(cxx) + "' RESIDENT_JIT_CACHE='" + cache_root +
-                            "-compiler' '" RESIDENT_JIT_CHILD "' " + c + " cpu 2>&1";
-    std::string out;
-    int status = -1;
-    if (FILE* p = ::popen(cmd.c_str(), "r")) {
-      char buf[512];
-      while (std::fgets(buf, sizeof buf, p)) out += buf;
-      status = ::pclose(p);
-    }
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << cxx << ": " << status << " " << out;
+    const auto r = run_child(cache_root + "-compiler", c, "cpu", {{"RESIDENT_JIT_CXX", cxx}});
+    const int status = r.status;
+    const std::string& out = r.out;
+    EXPECT_EQ(status, 1) << cxx << ": " << status << " " << out;
     EXPECT_NE(out.find("error: jit: the host compiler '" + std::string(cxx) + "'"), std::string::npos) << out;
     EXPECT_NE(out.find("RESIDENT_JIT_CXX"), std::string::npos) << out;
   }
