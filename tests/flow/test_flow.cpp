@@ -1,4 +1,5 @@
 // Compiled by nvcc when the CUDA backend is in the build.
+#include "busy.hpp"
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/flow/detail/plan.hpp"
 #include "resident/flow/flow.hpp"
@@ -32,24 +33,61 @@ struct spin {
   }
 };
 
+// Stages that log their calls, each with its own id: the log shows the order a run called them in (on
+// the CPU, the order their work ran; on a GPU, the order it was issued, which the streams' events keep).
+struct stage_log {
+  std::mutex m;
+  std::vector<rs::flow::stage_id> called;
+  // The body of the stage that f will number `id` (the next one: f.size() before it is added).
+  std::function<void(rs::stream_ref)> stage(rs::flow::stage_id id) {
+    return [this, id](rs::stream_ref) {
+      std::lock_guard lock(m);
+      called.push_back(id);
+    };
+  }
+  // Every stage of f called once, each after its predecessors.
+  ::testing::AssertionResult each_once_after_its_predecessors(const rs::flow& f) {
+    std::lock_guard lock(m);
+    if (called.size() != f.size())
+      return ::testing::AssertionFailure() << called.size() << " calls for " << f.size() << " stages";
+    std::vector<std::size_t> at(f.size(), f.size());
+    for (std::size_t k = 0; k < called.size(); ++k) {
+      if (called[k] >= f.size() || at[called[k]] != f.size())
+        return ::testing::AssertionFailure() << "stage " << called[k] << " called twice or unknown";
+      at[called[k]] = k;
+    }
+    for (rs::flow::stage_id s = 0; s < f.size(); ++s)
+      for (auto p : f.predecessors(s))
+        if (!(at[p] < at[s])) return ::testing::AssertionFailure() << "stage " << s << " called before its predecessor " << p;
+    return ::testing::AssertionSuccess();
+  }
+};
+
 using flows = backend;
 
-TEST_P(flows, stages_see_their_inputs_final_values) {
+using flows_cuda = backend;  // GPU-only cases: the `.gpu` CTest entry
+
+// Two independent stages, each behind a busy kernel of its own length (one of them 50 ms in most
+// trials), then a stage reading both on another stream: one that does not wait for both reads the
+// inputs from before.
+TEST_P(flows_cuda, stages_see_their_inputs_final_values) {
   const std::size_t n = 1 << 16;
   std::mt19937_64 g(rs::test::fresh_seed());
   auto hx = rs::test::random_vector<float>(n, g()), hy = rs::test::random_vector<float>(n, g());
   for (int trial = 0; trial < 20; ++trial) {
     auto x = rs::to_device(hx, dev), y = rs::to_device(hy, dev);
     rs::array<float> z(n, dev);
-    const auto sa = static_cast<long long>(g() % 200000), sb = static_cast<long long>(g() % 200000);
+    rs::synchronize(dev);
+    const double small = double(g() % 1000) / 1000;  // up to 1 ms
+    const double da = trial % 3 == 0 ? 50 : small, db = trial % 3 == 1 ? 50 : small;
     rs::flow f(dev);
-    f.add("x = 2x + 1", [&, sa](rs::stream_ref s) {
-      rs::launch(s, {rs::dims(1), rs::dims(1)}, spin{sa});
+    f.add("x = 2x + 1", [&, da](rs::stream_ref s) {
+      rs::test::queue_busy(s, da);
       x.set_stream(s);
       rs::map([] RESIDENT_HD(float v) { return 2.f * v + 1.f; })(x);
     }, rs::access{}.reads(x).writes(x));
-    f.add("y = y * y", [&, sb](rs::stream_ref s) {
-      rs::launch(s, {rs::dims(1), rs::dims(1)}, spin{sb});
+    f.add("y = y * y", [&, db](rs::stream_ref s) {
+      rs::test::queue_busy(s, db);
       y.set_stream(s);
       rs::map([] RESIDENT_HD(float v) { return v * v; })(y);
     }, rs::access{}.reads(y).writes(y));
@@ -67,6 +105,45 @@ TEST_P(flows, stages_see_their_inputs_final_values) {
       const double want = (2.0 * hx[i] + 1.0) + double(hy[i]) * hy[i];
       ASSERT_NEAR(hz[i], want, 1e-6 * (1.0 + std::abs(want))) << "trial " << trial << ", i " << i;
     }
+    x.set_stream(rs::default_stream(dev));
+    y.set_stream(rs::default_stream(dev));
+    z.set_stream(rs::default_stream(dev));
+  }
+}
+
+using flows_cpu = backend;  // the CPU backend's rule: the `cpu` CTest entry
+
+// On the CPU a stage's work is done when the stage returns, so a stage finds its inputs final the
+// moment it is called: read straight from memory, with no synchronization, before its own work.
+TEST_P(flows_cpu, cpu_runs_in_issue_order_a_stage_finds_its_inputs_final_when_called) {
+  const std::size_t n = 1 << 16;
+  std::mt19937_64 g(rs::test::fresh_seed());
+  auto hx = rs::test::random_vector<float>(n, g()), hy = rs::test::random_vector<float>(n, g());
+  for (int trial = 0; trial < 5; ++trial) {
+    auto x = rs::to_device(hx, dev), y = rs::to_device(hy, dev);
+    rs::array<float> z(n, dev);
+    std::size_t stale = n;
+    rs::flow f(dev);
+    f.add("x = 2x + 1", [&](rs::stream_ref s) {
+      rs::test::queue_busy(s, 1);  // the wait is the stage's own: done before it returns
+      x.set_stream(s);
+      rs::map([] RESIDENT_HD(float v) { return 2.f * v + 1.f; })(x);
+    }, rs::access{}.reads(x).writes(x));
+    f.add("y = y * y", [&](rs::stream_ref s) {
+      y.set_stream(s);
+      rs::map([] RESIDENT_HD(float v) { return v * v; })(y);
+    }, rs::access{}.reads(y).writes(y));
+    f.add("z = x + y", [&](rs::stream_ref s) {
+      stale = 0;
+      for (std::size_t i = 0; i < n; ++i) stale += x.data()[i] != 2.f * hx[i] + 1.f || y.data()[i] != hy[i] * hy[i];
+      z.set_stream(s);
+      (rs::zip(x, y) | rs::map([] RESIDENT_HD(float a, float b) { return a + b; }))(z);
+    }, rs::access{}.reads(x, y).writes(z));
+    f.run();
+    EXPECT_EQ(stale, 0u) << "trial " << trial << ": inputs not final when the reading stage was called";
+    std::size_t off = 0;
+    for (std::size_t i = 0; i < n; ++i) off += z.data()[i] != (2.f * hx[i] + 1.f) + hy[i] * hy[i];
+    EXPECT_EQ(off, 0u) << "trial " << trial << ": z not written when the run returned";
     x.set_stream(rs::default_stream(dev));
     y.set_stream(rs::default_stream(dev));
     z.set_stream(rs::default_stream(dev));
@@ -228,8 +305,9 @@ TEST_P(flows, graph_update_changes_a_scalar_between_replays) {
 TEST_P(flows, moved_from_flow_throws_on_every_call) {
   rs::array<float> a(10, dev);
   auto noop = [](rs::stream_ref) {};
+  stage_log log;
   rs::flow f(dev);
-  f.add("one", noop, rs::access{}.writes(a));
+  f.add("one", log.stage(0), rs::access{}.writes(a));
   rs::flow g = std::move(f);
   EXPECT_EQ(g.size(), 1u);
   EXPECT_EQ(f.size(), 0u);
@@ -254,7 +332,9 @@ TEST_P(flows, moved_from_flow_throws_on_every_call) {
   EXPECT_THROW(g.run(), rs::invalid_argument);
   f = std::move(h);  // assigning onto a moved-from flow makes it usable again
   EXPECT_EQ(f.size(), 1u);
+  EXPECT_TRUE(log.called.empty()) << "a refused call ran a stage";
   EXPECT_NO_THROW(f.run());
+  EXPECT_EQ(log.called, (std::vector<rs::flow::stage_id>{0})) << "the stage that moved back, once";
 }
 
 // A moved-from graph throws on replay and update; its kernel count reads 0.
@@ -332,14 +412,14 @@ TEST_P(flows, padded_two_dimensional_arrays_order_their_stages) {
   const std::size_t rows = 4, cols = 3, ld = 8;
   rs::array2d<float> m(rows, cols, dev, ld);
   auto last_row = m.storage().slice((rows - 1) * ld, cols);
-  auto noop = [](rs::stream_ref) {};
+  stage_log log;
   rs::flow f(dev);
-  auto w = f.add("write m", noop, rs::access{}.writes(m));
-  auto r = f.add("read the last row", noop, rs::access{}.reads(last_row));
-  auto rv = f.add("read the view's last row", noop,
+  auto w = f.add("write m", log.stage(f.size()), rs::access{}.writes(m));
+  auto r = f.add("read the last row", log.stage(f.size()), rs::access{}.reads(last_row));
+  auto rv = f.add("read the view's last row", log.stage(f.size()),
                   rs::access{}.reads(rs::array_view<float>(m.data() + (rows - 1) * ld + cols - 1, 1)));
-  auto wv = f.add("write the view", noop, rs::access{}.writes(m.view()));
-  auto past = f.add("read padding after the last row", noop,
+  auto wv = f.add("write the view", log.stage(f.size()), rs::access{}.writes(m.view()));
+  auto past = f.add("read padding after the last row", log.stage(f.size()),
                     rs::access{}.reads(m.storage().slice((rows - 1) * ld + cols, ld - cols)));
   EXPECT_EQ(f.predecessors(r), (std::vector<rs::flow::stage_id>{w}));
   EXPECT_EQ(f.predecessors(rv), (std::vector<rs::flow::stage_id>{w}));
@@ -347,7 +427,7 @@ TEST_P(flows, padded_two_dimensional_arrays_order_their_stages) {
   EXPECT_TRUE(f.predecessors(past).empty()) << "the padding after the last row is not the array's";
 
   rs::array2d<float> empty(0, 5, dev, 7);
-  auto e = f.add("write nothing", noop, rs::access{}.writes(empty));
+  auto e = f.add("write nothing", log.stage(f.size()), rs::access{}.writes(empty));
   EXPECT_TRUE(f.predecessors(e).empty());
   rs::array2d<float> moved = std::move(empty);
   EXPECT_THROW(rs::access{}.reads(empty), rs::invalid_argument);
@@ -355,6 +435,10 @@ TEST_P(flows, padded_two_dimensional_arrays_order_their_stages) {
   rs::array<float> b = std::move(a);
   EXPECT_THROW(rs::access{}.writes(a), rs::invalid_argument);
   EXPECT_NO_THROW(f.run());
+  EXPECT_TRUE(log.each_once_after_its_predecessors(f));
+  log.called.clear();
+  f.run();  // and again, the same order kept
+  EXPECT_TRUE(log.each_once_after_its_predecessors(f));
 }
 
 // An access holds the byte ranges it was given, in order, each with its device: an array from its
@@ -406,6 +490,8 @@ TEST_P(flows, a_stage_on_the_other_backend_is_a_device_mismatch) {
 }
 
 RESIDENT_BACKENDS(flows);
+RESIDENT_CUDA_ONLY(flows_cuda);
+RESIDENT_CPU_ONLY(flows_cpu);
 
 // Planning a flow over two GPUs needs no GPU: which stream each stage takes, and which edges become
 // event waits within a device or across two.
@@ -618,13 +704,17 @@ TEST_P(flow_peer, a_stage_touching_two_devices_is_a_device_mismatch) {
                  rs::device_mismatch);
     EXPECT_EQ(f.size(), 0u);
   }
-  const auto on1 = f.add("reads both on the second", noop, rs::access{}.reads(p, q).on(d1));
+  stage_log log;
+  const auto on1 = f.add("reads both on the second", log.stage(f.size()), rs::access{}.reads(p, q).on(d1));
   EXPECT_EQ(f.device_of(on1), d1);
-  const auto copy = f.add("q = p", noop, rs::access{}.reads(p).writes(q));
+  const auto copy = f.add("q = p", log.stage(f.size()), rs::access{}.reads(p).writes(q));
   EXPECT_EQ(f.device_of(copy), d1);
-  const auto view = f.add("a view of p", noop, rs::access{}.writes(p.view()));
+  const auto view = f.add("a view of p", log.stage(f.size()), rs::access{}.writes(p.view()));
   EXPECT_EQ(f.device_of(view), d0) << "a CUDA flow asks the driver where a view's memory lives";
   EXPECT_NO_THROW(f.run());
+  EXPECT_TRUE(log.each_once_after_its_predecessors(f));
+  EXPECT_EQ(f.predecessors(copy), (std::vector<rs::flow::stage_id>{on1})) << "writes q after its reader";
+  EXPECT_EQ(f.predecessors(view), (std::vector<rs::flow::stage_id>{on1, copy})) << "writes p after both its readers";
 }
 
 // A null stream handle names its own device's default stream, whichever device is current: the
