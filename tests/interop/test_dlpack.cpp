@@ -4,6 +4,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "busy.hpp"
 #include "resident/interop/dlpack.hpp"
 #include "support.hpp"
 
@@ -190,13 +191,17 @@ TEST_P(dlpack, what_cannot_be_used_in_place_is_refused_and_stays_with_its_owner)
   EXPECT_THROW(rs::to_dlpack(std::move(gone)), rs::invalid_argument);
 }
 
-TEST_P(dlpack, the_consumer_stream_waits_for_the_producer) {
-  // A long map queued on the producer's stream, then exported to a consumer on another stream: the
-  // consumer's copy sees the map's values, with no host synchronization between them.
+using dlpack_cuda = backend;  // GPU-only cases: the `.gpu` CTest entry
+
+TEST_P(dlpack_cuda, the_consumer_stream_waits_for_the_producer) {
+  // A busy kernel of 100 ms and maps queued on the producer's stream, then the array exported to a
+  // consumer on another stream: the consumer's copy sees the maps' values, with no host
+  // synchronization between them (one that does not wait copies the values from before the maps).
   const std::size_t n = std::size_t(1) << 22;
   rs::stream producer(dev), consumer(dev);
   auto host = rs::test::random_vector<float>(n, rs::test::fresh_seed());
   rs::array<float> a = rs::to_device(host, producer.ref());
+  rs::test::queue_busy(producer.ref(), 100);
   for (int k = 0; k < 8; ++k) (rs::map([] RESIDENT_HD(float v) { return v + 1.f; }))(a);
   DLManagedTensor* t = rs::to_dlpack(std::move(a), consumer.ref());
   {
@@ -213,6 +218,39 @@ TEST_P(dlpack, the_consumer_stream_waits_for_the_producer) {
   producer.synchronize();
 }
 
+using dlpack_cpu = backend;  // the CPU backend's rule: the `cpu` CTest entry
+
+TEST_P(dlpack_cpu, cpu_runs_in_issue_order_an_export_holds_the_final_values_at_once) {
+  // Work runs as it is issued on the CPU: the tensor a consumer receives already holds the producer's
+  // last values, read straight from its memory with no synchronization; and the consumer's writes are
+  // in the array the moment they are issued.
+  const std::size_t n = std::size_t(1) << 20;
+  rs::stream producer(dev), consumer(dev);
+  auto host = rs::test::random_vector<float>(n, rs::test::fresh_seed());
+  rs::array<float> a = rs::to_device(host, producer.ref());
+  for (int k = 0; k < 8; ++k) (rs::map([] RESIDENT_HD(float v) { return v + 1.f; }))(a);
+  DLManagedTensor* t = rs::to_dlpack(std::move(a), consumer.ref());
+  const auto* data = static_cast<const float*>(t->dl_tensor.data);
+  std::size_t off = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    float want = host[i];
+    for (int k = 0; k < 8; ++k) want += 1.f;
+    off += data[i] != want;
+  }
+  EXPECT_EQ(off, 0u) << "elements of the export not yet final";
+  auto b = rs::from_dlpack<float>(t, consumer.ref());
+  (rs::map([] RESIDENT_HD(float v) { return 2.f * v; }))(b);
+  off = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    float want = host[i];
+    for (int k = 0; k < 8; ++k) want += 1.f;
+    off += b.data()[i] != 2.f * want;
+  }
+  EXPECT_EQ(off, 0u) << "elements of the consumer's map not yet written";
+}
+
 RESIDENT_BACKENDS(dlpack);
+RESIDENT_CUDA_ONLY(dlpack_cuda);
+RESIDENT_CPU_ONLY(dlpack_cpu);
 
 }  // namespace

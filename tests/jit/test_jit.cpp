@@ -2,7 +2,6 @@
 // from a file the host compiler builds (this one, on purpose). Checked against FP64 on both backends;
 // generators against rs::random's fills; errors typed; the cache shared by threads and processes.
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -13,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "resident/detail/files.hpp"
 #include "support.hpp"
 
 namespace rs = resident;
@@ -33,12 +33,16 @@ const std::string cache_root = [] {
 using jit = backend;
 
 const char* f1 = "float f1(float v) { return 1.5f * v + 0.5f; }";
+
 const char* f2 = "float f2(float v) { return sqrtf(v * v + 1.0f); }";
+
 const char* f3 = "// the seed's third function\nfloat f3(float v) { return 0.5f * sinf(v); }";
 
 rs::jit::pipeline seed_chain() { return rs::jit::map(f1) | rs::jit::map(f2) | rs::jit::map(f3); }
+
 // Float values into double, so a sum folds them in double.
 rs::jit::pipeline widen() { return rs::jit::map("double widen(float v) { return v; }"); }
+
 double seed_reference(double v) { return 0.5 * std::sin(std::sqrt((1.5 * v + 0.5) * (1.5 * v + 0.5) + 1.0)); }
 
 TEST_P(jit, the_seed_chain_is_one_kernel_matching_fp64) {
@@ -367,8 +371,11 @@ TEST_P(jit, two_threads_compiling_one_new_stage_compile_it_once) {
 }
 
 extern "C" float twice_plus_one(float v) { return 2.0f * v + 1.0f; }
+
 extern "C" float bigger(float a, float b) { return a > b ? a : b; }
+
 const char* bigger_cuda = "extern \"C\" __device__ float bigger(float a, float b) { return a > b ? a : b; }";
+
 const char* twice_plus_one_cuda = "extern \"C\" __device__ float twice_plus_one(float v) { return 2.0f * v + 1.0f; }";
 
 TEST_P(jit, an_external_stage_fuses_with_source_stages_in_one_kernel) {
@@ -583,162 +590,6 @@ TEST(jit_kernels, every_kind_of_chain_compiles_with_nvrtc) {
   } catch (const rs::jit::compile_error& e) {
     EXPECT_NE(e.log().find("stage 2(2)"), std::string::npos) << e.log();
   }
-}
-
-// ---- the disk cache ---------------------------------------------------------------------------------
-
-struct child_result {
-  int status = -1;
-  std::string out;
-};
-
-// Runs the cache child with its cache in dir; it prints "ok compiled=N disk=M rejected=R".
-child_result run_child(const std::string& dir, const std::string& constant, const std::string& device = "cpu") {
-  const std::string cmd = "RESIDENT_JIT_CACHE='" + dir + "' '" RESIDENT_JIT_CHILD "' " + constant + " " + device + " 2>&1";
-  child_result r;
-  if (FILE* p = ::popen(cmd.c_str(), "r")) {
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p)) r.out += buf;
-    r.status = ::pclose(p);
-  }
-  return r;
-}
-
-// The folder's kernel entries (its key file aside).
-std::vector<fs::path> entries(const std::string& dir) {
-  std::vector<fs::path> e;
-  for (const auto& f : fs::directory_iterator(dir))
-    if (f.path().filename() != "key") e.push_back(f.path());
-  return e;
-}
-
-TEST(jit_cache, a_second_process_loads_what_the_first_compiled) {
-  const std::string dir = cache_root + "-processes";
-  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
-  auto first = run_child(dir, c);
-  ASSERT_EQ(first.status, 0) << first.out;
-  EXPECT_NE(first.out.find("ok compiled=1 disk=0"), std::string::npos) << first.out;
-  auto second = run_child(dir, c);
-  ASSERT_EQ(second.status, 0) << second.out;
-  EXPECT_NE(second.out.find("ok compiled=0 disk=1"), std::string::npos) << second.out;
-}
-
-using jit_cache_cuda = backend;  // GPU-only cases: the `.gpu` CTest entry
-
-TEST_P(jit_cache_cuda, a_second_process_loads_the_gpu_kernel_the_first_compiled) {
-  const std::string dir = cache_root + "-gpu";
-  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
-  auto first = run_child(dir, c, "cuda");
-  ASSERT_EQ(first.status, 0) << first.out;
-  EXPECT_NE(first.out.find("ok compiled=1 disk=0"), std::string::npos) << first.out;
-  auto second = run_child(dir, c, "cuda");
-  ASSERT_EQ(second.status, 0) << second.out;
-  EXPECT_NE(second.out.find("ok compiled=0 disk=1"), std::string::npos) << second.out;
-  // A corrupt cubin entry is ignored, compiled again and rewritten.
-  auto e = entries(dir);
-  ASSERT_EQ(e.size(), 1u);
-  { std::ofstream(e[0], std::ios::binary | std::ios::trunc) << "RSJIT1 garbage"; }
-  auto third = run_child(dir, c, "cuda");
-  EXPECT_NE(third.out.find("ok compiled=1 disk=0 rejected=1"), std::string::npos) << third.out;
-}
-RESIDENT_CUDA_ONLY(jit_cache_cuda);
-
-TEST(jit_cache, processes_filling_one_folder_at_once_leave_one_whole_entry) {
-  const std::string dir = cache_root + "-concurrent";
-  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
-  std::vector<std::thread> t;
-  std::vector<child_result> r(3);
-  for (int i = 0; i < 3; ++i) t.emplace_back([&, i] { r[i] = run_child(dir, c); });
-  for (auto& th : t) th.join();
-  for (auto& x : r) EXPECT_EQ(x.status, 0) << x.out;
-  auto e = entries(dir);
-  ASSERT_EQ(e.size(), 1u) << "one entry, no temporary files left";
-  EXPECT_EQ(run_child(dir, c).out.find("ok compiled=0 disk=1") != std::string::npos, true);
-}
-
-TEST(jit_cache, a_corrupt_entry_is_ignored_and_rewritten) {
-  const std::string dir = cache_root + "-corrupt";
-  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
-  ASSERT_EQ(run_child(dir, c).status, 0);
-  auto e = entries(dir);
-  ASSERT_EQ(e.size(), 1u);
-  for (const char* garbage : {"", "not a kernel at all"}) {
-    { std::ofstream(e[0], std::ios::binary | std::ios::trunc) << garbage; }
-    auto r = run_child(dir, c);
-    ASSERT_EQ(r.status, 0) << r.out;
-    EXPECT_NE(r.out.find("ok compiled=1 disk=0 rejected=1"), std::string::npos) << r.out;
-    EXPECT_GT(fs::file_size(e[0]), 1000u) << "rewritten whole";
-  }
-  auto again = run_child(dir, c);
-  EXPECT_NE(again.out.find("ok compiled=0 disk=1 rejected=0"), std::string::npos) << again.out;
-}
-
-TEST(jit_cache, a_truncated_or_damaged_entry_is_verified_before_it_is_loaded) {
-  const std::string dir = cache_root + "-damaged";
-  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
-  ASSERT_EQ(run_child(dir, c).status, 0);
-  auto e = entries(dir);
-  ASSERT_EQ(e.size(), 1u);
-  const auto whole = fs::file_size(e[0]);
-  for (double keep : {0.9, 0.5, 0.2}) {
-    fs::resize_file(e[0], std::uintmax_t(double(whole) * keep));
-    auto r = run_child(dir, c);
-    ASSERT_EQ(r.status, 0) << r.out;
-    EXPECT_NE(r.out.find("ok compiled=1 disk=0 rejected=1"), std::string::npos) << keep << ": " << r.out;
-    EXPECT_EQ(fs::file_size(e[0]), whole) << "rewritten whole";
-  }
-  {  // same size, bytes changed in the middle
-    std::fstream f(e[0], std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(std::streamoff(whole / 2));
-    f.write("\xcc\xcc\xcc\xcc", 4);
-  }
-  auto r = run_child(dir, c);
-  EXPECT_NE(r.out.find("ok compiled=1 disk=0 rejected=1"), std::string::npos) << r.out;
-  EXPECT_NE(run_child(dir, c).out.find("ok compiled=0 disk=1 rejected=0"), std::string::npos);
-}
-
-TEST(jit_cache, a_folder_that_takes_no_files_turns_the_disk_cache_off) {
-  // /proc takes no new files, even from root; a path under a plain file cannot be a folder.
-  const std::string file = cache_root + "-a-file";
-  { std::ofstream(file) << "x"; }
-  for (const std::string& dir : {std::string("/proc"), file, file + "/sub"}) {
-    const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
-    auto r = run_child(dir, c);
-    EXPECT_EQ(r.status, 0) << dir << ": " << r.out;
-    EXPECT_NE(r.out.find("ok compiled=1 disk=0 rejected=0"), std::string::npos) << dir << ": " << r.out;
-  }
-}
-
-TEST(jit_cache, a_compiler_that_makes_no_kernel_is_a_typed_error) {
-  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
-  for (const char* cxx : {"true", "/no/such/compiler"}) {
-    const std::string cmd = "RESIDENT_JIT_CXX='" + std::string(cxx) + "' RESIDENT_JIT_CACHE='" + cache_root +
-                            "-compiler' '" RESIDENT_JIT_CHILD "' " + c + " cpu 2>&1";
-    std::string out;
-    int status = -1;
-    if (FILE* p = ::popen(cmd.c_str(), "r")) {
-      char buf[512];
-      while (std::fgets(buf, sizeof buf, p)) out += buf;
-      status = ::pclose(p);
-    }
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << cxx << ": " << status << " " << out;
-    EXPECT_NE(out.find("error: jit: the host compiler '" + std::string(cxx) + "'"), std::string::npos) << out;
-    EXPECT_NE(out.find("RESIDENT_JIT_CXX"), std::string::npos) << out;
-  }
-  EXPECT_FALSE(fs::exists(cache_root + "-compiler") && !entries(cache_root + "-compiler").empty())
-      << "nothing cached";
-}
-
-TEST(jit_cache, the_folder_follows_the_environment) {
-  const char* saved = std::getenv("RESIDENT_JIT_CACHE");
-  const std::string keep = saved ? saved : "";
-  ::setenv("RESIDENT_JIT_CACHE", "/x/y", 1);
-  EXPECT_EQ(rs::jit::cache_directory(), "/x/y");
-  ::unsetenv("RESIDENT_JIT_CACHE");
-  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
-  EXPECT_EQ(rs::jit::cache_directory(), "/xdg/resident/jit");
-  ::unsetenv("XDG_CACHE_HOME");
-  ::setenv("RESIDENT_JIT_CACHE", keep.c_str(), 1);
 }
 
 }  // namespace

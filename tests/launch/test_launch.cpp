@@ -1,10 +1,10 @@
 // Compiled by nvcc when the CUDA backend is in the build (see tests/CMakeLists.txt).
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
 
 #include "resident/resident.hpp"
+#include "resident/detail/files.hpp"
 #include "support.hpp"
 
 namespace rs = resident;
@@ -257,11 +257,11 @@ using device_fault_cuda = backend;  // GPU-only cases: the `.gpu` CTest entry
 
 TEST_P(device_fault_cuda, becomes_device_lost_in_a_child_process) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe");
-  const std::string cmd = "RESIDENT_FAULT_CHILD=1 timeout 60 '" + self +
-                          "' --gtest_filter=device_fault.child_provokes_an_illegal_address > /dev/null 2>&1";
-  const int rc = std::system(cmd.c_str());
-  ASSERT_TRUE(WIFEXITED(rc)) << "the child did not exit normally";
-  EXPECT_EQ(WEXITSTATUS(rc), 0) << "the child did not see device_lost (124: it hung)";
+  const auto r = rs::detail::run_program(
+      {"timeout", "60", self, "--gtest_filter=device_fault.child_provokes_an_illegal_address"}, {{"RESIDENT_FAULT_CHILD", "1"}});
+  ASSERT_GE(r.status, 0) << "the child did not start";
+  ASSERT_LT(r.status, 128) << "a signal ended the child: " << r.output;
+  EXPECT_EQ(r.status, 0) << "the child did not see device_lost (124: it hung): " << r.output;
 }
 
 TEST(device_fault, child_provokes_an_illegal_address) {

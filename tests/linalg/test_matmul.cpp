@@ -1,6 +1,7 @@
 #include <climits>
 #include <tuple>
 
+#include "busy.hpp"
 #include "resident/linalg/matmul.hpp"
 #include "support.hpp"
 
@@ -177,15 +178,20 @@ TEST_P(matmuls, moved_from_arrays_are_refused) {
   rs::test::expect_invalid([&] { rs::matmul(gone, B, C); }, "use of a moved-from array");
 }
 
-TEST_P(matmuls, inputs_on_other_streams_are_ordered_before_the_product) {
-  // A and B last written by kernels queued on stream a, C on stream b: every algorithm must see a's
-  // last kernel. On the CPU backend work runs as it is issued.
+// A and B last written on stream a, C on stream b: every algorithm must see a's last kernel. Before
+// it, A and B hold poison the host waited for; a busy kernel of 100 ms ahead of their writers makes a
+// product that does not wait for them read the poison.
+TEST_P(matmuls_cuda, inputs_on_other_streams_are_ordered_before_the_product) {
   rs::stream a(dev), b(dev);
   const std::size_t m = 512, k = 4096, n = 64;
   constexpr int steps = 30;
   for (auto algo : float_algos(dev)) {
     SCOPED_TRACE(rs::to_string(algo));
     rs::array2d<float> A(m, k, a.ref()), B(k, n, a.ref()), C(m, n, b.ref());
+    rs::generate([] RESIDENT_HD(std::size_t) { return rs::test::poison<float>(); })(A.storage());
+    rs::generate([] RESIDENT_HD(std::size_t) { return rs::test::poison<float>(); })(B.storage());
+    a.synchronize();
+    rs::test::queue_busy(a, 100);
     rs::generate([] RESIDENT_HD(std::size_t) { return 1.f; })(A.storage());
     rs::generate([] RESIDENT_HD(std::size_t) { return 0.5f; })(B.storage());
     for (int i = 0; i < steps; ++i) {
@@ -200,7 +206,32 @@ TEST_P(matmuls, inputs_on_other_streams_are_ordered_before_the_product) {
   }
 }
 
+// The CPU backend's rule: a product is done when matmul returns, whichever streams its operands are
+// on; read straight from C's memory with no synchronization, after inputs written just before it.
+using matmuls_cpu = backend;
+
+TEST_P(matmuls_cpu, cpu_runs_in_issue_order_a_product_is_done_when_it_returns) {
+  rs::stream a(dev), b(dev);
+  const std::size_t m = 64, k = 256, n = 48;
+  for (auto algo : float_algos(dev)) {
+    SCOPED_TRACE(rs::to_string(algo));
+    rs::array2d<float> A(m, k, a.ref()), B(k, n, a.ref()), C(m, n, b.ref());
+    for (int round = 1; round <= 3; ++round) {  // new inputs each round: C must follow at once
+      const float x = float(round), y = 0.5f * float(round);
+      rs::generate([x] RESIDENT_HD(std::size_t) { return x; })(A.storage());
+      rs::generate([y] RESIDENT_HD(std::size_t) { return y; })(B.storage());
+      rs::matmul(A, B, C, algo);
+      const float want = float(k) * x * y;  // exact in float
+      std::size_t off = 0;
+      for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t j = 0; j < n; ++j) off += C.data()[i * C.ld() + j] != want;
+      EXPECT_EQ(off, 0u) << "round " << round << ": elements of C not yet " << want;
+    }
+  }
+}
+
 RESIDENT_BACKENDS(matmuls);
-RESIDENT_CUDA_ONLY(matmuls_cuda);  // the CPU algorithms take any number of rows up to INT_MAX
+RESIDENT_CUDA_ONLY(matmuls_cuda);  // the CPU algorithms take any number of rows up to INT_MAX; ordering
+RESIDENT_CPU_ONLY(matmuls_cpu);
 
 }  // namespace

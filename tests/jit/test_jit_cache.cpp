@@ -1,0 +1,178 @@
+// The run-time chains' disk cache seen from other processes: an entry one process compiled loaded by
+// the next, folders filled at once, corrupt, truncated or unwritable, a compiler that makes nothing.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "resident/detail/files.hpp"
+#include "support.hpp"
+
+namespace rs = resident;
+namespace fs = std::filesystem;
+using rs::test::backend;
+
+namespace {
+
+// Every test binary run gets its own folders for the children's caches (passed to each child).
+const std::string cache_root = [] {
+  char tmpl[] = "/tmp/resident-jit-cache-test-XXXXXX";
+  const char* d = ::mkdtemp(tmpl);
+  return std::string(d ? d : "/tmp") + "/cache";
+}();
+
+// ---- the disk cache ---------------------------------------------------------------------------------
+
+struct child_result {
+  int status = -1;
+  std::string out;
+};
+
+// Runs the cache child with its cache in dir (and the environment plus env); it prints
+// "ok compiled=N disk=M rejected=R". Started without a shell: the paths reach it as they are.
+child_result run_child(const std::string& dir, const std::string& constant, const std::string& device = "cpu",
+                       std::vector<std::pair<std::string, std::string>> env = {}) {
+  env.emplace_back("RESIDENT_JIT_CACHE", dir);
+  const auto r = rs::detail::run_program({RESIDENT_JIT_CHILD, constant, device}, env);
+  return {r.status, r.output};
+}
+
+// The folder's kernel entries (its key file aside).
+std::vector<fs::path> entries(const std::string& dir) {
+  std::vector<fs::path> e;
+  for (const auto& f : fs::directory_iterator(dir))
+    if (f.path().filename() != "key") e.push_back(f.path());
+  return e;
+}
+
+TEST(jit_cache, a_second_process_loads_what_the_first_compiled) {
+  const std::string dir = cache_root + "-processes";
+  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+  auto first = run_child(dir, c);
+  ASSERT_EQ(first.status, 0) << first.out;
+  EXPECT_NE(first.out.find("ok compiled=1 disk=0"), std::string::npos) << first.out;
+  auto second = run_child(dir, c);
+  ASSERT_EQ(second.status, 0) << second.out;
+  EXPECT_NE(second.out.find("ok compiled=0 disk=1"), std::string::npos) << second.out;
+}
+
+using jit_cache_cuda = backend;  // GPU-only cases: the `.gpu` CTest entry
+
+TEST_P(jit_cache_cuda, a_second_process_loads_the_gpu_kernel_the_first_compiled) {
+  const std::string dir = cache_root + "-gpu";
+  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+  auto first = run_child(dir, c, "cuda");
+  ASSERT_EQ(first.status, 0) << first.out;
+  EXPECT_NE(first.out.find("ok compiled=1 disk=0"), std::string::npos) << first.out;
+  auto second = run_child(dir, c, "cuda");
+  ASSERT_EQ(second.status, 0) << second.out;
+  EXPECT_NE(second.out.find("ok compiled=0 disk=1"), std::string::npos) << second.out;
+  // A corrupt cubin entry is ignored, compiled again and rewritten.
+  auto e = entries(dir);
+  ASSERT_EQ(e.size(), 1u);
+  { std::ofstream(e[0], std::ios::binary | std::ios::trunc) << "RSJIT1 garbage"; }
+  auto third = run_child(dir, c, "cuda");
+  EXPECT_NE(third.out.find("ok compiled=1 disk=0 rejected=1"), std::string::npos) << third.out;
+}
+
+RESIDENT_CUDA_ONLY(jit_cache_cuda);
+
+TEST(jit_cache, processes_filling_one_folder_at_once_leave_one_whole_entry) {
+  const std::string dir = cache_root + "-concurrent";
+  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+  std::vector<std::thread> t;
+  std::vector<child_result> r(3);
+  for (int i = 0; i < 3; ++i) t.emplace_back([&, i] { r[i] = run_child(dir, c); });
+  for (auto& th : t) th.join();
+  for (auto& x : r) EXPECT_EQ(x.status, 0) << x.out;
+  auto e = entries(dir);
+  ASSERT_EQ(e.size(), 1u) << "one entry, no temporary files left";
+  EXPECT_EQ(run_child(dir, c).out.find("ok compiled=0 disk=1") != std::string::npos, true);
+}
+
+TEST(jit_cache, a_corrupt_entry_is_ignored_and_rewritten) {
+  const std::string dir = cache_root + "-corrupt";
+  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+  ASSERT_EQ(run_child(dir, c).status, 0);
+  auto e = entries(dir);
+  ASSERT_EQ(e.size(), 1u);
+  for (const char* garbage : {"", "not a kernel at all"}) {
+    { std::ofstream(e[0], std::ios::binary | std::ios::trunc) << garbage; }
+    auto r = run_child(dir, c);
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find("ok compiled=1 disk=0 rejected=1"), std::string::npos) << r.out;
+    EXPECT_GT(fs::file_size(e[0]), 1000u) << "rewritten whole";
+  }
+  auto again = run_child(dir, c);
+  EXPECT_NE(again.out.find("ok compiled=0 disk=1 rejected=0"), std::string::npos) << again.out;
+}
+
+TEST(jit_cache, a_truncated_or_damaged_entry_is_verified_before_it_is_loaded) {
+  const std::string dir = cache_root + "-damaged";
+  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+  ASSERT_EQ(run_child(dir, c).status, 0);
+  auto e = entries(dir);
+  ASSERT_EQ(e.size(), 1u);
+  const auto whole = fs::file_size(e[0]);
+  for (double keep : {0.9, 0.5, 0.2}) {
+    fs::resize_file(e[0], std::uintmax_t(double(whole) * keep));
+    auto r = run_child(dir, c);
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find("ok compiled=1 disk=0 rejected=1"), std::string::npos) << keep << ": " << r.out;
+    EXPECT_EQ(fs::file_size(e[0]), whole) << "rewritten whole";
+  }
+  {  // same size, bytes changed in the middle
+    std::fstream f(e[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(std::streamoff(whole / 2));
+    f.write("\xcc\xcc\xcc\xcc", 4);
+  }
+  auto r = run_child(dir, c);
+  EXPECT_NE(r.out.find("ok compiled=1 disk=0 rejected=1"), std::string::npos) << r.out;
+  EXPECT_NE(run_child(dir, c).out.find("ok compiled=0 disk=1 rejected=0"), std::string::npos);
+}
+
+TEST(jit_cache, a_folder_that_takes_no_files_turns_the_disk_cache_off) {
+  // /proc takes no new files, even from root; a path under a plain file cannot be a folder.
+  const std::string file = cache_root + "-a-file";
+  { std::ofstream(file) << "x"; }
+  for (const std::string& dir : {std::string("/proc"), file, file + "/sub"}) {
+    const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+    auto r = run_child(dir, c);
+    EXPECT_EQ(r.status, 0) << dir << ": " << r.out;
+    EXPECT_NE(r.out.find("ok compiled=1 disk=0 rejected=0"), std::string::npos) << dir << ": " << r.out;
+  }
+}
+
+TEST(jit_cache, a_compiler_that_makes_no_kernel_is_a_typed_error) {
+  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+  for (const char* cxx : {"true", "/no/such/compiler"}) {
+    const auto r = run_child(cache_root + "-compiler", c, "cpu", {{"RESIDENT_JIT_CXX", cxx}});
+    const int status = r.status;
+    const std::string& out = r.out;
+    EXPECT_EQ(status, 1) << cxx << ": " << status << " " << out;
+    EXPECT_NE(out.find("error: jit: the host compiler '" + std::string(cxx) + "'"), std::string::npos) << out;
+    EXPECT_NE(out.find("RESIDENT_JIT_CXX"), std::string::npos) << out;
+  }
+  EXPECT_FALSE(fs::exists(cache_root + "-compiler") && !entries(cache_root + "-compiler").empty())
+      << "nothing cached";
+}
+
+TEST(jit_cache, the_folder_follows_the_environment) {
+  const char* saved = std::getenv("RESIDENT_JIT_CACHE");
+  const std::string keep = saved ? saved : "";
+  ::setenv("RESIDENT_JIT_CACHE", "/x/y", 1);
+  EXPECT_EQ(rs::jit::cache_directory(), "/x/y");
+  ::unsetenv("RESIDENT_JIT_CACHE");
+  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
+  EXPECT_EQ(rs::jit::cache_directory(), "/xdg/resident/jit");
+  ::unsetenv("XDG_CACHE_HOME");
+  ::setenv("RESIDENT_JIT_CACHE", keep.c_str(), 1);
+}
+
+}  // namespace
