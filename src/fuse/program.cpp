@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "backend/runtime.hpp"
 #include "fuse/program_cpu.hpp"
 #include "resident/fuse/pipeline.hpp"
 
@@ -177,7 +178,7 @@ void run(const program& p, array_ref<T> x, array_ref<T> y) {
     RESIDENT_FAIL("run: the input has " + std::to_string(x.size()) + " elements, the output " +
                          std::to_string(y.size()), shape_mismatch);
   if (x.stream().native() != y.stream().native()) y.stream().wait_for(x.stream());
-  if (!y.device().is_cuda()) return detail::run_program_cpu(p, x, y);
+  if (detail::backend_of(y.device()).host_memory()) return detail::run_program_cpu(p, x, y);
   auto k = map(compile<T>(p));
   if (x.data() == y.data()) k(y);
   else k(x, y);
@@ -185,7 +186,7 @@ void run(const program& p, array_ref<T> x, array_ref<T> y) {
 
 template <class T>
 T run_sum(const program& p, array_ref<T> x) {
-  if (!x.device().is_cuda()) return detail::sum_program_cpu(p, x);
+  if (detail::backend_of(x.device()).host_memory()) return detail::sum_program_cpu(p, x);
   return (map(compile<T>(p)) | reduce(plus{}, T(0)))(x);
 }
 

@@ -104,6 +104,20 @@ void run_host(const std::vector<part>& parts, const signature& sig, kernel_args 
 void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n, stream_ref s,
               void* result, std::shared_ptr<loaded>& kernel, result_memory where = result_memory::host);
 
+/// The run-time compiler of one kind of device (compiler.cpp), so that the chains ask compiler_of(d)
+/// instead of branching on the device: the text it compiles, what its kernels are keyed by beyond
+/// their types, and the run (run_host or run_cuda; `result` as for run_cuda).
+class kernel_compiler {
+ public:
+  virtual ~kernel_compiler() = default;
+  virtual flavor text() const noexcept = 0;
+  /// "" for the host; the compute capability a CUDA kernel is built for.
+  virtual std::string target(device d) const = 0;
+  virtual void run(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n,
+                   stream_ref s, void* result, std::shared_ptr<loaded>& kernel, result_memory where) const = 0;
+};
+const kernel_compiler& compiler_of(device d) noexcept;
+
 /// The kernels one chain has used: (types and target, kernel), looked up under its mutex.
 struct memo {
   std::mutex m;

@@ -308,10 +308,7 @@ std::shared_ptr<loaded>* memo_slot(memo& m, const signature& sig, device d, std:
   for (element e : sig.in) key += char('a' + int(e));
   key += char('A' + int(sig.out));
   key += sig.reduces ? 'r' : 'w';
-  if (d.is_cuda()) {
-    const auto p = resident::properties(d);
-    key += std::to_string(p.cc_major * 10 + p.cc_minor);
-  }
+  key += compiler_of(d).target(d);
   lock = std::unique_lock<std::mutex>(m.m);
   for (auto& e : m.kernels)
     if (e.first == key) return &e.second;
@@ -356,7 +353,7 @@ bool pipeline::generates() const noexcept { return !parts_.empty() && detail::is
 
 std::string pipeline::kernel_source(const std::vector<element>& in, element out, device d) const {
   detail::signature sig{in, out, !parts_.empty() && detail::is_reduction(parts_.back().what)};
-  return detail::generate(parts_, sig, d.is_cuda() ? detail::flavor::cuda : detail::flavor::host);
+  return detail::generate(parts_, sig, detail::compiler_of(d).text());
 }
 
 namespace {
@@ -439,8 +436,7 @@ void pipeline::run(const inputs& in, const operand& out) const {
     if (o.stream.native() != out.stream.native()) out.stream.wait_for(o.stream);
   std::shared_ptr<detail::loaded> kernel = memoized(sig, d);
   const bool had = kernel != nullptr;
-  if (d.is_cuda()) detail::run_cuda(parts_, sig, a, out.size, out.stream, nullptr, kernel);
-  else detail::run_host(parts_, sig, a, out.size, kernel);
+  detail::compiler_of(d).run(parts_, sig, a, out.size, out.stream, nullptr, kernel, detail::result_memory::host);
   if (!had) memoize(sig, d, kernel);
 }
 
@@ -459,12 +455,7 @@ void pipeline::reduce_into(const inputs& in, std::size_t n, device d, element r,
     if (o.stream.native() != s.native()) s.wait_for(o.stream);
   std::shared_ptr<detail::loaded> kernel = memoized(sig, d);
   const bool had = kernel != nullptr;
-  if (d.is_cuda()) {
-    detail::run_cuda(parts_, sig, a, n, s, result, kernel, where);
-  } else {
-    a.out = result;
-    detail::run_host(parts_, sig, a, n, kernel);
-  }
+  detail::compiler_of(d).run(parts_, sig, a, n, s, result, kernel, where);
   if (!had) memoize(sig, d, kernel);
 }
 

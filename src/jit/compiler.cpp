@@ -1,0 +1,42 @@
+// The two run-time compilers behind compiler_of: the host compiler + dlopen for the CPU, NVRTC + the
+// driver API for CUDA devices (whose stand-in in a build without CUDA says how to get one).
+#include "jit/backend.hpp"
+#include "resident/device/device.hpp"
+
+namespace resident::jit::detail {
+namespace {
+
+class host_compiler final : public kernel_compiler {
+ public:
+  flavor text() const noexcept override { return flavor::host; }
+  std::string target(device) const override { return {}; }
+  void run(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n, stream_ref,
+           void* result, std::shared_ptr<loaded>& kernel, result_memory) const override {
+    if (sig.reduces) args.out = result;  // host memory: the host kernel writes the value itself
+    run_host(parts, sig, args, n, kernel);
+  }
+};
+
+class cuda_compiler final : public kernel_compiler {
+ public:
+  flavor text() const noexcept override { return flavor::cuda; }
+  std::string target(device d) const override {
+    const auto p = resident::properties(d);
+    return std::to_string(p.cc_major * 10 + p.cc_minor);
+  }
+  void run(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n, stream_ref s,
+           void* result, std::shared_ptr<loaded>& kernel, result_memory where) const override {
+    run_cuda(parts, sig, args, n, s, result, kernel, where);
+  }
+};
+
+}  // namespace
+
+const kernel_compiler& compiler_of(device d) noexcept {
+  static const host_compiler host;
+  static const cuda_compiler cuda;
+  if (d.is_cpu()) return host;
+  return cuda;
+}
+
+}  // namespace resident::jit::detail
