@@ -18,13 +18,14 @@ a GPU.
 """
 import concurrent.futures
 import math
+import numbers
 import os
 import tempfile
 
 import numpy as _np
 
 from . import _core
-from . import LibraryError, InvalidArgument, ShapeMismatch
+from . import LibraryError, InvalidArgument, InvalidType, ShapeMismatch
 
 __all__ = ["ShardedArray", "Communicator", "Timeout", "shard", "from_shards", "apply", "sum", "min", "max",
            "copy", "extent_of"]
@@ -74,9 +75,12 @@ class Communicator:
         RESIDENT_WORLD_SIZE; else a world of one. Ranks of several processes on GPUs exchange NCCL's id
         through the file RESIDENT_RENDEZVOUS names (fresh per job, on a file system every rank sees);
         under torchrun on one host it defaults to a file in the temporary folder named after the job.
-        A rank that does not arrive within `timeout` seconds raises Timeout in the others.
-        @raises Timeout; InvalidArgument (inconsistent variables, CPU ranks of several processes without
-        MPI); LibraryError (NCCL, MPI)."""
+        A rank that does not arrive within `timeout` seconds (a number, at most 1e9) raises Timeout in the
+        others.
+        @raises Timeout; InvalidType (a timeout that is not a number); InvalidArgument (a timeout not in
+        (0, 1e9], inconsistent variables, CPU ranks of several processes without MPI); LibraryError (NCCL, MPI)."""
+        if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+            raise InvalidType(f"resident.dist.Communicator.from_launcher: timeout={timeout!r} is not a number of seconds")
         added = {}
         env = os.environ
         if "WORLD_SIZE" in env and not any(k in env for k in ("RESIDENT_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")):
@@ -189,11 +193,24 @@ class ShardedArray:
 
 
 def _device_names(devices):
-    if isinstance(devices, int):
+    # A count is an integer that is not a bool and not iterable (a NumPy array of names has __index__ too).
+    is_count = hasattr(devices, "__index__") and not hasattr(devices, "__iter__")
+    if isinstance(devices, (str, bytes, bool, _np.bool_)) or not (is_count or hasattr(devices, "__iter__")):
+        raise InvalidType(f"resident.dist: devices={devices!r}; give a list of devices (e.g. [\"cuda:0\", "
+                          f"\"cuda:1\"] or [\"cpu\", \"cpu\"]), a count or a Communicator")
+    if is_count:
+        devices = devices.__index__()
         if devices < 1:
             raise InvalidArgument("resident.dist: give at least one device")
         n = _core.cuda_device_count()
-        return [f"cuda:{i}" for i in range(devices)] if n >= devices else ["cpu"] * devices
+        if n >= devices:
+            return [f"cuda:{i}" for i in range(devices)]
+        # Without that many GPUs, CPU shards: one per core at most.
+        cores = os.cpu_count() or 1
+        if devices > cores:
+            raise InvalidArgument(f"resident.dist: {devices} devices, but this machine has {n} GPUs and {cores} "
+                                  f"CPU cores; give at most {_max(n, cores)}")
+        return ["cpu"] * devices
     names = [str(d) for d in devices]
     if not names:
         raise InvalidArgument("resident.dist: give at least one device")
@@ -201,9 +218,10 @@ def _device_names(devices):
 
 
 def shard(x, devices, dtype="float32"):
-    """A sharded array over `devices` (a list of names such as "cuda:0", "cpu" (repeatable), a count, or a
-    Communicator: this process's shards of the whole). x: a host array (uploaded, one copy per shard) or
-    a size (uninitialized shards of dtype)."""
+    """A sharded array over `devices` (a list of names such as "cuda:0", "cpu" (repeatable), a count (GPUs
+    when there are that many, else CPU shards, at most one per core), or a Communicator: this process's
+    shards of the whole). x: a host array (uploaded, one copy per shard) or a size (uninitialized shards
+    of dtype). @raises InvalidType for devices of another kind (a single name among them)."""
     comm = devices if isinstance(devices, Communicator) else None
     names = comm.devices if comm else _device_names(devices)
     count = comm.size if comm else len(names)
@@ -227,6 +245,8 @@ def shard(x, devices, dtype="float32"):
 def from_shards(arrays, comm=None):
     """Arrays of any library (DLPack or the CUDA Array Interface), each on its own device, taken in place
     as the shards of one sharded array, in order (no copy). Their sizes must be those shard() gives."""
+    if isinstance(arrays, (str, bytes)) or not hasattr(arrays, "__iter__"):
+        raise InvalidType(f"resident.dist.from_shards takes a list of arrays, not {type(arrays).__name__}")
     made = [_core.from_dlpack(a) for a in arrays]
     if not made:
         raise InvalidArgument("resident.dist.from_shards: give at least one array")
@@ -255,6 +275,9 @@ def apply(work, x, out=None):
     shard: in place, or into the shards of `out` (a sharded array of the same layout). Asynchronous on
     each shard's stream for GPUs, so every shard runs at once. Returns out (or x)."""
     _check(x, "apply")
+    if not callable(work):
+        raise InvalidType(f"resident.dist.apply: work is a {type(work).__name__}; give a resident.op program, a "
+                          "resident.stage chain or a callable taking an array and out=")
     if out is not None:
         _check(out, "apply")
         if out.extents != x.extents or out.devices != x.devices:
@@ -288,6 +311,15 @@ def _combine(values, op):
     return (_min if op == "min" else _max)(values)
 
 
+def _identity(dtype, op):
+    """The value that changes no min (max): this process's part when all its shards are empty."""
+    d = _np.dtype(dtype)
+    if d.kind == "f":
+        return math.inf if op == "min" else -math.inf
+    info = _np.iinfo(d)
+    return int(info.max if op == "min" else info.min)
+
+
 def _reduce(x, op, work):
     _check(x, op)
     from . import jit
@@ -301,7 +333,12 @@ def _reduce(x, op, work):
         chain = jit.stage(work) if not isinstance(work, jit.Chain) else work
         chain = chain | getattr(jit, op)()
         part = chain
-    value = _combine(_each(part, x.shards), op)
+    shards = x.shards
+    if op != "sum":
+        # An empty shard has no least or greatest element: the others decide. With every element empty,
+        # part raises as resident.min of an empty array does (in every process: x.size is the whole's).
+        shards = [s for s in shards if s.size > 0] or (x.shards[:1] if x.size == 0 else [])
+    value = _combine(_each(part, shards), op) if shards else _identity(x.dtype, op)
     if x.comm is not None and x.comm.size > len(x.shards):
         buf = _core.to_device(_np.array([value], dtype=x.dtype), x.comm.devices[0])
         x.comm.all_reduce([buf], op)
@@ -328,5 +365,6 @@ def max(x, work=None):  # noqa: A001
 def copy(src, dst):
     """dst = src for two resident arrays of one size and type on any devices: a peer copy between two
     GPUs (asynchronous, NVLink or PCIe, never through the host, counted as peer bytes), an explicit
-    transfer between a GPU and the CPU."""
+    transfer between a GPU and the CPU. Another library's arrays are taken in place (from_dlpack).
+    @raises InvalidType for anything that is not an array; InvalidArgument for a read-only dst."""
     _core._copy_array(src, dst)

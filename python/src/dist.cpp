@@ -25,44 +25,27 @@ namespace dist = resident::dist;
 namespace resident::py {
 namespace {
 
-// A resident Array as memory, elements, element type and stream, read through its Python attributes.
-struct array_side {
-  void* data = nullptr;
-  std::size_t size = 0;
-  std::string dtype;
-  rs::stream_ref stream;
-};
-
-array_side side_of(nb::handle a, const char* what) {
-  if (!nb::hasattr(a, "data_ptr") || !nb::hasattr(a, "stream"))
-    throw rs::invalid_argument(std::string(what) + ": give resident arrays (resident.from_dlpack takes another "
-                               "library's array in place)");
-  array_side s;
-  s.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(a.attr("data_ptr")));
-  s.size = nb::cast<std::size_t>(a.attr("size"));
-  s.dtype = nb::cast<std::string>(a.attr("dtype"));
-  const rs::device d = rs::parse_device(nb::cast<std::string>(a.attr("device")));
-  const std::intptr_t h = nb::cast<std::intptr_t>(a.attr("stream"));
-  s.stream = rs::stream_ref(d, h == 1 ? nullptr : reinterpret_cast<rs::cuda_stream_t>(h));
-  return s;
+// An array of resident, or of any library through from_dlpack (its checked path: contiguous memory of a
+// known device, element type and stream); anything else is refused rather than read as raw memory.
+py_array array_of(nb::handle a, const char* what) {
+  if (!nb::isinstance<py_array>(a) && !nb::hasattr(a, "__dlpack__") && !nb::hasattr(a, "__cuda_array_interface__"))
+    throw rs::invalid_type(std::string(what) + ": a " + py_type_name(a) + " is not an array; give resident "
+                           "arrays (resident.from_dlpack takes another library's array in place)");
+  return from_dlpack(nb::borrow(a));
 }
+
+bool same_dtype(const DLDataType& a, const DLDataType& b) {
+  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+
+// The longest timeout: milliseconds compared against steady_clock's nanoseconds stay far from overflow.
+constexpr double max_timeout_s = 1e9;
 
 dist::combine combine_of(const std::string& op) {
   if (op == "sum") return dist::combine::sum;
   if (op == "min") return dist::combine::min;
   if (op == "max") return dist::combine::max;
   throw rs::invalid_argument("all_reduce: op '" + op + "' is not sum, min or max");
-}
-
-template <class F>
-decltype(auto) visit_dtype(const std::string& t, F&& f) {
-  if (t == "float32") return f(float{});
-  if (t == "float64") return f(double{});
-  if (t == "int32") return f(std::int32_t{});
-  if (t == "int64") return f(std::int64_t{});
-  if (t == "uint32") return f(std::uint32_t{});
-  if (t == "uint64") return f(std::uint64_t{});
-  throw rs::invalid_argument("element type " + t + " is not supported");
 }
 
 // Raises resident.dist.Timeout (with the GIL) for a rank that did not arrive in time.
@@ -114,23 +97,25 @@ void bind_dist(nb::module_& m) {
       .def("barrier", [](const py_comm& p) { watched([&] { p.get().barrier(); return 0; }); })
       .def("all_reduce", [](const py_comm& p, const std::vector<nb::object>& arrays, const std::string& op) {
         // One buffer per rank this process holds, each on its rank's device; waits for the result.
-        std::vector<array_side> sides;
-        for (const auto& a : arrays) sides.push_back(side_of(a, "all_reduce"));
-        if (sides.empty()) throw rs::invalid_argument("all_reduce: give one array per rank this process holds");
-        for (const auto& s : sides)
-          if (s.dtype != sides[0].dtype || s.size != sides[0].size)
+        std::vector<py_array> taken;
+        for (const auto& a : arrays) taken.push_back(array_of(a, "all_reduce"));
+        if (taken.empty()) throw rs::invalid_argument("all_reduce: give one array per rank this process holds");
+        for (const auto& t : taken) {
+          t.check_writable("all_reduce");
+          if (!same_dtype(t.dtype, taken[0].dtype) || t.size() != taken[0].size())
             throw rs::shape_mismatch("all_reduce: the arrays differ in type or size");
+        }
         const dist::combine how = combine_of(op);
-        visit_dtype(sides[0].dtype, [&](auto t) {
+        visit(taken[0].dtype, [&](auto t) {
           using T = decltype(t);
           std::vector<rs::array_ref<T>> refs;
           std::vector<rs::stream_ref> streams;
-          for (const auto& s : sides) {
-            refs.emplace_back(static_cast<T*>(s.data), s.size, s.stream);
-            streams.push_back(s.stream);
+          for (const auto& a : taken) {
+            refs.push_back(a.ref<T>());
+            streams.push_back(refs.back().stream());
           }
           watched([&] {
-            p.get().all_reduce(std::span<const rs::array_ref<T>>(refs), sides[0].size, how);
+            p.get().all_reduce(std::span<const rs::array_ref<T>>(refs), taken[0].size(), how);
             p.get().synchronize(streams);
             return 0;
           });
@@ -147,6 +132,9 @@ void bind_dist(nb::module_& m) {
   }, nb::arg("devices"));
   m.def("_comm_from_launcher", [](double timeout_s, const std::optional<std::string>& device) {
     if (!(timeout_s > 0)) throw rs::invalid_argument("Communicator.from_launcher: the timeout must be positive seconds");
+    if (!(timeout_s <= max_timeout_s))  // also infinity: its milliseconds would not fit an integer
+      throw rs::invalid_argument("Communicator.from_launcher: a timeout of " + std::to_string(timeout_s) +
+                                 " seconds is too long; give at most 1e9 seconds (about 31 years)");
     std::optional<rs::device> d;
     if (device) d = rs::parse_device(*device);
     const auto ms = std::chrono::milliseconds(std::int64_t(timeout_s * 1e3 + 0.5) > 0 ? std::int64_t(timeout_s * 1e3 + 0.5) : 1);
@@ -157,16 +145,21 @@ void bind_dist(nb::module_& m) {
   m.def("_copy_array", [](nb::object src, nb::object dst) {
     // dst = src between any two devices: a peer copy between GPUs (asynchronous), an explicit transfer
     // between a GPU and the CPU (counted as such).
-    const array_side s = side_of(src, "copy"), d = side_of(dst, "copy");
-    if (s.dtype != d.dtype) throw rs::invalid_argument("copy: " + s.dtype + " into " + d.dtype + "; give one element type");
-    visit_dtype(s.dtype, [&](auto t) {
+    const py_array s = array_of(src, "copy"), d = array_of(dst, "copy");
+    d.check_writable("copy");
+    if (!same_dtype(s.dtype, d.dtype))
+      throw rs::invalid_argument("copy: " + rs::dlpack_dtype_name(s.dtype) + " into " + rs::dlpack_dtype_name(d.dtype) +
+                                 "; give one element type");
+    visit(s.dtype, [&](auto t) {
       using T = decltype(t);
-      nb::gil_scoped_release unlocked;
-      rs::copy(rs::array_ref<T>(static_cast<T*>(s.data), s.size, s.stream),
-               rs::array_ref<T>(static_cast<T*>(d.data), d.size, d.stream));
+      {
+        nb::gil_scoped_release unlocked;
+        rs::copy(s.ref<T>(), d.ref<T>());
+      }
+      d.finish_foreign();
       return 0;
     });
-  }, nb::arg("src"), nb::arg("dst"));
+  }, nb::arg("src").none(), nb::arg("dst").none());
 }
 
 }  // namespace resident::py
