@@ -80,7 +80,8 @@ class Communicator:
         @raises Timeout; InvalidType (a timeout that is not a number); InvalidArgument (a timeout not in
         (0, 1e9], inconsistent variables, CPU ranks of several processes without MPI); LibraryError (NCCL, MPI)."""
         if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
-            raise InvalidType(f"resident.dist.Communicator.from_launcher: timeout={timeout!r} is not a number of seconds")
+            raise InvalidType(f"resident.dist.Communicator.from_launcher: timeout={timeout!r} is not a number of "
+                              "seconds")
         added = {}
         env = os.environ
         if "WORLD_SIZE" in env and not any(k in env for k in ("RESIDENT_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")):
