@@ -21,8 +21,7 @@ using rs::test::backend;
 
 namespace {
 
-using rs::test::spin;
-using rs::test::stage_log;
+using rs::test::spin, rs::test::stage_log;
 
 // Planning a flow over two GPUs needs no GPU: which stream each stage takes, and which edges become
 // event waits within a device or across two.

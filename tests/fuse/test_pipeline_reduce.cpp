@@ -21,12 +21,7 @@ using rs::test::backend;
 
 namespace {
 
-using rs::test::f1;
-using rs::test::f2;
-using rs::test::f3;
-using rs::test::r1;
-using rs::test::r2;
-using rs::test::r3;
+using rs::test::f1, rs::test::f2, rs::test::f3, rs::test::r1, rs::test::r2, rs::test::r3;
 using pipelines = backend;
 
 TEST_P(pipelines, reductions_for_small_and_odd_sizes) {

@@ -9,6 +9,7 @@
 #include "resident/fuse/program.hpp"
 #include "resident/launch/detail/cpu_simd.hpp"
 #include "support.hpp"
+#include "ulps.hpp"
 
 namespace rs = resident;
 
@@ -16,17 +17,7 @@ namespace {
 
 const rs::device cpu = rs::device::cpu();
 
-/// |got - ref| in units of the last place of ref rounded to T.
-template <class T>
-double ulps(T got, long double ref) {
-  if (std::isnan(ref)) return std::isnan(got) ? 0.0 : INFINITY;
-  if (std::isinf(ref)) return static_cast<long double>(got) == ref ? 0.0 : INFINITY;
-  const T r = static_cast<T>(ref);
-  const int e = std::max(std::ilogb(r == 0 ? std::numeric_limits<T>::min() : r),
-                         std::numeric_limits<T>::min_exponent - 1);
-  return double(std::fabs(static_cast<long double>(got) - ref) /
-                std::ldexp(1.0L, e - (std::numeric_limits<T>::digits - 1)));
-}
+using rs::test::ulps;
 
 struct one_op {
   rs::op o;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "resident/detail/files.hpp"
+#include "private_folder.hpp"
 #include "support.hpp"
 
 namespace rs = resident;
@@ -23,9 +24,7 @@ namespace {
 
 // Every test binary run gets its own cache folder, so the counts below are this run's own.
 const std::string cache_root = [] {
-  char tmpl[] = "/tmp/resident-jit-test-XXXXXX";
-  const char* d = ::mkdtemp(tmpl);
-  const std::string dir = std::string(d ? d : "/tmp") + "/cache";
+  const std::string dir = rs::test::private_folder("resident-jit-test", "cache");
   ::setenv("RESIDENT_JIT_CACHE", dir.c_str(), 1);
   return dir;
 }();

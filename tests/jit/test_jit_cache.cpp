@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "resident/detail/files.hpp"
+#include "private_folder.hpp"
 #include "support.hpp"
 
 namespace rs = resident;
@@ -21,11 +22,7 @@ using rs::test::backend;
 namespace {
 
 // Every test binary run gets its own folders for the children's caches (passed to each child).
-const std::string cache_root = [] {
-  char tmpl[] = "/tmp/resident-jit-cache-test-XXXXXX";
-  const char* d = ::mkdtemp(tmpl);
-  return std::string(d ? d : "/tmp") + "/cache";
-}();
+const std::string cache_root = rs::test::private_folder("resident-jit-cache-test", "cache");
 
 // ---- the disk cache ---------------------------------------------------------------------------------
 

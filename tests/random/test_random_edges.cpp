@@ -15,10 +15,6 @@
 #include "random/oracle.hpp"
 #include "support.hpp"
 
-#if RESIDENT_HAVE_RANDOM123
-#include <Random123/philox.h>
-#endif
-
 namespace rs = resident;
 namespace rr = resident::random;
 using rs::test::backend;

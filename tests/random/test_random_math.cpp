@@ -12,10 +12,6 @@
 #include "resident/random/random.hpp"
 #include "support.hpp"
 
-#if RESIDENT_HAVE_RANDOM123
-#include <Random123/philox.h>
-#endif
-
 namespace rs = resident;
 namespace rr = resident::random;
 using rs::test::backend;

@@ -26,10 +26,7 @@ using rs::test::backend;
 
 namespace {
 
-using rs::test::f1;
-using rs::test::f2;
-using rs::test::f3;
-using rs::test::seed_ref;
+using rs::test::f1, rs::test::f2, rs::test::f3, rs::test::seed_ref;
 using namespace rs::test::streamed;
 using streaming = backend;
 
