@@ -349,27 +349,60 @@ class _PyStage:
 
 
 # Exceptions a compiled CPU stage raised anyway (from code Numba compiled that the checks above cannot
-# see): Numba's C callback hands them to sys.unraisablehook and returns 0, so the call counts them here
-# and raises StageError instead of returning those zeros.
-_raised = []
+# see): Numba's C wrapper hands them to sys.unraisablehook (its object a string naming Numba's CPU
+# context or C callback, or "the print() function") and returns 0. Every such report while a call
+# runs counts; the call then raises StageError instead of returning those zeros. The loop may call
+# the stage on worker threads, so reports are not told apart by thread: a call that overlaps another
+# one's failure raises too rather than risk returning its zeros.
+_watch = threading.Lock()
+_watched = {"active": 0, "count": 0, "last": None}
+_previous_hook = None
 
 
-def _unraisable(u, _previous=sys.unraisablehook):
-    if isinstance(u.object, str) and u.object.startswith("<Numba C callback"):
-        _raised.append((u.object, u.exc_value))
-        return
-    _previous(u)
+def _from_numba(u):
+    o = u.object
+    return isinstance(o, str) and ("numba" in o.lower() or o == "the print() function")
 
 
-sys.unraisablehook = _unraisable
+def _unraisable(u):
+    if _from_numba(u):
+        with _watch:
+            _watched["count"] += 1
+            _watched["last"] = (u.object, u.exc_value)
+            active = _watched["active"]
+        if active:
+            return
+    (_previous_hook or sys.__unraisablehook__)(u)
 
 
-def _check_raised(before):
-    if len(_raised) > before:
-        where, exc = _raised[before]
-        del _raised[before:]
+def _hook():
+    """Puts _unraisable in front of whatever hook is installed now (a test runner may have replaced it)."""
+    global _previous_hook
+    if sys.unraisablehook is not _unraisable:
+        _previous_hook = sys.unraisablehook
+        sys.unraisablehook = _unraisable
+
+
+_hook()
+
+
+def _guarded(run, *args, **kwargs):
+    """run(*args, **kwargs), raising StageError when a compiled stage raised during it."""
+    _hook()
+    with _watch:
+        _watched["active"] += 1
+        before = _watched["count"]
+    try:
+        r = run(*args, **kwargs)
+    finally:
+        with _watch:
+            _watched["active"] -= 1
+            raised = _watched["count"] > before
+            where, exc = _watched["last"] or ("", None)
+    if raised:
         raise _core_error("StageError", f"resident.jit: a stage raised in {where}: {exc!r}; the output holds "
                           "unfinished values") from exc
+    return r
 
 
 class Chain:
@@ -473,26 +506,22 @@ class Chain:
             if self._reduces():
                 kind, value = self._items[0]
                 pipe, value_dtype = self.build([], _target_of_device(device))
-                return pipe.result([], value_dtype, n, device, stream)
+                return _guarded(pipe.result, [], value_dtype, n, device, stream)
             if out is None:
                 raise _core_error("InvalidArgument", "resident.jit: give the array to fill: chain(out=y)")
             pipe, _ = self.build([], _core._jit_target(out))
-            pipe.run([], out, stream)
+            _guarded(pipe.run, [], out, stream)
             return out
         if not inputs:
             raise _core_error("InvalidArgument", "resident.jit: give the input arrays: chain(x) or chain(a, b, out=y)")
         dtypes = [_dtype_name(x) for x in inputs]
         target = tuple(_core._jit_target(inputs[0]))
         pipe, value_dtype = self.build(dtypes, target)
-        before = len(_raised)
         if self._reduces():
             if out is not None:
                 raise _core_error("InvalidArgument", "resident.jit: a reduction returns its value; out= is not used")
-            r = pipe.result(list(inputs), value_dtype or dtypes[0], stream=stream)
-            _check_raised(before)
-            return r
-        pipe.run(list(inputs), out, stream)
-        _check_raised(before)
+            return _guarded(pipe.result, list(inputs), value_dtype or dtypes[0], stream=stream)
+        _guarded(pipe.run, list(inputs), out, stream)
         return inputs[0] if out is None else out
 
     def kernel_source(self, dtypes, out, device="cpu"):

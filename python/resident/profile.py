@@ -12,6 +12,7 @@ copy rate and the launch shape, and advice lines from measured conditions.
 
 Collecting adds two events per call on a GPU; nothing is collected outside the block.
 """
+import os
 from collections import namedtuple
 
 from . import _core
@@ -72,8 +73,16 @@ class profile:
         return self._core().json()
 
     def to_json(self, path):
-        """Writes the report as JSON to the file path. @raises InvalidArgument when it cannot be written."""
-        self._core().save_json(str(path))
+        """Writes the report as JSON to the file path (a str or os.PathLike; bytes are decoded as the file
+        system does). @raises InvalidType for another type, InvalidArgument for a path holding a NUL or
+        that cannot be written."""
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise _core.InvalidType(f"resident.profile.to_json: path is a {type(path).__name__}; give a str or "
+                                    "os.PathLike")
+        path = os.fsdecode(os.fspath(path))
+        if "\0" in path:
+            raise _core.InvalidArgument(f"resident.profile.to_json: the path {path!r} holds a NUL character")
+        self._core().save_json(path)
 
     def __str__(self):
         return self.table() if self._p is not None else "resident.profile (not started)"

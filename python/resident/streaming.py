@@ -15,6 +15,7 @@ and ledger counts.
     s = rs.stream(seed, x, reduce="sum")                          # a value: one partial per chunk
     s = rs.stream(func1 | func2 | func3 | rs.jit.sum(), x)        # resident.stage chains too
 """
+import operator
 import os
 import sys
 import threading
@@ -63,6 +64,18 @@ def _host(a, what, writable=False):
     if writable and not v.flags.writeable:
         raise _error("InvalidArgument", f"resident.stream: {what} is read-only; give a writable array for the results")
     return v.reshape(-1)
+
+
+def _integer(v, name, what):
+    """v as an int (any integer: int, NumPy's, anything with __index__), None kept; a bool is refused."""
+    if v is None:
+        return None
+    if not isinstance(v, (bool, _np.bool_)):
+        try:
+            return operator.index(v)
+        except TypeError:
+            pass
+    raise _error("InvalidArgument", f"resident.stream: {name}={v!r}; give {what} as an int")
 
 
 def _progress_of(progress, total_bytes):
@@ -133,10 +146,11 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
     """
     if reduce is not None and reduce not in _REDUCTIONS:
         raise _error("InvalidArgument", f"resident.stream: reduce={reduce!r}; use 'sum', 'min' or 'max'")
-    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int)):
-        raise _error("InvalidArgument", f"resident.stream: chunk={chunk!r}; give elements per chunk as an int")
-    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int)):
-        raise _error("InvalidArgument", f"resident.stream: depth={depth!r}; give chunks in flight as an int")
+    chunk = _integer(chunk, "chunk", "elements per chunk")
+    depth = _integer(depth, "depth", "chunks in flight")
+    if progress is not None and not isinstance(progress, bool) and not callable(progress):
+        raise _error("InvalidType", f"resident.stream: progress={progress!r}; give a callable (done, total), True, "
+                     "False or None")
     xs = list(x) if isinstance(x, (tuple, list)) else [x]
     hosts = [_host(a, f"input {i}" if len(xs) > 1 else "x") for i, a in enumerate(xs)]
     shape = _np.shape(xs[0]) if isinstance(xs[0], _np.ndarray) else hosts[0].shape
@@ -161,17 +175,18 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
             ov = _host(o, "out", writable=True)
             _last.summary = _core._stream_program(program, hosts[0], ov, c, d, dev, callback)
             return o
-        from .jit import _dtype_name, _target_of_device
+        from .jit import _dtype_name, _guarded, _target_of_device
         dtypes = [_dtype_name(h) for h in hosts]
         pipe, value_dtype = chain.build(dtypes, _target_of_device(dev))
         if chain._reduces():
             if out is not None:
                 raise _error("InvalidArgument", "resident.stream: a reduction returns its value; out= is not used")
-            value, _last.summary = _core._stream_chain_reduce(pipe, hosts, value_dtype or dtypes[0], c, d, dev, callback)
+            value, _last.summary = _guarded(_core._stream_chain_reduce, pipe, hosts, value_dtype or dtypes[0], c, d,
+                                            dev, callback)
             return value
         o = _np.empty(shape, dtype=value_dtype or dtypes[0]) if out is None else out
         ov = _host(o, "out", writable=True)
-        _last.summary = _core._stream_chain(pipe, hosts, ov, c, d, dev, callback)
+        _last.summary = _guarded(_core._stream_chain, pipe, hosts, ov, c, d, dev, callback)
         return o
     finally:
         if bar is not None:

@@ -34,6 +34,7 @@ std::intptr_t stream_handle(nb::handle h, const char* what) {
 namespace {
 
 std::int64_t extent_of(nb::handle e) {
+  if (PyBool_Check(e.ptr())) throw rs::invalid_type("a shape holds ints, not bool (" + nb::cast<std::string>(nb::repr(e)) + ")");
   if (!PyIndex_Check(e.ptr()))
     throw rs::invalid_argument("a shape holds ints, not " + nb::cast<std::string>(nb::str(e.type().attr("__name__"))) +
                                " (" + nb::cast<std::string>(nb::repr(e)) + ")");
@@ -48,13 +49,29 @@ std::int64_t extent_of(nb::handle e) {
 
 }  // namespace
 
-// A shape: an int, or a sequence (tuple, list) of ints.
+// A shape: an int, or a sequence (tuple, list) of at most 32 ints. The sequence is read by len() and
+// index, never iterated: a sequence whose items never end would fill the memory.
 std::vector<std::int64_t> shape_of(const nb::handle& shape) {
+  constexpr Py_ssize_t most_dims = 32;
   std::vector<std::int64_t> s;
+  if (PyBool_Check(shape.ptr())) throw rs::invalid_type("a shape is an int or a sequence of ints, not bool");
   if (PyIndex_Check(shape.ptr())) {
     s.push_back(extent_of(shape));
   } else if (PySequence_Check(shape.ptr()) && !PyUnicode_Check(shape.ptr()) && !PyBytes_Check(shape.ptr())) {
-    for (nb::handle e : nb::borrow<nb::sequence>(shape)) s.push_back(extent_of(e));
+    const Py_ssize_t n = PySequence_Size(shape.ptr());
+    if (n < 0) {
+      nb::python_error e;
+      if (!e.matches(PyExc_Exception)) throw e;  // KeyboardInterrupt, SystemExit: as they are
+      throw rs::invalid_type("a shape's len() raised " + nb::cast<std::string>(nb::repr(e.value())));
+    }
+    if (n > most_dims)
+      throw rs::invalid_argument("a shape of " + std::to_string(n) + " dimensions; at most " +
+                                 std::to_string(most_dims) + " are supported");
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      nb::object e = nb::steal(PySequence_GetItem(shape.ptr(), i));
+      if (!e.is_valid()) throw nb::python_error();
+      s.push_back(extent_of(e));
+    }
   } else {
     throw rs::invalid_argument("a shape is an int or a sequence of ints, not " +
                                nb::cast<std::string>(nb::str(shape.type().attr("__name__"))));

@@ -26,6 +26,10 @@
 namespace nb = nanobind;
 namespace rs = resident;
 
+namespace resident::jit {
+class pipeline;
+}  // namespace resident::jit
+
 namespace resident::py {
 
 // ---- integer arguments ----------------------------------------------------------------------------
@@ -238,6 +242,10 @@ struct python_site {
   python_site() noexcept;
 };
 using at_python_line = nb::call_guard<python_site>;
+
+/// Refuses (InvalidArgument) a chain ending in min or max over n == 0 values, as resident.min and max
+/// refuse an empty array: nothing has a least or greatest element (jit.cpp).
+void refuse_empty_extreme(const rs::jit::pipeline& chain, std::size_t n, const char* what);
 
 // The parts of the module, one per binding file.
 void bind_errors(nb::module_& m);

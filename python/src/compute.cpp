@@ -57,17 +57,22 @@ void any_fill_bits(nb::object x, int_arg<std::uint64_t> seed_, int_arg<std::uint
   a.finish_foreign();
 }
 
-double any_reduce(nb::object x, reduction r, nb::object stream) {
+// A Python float for float arrays, an exact Python int for integer arrays.
+nb::object any_reduce(nb::object x, reduction r, nb::object stream) {
   const call_stream on(stream, "a reduction");
   py_array a = from_dlpack(x);
   // An empty array has a sum (0) but no least or greatest element.
   if (a.size() == 0 && r != reduction::sum)
     throw rs::invalid_argument(std::string(r == reduction::min ? "min" : "max") +
                                " of an empty array: it has no elements");
-  return visit(a.dtype, [&](auto t) {
+  return visit(a.dtype, [&](auto t) -> nb::object {
     using T = decltype(t);
-    nb::gil_scoped_release unlocked;
-    return reduce(a.ref<T>(), r);
+    reduced_type<T> v;
+    {
+      nb::gil_scoped_release unlocked;
+      v = reduce(a.ref<T>(), r);
+    }
+    return nb::cast(v);
   });
 }
 

@@ -57,6 +57,19 @@ void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out, nb::ob
   o.finish_foreign();
 }
 
+}  // namespace
+
+void refuse_empty_extreme(const rs::jit::pipeline& chain, std::size_t n, const char* what) {
+  using kind = rs::jit::detail::part::kind;
+  if (n != 0 || chain.parts().empty()) return;
+  const kind k = chain.parts().back().what;
+  if (k == kind::min || k == kind::max)
+    throw rs::invalid_argument(std::string(what) + ": " + (k == kind::min ? "min" : "max") +
+                               " of no values: nothing has a least or greatest element");
+}
+
+namespace {
+
 // The chain's reduction over inputs (or over n values of its generator on device), as a Python number.
 nb::object jit_result(const rs::jit::pipeline& p, nb::list inputs, const std::string& dtype, int_arg<std::size_t> n_,
                       const std::string& device, nb::object stream) {
@@ -67,6 +80,7 @@ nb::object jit_result(const rs::jit::pipeline& p, nb::list inputs, const std::st
   rs::jit::inputs ops;
   for (const auto& a : in) ops.arrays.push_back(operand_of(a));
   const rs::device d = rs::parse_device(device);
+  refuse_empty_extreme(p, in.empty() ? n : in[0].size(), "a run-time chain");
   return visit(parse_dtype(dtype), [&](auto t) -> nb::object {
     using T = decltype(t);
     T r;

@@ -20,21 +20,18 @@ void fill_bits(array_ref<std::uint32_t> a, std::uint64_t seed, std::uint64_t off
   random::fill_bits(a, seed, offset);
 }
 
-// The type a sum accumulates in: double for floats (a float32 value is exact in it, so n values add
-// with an error of at most (n - 1) * 2^-53 * sum|x| before the one rounding to the result), and 64 bits
-// for integers (no overflow of a 32-bit sum).
+// A sum accumulates in reduced_type: double for floats (a float32 value is exact in it, so n values add
+// with an error of at most (n - 1) * 2^-53 * sum|x| before the one rounding to the result), 64 bits for
+// integers (no overflow of a 32-bit sum).
 template <class T>
-using sum_type = std::conditional_t<std::is_floating_point_v<T>, double,
-                                    std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>>;
-
-template <class T>
-double reduce(array_ref<T> a, reduction r) {
+reduced_type<T> reduce(array_ref<T> a, reduction r) {
+  using R = reduced_type<T>;
   auto id = map([] RESIDENT_HD(T v) { return v; });
-  auto wide = map([] RESIDENT_HD(T v) { return sum_type<T>(v); });
+  auto wide = map([] RESIDENT_HD(T v) { return reduced_type<T>(v); });
   switch (r) {
-    case reduction::sum: return double((wide | resident::reduce(plus{}, sum_type<T>(0)))(a));
-    case reduction::min: return double((id | resident::reduce(minimum{}, std::numeric_limits<T>::max()))(a));
-    case reduction::max: return double((id | resident::reduce(maximum{}, std::numeric_limits<T>::lowest()))(a));
+    case reduction::sum: return R((wide | resident::reduce(plus{}, R(0)))(a));
+    case reduction::min: return R((id | resident::reduce(minimum{}, std::numeric_limits<T>::max()))(a));
+    case reduction::max: return R((id | resident::reduce(maximum{}, std::numeric_limits<T>::lowest()))(a));
   }
   return 0;
 }
@@ -43,11 +40,11 @@ template void fill_uniform<float>(array_ref<float>, std::uint64_t, std::uint64_t
 template void fill_uniform<double>(array_ref<double>, std::uint64_t, std::uint64_t, double, double);
 template void fill_normal<float>(array_ref<float>, std::uint64_t, std::uint64_t, double, double);
 template void fill_normal<double>(array_ref<double>, std::uint64_t, std::uint64_t, double, double);
-template double reduce<float>(array_ref<float>, reduction);
-template double reduce<double>(array_ref<double>, reduction);
-template double reduce<std::int32_t>(array_ref<std::int32_t>, reduction);
-template double reduce<std::int64_t>(array_ref<std::int64_t>, reduction);
-template double reduce<std::uint32_t>(array_ref<std::uint32_t>, reduction);
-template double reduce<std::uint64_t>(array_ref<std::uint64_t>, reduction);
+template reduced_type<float> reduce<float>(array_ref<float>, reduction);
+template reduced_type<double> reduce<double>(array_ref<double>, reduction);
+template reduced_type<std::int32_t> reduce<std::int32_t>(array_ref<std::int32_t>, reduction);
+template reduced_type<std::int64_t> reduce<std::int64_t>(array_ref<std::int64_t>, reduction);
+template reduced_type<std::uint32_t> reduce<std::uint32_t>(array_ref<std::uint32_t>, reduction);
+template reduced_type<std::uint64_t> reduce<std::uint64_t>(array_ref<std::uint64_t>, reduction);
 
 }  // namespace resident::py

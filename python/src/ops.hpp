@@ -3,6 +3,7 @@
 // ops.cpp, which nvcc compiles in CUDA builds (kernels are instantiated there), so the binding code
 // itself builds with the host compiler.
 #include <cstdint>
+#include <type_traits>
 
 #include "resident/memory/array.hpp"
 
@@ -15,9 +16,15 @@ void fill_normal(array_ref<T> a, std::uint64_t seed, std::uint64_t offset, doubl
 void fill_bits(array_ref<std::uint32_t> a, std::uint64_t seed, std::uint64_t offset);
 
 enum class reduction { sum, min, max };
-/// The reduction of a's elements, returned as a double. Synchronizes. A sum accumulates floats in double
-/// (error at most (n - 1) * 2^-53 * sum|x| before the result's rounding) and integers in 64 bits.
+/// What a reduction of T values returns: double for floats, the 64-bit integer of T's signedness for
+/// integers (exact: a double holds integers only up to 2^53).
 template <class T>
-double reduce(array_ref<T> a, reduction r);
+using reduced_type = std::conditional_t<std::is_floating_point_v<T>, double,
+                                        std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>>;
+/// The reduction of a's elements. Synchronizes. A sum accumulates floats in double (error at most
+/// (n - 1) * 2^-53 * sum|x| before the result's rounding) and integers in 64 bits, wrapping modulo 2^64
+/// past their range as NumPy's int64 and uint64 sums do; min and max are exact.
+template <class T>
+reduced_type<T> reduce(array_ref<T> a, reduction r);
 
 }  // namespace resident::py

@@ -130,6 +130,7 @@ nb::tuple stream_chain_reduce(const jit::pipeline& chain, const std::vector<host
   else if (dtype == "uint32") r = jit::element::u32;
   else if (dtype == "uint64") r = jit::element::u64;
   else throw rs::invalid_argument("resident.stream: unknown value type '" + dtype + "'");
+  refuse_empty_extreme(chain, in.empty() ? 0 : in[0].size, "resident.stream");
   const rs::stream_options opt = options_of(chunk, depth, dev);
   const auto cb = progress_of(progress);
   stream_call call(opt, bytes_of(in), 0, in.empty() ? 0 : in[0].size);
