@@ -27,7 +27,7 @@ mutants=(
 "dist_shard_border@@cpu@@test_dist@@backends/sharded.reductions_combine_shards_against_fp64/cpu@@include/resident/dist/sharded_array.hpp@@      q(a.local(i), part.back());@@      q(a.local(i).slice(0, a.local(i).size() - 1), part.back());@@a sharded sum drops the last element of every shard"
 "streamed_chunk_end@@cpu@@test_streaming@@backends/streaming.*sum*:backends/streaming.reduction*/cpu@@include/resident/streaming/streaming.hpp@@    q(array_ref<T>(static_cast<T*>((*v.inputs)[0]), v.count, s), out);@@    q(array_ref<T>(static_cast<T*>((*v.inputs)[0]), v.count - 1, s), out);@@a streamed reduction drops the last element of every chunk"
 "philox_key@@cpu@@test_random@@philox.*:backends/rng.*/cpu@@include/resident/random/philox.hpp@@std::uint32_t(seed),@@std::uint32_t(seed) ^ 1u,@@Philox blocks take a key one bit off the seed's"
-"staging_buffer_swap@@gpu@@test_transfer_threads@@*/cuda@@src/memory/transfer.cpp@@    st->used(k, s);
+"staging_buffer_swap@@gpu@@test_transfer_threads@@*/cuda@@src/backend/cuda/backend.cpp@@    st->used(k, s);
   }
 }@@    st->used(k ^ 1, s);
   }
