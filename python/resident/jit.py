@@ -322,6 +322,9 @@ class _PyStage:
             c = numba.cfunc(sig, nopython=True, error_model="numpy")(fn)
         except numba.core.errors.NumbaError as e:
             raise self._typing_error(fn, args, e) from None
+        except NotImplementedError as e:  # numba-cuda: "Python exceptions are unsupported in the CUDA C/C++ ABI"
+            raise _core_error("CompileError", f"resident.stage: Numba cannot compile {name} for {kind}: {e} (a GPU "
+                              "kernel cannot raise: check the values before the call instead)") from None
         part = self._external(dtypes, init, b"", c.address)
         return part, c  # c keeps the function's code alive
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import resident as rs
-from _support import needs_numba
+from _support import gpu, needs_numba
 
 
 def _index_error(v):
@@ -39,8 +39,8 @@ ROUTES = {
     "generator | stage | min": lambda f, x: (rs.jit.uniform(1) | rs.stage(f) | rs.jit.min())(n=x.size),
     "generator | stage into out": lambda f, x: (rs.jit.uniform(1) | rs.stage(f))(out=np.empty_like(x)),
     "fuse": lambda f, x: rs.fuse(f)(x),
-    "stream": lambda f, x: rs.stream(f, x),
-    "stream reduce": lambda f, x: rs.stream(f, x, reduce="sum"),
+    "stream": lambda f, x: rs.stream(f, x, device="cpu"),
+    "stream reduce": lambda f, x: rs.stream(f, x, reduce="sum", device="cpu"),
     "dist.apply": lambda f, x: rs.dist.apply(rs.stage(f), rs.dist.shard(x, ["cpu", "cpu"])),
     "dist.sum": lambda f, x: rs.dist.sum(rs.dist.shard(x, ["cpu", "cpu"]), rs.stage(f)),
 }
@@ -55,6 +55,26 @@ def test_a_stage_raising_at_run_time_is_a_stage_error_on_every_route(fn, route):
         ROUTES[route](fn, x)
     # The next call of a stage that does not raise is not blamed for the earlier one.
     np.testing.assert_array_equal(rs.stage(_twice)(x.copy()), 2 * x)
+
+
+def _raises(v):
+    if v > 2.0:
+        raise ValueError("too large")
+    return v
+
+
+@needs_numba
+@gpu
+@pytest.mark.parametrize("fn", [_raises, _index_error, _key_error, _negative_size], ids=lambda f: f.__name__)
+def test_a_stage_that_could_raise_on_the_gpu_is_refused_before_it_runs(fn):
+    # A GPU kernel cannot hand an exception back: what could raise there does not compile, said as a
+    # CompileError before any work, never values computed past the raise.
+    x = np.arange(4, dtype=np.float32)
+    with pytest.raises(rs.CompileError):
+        rs.stream(fn, x, device="cuda:0")
+    with pytest.raises(rs.CompileError):
+        rs.stage(fn)(rs.to_device(x, "cuda:0"))
+    np.testing.assert_array_equal(rs.stream(_twice, x.copy(), device="cuda:0"), 2 * x)
 
 
 @needs_numba

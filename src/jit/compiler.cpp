@@ -33,10 +33,10 @@ class cuda_compiler final : public kernel_compiler {
 }  // namespace
 
 const kernel_compiler& compiler_of(device d) noexcept {
-  static const host_compiler host;
-  static const cuda_compiler cuda;
-  if (d.is_cpu()) return host;
-  return cuda;
+  static const auto* host = new host_compiler;  // never destroyed, as the backends
+  static const auto* cuda = new cuda_compiler;
+  if (d.is_cpu()) return *host;
+  return *cuda;
 }
 
 }  // namespace resident::jit::detail

@@ -91,8 +91,8 @@ struct pool_state {
 };
 
 pool_state& state(device d) {
-  static detail::per_device<pool_state> s;
-  return s[d];
+  static auto* s = new detail::per_device<pool_state>;  // never destroyed
+  return (*s)[d];
 }
 
 // No allocator hands out more than PTRDIFF_MAX bytes; a request above it is refused before any

@@ -46,8 +46,8 @@ struct pinned_cache {
   std::vector<pinned_buffer<unsigned char>> free;
 };
 pinned_cache& cache_of(device d) {
-  static per_device<pinned_cache> all;
-  return all[d];
+  static auto* all = new per_device<pinned_cache>;  // never destroyed: code run at exit may still stream
+  return (*all)[d];
 }
 constexpr std::size_t cache_keeps = 8;
 

@@ -126,8 +126,8 @@ class host_pool {
 };
 
 host_pool& cpu_pool() {
-  static host_pool p;
-  return p;
+  static auto* p = new host_pool;  // never destroyed: arrays freed at exit still reach it
+  return *p;
 }
 
 device_properties cpu_properties() {

@@ -92,9 +92,9 @@ class stage_slots {
 
 stage_slots& slots_of(device d) {
   static std::mutex m;
-  static detail::per_device<std::unique_ptr<stage_slots>> all;
+  static auto* all = new detail::per_device<std::unique_ptr<stage_slots>>;  // never destroyed
   std::lock_guard lock(m);
-  auto& s = all[d];
+  auto& s = (*all)[d];
   if (!s) s = std::make_unique<stage_slots>(d);
   return *s;
 }

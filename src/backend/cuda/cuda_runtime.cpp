@@ -147,20 +147,28 @@ cuda_stream_t stream_create(int dev) {
 }
 namespace {
 // The streams' counter slots. A destroyed stream's slot is retired, not reused: work queued on it may
-// still be running, and a new stream may get the same handle. Freed at exit.
+// still be running, and a new stream may get the same handle. The table is never destroyed (code run
+// at exit, such as the profile's report, still creates and destroys streams); its device memory is
+// freed at exit and the table left empty and usable.
 struct counter_slots {
   using key = std::tuple<int, cuda_stream_t, std::thread::id>;
   std::mutex m;
   std::map<key, void*> live;
   std::vector<void*> retired;
-  ~counter_slots() {
+  void free_all() noexcept {
+    std::lock_guard lock(m);
     for (auto& [k, p] : live) cudaFree(p);
     for (void* p : retired) cudaFree(p);
+    live.clear();
+    retired.clear();
   }
 };
 counter_slots& slots() {
-  static counter_slots c;
-  return c;
+  static auto* c = new counter_slots;
+  static const struct freed_at_exit {
+    ~freed_at_exit() { slots().free_all(); }
+  } at_exit;
+  return *c;
 }
 }  // namespace
 
