@@ -9,6 +9,7 @@ block of values per operation on the CPU);
 in either order (``rs.stage(f) | rs.op.sqrt()``, ``rs.op.sqrt() | rs.stage(f)``): the operations then
 become a Python stage of the chain.
 """
+import atexit
 import math
 import threading
 
@@ -85,6 +86,8 @@ _compiled = {}  # (program name, dtype, reduces) -> resident.jit chain, or None 
 _engines = {}   # program name -> "compiled" or "interpreted": what its last call used
 _FLOATS = ("float32", "float64")
 _interpreted_sum = _core.program.sum  # the compiled core's, kept before the package puts total() in its place
+# The compiled chains hold kernels of the core: dropped before the interpreter tears the core down.
+atexit.register(_compiled.clear)
 
 
 def _no_compiler(e):

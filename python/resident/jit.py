@@ -402,6 +402,8 @@ def _guarded(run, *args, **kwargs):
             _watched["active"] -= 1
             raised = _watched["count"] > before
             where, exc = _watched["last"] or ("", None)
+            if not _watched["active"]:
+                _watched["last"] = None  # its traceback holds the call's frames and arrays
     if raised:
         raise _core_error("StageError", f"resident.jit: a stage raised in {where}: {exc!r}; the output holds "
                           "unfinished values") from exc

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <iomanip>
 #include <mutex>
@@ -33,6 +35,30 @@ struct running_scope {
   ~running_scope() { running_here.pop_back(); }
   running_scope(const running_scope&) = delete;
   running_scope& operator=(const running_scope&) = delete;
+};
+
+// A lock taken in the order callers arrive. A thread running a flow in a loop hands it over to a thread
+// waiting to add a stage or read the report: std::mutex may give it straight back to the thread that
+// released it, and on a machine of many cores the waiter waited for minutes.
+class turn_mutex {
+ public:
+  void lock() {
+    std::unique_lock l(m_);
+    const std::uint64_t mine = next_++;
+    turn_.wait(l, [&] { return serving_ == mine; });
+  }
+  void unlock() {
+    {
+      std::lock_guard l(m_);
+      ++serving_;
+    }
+    turn_.notify_all();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable turn_;
+  std::uint64_t next_ = 0, serving_ = 0;
 };
 
 bool running_on_this_thread(const void* flow) {
@@ -106,7 +132,7 @@ struct flow::impl {
   bool timed = false;
   // One call at a time: runs from several threads take turns (as CUDA orders launches of one graph),
   // and stages added meanwhile wait. `issuer` is the thread running the stages (holding m).
-  std::mutex m;
+  turn_mutex m;
   std::atomic<std::thread::id> issuer{};
   // The flow's identity while its stages run (running_here), shared with the graphs it captures (which
   // outlive it): a stage calling back into its own flow is refused rather than deadlocking on m or
@@ -114,18 +140,18 @@ struct flow::impl {
   std::shared_ptr<const char> identity = std::make_shared<const char>('f');
 
   // Locks the flow for `what`. @throws flow_error when called from one of this flow's stages.
-  std::unique_lock<std::mutex> lock(const char* what) {
+  std::unique_lock<turn_mutex> lock(const char* what) {
     if (running_on_this_thread(identity.get()))
       RESIDENT_FAIL(std::string("flow::") + what + " called from a stage of the flow it runs in (or of a graph "
                         "captured from it); a stage may run or change other flows, not its own: call it outside "
                         "the stage", flow_error);
-    return std::unique_lock<std::mutex>(m);
+    return std::unique_lock<turn_mutex>(m);
   }
   // For calls that only read the stages: from a stage of this flow's run (whose thread holds the lock
   // already), without locking.
-  std::unique_lock<std::mutex> read_lock() {
+  std::unique_lock<turn_mutex> read_lock() {
     if (issuer.load() == std::this_thread::get_id()) return {};
-    return std::unique_lock<std::mutex>(m);
+    return std::unique_lock<turn_mutex>(m);
   }
   std::vector<stage_id> check() const;
 
