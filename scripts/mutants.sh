@@ -5,7 +5,8 @@
 # binary that should catch it, and runs that binary's cases; the unmutated tree passes the same cases
 # first, so a failure means the bug was seen.
 #
-#   scripts/mutants.sh            the CPU mutants (CI: the cpu preset, one scratch build, ccache)
+#   scripts/mutants.sh            the CPU mutants (the cpu preset, or MUTANTS_PRESET's: CI takes debug;
+#                                 one scratch build, ccache)
 #   scripts/mutants.sh --gpu      the GPU mutants (scripts/gpu_check.sh: the cuda preset, a GPU)
 #   scripts/mutants.sh --list     every mutant, its test and what it plants
 #   scripts/mutants.sh NAME...    only those
@@ -66,7 +67,7 @@ for m in "${mutants[@]}"; do
 done
 [ ${#selected[@]} -gt 0 ] || { echo "mutants: none selected"; exit 1; }
 
-preset=$([ "$backend" = gpu ] && echo cuda || echo cpu)
+preset=$([ "$backend" = gpu ] && echo cuda || echo "${MUTANTS_PRESET:-cpu}")
 echo "== mutants ($backend): a scratch copy of the tree in $scratch"
 mkdir -p "$scratch"
 # The tracked files as they are in the working tree (uncommitted edits included), nothing else.

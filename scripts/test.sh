@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set-up, then build and test every configuration this machine can build:
 #   cuda   both backends (when the CUDA toolkit is here; GPU cases skip, saying why, without a GPU)
-#   cpu    -DRESIDENT_CUDA=OFF: the CPU backend alone, same API
+#   cpu    -DRESIDENT_CUDA=OFF: the CPU backend alone, same API (not in CI when nvcc is there: the cuda
+#          configuration runs the CPU cases optimized, debug runs the CUDA-less build's every case)
 #   debug  CPU backend with bounds checks and ASan + UBSan (halt on the first report)
 #   tsan   CPU backend under ThreadSanitizer: the multithreaded tests and the soak only
 # then the consumers in tests/consumer (docs/using.md): find_package(resident) from separate projects
@@ -11,11 +12,13 @@
 # the docs quote against bench/results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each part's start, in seconds since the script began, to see where CI's time goes.
+section() { echo "== [${SECONDS} s] $*"; }
 bash scripts/setup.sh
 
-echo "== docs: figures against bench/results, API reference into build/docs"
+section "docs: figures against bench/results, API reference into build/docs"
 python3 scripts/check_doc_figures.py
-echo "== tests: public names no test mentions (docs/testing.md gives the reasons)"
+section "tests: public names no test mentions (docs/testing.md gives the reasons)"
 python3 scripts/untested_api.py
 mkdir -p build/docs  # Doxygen makes only the last folder of its output path
 doxygen docs/Doxyfile
@@ -23,7 +26,9 @@ doxygen docs/Doxyfile
 presets=(cpu debug)
 nvcc=$(command -v nvcc || true)
 if [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ]; then nvcc=/usr/local/cuda/bin/nvcc; fi
-if [ -n "$nvcc" ]; then
+if [ -n "$nvcc" ] && [ "${CI:-}" = true ]; then
+  presets=(cuda debug)
+elif [ -n "$nvcc" ]; then
   presets=(cuda "${presets[@]}")
 else
   echo "test: no CUDA toolkit here: the cuda configuration is skipped"
@@ -34,7 +39,7 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(dirname "$PWD")}
 rm -rf build/junit  # what the runs below write, read by the skip summary at the end
 
 for p in "${presets[@]}"; do
-  echo "== $p: configure, build, test"
+  section "$p: configure, build, test"
   # Without a GPU (CI) the CUDA configuration leaves out the GPU-only experiments: nothing could run them,
   # and their nvcc builds took minutes (scripts/gpu_check.sh builds and runs them).
   extra=()
@@ -46,15 +51,16 @@ done
 
 # ThreadSanitizer over the tests that run host threads at once (label threads: the library, those
 # tests and the soak, 30 s), OpenMP kept to the calling thread (docs/threads.md).
-echo "== tsan: configure, build, test the threaded tests"
+section "tsan: configure, build, test the threaded tests"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs"
 ctest --preset tsan -j "$jobs"
 
 # Two of the CPU mutants (a fused loop's tail, the Philox key): each rebuilds every object that includes
 # the header it plants a bug in, minutes on CI's two cores; scripts/gpu_check.sh runs all of them.
-echo "== mutants: planted bugs in a scratch copy, each caught by its test (docs/testing.md)"
-bash scripts/mutants.sh fused_map_tail philox_key
+section "mutants: planted bugs in a scratch copy, each caught by its test (docs/testing.md)"
+# On the debug configuration built above: ccache serves its unmutated objects to the scratch build.
+MUTANTS_PRESET=debug bash scripts/mutants.sh fused_map_tail philox_key
 
 # A consumer: configure, build and run its tests. consume NAME SOURCE_DIR CMAKE_ARGS...
 consume() {
@@ -66,13 +72,19 @@ consume() {
   ctest --test-dir "build/$name" --output-on-failure
 }
 
-echo "== consumer: install the cpu build, then find_package(resident) from a separate project"
+section "consumer: install the cpu build, then find_package(resident) from a separate project"
 rm -rf build/install
-cmake --install build/cpu --prefix build/install >/dev/null
+if [ -d build/cpu ] && [[ " ${presets[*]} " == *" cpu "* ]]; then
+  cmake --install build/cpu --prefix build/install >/dev/null
+else  # the library alone, as docs/using.md installs it
+  cmake --preset lib -DRESIDENT_CUDA=OFF >/dev/null
+  cmake --build --preset lib -j "$jobs"
+  cmake --install build/lib --prefix build/install >/dev/null
+fi
 consume consumer tests/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install"
 
 if [ -n "$nvcc" ]; then
-  echo "== consumers of the cuda build: CUDA projects (CUDA enabled before and after find_package), a C++ one"
+  section "consumers of the cuda build: CUDA projects (CUDA enabled before and after find_package), a C++ one"
   rm -rf build/install-cuda
   cmake --install build/cuda --prefix build/install-cuda >/dev/null
   for c in cuda cuda-late; do
@@ -82,27 +94,28 @@ if [ -n "$nvcc" ]; then
   consume consumer-cuda-cxx tests/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install-cuda"
 fi
 
-echo "== consumers: add_subdirectory of the source tree (and, with nvcc, a CUDA consumer of it)"
-if [ -n "$nvcc" ]; then
+section "consumers: add_subdirectory of the source tree (and, with nvcc outside CI, a CUDA consumer of it)"
+# In CI the CUDA consumers above cover nvcc; building the library's CUDA objects a second time took minutes.
+if [ -n "$nvcc" ] && [ "${CI:-}" != true ]; then
   consume consumer-subdirectory tests/consumer/subdirectory -DRESIDENT_CUDA=ON -DCONSUMER_CUDA=ON \
     -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90
 else
   consume consumer-subdirectory tests/consumer/subdirectory -DRESIDENT_CUDA=OFF
 fi
 
-echo "== fuzz: the bounded CI run of the libFuzzer targets (clang)"
-if command -v clang++ >/dev/null; then bash scripts/fuzz_ci.sh; fi
+section "fuzz: the bounded CI run of the libFuzzer targets (clang)"
+if command -v clang++ >/dev/null; then bash scripts/fuzz_ci.sh 45; fi
 
-echo "== python: pip install . (CPU backend here, for speed), then the pytest suite"
+section "python: pip install . (CPU backend here, for speed), then the pytest suite"
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation . \
   -Ccmake.define.RESIDENT_CUDA=OFF -Cbuild-dir=build/python-cpu
 for ex in examples/python/*.py; do .venv/bin/python "$ex"; done
 # Lifetimes across the boundary (arrays, capsules, flows and graphs released in every order) under
-# Python's debug allocator (freed memory poisoned, buffer ends guarded) and development mode, then as users run it.
-PYTHONMALLOC=debug .venv/bin/python -X dev -m pytest -q python/tests
-.venv/bin/python -m pytest -q -rs --junitxml=build/junit/pytest.xml python/tests
+# Python's debug allocator (freed memory poisoned, buffer ends guarded) and development mode.
+PYTHONMALLOC=debug .venv/bin/python -X dev -m pytest -q -rs --junitxml=build/junit/pytest.xml python/tests
 
-echo "== cpu race: the seed map and map + sum, 2^16-2^20, resident against NumPy and Numba (recorded, not asserted)"
+section "cpu race: the seed map and map + sum, 2^16-2^20, resident against NumPy and Numba (recorded, not asserted)"
 .venv/bin/python bench/peers/cpu_race.py --lo 16 --hi 20 --json build/cpu_race.json
 
 python3 scripts/skip_summary.py build/junit
+section "done"
