@@ -19,7 +19,11 @@ or another library's. Errors are `resident.Error` subclasses carrying the C++ me
 import json as _json
 
 from . import _compat
-from . import _core, _program
+from . import _core
+from ._typed import wrap_core as _wrap_core
+
+_wrap_core(_core)  # before any name is taken from the core: wrongly typed arguments raise InvalidType
+from . import _program  # noqa: E402
 from ._core import Array, cuda_device_count, cuda_unavailable_reason, default_device, empty, from_dlpack, synchronize
 from ._core import to_device, sum, min, max  # noqa: A001 (resident's reductions, on any array)
 from ._core import matmul, op, program

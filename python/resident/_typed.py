@@ -1,0 +1,37 @@
+"""Wrongly typed arguments as resident.InvalidType. nanobind refuses a call whose arguments match none
+of a function's signatures with a plain TypeError ("incompatible function arguments"); the package's
+functions of the compiled core (and the static functions of ``op``) raise InvalidType instead, a
+resident.Error that is still a TypeError, with nanobind's message naming the signatures accepted."""
+import functools
+
+_NANOBIND_MISMATCH = "incompatible function arguments"
+
+
+def _typed(f, where):
+    @functools.wraps(f)
+    def call(*args, **kwargs):
+        try:
+            return f(*args, **kwargs)
+        except TypeError as e:
+            if type(e) is not TypeError or _NANOBIND_MISMATCH not in str(e):
+                raise
+            from . import _core
+            raise _core.InvalidType(f"{where}: an argument's type does not fit: {e}") from None
+    call.__wrapped_core__ = f
+    return call
+
+
+def _is_core_function(f):
+    return type(f).__name__ == "nb_func" and not hasattr(f, "__wrapped_core__")
+
+
+def wrap_core(core):
+    """Replaces the core module's functions, and op's static functions, by their typed wrappers. Runs
+    before the package imports names from the core, so every path reaches the wrappers."""
+    for name, f in list(vars(core).items()):
+        if _is_core_function(f):
+            setattr(core, name, _typed(f, "resident." + name.lstrip("_")))
+    op = core.op
+    for name, f in list(vars(op).items()):
+        if not name.startswith("__") and _is_core_function(f):
+            setattr(op, name, staticmethod(_typed(f, "resident.op." + name)))
