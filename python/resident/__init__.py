@@ -18,6 +18,8 @@ or another library's. Errors are `resident.Error` subclasses carrying the C++ me
 """
 import json as _json
 
+import numpy as _np
+
 from . import _compat
 from . import _core
 from ._typed import wrap_core as _wrap_core
@@ -37,6 +39,23 @@ Error = _core.Error  # named here too, for readers and linters
 InvalidArgument = _core.InvalidArgument
 
 
+def _array_for_numpy(self, dtype=None, copy=None):
+    """np.asarray(x): the same memory for an array on the CPU (np.from_dlpack's view); an array on a GPU is
+    refused, since NumPy would need a copy to the host that resident makes only when asked."""
+    if self.device != "cpu":
+        raise InvalidType(f"resident.Array on {self.device}: NumPy reads host memory; copy it with x.to_host() "
+                          "(a counted transfer)")
+    a = _np.from_dlpack(self)
+    if dtype is not None and _np.dtype(dtype) != a.dtype:
+        if copy is False:
+            raise ValueError("resident.Array: a different dtype needs a copy, and copy=False forbids one")
+        return a.astype(dtype)
+    return a.copy() if copy else a
+
+
+Array.__array__ = _array_for_numpy
+
+
 def ledger():
     """Counts per device since the process started: {"cpu": {"h2d_bytes": ..., "kernels": ...}, ...}."""
     return _json.loads(_core._ledger_json())
@@ -48,15 +67,16 @@ class transfer_policy:
 
     def __init__(self, policy):
         self._policy = policy
-        self._scope = None
+        self._scopes = []  # one per entry still open: the same object may be entered again, nested
 
     def __enter__(self):
-        self._scope = _core._open_policy(self._policy)
+        self._scopes.append(_core._open_policy(self._policy))
         return self
 
     def __exit__(self, *exc):
-        self._scope.close()
-        self._scope = None
+        if not self._scopes:
+            raise InvalidArgument("resident.transfer_policy: __exit__ without __enter__ (use it in a with block)")
+        self._scopes.pop().close()
         return False
 
     @staticmethod

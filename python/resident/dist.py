@@ -17,6 +17,7 @@ a GPU.
     total = rs.dist.sum(x)                        # combined over every process
 """
 import concurrent.futures
+import inspect
 import math
 import numbers
 import os
@@ -63,6 +64,9 @@ class Communicator:
 
     def __init__(self, devices=None, *, _core_comm=None):
         if _core_comm is None:
+            if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__"):
+                raise InvalidType(f"resident.dist.Communicator takes a list of device names, not "
+                                  f"{type(devices).__name__}")
             if not devices:
                 raise InvalidArgument("resident.dist.Communicator: give the devices, one rank each")
             _core_comm = _core._comm_local([str(d) for d in devices])
@@ -263,6 +267,12 @@ def from_shards(arrays, comm=None):
                                 f"elements over {count} holds {_extent(n, count, first + i)[1]}")
         if m.dtype != made[0].dtype:
             raise InvalidArgument("resident.dist.from_shards: the arrays differ in element type")
+    # Shards that share memory would see every element-wise call twice there.
+    spans = sorted((m.device, m.data_ptr, m.data_ptr + m.nbytes, i) for i, m in enumerate(made) if m.nbytes)
+    for (d0, _, end0, i0), (d1, start1, _, i1) in zip(spans, spans[1:]):
+        if d0 == d1 and start1 < end0:
+            raise InvalidArgument(f"resident.dist.from_shards: arrays {_min(i0, i1)} and {_max(i0, i1)} share memory; "
+                                  "give each shard memory of its own")
     return ShardedArray(made, n, first, count, comm)
 
 
@@ -272,13 +282,25 @@ def _check(x, what):
 
 
 def apply(work, x, out=None):
-    """work (a resident.op program, a resident.stage chain, any callable taking an array and out=) on every
-    shard: in place, or into the shards of `out` (a sharded array of the same layout). Asynchronous on
+    """work (a resident.op program, a resident.stage chain, a plain function of values (a stage), or any
+    callable taking an array and out=) on every shard: in place, or into the shards of `out` (a sharded array of the same layout). Asynchronous on
     each shard's stream for GPUs, so every shard runs at once. Returns out (or x)."""
     _check(x, "apply")
     if not callable(work):
         raise InvalidType(f"resident.dist.apply: work is a {type(work).__name__}; give a resident.op program, a "
                           "resident.stage chain or a callable taking an array and out=")
+    from . import jit
+    if isinstance(work, jit.Chain):
+        if work._reduces():
+            raise InvalidArgument("resident.dist.apply: the chain ends in a reduction, whose value apply would drop; "
+                                  "use resident.dist.sum, min or max (they take the chain's maps as work)")
+        if work._generates():
+            raise InvalidArgument("resident.dist.apply: a generator chain would start every shard at the stream's "
+                                  "value 0 (shards with equal values); fill each shard with resident.random.fill_* "
+                                  "at the offset of its first element (x.extents) instead")
+    elif not isinstance(work, (_core.program, _core.op)) and jit._is_plain_function(work) and \
+            "out" not in inspect.signature(work).parameters:
+        work = jit.stage(work)  # a function of values (no out=) is a stage, as in resident.stream
     if out is not None:
         _check(out, "apply")
         if out.extents != x.extents or out.devices != x.devices:
@@ -321,6 +343,12 @@ def _identity(dtype, op):
     return int(info.max if op == "min" else info.min)
 
 
+def _wrap64(v, signed):
+    """v modulo 2^64, as a 64-bit sum of integers wraps (signed: into [-2^63, 2^63))."""
+    v %= 1 << 64
+    return v - (1 << 64) if signed and v >= 1 << 63 else v
+
+
 def _reduce(x, op, work):
     _check(x, op)
     from . import jit
@@ -340,6 +368,8 @@ def _reduce(x, op, work):
         # part raises as resident.min of an empty array does (in every process: x.size is the whole's).
         shards = [s for s in shards if s.size > 0] or (x.shards[:1] if x.size == 0 else [])
     value = _combine(_each(part, shards), op) if shards else _identity(x.dtype, op)
+    if op == "sum" and work is None and _np.dtype(x.dtype).kind in "iu":
+        value = _wrap64(value, _np.dtype(x.dtype).kind == "i")  # as resident.sum of the whole would
     if x.comm is not None and x.comm.size > len(x.shards):
         buf = _core.to_device(_np.array([value], dtype=x.dtype), x.comm.devices[0])
         x.comm.all_reduce([buf], op)

@@ -256,7 +256,7 @@ class _PyStage:
     def part(self, dtypes, target, init=None):
         """The C++ external stage for arguments of dtypes on target ("cpu", major, minor); with init, the
         external reduction operator of two values of dtypes[0] starting from init."""
-        key = (tuple(dtypes), target, init)
+        key = (tuple(dtypes), target, init, _inline_cpu)  # the switch too: a stage is kept per function
         with self._lock:
             if key not in self._compiled:
                 self._compiled[key] = self._compile(dtypes, target, init, key not in self._untranslatable)
@@ -307,9 +307,9 @@ class _PyStage:
             # nothing. The function as C++ text, inlined into the loop like a C++ stage (_cpu_text), or
             # where the translation does not cover it, Numba's native function with the C calling
             # convention, called by the compiled loop per element.
-            fn = _compiled_along(self.fn, lambda f: numba.njit(error_model="numpy")(f), convert)
+            fn = _compiled_along(self.fn, lambda f: numba.njit(error_model="numpy", boundscheck=True)(f), convert)
             if _inline_cpu and translate:
-                d = numba.njit(error_model="numpy")(fn)
+                d = numba.njit(error_model="numpy", boundscheck=True)(fn)
                 d.compile(sig)
                 try:
                     text = _cpu_text.translate(d, sig.args, sig.return_type, self.abi_name)
@@ -319,7 +319,7 @@ class _PyStage:
                     if init is None:
                         return _core._jit_map(text, self.abi_name), None
                     return _core._jit_reduce(text, float(init), self.abi_name), None
-            c = numba.cfunc(sig, nopython=True, error_model="numpy")(fn)
+            c = numba.cfunc(sig, nopython=True, error_model="numpy", boundscheck=True)(fn)
         except numba.core.errors.NumbaError as e:
             raise self._typing_error(fn, args, e) from None
         except NotImplementedError as e:  # numba-cuda: "Python exceptions are unsupported in the CUDA C/C++ ABI"
@@ -484,7 +484,7 @@ class Chain:
             raise _core_error("InvalidArgument", "resident.jit: the chain is empty")
         return pipe, current[0] if len(current) == 1 else None
 
-    def __call__(self, *inputs, out=None, n=0, device="cpu", stream=None):
+    def __call__(self, *inputs, out=None, n=0, device=None, stream=None):
         try:
             return self._call(inputs, out, n, device, stream)
         except _core.CompileError as e:
@@ -503,14 +503,18 @@ class Chain:
         return bool(dropped)
 
     def _call(self, inputs, out, n, device, stream):
+        if device is not None and not isinstance(device, str):
+            raise _core_error("InvalidType", f"resident.jit: device is a {type(device).__name__}; give a name such as "
+                              "'cpu' or 'cuda:0'")
         if self._generates():
             if inputs:
                 if out is not None:
                     raise _core_error("InvalidArgument", "resident.jit: a generator chain reads no array; pass out= alone")
                 out, inputs = inputs[0], ()
             if self._reduces():
-                kind, value = self._items[0]
+                device = "cpu" if device is None else device
                 pipe, value_dtype = self.build([], _target_of_device(device))
+                _check_count(n, value_dtype)
                 return _guarded(pipe.result, [], value_dtype, n, device, stream)
             if out is None:
                 raise _core_error("InvalidArgument", "resident.jit: give the array to fill: chain(out=y)")
@@ -519,6 +523,12 @@ class Chain:
             return out
         if not inputs:
             raise _core_error("InvalidArgument", "resident.jit: give the input arrays: chain(x) or chain(a, b, out=y)")
+        if device is not None:  # the arrays say where the chain runs; a different device is a mistake
+            import resident
+            on = resident.from_dlpack(inputs[0]).device
+            if device != on and resident.empty(0, device=device).device != on:
+                raise _core_error("DeviceMismatch", f"resident.jit: device={device!r} but the input arrays are on {on}; "
+                                  "leave device out (the arrays decide) or move them with resident.to_device")
         dtypes = [_dtype_name(x) for x in inputs]
         target = tuple(_core._jit_target(inputs[0]))
         pipe, value_dtype = self.build(dtypes, target)
@@ -533,6 +543,18 @@ class Chain:
         """The kernel text this chain generates for inputs of dtypes writing out, on device."""
         pipe, _ = self.build(list(dtypes), _target_of_device(device))
         return pipe.kernel_source(list(dtypes), out, device)
+
+
+def _check_count(n, dtype):
+    """n values of a generator chain's reduction: a count whose bytes fit a signed 64-bit size, as the C++
+    pipelines require (a count past that never finishes)."""
+    import numbers
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise _core_error("InvalidType", f"resident.jit: n is a {type(n).__name__}; give a whole number of values")
+    size = _np.dtype(dtype).itemsize if dtype else 8
+    if n < 0 or n > (2**63 - 1) // size:
+        raise _core_error("InvalidArgument", f"resident.jit: n={n} values of {size} bytes pass the largest size "
+                          f"({(2**63 - 1) // size}); generate them in parts and combine the results")
 
 
 def _target_of_device(device):
@@ -563,7 +585,22 @@ def stage(fn=None, *, name=None, float_literals="values"):
         return Chain([("py", _PyStage(_program.python_function(p), float_literals))])
     if not callable(fn):
         raise _core_error("InvalidArgument", "resident.stage takes a Python function or C++ source text")
-    return Chain([("py", _PyStage(fn, float_literals))])
+    return Chain([("py", _py_stage(fn, float_literals))])
+
+
+def _py_stage(fn, float_literals):
+    """One _PyStage per function (and float_literals), kept on the function: rs.stage(f) written inside a
+    loop reuses the first call's compilations instead of compiling, and keeping, new ones every time.
+    As with Numba's own functions, what the function reads from globals and closures is taken at the
+    first compilation."""
+    kept = getattr(fn, "__dict__", None)
+    if kept is None:
+        return _PyStage(fn, float_literals)
+    stages = kept.setdefault("__resident_stages__", {})
+    s = stages.get(float_literals)
+    if s is None or s.fn.__code__ is not fn.__code__:
+        s = stages[float_literals] = _PyStage(fn, float_literals)
+    return s
 
 
 def fuse(fn=None, *, float_literals="values"):
@@ -629,6 +666,9 @@ def max():  # noqa: A001
 def reduce(op, init, name=""):
     """A terminal: a reduction by an operator of two values, from ``init``: a plain Python function
     (compiled by Numba for the chain's value type, as stages are) or C++ source text defining one."""
+    import numbers
+    if isinstance(init, bool) or not isinstance(init, numbers.Real):
+        raise _core_error("InvalidType", f"resident.jit.reduce: init is a {type(init).__name__}; give a number")
     if callable(op) and not isinstance(op, str):
         return Chain([("pyred", (_PyStage(op, what="resident.jit.reduce", arity=2), init))])
     return Chain([("red", _core._jit_reduce(op, float(init), name))])

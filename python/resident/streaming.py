@@ -152,6 +152,9 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
         raise _error("InvalidType", f"resident.stream: progress={progress!r}; give a callable (done, total), True, "
                      "False or None")
     xs = list(x) if isinstance(x, (tuple, list)) else [x]
+    if not xs:
+        raise _error("InvalidArgument", "resident.stream: x is an empty list; give a host array (or a list of them "
+                     "for the work's zipped inputs)")
     hosts = [_host(a, f"input {i}" if len(xs) > 1 else "x") for i, a in enumerate(xs)]
     shape = _np.shape(xs[0]) if isinstance(xs[0], _np.ndarray) else hosts[0].shape
     for i, h in enumerate(hosts[1:], 1):

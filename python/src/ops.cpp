@@ -24,14 +24,26 @@ void fill_bits(array_ref<std::uint32_t> a, std::uint64_t seed, std::uint64_t off
 // with an error of at most (n - 1) * 2^-53 * sum|x| before the one rounding to the result), 64 bits for
 // integers (no overflow of a 32-bit sum).
 template <class T>
+constexpr T largest() {
+  if constexpr (std::numeric_limits<T>::has_infinity) return std::numeric_limits<T>::infinity();
+  return std::numeric_limits<T>::max();
+}
+template <class T>
+constexpr T smallest() {
+  if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
+  return std::numeric_limits<T>::lowest();
+}
+
+template <class T>
 reduced_type<T> reduce(array_ref<T> a, reduction r) {
   using R = reduced_type<T>;
   auto id = map([] RESIDENT_HD(T v) { return v; });
   auto wide = map([] RESIDENT_HD(T v) { return reduced_type<T>(v); });
   switch (r) {
     case reduction::sum: return R((wide | resident::reduce(plus{}, R(0)))(a));
-    case reduction::min: return R((id | resident::reduce(minimum{}, std::numeric_limits<T>::max()))(a));
-    case reduction::max: return R((id | resident::reduce(maximum{}, std::numeric_limits<T>::lowest()))(a));
+    // The identities are the infinities where T has them: min of all +inf is +inf, not the largest float.
+    case reduction::min: return R((id | resident::reduce(minimum{}, largest<T>()))(a));
+    case reduction::max: return R((id | resident::reduce(maximum{}, smallest<T>()))(a));
   }
   return 0;
 }

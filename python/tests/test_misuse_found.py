@@ -1,0 +1,132 @@
+"""Misuse a review found ending in a crash, a wrong value or a bare Python error: each is now a typed
+resident error or the right value."""
+import time
+
+import numpy as np
+import pytest
+
+import resident as rs
+from _support import needs_numba
+
+TABLE = np.arange(5, dtype=np.float32)
+
+
+def _lookup(v):
+    return TABLE[int(v)]
+
+
+@needs_numba
+@pytest.mark.parametrize("index", [1e9, 101.0, 5.0])
+def test_an_index_past_an_array_a_stage_reads_is_a_stage_error(index):
+    # It crashed the interpreter (1e9) or read memory past the array (101) before.
+    with pytest.raises(rs.StageError, match="out of bounds"):
+        rs.stage(_lookup)(np.array([index], np.float32))
+    np.testing.assert_array_equal(rs.stage(_lookup)(np.array([3.0, -1.0], np.float32)), [3.0, 4.0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_least_of_infinities_is_infinite(dtype):
+    assert rs.min(np.full(3, np.inf, dtype)) == np.inf
+    assert rs.max(np.full(3, -np.inf, dtype)) == -np.inf
+    x = rs.dist.shard(np.full(4, np.inf, dtype), ["cpu", "cpu"])
+    assert rs.dist.min(x) == np.inf and rs.dist.max(x) == np.inf
+
+
+def test_a_sharded_integer_sum_wraps_as_the_whole_sum_does():
+    h = np.full(4, 2**62, np.int64)
+    assert rs.dist.sum(rs.dist.shard(h, ["cpu", "cpu"])) == rs.sum(h) == int(h.sum())
+    u = np.full(4, 2**63, np.uint64)
+    assert rs.dist.sum(rs.dist.shard(u, ["cpu", "cpu"])) == rs.sum(u) == int(u.sum())
+
+
+@needs_numba
+def test_apply_refuses_what_it_would_get_wrong_and_takes_a_function_of_values():
+    x = rs.dist.shard(np.zeros(6, np.float32), ["cpu", "cpu"])
+    with pytest.raises(rs.InvalidArgument, match="generator"):
+        rs.dist.apply(rs.jit.uniform(7), x)
+    with pytest.raises(rs.InvalidArgument, match="reduction"):
+        rs.dist.apply(rs.stage(lambda v: v * 2) | rs.jit.sum(), x)
+    rs.dist.apply(lambda v: v + 1, x)
+    np.testing.assert_array_equal(x.to_host(), np.ones(6, np.float32))
+
+
+@needs_numba
+def test_a_generated_count_is_checked_before_any_work():
+    chain = rs.jit.uniform(1) | rs.jit.sum()
+    start = time.monotonic()
+    with pytest.raises(rs.InvalidArgument, match="largest size"):
+        chain(n=2**64 - 1)
+    with pytest.raises(rs.InvalidArgument):
+        chain(n=-1)
+    with pytest.raises(rs.InvalidType):
+        chain(n=3.5)
+    with pytest.raises(rs.InvalidType):
+        chain(n=3, device=0)
+    assert time.monotonic() - start < 30, "refused before any work"
+    assert chain(n=1000) == pytest.approx(500, abs=60)
+
+
+@needs_numba
+def test_a_device_other_than_the_arrays_is_refused():
+    x = np.ones(3, np.float32)
+    with pytest.raises(rs.Error):
+        rs.stage(lambda v: v)(x.copy(), device="tpu")
+    np.testing.assert_array_equal(rs.stage(lambda v: v * 2)(x.copy(), device="cpu"), 2 * x)
+
+
+@needs_numba
+def test_a_stage_written_in_a_loop_compiles_once():
+    def double(v):
+        return v * 2
+
+    x = np.ones(8, np.float32)
+    assert rs.stage(double)._items[0][1] is rs.stage(double)._items[0][1]
+    rs.stage(double)(x.copy())
+    before = rs.jit.stats()["compiled"]
+    for _ in range(20):
+        rs.stage(double)(x.copy())
+    assert rs.jit.stats()["compiled"] == before
+
+
+def test_a_transfer_policy_entered_again_stacks_and_an_exit_alone_is_refused():
+    p = rs.transfer_policy("forbid")
+    with p:
+        with p:
+            assert rs.transfer_policy.current() == "forbid"
+        assert rs.transfer_policy.current() == "forbid"
+    assert rs.transfer_policy.current() == "allow"
+    with pytest.raises(rs.InvalidArgument):
+        rs.transfer_policy("log").__exit__(None, None, None)
+
+
+def test_bare_python_errors_became_typed():
+    with pytest.raises(rs.InvalidArgument):
+        rs.stream(lambda v: v, ())
+    with pytest.raises(rs.InvalidType):
+        rs.jit.reduce(lambda a, b: a + b, "x")
+    with pytest.raises(rs.InvalidType):
+        rs.dist.Communicator(5)
+
+
+def test_shards_sharing_memory_are_refused():
+    a = np.ones(4, np.float32)
+    with pytest.raises(rs.InvalidArgument, match="share memory"):
+        rs.dist.from_shards([a, a])
+    b = np.ones(5, np.float32)
+    with pytest.raises(rs.InvalidArgument, match="share memory"):
+        rs.dist.from_shards([b[0:3], b[2:4]])
+    c = np.ones(6, np.float32)
+    rs.dist.apply(rs.op.add(1.0), rs.dist.from_shards([c[:3], c[3:]]))
+    np.testing.assert_array_equal(c, np.full(6, 2.0, np.float32))
+
+
+def test_numpy_reads_a_cpu_array_in_place_and_refuses_a_gpu_one():
+    x = rs.to_device(np.arange(3, dtype=np.float32), "cpu")
+    a = np.asarray(x)
+    assert a.dtype == np.float32 and a.tolist() == [0.0, 1.0, 2.0]
+    a[0] = 7.0
+    assert x.to_host()[0] == 7.0, "the same memory"
+    assert np.asarray(x, dtype=np.float64).dtype == np.float64
+    if rs.cuda_device_count():
+        with pytest.raises(rs.InvalidType, match="to_host"):
+            np.asarray(rs.to_device(np.ones(2, np.float32), "cuda:0"))
