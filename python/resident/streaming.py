@@ -78,14 +78,19 @@ def _integer(v, name, what):
     raise _error("InvalidArgument", f"resident.stream: {name}={v!r}; give {what} as an int")
 
 
+def _between_chunks(done, total):
+    """Called after each chunk when no progress is shown: the interpreter runs here, so a Ctrl-C (or
+    another signal's handler) ends the call between chunks instead of after the last one."""
+
+
 def _progress_of(progress, total_bytes):
-    """The callback (done, total) the C++ loop calls after each chunk, or None."""
+    """The callback (done, total) the C++ loop calls after each chunk."""
     if progress is False:
-        return None, None
+        return _between_chunks, None
     if callable(progress) and progress is not True:
         return progress, None
     if progress is None and (total_bytes < _AUTO_PROGRESS_BYTES or not sys.stderr.isatty()):
-        return None, None
+        return _between_chunks, None
     try:
         from tqdm.auto import tqdm
     except ImportError:
@@ -95,7 +100,7 @@ def _progress_of(progress, total_bytes):
                 if done == total:
                     sys.stderr.write("\n")
             return say, None
-        return None, None
+        return _between_chunks, None
     bar = tqdm(total=None, unit="el", unit_scale=True, desc="resident.stream")
 
     def update(done, total):

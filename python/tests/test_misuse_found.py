@@ -130,3 +130,35 @@ def test_numpy_reads_a_cpu_array_in_place_and_refuses_a_gpu_one():
     if rs.cuda_device_count():
         with pytest.raises(rs.InvalidType, match="to_host"):
             np.asarray(rs.to_device(np.ones(2, np.float32), "cuda:0"))
+
+
+def _slow(v):
+    for _ in range(40):
+        v = v * 0.999 + 0.001
+    return v
+
+
+@needs_numba
+def test_ctrl_c_ends_a_stream_between_chunks():
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    chunk = 1 << 18
+    x = np.ones(64 * chunk, np.float32)
+    rs.stream(_slow, x[:chunk].copy(), chunk=chunk)  # compiled before timing
+    start = time.monotonic()
+    rs.stream(_slow, x.copy(), chunk=chunk, progress=False)
+    whole = time.monotonic() - start
+    # Interrupted an eighth of the way in, it ends soon after (before, it ran every chunk first).
+    timer = threading.Timer(whole / 8, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            rs.stream(_slow, x.copy(), chunk=chunk, progress=False)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - start < whole / 2
