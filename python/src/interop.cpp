@@ -345,7 +345,8 @@ py_array take_in(nb::object obj) {
     nb::ndarray<nb::ro> ro;
     if (nb::try_cast(obj, ro, false)) return adopt(std::move(ro), true);
     throw rs::invalid_argument("from_dlpack: the __dlpack__ of a " + py_type_name(obj) +
-                               " gave no tensor (its producer refused to export it, e.g. an object or structured dtype)");
+                               " gave no tensor (its producer refused to export it: an object or structured dtype, or bytes "
+                               "in the other order, which x.astype(x.dtype.newbyteorder('=')) puts right)");
   }
   if (nb::hasattr(obj, "__cuda_array_interface__")) return from_cuda_array_interface(obj);
   throw rs::invalid_argument("from_dlpack: a " + py_type_name(obj) + " has neither __dlpack__ nor __cuda_array_interface__");
