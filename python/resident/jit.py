@@ -482,6 +482,11 @@ class Chain:
                 part = fn.part([current[0], current[0]], target, init)
             else:
                 part = value
+                if kind == "red" and part.name == "sum" and current[0] in _WIDER and len(current) == 1:
+                    # A sum of 32-bit integers adds in 64 bits, as resident.sum does (no wrap at 2^31).
+                    widen = _core._jit_map(_WIDER[current[0]], "")
+                    pipe = widen if pipe is None else pipe | widen
+                    current = [widen.result_dtype]
                 made = part.result_dtype
                 if made is not None and kind != "red":
                     current = [made]
@@ -549,6 +554,10 @@ class Chain:
         """The kernel text this chain generates for inputs of dtypes writing out, on device."""
         pipe, _ = self.build(list(dtypes), _target_of_device(device))
         return pipe.kernel_source(list(dtypes), out, device)
+
+
+_WIDER = {"int32": "long long rs_widen_i32(int v) { return v; }",
+          "uint32": "unsigned long long rs_widen_u32(unsigned int v) { return v; }"}
 
 
 def _check_count(n, dtype):

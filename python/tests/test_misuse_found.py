@@ -162,3 +162,15 @@ def test_ctrl_c_ends_a_stream_between_chunks():
     finally:
         timer.cancel()
     assert time.monotonic() - start < whole / 2
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32])
+def test_a_chain_sum_of_32_bit_integers_adds_in_64_bits(dtype):
+    x = np.full(4, np.iinfo(dtype).max, dtype)
+    exact = 4 * int(np.iinfo(dtype).max)
+    assert (rs.stage(lambda v: v) | rs.jit.sum())(x) == exact
+    assert rs.jit.sum()(x) == exact
+    assert rs.stream(lambda v: v, x, reduce="sum") == exact
+    assert rs.dist.sum(rs.dist.shard(x, ["cpu", "cpu"]), lambda v: v) == exact
+    assert rs.jit.max()(x) == np.iinfo(dtype).max
