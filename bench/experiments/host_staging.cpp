@@ -14,7 +14,7 @@
 // touched before timing; each figure is the median of --reps timed passes after one untimed pass.
 //
 // Built as the bench target `host_staging`, or alone from the repository root:
-//   g++ -O2 -std=c++20 -Iinclude bench/experiments/host_staging.cpp src/streaming/host_copy.cpp -pthread -o host_staging
+//   g++ -O2 -std=c++20 -Iinclude bench/experiments/host_staging.cpp src/out_of_core/host_copy.cpp -pthread -o host_staging
 // usage: host_staging [--size 4GiB] [--chunk 16MiB[,4MiB...]] [--depth 4] [--threads 1,2,4,8,12,16] [--reps 3]
 //                     [--json [PATH]]   (--json alone: only JSON on stdout; with PATH: the table too)
 #include <algorithm>
@@ -28,7 +28,7 @@
 #include <thread>
 #include <vector>
 
-#include "resident/streaming/detail/host_copy.hpp"
+#include "resident/out_of_core/detail/host_copy.hpp"
 
 namespace rd = resident::detail;
 
@@ -108,7 +108,7 @@ void touch(unsigned char* p, std::size_t bytes, int threads) {
 }
 
 // mixed: memcpy into the staging slots, the widest streaming stores out of them (the pipeline's way
-// when streaming_tuning::staged_upload_plain_stores is set).
+// when out_of_core_tuning::staged_upload_plain_stores is set).
 enum class method { memcpy_, nt16, nt32, mixed };
 const char* name_of(method m) {
   return m == method::memcpy_ ? "memcpy" : m == method::nt16 ? "nt16" : m == method::nt32 ? "nt32" : "mixed";

@@ -13,7 +13,7 @@
 #include "resident/flow/flow.hpp"
 #include "resident/fuse/pipeline.hpp"
 #include "resident/random/random.hpp"
-#include "resident/streaming/streaming.hpp"
+#include "resident/out_of_core/out_of_core.hpp"
 #include "support.hpp"
 
 namespace rs = resident;
@@ -282,9 +282,9 @@ TEST(cpu_exceptions, streamed_pipelines_rethrow_and_release_their_buffers) {
   };
   const rs::device cpu = rs::device::cpu();
   const auto before = rs::pool_stats(cpu).outstanding;
-  const rs::stream_options o{.chunk_elements = 1024, .target = cpu};
-  EXPECT_THROW(rs::stream_pipeline(rs::map(throws_at_42), in, out, o), planted);
-  EXPECT_THROW(rs::stream_pipeline(rs::map(throws_at_42) | rs::reduce(rs::plus{}, 0.f), in, o), planted);
+  const rs::out_of_core_options o{.chunk_elements = 1024, .target = cpu};
+  EXPECT_THROW(rs::out_of_core(rs::map(throws_at_42), in, out, o), planted);
+  EXPECT_THROW(rs::out_of_core(rs::map(throws_at_42) | rs::reduce(rs::plus{}, 0.f), in, o), planted);
   EXPECT_EQ(rs::pool_stats(cpu).outstanding, before);
 }
 

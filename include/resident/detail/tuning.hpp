@@ -63,7 +63,7 @@ struct sm90_tuning {
 using cuda_tuning = sm90_tuning;
 
 /// Streamed pipelines (streaming/): how host data is cut, and how pageable host memory is staged.
-struct streaming_tuning {
+struct out_of_core_tuning {
   /// Chunks this big keep the copy engines at the bus rate (each copy has a fixed cost of microseconds).
   static constexpr std::size_t chunk_bytes = std::size_t(64) << 20;
   /// Chunks in flight: one going up, one computed, one coming down.

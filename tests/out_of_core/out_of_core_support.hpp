@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "resident/streaming/streaming.hpp"
+#include "resident/out_of_core/out_of_core.hpp"
 #include "seed.hpp"
 #include "support.hpp"
 

@@ -1,4 +1,4 @@
-#include "resident/streaming/detail/chunk_loop.hpp"
+#include "resident/out_of_core/detail/chunk_loop.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -23,13 +23,13 @@
 #include "resident/memory/pinned.hpp"
 #include "resident/memory/pool.hpp"
 #include "resident/memory/transfer.hpp"
-#include "resident/streaming/detail/host_copy_pool.hpp"
+#include "resident/out_of_core/detail/host_copy_pool.hpp"
 
 namespace resident::detail {
 namespace cu = detail::cuda;
 namespace {
 
-using tuning = streaming_tuning;
+using tuning = out_of_core_tuning;
 constexpr int max_depth = 16;
 constexpr int max_host_threads = 256;
 // A chosen chunk is never made smaller than this many elements to fit memory.
@@ -109,16 +109,16 @@ struct chunk_loop::cuda_state {
 };
 
 chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side output, bool in_place,
-                       std::size_t result_bytes, const stream_options& o)
+                       std::size_t result_bytes, const out_of_core_options& o)
     : device_(o.target), n_(n), result_bytes_(result_bytes), inputs_(std::move(inputs)), output_(output),
       in_place_(in_place && inputs_.size() == 1 && output.data && inputs_[0].element_bytes == output.element_bytes),
       timeline_(o.timeline), start_(std::chrono::steady_clock::now()) {
   require(device_);
   RESIDENT_EXPECTS(o.depth >= 0 && o.depth <= max_depth,
-                   "stream_options: depth " + std::to_string(o.depth) + " is out of range; give 1 to " +
+                   "out_of_core_options: depth " + std::to_string(o.depth) + " is out of range; give 1 to " +
                        std::to_string(max_depth) + " chunks in flight, or 0 to let the call choose");
   RESIDENT_EXPECTS(o.host_threads >= 0 && o.host_threads <= max_host_threads,
-                   "stream_options: host_threads " + std::to_string(o.host_threads) + " is out of range; give 1 to " +
+                   "out_of_core_options: host_threads " + std::to_string(o.host_threads) + " is out of range; give 1 to " +
                        std::to_string(max_host_threads) + " host copy threads, or 0 to let the call choose");
   // A bad RESIDENT_POOL_LIMIT is refused here on both backends (the CPU's loop takes no staging).
   (void)pool_limit(device_);
@@ -138,7 +138,7 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   const std::size_t out_bytes = output_.data ? output_.element_bytes : 0;
   const std::size_t widest = std::max({in_bytes, out_bytes, std::size_t(1)});
   RESIDENT_EXPECTS(o.chunk_elements <= std::numeric_limits<std::size_t>::max() / max_depth / widest / 2,
-                   "stream_options: a chunk of " + std::to_string(o.chunk_elements) +
+                   "out_of_core_options: a chunk of " + std::to_string(o.chunk_elements) +
                        " elements overflows the byte count; give a smaller chunk_elements");
   // Output ranges that overlap an input other than exactly would be written before being read.
   if (output_.data && n > 0) {

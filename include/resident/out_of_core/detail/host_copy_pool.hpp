@@ -1,6 +1,6 @@
 #pragma once
 /// @file host_copy_pool.hpp
-/// Worker threads that copy between host buffers in parallel pieces (src/streaming/host_copy_pool.cpp).
+/// Worker threads that copy between host buffers in parallel pieces (src/out_of_core/host_copy_pool.cpp).
 /// A streamed pipeline over pageable host memory stages every chunk through page-locked buffers: these
 /// threads fill and drain them while the calling thread keeps the copy engines and the kernels fed.
 ///
@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "resident/streaming/detail/host_copy.hpp"
+#include "resident/out_of_core/detail/host_copy.hpp"
 
 namespace resident::detail {
 

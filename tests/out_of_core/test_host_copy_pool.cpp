@@ -16,7 +16,7 @@
 
 #include "../threads.hpp"
 #include "resident/error.hpp"
-#include "resident/streaming/detail/host_copy_pool.hpp"
+#include "resident/out_of_core/detail/host_copy_pool.hpp"
 
 namespace rd = resident::detail;
 
