@@ -1,6 +1,6 @@
 // The host side of staging pageable memory, alone (no GPU): GB/s of copies of whole chunks between a
 // large pageable array and a ring of page-aligned "staging" slots, cut among threads the way the
-// streamed pipelines' host copy pool cuts them (split_in_pages), with memcpy against streaming
+// out-of-core pipelines' host copy pool cuts them (split_in_pages), with memcpy against streaming
 // stores (copy_nontemporal, 16- and 32-byte).
 //   up:     pageable source -> staging slot (what staging a chunk's input does)
 //   down:   staging slot -> pageable destination (what draining a chunk's output does)
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
     };
     if (a == "--help" || a == "-h") {
       std::printf(
-          "host_staging: GB/s of the host copies that stage pageable memory for streamed pipelines\n"
+          "host_staging: GB/s of the host copies that stage pageable memory for out-of-core pipelines\n"
           "(pageable <-> page-aligned staging slots, chunks cut in whole pages among threads),\n"
           "memcpy against streaming stores, up, down and both at once. CPU only.\n\n"
           "  --size BYTES      the pageable array (default 4GiB; twice that is allocated)\n"

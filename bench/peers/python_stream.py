@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""resident.stream from Python against the C++ streamed pipeline and the bus, in one call: the seed's
+"""resident.stream from Python against the C++ out-of-core pipeline and the bus, in one call: the seed's
 pipeline streamed over host data larger than the pool's limit, as a program and as a stage chain,
 pinned in/out (rs.streaming.pinned_empty) and pageable, and a streamed sum; then `resident bench
 stream` on the same size and limit (the C++ out_of_core and the duplex copy rates it measures).

@@ -126,10 +126,10 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   // host copy worker). A null output of no element size is "no output" (a reduction).
   if (n > 0) {
     for (std::size_t i = 0; i < inputs_.size(); ++i)
-      RESIDENT_EXPECTS(inputs_[i].data, "streamed pipeline: host input " + std::to_string(i) + " is a null pointer with " +
+      RESIDENT_EXPECTS(inputs_[i].data, "out-of-core pipeline: host input " + std::to_string(i) + " is a null pointer with " +
                                             std::to_string(n) + " elements; give the host memory to read");
     RESIDENT_EXPECTS(output.data || output.element_bytes == 0,
-                     "streamed pipeline: the host output is a null pointer with " + std::to_string(n) +
+                     "out-of-core pipeline: the host output is a null pointer with " + std::to_string(n) +
                          " elements; give host memory of the input's size to write");
   }
   // Bytes of one element in every input together, and in the output.
@@ -147,7 +147,7 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
       const auto* ib = static_cast<const unsigned char*>(h.data);
       const bool overlap = ob < ib + n * h.element_bytes && ib < ob + n * out_bytes;
       const bool same = ob == ib && out_bytes == h.element_bytes;
-      RESIDENT_EXPECTS(!overlap || same, "streamed pipeline: the host output overlaps an input without being "
+      RESIDENT_EXPECTS(!overlap || same, "out-of-core pipeline: the host output overlaps an input without being "
                                          "the same elements; write into separate memory or exactly in place");
     }
   }
@@ -157,7 +157,7 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   if (n > 0) {
     auto refuse_device_memory = [&](const void* p, const std::string& which) {
       if (const auto on = rt.owner(p, false))
-        RESIDENT_FAIL("streamed pipeline: " + which + " is memory of " + on->name() +
+        RESIDENT_FAIL("out-of-core pipeline: " + which + " is memory of " + on->name() +
                       ", not host memory; run the pipeline on the device array itself, or stream a host copy");
     };
     for (std::size_t i = 0; i < inputs_.size(); ++i) refuse_device_memory(inputs_[i].data, "host input " + std::to_string(i));
@@ -165,7 +165,7 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   }
   const bool moves = !inputs_.empty() || output_.data || result_bytes_ > 0;
   if (n > 0 && moves && current_transfer_policy() == transfer_policy::forbid)
-    RESIDENT_FAIL("a streamed pipeline of " + std::to_string(n) + " elements on " + device_.name() +
+    RESIDENT_FAIL("an out-of-core pipeline of " + std::to_string(n) + " elements on " + device_.name() +
                       " would move data between host and device while the transfer policy is forbid; "
                       "run it outside that scope or relax the policy",
                   transfer_forbidden);
@@ -271,7 +271,7 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
             "free memory leave; raise the pool's limit (set_pool_limit or RESIDENT_POOL_LIMIT) or free arrays" +
             (o.depth > 1 ? std::string(", or give a smaller depth") : "");
     }
-    throw out_of_memory("streamed pipeline: " + why + ". " + e.what(), e.requested(), e.free_bytes(),
+    throw out_of_memory("out-of-core pipeline: " + why + ". " + e.what(), e.requested(), e.free_bytes(),
                         e.pool_reserved(), e.pool_in_use(), e.pool_limit(), e.largest_free_block());
   }
   st->in.assign(std::size_t(depth_), std::vector<void*>(inputs_.size()));
@@ -355,7 +355,7 @@ const void* chunk_loop::host_results() const noexcept {
 
 void chunk_loop::run(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results) {
   RESIDENT_EXPECTS(result_bytes_ == 0 || chunks_ == 0 || results.size() >= std::size_t(depth_),
-                   "streamed pipeline: a result slot per chunk in flight is needed");
+                   "out-of-core pipeline: a result slot per chunk in flight is needed");
   if (timeline_) timeline_->clear();
   if (chunks_ > 0) {
     if (cuda_)

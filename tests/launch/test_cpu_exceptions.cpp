@@ -271,7 +271,7 @@ TEST_P(cpu_loops, after_a_team_came_too_late_the_calling_thread_runs_the_same_pi
 INSTANTIATE_TEST_SUITE_P(backends, cpu_exceptions, ::testing::Values("cpu"), ::resident::test::backend_name);
 INSTANTIATE_TEST_SUITE_P(backends, cpu_loops, ::testing::Values("cpu"), ::resident::test::backend_name);
 
-// A stage that throws inside a streamed pipeline reaches the caller; its buffers are released.
+// A stage that throws inside an out-of-core pipeline reaches the caller; its buffers are released.
 TEST(cpu_exceptions, streamed_pipelines_rethrow_and_release_their_buffers) {
   const std::size_t n = 3 * 1024;
   std::vector<float> in(n, 1.f), out(n);

@@ -1,5 +1,5 @@
 #pragma once
-// What the streamed-pipeline tests share: stages, a generated source with its reference, the chunk
+// What the out-of-core-pipeline tests share: stages, a generated source with its reference, the chunk
 // size they stream with and the sizes around it.
 #include <cstddef>
 #include <vector>

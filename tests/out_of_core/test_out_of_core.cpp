@@ -229,7 +229,7 @@ TEST_P(out_of_core, forbid_policy_refuses_before_any_work) {
     rs::scoped_transfer_policy forbid(rs::transfer_policy::forbid);
     try {
       rs::out_of_core(rs::map<f1>(), in, out, {.chunk_elements = chunk, .target = dev});
-      FAIL() << "a streamed pipeline ran under forbid";
+      FAIL() << "an out-of-core pipeline ran under forbid";
     } catch (const rs::transfer_forbidden& e) {
       EXPECT_NE(std::string(e.what()).find("forbid"), std::string::npos) << e.what();
     }

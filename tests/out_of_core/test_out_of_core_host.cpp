@@ -1,5 +1,5 @@
 // Compiled by nvcc when the CUDA backend is in the build.
-// Streamed pipelines and the host memory they are given: null, device memory passed as host memory,
+// Out-of-core pipelines and the host memory they are given: null, device memory passed as host memory,
 // pageable at every chunk depth and thread count, mixed with pinned; and a stage that throws mid-stream.
 #include <algorithm>
 #include <chrono>

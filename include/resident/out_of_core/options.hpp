@@ -1,6 +1,6 @@
 #pragma once
 /// @file options.hpp
-/// What a streamed pipeline is told (how to cut its data) and what it reports (how it cut it, and
+/// What an out-of-core pipeline is told (how to cut its data) and what it reports (how it cut it, and
 /// when each chunk crossed each stage).
 
 #include <cstddef>
@@ -11,7 +11,7 @@
 
 namespace resident {
 
-/// When one chunk of a streamed pipeline crossed each of its three stages, in milliseconds since the
+/// When one chunk of an out-of-core pipeline crossed each of its three stages, in milliseconds since the
 /// call started (GPU: events on the upload, kernel and download streams; CPU: the host clock, where
 /// the stages run one after another). A stage a chunk does not have (no host input to upload, no host
 /// output to download) begins and ends at the same time.
@@ -33,7 +33,7 @@ struct chunk_timing {
   ///@}
 };
 
-/// How a streamed pipeline cuts host data into chunks. Zero means "choose": a chunk of 64 MiB of
+/// How an out-of-core pipeline cuts host data into chunks. Zero means "choose": a chunk of 64 MiB of
 /// input, 3 chunks in flight (4 when a host array is pageable), both made smaller until the device
 /// staging fits in half the device's free memory and under the pool's limit (set_pool_limit,
 /// RESIDENT_POOL_LIMIT). The device staging (depth chunks of every input, and of the output unless it
@@ -52,7 +52,7 @@ struct out_of_core_options {
   int host_threads = 0;
 };
 
-/// How a streamed pipeline ran.
+/// How an out-of-core pipeline ran.
 struct out_of_core_summary {
   std::size_t elements = 0;        ///< elements processed
   std::size_t chunks = 0;          ///< chunks processed

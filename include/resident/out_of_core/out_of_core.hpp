@@ -21,7 +21,7 @@
 /// returns (its host output is written, its value computed). It touches no device memory of the
 /// caller, so it waits for no other work on the device.
 ///
-/// Thread safety: streamed pipelines may run concurrently from several threads. Each call has its own
+/// Thread safety: out-of-core pipelines may run concurrently from several threads. Each call has its own
 /// streams, device staging, events and host copy threads (a host_copy_pool of its own); only the
 /// per-device cache of page-locked staging buffers is shared, under a lock (a buffer is taken out of
 /// the cache for the call's length).
@@ -49,7 +49,7 @@
 
 namespace resident {
 
-/// Host arrays read in step by a streamed pipeline (its first map takes one argument per array).
+/// Host arrays read in step by an out-of-core pipeline (its first map takes one argument per array).
 /// Holds spans: the arrays must outlive the call.
 template <class... Ts>
 struct host_zip_input {
@@ -69,7 +69,7 @@ auto host_zip(const R&... r) {
   return z;
 }
 
-/// Elements made on the device as g(i) for i in [0, n): a streamed pipeline with this source
+/// Elements made on the device as g(i) for i in [0, n): an out-of-core pipeline with this source
 /// uploads nothing (g as for generate()).
 template <class G>
 struct host_generate_input {
@@ -77,7 +77,7 @@ struct host_generate_input {
   std::size_t n;  ///< how many elements
 };
 
-/// A source of n elements g(0), ..., g(n - 1) made on the device, for a streamed pipeline.
+/// A source of n elements g(0), ..., g(n - 1) made on the device, for an out-of-core pipeline.
 template <class G>
 host_generate_input<G> host_generate(G g, std::size_t n) {
   return {g, n};
@@ -214,7 +214,7 @@ auto as_input(const In& in) {
     return in;
   } else {
     static_assert(std::ranges::contiguous_range<In>,
-                  "a streamed pipeline's input is a contiguous host range, host_zip(...) or host_generate(g, n)");
+                  "an out-of-core pipeline's input is a contiguous host range, host_zip(...) or host_generate(g, n)");
     using T = std::ranges::range_value_t<In>;
     return single_input<T>{std::span<const T>(std::ranges::data(in), std::ranges::size(in))};
   }

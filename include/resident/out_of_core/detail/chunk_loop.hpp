@@ -1,6 +1,6 @@
 #pragma once
 /// @file chunk_loop.hpp
-/// The untyped engine behind streamed pipelines (src/out_of_core/chunk_loop.cpp): it cuts n elements
+/// The untyped engine behind out-of-core pipelines (src/out_of_core/chunk_loop.cpp): it cuts n elements
 /// into chunks, moves each chunk's inputs up and its output down on streams of their own with pinned
 /// staging, and calls back for each chunk's kernel. streaming.hpp types the callback.
 
@@ -15,7 +15,7 @@
 
 namespace resident::detail {
 
-/// One host array a streamed pipeline reads (data: its first element) or writes.
+/// One host array an out-of-core pipeline reads (data: its first element) or writes.
 struct host_side {
   const void* data = nullptr;
   std::size_t element_bytes = 0;

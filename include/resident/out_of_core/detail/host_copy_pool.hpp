@@ -1,7 +1,7 @@
 #pragma once
 /// @file host_copy_pool.hpp
 /// Worker threads that copy between host buffers in parallel pieces (src/out_of_core/host_copy_pool.cpp).
-/// A streamed pipeline over pageable host memory stages every chunk through page-locked buffers: these
+/// An out-of-core pipeline over pageable host memory stages every chunk through page-locked buffers: these
 /// threads fill and drain them while the calling thread keeps the copy engines and the kernels fed.
 ///
 /// Thread safety: each streamed call makes a pool of its own, so no pool is shared between callers. A
