@@ -62,8 +62,8 @@ struct stream_plan {
 // flight and the MiB the sweeps keep free).
 void check_chunk(const stream_bench_options& o, const stream_plan& p, const std::string& limit_text) {
   const int depth = o.depth      ? o.depth
-                    : p.pageable ? detail::streaming_tuning::staged_depth
-                                 : detail::streaming_tuning::depth;
+                    : p.pageable ? detail::out_of_core_tuning::staged_depth
+                                 : detail::out_of_core_tuning::depth;
   if (!p.gpu && o.chunk > p.limit)
     throw invalid_argument("--chunk: " + std::to_string(o.chunk) + " bytes do not fit under " + limit_text +
                            "; give a smaller chunk or a larger limit");
@@ -200,12 +200,12 @@ class stream_measures {
   table& rows() { return t_; }
   nlohmann::json& extra() { return extra_; }
   bool ok() const { return ok_; }
-  const stream_summary& used() const { return used_; }
+  const out_of_core_summary& used() const { return used_; }
 
   // The bar of the pinned stream, written by hand in CUDA: chunks as the stream's default (64 MiB), three
   // streams each uploading, mapping and downloading its chunk, as CUDA's samples overlap copies and kernels.
   void hand_written() {
-    const std::size_t n = p_.n, hand_chunk = detail::streaming_tuning::chunk_bytes / sizeof(float);
+    const std::size_t n = p_.n, hand_chunk = detail::out_of_core_tuning::chunk_bytes / sizeof(float);
     std::fill(h_.pin_out.data(), h_.pin_out.data() + n, -1234.5f);
     const std::vector<double> ms =
         hand_chunked_pipeline_ms(h_.pin_in.data(), h_.pin_out.data(), n, hand_chunk, 3, p_.d.index(), p_.reps);
@@ -230,11 +230,11 @@ class stream_measures {
     reset_pool_peak(p_.d);
     const std::span<const float> is(in, n);
     const std::span<float> os(out_buf, n);
-    used_ = stream_pipeline(seed_, is, os, opts_);
+    used_ = out_of_core(seed_, is, os, opts_);
     const ledger_counts per_call = l.delta();
     const double err = seed_error(in, out_buf, n);
     ok_ = ok_ && err <= tolerance && per_call.peak_bytes <= p_.limit;
-    const auto [ms, slowest] = wall_spread_ms(p_.reps, [&] { stream_pipeline(seed_, is, os, opts_); }, 0);
+    const auto [ms, slowest] = wall_spread_ms(p_.reps, [&] { out_of_core(seed_, is, os, opts_); }, 0);
     const double up = rates_.duplex_up;
     t_.add({std::string("streamed, ") + what, table::cell(gbs(bytes, ms), -1), table::cell(gbs(bytes, ms) / up, 2),
             table::cell(gbs(bytes, slowest) / up, 2), table::cell(target, 2),
@@ -259,13 +259,13 @@ class stream_measures {
     const std::size_t n = p_.n;
     const std::span<const float> is(in, n);
     if (reference) {
-      const double value = stream_pipeline(sum_, is, opts_);
+      const double value = out_of_core(sum_, is, opts_);
       double ref = 0;
 #pragma omp parallel for reduction(+ : ref)
       for (long i = 0; i < long(n); ++i) ref += reference[i];
       ok_ = ok_ && std::fabs(value - ref) <= 1e-6 * (std::fabs(ref) + double(n));
     }
-    const auto [ms, slowest] = wall_spread_ms(p_.reps, [&] { (void)stream_pipeline(sum_, is, opts_); }, 0);
+    const auto [ms, slowest] = wall_spread_ms(p_.reps, [&] { (void)out_of_core(sum_, is, opts_); }, 0);
     const double up = rates_.upload;
     t_.add({std::string("streamed reduction, ") + what, table::cell(gbs(p_.bytes, ms), -1),
             table::cell(gbs(p_.bytes, ms) / up, 2), table::cell(gbs(p_.bytes, slowest) / up, 2),
@@ -286,14 +286,14 @@ class stream_measures {
   host_data& h_;
   copy_rates rates_;
   double seed_ms_;
-  stream_options opts_;
+  out_of_core_options opts_;
   decltype(seed_pipeline()) seed_ = seed_pipeline();
   decltype(seed_pipeline() | reduce(plus{}, 0.0)) sum_ = seed_pipeline() | reduce(plus{}, 0.0);
   table t_{{{"measure", "measure", false}, {"GB/s", "gbs", true}, {"ratio", "ratio", true},
             {"slowest rep", "slowest_ratio", true}, {"target", "target", true}, {"note", "note", false}}};
   nlohmann::json extra_;
   bool ok_ = true;
-  stream_summary used_{};
+  out_of_core_summary used_{};
   double hand_gbs_ = 0;  // the hand-written chunked pipeline's rate, once measured
 };
 
@@ -306,13 +306,13 @@ nlohmann::json stream_measures::host_thread_sweep(progress& bar) {
       bar.step("pageable, " + detail::format_bytes(double(cb)) + " chunks, " + std::to_string(threads) +
                " host threads" + (skip ? " (skipped: over the pool's limit)" : ""));
       if (skip) continue;
-      stream_options so = opts_;
+      out_of_core_options so = opts_;
       so.host_threads = threads;
       so.chunk_elements = std::min(cb / sizeof(float), n);
       const std::span<const float> is(h_.page_in.data(), n);
       const std::span<float> os(h_.page_out.data(), n);
-      const stream_summary s = stream_pipeline(seed_, is, os, so);
-      const double ms = wall_ms(p_.reps, [&] { stream_pipeline(seed_, is, os, so); }, 0);
+      const out_of_core_summary s = out_of_core(seed_, is, os, so);
+      const double ms = wall_ms(p_.reps, [&] { out_of_core(seed_, is, os, so); }, 0);
       sweep.push_back({{"host_threads", threads}, {"chunk_bytes", s.chunk_elements * sizeof(float)},
                        {"depth", s.depth}, {"gbs", gbs(p_.bytes, ms)}, {"ratio", gbs(p_.bytes, ms) / rates_.duplex_up}});
     }
@@ -330,13 +330,13 @@ nlohmann::json stream_measures::chunk_sweep(progress& bar, int depth_given) {
     bar.step("chunk sweep, " + detail::format_bytes(double(cb)) +
              (skip ? " (skipped: over the data or the pool's limit)" : ""));
     if (skip) continue;
-    stream_options so = opts_;
+    out_of_core_options so = opts_;
     so.chunk_elements = cb / sizeof(float);
     so.depth = depth;
     const std::span<const float> is(h_.pin_in.data(), n);
     const std::span<float> os(h_.pin_out.data(), n);
-    stream_pipeline(seed_, is, os, so);
-    const double ms = wall_ms(p_.reps, [&] { stream_pipeline(seed_, is, os, so); }, 0);
+    out_of_core(seed_, is, os, so);
+    const double ms = wall_ms(p_.reps, [&] { out_of_core(seed_, is, os, so); }, 0);
     sweep.push_back({{"chunk_bytes", cb}, {"depth", depth}, {"gbs", gbs(p_.bytes, ms)},
                      {"ratio", gbs(p_.bytes, ms) / rates_.duplex_up}});
   }

@@ -16,7 +16,7 @@ double curand_uniform_fill_ms(float* p, std::size_t n, std::uint64_t seed, strea
 /// The same for normals (mean 0, sd 1): curandGenerateNormal, n even.
 double curand_normal_fill_ms(float* p, std::size_t n, std::uint64_t seed, stream_ref s, int reps);
 
-/// The bar a streamed pipeline over pinned memory is measured against: the seed map over n floats of
+/// The bar an out-of-core pipeline over pinned memory is measured against: the seed map over n floats of
 /// pinned host memory from in to out, written by hand as CUDA's samples overlap copies and kernels:
 /// chunks of `chunk` floats taken in turn by `streams` streams, each uploading its chunk, mapping it
 /// and downloading the result on its own stream (device buffers of its own, outside the pool). Wall

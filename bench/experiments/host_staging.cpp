@@ -1,6 +1,6 @@
 // The host side of staging pageable memory, alone (no GPU): GB/s of copies of whole chunks between a
 // large pageable array and a ring of page-aligned "staging" slots, cut among threads the way the
-// streamed pipelines' host copy pool cuts them (split_in_pages), with memcpy against streaming
+// out-of-core pipelines' host copy pool cuts them (split_in_pages), with memcpy against streaming
 // stores (copy_nontemporal, 16- and 32-byte).
 //   up:     pageable source -> staging slot (what staging a chunk's input does)
 //   down:   staging slot -> pageable destination (what draining a chunk's output does)
@@ -14,7 +14,7 @@
 // touched before timing; each figure is the median of --reps timed passes after one untimed pass.
 //
 // Built as the bench target `host_staging`, or alone from the repository root:
-//   g++ -O2 -std=c++20 -Iinclude bench/experiments/host_staging.cpp src/streaming/host_copy.cpp -pthread -o host_staging
+//   g++ -O2 -std=c++20 -Iinclude bench/experiments/host_staging.cpp src/out_of_core/host_copy.cpp -pthread -o host_staging
 // usage: host_staging [--size 4GiB] [--chunk 16MiB[,4MiB...]] [--depth 4] [--threads 1,2,4,8,12,16] [--reps 3]
 //                     [--json [PATH]]   (--json alone: only JSON on stdout; with PATH: the table too)
 #include <algorithm>
@@ -28,7 +28,7 @@
 #include <thread>
 #include <vector>
 
-#include "resident/streaming/detail/host_copy.hpp"
+#include "resident/out_of_core/detail/host_copy.hpp"
 
 namespace rd = resident::detail;
 
@@ -108,7 +108,7 @@ void touch(unsigned char* p, std::size_t bytes, int threads) {
 }
 
 // mixed: memcpy into the staging slots, the widest streaming stores out of them (the pipeline's way
-// when streaming_tuning::staged_upload_plain_stores is set).
+// when out_of_core_tuning::staged_upload_plain_stores is set).
 enum class method { memcpy_, nt16, nt32, mixed };
 const char* name_of(method m) {
   return m == method::memcpy_ ? "memcpy" : m == method::nt16 ? "nt16" : m == method::nt32 ? "nt32" : "mixed";
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
     };
     if (a == "--help" || a == "-h") {
       std::printf(
-          "host_staging: GB/s of the host copies that stage pageable memory for streamed pipelines\n"
+          "host_staging: GB/s of the host copies that stage pageable memory for out-of-core pipelines\n"
           "(pageable <-> page-aligned staging slots, chunks cut in whole pages among threads),\n"
           "memcpy against streaming stores, up, down and both at once. CPU only.\n\n"
           "  --size BYTES      the pageable array (default 4GiB; twice that is allocated)\n"

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""resident.stream from Python against the C++ streamed pipeline and the bus, in one call: the seed's
+"""resident.stream from Python against the C++ out-of-core pipeline and the bus, in one call: the seed's
 pipeline streamed over host data larger than the pool's limit, as a program and as a stage chain,
 pinned in/out (rs.streaming.pinned_empty) and pageable, and a streamed sum; then `resident bench
-stream` on the same size and limit (the C++ stream_pipeline and the duplex copy rates it measures).
+stream` on the same size and limit (the C++ out_of_core and the duplex copy rates it measures).
 GB/s is data bytes per second (as bench stream counts them); ratios are to the duplex upload rate (the
 sum: to the upload alone). Every output is checked against FP64 on a sample first.
 

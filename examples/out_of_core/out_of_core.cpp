@@ -55,11 +55,11 @@ int main() {
     const auto seed = rs::map<f1>() | rs::map<f2>() | rs::map<f3>();
     std::vector<rs::chunk_timing> t;
     // The chunk is left to the call: it sizes it so that three in flight fit under the pool's limit.
-    rs::stream_options o{.chunk_elements = 0, .depth = 3, .target = d, .timeline = &t};
-    rs::stream_pipeline(seed, in, out, o);  // warm-up: staging, streams
+    rs::out_of_core_options o{.chunk_elements = 0, .depth = 3, .target = d, .timeline = &t};
+    rs::out_of_core(seed, in, out, o);  // warm-up: staging, streams
     rs::reset_pool_peak(d);
     rs::scoped_ledger l(d);
-    const rs::stream_summary s = rs::stream_pipeline(seed, in, out, o);
+    const rs::out_of_core_summary s = rs::out_of_core(seed, in, out, o);
     const rs::ledger_counts c = l.delta();
 
     double worst = 0;

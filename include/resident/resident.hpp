@@ -2,8 +2,9 @@
 /// @file resident.hpp
 /// The single-device library in one include: devices, streams, events and graphs; arrays, memory
 /// pools and the ledger; launches, fused pipelines and programs; flows; matmul; random fills;
-/// run-time (jit) chains; out-of-core streaming; profiling and timing. `namespace rs = resident;`
-/// reads well.
+/// run-time (jit) chains; out-of-core pipelines over host data larger than the device (compile-time
+/// and run-time: out_of_core/out_of_core.hpp, jit/out_of_core.hpp); profiling and timing.
+/// `namespace rs = resident;` reads well.
 ///
 /// Separate, included where wanted:
 /// - `resident/dist/dist.hpp`: communicators and sharded arrays beyond one device. Its collectives
@@ -11,9 +12,10 @@
 ///   program on one device has no use for it.
 /// - `resident/interop/dlpack.hpp`: zero-copy exchange with other array libraries. It includes
 ///   `<dlpack/dlpack.h>`, a header resident does not ship (Debian: libdlpack-dev).
-/// - `resident/jit/stream.hpp`: run-time chains streamed over host data. Its function `jit::stream`
-///   would make the name `stream` ambiguous beside the class `resident::stream` in code that uses
-///   both namespaces.
+/// - `resident/streaming/*.hpp`, `resident/jit/stream.hpp`: deprecated headers that forward to the
+///   out-of-core ones. `jit/stream.hpp` declares the deprecated function `jit::stream`, which would
+///   make the name `stream` ambiguous beside the class `resident::stream` in code that uses both
+///   namespaces.
 
 #include "resident/config.hpp"
 #include "resident/device/device.hpp"
@@ -34,5 +36,6 @@
 #include "resident/insight/profile.hpp"
 #include "resident/insight/timing.hpp"
 #include "resident/jit/jit.hpp"
+#include "resident/jit/out_of_core.hpp"
 #include "resident/random/random.hpp"
-#include "resident/streaming/streaming.hpp"
+#include "resident/out_of_core/out_of_core.hpp"

@@ -138,7 +138,7 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
     out: a writable host array of x's size for the results (it may be x itself: in place); by default a
     new NumPy array. reduce: "sum", "min" or "max" appended to the work; a reducing call returns its
     value (a Python number, in the values' type) and takes no out. chunk: elements per chunk; depth:
-    chunks in flight (1 to 16); both chosen when None, as in C++ (stream_options). device: where the
+    chunks in flight (1 to 16); both chosen when None, as in C++ (out_of_core_options). device: where the
     chunks run (default: the default device). progress: a callable (elements done, total) called after
     each chunk; True for a bar (tqdm, else a line on stderr); None shows a tqdm bar on runs of 1 GiB or
     more when tqdm is installed and stderr is a terminal; False never.

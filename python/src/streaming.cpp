@@ -1,5 +1,5 @@
 // resident._core's streaming: host arrays of any size through a run-time chain or a program, in
-// chunks (resident/jit/stream.hpp), with the GIL released while the chunks run.
+// chunks (resident/jit/out_of_core.hpp), with the GIL released while the chunks run.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "bindings_38.hpp"
-#include "resident/jit/stream.hpp"
+#include "resident/jit/out_of_core.hpp"
 #include "resident/resident.hpp"
 
 namespace nb = nanobind;
@@ -44,12 +44,12 @@ jit::host_operand operand_of(const A& a) {
   return {a.data(), a.size(), element_of(a.dtype())};
 }
 
-rs::stream_options options_of(const int_arg<std::int64_t>& chunk_, const int_arg<int>& depth_, const std::optional<std::string>& dev) {
+rs::out_of_core_options options_of(const int_arg<std::int64_t>& chunk_, const int_arg<int>& depth_, const std::optional<std::string>& dev) {
   const std::int64_t chunk = chunk_.get("resident.stream", "chunk");
   const int depth = depth_.get("resident.stream", "depth");
   if (chunk < 0) throw rs::invalid_argument("resident.stream: chunk " + std::to_string(chunk) + " is negative; give "
                                             "elements per chunk, or None to let the call choose");
-  rs::stream_options o;
+  rs::out_of_core_options o;
   o.chunk_elements = std::size_t(chunk);
   o.depth = depth;
   o.target = dev ? rs::parse_device(*dev) : rs::default_device();
@@ -58,7 +58,7 @@ rs::stream_options options_of(const int_arg<std::int64_t>& chunk_, const int_arg
 }
 
 // The progress callback, called with the GIL (its exception ends the call).
-jit::stream_progress progress_of(nb::object progress) {
+jit::out_of_core_progress progress_of(nb::object progress) {
   if (progress.is_none()) return {};
   return [progress](std::size_t done, std::size_t total) {
     nb::gil_scoped_acquire held;
@@ -66,7 +66,7 @@ jit::stream_progress progress_of(nb::object progress) {
   };
 }
 
-nb::dict summary_dict(const rs::stream_summary& s) {
+nb::dict summary_dict(const rs::out_of_core_summary& s) {
   nb::dict d;
   d["elements"] = s.elements;
   d["chunks"] = s.chunks;
@@ -86,7 +86,7 @@ nb::dict summary_dict(const rs::stream_summary& s) {
 struct stream_call {
   python_call_site site;
   std::optional<rs::detail::call_scope> scope;
-  stream_call(const rs::stream_options& o, std::uint64_t read, std::uint64_t written, std::uint64_t n) {
+  stream_call(const rs::out_of_core_options& o, std::uint64_t read, std::uint64_t written, std::uint64_t n) {
     rs::detail::call_facts f;
     f.bytes_read = read;
     f.bytes_written = written;
@@ -107,13 +107,13 @@ nb::dict stream_chain(const jit::pipeline& chain, const std::vector<host_in>& xs
   std::vector<jit::host_operand> in;
   for (const auto& x : xs) in.push_back(operand_of(x));
   const jit::host_operand o = operand_of(out);
-  const rs::stream_options opt = options_of(chunk, depth, dev);
+  const rs::out_of_core_options opt = options_of(chunk, depth, dev);
   const auto cb = progress_of(progress);
   stream_call call(opt, bytes_of(in), bytes_of({o}), o.size);
-  rs::stream_summary s;
+  rs::out_of_core_summary s;
   {
     nb::gil_scoped_release unlocked;
-    s = jit::stream(chain, in, o, opt, cb);
+    s = jit::out_of_core(chain, in, o, opt, cb);
   }
   return summary_dict(s);
 }
@@ -131,14 +131,14 @@ nb::tuple stream_chain_reduce(const jit::pipeline& chain, const std::vector<host
   else if (dtype == "uint64") r = jit::element::u64;
   else throw rs::invalid_argument("resident.stream: unknown value type '" + dtype + "'");
   refuse_empty_extreme(chain, in.empty() ? 0 : in[0].size, "resident.stream");
-  const rs::stream_options opt = options_of(chunk, depth, dev);
+  const rs::out_of_core_options opt = options_of(chunk, depth, dev);
   const auto cb = progress_of(progress);
   stream_call call(opt, bytes_of(in), 0, in.empty() ? 0 : in[0].size);
   alignas(8) unsigned char value[8] = {};
-  rs::stream_summary s;
+  rs::out_of_core_summary s;
   {
     nb::gil_scoped_release unlocked;
-    s = jit::stream_reduce(chain, in, r, value, opt, cb);
+    s = jit::out_of_core_reduce(chain, in, r, value, opt, cb);
   }
   nb::object v;
   auto as = [&](auto t) {
@@ -160,13 +160,13 @@ nb::tuple stream_chain_reduce(const jit::pipeline& chain, const std::vector<host
 nb::dict stream_program(const rs::program& p, host_in x, host_out out, int_arg<std::int64_t> chunk, int_arg<int> depth,
                         const std::optional<std::string>& dev, nb::object progress) {
   const jit::host_operand i = operand_of(x), o = operand_of(out);
-  const rs::stream_options opt = options_of(chunk, depth, dev);
+  const rs::out_of_core_options opt = options_of(chunk, depth, dev);
   const auto cb = progress_of(progress);
   stream_call call(opt, bytes_of({i}), bytes_of({o}), o.size);
-  rs::stream_summary s;
+  rs::out_of_core_summary s;
   {
     nb::gil_scoped_release unlocked;
-    s = jit::stream(p, i, o, opt, cb);
+    s = jit::out_of_core(p, i, o, opt, cb);
   }
   return summary_dict(s);
 }

@@ -13,7 +13,7 @@
 #include "resident/flow/flow.hpp"
 #include "resident/fuse/pipeline.hpp"
 #include "resident/random/random.hpp"
-#include "resident/streaming/streaming.hpp"
+#include "resident/out_of_core/out_of_core.hpp"
 #include "support.hpp"
 
 namespace rs = resident;
@@ -271,7 +271,7 @@ TEST_P(cpu_loops, after_a_team_came_too_late_the_calling_thread_runs_the_same_pi
 INSTANTIATE_TEST_SUITE_P(backends, cpu_exceptions, ::testing::Values("cpu"), ::resident::test::backend_name);
 INSTANTIATE_TEST_SUITE_P(backends, cpu_loops, ::testing::Values("cpu"), ::resident::test::backend_name);
 
-// A stage that throws inside a streamed pipeline reaches the caller; its buffers are released.
+// A stage that throws inside an out-of-core pipeline reaches the caller; its buffers are released.
 TEST(cpu_exceptions, streamed_pipelines_rethrow_and_release_their_buffers) {
   const std::size_t n = 3 * 1024;
   std::vector<float> in(n, 1.f), out(n);
@@ -282,9 +282,9 @@ TEST(cpu_exceptions, streamed_pipelines_rethrow_and_release_their_buffers) {
   };
   const rs::device cpu = rs::device::cpu();
   const auto before = rs::pool_stats(cpu).outstanding;
-  const rs::stream_options o{.chunk_elements = 1024, .target = cpu};
-  EXPECT_THROW(rs::stream_pipeline(rs::map(throws_at_42), in, out, o), planted);
-  EXPECT_THROW(rs::stream_pipeline(rs::map(throws_at_42) | rs::reduce(rs::plus{}, 0.f), in, o), planted);
+  const rs::out_of_core_options o{.chunk_elements = 1024, .target = cpu};
+  EXPECT_THROW(rs::out_of_core(rs::map(throws_at_42), in, out, o), planted);
+  EXPECT_THROW(rs::out_of_core(rs::map(throws_at_42) | rs::reduce(rs::plus{}, 0.f), in, o), planted);
   EXPECT_EQ(rs::pool_stats(cpu).outstanding, before);
 }
 

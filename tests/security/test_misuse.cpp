@@ -113,9 +113,9 @@ TEST(count_misuse, sizes_that_overflow_the_byte_count_are_refused_before_allocat
                rs::invalid_argument);
   std::vector<float> in(8), out(8);
   for (int depth : {-1, 17, 1000}) {
-    rs::stream_options o;
+    rs::out_of_core_options o;
     o.depth = depth;
-    EXPECT_THROW(rs::stream_pipeline(rs::map([](float v) { return v; }), in, out, o), rs::invalid_argument) << depth;
+    EXPECT_THROW(rs::out_of_core(rs::map([](float v) { return v; }), in, out, o), rs::invalid_argument) << depth;
   }
 }
 

@@ -236,11 +236,11 @@ void runtime_stages(tally& t, rs::stream_ref s, std::mt19937_64& g, std::size_t 
 void streamed(tally& t, rs::device d, std::mt19937_64& g, std::size_t n) {
   const std::vector<float> h = random_floats(g, n);
   std::vector<float> out(n, poison);
-  rs::stream_options o;
+  rs::out_of_core_options o;
   o.target = d;
   o.chunk_elements = n / 3 + 1;
   o.host_threads = 2;
-  rs::stream_pipeline(rs::map<affine>() | rs::map<hypot1>(), h, out, o);
+  rs::out_of_core(rs::map<affine>() | rs::map<hypot1>(), h, out, o);
   std::vector<double> want(n);
   double sum = 0;
   for (std::size_t i = 0; i < n; ++i) {
@@ -249,7 +249,7 @@ void streamed(tally& t, rs::device d, std::mt19937_64& g, std::size_t n) {
     sum += double(h[i]) * double(h[i]);
   }
   close(t, "streamed map", out, want, 1e-5);
-  same_value(t, "streamed sum", rs::stream_pipeline(rs::map<square>() | rs::reduce(rs::plus{}, 0.0), h, o), sum, 1e-5);
+  same_value(t, "streamed sum", rs::out_of_core(rs::map<square>() | rs::reduce(rs::plus{}, 0.0), h, o), sum, 1e-5);
   t.bytes += 3 * n * 4;
 }
 

@@ -186,8 +186,8 @@ int run_demo(const demo_options& o) {
     if (o.stream) {
       bar.step("streamed from host memory");
       mode_result r{"streamed", "(e) streamed, host to host"};
-      const stream_options so{.target = d};
-      auto call = [&] { stream_pipeline(master, hx, host_result, so); };
+      const out_of_core_options so{.target = d};
+      auto call = [&] { out_of_core(master, hx, host_result, so); };
       check(r, call, true);
       r.ms = time_region(s.ref(), slow_reps, 2, call).median();
       results.push_back(r);

@@ -62,8 +62,8 @@ struct sm90_tuning {
 /// The policy of the architecture the kernels are built for (CMAKE_CUDA_ARCHITECTURES 90).
 using cuda_tuning = sm90_tuning;
 
-/// Streamed pipelines (streaming/): how host data is cut, and how pageable host memory is staged.
-struct streaming_tuning {
+/// Out-of-core pipelines (out_of_core/): how host data is cut, and how pageable host memory is staged.
+struct out_of_core_tuning {
   /// Chunks this big keep the copy engines at the bus rate (each copy has a fixed cost of microseconds).
   static constexpr std::size_t chunk_bytes = std::size_t(64) << 20;
   /// Chunks in flight: one going up, one computed, one coming down.

@@ -208,7 +208,7 @@ class pipeline {
   void run(const inputs& in, const operand& out) const;
   void reduce_into(const inputs& in, std::size_t n, device d, element r, void* result,
                    detail::result_memory where = detail::result_memory::host) const;
-  friend struct detail::streamed;  // jit/stream.hpp runs chunks through run and reduce_into
+  friend struct detail::streamed;  // jit/out_of_core.hpp runs chunks through run and reduce_into
   std::vector<detail::part> parts_;
   std::shared_ptr<detail::memo> memo_;  // shared by copies, which have the same parts
 };

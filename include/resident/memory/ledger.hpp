@@ -43,12 +43,12 @@ struct ledger_counts {
   std::uint64_t allocations = 0;  ///< pool allocations (hits included)
   std::uint64_t pool_hits = 0;    ///< allocations served from memory the pool already held
   std::uint64_t peak_bytes = 0;   ///< the most bytes in use at once (a level, not a count)
-  /// Host-to-device bytes moved by streamed pipelines (also counted in h2d_bytes, one copy per chunk
+  /// Host-to-device bytes moved by out-of-core pipelines (also counted in h2d_bytes, one copy per chunk
   /// and input).
   std::uint64_t streamed_h2d_bytes = 0;
-  /// Device-to-host bytes moved by streamed pipelines (also counted in d2h_bytes).
+  /// Device-to-host bytes moved by out-of-core pipelines (also counted in d2h_bytes).
   std::uint64_t streamed_d2h_bytes = 0;
-  std::uint64_t stream_chunks = 0;  ///< chunks processed by streamed pipelines
+  std::uint64_t stream_chunks = 0;  ///< chunks processed by out-of-core pipelines
 
   /// What happened since `before` (counts subtracted; peak_bytes is this snapshot's).
   ledger_counts operator-(const ledger_counts& before) const;
@@ -143,7 +143,7 @@ void record_kernel(device d, std::uint64_t count = 1);
 void forget_kernels(device d, std::uint64_t count);
 /// Counts an allocation of `bytes` (bytes_in_use: the pool's use after it, for the peak).
 void record_allocation(device d, bool pool_hit, std::uint64_t bytes_in_use, std::uint64_t bytes);
-/// Counts one chunk of a streamed pipeline and the bytes it moved each way (the copies themselves are
+/// Counts one chunk of an out-of-core pipeline and the bytes it moved each way (the copies themselves are
 /// counted by record_transfer).
 void record_stream_chunk(device d, std::uint64_t h2d_bytes, std::uint64_t d2h_bytes);
 /// Sets d's peak figure to bytes_in_use (reset_pool_peak).

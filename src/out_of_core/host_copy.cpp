@@ -1,4 +1,4 @@
-#include "resident/streaming/detail/host_copy.hpp"
+#include "resident/out_of_core/detail/host_copy.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "resident/streaming/detail/chunk_loop.hpp"
+#include "resident/out_of_core/detail/chunk_loop.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -23,13 +23,13 @@
 #include "resident/memory/pinned.hpp"
 #include "resident/memory/pool.hpp"
 #include "resident/memory/transfer.hpp"
-#include "resident/streaming/detail/host_copy_pool.hpp"
+#include "resident/out_of_core/detail/host_copy_pool.hpp"
 
 namespace resident::detail {
 namespace cu = detail::cuda;
 namespace {
 
-using tuning = streaming_tuning;
+using tuning = out_of_core_tuning;
 constexpr int max_depth = 16;
 constexpr int max_host_threads = 256;
 // A chosen chunk is never made smaller than this many elements to fit memory.
@@ -109,16 +109,16 @@ struct chunk_loop::cuda_state {
 };
 
 chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side output, bool in_place,
-                       std::size_t result_bytes, const stream_options& o)
+                       std::size_t result_bytes, const out_of_core_options& o)
     : device_(o.target), n_(n), result_bytes_(result_bytes), inputs_(std::move(inputs)), output_(output),
       in_place_(in_place && inputs_.size() == 1 && output.data && inputs_[0].element_bytes == output.element_bytes),
       timeline_(o.timeline), start_(std::chrono::steady_clock::now()) {
   require(device_);
   RESIDENT_EXPECTS(o.depth >= 0 && o.depth <= max_depth,
-                   "stream_options: depth " + std::to_string(o.depth) + " is out of range; give 1 to " +
+                   "out_of_core_options: depth " + std::to_string(o.depth) + " is out of range; give 1 to " +
                        std::to_string(max_depth) + " chunks in flight, or 0 to let the call choose");
   RESIDENT_EXPECTS(o.host_threads >= 0 && o.host_threads <= max_host_threads,
-                   "stream_options: host_threads " + std::to_string(o.host_threads) + " is out of range; give 1 to " +
+                   "out_of_core_options: host_threads " + std::to_string(o.host_threads) + " is out of range; give 1 to " +
                        std::to_string(max_host_threads) + " host copy threads, or 0 to let the call choose");
   // A bad RESIDENT_POOL_LIMIT is refused here on both backends (the CPU's loop takes no staging).
   (void)pool_limit(device_);
@@ -126,10 +126,10 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   // host copy worker). A null output of no element size is "no output" (a reduction).
   if (n > 0) {
     for (std::size_t i = 0; i < inputs_.size(); ++i)
-      RESIDENT_EXPECTS(inputs_[i].data, "streamed pipeline: host input " + std::to_string(i) + " is a null pointer with " +
+      RESIDENT_EXPECTS(inputs_[i].data, "out-of-core pipeline: host input " + std::to_string(i) + " is a null pointer with " +
                                             std::to_string(n) + " elements; give the host memory to read");
     RESIDENT_EXPECTS(output.data || output.element_bytes == 0,
-                     "streamed pipeline: the host output is a null pointer with " + std::to_string(n) +
+                     "out-of-core pipeline: the host output is a null pointer with " + std::to_string(n) +
                          " elements; give host memory of the input's size to write");
   }
   // Bytes of one element in every input together, and in the output.
@@ -138,7 +138,7 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   const std::size_t out_bytes = output_.data ? output_.element_bytes : 0;
   const std::size_t widest = std::max({in_bytes, out_bytes, std::size_t(1)});
   RESIDENT_EXPECTS(o.chunk_elements <= std::numeric_limits<std::size_t>::max() / max_depth / widest / 2,
-                   "stream_options: a chunk of " + std::to_string(o.chunk_elements) +
+                   "out_of_core_options: a chunk of " + std::to_string(o.chunk_elements) +
                        " elements overflows the byte count; give a smaller chunk_elements");
   // Output ranges that overlap an input other than exactly would be written before being read.
   if (output_.data && n > 0) {
@@ -147,7 +147,7 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
       const auto* ib = static_cast<const unsigned char*>(h.data);
       const bool overlap = ob < ib + n * h.element_bytes && ib < ob + n * out_bytes;
       const bool same = ob == ib && out_bytes == h.element_bytes;
-      RESIDENT_EXPECTS(!overlap || same, "streamed pipeline: the host output overlaps an input without being "
+      RESIDENT_EXPECTS(!overlap || same, "out-of-core pipeline: the host output overlaps an input without being "
                                          "the same elements; write into separate memory or exactly in place");
     }
   }
@@ -157,7 +157,7 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   if (n > 0) {
     auto refuse_device_memory = [&](const void* p, const std::string& which) {
       if (const auto on = rt.owner(p, false))
-        RESIDENT_FAIL("streamed pipeline: " + which + " is memory of " + on->name() +
+        RESIDENT_FAIL("out-of-core pipeline: " + which + " is memory of " + on->name() +
                       ", not host memory; run the pipeline on the device array itself, or stream a host copy");
     };
     for (std::size_t i = 0; i < inputs_.size(); ++i) refuse_device_memory(inputs_[i].data, "host input " + std::to_string(i));
@@ -165,7 +165,7 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   }
   const bool moves = !inputs_.empty() || output_.data || result_bytes_ > 0;
   if (n > 0 && moves && current_transfer_policy() == transfer_policy::forbid)
-    RESIDENT_FAIL("a streamed pipeline of " + std::to_string(n) + " elements on " + device_.name() +
+    RESIDENT_FAIL("an out-of-core pipeline of " + std::to_string(n) + " elements on " + device_.name() +
                       " would move data between host and device while the transfer policy is forbid; "
                       "run it outside that scope or relax the policy",
                   transfer_forbidden);
@@ -271,7 +271,7 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
             "free memory leave; raise the pool's limit (set_pool_limit or RESIDENT_POOL_LIMIT) or free arrays" +
             (o.depth > 1 ? std::string(", or give a smaller depth") : "");
     }
-    throw out_of_memory("streamed pipeline: " + why + ". " + e.what(), e.requested(), e.free_bytes(),
+    throw out_of_memory("out-of-core pipeline: " + why + ". " + e.what(), e.requested(), e.free_bytes(),
                         e.pool_reserved(), e.pool_in_use(), e.pool_limit(), e.largest_free_block());
   }
   st->in.assign(std::size_t(depth_), std::vector<void*>(inputs_.size()));
@@ -355,7 +355,7 @@ const void* chunk_loop::host_results() const noexcept {
 
 void chunk_loop::run(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results) {
   RESIDENT_EXPECTS(result_bytes_ == 0 || chunks_ == 0 || results.size() >= std::size_t(depth_),
-                   "streamed pipeline: a result slot per chunk in flight is needed");
+                   "out-of-core pipeline: a result slot per chunk in flight is needed");
   if (timeline_) timeline_->clear();
   if (chunks_ > 0) {
     if (cuda_)

@@ -1,4 +1,4 @@
-// The worker threads that stage pageable host memory for streamed pipelines on a GPU. They are plain
+// The worker threads that stage pageable host memory for out-of-core pipelines on a GPU. They are plain
 // host code: tested here on every build, with or without a GPU. Host compiler only.
 #include <algorithm>
 #include <atomic>
@@ -16,7 +16,7 @@
 
 #include "../threads.hpp"
 #include "resident/error.hpp"
-#include "resident/streaming/detail/host_copy_pool.hpp"
+#include "resident/out_of_core/detail/host_copy_pool.hpp"
 
 namespace rd = resident::detail;
 

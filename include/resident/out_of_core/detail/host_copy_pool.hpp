@@ -1,7 +1,7 @@
 #pragma once
 /// @file host_copy_pool.hpp
-/// Worker threads that copy between host buffers in parallel pieces (src/streaming/host_copy_pool.cpp).
-/// A streamed pipeline over pageable host memory stages every chunk through page-locked buffers: these
+/// Worker threads that copy between host buffers in parallel pieces (src/out_of_core/host_copy_pool.cpp).
+/// An out-of-core pipeline over pageable host memory stages every chunk through page-locked buffers: these
 /// threads fill and drain them while the calling thread keeps the copy engines and the kernels fed.
 ///
 /// Thread safety: each streamed call makes a pool of its own, so no pool is shared between callers. A
@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "resident/streaming/detail/host_copy.hpp"
+#include "resident/out_of_core/detail/host_copy.hpp"
 
 namespace resident::detail {
 

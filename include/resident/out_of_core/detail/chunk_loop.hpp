@@ -1,6 +1,6 @@
 #pragma once
 /// @file chunk_loop.hpp
-/// The untyped engine behind streamed pipelines (src/streaming/chunk_loop.cpp): it cuts n elements
+/// The untyped engine behind out-of-core pipelines (src/out_of_core/chunk_loop.cpp): it cuts n elements
 /// into chunks, moves each chunk's inputs up and its output down on streams of their own with pinned
 /// staging, and calls back for each chunk's kernel. streaming.hpp types the callback.
 
@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "resident/device/stream.hpp"
-#include "resident/streaming/options.hpp"
+#include "resident/out_of_core/options.hpp"
 
 namespace resident::detail {
 
-/// One host array a streamed pipeline reads (data: its first element) or writes.
+/// One host array an out-of-core pipeline reads (data: its first element) or writes.
 struct host_side {
   const void* data = nullptr;
   std::size_t element_bytes = 0;
@@ -40,7 +40,7 @@ class chunk_loop {
   /// kernel writes a partial of that size into result memory given to run(), copied to the host.
   /// @throws transfer_forbidden, invalid_argument, out_of_memory, device_unavailable.
   chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side output, bool in_place, std::size_t result_bytes,
-             const stream_options& o);
+             const out_of_core_options& o);
   /// Waits for every stream of the loop (also after an error), then frees its staging.
   ~chunk_loop();
   chunk_loop(const chunk_loop&) = delete;
@@ -58,7 +58,7 @@ class chunk_loop {
   /// The partials, result_bytes each, in chunk order (after run()).
   const void* host_results() const noexcept;
   /// How the call ran (after run()).
-  stream_summary summary() const { return summary_; }
+  out_of_core_summary summary() const { return summary_; }
 
  private:
   struct cuda_state;
@@ -73,7 +73,7 @@ class chunk_loop {
   bool in_place_ = false;
   std::vector<chunk_timing>* timeline_ = nullptr;
   std::vector<unsigned char> results_;
-  stream_summary summary_;
+  out_of_core_summary summary_;
   std::chrono::steady_clock::time_point start_;
   std::unique_ptr<cuda_state> cuda_;
 };

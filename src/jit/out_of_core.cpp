@@ -1,6 +1,6 @@
-// Run-time chains and programs streamed over host data (resident/jit/stream.hpp): the untyped chunk
-// loop of stream_pipeline, with each chunk's kernel the chain's own, on the loop's kernel stream.
-#include "resident/jit/stream.hpp"
+// Run-time chains and programs streamed over host data (resident/jit/out_of_core.hpp): the untyped chunk
+// loop of out_of_core, with each chunk's kernel the chain's own, on the loop's kernel stream.
+#include "resident/jit/out_of_core.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -10,7 +10,7 @@
 #include "backend/runtime.hpp"
 #include "jit/backend.hpp"
 #include "resident/memory/array.hpp"
-#include "resident/streaming/detail/chunk_loop.hpp"
+#include "resident/out_of_core/detail/chunk_loop.hpp"
 
 namespace resident::jit {
 namespace detail {
@@ -56,7 +56,7 @@ void check_chain(const pipeline& chain, bool reduces, const char* what) {
                   "max(), or stream it into a host output");
   if (!reduces && red)
     RESIDENT_FAIL(std::string(what) + ": " + chain.name() + " ends in a reduction, which returns a value: call "
-                  "jit::stream_reduce");
+                  "jit::out_of_core_reduce");
   if (last == kind::reduce)
     RESIDENT_FAIL(std::string(what) + ": " + chain.name() + " ends in reduce(op, init), whose init would join each "
                   "chunk's partial; stream it with sum, min or max, or stream the maps into a host array and reduce that");
@@ -92,10 +92,10 @@ void combine(kind k, const unsigned char* partials, std::size_t chunks, void* re
 
 }  // namespace
 
-stream_summary stream(const pipeline& chain, const std::vector<host_operand>& in, const host_operand& out,
-                      const stream_options& o, const stream_progress& progress) {
-  check_chain(chain, false, "jit::stream");
-  const std::size_t n = checked_size(in, &out, "jit::stream");
+out_of_core_summary out_of_core(const pipeline& chain, const std::vector<host_operand>& in, const host_operand& out,
+                      const out_of_core_options& o, const out_of_core_progress& progress) {
+  check_chain(chain, false, "jit::out_of_core");
+  const std::size_t n = checked_size(in, &out, "jit::out_of_core");
   std::vector<element> types;
   for (const host_operand& h : in) types.push_back(h.type);
   (void)chain.kernel_source(types, out.type, o.target);  // the types, named before anything is allocated
@@ -119,11 +119,11 @@ stream_summary stream(const pipeline& chain, const std::vector<host_operand>& in
   return loop.summary();
 }
 
-stream_summary stream_reduce(const pipeline& chain, const std::vector<host_operand>& in, element r, void* result,
-                             const stream_options& o, const stream_progress& progress) {
-  check_chain(chain, true, "jit::stream_reduce");
-  RESIDENT_EXPECTS(result, "jit::stream_reduce: give memory for the result");
-  const std::size_t n = checked_size(in, nullptr, "jit::stream_reduce");
+out_of_core_summary out_of_core_reduce(const pipeline& chain, const std::vector<host_operand>& in, element r, void* result,
+                             const out_of_core_options& o, const out_of_core_progress& progress) {
+  check_chain(chain, true, "jit::out_of_core_reduce");
+  RESIDENT_EXPECTS(result, "jit::out_of_core_reduce: give memory for the result");
+  const std::size_t n = checked_size(in, nullptr, "jit::out_of_core_reduce");
   std::vector<element> types;
   for (const host_operand& h : in) types.push_back(h.type);
   (void)chain.kernel_source(types, r, o.target);
@@ -163,11 +163,11 @@ stream_summary stream_reduce(const pipeline& chain, const std::vector<host_opera
   return loop.summary();
 }
 
-stream_summary stream(const program& p, const host_operand& in, const host_operand& out, const stream_options& o,
-                      const stream_progress& progress) {
-  const std::size_t n = checked_size({in}, &out, "program stream");
+out_of_core_summary out_of_core(const program& p, const host_operand& in, const host_operand& out, const out_of_core_options& o,
+                      const out_of_core_progress& progress) {
+  const std::size_t n = checked_size({in}, &out, "jit::out_of_core(program)");
   RESIDENT_EXPECTS(in.type == out.type && (in.type == element::f32 || in.type == element::f64),
-                   std::string("program stream: programs run on float or double arrays of one type; got ") +
+                   std::string("jit::out_of_core(program): programs run on float or double arrays of one type; got ") +
                        type_name(in.type) + " into " + type_name(out.type));
   const std::size_t eb = detail::size_of(in.type);
   resident::detail::chunk_loop loop(n, {{in.data, eb}}, {out.data, eb}, true, 0, o);

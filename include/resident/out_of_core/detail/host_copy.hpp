@@ -1,6 +1,6 @@
 #pragma once
 /// @file host_copy.hpp
-/// Host-to-host copies for staging pageable memory (src/streaming/host_copy.cpp): stores that bypass
+/// Host-to-host copies for staging pageable memory (src/out_of_core/host_copy.cpp): stores that bypass
 /// the caches, and the cut of a copy into pieces of whole pages for several threads.
 
 #include <cstddef>

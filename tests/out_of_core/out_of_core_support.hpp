@@ -1,10 +1,10 @@
 #pragma once
-// What the streamed-pipeline tests share: stages, a generated source with its reference, the chunk
+// What the out-of-core-pipeline tests share: stages, a generated source with its reference, the chunk
 // size they stream with and the sizes around it.
 #include <cstddef>
 #include <vector>
 
-#include "resident/streaming/streaming.hpp"
+#include "resident/out_of_core/out_of_core.hpp"
 #include "seed.hpp"
 #include "support.hpp"
 
