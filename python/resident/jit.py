@@ -37,7 +37,6 @@ keeps every literal double.
 """
 import hashlib
 import re
-import sys
 import threading
 
 import numpy as _np
@@ -357,63 +356,7 @@ class _PyStage:
         return _core._jit_external_reduce(self.abi_name, dtypes[0], float(init), ltoir, address)
 
 
-# Exceptions a compiled CPU stage raised anyway (from code Numba compiled that the checks above cannot
-# see): Numba's C wrapper hands them to sys.unraisablehook (its object a string naming Numba's CPU
-# context or C callback, or "the print() function") and returns 0. Every such report while a call
-# runs counts; the call then raises StageError instead of returning those zeros. The loop may call
-# the stage on worker threads, so reports are not told apart by thread: a call that overlaps another
-# one's failure raises too rather than risk returning its zeros.
-_watch = threading.Lock()
-_watched = {"active": 0, "count": 0, "last": None}
-_previous_hook = None
-
-
-def _from_numba(u):
-    o = u.object
-    return isinstance(o, str) and ("numba" in o.lower() or o == "the print() function")
-
-
-def _unraisable(u):
-    if _from_numba(u):
-        with _watch:
-            _watched["count"] += 1
-            _watched["last"] = (u.object, u.exc_value)
-            active = _watched["active"]
-        if active:
-            return
-    (_previous_hook or sys.__unraisablehook__)(u)
-
-
-def _hook():
-    """Puts _unraisable in front of whatever hook is installed now (a test runner may have replaced it)."""
-    global _previous_hook
-    if sys.unraisablehook is not _unraisable:
-        _previous_hook = sys.unraisablehook
-        sys.unraisablehook = _unraisable
-
-
-_hook()
-
-
-def _guarded(run, *args, **kwargs):
-    """run(*args, **kwargs), raising StageError when a compiled stage raised during it."""
-    _hook()
-    with _watch:
-        _watched["active"] += 1
-        before = _watched["count"]
-    try:
-        r = run(*args, **kwargs)
-    finally:
-        with _watch:
-            _watched["active"] -= 1
-            raised = _watched["count"] > before
-            where, exc = _watched["last"] or ("", None)
-            if not _watched["active"]:
-                _watched["last"] = None  # its traceback holds the call's frames and arrays
-    if raised:
-        raise _core_error("StageError", f"resident.jit: a stage raised in {where}: {exc!r}; the output holds "
-                          "unfinished values") from exc
-    return r
+from ._guard import _guarded  # noqa: E402 (StageError for a stage that raised inside compiled code)
 
 
 class Chain:
