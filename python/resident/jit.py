@@ -477,6 +477,9 @@ class Chain:
             return out
         if not inputs:
             raise _core_error("InvalidArgument", "resident.jit: give the input arrays: chain(x) or chain(a, b, out=y)")
+        if n is not None and (isinstance(n, bool) or n != 0):
+            raise _core_error("InvalidArgument", f"resident.jit: n={n!r} with input arrays; n counts a generator "
+                              "chain's values, an array chain takes its size from the arrays")
         if device is not None:  # the arrays say where the chain runs; a different device is a mistake
             import resident
             on = resident.from_dlpack(inputs[0]).device

@@ -62,6 +62,8 @@ def test_a_generated_count_is_checked_before_any_work():
         chain(n=3.5)
     with pytest.raises(rs.InvalidType):
         chain(n=3, device=0)
+    with pytest.raises(rs.InvalidArgument, match="input arrays"):
+        rs.stage(lambda v: v)(np.ones(3, np.float32), n=2**70)
     assert time.monotonic() - start < 30, "refused before any work"
     assert chain(n=1000) == pytest.approx(500, abs=60)
 
