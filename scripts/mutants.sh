@@ -32,9 +32,9 @@ mutants=(
   }
 }@@    st->used(k ^ 1, s);
   }
-}@@a staged upload marks the other pinned buffer in use, so the next chunk overwrites one still being sent"
-"fused_cuda_map_tail@@gpu@@test_fuse@@backends/pipelines.*/cuda@@include/resident/fuse/detail/fused_cuda.cuh@@  for (std::size_t t = tail + threadIdx.x; t < n; t += blockDim.x) out.store1(t, in.eval1(fn, t));@@  for (std::size_t t = tail + threadIdx.x; t + 1 < n; t += blockDim.x) out.store1(t, in.eval1(fn, t));@@the fused CUDA map's scalar tail stops one element short"
-"fused_cuda_reduce_tail@@gpu@@test_fuse@@backends/pipelines.reductions*/cuda@@include/resident/fuse/detail/fused_cuda.cuh@@    if (tid < n - tail) fold(acc[0], static_cast<T>(in.eval1(fn, tail + tid)));@@    if (tid + 1 < n - tail) fold(acc[0], static_cast<T>(in.eval1(fn, tail + tid)));@@the fused CUDA reduction's scalar tail drops its last element"
+}@@a staged upload records each chunk's copy on the other buffer's event, so after an upload of an odd number of chunks the next call refills buffer 0 while the last chunk's copy still reads it"
+"fused_cuda_map_tail@@gpu@@test_fuse@@backends/pipelines.*/cuda@@include/resident/fuse/detail/cuda/thread_io.cuh@@  for (std::size_t t = tail + threadIdx.x; t < n; t += blockDim.x) out.store1(t, in.eval1(fn, t));@@  for (std::size_t t = tail + threadIdx.x; t + 1 < n; t += blockDim.x) out.store1(t, in.eval1(fn, t));@@the fused CUDA map's scalar tail stops one element short"
+"fused_cuda_reduce_tail@@gpu@@test_fuse@@backends/pipelines.reductions*/cuda:backends/pipelines.default_reductions*/cuda@@include/resident/fuse/detail/fused_cuda.cuh@@    if (tid < n - tail) fold(acc[0], static_cast<T>(in.eval1(fn, tail + tid)));@@    if (tid + 1 < n - tail) fold(acc[0], static_cast<T>(in.eval1(fn, tail + tid)));@@the fused CUDA reduction's scalar tail drops its last element"
 )
 
 field() { awk -v RS='\x01' -v i="$2" 'BEGIN{FS="@@"} {printf "%s", $i}' <<<"$1"; }
