@@ -112,6 +112,9 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   step bench-python env PYTHONUNBUFFERED=1 python3 bench/peers/python_overhead.py --json "$logs/python.json"
   # The seed's Python functions (rs.stage) at 2^26 and 2^28 against a device copy (issue 19's ratio).
   step bench-python-stages env PYTHONUNBUFFERED=1 python3 bench/peers/python_stages.py --json "$logs/python_stages.json"
+  # The race of issue 37 (item 8): the seed from Python, 2^16-2^28, three sweeps: resident's rs.op / rs.stage /
+  # rs.fuse on its arrays, torch tensors and CuPy arrays, torch.compile, cupy.fuse, Numba, against a device copy.
+  step bench-python-race env PYTHONUNBUFFERED=1 python3 bench/peers/python_race.py --json "$logs/python_race.json"
   if [ "${SKIP_PEERS:-0}" != 1 ]; then
     step peers env PYTHONUNBUFFERED=1 python3 bench/peers/peers.py --json "$logs/peers.json" \
       --device-peers "$build/bench/device_peers"

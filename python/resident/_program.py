@@ -16,6 +16,7 @@ import threading
 import numpy as _np
 
 from . import _core
+from ._typed import raw as _raw
 
 # Each operation as C++ (float and double spellings: the GPU has no std:: maths) and as Python.
 _CPP = {
@@ -85,6 +86,7 @@ _lock = threading.Lock()
 _compiled = {}  # (program name, dtype, reduces) -> resident.jit chain, or None where no compiler is available
 _engines = {}   # program name -> "compiled" or "interpreted": what its last call used
 _FLOATS = ("float32", "float64")
+_capturing = _raw(_core._capturing)  # per call: the typed wrapper's frame left out
 _interpreted_sum = _core.program.sum  # the compiled core's, kept before the package puts total() in its place
 # The compiled chains hold kernels of the core: dropped before the interpreter tears the core down.
 atexit.register(_compiled.clear)
@@ -130,12 +132,35 @@ def _run(p, dtype, reduces, compiled, interpreted):
 
 
 def call(p, x, out=None, stream=None):
-    """out = p(x) (out defaults to x: in place), through the run-time compiler where it is available."""
+    """out = p(x) as one kernel (out defaults to x: in place); float32 or float64 arrays of any library,
+    queued on ``stream`` (else the current stream of x's library) without a host wait. Compiled by the
+    run-time compiler where one is available (``p.engine`` says which ran)."""
     dtype = _dtype_of(x)
     if out is not None and out is not x and _dtype_of(out) != dtype:
         dtype = None  # the interpreter names the mismatch
+    # The chain compiled for this program object and dtype, kept on it: no name to format per call.
+    known = p.__dict__.get(dtype)
+    if known is not None and not _capturing():
+        chain, name = known
+        if chain is None:
+            _core._run_program(p, x, out, stream)
+        else:
+            chain(x, out=out, stream=stream)
+        _engines[name] = "interpreted" if chain is None else "compiled"
+        return x if out is None else out
     _run(p, dtype, False, lambda c: c(x, out=out, stream=stream), lambda: _core._run_program(p, x, out, stream))
+    key = (p.name, dtype, False)
+    if dtype in _FLOATS and key in _compiled:  # compiled, or no compiler here: known from now on
+        p.__dict__[dtype] = (_compiled[key], key[0])
     return x if out is None else out
+
+
+def of_op(o):
+    """The program of one operation, made once per op object."""
+    p = o.__dict__.get("program")
+    if p is None:
+        p = o.__dict__["program"] = _core.program([o])
+    return p
 
 
 def total(p, x, stream=None):
@@ -143,9 +168,21 @@ def total(p, x, stream=None):
     return _run(p, _dtype_of(x), True, lambda c: c(x, stream=stream), lambda: _interpreted_sum(p, x, stream))
 
 
+_DTYPE_NAMES = {}  # a library's dtype object -> its name
+
+
 def _dtype_of(x):
     dt = getattr(x, "dtype", None)
-    return str(dt).replace("torch.", "") if dt is not None else None
+    try:
+        return _DTYPE_NAMES[dt]
+    except (KeyError, TypeError):
+        pass
+    name = str(dt).replace("torch.", "") if dt is not None else None
+    try:
+        _DTYPE_NAMES[dt] = name
+    except TypeError:  # an unhashable dtype object: formatted each time
+        pass
+    return name
 
 
 def engine(p):

@@ -357,6 +357,9 @@ class _PyStage:
 
 
 from ._guard import _guarded  # noqa: E402 (StageError for a stage that raised inside compiled code)
+from ._typed import raw as _raw  # noqa: E402
+
+_dispatch = _raw(_core._jit_dispatch)
 
 
 class Chain:
@@ -373,6 +376,11 @@ class Chain:
     def __init__(self, items):
         self._items = list(items)
         self._built = {}  # (dtypes, target) -> (C++ chain, value dtype): repeated calls reuse its kernel
+        kinds = [k for k, _ in self._items]
+        # A map over input arrays takes the fast path (_core._jit_dispatch); Python stages on the CPU may
+        # raise from compiled code, which _guarded watches for there.
+        self._maps = bool(kinds) and kinds[0] != "gen" and kinds[-1] not in ("red", "pyred")
+        self._python_stages = "py" in kinds or "pyred" in kinds
         self._lock = threading.Lock()
 
     def __or__(self, other):
@@ -439,6 +447,15 @@ class Chain:
         return pipe, current[0] if len(current) == 1 else None
 
     def __call__(self, *inputs, out=None, n=0, device=None, stream=None):
+        if self._maps and inputs and device is None and n == 0 and n is not False:
+            try:
+                missing = _dispatch(self._built, inputs, out, stream, self._python_stages)
+                if missing == "guard":
+                    missing = _guarded(_dispatch, self._built, inputs, out, stream, False)
+            except _core.CompileError:
+                missing = True  # the slow path below retries with the stage's other translation
+            if missing is None:
+                return inputs[0] if out is None else out
         try:
             return self._call(inputs, out, n, device, stream)
         except _core.CompileError as e:

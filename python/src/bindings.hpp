@@ -193,6 +193,12 @@ struct py_array {
   }
 };
 
+/// A PyTorch tensor or CuPy array on a CUDA device read from its attributes (direct.cpp), or nothing
+/// where the __dlpack__ path must take it.
+std::optional<py_array> take_direct(nb::handle obj);
+/// Checks that resident can use a tensor in place (element type, a device of this build, C-contiguous,
+/// aligned) and returns its device and first element. @throws before anything is taken.
+std::pair<rs::device, void*> usable(const DLTensor& t);
 /// A shape: an int, or a sequence (tuple, list) of ints (extents from 0 to 2^63 - 1).
 std::vector<std::int64_t> shape_of(const nb::handle& shape);
 /// A new uninitialized array of resident's pool.

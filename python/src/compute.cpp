@@ -148,7 +148,7 @@ nb::object matmul(nb::object a_obj, nb::object b_obj, nb::object out_obj, const 
 }  // namespace
 
 void bind_compute(nb::module_& m) {
-  nb::class_<rs::op>(m, "op", "One built-in element-wise operation; compose them with | into a program.")
+  nb::class_<rs::op>(m, "op", nb::dynamic_attr(), "One built-in element-wise operation; compose them with | into a program.")
       .def_static("add", &rs::op::add, nb::arg("c"), "v + c")
       .def_static("mul", &rs::op::mul, nb::arg("c"), "v * c")
       .def_static("affine", &rs::op::affine, nb::arg("a"), nb::arg("b"), "a * v + b")
@@ -178,7 +178,8 @@ void bind_compute(nb::module_& m) {
   // run-time compiler is available, else this interpreter.
   m.def("_run_program", &run_program, at_python_line(), nb::arg("program"), nb::arg("x"), nb::arg("out") = nb::none(),
         nb::arg("stream") = nb::none());
-  nb::class_<rs::program>(m, "program",
+  // dynamic_attr: the package keeps a program's compiled chains on it (resident/_program.py).
+  nb::class_<rs::program>(m, "program", nb::dynamic_attr(),
                           "A chain of built-in operations run as ONE fused kernel: p(x) in place, p(x, out), p.sum(x).")
       .def(nb::init<>())
       .def("__init__", [](rs::program* self, const std::vector<rs::op>& ops) { new (self) rs::program(ops); },

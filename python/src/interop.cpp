@@ -127,6 +127,13 @@ void ready_for_any_stream(const py_array& a) {
   s.synchronize();
 }
 
+std::pair<rs::device, void*> usable(const DLTensor& t) {
+  visit(t.dtype, [](auto) {});
+  const rs::device dev = rs::device_of(t.device);
+  rs::require(dev);
+  return {dev, rs::detail::dlpack_checked(t, t.dtype, t.dtype.bits / 8u).first};
+}
+
 namespace {
 
 // The layout of DLPack 1.0's DLManagedTensorVersioned (the header here may predate it): what a
@@ -141,14 +148,6 @@ struct managed_tensor_versioned {
 constexpr std::uint64_t dlpack_read_only = 1;  // DLPACK_FLAG_BITMASK_READ_ONLY
 
 
-// Checks that resident can use the tensor in place (element type, a device of this build, C-contiguous,
-// aligned) and returns its device and first element. @throws before anything is taken.
-std::pair<rs::device, void*> usable(const DLTensor& t) {
-  visit(t.dtype, [](auto) {});
-  const rs::device dev = rs::device_of(t.device);
-  rs::require(dev);
-  return {dev, rs::detail::dlpack_checked(t, t.dtype, t.dtype.bits / 8u).first};
-}
 
 // The tensor of a capsule not consumed yet and whether its producer marked it read-only. @throws
 // invalid_argument for a consumed capsule or one of another kind.
@@ -311,6 +310,7 @@ nb::object dlpack_capsule(nb::handle obj, std::intptr_t h) {
 // The array `obj` is, before the call's stream is applied.
 py_array take_in(nb::object obj) {
   if (nb::isinstance<py_array>(obj)) return nb::cast<py_array>(obj);
+  if (std::optional<py_array> d = take_direct(obj)) return std::move(*d);  // PyTorch, CuPy on CUDA
   if (!PyCapsule_CheckExact(obj.ptr()) && nb::hasattr(obj, "__dlpack__") && nb::hasattr(obj, "__dlpack_device__")) {
     // A CUDA producer is asked for its memory ordered before the stream resident will work on: the
     // call's stream, else the producer library's current stream (PyTorch, CuPy, Numba), else the

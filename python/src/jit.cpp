@@ -17,19 +17,16 @@ rs::jit::element element_named(const std::string& dtype) {
 }
 
 // (kind, cc major, cc minor) of the device x lives on: what resident.jit compiles Python stages for.
-nb::tuple jit_target(nb::object x) {
-  py_array a = from_dlpack(x);
-  const rs::device d = a.device();
+nb::tuple target_of(rs::device d) {
   if (d.is_cpu()) return nb::make_tuple("cpu", 0, 0);
   const auto p = rs::properties(d);
   return nb::make_tuple("cuda", p.cc_major, p.cc_minor);
 }
 
-// out = chain(inputs...), or in place into inputs[0] (a generator chain writes into out alone).
-void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out, nb::object stream) {
-  const call_stream on(stream, "a run-time chain");
-  std::vector<py_array> in;
-  for (nb::handle h : inputs) in.push_back(from_dlpack(nb::borrow<nb::object>(h)));
+nb::tuple jit_target(nb::object x) { return target_of(from_dlpack(std::move(x)).device()); }
+
+// out = chain(in...), or in place into in[0] (a generator chain writes into out alone).
+void run_taken(const rs::jit::pipeline& p, const std::vector<py_array>& in, nb::object out) {
   if (in.empty() && out.is_none()) throw rs::invalid_argument("a run-time chain needs an input or an output array");
   const py_array o = out.is_none() ? in.at(0) : from_dlpack(out);
   o.check_writable("a run-time chain");
@@ -55,6 +52,39 @@ void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out, nb::ob
     });
   }
   o.finish_foreign();
+}
+
+void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out, nb::object stream) {
+  const call_stream on(stream, "a run-time chain");
+  std::vector<py_array> in;
+  for (nb::handle h : inputs) in.push_back(from_dlpack(nb::borrow<nb::object>(h)));
+  run_taken(p, in, std::move(out));
+}
+
+// resident.jit.Chain's fast path: each array taken once, the chain built for the inputs' dtypes and
+// device looked up in `built` ((dtypes, target) -> (pipeline, value dtype)) and run. Returns None when
+// it ran, else the key to build under (Python builds, then calls the slow path), or "guard" without
+// running when `guard_cpu` and the arrays are on the CPU (where Python stages may raise from compiled
+// code: the caller runs it again inside its guard).
+nb::object jit_dispatch(nb::dict built, nb::tuple inputs, nb::object out, nb::object stream, bool guard_cpu) {
+  const call_stream on(stream, "a run-time chain");
+  std::vector<py_array> in;
+  in.reserve(inputs.size());
+  nb::object dtypes = nb::steal(PyTuple_New(Py_ssize_t(inputs.size())));
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    in.push_back(from_dlpack(nb::borrow<nb::object>(inputs[i])));
+    PyTuple_SET_ITEM(dtypes.ptr(), Py_ssize_t(i), nb::str(rs::dlpack_dtype_name(in.back().dtype).c_str()).release().ptr());
+  }
+  const nb::object key = nb::make_tuple(dtypes, target_of(in.at(0).device()));
+  PyObject* hit = PyDict_GetItemWithError(built.ptr(), key.ptr());
+  if (!hit || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 2) {
+    if (PyErr_Occurred()) throw nb::python_error();
+    return key;
+  }
+  if (guard_cpu && in[0].device().is_cpu()) return nb::str("guard");
+  const nb::object entry = nb::borrow(hit);  // held: another thread may clear `built` while this one runs
+  run_taken(nb::cast<const rs::jit::pipeline&>(nb::handle(PyTuple_GET_ITEM(entry.ptr(), 0))), in, std::move(out));
+  return nb::none();
 }
 
 }  // namespace
@@ -146,6 +176,8 @@ void bind_jit(nb::module_& m) {
                               : rs::jit::normal<double>(seed, offset, mean, sd);
   });
   m.def("_jit_target", &jit_target, nb::arg("x"));
+  m.def("_jit_dispatch", &jit_dispatch, at_python_line(), nb::arg("built"), nb::arg("inputs"), nb::arg("out").none(),
+        nb::arg("stream").none(), nb::arg("guard_cpu"));
   m.def("_jit_stats", [] {
     const auto s = rs::jit::stats();
     return nb::make_tuple(s.compiled, s.disk_loads, s.memory_hits, s.rejected);

@@ -237,3 +237,25 @@ def test_float_literals_take_the_values_precision_on_the_gpu_too():
         x = rs.to_device(h, device="cuda:0")
         keeps_its_precision(x)
         assert np.array_equal(np.asarray(x.to_host()), (h + 0.1) - h), dtype
+
+
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda:0"] if GPU else []))
+def test_a_repeated_call_takes_the_fast_path_with_the_values_of_the_first(device):
+    """The second call of a chain finds the kernel the first one built, under the key the fast path
+    computes (dtypes, device), for each dtype; a program object keeps its compiled chain."""
+    from resident import _core
+    for dtype, t in (("float32", "float"), ("float64", "double")):
+        chain = rs.jit.map(f"{t} rs_f({t} v) {{ return 2 * v + 1; }}", "rs_f")
+        h = np.arange(1000, dtype=dtype)
+        x = rs.to_device(h, device=device)
+        y = rs.empty(1000, dtype=dtype, device=device)
+        chain(x, out=y)
+        assert _core._jit_dispatch(chain._built, (x,), y, None, False) is None  # found, and ran again
+        np.testing.assert_array_equal(y.to_host(), 2 * h + 1)
+    p = rs.op.mul(3.0) | rs.op.add(1)
+    x = rs.to_device(np.ones(10, dtype="float32"), device=device)
+    p(x)
+    p(x)
+    np.testing.assert_array_equal(x.to_host(), np.full(10, 13, dtype="float32"))
+    if p.engine == "compiled":
+        assert "float32" in p.__dict__

@@ -2,6 +2,7 @@
 Numba streams, int handles), the errors for anything else, and on a GPU the ordering rule: work on
 another library's array is queued on that library's current stream, with no host wait."""
 import ctypes
+import math
 import time
 
 import numpy as np
@@ -110,6 +111,52 @@ def test_a_call_on_a_large_torch_tensor_returns_before_its_kernel_ends():
     torch.cuda.synchronize()
     device_per_call = start.elapsed_time(end) / 21 / 1e3
     assert host < device_per_call, (host, device_per_call)
+
+
+def _f1(v):
+    return v * 1.5 + 0.5
+
+
+def _seed(v):
+    return math.sin(math.sqrt(_f1(v) * _f1(v) + 1.0)) * 0.5
+
+
+@gpu
+@pytest.mark.parametrize("lib", ["torch", "cupy"])
+@pytest.mark.parametrize("way", ["op", "stage", "fuse"])
+def test_a_call_into_another_librarys_output_returns_before_its_kernel_ends(lib, way):
+    """x -> out=y on 2^26 floats of PyTorch or CuPy: queued on the library's current stream, no host wait
+    (neither for the call's own kernel nor for the ones queued before it), and the values right."""
+    m = import_or_skip(lib)
+    n = 1 << 26
+    if lib == "torch":
+        x = m.rand(n, device="cuda")
+        y = m.empty_like(x)
+        event = lambda: m.cuda.Event(enable_timing=True)  # noqa: E731
+        elapsed, sync, host = (lambda a, b: a.elapsed_time(b)), m.cuda.synchronize, (lambda a: a.cpu().numpy())
+    else:
+        x = m.random.random(n, dtype=m.float32)
+        y = m.empty_like(x)
+        event = m.cuda.Event
+        elapsed, sync, host = m.cuda.get_elapsed_time, m.cuda.Device().synchronize, m.asnumpy
+    f = {"op": rs.op.affine(1.5, 0.5) | rs.op.square() | rs.op.add(1) | rs.op.sqrt() | rs.op.sin() | rs.op.mul(0.5),
+         "stage": rs.stage(_seed), "fuse": rs.fuse(_seed)}[way]
+    f(x, out=y)
+    sync()
+    start, end = event(), event()
+    start.record()
+    for _ in range(20):
+        f(x, out=y)
+    t0 = time.perf_counter()
+    f(x, out=y)
+    took = time.perf_counter() - t0
+    end.record()
+    sync()
+    per_call = elapsed(start, end) / 21 / 1e3
+    assert took < per_call, (took, per_call)
+    v = host(x).astype(np.float64)
+    ref = np.sin(np.sqrt((v * 1.5 + 0.5) ** 2 + 1.0)) * 0.5
+    assert np.max(np.abs(host(y) - ref)) < 1e-5
 
 
 @gpu
