@@ -11,19 +11,32 @@ python_site::python_site() noexcept {
   try {
     // The policy read throws for a bad RESIDENT_TRANSFER_POLICY: the call itself reports that.
     if (!rs::profiling() && rs::current_transfer_policy() == rs::transfer_policy::allow) return;
-    static const std::string package = [] {
+    // Frames walked through the C API, the package's own told by a prefix of their file's name: only
+    // the user's frame is turned into a string (a profile pays this per call).
+    static PyObject* package = [] {
       std::string f = nb::cast<std::string>(nb::module_::import_("resident").attr("__file__"));
-      return f.substr(0, f.find_last_of("/\\") + 1);
+      return PyUnicode_FromString(f.substr(0, f.find_last_of("/\\") + 1).c_str());
     }();
-    PyFrameObject* f = PyEval_GetFrame();
-    nb::object frame = f ? nb::borrow<nb::object>(reinterpret_cast<PyObject*>(f)) : nb::none();
-    while (!frame.is_none()) {
-      auto file = nb::cast<std::string>(frame.attr("f_code").attr("co_filename"));
-      if (file.rfind(package, 0) != 0) {
-        site.emplace(std::move(file), nb::cast<unsigned>(frame.attr("f_lineno")));
+    const Py_ssize_t prefix = PyUnicode_GetLength(package);
+    PyFrameObject* f = PyEval_GetFrame();  // borrowed
+    nb::object frame = f ? nb::borrow<nb::object>(reinterpret_cast<PyObject*>(f)) : nb::object();
+    while (frame.is_valid()) {
+      auto* fr = reinterpret_cast<PyFrameObject*>(frame.ptr());
+      const nb::object code = nb::steal(reinterpret_cast<PyObject*>(PyFrame_GetCode(fr)));
+      PyObject* file = reinterpret_cast<PyCodeObject*>(code.ptr())->co_filename;
+      const Py_ssize_t inside = PyUnicode_Tailmatch(file, package, 0, prefix, -1);
+      if (inside < 0) PyErr_Clear();
+      if (inside != 1) {
+        Py_ssize_t size = 0;
+        const char* text = PyUnicode_AsUTF8AndSize(file, &size);
+        if (!text) {
+          PyErr_Clear();
+          return;
+        }
+        site.emplace(std::string(text, std::size_t(size)), unsigned(PyFrame_GetLineNumber(fr)));
         return;
       }
-      frame = frame.attr("f_back");
+      frame = nb::steal(reinterpret_cast<PyObject*>(PyFrame_GetBack(fr)));  // null past the outermost
     }
   } catch (...) {
     // no site rather than a failed call
