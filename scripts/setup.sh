@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what resident builds with, from Debian's packages, and the Python package's build and test
 # requirements from PyPI into .venv/ (nanobind, scikit-build-core, numpy, pytest; numba for Python stages
-# in resident.jit). Idempotent; run as root (no sudo needed) or as a user with sudo. Skips what is
-# already present.
+# in resident.jit; numexpr, a peer in the CPU race). Idempotent; run as root (no sudo needed) or as a
+# user with sudo. Skips what is already present.
 set -euo pipefail
 
 packages=(
@@ -33,9 +33,9 @@ fi
 
 # The Python package (pip install . in scripts/test.sh) builds and tests in its own environment.
 cd "$(dirname "$0")/.."
-python_packages=(nanobind scikit-build-core numpy pytest numba)
+python_packages=(nanobind scikit-build-core numpy pytest numba numexpr)
 [ -x .venv/bin/python ] || python3 -m venv .venv
-if ! .venv/bin/python -c "import nanobind, scikit_build_core, numpy, pytest, numba" 2>/dev/null; then
+if ! .venv/bin/python -c "import nanobind, scikit_build_core, numpy, pytest, numba, numexpr" 2>/dev/null; then
   echo "setup: installing ${python_packages[*]} into .venv"
   .venv/bin/python -m pip install -q --disable-pip-version-check "${python_packages[@]}"
 fi
