@@ -18,9 +18,30 @@ rs::jit::element element_named(const std::string& dtype) {
 
 // (kind, cc major, cc minor) of the device x lives on: what resident.jit compiles Python stages for.
 nb::tuple target_of(rs::device d) {
-  if (d.is_cpu()) return nb::make_tuple("cpu", 0, 0);
-  const auto p = rs::properties(d);
-  return nb::make_tuple("cuda", p.cc_major, p.cc_minor);
+  // Made once per device (the GIL guards the table): a chain call looks its kernel up by it.
+  static std::vector<std::pair<rs::device, nb::tuple>>* made = new std::vector<std::pair<rs::device, nb::tuple>>();
+  for (const auto& [dev, t] : *made)
+    if (dev == d) return t;
+  nb::tuple t;
+  if (d.is_cpu()) {
+    t = nb::make_tuple("cpu", 0, 0);
+  } else {
+    const auto p = rs::properties(d);
+    t = nb::make_tuple("cuda", p.cc_major, p.cc_minor);
+  }
+  made->emplace_back(d, t);
+  return t;
+}
+
+// The dtype's name as a Python string, made once per element type.
+nb::handle dtype_name_of(DLDataType t) {
+  static std::vector<std::pair<DLDataType, PyObject*>>* made = new std::vector<std::pair<DLDataType, PyObject*>>();
+  for (const auto& [k, name] : *made)
+    if (k.code == t.code && k.bits == t.bits && k.lanes == t.lanes) return name;
+  PyObject* name = PyUnicode_InternFromString(rs::dlpack_dtype_name(t).c_str());
+  if (!name) throw nb::python_error();
+  made->emplace_back(t, name);
+  return name;
 }
 
 nb::tuple jit_target(nb::object x) { return target_of(from_dlpack(std::move(x)).device()); }
@@ -73,7 +94,7 @@ nb::object jit_dispatch(nb::dict built, nb::tuple inputs, nb::object out, nb::ob
   nb::object dtypes = nb::steal(PyTuple_New(Py_ssize_t(inputs.size())));
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     in.push_back(from_dlpack(nb::borrow<nb::object>(inputs[i])));
-    PyTuple_SET_ITEM(dtypes.ptr(), Py_ssize_t(i), nb::str(rs::dlpack_dtype_name(in.back().dtype).c_str()).release().ptr());
+    PyTuple_SET_ITEM(dtypes.ptr(), Py_ssize_t(i), dtype_name_of(in.back().dtype).inc_ref().ptr());
   }
   const nb::object key = nb::make_tuple(dtypes, target_of(in.at(0).device()));
   PyObject* hit = PyDict_GetItemWithError(built.ptr(), key.ptr());
