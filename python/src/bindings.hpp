@@ -193,6 +193,13 @@ struct py_array {
   }
 };
 
+/// Another library's object kept alive as an array's owner (let go with the GIL taken).
+inline std::shared_ptr<const void> python_owner(nb::handle obj) {
+  return std::shared_ptr<const void>(new nb::object(nb::borrow(obj)), [](const void* p) {
+    nb::gil_scoped_acquire locked;
+    delete static_cast<const nb::object*>(p);
+  });
+}
 /// A PyTorch tensor or CuPy array on a CUDA device read from its attributes (direct.cpp), or nothing
 /// where the __dlpack__ path must take it.
 std::optional<py_array> take_direct(nb::handle obj);

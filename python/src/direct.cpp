@@ -113,11 +113,7 @@ py_array view(nb::handle obj, std::uintptr_t ptr, std::vector<std::int64_t> shap
   const std::optional<std::intptr_t> given = t_call_stream ? t_call_stream->given : std::nullopt;
   r.stream = given ? rs::stream_ref(dev, native_of(*given)) : mine;
   if (r.stream.native() != mine.native()) r.stream.wait_for(mine);  // the DLPack handshake's order
-  nb::object keep = nb::borrow(obj);
-  r.owner = std::shared_ptr<const void>(new nb::object(std::move(keep)), [](const void* p) {
-    nb::gil_scoped_acquire locked;
-    delete static_cast<const nb::object*>(p);
-  });
+  r.owner = python_owner(obj);
   r.foreign = true;
   return r;
 }

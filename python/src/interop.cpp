@@ -276,11 +276,7 @@ py_array from_cuda_array_interface(nb::handle obj) {
     if (h == 0) throw rs::invalid_argument(std::string(cai_name) + ": stream 0 is not allowed (version 3)");
     r.stream.wait_for(rs::stream_ref(r.stream.device(), native_of(h)));
   }
-  nb::object keep = nb::borrow(obj);
-  r.owner = std::shared_ptr<const void>(new nb::object(std::move(keep)), [](const void* p) {
-    nb::gil_scoped_acquire locked;
-    delete static_cast<const nb::object*>(p);
-  });
+  r.owner = python_owner(obj);
   r.foreign = true;
   return r;
 }
