@@ -138,10 +138,12 @@ def call(p, x, out=None, stream=None):
     dtype = _dtype_of(x)
     if out is not None and out is not x and _dtype_of(out) != dtype:
         dtype = None  # the interpreter names the mismatch
-    # The chain compiled for this program object and dtype, kept on it: no name to format per call.
+    # The key of this program's chain for dtype, kept on the program object: no name to format per call
+    # (the chain itself stays in _compiled alone, which is cleared before the core is torn down).
     known = p.__dict__.get(dtype)
     if known is not None and not _capturing():
-        chain, name = known
+        key, name = known
+        chain = _compiled.get(key)  # None: no run-time compiler here, or cleared at exit
         if chain is None:
             _core._run_program(p, x, out, stream)
         else:
@@ -151,7 +153,7 @@ def call(p, x, out=None, stream=None):
     _run(p, dtype, False, lambda c: c(x, out=out, stream=stream), lambda: _core._run_program(p, x, out, stream))
     key = (p.name, dtype, False)
     if dtype in _FLOATS and key in _compiled:  # compiled, or no compiler here: known from now on
-        p.__dict__[dtype] = (_compiled[key], key[0])
+        p.__dict__[dtype] = (key, key[0])
     return x if out is None else out
 
 

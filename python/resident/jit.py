@@ -63,7 +63,9 @@ def _dtype_name(x):
         pass
     name = str(dt).replace("torch.", "") if dt is not None else None
     if name not in _DTYPES:
-        raise _core_error("InvalidArgument", f"resident.jit: arrays of {name} are not supported; use one of {_DTYPES}")
+        if type(x).__name__ != "PyCapsule":  # a capsule stays untaken
+            _core.from_dlpack(x)  # what resident cannot take: the core's typed error, as the fast path raises
+        raise _core_error("InvalidType", f"resident.jit: arrays of {name} are not supported; use one of {_DTYPES}")
     try:
         _DTYPE_NAMES[dt] = name
     except TypeError:  # an unhashable dtype object: formatted each time
@@ -452,8 +454,10 @@ class Chain:
                 missing = _dispatch(self._built, inputs, out, stream, self._python_stages)
                 if missing == "guard":
                     missing = _guarded(_dispatch, self._built, inputs, out, stream, False)
-            except _core.CompileError:
-                missing = True  # the slow path below retries with the stage's other translation
+            except _core.CompileError as e:
+                if not self._untranslate(str(e)):  # else the slow path below builds the other translation
+                    raise
+                missing = True
             if missing is None:
                 return inputs[0] if out is None else out
         try:

@@ -42,7 +42,8 @@ library* find_torch(nb::object torch) {
   l->strided = nb::getattr(torch, "strided", nb::none());
   nb::object c = nb::getattr(torch, "_C", nb::none());
   l->raw_stream = c.is_none() ? nb::none() : nb::getattr(c, "_cuda_getCurrentRawStream", nb::none());
-  if (l->strided.is_none() || l->raw_stream.is_none()) return nullptr;  // a PyTorch without them: __dlpack__
+  if (l->strided.is_none() || l->raw_stream.is_none() || !nb::hasattr(tensor, "is_neg"))
+    return nullptr;  // a PyTorch without them: __dlpack__
   tensor.release();
   return l;
 }
@@ -126,9 +127,16 @@ struct names {
              id = intern("id");
 };
 
+// Whether h is true; false (the error cleared) where it cannot say.
+bool truth(nb::handle h) {
+  const int t = PyObject_IsTrue(h.ptr());
+  if (t < 0) PyErr_Clear();
+  return t == 1;
+}
+
 std::optional<py_array> torch_view(nb::handle x, const library& l, const names& k) {
-  if (PyObject_IsTrue(x.attr(k.requires_grad).ptr()) != 0 || PyObject_IsTrue(x.attr(k.is_cuda).ptr()) != 1 ||
-      !x.attr(k.layout).is(l.strided) || PyObject_IsTrue(x.attr(k.is_neg)().ptr()) != 0)
+  if (truth(x.attr(k.requires_grad)) || !truth(x.attr(k.is_cuda)) || !x.attr(k.layout).is(l.strided) ||
+      truth(x.attr(k.is_neg)()))
     return std::nullopt;
   const std::optional<DLDataType> dt = dtype_in(l, x.attr(k.dtype));
   if (!dt) return std::nullopt;

@@ -86,8 +86,12 @@ void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out, nb::ob
 // device looked up in `built` ((dtypes, target) -> (pipeline, value dtype)) and run. Returns None when
 // it ran, else the key to build under (Python builds, then calls the slow path), or "guard" without
 // running when `guard_cpu` and the arrays are on the CPU (where Python stages may raise from compiled
-// code: the caller runs it again inside its guard).
+// code: the caller runs it again inside its guard). A DLPack capsule among the arrays goes to the slow
+// path untaken: a capsule is taken once, and one refused stays unconsumed.
 nb::object jit_dispatch(nb::dict built, nb::tuple inputs, nb::object out, nb::object stream, bool guard_cpu) {
+  for (nb::handle h : inputs)
+    if (PyCapsule_CheckExact(h.ptr())) return nb::str("capsule");
+  if (PyCapsule_CheckExact(out.ptr())) return nb::str("capsule");
   const call_stream on(stream, "a run-time chain");
   std::vector<py_array> in;
   in.reserve(inputs.size());

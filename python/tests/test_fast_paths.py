@@ -1,0 +1,412 @@
+"""The call fast paths (resident.jit.Chain.__call__ through _core._jit_dispatch, a program object's
+chain key kept in p.__dict__, an op's program kept on it): misuse gives the error the slow path gives,
+whatever the chain's cache holds; nothing a fast path runs differs from what the slow path would run; a
+capsule is taken once and one refused stays unconsumed. CPU only (python/tests/test_streams.py has the GPU
+half, PyTorch and CuPy arrays read from their attributes)."""
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+import resident as rs
+from resident import _core
+from _support import needs_numba
+
+CPU = ("cpu", 0, 0)
+
+
+def _map(t="float", name="rs_f"):
+    return rs.jit.map(f"{t} {name}({t} v) {{ return 2 * v + 1; }}", name)
+
+
+def _warm(chain, dtype=np.float32):
+    x = np.arange(4, dtype=dtype)
+    chain(x)
+    return chain
+
+
+def _slow(chain, *inputs, out=None, n=0, device=None, stream=None):
+    """The slow path alone (what every call ran before the fast path)."""
+    return chain._call(inputs, out, n, device, stream)
+
+
+def _outcome(f):
+    try:
+        f()
+    except Exception as e:  # noqa: BLE001
+        return type(e)
+    return None
+
+
+def _readonly(a):
+    a.setflags(write=False)
+    return a
+
+
+def _twice(v):
+    return v * 2.0
+
+
+# ---- capsules, dtypes, stages that do not compile -------------------------------------------------
+
+
+def test_a_capsule_a_cold_chain_refuses_stays_unconsumed():
+    """docs/python.md: "A capsule is taken once; one refused is left unconsumed". The fast path takes
+    (consumes) the capsule, misses the empty cache, and the slow path then refuses it (its dtype name is
+    read from a .dtype attribute a capsule lacks): the capsule is gone and the call failed."""
+    ch = _map()
+    x = np.arange(4, dtype=np.float32)
+    cap = x.__dlpack__()
+    try:
+        ch(cap)
+    except rs.InvalidArgument:
+        a = rs.from_dlpack(cap)  # refused: still a capsule to take
+        np.testing.assert_array_equal(np.asarray(a.to_host()), np.arange(4, dtype=np.float32))
+    else:
+        np.testing.assert_array_equal(x, 2 * np.arange(4, dtype=np.float32) + 1)
+
+
+def test_a_capsule_gets_the_same_answer_from_a_cold_and_a_warm_chain():
+    """The same call's outcome must not depend on what an earlier call left in the chain's cache: a
+    warm chain runs on a capsule (the fast path reads its dtype from DLPack) that a cold one refuses."""
+    cold, warm = _map(), _warm(_map())
+    got = []
+    for ch in (cold, warm):
+        cap = np.arange(4, dtype=np.float32).__dlpack__()
+        got.append(_outcome(lambda: ch(cap)))
+    assert got[0] == got[1], got
+
+
+@needs_numba
+def test_a_warm_python_stage_chain_on_the_cpu_takes_a_capsule_once():
+    """A Python-stage chain on the CPU: _jit_dispatch takes the arrays, answers "guard", and is called
+    again inside _guarded, taking them a second time. A capsule is consumed by the first take, so the
+    second says "consumed already" while a C++ chain in the same state runs on it."""
+    py = rs.stage(_twice)
+    py(np.arange(4, dtype=np.float32))
+    cpp = _warm(rs.jit.map("float rs_tw(float v) { return v * 2; }", "rs_tw"))
+    got = []
+    for ch in (cpp, py):
+        cap = np.arange(4, dtype=np.float32).__dlpack__()
+        got.append(_outcome(lambda: ch(cap)))
+    assert got[0] == got[1], got
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.bool_, np.complex64, np.int8])
+def test_an_unsupported_dtype_is_the_same_error_on_the_fast_and_the_slow_path(dtype):
+    """The slow path (_dtype_name) raises InvalidArgument; the fast path's from_dlpack raises InvalidType
+    (a subclass, and also a TypeError) before the slow path is reached, cold chain or warm."""
+    x = np.ones(4, dtype=dtype)
+    fast = _outcome(lambda: _map()(x))
+    slow = _outcome(lambda: _slow(_map(), x))
+    assert fast is not None and issubclass(fast, rs.InvalidArgument)
+    assert fast is slow, (fast, slow)
+
+
+def test_a_stage_that_does_not_compile_is_compiled_once_per_call(tmp_path):
+    """A chain whose C++ does not compile: each call after the first runs the compiler twice (the fast
+    path's run raises CompileError, which it swallows, and the slow path runs the same entry again)."""
+    if shutil.which("c++") is None:
+        pytest.skip("no c++ on PATH for the counting wrapper")
+    log = tmp_path / "calls.log"
+    wrapper = tmp_path / "cxx.sh"
+    wrapper.write_text(f"#!{sys.executable}\nimport os, shutil, sys\n"
+                       f"if sys.argv[1:2] != ['--version']:\n    open({str(log)!r}, 'a').write('x\\n')\n"
+                       "cxx = shutil.which('c++')\nos.execv(cxx, [cxx] + sys.argv[1:])\n")
+    wrapper.chmod(0o755)
+    script = textwrap.dedent("""
+        import numpy as np, resident as rs
+        ch = rs.jit.map("float rs_bad(float v) { return v + not_declared; }", "rs_bad")
+        for _ in range(3):
+            try:
+                ch(np.ones(4, np.float32))
+            except rs.CompileError:
+                pass
+    """)
+    env = dict(os.environ, RESIDENT_JIT_CXX=str(wrapper), RESIDENT_JIT_CACHE=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    compiles = len(log.read_text().splitlines()) if log.exists() else 0
+    assert compiles == 3, f"{compiles} compiler runs for 3 calls"
+
+
+# ---- pinned: the fast path's key is the slow path's ----------------------------------------------
+
+
+@pytest.mark.parametrize("dtype,t", [("float32", "float"), ("float64", "double"), ("int32", "int"),
+                                     ("uint32", "unsigned int"), ("int64", "long long"),
+                                     ("uint64", "unsigned long long")])
+def test_the_key_made_in_cpp_is_the_key_the_slow_path_built_under(dtype, t):
+    ch = rs.jit.map(f"{t} rs_inc({t} v) {{ return v + 1; }}", "rs_inc")
+    x = np.arange(4, dtype=dtype)
+    ch(x)
+    assert list(ch._built) == [((dtype,), CPU)]
+    a = rs.to_device(np.arange(4, dtype=dtype), device="cpu")
+    assert _core._jit_dispatch(ch._built, (x,), None, None, False) is None  # a hit: it ran
+    assert _core._jit_dispatch(ch._built, (a,), None, None, False) is None
+    np.testing.assert_array_equal(x, np.arange(4, dtype=dtype) + 2)
+    np.testing.assert_array_equal(np.asarray(a.to_host()), np.arange(4, dtype=dtype) + 1)
+
+
+def test_mixed_dtypes_are_keyed_in_order_and_never_run_a_kernel_built_for_others():
+    ch = rs.jit.map("double rs_m(float a, double b) { return a + b; }", "rs_m")
+    a, b, o = np.arange(4, dtype=np.float32), np.arange(4, dtype=np.float64), np.zeros(4)
+    ch(a, b, out=o)
+    np.testing.assert_array_equal(o, 2 * np.arange(4.0))
+    assert list(ch._built) == [(("float32", "float64"), CPU)]
+    for args in ((b, a), (a, a.copy()), (b, b.copy())):
+        with pytest.raises(rs.InvalidArgument, match="make the types agree"):
+            ch(*args, out=o)
+
+
+def test_an_entry_filed_under_the_wrong_key_is_refused_not_run():
+    """Even a cache entry built for other dtypes is checked by the pipeline: an error, never values."""
+    ch = rs.jit.map("double rs_g(double v) { return 2 * v + 1; }", "rs_g")
+    ch._built[(("float32",), CPU)] = ch.build(["float64"], CPU)
+    x = np.arange(4, dtype=np.float32)
+    with pytest.raises(rs.InvalidArgument, match="make the types agree"):
+        ch(x)
+    np.testing.assert_array_equal(x, np.arange(4, dtype=np.float32))
+
+
+def test_generator_and_reduction_chains_keep_the_slow_path():
+    s = _map() | rs.jit.sum()
+    x = np.ones(4, np.float32)
+    assert not s._maps and s(x) == 12.0 and s(x) == 12.0
+    np.testing.assert_array_equal(x, np.ones(4, np.float32))  # a reduction writes nothing
+    g = rs.jit.uniform(1) | _map()
+    assert not g._maps
+    y, z = np.zeros(4, np.float32), np.zeros(4, np.float32)
+    g(out=y)
+    g(z)  # a generator chain's one array is its output
+    np.testing.assert_array_equal(y, z)
+    assert np.all(y >= 1.0) and np.all(y <= 3.0)
+
+
+# ---- pinned: misuse is the same error, cold or warm, fast or slow -------------------------------------
+
+MISUSE = {
+    "a list": (lambda: ([1.0, 2.0],), {}),
+    "an int": (lambda: (3,), {}),
+    "a memoryview": (lambda: (memoryview(np.ones(4, np.float32)),), {}),
+    "non-contiguous": (lambda: (np.ones(8, np.float32)[::2],), {}),
+    "negative strides": (lambda: (np.ones(8, np.float32)[::-1],), {}),
+    "big-endian": (lambda: (np.ones(4, ">f4"),), {}),
+    "read-only in place": (lambda: (_readonly(np.ones(4, np.float32)),), {}),
+    "read-only out": (lambda: (np.ones(4, np.float32),), {"out": lambda: _readonly(np.ones(4, np.float32))}),
+    "out of float64": (lambda: (np.ones(4, np.float32),), {"out": lambda: np.zeros(4)}),
+    "out of int32": (lambda: (np.ones(4, np.float32),), {"out": lambda: np.zeros(4, np.int32)}),
+    "out a list": (lambda: (np.ones(4, np.float32),), {"out": lambda: [0.0] * 4}),
+    "out shorter": (lambda: (np.ones(4, np.float32),), {"out": lambda: np.zeros(3, np.float32)}),
+    "out partly over the input": (None, None),
+    "stream a str": (lambda: (np.ones(4, np.float32),), {"stream": lambda: "s"}),
+    "stream a float": (lambda: (np.ones(4, np.float32),), {"stream": lambda: 1.5}),
+    "stream 1 on the cpu": (lambda: (np.ones(4, np.float32),), {"stream": lambda: 1}),
+    "stream -1": (lambda: (np.ones(4, np.float32),), {"stream": lambda: -1}),
+    "n=1": (lambda: (np.ones(4, np.float32),), {"n": lambda: 1}),
+    "n=False": (lambda: (np.ones(4, np.float32),), {"n": lambda: False}),
+    "n='0'": (lambda: (np.ones(4, np.float32),), {"n": lambda: "0"}),
+    "device an int": (lambda: (np.ones(4, np.float32),), {"device": lambda: 0}),
+    "device unknown": (lambda: (np.ones(4, np.float32),), {"device": lambda: "gpu7"}),
+    "two arrays for one parameter": (lambda: (np.ones(4, np.float32), np.ones(4, np.float32)), {}),
+}
+
+
+def _misuse_call(name):
+    make, kw = MISUSE[name]
+    if make is None:  # out= over a shifted view of the input's buffer
+        b = np.arange(8, dtype=np.float32)
+        return (b[:4],), {"out": b[1:5]}
+    return make(), {k: v() for k, v in kw.items()}
+
+
+@pytest.mark.parametrize("name", sorted(MISUSE))
+def test_misuse_is_the_same_typed_error_cold_warm_and_on_the_slow_path(name):
+    outcomes = []
+    for chain in (_map(), _warm(_map())):
+        args, kw = _misuse_call(name)
+        outcomes.append(_outcome(lambda: chain(*args, **kw)))
+    args, kw = _misuse_call(name)
+    outcomes.append(_outcome(lambda: _slow(_map(), *args, **kw)))
+    assert outcomes[0] is not None and issubclass(outcomes[0], rs.Error), outcomes
+    assert outcomes[0] is outcomes[1] is outcomes[2], outcomes
+
+
+def test_misuse_leaves_the_arrays_untouched():
+    ch = _warm(_map())
+    b = np.arange(8, dtype=np.float32)
+    with pytest.raises(rs.InvalidArgument, match="overlaps"):
+        ch(b[:4], out=b[1:5])
+    ro = _readonly(np.arange(4, dtype=np.float32))
+    with pytest.raises(rs.InvalidArgument, match="read-only"):
+        ch(ro)
+    np.testing.assert_array_equal(b, np.arange(8, dtype=np.float32))
+    np.testing.assert_array_equal(ro, np.arange(4, dtype=np.float32))
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_edge_arrays_run_alike_on_both_paths(warm):
+    ch = _warm(_map()) if warm else _map()
+    empty = np.ones(0, np.float32)
+    assert ch(empty) is empty
+    zero_d = np.array(3.0, np.float32)
+    ch(zero_d)
+    assert zero_d == 7.0
+    m = np.ones((2, 3), np.float32)
+    ch(m)
+    np.testing.assert_array_equal(m, np.full((2, 3), 3.0, np.float32))
+    ro = _readonly(np.arange(4, dtype=np.float32))  # read, never written: allowed
+    y = np.zeros(4, np.float32)
+    assert ch(ro, out=y) is y
+    np.testing.assert_array_equal(y, 2 * np.arange(4, dtype=np.float32) + 1)
+    x = np.arange(4, dtype=np.float32)
+    assert ch(x, out=x) is x  # exactly in place
+    np.testing.assert_array_equal(x, 2 * np.arange(4, dtype=np.float32) + 1)
+    for n in (0, 0.0, None, np.int64(0)):
+        x = np.zeros(2, np.float32)
+        ch(x, n=n)
+        np.testing.assert_array_equal(x, np.ones(2, np.float32))
+
+
+@needs_numba
+def test_a_warm_python_stage_chain_on_the_cpu_still_raises_stage_error():
+    table = np.arange(5, dtype=np.float32)
+
+    def lookup(v):
+        return table[int(v)]
+
+    for ch, first in ((rs.stage(lookup), lambda v: v), (_map() | rs.stage(lookup), lambda v: 2 * v + 1)):
+        ch(np.array([0.0, 1.0], np.float32))  # warm: the next calls find the built chain
+        with pytest.raises(rs.StageError, match="out of bounds"):
+            ch(np.array([1e9], np.float32))
+        x = np.array([1.0], np.float32)
+        ch(x)  # the next call is not blamed for the earlier one
+        np.testing.assert_array_equal(x, [table[int(first(1.0))]])
+
+
+# ---- pinned: programs and ops keep their compiled chain -------------------------------------------
+
+
+def test_a_program_keeps_one_chain_per_dtype_with_the_right_values():
+    p = rs.op.mul(3.0) | rs.op.add(1)
+    for dtype in (np.float32, np.float64, np.float32):
+        x = np.ones(4, dtype)
+        assert p(x) is x
+        np.testing.assert_array_equal(x, np.full(4, 4.0, dtype))
+    if p.engine == "compiled":
+        assert set(k for k in p.__dict__ if k in ("float32", "float64")) == {"float32", "float64"}
+
+
+def test_programs_whose_constants_differ_in_the_last_digit_are_not_confused():
+    a, b = rs.op.add(0.1), rs.op.add(0.1 + 2**-40)
+    x, y = np.zeros(2, np.float64), np.zeros(2, np.float64)
+    a(x), b(y), a(x), b(y)
+    np.testing.assert_array_equal(x, np.full(2, 0.2))
+    np.testing.assert_array_equal(y, np.full(2, 2 * (0.1 + 2**-40)))
+    neg, pos = rs.op.mul(-0.0), rs.op.mul(0.0)
+    neg(np.ones(2)), pos(np.ones(2))  # warm: the next calls take the kept chains
+    u, v = np.ones(2), np.ones(2)
+    neg(u), pos(v)
+    assert np.all(np.signbit(u)) and not np.any(np.signbit(v))
+
+
+def test_a_warm_program_gives_the_cold_programs_errors():
+    def misuse(p):
+        return [
+            _outcome(lambda: p(np.ones(4, np.int32))),
+            _outcome(lambda: p(np.ones(4, np.float32), out=np.zeros(4, np.float64))),
+            _outcome(lambda: p(_readonly(np.ones(4, np.float32)))),
+            _outcome(lambda: p(np.ones(4, np.float32), out=np.zeros(3, np.float32))),
+            _outcome(lambda: p(np.ones(4, np.float32), stream="s")),
+            _outcome(lambda: p(np.ones(4, np.float32), stream=1)),
+            _outcome(lambda: p([1.0, 2.0])),
+        ]
+    cold = misuse(rs.op.mul(2.0) | rs.op.add(1))
+    warm_p = rs.op.mul(2.0) | rs.op.add(1)
+    warm_p(np.ones(4, np.float32))
+    warm = misuse(warm_p)
+    assert all(c is not None and issubclass(c, rs.Error) for c in cold), cold
+    assert cold == warm
+
+
+def test_an_op_keeps_its_program_and_a_capsule_is_still_taken():
+    o = rs.op.add(1)
+    x = np.zeros(3, np.float32)
+    o(x), o(x)
+    assert isinstance(o.__dict__["program"], rs.program)
+    np.testing.assert_array_equal(x, np.full(3, 2.0, np.float32))
+    h = np.zeros(3, np.float32)
+    o(h.__dlpack__())  # programs take capsules, cold or warm
+    np.testing.assert_array_equal(h, np.ones(3, np.float32))
+
+
+# ---- pinned: lifetimes, threads, call sites ----------------------------------------------------------
+
+
+def test_fast_path_calls_leak_no_references():
+    ch = _warm(_map())
+    p = rs.op.mul(1.0)
+    x, y = np.ones(16, np.float32), np.empty(16, np.float32)
+    a = rs.to_device(np.ones(16, np.float32), device="cpu")
+    ch(x, out=y), ch(a), p(x)
+    key, entry = next(iter(ch._built.items()))
+    watched = (x, y, a, p, entry, key, key[0][0], key[1])
+    before = [sys.getrefcount(o) for o in watched]
+    for _ in range(2000):
+        ch(x, out=y)
+        ch(a)
+        p(x)
+        _core._jit_dispatch({}, (x,), None, None, False)  # a miss returns a fresh key
+    assert [sys.getrefcount(o) for o in watched] == before
+
+
+def test_the_cache_cleared_under_running_calls_from_threads():
+    ch = _warm(_map())
+    errors, stop = [], threading.Event()
+
+    def caller(i):
+        try:
+            x = np.full(1 << 12, float(i), np.float32)
+            for _ in range(200):
+                y = np.empty_like(x)
+                ch(x, out=y)
+                if not np.array_equal(y, 2 * x + 1):
+                    errors.append((i, y[:3]))
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    def clearer():
+        while not stop.is_set():
+            with ch._lock:
+                ch._built.clear()
+
+    c = threading.Thread(target=clearer)
+    c.start()
+    ts = [threading.Thread(target=caller, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    stop.set()
+    c.join()
+    assert not errors, errors[:3]
+
+
+def test_a_profile_names_the_users_line_through_every_fast_path():
+    ch, p, o = _warm(_map()), rs.op.mul(1.0) | rs.op.add(0), rs.op.sqrt()
+    x = np.ones(8, np.float32)
+    p(x), o(x)
+    here = __file__.rsplit("/", 1)[-1]
+    with rs.profile() as prof:
+        for _ in range(3):
+            ch(x); line_chain = sys._getframe().f_lineno  # noqa: E702
+            p(x); line_program = sys._getframe().f_lineno  # noqa: E702
+            o(x); line_op = sys._getframe().f_lineno  # noqa: E702
+    rows = {(r.site, r.calls) for r in prof.rows}
+    for line in (line_chain, line_program, line_op):
+        assert (f"{here}:{line}", 3) in rows, rows
