@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backend/runtime.hpp"
+#include "resident/detail/tuning.hpp"
 #include "resident/detail/per_device.hpp"
 #include "resident/device/event.hpp"
 #include "resident/error.hpp"
@@ -47,6 +48,7 @@ device dev_of(int code) { return code < 0 ? device::cpu() : device::cuda(code); 
 struct timer {
   event start, end;
   site_key key;
+  std::uint64_t weight = 1;  // the calls its time counts for (detail::profile_tuning)
   explicit timer(device d) : start(d), end(d) {}
 };
 
@@ -145,8 +147,8 @@ void resolve(collector& c, std::size_t count) {
     timer& t = c.timers[std::size_t(c.pending[i])];
     try {
       profile_site& r = row(c.sites, t.key);
-      r.seconds += elapsed_ms(t.start, t.end) / 1e3;
-      ++r.timed_calls;
+      r.seconds += elapsed_ms(t.start, t.end) / 1e3 * double(t.weight);
+      r.timed_calls += t.weight;
     } catch (...) {
       // The device is gone (a fault, or the runtime shut down at exit): the call stays untimed.
     }
@@ -198,6 +200,11 @@ call_scope::call_scope(std::string_view name, stream_ref s, const call_facts& fa
           std::atexit(write_report_at_exit);
           c.at_exit_registered = true;
         }
+        // Sampled past the site's first calls (profile_tuning): an untimed call records no events.
+        const auto seen = c.sites.find(site_key{site_file(), site_line(), std::string(name_),
+                                                kind_ == call_kind::transfer, dev_code(device_)});
+        weight_ = profile_tuning::weight(seen == c.sites.end() ? 0 : seen->second.calls);
+        if (weight_ == 0) return;  // timed_ stays false: no host clock either
         int i = -1;
         for (std::size_t k = 0; k < c.free_timers.size(); ++k)
           if (c.timers[std::size_t(c.free_timers[k])].start.native() &&
@@ -253,6 +260,7 @@ call_scope::~call_scope() {
     }
     if (recorded) {
       t.key = k;
+      t.weight = weight_;
       c.pending.push_back(timer_);
       if (c.pending.size() > 512) resolve(c, 256);
     } else {

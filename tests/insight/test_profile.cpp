@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include "resident/detail/source_location.hpp"
+#include "resident/detail/tuning.hpp"
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -255,6 +256,47 @@ TEST_P(insight, calls_from_two_threads_add_up) {
   for (const auto& s : prof.report().sites)
     if (s.name == "threaded") calls += s.calls;
   EXPECT_EQ(calls, 400u);
+}
+
+// Past a site's first calls a GPU times one call in timing_stride, which counts for the untimed calls
+// before it: the site's timed calls stay within one stride of its calls (in a profile opened after the
+// site's first calls too), its time and rate whole-run estimates. The CPU times every call on the host
+// clock.
+TEST_P(insight, a_sites_time_counts_every_call_it_stands_for) {
+  using tuning = rs::detail::profile_tuning;
+  auto x = rs::to_device(rs::test::random_vector<float>(1 << 12, rs::test::fresh_seed()), dev);
+  const int calls = int(tuning::timed_first + 5 * tuning::timing_stride + 3);
+  rs::profile prof(rs::profile_output::quiet);
+  const unsigned line = resident::source_location::current().line() + 2;
+  for (int i = 0; i < calls; ++i)
+    profiled(rs::map(affine{1.f, 0.f}), x, 1);
+  const rs::profile_report r = prof.report();
+  const auto* s = find_site(r, line, "pipeline");
+  ASSERT_NE(s, nullptr) << r.table();
+  EXPECT_EQ(s->calls, std::uint64_t(calls));
+  if (dev.is_cpu()) {
+    EXPECT_EQ(s->timed_calls, std::uint64_t(calls));
+  } else {  // within a stride either way: a profile's first sample may stand for calls made before it
+    EXPECT_GT(s->timed_calls + tuning::timing_stride, std::uint64_t(calls));
+    EXPECT_LT(s->timed_calls, std::uint64_t(calls) + tuning::timing_stride);
+  }
+  EXPECT_GT(s->seconds, 0.0);
+  EXPECT_GT(s->gbps(), 0.0);
+}
+
+TEST(profile, a_sampled_call_counts_for_itself_and_the_untimed_calls_before_it) {
+  using tuning = rs::detail::profile_tuning;
+  std::uint64_t counted = 0, timed = 0;
+  for (std::uint64_t seen = 0; seen < 1000; ++seen) {
+    const std::uint64_t w = tuning::weight(seen);
+    EXPECT_TRUE(seen < tuning::timed_first ? w == 1 : w == 0 || w == tuning::timing_stride) << seen;
+    counted += w;
+    timed += w != 0;
+    const std::uint64_t calls = seen + 1;
+    const std::uint64_t left = calls <= tuning::timed_first ? 0 : (calls - tuning::timed_first) % tuning::timing_stride;
+    EXPECT_EQ(counted, calls - left) << seen;  // never more than the calls made, short by less than a stride
+  }
+  EXPECT_LT(timed, 1000u / 4);  // most calls record no events
 }
 
 // An entry point whose parameters end in a pack takes its stream as a located_stream.

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 
 namespace resident::detail {
 
@@ -97,6 +98,22 @@ struct transfer_tuning {
   /// Staging slots (two chunk buffers each) per device: host threads transferring at once each take one,
   /// so up to this many staged transfers proceed in parallel; further callers wait for a slot.
   static constexpr int staging_slots = 4;
+};
+
+/// What a profile times on a GPU (insight/profile.cpp): an event pair per call costs the host
+/// microseconds, so after a site's first calls one call in `timing_stride` is timed and counts for itself
+/// and the untimed calls before it (the site's time and rates stay whole-run estimates). CPU calls are
+/// timed on the host clock, every one.
+struct profile_tuning {
+  /// Every call of a site is timed until it has made this many.
+  static constexpr std::uint64_t timed_first = 64;
+  /// Then one call in this many.
+  static constexpr std::uint64_t timing_stride = 16;
+  /// The calls that the call made after `seen` calls of its site counts for: 0 when it is not timed.
+  static constexpr std::uint64_t weight(std::uint64_t seen) noexcept {
+    if (seen < timed_first) return 1;
+    return (seen - timed_first + 1) % timing_stride == 0 ? timing_stride : 0;
+  }
 };
 
 }  // namespace resident::detail

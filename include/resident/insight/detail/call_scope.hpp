@@ -105,6 +105,7 @@ class call_scope {
   int unwinding_ = 0;         ///< exceptions in flight when the scope opened
   bool merged_ = false;      ///< opened inside a scope of the same location: counts into that one
   int timer_ = -1;           ///< index of the event pair timing the call, -1: host clock or untimed
+  std::uint64_t weight_ = 1;  ///< the calls an event-timed call counts for (profile_tuning)
   bool timed_ = false;       ///< the call's time is measured
   bool capturing_ = false;   ///< the stream is being captured: its kernels run at the graph's replays
   std::chrono::steady_clock::time_point start_{};
