@@ -200,10 +200,17 @@ call_scope::call_scope(std::string_view name, stream_ref s, const call_facts& fa
           std::atexit(write_report_at_exit);
           c.at_exit_registered = true;
         }
-        // Sampled past the site's first calls (profile_tuning): an untimed call records no events.
-        const auto seen = c.sites.find(site_key{site_file(), site_line(), std::string(name_),
-                                                kind_ == call_kind::transfer, dev_code(device_)});
-        weight_ = profile_tuning::weight(seen == c.sites.end() ? 0 : seen->second.calls);
+        // Sampled past the site's first calls (profile_tuning): an untimed call records no events. The
+        // calls count from the newest open profile's start, so each profile times a site's first calls.
+        const site_key key{site_file(), site_line(), std::string(name_), kind_ == call_kind::transfer,
+                           dev_code(device_)};
+        const auto now = c.sites.find(key);
+        std::uint64_t seen = now == c.sites.end() ? 0 : now->second.calls;
+        if (!c.snapshots.empty()) {
+          const site_table& before = c.snapshots.rbegin()->second.before;
+          if (const auto b = before.find(key); b != before.end()) seen -= std::min(seen, b->second.calls);
+        }
+        weight_ = profile_tuning::weight(seen);
         if (weight_ == 0) return;  // timed_ stays false: no host clock either
         int i = -1;
         for (std::size_t k = 0; k < c.free_timers.size(); ++k)
