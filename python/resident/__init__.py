@@ -115,20 +115,13 @@ def to_numba(x):
 Array.to_numba = to_numba
 
 
-def _op_call(self, x, out=None, stream=None):
-    """out = op(x) as one kernel (out defaults to x: in place), as a program of one operation."""
-    return _program.call(_program.of_op(self), x, out, stream)
-
-
 def _program_sum(self, x, stream=None):
     """The sum of p(x[i]) in one pass (one kernel), in x's precision; waits for the stream it ran on."""
     return _program.total(self, x, stream)
 
 
-program.__call__ = _program.call  # no frame between: a call's host cost counts
 program.sum = _program_sum
 program.engine = property(_program.engine, doc="What the last call used: 'compiled', 'interpreted', or None.")
-op.__call__ = _op_call
 
 from . import random  # noqa: E402  (after the exception types are registered)
 from . import jit  # noqa: E402

@@ -16,7 +16,6 @@ import threading
 import numpy as _np
 
 from . import _core
-from ._typed import raw as _raw
 
 # Each operation as C++ (float and double spellings: the GPU has no std:: maths) and as Python.
 _CPP = {
@@ -84,12 +83,12 @@ def as_program(x):
 
 _lock = threading.Lock()
 _compiled = {}  # (program name, dtype, reduces) -> resident.jit chain, or None where no compiler is available
-_engines = {}   # program name -> "compiled" or "interpreted": what its last call used
 _FLOATS = ("float32", "float64")
-_capturing = _raw(_core._capturing)  # per call: the typed wrapper's frame left out
 _interpreted_sum = _core.program.sum  # the compiled core's, kept before the package puts total() in its place
-# The compiled chains hold kernels of the core: dropped before the interpreter tears the core down.
+# The compiled chains hold kernels of the core: dropped before the interpreter tears the core down,
+# with the core's table of them (programs remember slots in it).
 atexit.register(_compiled.clear)
+atexit.register(_core._program_forget)
 
 
 def _no_compiler(e):
@@ -124,36 +123,36 @@ def _run(p, dtype, reduces, compiled, interpreted):
             if first:
                 with _lock:
                     _compiled.setdefault(key, chain)
-            _engines[name] = "compiled"
+            p.__dict__["_engine"] = "compiled"
             return r
     r = interpreted()
-    _engines[name] = "interpreted"
+    p.__dict__["_engine"] = "interpreted"
     return r
 
 
 def call(p, x, out=None, stream=None):
     """out = p(x) as one kernel (out defaults to x: in place); float32 or float64 arrays of any library,
     queued on ``stream`` (else the current stream of x's library) without a host wait. Compiled by the
-    run-time compiler where one is available (``p.engine`` says which ran)."""
+    run-time compiler where one is available (``p.engine`` says which ran).
+
+    The first call on a dtype and device (and a call inside a capture, on a capsule, or into an output
+    of another dtype) comes here; the chain it compiles is then remembered by the core, whose
+    ``program.__call__`` runs later calls without this function (src/programs.cpp)."""
     dtype = _dtype_of(x)
     if out is not None and out is not x and _dtype_of(out) != dtype:
         dtype = None  # the interpreter names the mismatch
-    # The key of this program's chain for dtype, kept on the program object: no name to format per call
-    # (the chain itself stays in _compiled alone, which is cleared before the core is torn down).
-    known = p.__dict__.get(dtype)
-    if known is not None and not _capturing():
-        key, name = known
-        chain = _compiled.get(key)  # None: no run-time compiler here, or cleared at exit
-        if chain is None:
-            _core._run_program(p, x, out, stream)
-        else:
-            chain(x, out=out, stream=stream)
-        _engines[name] = "interpreted" if chain is None else "compiled"
-        return x if out is None else out
+    capsule = type(x).__name__ == "PyCapsule"
+    target = None if capsule or dtype not in _FLOATS else _core._jit_target(x)
     _run(p, dtype, False, lambda c: c(x, out=out, stream=stream), lambda: _core._run_program(p, x, out, stream))
     key = (p.name, dtype, False)
-    if dtype in _FLOATS and key in _compiled:  # compiled, or no compiler here: known from now on
-        p.__dict__[dtype] = (key, key[0])
+    if target is not None and key in _compiled:
+        chain = _compiled[key]
+        if chain is None:
+            _core._program_remember(p, dtype, target, None, key + (target,))
+        else:
+            entry = chain._built.get(((dtype,), target))
+            if entry is not None:
+                _core._program_remember(p, dtype, target, entry[0], key + (target,))
     return x if out is None else out
 
 
@@ -189,4 +188,4 @@ def _dtype_of(x):
 
 def engine(p):
     """What p's last call used: "compiled", "interpreted", or None before its first call."""
-    return _engines.get(p.name)
+    return p.__dict__.get("_engine")

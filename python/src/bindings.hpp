@@ -246,6 +246,24 @@ auto on_floats(const py_array& a, const char* what, F&& f) {
 /// output would overwrite an input element not read yet. `what` names the call.
 void check_overlap(const py_array& in, const py_array& out, const char* what);
 
+// ---- run-time chains (jit.cpp) and programs' calls (programs.cpp) --------------------------------
+
+/// (kind, cc major, cc minor) of device d, one tuple object per device: the target resident.jit builds for.
+nb::tuple target_of(rs::device d);
+/// The dtype's name as an interned Python string, one object per element type.
+nb::handle dtype_name_of(DLDataType t);
+/// o = chain(in...) (in place when o is in[0]), counted as one call at the Python line.
+void run_taken(const rs::jit::pipeline& p, const std::vector<py_array>& in, const py_array& o);
+/// o = p(a) by the interpreter: one kernel of the program's op codes (compute.cpp).
+void run_interpreted(const rs::program& p, const py_array& a, const py_array& o);
+/// Whether the Python work running now is being captured into a CUDA graph (flow.cpp): nothing may be
+/// compiled or loaded then.
+bool capturing_now();
+/// p(x, out, stream) and op(x, out, stream): the chain the program's first call compiled, run in one
+/// C++ call; the first call (and any other case) goes through resident/_program.py (programs.cpp).
+nb::object program_call(nb::handle self, nb::object x, nb::object out, nb::object stream);
+nb::object op_call(nb::handle self, nb::object x, nb::object out, nb::object stream);
+
 // The Python line that called a binding, as the call site of the calls it makes (the profile's rows,
 // the transfer log's lines) in place of this file's, while a profile collects or the transfer policy
 // is not allow (nothing otherwise: a call pays one relaxed load and a policy read). Frames of the
@@ -267,6 +285,7 @@ void bind_array(nb::module_& m);
 void bind_compute(nb::module_& m);
 void bind_jit(nb::module_& m);
 void bind_flow(nb::module_& m);
+void bind_programs(nb::module_& m);
 
 }  // namespace resident::py
 

@@ -76,13 +76,11 @@ nb::object any_reduce(nb::object x, reduction r, nb::object stream) {
   });
 }
 
+}  // namespace
+
 // ---- run-time programs -------------------------------------------------------------------------
 
-// out = p(x) (out defaults to x: in place), as one kernel; float32 or float64.
-nb::object run_program(const rs::program& p, nb::object x, nb::object out, nb::object stream) {
-  const call_stream on(stream, "program");
-  py_array a = from_dlpack(x);
-  py_array o = out.is_none() ? a : from_dlpack(out);
+void run_interpreted(const rs::program& p, const py_array& a, const py_array& o) {
   o.check_writable("program");
   check_overlap(a, o, "program");
   if (!(a.dtype.code == o.dtype.code && a.dtype.bits == o.dtype.bits))
@@ -96,6 +94,15 @@ nb::object run_program(const rs::program& p, nb::object x, nb::object out, nb::o
     rs::run(p, r, o.ref<T>());
     o.finish_foreign();
   });
+}
+
+namespace {
+
+// out = p(x) (out defaults to x: in place), as one kernel; float32 or float64.
+nb::object run_program(const rs::program& p, nb::object x, nb::object out, nb::object stream) {
+  const call_stream on(stream, "program");
+  py_array a = from_dlpack(x);
+  run_interpreted(p, a, out.is_none() ? a : from_dlpack(out));
   return out.is_none() ? x : out;
 }
 
@@ -171,11 +178,12 @@ void bind_compute(nb::module_& m) {
       .def_ro("a", &rs::op::a, "the operation's first constant")
       .def_ro("b", &rs::op::b, "its second constant")
       .def("__repr__", [](const rs::op& o) { return "resident.op." + o.name(); })
+      .def("__call__", &op_call, at_python_line(), nb::arg("x"), nb::arg("out") = nb::none(), nb::arg("stream") = nb::none(),
+           "out = op(x) as one kernel (out defaults to x: in place), as a program of one operation.")
       .def("__or__", [](const rs::op& a, const rs::op& b) { return rs::program{} | a | b; }, nb::is_operator())
       .def("__or__", [](const rs::op& a, const rs::program& q) { return (rs::program{} | a) | q; }, nb::is_operator());
 
-  // The calls (op(x), program(x, out)) are the package's (resident/_program.py): compiled where a
-  // run-time compiler is available, else this interpreter.
+  // The interpreter of programs, where no run-time compiler is available (resident/_program.py).
   m.def("_run_program", &run_program, at_python_line(), nb::arg("program"), nb::arg("x"), nb::arg("out") = nb::none(),
         nb::arg("stream") = nb::none());
   // dynamic_attr: the package keeps a program's compiled chains on it (resident/_program.py).
@@ -190,6 +198,11 @@ void bind_compute(nb::module_& m) {
       .def_prop_ro("name", &rs::program::name)
       .def("__repr__", [](const rs::program& p) { return "resident.program(" + p.name() + ")"; })
       .def("__len__", [](const rs::program& p) { return p.ops().size(); })
+      .def("__call__", &program_call, at_python_line(), nb::arg("x"), nb::arg("out") = nb::none(),
+           nb::arg("stream") = nb::none(),
+           "out = p(x) as one kernel (out defaults to x: in place); float32 or float64 arrays of any library, "
+           "queued on `stream` (else the current stream of x's library) without a host wait. Compiled by the "
+           "run-time compiler where one is available (p.engine says which ran).")
       .def("sum", &sum_program, at_python_line(), nb::arg("x"), nb::arg("stream") = nb::none(), "The sum of p(x[i]) in one pass, in x's precision. Synchronizes.");
 
   m.def("_time_cpp_calls", [](const rs::program& p, nb::object x, int calls) {

@@ -186,13 +186,15 @@ PyType_Slot graph_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(graph_trav
 
 }  // namespace
 
+bool capturing_now() {
+  return t_stage_stream != nullptr && t_stage_stream->device().is_cuda() &&
+         rs::detail::cuda::stream_is_capturing(t_stage_stream->native());
+}
+
 void bind_flow(nb::module_& m) {
   // Whether the Python work running now is being captured into a CUDA graph, where nothing may be
   // compiled and loaded (resident/_program.py then runs the interpreter's kernel).
-  m.def("_capturing", [] {
-    return t_stage_stream != nullptr && t_stage_stream->device().is_cuda() &&
-           rs::detail::cuda::stream_is_capturing(t_stage_stream->native());
-  });
+  m.def("_capturing", &capturing_now);
   m.def("_time_cpp_replays", [](const py_graph& g, int calls) {
     // The same replays made from C++ in a loop: wall time per replay, the queue drained at the end.
     if (calls < 1) throw rs::invalid_argument("_time_cpp_replays: " + std::to_string(calls) + " calls; give 1 or more");

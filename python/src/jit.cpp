@@ -2,6 +2,8 @@
 // compiled and run on any library's arrays.
 #include "bindings.hpp"
 
+#include <chrono>
+
 #include "resident/jit/jit.hpp"
 
 namespace resident::py {
@@ -15,6 +17,8 @@ rs::jit::operand operand_of(const py_array& a) {
 rs::jit::element element_named(const std::string& dtype) {
   return visit(parse_dtype(dtype), [](auto t) { return rs::jit::element_of<decltype(t)>(); });
 }
+
+}  // namespace
 
 // (kind, cc major, cc minor) of the device x lives on: what resident.jit compiles Python stages for.
 nb::tuple target_of(rs::device d) {
@@ -44,12 +48,7 @@ nb::handle dtype_name_of(DLDataType t) {
   return name;
 }
 
-nb::tuple jit_target(nb::object x) { return target_of(from_dlpack(std::move(x)).device()); }
-
-// out = chain(in...), or in place into in[0] (a generator chain writes into out alone).
-void run_taken(const rs::jit::pipeline& p, const std::vector<py_array>& in, nb::object out) {
-  if (in.empty() && out.is_none()) throw rs::invalid_argument("a run-time chain needs an input or an output array");
-  const py_array o = out.is_none() ? in.at(0) : from_dlpack(out);
+void run_taken(const rs::jit::pipeline& p, const std::vector<py_array>& in, const py_array& o) {
   o.check_writable("a run-time chain");
   for (const py_array& a : in) check_overlap(a, o, "a run-time chain");
   rs::jit::inputs ops;
@@ -75,11 +74,21 @@ void run_taken(const rs::jit::pipeline& p, const std::vector<py_array>& in, nb::
   o.finish_foreign();
 }
 
+namespace {
+
+nb::tuple jit_target(nb::object x) { return target_of(from_dlpack(std::move(x)).device()); }
+
+// The output of a chain's call: out, else in place into the first input.
+py_array output_of(const std::vector<py_array>& in, nb::object out) {
+  if (in.empty() && out.is_none()) throw rs::invalid_argument("a run-time chain needs an input or an output array");
+  return out.is_none() ? in.at(0) : from_dlpack(std::move(out));
+}
+
 void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out, nb::object stream) {
   const call_stream on(stream, "a run-time chain");
   std::vector<py_array> in;
   for (nb::handle h : inputs) in.push_back(from_dlpack(nb::borrow<nb::object>(h)));
-  run_taken(p, in, std::move(out));
+  run_taken(p, in, output_of(in, std::move(out)));
 }
 
 // resident.jit.Chain's fast path: each array taken once, the chain built for the inputs' dtypes and
@@ -108,7 +117,8 @@ nb::object jit_dispatch(nb::dict built, nb::tuple inputs, nb::object out, nb::ob
   }
   if (guard_cpu && in[0].device().is_cpu()) return nb::str("guard");
   const nb::object entry = nb::borrow(hit);  // held: another thread may clear `built` while this one runs
-  run_taken(nb::cast<const rs::jit::pipeline&>(nb::handle(PyTuple_GET_ITEM(entry.ptr(), 0))), in, std::move(out));
+  run_taken(nb::cast<const rs::jit::pipeline&>(nb::handle(PyTuple_GET_ITEM(entry.ptr(), 0))), in,
+            output_of(in, std::move(out)));
   return nb::none();
 }
 
@@ -203,6 +213,22 @@ void bind_jit(nb::module_& m) {
   m.def("_jit_target", &jit_target, nb::arg("x"));
   m.def("_jit_dispatch", &jit_dispatch, at_python_line(), nb::arg("built"), nb::arg("inputs"), nb::arg("out").none(),
         nb::arg("stream").none(), nb::arg("guard_cpu"));
+  m.def("_time_cpp_jit_calls", [](const rs::jit::pipeline& p, nb::object x, int calls) {
+    // A run-time chain called from C++ in place in a loop: wall time per call, the queue drained at the
+    // end (the floor the Python call is measured against).
+    if (calls < 1) throw rs::invalid_argument("_time_cpp_jit_calls: " + std::to_string(calls) + " calls; give 1 or more");
+    py_array a = from_dlpack(std::move(x));
+    if (!(a.dtype.code == kDLFloat && a.dtype.bits == 32)) throw rs::invalid_argument("_time_cpp_jit_calls takes float32");
+    nb::gil_scoped_release unlocked;
+    auto r = a.ref<float>();
+    const rs::jit::inputs in{{rs::jit::operand_of(r)}};
+    p(in, r);
+    a.stream.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) p(in, r);
+    a.stream.synchronize();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
+  }, nb::arg("pipeline"), nb::arg("x"), nb::arg("calls"));
   m.def("_jit_stats", [] {
     const auto s = rs::jit::stats();
     return nb::make_tuple(s.compiled, s.disk_loads, s.memory_hits, s.rejected);

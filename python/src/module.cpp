@@ -52,6 +52,7 @@ NB_MODULE(_core, m) {
   resident::py::bind_array(m);
   resident::py::bind_compute(m);
   resident::py::bind_jit(m);
+  resident::py::bind_programs(m);
   resident::py::bind_flow(m);
   resident::py::bind_streaming(m);
   resident::py::bind_profile(m);
