@@ -271,6 +271,13 @@ class _PyStage:
                     self._translated.add(key)
             return self._compiled[key][0]
 
+    def calls_numba(self, dtypes, target, init=None):
+        """Whether the loop built for these calls Numba's compiled function (which may raise there), rather
+        than C++ text written from the function (which cannot)."""
+        with self._lock:
+            made = self._compiled.get((tuple(dtypes), target, init, _inline_cpu))
+        return made is None or made[1] is not None
+
     def untranslate(self, log):
         """Forgets the C++ text written from this function when the compiler's log names it (the text
         did not compile), so that the next build takes Numba's function; whether it did."""
@@ -421,18 +428,23 @@ class Chain:
             built = self._build(dtypes, target)
             with self._lock:
                 built = self._built.setdefault(key, built)
-        return built
+        return built[0], built[1]
 
     def _build(self, dtypes, target):
+        """(C++ chain, value dtype, whether its loop calls a function Numba compiled: the fast path then
+        runs it inside the guard on the CPU)."""
         pipe = None
         current = list(dtypes)
+        numba_calls = False
         for kind, value in self._items:
             if kind == "py":
                 part = value.part(current, target)
+                numba_calls = numba_calls or value.calls_numba(current, target)
                 current = [current[0]]
             elif kind == "pyred":
                 fn, init = value
                 part = fn.part([current[0], current[0]], target, init)
+                numba_calls = numba_calls or fn.calls_numba([current[0], current[0]], target, init)
             else:
                 part = value
                 if kind == "red" and part.name == "sum" and current[0] in _WIDER and len(current) == 1:
@@ -446,7 +458,7 @@ class Chain:
             pipe = part if pipe is None else pipe | part
         if pipe is None:
             raise _core_error("InvalidArgument", "resident.jit: the chain is empty")
-        return pipe, current[0] if len(current) == 1 else None
+        return pipe, current[0] if len(current) == 1 else None, numba_calls
 
     def __call__(self, *inputs, out=None, n=0, device=None, stream=None):
         if self._maps and inputs and device is None and n == 0 and n is not False:

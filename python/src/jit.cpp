@@ -92,11 +92,12 @@ void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out, nb::ob
 }
 
 // resident.jit.Chain's fast path: each array taken once, the chain built for the inputs' dtypes and
-// device looked up in `built` ((dtypes, target) -> (pipeline, value dtype)) and run. Returns None when
-// it ran, else the key to build under (Python builds, then calls the slow path), or "guard" without
-// running when `guard_cpu` and the arrays are on the CPU (where Python stages may raise from compiled
-// code: the caller runs it again inside its guard). A DLPack capsule among the arrays goes to the slow
-// path untaken: a capsule is taken once, and one refused stays unconsumed.
+// device looked up in `built` ((dtypes, target) -> (pipeline, value dtype[, whether its loop calls a
+// function Numba compiled])) and run. Returns None when it ran, else the key to build under (Python
+// builds, then calls the slow path), or "guard" without running when `guard_cpu`, the arrays are on
+// the CPU and the loop calls Numba's code (which may raise there: the caller runs it again inside its
+// guard). A DLPack capsule among the arrays goes to the slow path untaken: a capsule is taken once,
+// and one refused stays unconsumed.
 nb::object jit_dispatch(nb::dict built, nb::tuple inputs, nb::object out, nb::object stream, bool guard_cpu) {
   for (nb::handle h : inputs)
     if (PyCapsule_CheckExact(h.ptr())) return nb::str("capsule");
@@ -111,11 +112,17 @@ nb::object jit_dispatch(nb::dict built, nb::tuple inputs, nb::object out, nb::ob
   }
   const nb::object key = nb::make_tuple(dtypes, target_of(in.at(0).device()));
   PyObject* hit = PyDict_GetItemWithError(built.ptr(), key.ptr());
-  if (!hit || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 2) {
+  const Py_ssize_t parts = hit && PyTuple_Check(hit) ? PyTuple_GET_SIZE(hit) : 0;
+  if (parts != 2 && parts != 3) {
     if (PyErr_Occurred()) throw nb::python_error();
     return key;
   }
-  if (guard_cpu && in[0].device().is_cpu()) return nb::str("guard");
+  // A third part says whether the loop calls a function Numba compiled (else C++ text, which cannot raise).
+  if (guard_cpu && in[0].device().is_cpu()) {
+    const int numba_calls = parts == 3 ? PyObject_IsTrue(PyTuple_GET_ITEM(hit, 2)) : 1;
+    if (numba_calls < 0) throw nb::python_error();
+    if (numba_calls) return nb::str("guard");
+  }
   const nb::object entry = nb::borrow(hit);  // held: another thread may clear `built` while this one runs
   run_taken(nb::cast<const rs::jit::pipeline&>(nb::handle(PyTuple_GET_ITEM(entry.ptr(), 0))), in,
             output_of(in, std::move(out)));

@@ -9,8 +9,12 @@ namespace resident::py {
 
 python_site::python_site() noexcept {
   try {
-    // The policy read throws for a bad RESIDENT_TRANSFER_POLICY: the call itself reports that.
-    if (!rs::profiling() && rs::current_transfer_policy() == rs::transfer_policy::allow) return;
+    // The process default read once (getenv scans the environment, which every call would pay); a
+    // scope (resident.transfer_policy) per call. A bad RESIDENT_TRANSFER_POLICY throws here and is
+    // read again next time: the call itself reports it.
+    static const rs::transfer_policy by_default = rs::default_transfer_policy();
+    const rs::transfer_policy* scoped = rs::detail::scoped_transfer_policy_now();
+    if (!rs::profiling() && (scoped ? *scoped : by_default) == rs::transfer_policy::allow) return;
     // Frames walked through the C API, the package's own told by a prefix of their file's name: only
     // the user's frame is turned into a string (a profile pays this per call).
     static PyObject* package = [] {

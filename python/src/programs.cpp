@@ -11,7 +11,7 @@ namespace {
 // The remembered chains by slot, one slot per distinct chain. A program's dict maps a dtype name to a
 // list of (target, slot) pairs; slot `interpreted` runs the interpreter (no run-time compiler there).
 // The GIL guards both tables. They are emptied at exit before the core is torn down (the chains hold
-// kernels): a slot past the end is a miss then.
+// kernels): an emptied slot is a miss then.
 struct remembered {
   std::vector<std::shared_ptr<const rs::jit::pipeline>> chains;
   nb::dict slot_of;  // the chain's key in resident/_program.py -> its slot
@@ -92,6 +92,7 @@ bool run_remembered(nb::handle self, nb::handle x, nb::handle out, nb::handle st
   const remembered& t = table();
   if (*slot < 0 || std::size_t(*slot) >= t.chains.size()) return false;
   const std::shared_ptr<const rs::jit::pipeline> chain = t.chains[std::size_t(*slot)];  // held while it runs
+  if (!chain) return false;  // forgotten
   run_taken(*chain, {a}, o);
   note_engine(dict.ptr(), true);
   return true;
@@ -126,7 +127,17 @@ void remember(nb::handle p, nb::str dtype, nb::tuple target, nb::object chain, n
     entries = nb::list();
     if (PyDict_SetItem(dict.ptr(), dtype.ptr(), entries.ptr()) != 0) throw nb::python_error();
   }
-  nb::cast<nb::list>(entries).append(nb::make_tuple(target, slot));
+  // One entry per target: a forgotten slot's entry is replaced.
+  nb::list list = nb::borrow<nb::list>(entries);
+  const nb::tuple entry = nb::make_tuple(target, slot);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const nb::object e = list[i];
+    if (PyTuple_Check(e.ptr()) && PyTuple_GET_SIZE(e.ptr()) == 2 && target.equal(nb::handle(PyTuple_GET_ITEM(e.ptr(), 0)))) {
+      list[i] = entry;
+      return;
+    }
+  }
+  list.append(entry);
 }
 
 }  // namespace
@@ -154,8 +165,9 @@ void bind_programs(nb::module_& m) {
   m.def("_program_remember", &remember, nb::arg("program"), nb::arg("dtype"), nb::arg("target"), nb::arg("chain").none(),
         nb::arg("key"));
   m.def("_program_forget", [] {
+    // The slots stay numbered (emptied, never reused): a program still naming one misses.
     remembered& t = table();
-    t.chains.clear();
+    for (auto& c : t.chains) c.reset();
     t.slot_of.clear();
   });
 }

@@ -289,6 +289,30 @@ def test_a_warm_python_stage_chain_on_the_cpu_still_raises_stage_error():
         np.testing.assert_array_equal(x, [table[int(first(1.0))]])
 
 
+@needs_numba
+def test_only_chains_whose_loop_calls_numba_code_run_inside_the_guard(monkeypatch):
+    # Stages written out as C++ text cannot raise in the loop: their warm calls skip the guard (its
+    # locks and frames cost a call microseconds); a stage left to Numba's function keeps it.
+    import resident.jit as jit
+    table = np.arange(5, dtype=np.float32)
+
+    def lookup(v):
+        return table[int(v)]
+
+    guarded = []
+    real = jit._guarded
+    monkeypatch.setattr(jit, "_guarded", lambda *a, **k: guarded.append(1) or real(*a, **k))
+    for ch, want, values in ((rs.stage(_twice) | rs.stage(_twice), 0, [2.0, 4.0]),
+                             (rs.stage(_twice) | rs.stage(lookup), 3, [table[1], table[2]])):
+        ch(np.array([0.5, 1.0], np.float32))  # cold: the slow path (guarded) builds the chain
+        guarded.clear()
+        for _ in range(3):
+            x = np.array([0.5, 1.0], np.float32)
+            ch(x)
+            assert x.tolist() == values, ch
+        assert len(guarded) == want, ch
+
+
 # ---- pinned: programs and ops keep their compiled chain -------------------------------------------
 
 
@@ -300,6 +324,20 @@ def test_a_program_keeps_one_chain_per_dtype_with_the_right_values():
         np.testing.assert_array_equal(x, np.full(4, 4.0, dtype))
     if p.engine == "compiled":
         assert set(k for k in p.__dict__ if k in ("float32", "float64")) == {"float32", "float64"}
+
+
+def test_a_program_whose_remembered_chains_were_forgotten_compiles_again():
+    # The core's table of remembered chains is emptied at exit; a call after that (or any stale slot)
+    # takes the slow path and gives the same values.
+    p, q = rs.op.mul(3.0) | rs.op.add(1), rs.op.add(100)
+    x, y = np.ones(4, np.float32), np.zeros(4, np.float32)
+    p(x)
+    _core._program_forget()
+    q(y), p(x), p(x), q(y)  # q's chain remembered first: p's forgotten slot must not lead to it
+    np.testing.assert_array_equal(x, np.full(4, 40.0, np.float32))
+    np.testing.assert_array_equal(y, np.full(4, 200.0, np.float32))
+    if p.engine == "compiled":
+        assert len(p.__dict__["float32"]) == 1  # remembered again, under a new slot
 
 
 def test_programs_whose_constants_differ_in_the_last_digit_are_not_confused():

@@ -219,6 +219,11 @@ transfer_policy current_transfer_policy() {
 
 namespace detail {
 
+const transfer_policy* scoped_transfer_policy_now() {
+  const policy_scope* s = innermost_scope();
+  return s ? &s->policy : nullptr;
+}
+
 std::string format_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;

@@ -135,6 +135,9 @@ transfer_policy default_transfer_policy();
 transfer_policy current_transfer_policy();
 
 namespace detail {
+/// The calling thread's innermost open scope's policy, or nullptr when none is open (no environment
+/// read: bindings called per element of a loop ask this, and read the default once).
+const transfer_policy* scoped_transfer_policy_now();
 enum class direction { h2d, d2h, d2d, peer };
 /// Applies the transfer policy (may throw transfer_forbidden) and counts the copy.
 void record_transfer(device d, direction dir, std::uint64_t bytes);
