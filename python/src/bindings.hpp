@@ -14,6 +14,7 @@
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -253,7 +254,7 @@ nb::tuple target_of(rs::device d);
 /// The dtype's name as an interned Python string, one object per element type.
 nb::handle dtype_name_of(DLDataType t);
 /// o = chain(in...) (in place when o is in[0]), counted as one call at the Python line.
-void run_taken(const rs::jit::pipeline& p, const std::vector<py_array>& in, const py_array& o);
+void run_taken(const rs::jit::pipeline& p, std::span<const py_array> in, const py_array& o);
 /// o = p(a) by the interpreter: one kernel of the program's op codes (compute.cpp).
 void run_interpreted(const rs::program& p, const py_array& a, const py_array& o);
 /// Whether the Python work running now is being captured into a CUDA graph (flow.cpp): nothing may be

@@ -48,10 +48,11 @@ nb::handle dtype_name_of(DLDataType t) {
   return name;
 }
 
-void run_taken(const rs::jit::pipeline& p, const std::vector<py_array>& in, const py_array& o) {
+void run_taken(const rs::jit::pipeline& p, std::span<const py_array> in, const py_array& o) {
   o.check_writable("a run-time chain");
   for (const py_array& a : in) check_overlap(a, o, "a run-time chain");
   rs::jit::inputs ops;
+  ops.arrays.reserve(in.size());
   for (const auto& a : in) ops.arrays.push_back(operand_of(a));
   const rs::jit::operand oo = operand_of(o);
   {
@@ -78,17 +79,20 @@ namespace {
 
 nb::tuple jit_target(nb::object x) { return target_of(from_dlpack(std::move(x)).device()); }
 
-// The output of a chain's call: out, else in place into the first input.
-py_array output_of(const std::vector<py_array>& in, nb::object out) {
+// The output of a chain's call: out (taken into `given`), else in place into the first input.
+const py_array& output_of(const std::vector<py_array>& in, nb::object out, std::optional<py_array>& given) {
   if (in.empty() && out.is_none()) throw rs::invalid_argument("a run-time chain needs an input or an output array");
-  return out.is_none() ? in.at(0) : from_dlpack(std::move(out));
+  if (out.is_none()) return in[0];
+  given = from_dlpack(std::move(out));
+  return *given;
 }
 
 void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out, nb::object stream) {
   const call_stream on(stream, "a run-time chain");
   std::vector<py_array> in;
   for (nb::handle h : inputs) in.push_back(from_dlpack(nb::borrow<nb::object>(h)));
-  run_taken(p, in, output_of(in, std::move(out)));
+  std::optional<py_array> given;
+  run_taken(p, in, output_of(in, std::move(out), given));
 }
 
 // resident.jit.Chain's fast path: each array taken once, the chain built for the inputs' dtypes and
@@ -124,8 +128,9 @@ nb::object jit_dispatch(nb::dict built, nb::tuple inputs, nb::object out, nb::ob
     if (numba_calls) return nb::str("guard");
   }
   const nb::object entry = nb::borrow(hit);  // held: another thread may clear `built` while this one runs
+  std::optional<py_array> given;
   run_taken(nb::cast<const rs::jit::pipeline&>(nb::handle(PyTuple_GET_ITEM(entry.ptr(), 0))), in,
-            output_of(in, std::move(out)));
+            output_of(in, std::move(out), given));
   return nb::none();
 }
 

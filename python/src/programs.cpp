@@ -82,7 +82,9 @@ bool run_remembered(nb::handle self, nb::handle x, nb::handle out, nb::handle st
   const py_array a = from_dlpack(nb::borrow(x));
   const std::optional<long> slot = slot_in(dict.ptr(), a.dtype, a.device());
   if (!slot) return false;
-  const py_array o = out.is_none() ? a : from_dlpack(nb::borrow(out));
+  std::optional<py_array> given;  // out, when it is another array (no copy of x's otherwise)
+  if (!out.is_none()) given = from_dlpack(nb::borrow(out));
+  const py_array& o = given ? *given : a;
   if (!(o.dtype.code == a.dtype.code && o.dtype.bits == a.dtype.bits)) return false;  // Python names it
   if (*slot == interpreted) {
     run_interpreted(nb::cast<const rs::program&>(self), a, o);
@@ -93,7 +95,7 @@ bool run_remembered(nb::handle self, nb::handle x, nb::handle out, nb::handle st
   if (*slot < 0 || std::size_t(*slot) >= t.chains.size()) return false;
   const std::shared_ptr<const rs::jit::pipeline> chain = t.chains[std::size_t(*slot)];  // held while it runs
   if (!chain) return false;  // forgotten
-  run_taken(*chain, {a}, o);
+  run_taken(*chain, std::span<const py_array>(&a, 1), o);
   note_engine(dict.ptr(), true);
   return true;
 }

@@ -44,7 +44,8 @@ struct kernel_args {
   void* partials;                // a reduction's per-block partials (CUDA)
   unsigned long long* counters;  // two counters, zero at the launch and left zero (CUDA)
   const void* fns[16];           // external stages' host functions, by part index (CPU)
-  int vec;                       // every pointer 16-byte aligned: vector loads (CUDA)
+  int vec;                       // every pointer 16-byte aligned: vector loads (CUDA); 2: a reduction
+                                 // whose indices fit 32 bits
 };
 
 // The generated struct rs_args (generate.cpp) must match this layout field for field.

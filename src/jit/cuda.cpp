@@ -321,6 +321,9 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
                    invalid_launch);
   const unsigned grid = flat ? unsigned(std::max<std::size_t>((nv + tile - 1) / tile, 1))
                              : unsigned(std::max<std::size_t>(1, std::min(wanted, std::size_t(occupancy) * std::size_t(here.sms))));
+  // A reduction indexes its vectors in 32 bits where every index a thread forms (below nv + (U + 1) x
+  // the grid's threads) fits.
+  if (vectors && sig.reduces && nv + std::size_t(pol.unroll + 1) * grid * block < (std::size_t(1) << 32)) args.vec = 2;
 
   // Scratch: a reduction's per-block partials (value + valid flag, at most 16 bytes) and result; and
   // while s is being captured the counters (the graph owns them and zeroes them, since its replays may

@@ -368,9 +368,21 @@ std::string reduction_ops(const chain& c) {
   s += "RS_FN rs_value rs_init(double a) { return " +
        (red->what == kind::reduce ? std::string("rs_value(a)") : "rs_value(" + builtin_init(red->what, c.value) + ")") +
        "; }\n";
-  s += "struct rs_maybe { rs_value value; int valid; };\n"
-       "RS_FN void rs_fold(rs_maybe& m, rs_value v) { m.value = m.valid ? rs_op(m.value, v) : v; m.valid = 1; }\n"
-       "RS_FN rs_maybe rs_combine(rs_maybe a, rs_maybe b) {\n"
+  // On the GPU a built-in reduction's accumulators start from its operator's identity (-0.0 for a
+  // floating sum: -0.0 + x is x), so a fold skips the validity select per value, as the compiled
+  // reductions do (fuse/detail/cuda/block_fold.cuh); other operators may have none.
+  const bool identity = c.cuda && red->what != kind::reduce;
+  const bool real = c.value == element::f32 || c.value == element::f64;
+  const std::string id = red->what == kind::sum ? (real ? "-0.0" : "0") : builtin_init(red->what, c.value);
+  s += "struct rs_maybe { rs_value value; int valid; };\n";
+  if (identity)
+    s += "RS_FN rs_maybe rs_start() { rs_maybe m; m.value = rs_value(" + id + "); m.valid = 1; return m; }\n"
+         "RS_FN void rs_fold(rs_maybe& m, rs_value v) { m.value = rs_op(m.value, v); }\n";
+  else
+    s += "RS_FN rs_maybe rs_start() { rs_maybe m; m.value = rs_value(); m.valid = 0; return m; }\n"
+         "RS_FN void rs_fold(rs_maybe& m, rs_value v) { m.value = m.valid ? rs_op(m.value, v) : v; m.valid = 1; }\n";
+  s += 
+"RS_FN rs_maybe rs_combine(rs_maybe a, rs_maybe b) {\n"
        "  if (!a.valid) return b;\n  if (!b.valid) return a;\n  rs_maybe r; r.value = rs_op(a.value, b.value); r.valid = 1; return r;\n}\n";
   return s;
 }
@@ -391,7 +403,7 @@ loop_text loops_of(const chain& c) {
   loop_text t;
   // The host folds into 16 independent lanes (as the compiled CPU reductions do), then the lanes
   // in order: a float sum keeps its accuracy over long pieces.
-  t.use = !c.red ? "out[i] = (" : c.cuda ? "rs_fold(acc, " : "rs_fold(lanes[i & 15], ";
+  t.use = !c.red ? "out[i] = (" : c.cuda ? "rs_fold(acc[0], " : "rs_fold(lanes[i & 15], ";
   for (std::size_t k = 0; k < c.nin && !c.gen; ++k) {
     const std::string T = type_name(c.sig.in[k]);
     t.loads += "  const " + T + "* in" + std::to_string(k) + " = (const " + T + "*)a.in[" + std::to_string(k) + "];\n";
@@ -417,6 +429,45 @@ loop_text loops_of(const chain& c) {
 
 // --- the CUDA flavor ----------------------------------------------------------------------------------
 
+// A reduction's vectors: rs_reduce_vectors folds U vectors j0, j0 + step, ... (those below nv when
+// Checked) into one accumulator per lane (independent chains of the operator), every load issued
+// before the first use and read through the read-only path (nothing a reduction reads is written while
+// it runs). rs_reduce_all strides the grid over the nv vectors, U a thread a trip: the trips whose U
+// vectors all lie below nv unchecked, the last one checked. I: the indices' type, 32 bits where
+// run_cuda found every index a thread forms below 2^32 (a.vec == 2): fewer instructions a vector.
+std::string cuda_reduce_vectors(const chain& c, const loop_text& t, const std::string& Vn) {
+  std::string vload, vcall, decl;
+  for (std::size_t k = 0; k < c.nin; ++k) {
+    const std::string T = type_name(c.sig.in[k]), ks = std::to_string(k);
+    decl += "  rs_vec<" + T + "> r" + ks + "[U];\n";
+    vload += "      r" + ks + "[u] = rs_load_nc<" + T + ">(in" + ks + " + (unsigned long long)j * " + Vn + ");\n";
+    vcall += (k ? ", " : "") + std::string("r") + ks + "[u].v[l]";
+  }
+  return "template <class T> RS_FN rs_vec<T> rs_load_nc(const T* p) {\n"
+         "  union { uint4 w; rs_vec<T> v; } u;\n  u.w = __ldg((const uint4*)p);\n  return u.v;\n}\n"
+         "template <int U, bool Checked, class I>\n"
+         "RS_FN void rs_reduce_vectors(const rs_args& a, I j0, I step, I nv, rs_maybe* acc) {\n" + t.loads + decl +
+         "#pragma unroll\n"
+         "  for (int u = 0; u < U; ++u) {\n"
+         "    const I j = j0 + I(u) * step;\n"
+         "    if (!Checked || j < nv) {\n" + vload + "    }\n  }\n"
+         "#pragma unroll\n"
+         "  for (int u = 0; u < U; ++u) {\n"
+         "    const I j = j0 + I(u) * step;\n"
+         "    if (!Checked || j < nv) {\n"
+         "#pragma unroll\n      for (int l = 0; l < " + Vn + "; ++l) rs_fold(acc[l], rs_chain(a, " + vcall + "));\n"
+         "    }\n  }\n}\n"
+         "template <class I>\n"
+         "RS_FN void rs_reduce_all(const rs_args& a, unsigned long long nv_, rs_maybe* acc) {\n"
+         "  const I tid = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x);\n"
+         "  const I stride = I(gridDim.x) * I(blockDim.x), nv = I(nv_);\n"
+         "  const I step = stride * RS_UNROLL, reach = stride * (RS_UNROLL - 1);\n"
+         "  I j = tid;\n"
+         "  for (; j + reach < nv; j += step) rs_reduce_vectors<RS_UNROLL, false, I>(a, j, stride, nv, acc);\n"
+         "  if (j < nv) rs_reduce_vectors<RS_UNROLL, true, I>(a, j, stride, nv, acc);\n"
+         "}\n";
+}
+
 // The 16-byte vector type and its store; with vector loads (vn values a vector), rs_vectors: U
 // vectors j0, j0 + step, ... (those below nv), all loads issued before the first use.
 std::string cuda_vectors(const chain& c, const loop_text& t, const std::string& Vn, bool vector_loads) {
@@ -427,6 +478,7 @@ std::string cuda_vectors(const chain& c, const loop_text& t, const std::string& 
        "  asm volatile(\"st.global.v4.b32 [%0], {%1, %2, %3, %4};\" :: \"l\"(p), \"r\"(u.w[0]), \"r\"(u.w[1]), "
        "\"r\"(u.w[2]), \"r\"(u.w[3]) : \"memory\");\n}\n";
   if (!vector_loads) return s;
+  if (c.red) return s + cuda_reduce_vectors(c, t, Vn);
   std::string vload, vcall, decl;
   for (std::size_t k = 0; k < c.nin; ++k) {
     const std::string T = type_name(c.sig.in[k]), ks = std::to_string(k);
@@ -435,7 +487,7 @@ std::string cuda_vectors(const chain& c, const loop_text& t, const std::string& 
     vcall += (k ? ", " : "") + std::string("r") + ks + "[u].v[l]";
   }
   s += "template <int U>\nRS_FN void rs_vectors(const rs_args& a, unsigned long long j0, unsigned long long step, "
-       "unsigned long long nv" + std::string(c.red ? ", rs_maybe& acc" : "") + ") {\n" + t.loads + decl +
+       "unsigned long long nv) {\n" + t.loads + decl +
        "#pragma unroll\n"
        "  for (int u = 0; u < U; ++u) {\n"
        "    const unsigned long long j = j0 + u * step;\n"
@@ -444,10 +496,7 @@ std::string cuda_vectors(const chain& c, const loop_text& t, const std::string& 
        "  for (int u = 0; u < U; ++u) {\n"
        "    const unsigned long long j = j0 + u * step;\n"
        "    if (j < nv) {\n";
-  if (c.red)
-    s += "#pragma unroll\n      for (int l = 0; l < " + Vn + "; ++l) rs_fold(acc, rs_chain(a, " + vcall + "));\n";
-  else
-    s += "      rs_vec<" + c.O + "> o;\n"
+  s += "      rs_vec<" + c.O + "> o;\n"
          "#pragma unroll\n      for (int l = 0; l < " + Vn + "; ++l) o.v[l] = rs_chain(a, " + vcall + ");\n"
          "      rs_store((rs_vec<" + c.O + ">*)out + j, o);\n";
   s += "    }\n  }\n}\n";
@@ -458,7 +507,6 @@ std::string cuda_vectors(const chain& c, const loop_text& t, const std::string& 
 // then element by element.
 std::string cuda_array_loop(const chain& c, const loop_text& t, const std::string& Vn, bool same) {
   std::string s = "  unsigned long long done = 0;\n";
-  const std::string acc_arg = c.red ? ", acc" : "";
   if (same) {
     s += "  const unsigned long long nv = n / " + Vn + ";\n";
     if (!c.red)
@@ -478,10 +526,9 @@ std::string cuda_array_loop(const chain& c, const loop_text& t, const std::strin
            "    return;\n  }\n";
     else
       // Reductions: one wave striding, RS_UNROLL vectors in flight per thread.
-      s += "  if (a.vec) {\n"
-           "    for (unsigned long long base = tid; base < nv; base += RS_UNROLL * stride)\n"
-           "      rs_vectors<RS_UNROLL>(a, base, stride, nv" + acc_arg + ");\n"
-           "    done = nv * " + Vn + ";\n  }\n";
+      s += "  if (a.vec == 2) rs_reduce_all<unsigned>(a, nv, acc);\n"
+           "  else if (a.vec) rs_reduce_all<unsigned long long>(a, nv, acc);\n"
+           "  if (a.vec) done = nv * " + Vn + ";\n";
   }
   s += "  for (unsigned long long i = done + tid; i < n; i += stride) " + t.use + "rs_chain(a, " + t.call + "));\n";
   return s;
@@ -492,7 +539,7 @@ std::string cuda_array_loop(const chain& c, const loop_text& t, const std::strin
 // (in a fixed order too, for a given grid).
 const char* cuda_block_fold = R"(  __shared__ rs_maybe shared[RS_BLOCK];
   __shared__ bool last;
-  shared[threadIdx.x] = acc;
+  shared[threadIdx.x] = acc[0];
   __syncthreads();
   for (int w = RS_BLOCK / 2; w > 0; w /= 2) {
     if (threadIdx.x < w) shared[threadIdx.x] = rs_combine(shared[threadIdx.x], shared[threadIdx.x + w]);
@@ -547,9 +594,10 @@ std::string cuda_kernel(const chain& c, const loop_text& t) {
        "  const unsigned long long tid = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
        "  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;\n";
   s += t.loads;
-  if (c.red) s += "  rs_maybe acc; acc.value = rs_value(); acc.valid = 0;\n";
+  if (c.red) s += "  rs_maybe acc[" + Vn + "];\n#pragma unroll\n  for (int l = 0; l < " + Vn + "; ++l) acc[l] = rs_start();\n";
   if (c.gen) s += t.gen_loop + "  for (unsigned long long b = tid; b < blocks; b += stride) {\n" + t.gen_body + "  }\n";
   else s += cuda_array_loop(c, t, Vn, same);
+  if (c.red) s += "#pragma unroll\n  for (int l = 1; l < " + Vn + "; ++l) acc[0] = rs_combine(acc[0], acc[l]);\n";
   s += c.red ? cuda_block_fold : "}\n";
   return s;
 }
@@ -603,7 +651,7 @@ std::string host_functions(const chain& c, const loop_text& t) {
     s += "extern \"C\" void rs_range(const rs_args& a, unsigned long long first, unsigned long long last, "
          "rs_maybe* partial) {\n" + reduce_fn_of(c) +
          "  rs_maybe lanes[16];\n"
-         "  for (int l = 0; l < 16; ++l) { lanes[l].value = rs_value(); lanes[l].valid = 0; }\n";
+         "  for (int l = 0; l < 16; ++l) lanes[l] = rs_start();\n";
   else
     s += "extern \"C\" void rs_range(const rs_args& a, unsigned long long first, unsigned long long last, void*) {\n";
   s += t.loads;
