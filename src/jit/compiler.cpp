@@ -1,6 +1,9 @@
 // The two run-time compilers behind compiler_of: the host compiler + dlopen for the CPU, NVRTC + the
 // driver API for CUDA devices (whose stand-in in a build without CUDA says how to get one).
+#include <atomic>
+
 #include "jit/backend.hpp"
+#include "resident/detail/per_device.hpp"
 #include "resident/device/device.hpp"
 
 namespace resident::jit::detail {
@@ -21,8 +24,17 @@ class cuda_compiler final : public kernel_compiler {
  public:
   flavor text() const noexcept override { return flavor::cuda; }
   std::string target(device d) const override {
-    const auto p = resident::properties(d);
-    return std::to_string(p.cc_major * 10 + p.cc_minor);
+    // Asked by every call (its kernel's key): the compute capability read once per device, not the
+    // whole properties record copied under their lock.
+    static resident::detail::per_device<std::atomic<int>> cc;  // 0: not read yet
+    std::atomic<int>& slot = cc[d];
+    int v = slot.load(std::memory_order_relaxed);
+    if (v == 0) {
+      const auto p = resident::properties(d);
+      v = p.cc_major * 10 + p.cc_minor;
+      slot.store(v, std::memory_order_relaxed);
+    }
+    return std::to_string(v);
   }
   void run(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n, stream_ref s,
            void* result, std::shared_ptr<loaded>& kernel, result_memory where) const override {

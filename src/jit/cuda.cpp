@@ -330,8 +330,9 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
   // run on any stream). Otherwise the counters are the stream's own, zero and left zero.
   void* scratch = nullptr;
   std::size_t scratch_bytes = 0;
-  const bool capturing = resident::detail::cuda::stream_is_capturing(s.native());
   const bool counts = sig.reduces;
+  // Asked only where it matters (a reduction's counters): a map's call skips the query.
+  const bool capturing = counts && resident::detail::cuda::stream_is_capturing(s.native());
   const std::size_t partial_bytes = sig.reduces ? std::size_t(grid) * 16 + 16 : 0;
   scratch_bytes = partial_bytes + (counts && capturing ? 16 : 0);
   if (scratch_bytes) scratch = resident::detail::pool_allocate(scratch_bytes, s);
