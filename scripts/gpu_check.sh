@@ -110,6 +110,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     step nvtx-cost env BUILD="$build" scripts/nvtx_cost.sh "$logs"
   fi
   step bench-python env PYTHONUNBUFFERED=1 python3 bench/peers/python_overhead.py --json "$logs/python.json"
+  step bench-python-call-layers env PYTHONUNBUFFERED=1 python3 bench/peers/python_call_layers.py --json "$logs/python_call_layers.json"
   # The seed's Python functions (rs.stage) at 2^26 and 2^28 against a device copy (issue 19's ratio).
   step bench-python-stages env PYTHONUNBUFFERED=1 python3 bench/peers/python_stages.py --json "$logs/python_stages.json"
   # The race of issue 37 (item 8): the seed from Python, 2^16-2^28, three sweeps: resident's rs.op / rs.stage /

@@ -3,7 +3,8 @@
 elements: rs.op (built-in operations), rs.stage (seed_stages.master) and rs.fuse (the seed's code as written)
 on resident's arrays, PyTorch tensors and CuPy arrays (on that library's current stream); torch.compile,
 cupy.fuse, a Numba kernel calling three device functions; a device copy of the same bytes (system "copy",
-CuPy's first: over_copy's reference). back_to_back_ms: `calls` calls queued, one synchronization, per call,
+CuPy's first: over_copy's reference, timed again just before each row, copy_ms, so that a GPU whose rate
+drifts during a size's rows is compared with itself). back_to_back_ms: `calls` calls queued, one synchronization, per call,
 median of `reps`; issue_us: median time for a call to return; gbs: bytes read + written. Outputs are checked
 against FP64 on a sample first (a wrong one: ok false). Past --budget-s the sizes left are skipped; a system
 that cannot be set up or run is listed in `skipped` with its reason. --device cpu: resident on its CPU arrays
@@ -187,10 +188,16 @@ def race(a, dev, log2, out, skip):
                     opened[lib] = open_lib(lib, host, idx, m, dev)
                 except Exception as e:
                     skip("*", lib, f"arrays: {e!r}", repeat=r, log2_n=l)
+            ref_copy = copies[0] if copies and copies[0][1] in opened else None
             for system, lib, make in copies + systems:
                 if (system, lib) in dead or lib not in opened:
                     continue
                 try:
+                    if system != "copy" and ref_copy:
+                        # The reference copy again, just before the row: a GPU whose rate drifts during a
+                        # size's rows (clocks, power) is compared with itself at that moment.
+                        c = ref_copy[2](opened[ref_copy[1]], l)
+                        copy_ms = per_call_seconds(c, a.calls, opened[ref_copy[1]].sync, a.reps) * 1e3
                     row = race_one(make, opened[lib], l, x_ref if system == "copy" else ref, a)
                 except Exception as e:
                     skip(system, lib, repr(e), repeat=r, log2_n=l)
@@ -200,6 +207,7 @@ def race(a, dev, log2, out, skip):
                     continue
                 copy_ms = copy_ms or (row["back_to_back_ms"] if system == "copy" else None)
                 out["rows"].append({"repeat": r, "system": system, "array_library": lib, "log2_n": l, **row,
+                                    "copy_ms": copy_ms,
                                     "over_copy": row["back_to_back_ms"] / copy_ms if copy_ms else None})
             done = [w["ok"] for w in out["rows"] if w["repeat"] == r and w["log2_n"] == l]
             print(f"python_race: repeat {r}/{a.repeat} 2^{l}: {len(done)} rows, {done.count(False)} wrong, copy "
