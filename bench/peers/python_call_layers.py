@@ -11,7 +11,7 @@ import numpy as np
 
 import resident as rs  # first: NumPy as numba-cuda expects it (resident._compat)
 from resident import _core, _program
-from seed_stages import per_call_seconds
+from seed_stages import per_call_seconds, write_json
 
 N = 1024
 
@@ -66,12 +66,7 @@ def main():
             row(rep, "CuPy ElementwiseKernel", lambda: ek(c, cy), cp.cuda.Device().synchronize)
         except ImportError as e:
             out.setdefault("skipped", {})["cupy"] = repr(e)
-    text = json.dumps(out, indent=1)
-    if a.json == "-":
-        print(text)
-    else:
-        with open(a.json, "w") as f:
-            f.write(text + "\n")
+    write_json(out, a.json)
 
 
 main()

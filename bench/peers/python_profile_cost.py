@@ -6,13 +6,13 @@ the median of `reps` each, interleaved; and the same call from C++ alike (the co
 
 usage: python_profile_cost.py [--device cuda:0] [--calls 20000] [--reps 7] [--json FILE|-]"""
 import argparse
-import json
 import sys
 import time
 
 import numpy as np
 
 import resident as rs
+from seed_stages import write_json
 
 
 def main():
@@ -58,12 +58,7 @@ def main():
     print(f"{a.device}: {out['per_call_us_off']:.2f} us per call, {out['per_call_us_on']:.2f} us while a profile "
           f"collects: +{out['added_us']:.2f} us (target <= 2); from C++: {out['cpp_per_call_us_off']:.2f} us, "
           f"{out['cpp_per_call_us_on']:.2f} us, +{out['cpp_added_us']:.2f} us", file=sys.stderr)
-    text = json.dumps(out, indent=1)
-    if a.json == "-":
-        print(text)
-    else:
-        with open(a.json, "w") as f:
-            f.write(text + "\n")
+    write_json(out, a.json)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import argparse, json, sys
 import numpy as np
 
 import resident as rs  # first: NumPy as numba-cuda expects it (resident._compat)
-from seed_stages import master, per_call_seconds
+from seed_stages import master, per_call_seconds, write_json
 
 
 def per_call_ms(f, calls, reps, sync):
@@ -72,12 +72,7 @@ def main():
         out["rows"].append(row)
         print(f"2^{l:<3}  {copy_ms:10.4f}  {builtin_ms:13.4f}  {staged_ms:13.4f}  {row['stage_over_builtin']:16.3f}  "
               f"{row['stage_over_copy']:12.3f}", file=sys.stderr)
-    text = json.dumps(out, indent=1)
-    if a.json == "-":
-        print(text)
-    else:
-        with open(a.json, "w") as f:
-            f.write(text + "\n")
+    write_json(out, a.json)
 
 
 if __name__ == "__main__":

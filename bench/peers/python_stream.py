@@ -28,6 +28,7 @@ def main():
     os.environ["RESIDENT_POOL_LIMIT"] = f"{int(a.pool_limit_gib * 1024)}MiB"  # read once, at import
     import numpy as np
     import resident as rs
+    from seed_stages import write_json
     if rs.cuda_device_count() == 0:
         sys.exit("python_stream: no GPU: " + rs.cuda_unavailable_reason())
     n = int(a.size_gib * (1 << 30)) // 4
@@ -86,12 +87,7 @@ def main():
         out["rows"].append(row)
         print(f"{name:<44} {g:8.2f} {ratio:6.3f} {'' if reducing else f'{g / cpp_stream:7.3f}'} "
               f"{'' if target is None else target:>7}", file=sys.stderr)
-    text = json.dumps(out, indent=1)
-    if a.json == "-":
-        print(text)
-    else:
-        with open(a.json, "w") as f:
-            f.write(text + "\n")
+    write_json(out, a.json)
 
 
 if __name__ == "__main__":

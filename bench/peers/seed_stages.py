@@ -1,5 +1,6 @@
-"""Shared by the Python benchmarks: the seed's three functions as resident.stage Python functions, and
-the wall-clock timing of calls queued back to back."""
+"""Shared by the Python benchmarks: the seed's three functions as resident.stage Python functions, the
+wall-clock timing of calls queued back to back, and the JSON a benchmark writes."""
+import json
 import math
 import statistics
 import time
@@ -38,3 +39,13 @@ def per_call_seconds(f, calls, sync, reps=7):
         sync()
         times.append((time.perf_counter() - t0) / calls)
     return statistics.median(times)
+
+
+def write_json(out, path):
+    """The benchmark's record as JSON: to stdout for "-", else into the file at path."""
+    text = json.dumps(out, indent=1)
+    if path == "-":
+        print(text)
+    else:
+        with open(path, "w") as f:
+            f.write(text + "\n")
