@@ -132,6 +132,22 @@ def test_a_forbidden_transfer_names_the_python_line_that_asked():
     assert f"test_interop.py:{line}" in str(e.value), str(e.value)
 
 
+def test_a_transfer_the_environment_forbids_names_the_python_line_that_asked(tmp_path):
+    # The process default is read once by the bindings (a scope per call): a forbidden transfer still
+    # names the script's line, on the first call and on later ones.
+    script = tmp_path / "user_program.py"
+    script.write_text("import numpy as np, resident as rs\n"
+                      "for _ in range(2):\n"
+                      "    try:\n"
+                      "        rs.to_device(np.ones(3), device='cpu')\n"
+                      "    except rs.TransferForbidden as e:\n"
+                      "        print(e)\n")
+    env = dict(os.environ, RESIDENT_TRANSFER_POLICY="forbid")
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.count("user_program.py:4") == 2, r.stdout[-2000:]
+
+
 def test_a_bad_transfer_policy_in_the_environment_is_an_error_not_an_abort():
     code = "import numpy as np, resident as rs\nrs.to_device(np.ones(3), device='cpu')\n"
     env = dict(os.environ, RESIDENT_TRANSFER_POLICY="sometimes")
