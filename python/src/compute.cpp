@@ -80,6 +80,13 @@ nb::object any_reduce(nb::object x, reduction r, nb::object stream) {
 
 // ---- run-time programs -------------------------------------------------------------------------
 
+// A call with other arguments than (x, out=None, stream=None): the typed error, not nanobind's list of
+// signatures (tried only after the call's own overload did not match).
+[[noreturn]] static void throw_call_signature(const char* what) {
+  throw rs::invalid_type(std::string(what) + "(x, out=None, stream=None) takes one array, and optionally the output "
+                         "array and a stream; e.g. p(x) in place or p(x, out=y)");
+}
+
 void run_interpreted(const rs::program& p, const py_array& a, const py_array& o) {
   o.check_writable("program");
   check_overlap(a, o, "program");
@@ -180,6 +187,7 @@ void bind_compute(nb::module_& m) {
       .def("__repr__", [](const rs::op& o) { return "resident.op." + o.name(); })
       .def("__call__", &op_call, at_python_line(), nb::arg("x"), nb::arg("out") = nb::none(), nb::arg("stream") = nb::none(),
            "out = op(x) as one kernel (out defaults to x: in place), as a program of one operation.")
+      .def("__call__", [](nb::handle, nb::args, nb::kwargs) -> nb::object { throw_call_signature("op"); })
       .def("__or__", [](const rs::op& a, const rs::op& b) { return rs::program{} | a | b; }, nb::is_operator())
       .def("__or__", [](const rs::op& a, const rs::program& q) { return (rs::program{} | a) | q; }, nb::is_operator());
 
@@ -203,6 +211,7 @@ void bind_compute(nb::module_& m) {
            "out = p(x) as one kernel (out defaults to x: in place); float32 or float64 arrays of any library, "
            "queued on `stream` (else the current stream of x's library) without a host wait. Compiled by the "
            "run-time compiler where one is available (p.engine says which ran).")
+      .def("__call__", [](nb::handle, nb::args, nb::kwargs) -> nb::object { throw_call_signature("program"); })
       .def("sum", &sum_program, at_python_line(), nb::arg("x"), nb::arg("stream") = nb::none(), "The sum of p(x[i]) in one pass, in x's precision. Synchronizes.");
 
   m.def("_time_cpp_calls", [](const rs::program& p, nb::object x, int calls) {

@@ -372,6 +372,16 @@ def test_a_warm_program_gives_the_cold_programs_errors():
     assert cold == warm
 
 
+def test_a_program_or_op_called_with_other_arguments_is_invalid_type():
+    x = np.ones(4, np.float32)
+    for f in (rs.op.mul(2.0) | rs.op.add(1), rs.op.sqrt()):
+        f(x)  # warm: the call's own overload has run
+        for call in (lambda: f(), lambda: f(x, None, None, 4), lambda: f(x, bogus=1)):
+            with pytest.raises(rs.InvalidType, match="takes one array"):
+                call()
+    np.testing.assert_array_equal(x, np.full(4, 3.0, np.float32) ** 0.5)
+
+
 def test_an_op_keeps_its_program_and_a_capsule_is_still_taken():
     o = rs.op.add(1)
     x = np.zeros(3, np.float32)
