@@ -219,6 +219,7 @@ void bind_compute(nb::module_& m) {
     if (calls < 1) throw rs::invalid_argument("_time_cpp_calls: " + std::to_string(calls) + " calls; give 1 or more");
     py_array a = from_dlpack(x);
     if (!(a.dtype.code == kDLFloat && a.dtype.bits == 32)) throw rs::invalid_argument("_time_cpp_calls takes float32");
+    a.check_writable("_time_cpp_calls");
     nb::gil_scoped_release unlocked;
     auto r = a.ref<float>();
     rs::run(p, r, r);

@@ -382,6 +382,22 @@ def test_a_program_or_op_called_with_other_arguments_is_invalid_type():
     np.testing.assert_array_equal(x, np.full(4, 3.0, np.float32) ** 0.5)
 
 
+def test_the_cpp_timing_helpers_refuse_read_only_memory():
+    p = rs.op.add(1) | rs.op.mul(1.0)
+    x = _readonly(np.zeros(8, np.float32))
+    p(np.zeros(8, np.float32))
+    pipe = _program_chain(p, "float32")
+    for call in (lambda: _core._time_cpp_calls(p, x, 3), lambda: _core._time_cpp_jit_calls(pipe, x, 3)):
+        with pytest.raises(rs.InvalidArgument, match="read-only"):
+            call()
+    assert not x.any()
+
+
+def _program_chain(p, dtype):
+    from resident import _program
+    return _program._compiled[(p.name, dtype, False)]._built[((dtype,), CPU)][0]
+
+
 def test_an_op_keeps_its_program_and_a_capsule_is_still_taken():
     o = rs.op.add(1)
     x = np.zeros(3, np.float32)
