@@ -41,11 +41,10 @@ struct kernel_args {
   unsigned long long n;          // elements
   unsigned long long seed, offset;
   double a, b;                   // generator parameters; a reduction's init (a)
-  void* partials;                // a reduction's per-block partials (CUDA)
+  void* partials;                // a reduction's per-block partials or hand-over slots (CUDA)
   unsigned long long* counters;  // two counters, zero at the launch and left zero (CUDA)
   const void* fns[16];           // external stages' host functions, by part index (CPU)
-  int vec;                       // every pointer 16-byte aligned: vector loads (CUDA); 2: a reduction
-                                 // whose indices fit 32 bits
+  int vec;                       // every pointer 16-byte aligned: vector loads (CUDA)
 };
 
 // The generated struct rs_args (generate.cpp) must match this layout field for field.
@@ -58,6 +57,17 @@ struct signature {
   element out = element::f32;
   bool reduces = false;
 };
+
+/// How a CUDA chain's kernel is entered and hands its blocks' partials over (generate() writes it so,
+/// run_cuda launches it so). A reduction over arrays of one element size has a second entry,
+/// rs_kernel_32, indexing its vectors in 32 bits (rs_kernel: 64); a built-in reduction of 4-byte values
+/// hands its partials to the last block in 8-byte slots (zero at the launch, left zero) where others
+/// take per-block partials and the counters.
+struct cuda_shape {
+  bool index32 = false;
+  bool slots = false;
+};
+cuda_shape cuda_shape_of(const std::vector<part>& parts, const signature& sig) noexcept;
 
 /// Checks the chain's types against sig (naming the first mismatch) and returns the kernel's text.
 /// @throws invalid_argument.

@@ -78,15 +78,23 @@ namespace {
 
 using resident::detail::driver;
 
-// The kernel on one device: its function there, its resident blocks per SM, the device's SMs.
-struct on_device {
+// An entry of the kernel on one device: its function there and its resident blocks per SM.
+struct entry_on_device {
   CUfunction function = nullptr;
-  int blocks_per_sm = 1, sms = 1;
+  int blocks_per_sm = 1;
+};
+
+// The kernel on one device: its entries there (rs_kernel, and rs_kernel_32 where the text has it:
+// cuda_shape_of), the device's SMs.
+struct on_device {
+  entry_on_device wide_index, index32;
+  int sms = 1;
 };
 
 struct cuda_kernel : loaded {
   CUlibrary library = nullptr;  // kept loaded for the process's life
   CUkernel kernel = nullptr;
+  CUkernel kernel32 = nullptr;  // null where the text has no 32-bit entry
   std::mutex m;
   std::map<int, on_device> per_device;
 };
@@ -220,20 +228,22 @@ std::string link_cuda(const std::string& source, const std::vector<part>& parts,
 
 namespace {
 
-std::shared_ptr<cuda_kernel> load(const std::string& image, CUresult* why) {
+std::shared_ptr<cuda_kernel> load(const std::string& image, const cuda_shape& shape, CUresult* why) {
   auto k = std::make_shared<cuda_kernel>();
   *why = driver().library_load_data(&k->library, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
   if (*why != CUDA_SUCCESS) return nullptr;
   RESIDENT_CU_TRY(driver().library_get_kernel(&k->kernel, k->library, "rs_kernel"));
+  if (shape.index32) RESIDENT_CU_TRY(driver().library_get_kernel(&k->kernel32, k->library, "rs_kernel_32"));
   return k;
 }
 
 std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::string& source,
-                                        const std::vector<part>& parts, int major, int minor) {
+                                        const std::vector<part>& parts, const cuda_shape& shape, int major,
+                                        int minor) {
   std::string image;
   CUresult why = CUDA_SUCCESS;
   if (read_entry(key, ".cubin", &image)) {
-    if (auto k = load(image, &why)) {
+    if (auto k = load(image, shape, &why)) {
       count_disk_load();
       return k;
     }
@@ -244,7 +254,7 @@ std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::strin
     external = external || ((p.what == part::kind::map || p.what == part::kind::reduce) && p.source.empty());
   image = external ? link_cuda(source, parts, major, minor) : compile_cuda(source, major, minor);
   count_compiled();
-  auto k = load(image, &why);
+  auto k = load(image, shape, &why);
   if (!k) RESIDENT_CU_TRY(why);
   write_entry(key, ".cubin", image);
   return k;
@@ -255,6 +265,7 @@ std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::strin
 void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args args, std::size_t n, stream_ref s,
               void* result, std::shared_ptr<loaded>& kernel, result_memory where) {
   const int dev = s.device().index();
+  const cuda_shape shape = cuda_shape_of(parts, sig);
   if (!kernel) {
     const device_properties prop = resident::properties(s.device());
     const std::string source = generate(parts, sig, flavor::cuda);
@@ -268,7 +279,7 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
                                      std::to_string(prop.cc_major * 10 + prop.cc_minor) + "\nnvrtc " +
                                      nvrtc_version() + "\ndriver " + std::to_string(driver_version) + "\n" + opts +
                                      "\n" + source);
-    kernel = cached(key, [&] { return load_or_compile(key, source, parts, prop.cc_major, prop.cc_minor); });
+    kernel = cached(key, [&] { return load_or_compile(key, source, parts, shape, prop.cc_major, prop.cc_minor); });
   }
   auto* k = static_cast<cuda_kernel*>(kernel.get());
   const device d = s.device();
@@ -285,16 +296,19 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
     auto it = k->per_device.find(dev);
     if (it == k->per_device.end()) {
       on_device o;
-      RESIDENT_CU_TRY(driver().kernel_get_function(&o.function, k->kernel));
-      RESIDENT_CU_TRY(driver().occupancy(&o.blocks_per_sm, o.function, pol.block, 0));
-      o.blocks_per_sm = std::max(o.blocks_per_sm, 1);
+      auto entry = [&](CUkernel kernel_entry, entry_on_device& e) {
+        if (!kernel_entry) return;
+        RESIDENT_CU_TRY(driver().kernel_get_function(&e.function, kernel_entry));
+        RESIDENT_CU_TRY(driver().occupancy(&e.blocks_per_sm, e.function, pol.block, 0));
+        e.blocks_per_sm = std::max(e.blocks_per_sm, 1);
+      };
+      entry(k->kernel, o.wide_index);
+      entry(k->kernel32, o.index32);
       o.sms = resident::properties(d).multiprocessors;
       it = k->per_device.emplace(dev, o).first;
     }
     here = it->second;
   }
-  const CUfunction f = here.function;
-  const int occupancy = here.blocks_per_sm;
   const bool generates = !parts.empty() && (parts.front().what == part::kind::uniform ||
                                             parts.front().what == part::kind::normal);
   // Vector loads when every array is 16-byte aligned and all elements have one size (the kernel then
@@ -319,33 +333,50 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
   RESIDENT_EXPECTS(!flat || (nv + tile - 1) / tile <= 0x7FFFFFFF,
                    "jit: a map over " + std::to_string(n) + " elements needs more blocks than a grid holds; map it in parts",
                    invalid_launch);
-  const unsigned grid = flat ? unsigned(std::max<std::size_t>((nv + tile - 1) / tile, 1))
-                             : unsigned(std::max<std::size_t>(1, std::min(wanted, std::size_t(occupancy) * std::size_t(here.sms))));
-  // A reduction indexes its vectors in 32 bits where every index a thread forms (below nv + (U + 1) x
-  // the grid's threads) fits.
-  if (vectors && sig.reduces && nv + std::size_t(pol.unroll + 1) * grid * block < (std::size_t(1) << 32)) args.vec = 2;
+  auto wave = [&](const entry_on_device& e) {
+    return unsigned(std::max<std::size_t>(1, std::min(wanted, std::size_t(e.blocks_per_sm) * std::size_t(here.sms))));
+  };
+  // A reduction of vectors runs its 32-bit entry where every index a thread forms (below nv + (U + 1)
+  // x the grid's threads) fits: its loop fits fewer registers.
+  const entry_on_device& e =
+      vectors && sig.reduces && here.index32.function &&
+              nv + std::size_t(pol.unroll + 1) * wave(here.index32) * block < (std::size_t(1) << 32)
+          ? here.index32
+          : here.wide_index;
+  const CUfunction f = e.function;
+  const unsigned grid = flat ? unsigned(std::max<std::size_t>((nv + tile - 1) / tile, 1)) : wave(e);
 
-  // Scratch: a reduction's per-block partials (value + valid flag, at most 16 bytes) and result; and
-  // while s is being captured the counters (the graph owns them and zeroes them, since its replays may
-  // run on any stream). Otherwise the counters are the stream's own, zero and left zero.
+  // Scratch of a reduction: its result (16 bytes), and where it hands partials over in slots
+  // (shape.slots) the stream's own slots, zero and left zero; else its per-block partials (value + valid
+  // flag, at most 16 bytes) and the stream's counters, zero and left zero too. While s is being captured,
+  // or where the stream's slots are too few, the slots or counters are the graph's or the call's own,
+  // zeroed with the call (a graph's replays may run on any stream).
   void* scratch = nullptr;
   std::size_t scratch_bytes = 0;
-  const bool counts = sig.reduces;
-  // Asked only where it matters (a reduction's counters): a map's call skips the query.
-  const bool capturing = counts && resident::detail::cuda::stream_is_capturing(s.native());
-  const std::size_t partial_bytes = sig.reduces ? std::size_t(grid) * 16 + 16 : 0;
-  scratch_bytes = partial_bytes + (counts && capturing ? 16 : 0);
+  // Asked only where it matters (a reduction's counters or slots): a map's call skips the query.
+  const bool capturing = sig.reduces && resident::detail::cuda::stream_is_capturing(s.native());
+  const bool own_slots = shape.slots && (capturing || grid > resident::detail::cuda::stream_handover_slots);
+  const std::size_t partial_bytes = !sig.reduces ? 0
+                                    : shape.slots ? (own_slots ? (std::size_t(grid) * 8 + 15) / 16 * 16 : 0)
+                                                  : std::size_t(grid) * 16;
+  const std::size_t result_bytes = sig.reduces ? 16 : 0;
+  const std::size_t counter_bytes = sig.reduces && !shape.slots && capturing ? 16 : 0;
+  scratch_bytes = partial_bytes + result_bytes + counter_bytes;
   if (scratch_bytes) scratch = resident::detail::pool_allocate(scratch_bytes, s);
+  char* base = static_cast<char*>(scratch);
   if (sig.reduces) {
-    args.partials = scratch;
-    args.out = static_cast<char*>(scratch) + partial_bytes - 16;
-  }
-  if (counts) {
-    if (capturing) {
-      args.counters = reinterpret_cast<unsigned long long*>(static_cast<char*>(scratch) + partial_bytes);
-      resident::detail::cuda::memset_async(args.counters, 0, 16, s.native());
+    args.out = base + partial_bytes;
+    if (shape.slots) {
+      args.partials = own_slots ? static_cast<void*>(base) : resident::detail::cuda::stream_handover(dev, s.native());
+      if (own_slots) resident::detail::cuda::memset_async(base, 0, partial_bytes, s.native());
     } else {
-      args.counters = resident::detail::cuda::stream_counters(dev, s.native());
+      args.partials = base;
+      if (capturing) {
+        args.counters = reinterpret_cast<unsigned long long*>(base + partial_bytes + result_bytes);
+        resident::detail::cuda::memset_async(args.counters, 0, 16, s.native());
+      } else {
+        args.counters = resident::detail::cuda::stream_counters(dev, s.native());
+      }
     }
   }
   try {

@@ -22,6 +22,17 @@ std::size_t size_of(element t) noexcept {
   return t == element::f32 || t == element::i32 || t == element::u32 ? 4 : 8;
 }
 
+cuda_shape cuda_shape_of(const std::vector<part>& parts, const signature& sig) noexcept {
+  cuda_shape r;
+  if (!sig.reduces || parts.empty()) return r;
+  r.slots = parts.back().what != part::kind::reduce && size_of(sig.out) == 4;
+  if (sig.in.empty() || is_generator(parts.front().what)) return r;
+  bool same = true;
+  for (element e : sig.in) same = same && size_of(e) == size_of(sig.in[0]);
+  r.index32 = same;
+  return r;
+}
+
 namespace {
 
 using kind = part::kind;
@@ -434,7 +445,8 @@ loop_text loops_of(const chain& c) {
 // before the first use and read through the read-only path (nothing a reduction reads is written while
 // it runs). rs_reduce_all strides the grid over the nv vectors, U a thread a trip: the trips whose U
 // vectors all lie below nv unchecked, the last one checked. I: the indices' type, 32 bits where
-// run_cuda found every index a thread forms below 2^32 (a.vec == 2): fewer instructions a vector.
+// the entry's: 32 bits in rs_kernel_32 (launched where every index a thread forms is below 2^32), whose
+// loop then fits 32 registers a thread (full occupancy in blocks of 256), 64 bits in rs_kernel.
 std::string cuda_reduce_vectors(const chain& c, const loop_text& t, const std::string& Vn) {
   std::string vload, vcall, decl;
   for (std::size_t k = 0; k < c.nin; ++k) {
@@ -525,10 +537,8 @@ std::string cuda_array_loop(const chain& c, const loop_text& t, const std::strin
            "rs_chain(a, " + t.call + "));\n"
            "    return;\n  }\n";
     else
-      // Reductions: one wave striding, RS_UNROLL vectors in flight per thread.
-      s += "  if (a.vec == 2) rs_reduce_all<unsigned>(a, nv, acc);\n"
-           "  else if (a.vec) rs_reduce_all<unsigned long long>(a, nv, acc);\n"
-           "  if (a.vec) done = nv * " + Vn + ";\n";
+      // Reductions: one wave striding, RS_UNROLL vectors in flight per thread, indexed by the entry's I.
+      s += "  if (a.vec) {\n    rs_reduce_all<I>(a, nv, acc);\n    done = nv * " + Vn + ";\n  }\n";
   }
   s += "  for (unsigned long long i = done + tid; i < n; i += stride) " + t.use + "rs_chain(a, " + t.call + "));\n";
   return s;
@@ -578,8 +588,92 @@ const char* cuda_block_fold = R"(  __shared__ rs_maybe shared[RS_BLOCK];
 }
 )";
 
+// A built-in reduction of 4-byte values ends so instead (cuda_shape_of): the block's values folded by
+// warp shuffles, then each block but the last stores its partial and a flag in one 8-byte slot (seen
+// whole or not at all; no fence, no atomic); the last block by index, dispatched after every other,
+// waits for each slot, folds the partials in index order and leaves the slots zero. The fence and the
+// atomic per block were a short sum's largest fixed cost (docs/performance.md, runs 43-45); the
+// compiled reductions hand over the same way (fuse/detail/cuda/block_fold.cuh).
+const char* cuda_slot_fold = R"(  rs_value mine = acc[0].value;
+  __shared__ rs_value warp_total[RS_BLOCK / 32];
+  __shared__ rs_value own;
+  mine = rs_block_fold(mine, warp_total);
+  unsigned long long* slots = (unsigned long long*)a.partials;
+  const unsigned last = gridDim.x - 1;
+  if (blockIdx.x != last) {
+    if (threadIdx.x == 0) {
+      union { rs_value v; unsigned u; } bits;
+      bits.v = mine;
+      rs_store_slot(slots + blockIdx.x, (1ull << 32) | bits.u);
+    }
+    return;
+  }
+  if (threadIdx.x == 0) own = mine;
+  __syncthreads();
+  rs_value p = rs_start().value;
+  for (unsigned first = threadIdx.x; first < gridDim.x; first += 8 * RS_BLOCK) {
+    unsigned long long w[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const unsigned b = first + unsigned(k) * RS_BLOCK;
+      w[k] = b < last ? rs_load_slot(slots + b) : 0;
+    }
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const unsigned b = first + unsigned(k) * RS_BLOCK;
+      if (b > last) break;
+      rs_value v = own;
+      if (b < last) {
+        while ((w[k] >> 32) == 0) w[k] = rs_load_slot(slots + b);
+        union { unsigned u; rs_value v; } bits;
+        bits.u = unsigned(w[k]);
+        v = bits.v;
+        slots[b] = 0;
+      }
+      p = rs_op(p, v);
+    }
+  }
+  __syncthreads();  // warp_total is reused
+  p = rs_block_fold(p, warp_total);
+  if (threadIdx.x == 0) *(rs_value*)a.out = rs_op(rs_init(a.a), p);
+}
+)";
+
+// The slot fold's pieces: a block's values folded in a fixed order (each warp by shuffles, then the
+// first warp over the warps' totals; the total in thread 0), and the slots' relaxed 8-byte accesses.
+const char* cuda_slot_helpers = R"(RS_FN rs_value rs_warp_fold(rs_value v) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) v = rs_op(v, __shfl_down_sync(0xffffffffu, v, o));
+  return v;
+}
+RS_FN rs_value rs_block_fold(rs_value v, rs_value* warp_total) {
+  v = rs_warp_fold(v);
+  if (threadIdx.x % 32 == 0) warp_total[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x < 32) v = rs_warp_fold(threadIdx.x < RS_BLOCK / 32 ? warp_total[threadIdx.x] : rs_start().value);
+  return v;
+}
+RS_FN unsigned long long rs_load_slot(const unsigned long long* p) {
+  unsigned long long w;
+#if __CUDA_ARCH__ >= 700
+  asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(w) : "l"(p) : "memory");
+#else
+  w = *(const volatile unsigned long long*)p;
+#endif
+  return w;
+}
+RS_FN void rs_store_slot(unsigned long long* p, unsigned long long w) {
+#if __CUDA_ARCH__ >= 700
+  asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" ::"l"(p), "l"(w) : "memory");
+#else
+  *(volatile unsigned long long*)p = w;
+#endif
+}
+)";
+
 // The CUDA kernel: a grid-stride loop over the generator's blocks or the arrays' elements, one
-// kernel a call; a reduction ends in the block fold.
+// kernel a call; a reduction ends in the block fold. A reduction over vectors has its body once, as
+// a template of the vector index type, and two entries (cuda_shape_of).
 std::string cuda_kernel(const chain& c, const loop_text& t) {
   // Vector loads: every array's elements the same size, 16-byte vectors of V of them.
   std::size_t esize = size_of(c.gen ? c.gen->result : c.sig.in[0]);
@@ -587,9 +681,12 @@ std::string cuda_kernel(const chain& c, const loop_text& t) {
   for (element e : c.sig.in) same = same && size_of(e) == esize;
   if (!c.red) same = same && size_of(c.sig.out) == esize;
   const std::string Vn = std::to_string(16 / esize);
+  const cuda_shape shape = cuda_shape_of(c.parts, c.sig);
   std::string s = cuda_vectors(c, t, Vn, same && !c.gen);
-  s += "extern \"C\" __global__ void __launch_bounds__(RS_BLOCK) rs_kernel(rs_args a) {\n"
-       "  rs_dependent_launch_prologue();\n"
+  if (shape.slots) s += cuda_slot_helpers;
+  s += shape.index32 ? "template <class I>\nRS_FN void rs_body(const rs_args& a) {\n"
+                     : "extern \"C\" __global__ void __launch_bounds__(RS_BLOCK) rs_kernel(rs_args a) {\n";
+  s += "  rs_dependent_launch_prologue();\n"
        "  const unsigned long long n = a.n;\n"
        "  const unsigned long long tid = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
        "  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;\n";
@@ -598,7 +695,10 @@ std::string cuda_kernel(const chain& c, const loop_text& t) {
   if (c.gen) s += t.gen_loop + "  for (unsigned long long b = tid; b < blocks; b += stride) {\n" + t.gen_body + "  }\n";
   else s += cuda_array_loop(c, t, Vn, same);
   if (c.red) s += "#pragma unroll\n  for (int l = 1; l < " + Vn + "; ++l) acc[0] = rs_combine(acc[0], acc[l]);\n";
-  s += c.red ? cuda_block_fold : "}\n";
+  s += !c.red ? "}\n" : shape.slots ? cuda_slot_fold : cuda_block_fold;
+  if (shape.index32)
+    s += "extern \"C\" __global__ void __launch_bounds__(RS_BLOCK) rs_kernel(rs_args a) { rs_body<unsigned long long>(a); }\n"
+         "extern \"C\" __global__ void __launch_bounds__(RS_BLOCK) rs_kernel_32(rs_args a) { rs_body<unsigned>(a); }\n";
   return s;
 }
 

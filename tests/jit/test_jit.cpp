@@ -146,23 +146,33 @@ TEST_P(jit, min_max_and_a_user_reduction_fold_every_value) {
   EXPECT_EQ(rs::jit::sum().result<std::int64_t>(xi), isum);
 }
 
-TEST_P(jit, sums_fold_every_block_once_up_to_a_full_wave) {
+template <class W>
+void expect_wrapping_sums_exact(rs::device dev) {
   // Wrapping unsigned sums of random words are exact in any order: a block's partial lost or folded
   // twice by the last block changes them. Lengths up to more blocks than the last block has threads
-  // (each of its threads then folds several partials), vector and scalar paths.
+  // (each of its threads then folds several partials), vector and scalar paths. Words of 4 bytes are
+  // handed over in slots, of 8 through partials and counters (cuda_shape_of).
   const std::size_t most = dev.is_cuda() ? (std::size_t(3) << 22) + 7 : (std::size_t(1) << 20) + 7;
-  std::vector<std::uint64_t> h(most + 1);
+  std::vector<W> h(most + 1);
   std::mt19937_64 g(rs::test::fresh_seed());
-  for (auto& v : h) v = g();
-  rs::array<std::uint64_t> x = rs::to_device(h, dev);
+  for (auto& v : h) v = W(g());
+  rs::array<W> x = rs::to_device(h, dev);
   for (std::size_t n : {std::size_t(1), std::size_t(1000), (std::size_t(1) << 20) + 3, most / 3, most}) {
     for (std::size_t off : {std::size_t(0), std::size_t(1)}) {
-      SCOPED_TRACE("n = " + std::to_string(n) + ", offset " + std::to_string(off));
-      std::uint64_t want = 0;
+      SCOPED_TRACE("n = " + std::to_string(n) + ", offset " + std::to_string(off) + ", " +
+                   std::to_string(sizeof(W)) + "-byte words");
+      W want = 0;
       for (std::size_t i = off; i < off + n; ++i) want += h[i];
-      EXPECT_EQ(rs::jit::sum().result<std::uint64_t>(x.slice(off, n)), want);
+      EXPECT_EQ(rs::jit::sum().result<W>(x.slice(off, n)), want);
+      // Again on the same stream: the slots or counters were left zero.
+      EXPECT_EQ(rs::jit::sum().result<W>(x.slice(off, n)), want);
     }
   }
+}
+
+TEST_P(jit, sums_fold_every_block_once_up_to_a_full_wave) {
+  expect_wrapping_sums_exact<std::uint64_t>(dev);
+  expect_wrapping_sums_exact<std::uint32_t>(dev);
 }
 
 TEST_P(jit, generators_give_the_values_of_rs_random) {
@@ -546,30 +556,41 @@ TEST(jit_kernels, every_kind_of_chain_compiles_with_nvrtc) {
   if (!rs::cuda_compiled) GTEST_SKIP() << "this build has no CUDA backend (no NVRTC)";
   using E = rs::jit::element;
   const rs::device gpu = rs::device::cuda(0);
+  // index32: a second entry indexing vectors in 32 bits (reductions over arrays of one element size);
+  // slots: partials handed over in slots (built-in reductions of 4-byte values).
   struct kase {
     rs::jit::pipeline p;
     std::vector<E> in;
     E out;
+    bool index32, slots;
   };
   const kase cases[] = {
-      {seed_chain(), {E::f32}, E::f32},
-      {seed_chain() | rs::jit::sum(), {E::f32}, E::f32},
-      {rs::jit::map("double f(double a, int k) { return a * k; }") | rs::jit::max(), {E::f64, E::i32}, E::f64},
-      {rs::jit::normal<float>(1) | rs::jit::map(f3), {}, E::f32},
+      {seed_chain(), {E::f32}, E::f32, false, false},
+      {seed_chain() | rs::jit::sum(), {E::f32}, E::f32, true, true},
+      {rs::jit::map("double f(double a, int k) { return a * k; }") | rs::jit::max(), {E::f64, E::i32}, E::f64, false,
+       false},
+      {rs::jit::normal<float>(1) | rs::jit::map(f3), {}, E::f32, false, false},
       {rs::jit::uniform<double>(1) | rs::jit::reduce("double m(double a, double b) { return a < b ? a : b; }", 1.0),
-       {}, E::f64},
-      {rs::jit::sum(), {E::u64}, E::u64},
+       {}, E::f64, false, false},
+      {rs::jit::sum(), {E::u64}, E::u64, true, false},
+      {rs::jit::sum(), {E::u32}, E::u32, true, true},
+      {rs::jit::map("int f(float a, int k) { return k; }") | rs::jit::min(), {E::f32, E::i32}, E::i32, true, true},
+      {rs::jit::reduce("float m(float a, float b) { return a < b ? a : b; }", 1.0), {E::f32}, E::f32, true, false},
+      {rs::jit::uniform<float>(1) | rs::jit::sum(), {}, E::f32, false, true},
   };
   for (int cc : {80, 90}) {
     for (const auto& c : cases) {
       SCOPED_TRACE(c.p.name() + " for sm_" + std::to_string(cc));
       std::string image;
       const std::string text = c.p.kernel_source(c.in, c.out, gpu);
-      // Programmatic dependent launch: the kernel waits for its predecessor first thing (sm_90 and later).
-      const auto body = text.find("rs_kernel(rs_args a) {\n");
-      ASSERT_NE(body, std::string::npos);
+      // Programmatic dependent launch: the kernel waits for its predecessor first thing (sm_90 and later),
+      // in its one body: rs_kernel's, or for reductions over vectors the body both entries call.
+      const auto body = text.find(c.index32 ? "rs_body(const rs_args& a) {\n" : "rs_kernel(rs_args a) {\n");
+      ASSERT_NE(body, std::string::npos) << text;
       EXPECT_EQ(text.find("rs_dependent_launch_prologue();", body), text.find('\n', body) + 3) << text;
       EXPECT_NE(text.find("griddepcontrol.wait;"), std::string::npos);
+      EXPECT_EQ(text.find("rs_kernel_32(rs_args a)") != std::string::npos, c.index32) << text;
+      EXPECT_EQ(text.find("rs_store_slot(") != std::string::npos, c.slots) << text;
       ASSERT_NO_THROW(image = rs::jit::detail::compile_cuda(text, cc / 10, cc % 10));
       EXPECT_GT(image.size(), 1000u);
     }
