@@ -131,7 +131,8 @@ def _work_chain(work, reduce):
 def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=None, progress=None):
     """Streams host data through ``work`` in chunks and returns the result.
 
-    work: a ``resident.op`` program, a ``resident.stage`` / ``resident.jit`` chain (maps, optionally
+    work: a ``resident.op`` program (compiled as its calls are: ``program.engine`` says whether it was),
+    a ``resident.stage`` / ``resident.jit`` chain (maps, optionally
     ending in ``rs.jit.sum()``, ``min()`` or ``max()``), or a plain function (compiled as a stage).
     x: a host array of any size (NumPy, the buffer protocol, DLPack on the CPU; pageable or pinned), or a
     tuple of host arrays of one size read in step (the first stage takes one argument per array).
@@ -178,12 +179,20 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
     total_bytes = sum(h.nbytes for h in hosts)
     callback, bar = _progress_of(progress, total_bytes)
     try:
+        from .jit import _dtype_name, _guarded, _target_of_device
         if program is not None:
             o = _np.empty(shape, dtype=hosts[0].dtype) if out is None else out
             ov = _host(o, "out", writable=True)
-            _last.summary = _core._stream_program(program, hosts[0], ov, c, d, dev, callback)
+            # The program's compiled chain where a run-time compiler is available (as its calls run it),
+            # else the interpreter's kernel; program.engine says which streamed.
+            from . import _program
+
+            def compiled(chain):
+                pipe, _ = chain.build([hosts[0].dtype.name], _target_of_device(dev))
+                return _guarded(_core._stream_chain, pipe, hosts, ov, c, d, dev, callback)
+            _last.summary = _program._run(program, hosts[0].dtype.name, False, compiled,
+                                          lambda: _core._stream_program(program, hosts[0], ov, c, d, dev, callback))
             return o
-        from .jit import _dtype_name, _guarded, _target_of_device
         dtypes = [_dtype_name(h) for h in hosts]
         pipe, value_dtype = chain.build(dtypes, _target_of_device(dev))
         if chain._reduces():

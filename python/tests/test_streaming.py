@@ -40,7 +40,7 @@ def delta(before, device):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("work", ["program", "chain"])
 def test_a_map_matches_fp64_with_one_kernel_and_one_copy_each_way_per_chunk(device, work):
-    w = SEED if work == "program" else F1 | F2 | F3
+    w = rs.program(list(SEED.ops)) if work == "program" else F1 | F2 | F3  # a program no call has run yet
     for n in (0, 1, 1024, 5 * 1024 + 7):
         x, seed = fresh(n)
         rs.stream(w, x[:1].copy() if n else x, chunk=1024, device=device)  # compiled before the counts
@@ -54,6 +54,8 @@ def test_a_map_matches_fp64_with_one_kernel_and_one_copy_each_way_per_chunk(devi
         assert s["chunks"] == chunks and s["elements"] == n
         assert d["h2d_bytes"] == 4 * n and d["d2h_bytes"] == 4 * n
         assert d["stream_chunks"] == chunks and d["kernels"] == chunks
+        if work == "program":  # streamed by its compiled chain, as its calls run it, not interpreted
+            assert w.engine == "compiled"
 
 
 @pytest.mark.parametrize("device", DEVICES)
