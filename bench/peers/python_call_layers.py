@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Where a program call's host time goes, n = 1024 float32 on cuda:0: each layer between the Python
-caller and the launch timed alone (us per call: `calls` calls queued back to back, then one
-synchronization; the median of 7 batches), the same kernel called from C++ in a loop, and the peers'
-calls of the same size (PyTorch, CuPy ElementwiseKernel), in `--repeat` repetitions.
+caller and the launch timed alone, the same kernel called from C++ in a loop, and the peers' calls of
+the same size (PyTorch, CuPy ElementwiseKernel), in `--repeat` repetitions. Two figures a row: `us`,
+calls queued back to back (`calls` of them, then one synchronization; the median of 7 batches: the
+host's or the GPU's pace, whichever is slower, and any stall of the host within a batch), and
+`issue_us`, the host cost of one call: the median of `calls` calls each timed alone, in batches of
+200 with a synchronization between (the launch queue never fills, so no call waits for the GPU).
 
 usage: python_call_layers.py [--json FILE|-] [--calls 2000] [--repeat 3]"""
-import argparse, json, statistics, sys
+import argparse, json, statistics, sys, time
 
 import numpy as np
 
@@ -14,6 +17,21 @@ from resident import _core, _program
 from seed_stages import per_call_seconds, write_json
 
 N = 1024
+
+
+def issue_seconds(f, calls, sync, batch=200):
+    """Median seconds for one call to return: `calls` calls each timed alone, `batch` at a time with a
+    synchronization between (so the launch queue never fills and no call waits for the GPU)."""
+    f()
+    times = []
+    while len(times) < calls:
+        sync()
+        for _ in range(min(batch, calls - len(times))):
+            t0 = time.perf_counter()
+            f()
+            times.append(time.perf_counter() - t0)
+    sync()
+    return statistics.median(times)
 
 
 def main():
@@ -29,11 +47,12 @@ def main():
     def row(rep, what, f, sync=rs.synchronize):
         try:
             us = per_call_seconds(f, a.calls, sync) * 1e6
+            issue = issue_seconds(f, a.calls, sync) * 1e6
         except Exception as e:  # a missing peer: recorded, not fatal
             out.setdefault("skipped", {})[what] = repr(e)[:200]
             return
-        out["rows"].append({"repeat": rep, "what": what, "us": us})
-        print(f"{what:58s} {us:8.2f} us", file=sys.stderr, flush=True)
+        out["rows"].append({"repeat": rep, "what": what, "us": us, "issue_us": issue})
+        print(f"{what:58s} {us:8.2f} us {issue:8.2f} us issue", file=sys.stderr, flush=True)
 
     x = rs.to_device(np.random.rand(N).astype(np.float32), device="cuda:0")
     p = rs.op.affine(1.5, 0.5) | rs.op.square() | rs.op.add(1) | rs.op.sqrt() | rs.op.sin() | rs.op.mul(0.5)
