@@ -184,13 +184,18 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
             o = _np.empty(shape, dtype=hosts[0].dtype) if out is None else out
             ov = _host(o, "out", writable=True)
             # The program's compiled chain where a run-time compiler is available (as its calls run it),
-            # else the interpreter's kernel; program.engine says which streamed.
+            # else the interpreter's kernel; program.engine says which streamed. The device is asked
+            # first: one that does not answer is the caller's mistake, not a missing compiler (which
+            # would leave the program interpreted from then on). An output of another dtype goes to the
+            # interpreter, which names the mismatch in a program's terms.
             from . import _program
+            target = _target_of_device(dev)
+            dtype = hosts[0].dtype.name if ov.dtype == hosts[0].dtype else None
 
             def compiled(chain):
-                pipe, _ = chain.build([hosts[0].dtype.name], _target_of_device(dev))
+                pipe, _ = chain.build([dtype], target)
                 return _guarded(_core._stream_chain, pipe, hosts, ov, c, d, dev, callback)
-            _last.summary = _program._run(program, hosts[0].dtype.name, False, compiled,
+            _last.summary = _program._run(program, dtype, False, compiled,
                                           lambda: _core._stream_program(program, hosts[0], ov, c, d, dev, callback))
             return o
         dtypes = [_dtype_name(h) for h in hosts]

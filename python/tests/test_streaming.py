@@ -163,6 +163,24 @@ def test_bad_calls_raise_typed_errors_before_any_data_moves(device):
     assert d.get("h2d_bytes", 0) == 0 and d.get("stream_chunks", 0) == 0
 
 
+def test_a_device_that_does_not_answer_leaves_a_program_compiled():
+    # Refused as the caller's mistake, not taken for a missing compiler: the program's later streams
+    # and calls still run its compiled chain.
+    p = rs.op.affine(1.25, 0.375) | rs.op.square() | rs.op.add(3)  # its first use in this process
+    x, _ = fresh(100)
+    with pytest.raises(rs.DeviceUnavailable):
+        rs.stream(p, x, device=f"cuda:{rs.cuda_device_count()}")
+    np.testing.assert_allclose(rs.stream(p, x, device="cpu"), (1.25 * x.astype(np.float64) + 0.375) ** 2 + 3,
+                               rtol=2e-6)
+    assert p.engine == "compiled"
+
+
+def test_a_program_into_an_output_of_another_dtype_is_named_in_its_terms():
+    x, _ = fresh(100)
+    with pytest.raises(rs.InvalidArgument, match="programs run on float or double arrays of one type"):
+        rs.stream(rs.program(list(SEED.ops)), x, np.empty(100, np.float64), device="cpu")
+
+
 @gpu
 def test_a_device_array_is_not_host_memory():
     x = rs.to_device(np.ones(10, np.float32), "cuda:0")
