@@ -82,7 +82,10 @@ def as_program(x):
 
 
 _lock = threading.Lock()
-_compiled = {}  # (program name, dtype, reduces) -> resident.jit chain, or None where no compiler is available
+_compiled = {}  # (program name, dtype, reduces) -> resident.jit chain (it holds a kernel per device target)
+# Where no run-time compiler is available, per target: the host compiler missing on the CPU leaves the
+# GPUs compiling, and NVRTC missing leaves the CPU. (program name, dtype, reduces, target) in each set.
+_compiled_on, _uncompilable = set(), set()
 _FLOATS = ("float32", "float64")
 _interpreted_sum = _core.program.sum  # the compiled core's, kept before the package puts total() in its place
 # The compiled chains hold kernels of the core: dropped before the interpreter tears the core down,
@@ -97,17 +100,19 @@ def _no_compiler(e):
     return isinstance(e, (resident.DeviceUnavailable, resident.CompileError))
 
 
-def _run(p, dtype, reduces, compiled, interpreted):
-    """compiled(chain) through p's chain for dtype (built and compiled at its first use), or interpreted()
-    where no run-time compiler is available; records which ran."""
+def _run(p, dtype, reduces, compiled, interpreted, target=None):
+    """compiled(chain) through p's chain for dtype (built at its first use, compiled at its first use on
+    target: the device's run-time target), or interpreted() where no run-time compiler is available
+    for target; records which ran."""
     name = p.name
     key = (name, dtype, reduces)
-    chain = _compiled.get(key, False) if dtype in _FLOATS else None
-    if chain is False and _core._capturing():
+    here = key + (target,)
+    chain = _compiled.get(key, False) if dtype in _FLOATS and here not in _uncompilable else None
+    first = here not in _compiled_on
+    if first and _core._capturing():
         chain = None  # no compiling or loading inside a CUDA graph capture: the interpreter's kernel, this once
     if chain is not None:
-        first = chain is False
-        if first:
+        if chain is False:
             from . import jit
             chain = jit.map(source(p, dtype), "rs_program")
             if reduces:
@@ -118,11 +123,12 @@ def _run(p, dtype, reduces, compiled, interpreted):
             if not (first and _no_compiler(e)):
                 raise
             with _lock:
-                _compiled[key] = None
+                _uncompilable.add(here)
         else:
             if first:
                 with _lock:
                     _compiled.setdefault(key, chain)
+                    _compiled_on.add(here)
             p.__dict__["_engine"] = "compiled"
             return r
     r = interpreted()
@@ -143,14 +149,13 @@ def call(p, x, out=None, stream=None):
         dtype = None  # the interpreter names the mismatch
     capsule = type(x).__name__ == "PyCapsule"
     target = None if capsule or dtype not in _FLOATS else _core._jit_target(x)
-    _run(p, dtype, False, lambda c: c(x, out=out, stream=stream), lambda: _core._run_program(p, x, out, stream))
+    _run(p, dtype, False, lambda c: c(x, out=out, stream=stream), lambda: _core._run_program(p, x, out, stream), target)
     key = (p.name, dtype, False)
-    if target is not None and key in _compiled:
-        chain = _compiled[key]
-        if chain is None:
+    if target is not None:
+        if key + (target,) in _uncompilable:
             _core._program_remember(p, dtype, target, None, key + (target,))
-        else:
-            entry = chain._built.get(((dtype,), target))
+        elif key in _compiled:
+            entry = _compiled[key]._built.get(((dtype,), target))
             if entry is not None:
                 _core._program_remember(p, dtype, target, entry[0], key + (target,))
     return x if out is None else out
@@ -166,7 +171,9 @@ def of_op(o):
 
 def total(p, x, stream=None):
     """The sum of p(x[i]) in one pass, through the run-time compiler where it is available."""
-    return _run(p, _dtype_of(x), True, lambda c: c(x, stream=stream), lambda: _interpreted_sum(p, x, stream))
+    dtype = _dtype_of(x)
+    target = None if type(x).__name__ == "PyCapsule" or dtype not in _FLOATS else _core._jit_target(x)
+    return _run(p, dtype, True, lambda c: c(x, stream=stream), lambda: _interpreted_sum(p, x, stream), target)
 
 
 _DTYPE_NAMES = {}  # a library's dtype object -> its name

@@ -196,7 +196,8 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
                 pipe, _ = chain.build([dtype], target)
                 return _guarded(_core._stream_chain, pipe, hosts, ov, c, d, dev, callback)
             _last.summary = _program._run(program, dtype, False, compiled,
-                                          lambda: _core._stream_program(program, hosts[0], ov, c, d, dev, callback))
+                                          lambda: _core._stream_program(program, hosts[0], ov, c, d, dev, callback),
+                                          target)
             return o
         dtypes = [_dtype_name(h) for h in hosts]
         pipe, value_dtype = chain.build(dtypes, _target_of_device(dev))

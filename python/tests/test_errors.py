@@ -160,6 +160,25 @@ def test_programs_are_compiled_and_agree_with_the_interpreter():
     assert abs(q.sum(x) - np.sum(x.astype(np.float64) ** 2 + 1)) < 1e-5 * x.size and q.engine == "compiled"
 
 
+def test_a_missing_compiler_on_one_device_leaves_the_others_compiling():
+    # No run-time compiler for one target (NVRTC absent, say) is remembered for that target alone: the
+    # same program's calls on the CPU still compile.
+    from resident import _program
+    p = rs.op.affine(1.75, 0.125) | rs.op.add(2)  # its first use in this process
+
+    def no_compiler(chain):
+        raise rs.CompileError("no run-time compiler here")
+    assert _program._run(p, "float32", False, no_compiler, lambda: "interpreted", ("elsewhere", 0, 0)) == "interpreted"
+    assert p.engine == "interpreted"
+    x = np.arange(8, dtype=np.float32)
+    y = np.full_like(x, -1.0)
+    p(x, out=y)
+    assert p.engine == "compiled"
+    np.testing.assert_allclose(y, 1.75 * x.astype(np.float64) + 0.125 + 2, rtol=1e-6)
+    assert p.sum(x) == pytest.approx(float(np.sum(1.75 * x.astype(np.float64) + 2.125)), rel=1e-6)
+    assert p.engine == "compiled"
+
+
 def test_a_float32_sum_is_as_accurate_as_numpys_pairwise_sum():
     # float32 values add in double: |error| <= (n - 1) * 2^-53 * sum|x| (then one rounding to the
     # double returned), far inside NumPy's pairwise bound.
