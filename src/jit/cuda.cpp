@@ -87,7 +87,7 @@ struct entry_on_device {
 // The kernel on one device: its entries there (rs_kernel, and rs_kernel_32 where the text has it:
 // cuda_shape_of), the device's SMs.
 struct on_device {
-  entry_on_device wide_index, index32;
+  entry_on_device index64, index32;
   int sms = 1;
 };
 
@@ -302,7 +302,7 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
         RESIDENT_CU_TRY(driver().occupancy(&e.blocks_per_sm, e.function, pol.block, 0));
         e.blocks_per_sm = std::max(e.blocks_per_sm, 1);
       };
-      entry(k->kernel, o.wide_index);
+      entry(k->kernel, o.index64);
       entry(k->kernel32, o.index32);
       o.sms = resident::properties(d).multiprocessors;
       it = k->per_device.emplace(dev, o).first;
@@ -342,7 +342,7 @@ void run_cuda(const std::vector<part>& parts, const signature& sig, kernel_args 
       vectors && sig.reduces && here.index32.function &&
               nv + std::size_t(pol.unroll + 1) * wave(here.index32) * block < (std::size_t(1) << 32)
           ? here.index32
-          : here.wide_index;
+          : here.index64;
   const CUfunction f = e.function;
   const unsigned grid = flat ? unsigned(std::max<std::size_t>((nv + tile - 1) / tile, 1)) : wave(e);
 
