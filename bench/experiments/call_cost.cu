@@ -143,6 +143,24 @@ int main(int argc, char** argv) {
     row("rs::copy(x, y)", host_ns(s, [&] { rs::copy(x, y); }));
     row("fused seed map master(x, y)", host_ns(s, [&] { master(x, y); }));
     row("map + sum into a device array sum(x, total)", host_ns(s, [&] { sum(x, total); }));
+    // The same seed map as a run-time chain (resident::jit), in place, as Python's calls run it.
+    const auto chain = rs::jit::map("float func1(float v) { return 1.5f * v + 0.5f; }") |
+                       rs::jit::map("float func2(float v) { return sqrtf(v * v + 1.f); }") |
+                       rs::jit::map("float func3(float v) { return 0.5f * sinf(v); }");
+    chain(y);
+    row("run-time chain, seed map in place chain(y)", host_ns(s, [&] { chain(y); }));
+    rs::array<float> small = rs::to_device(rs::cli::seed_input(1024), st.ref());
+    chain(small);
+    row("run-time chain, n = 1024 chain(small)", host_ns(s, [&] { chain(small); }));
+    if (std::getenv("CALL_COST_SPIN")) {  // a long loop of the run-time call alone, for a sampling profiler
+      const double seconds = std::atof(std::getenv("CALL_COST_SPIN"));
+      const auto t0 = std::chrono::steady_clock::now();
+      while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds) {
+        for (int i = 0; i < 200; ++i) chain(small);
+        CHECK(cudaStreamSynchronize(s));
+      }
+      return 0;
+    }
     CHECK(cudaEventDestroy(ev));
   }
 

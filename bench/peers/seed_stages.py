@@ -6,6 +6,7 @@ import statistics
 import time
 
 import resident as rs
+from throttle import timed_batches
 
 
 @rs.stage
@@ -26,18 +27,23 @@ def func3(v):
 master = func1 | func2 | func3
 
 
-def per_call_seconds(f, calls, sync, reps=7):
+def per_call_seconds(f, calls, sync, reps=7, guard=None, seen=None):
     """Seconds per call of f: `calls` calls queued back to back, then sync(); the median of `reps`
-    such batches after one untimed call."""
+    such batches after one untimed call. With a throttle.Guard, batches timed while the GPU's clocks
+    were capped are timed again (what the guard saw goes into the dict `seen`)."""
     f()
     sync()
-    times = []
-    for _ in range(reps):
+
+    def batch():
         t0 = time.perf_counter()
         for _ in range(calls):
             f()
         sync()
-        times.append((time.perf_counter() - t0) / calls)
+        return (time.perf_counter() - t0) / calls
+
+    times, saw = timed_batches(batch, reps, guard)
+    if seen is not None:
+        seen.update(saw)
     return statistics.median(times)
 
 
