@@ -6,19 +6,16 @@ cupy.fuse, a Numba kernel calling three device functions; a device copy of the s
 CuPy's first: over_copy's reference, timed again just before each row, copy_ms, so that a GPU whose rate
 drifts during a size's rows is compared with itself). back_to_back_ms: `calls` calls queued, one synchronization, per call,
 median of `reps`; issue_us: median time for a call to return; gbs: bytes read + written. Outputs are checked
-against FP64 on a sample first (a wrong one: ok false). A batch timed while the GPU's clocks were capped by
-its power limit or heat (NVML's counters, bench/peers/throttle.py) is timed again after --guard-s seconds,
-up to `reps` times a row (batches_set_aside; capped_kept: capped batches kept after that). Past --budget-s the sizes left are skipped; a system
+against FP64 on a sample first (a wrong one: ok false). Past --budget-s the sizes left are skipped; a system
 that cannot be set up or run is listed in `skipped` with its reason. --device cpu: resident on its CPU arrays
 and NumPy's (a dry run). Exit 1 when resident fails. usage: python_race.py [--json FILE|-] [--log2 16 18 ..]
-[--calls 20] [--reps 7] [--repeat 3] [--budget-s 170] [--device cuda|cpu] [--guard-s 0.2]"""
+[--calls 20] [--reps 7] [--repeat 3] [--budget-s 170] [--device cuda|cpu]"""
 import argparse, json, math, platform, statistics, sys, time, traceback, types, warnings
 
 import numpy as np
 
 import resident as rs  # first: NumPy as numba-cuda expects it (resident._compat)
 from seed_stages import master, per_call_seconds
-from throttle import Guard
 
 T0 = time.perf_counter()  # the budget counts the whole run: other libraries' imports and compilations too
 TOL = 1e-5  # max |y - ref| / (1 + |ref|): float32 rounding through three functions, far below a mistake
@@ -121,10 +118,8 @@ def race_one(make, L, l, ref, a):
     L.sync()
     got = L.take(L.y if y is None else y)
     err = float(np.max(np.abs(got.astype(np.float64) - ref) / (1 + np.abs(ref))))
-    seen = {}
-    ms = per_call_seconds(f, a.calls, L.sync, a.reps, a.guard, seen) * 1e3
-    return {"back_to_back_ms": ms, "batches_set_aside": seen.get("set_aside"), "capped_kept": seen.get("capped_kept"),
-            "sm_mhz_min": seen.get("sm_mhz"), "issue_us": issue_seconds(f, a.calls, L.sync, a.reps) * 1e6,
+    ms = per_call_seconds(f, a.calls, L.sync, a.reps) * 1e3
+    return {"back_to_back_ms": ms, "issue_us": issue_seconds(f, a.calls, L.sync, a.reps) * 1e6,
             "gbs": 8 * (1 << l) / ms / 1e6, "max_rel_error": err if math.isfinite(err) else str(err),
             "ok": bool(got.dtype == np.float32 and err <= TOL)}
 
@@ -145,17 +140,6 @@ def table(rows, repeat):
               file=sys.stderr)
 
 
-def pci_bus_id(m):
-    """cuda:0's PCI bus id (NVML's device), from CuPy or PyTorch; None where neither says."""
-    try:
-        if "cupy" in m:
-            return m["cupy"].cuda.Device(0).pci_bus_id
-        p = m["torch"].cuda.get_device_properties(0)
-        return f"{p.pci_domain_id:04x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0"
-    except Exception:  # noqa: BLE001 (an older library: NVML's first device)
-        return None
-
-
 def race(a, dev, log2, out, skip):
     m = {}
     for name in ("torch", "cupy") if dev != "cpu" else ():
@@ -168,10 +152,6 @@ def race(a, dev, log2, out, skip):
             for system in RESIDENT + {"torch": ("torch.compile",), "cupy": ("cupy.fuse", "numba.cuda")}[name]:
                 skip(system, name, f"{name}: {e!r}")
     libs = ["resident", *m] if dev != "cpu" else ["resident", "numpy"]
-    a.guard = None
-    if dev != "cpu" and a.guard_s > 0:
-        a.guard = Guard(pci_bus_id(m), recovery_s=a.guard_s)
-        out["throttle_guard"] = {"active": a.guard.active, "recovery_s": a.guard_s, "why_not": a.guard.why_not}
     out["device_name"] = (m["torch"].cuda.get_device_name(0) if "torch" in m else
                           m["cupy"].cuda.runtime.getDeviceProperties(0)["name"].decode() if "cupy" in m else dev)
     s = m["cupy"].cuda.get_current_stream() if "cupy" in m else None  # CuPy's copy: as python_stages.py times it
@@ -200,7 +180,7 @@ def race(a, dev, log2, out, skip):
                                       max(0, n - 4096):n])
                 data[l] = (host, idx, host[idx].astype(np.float64), reference(host[idx]))
             host, idx, x_ref, ref = data[l]
-            opened, copy_ms, copy_seen = {}, None, {}  # the last size's arrays let go, and their memory given back here
+            opened, copy_ms = {}, None  # the last size's arrays let go, and their memory given back here
             for free in frees:
                 free()
             for lib in libs:
@@ -216,9 +196,8 @@ def race(a, dev, log2, out, skip):
                     if system != "copy" and ref_copy:
                         # The reference copy again, just before the row: a GPU whose rate drifts during a
                         # size's rows (clocks, power) is compared with itself at that moment.
-                        c, seen = ref_copy[2](opened[ref_copy[1]], l), {}
-                        copy_ms = per_call_seconds(c, a.calls, opened[ref_copy[1]].sync, a.reps, a.guard, seen) * 1e3
-                        copy_seen = seen
+                        c = ref_copy[2](opened[ref_copy[1]], l)
+                        copy_ms = per_call_seconds(c, a.calls, opened[ref_copy[1]].sync, a.reps) * 1e3
                     row = race_one(make, opened[lib], l, x_ref if system == "copy" else ref, a)
                 except Exception as e:
                     skip(system, lib, repr(e), repeat=r, log2_n=l)
@@ -228,14 +207,11 @@ def race(a, dev, log2, out, skip):
                     continue
                 copy_ms = copy_ms or (row["back_to_back_ms"] if system == "copy" else None)
                 out["rows"].append({"repeat": r, "system": system, "array_library": lib, "log2_n": l, **row,
-                                    "copy_ms": copy_ms, "copy_batches_set_aside": copy_seen.get("set_aside"),
+                                    "copy_ms": copy_ms,
                                     "over_copy": row["back_to_back_ms"] / copy_ms if copy_ms else None})
-            here = [w for w in out["rows"] if w["repeat"] == r and w["log2_n"] == l]
-            done = [w["ok"] for w in here]
-            capped = sum(w["batches_set_aside"] or 0 for w in here)
+            done = [w["ok"] for w in out["rows"] if w["repeat"] == r and w["log2_n"] == l]
             print(f"python_race: repeat {r}/{a.repeat} 2^{l}: {len(done)} rows, {done.count(False)} wrong, copy "
-                  f"{copy_ms or 0:.4f} ms, {capped} batches timed again (clocks capped), at "
-                  f"{time.perf_counter() - T0:.0f} s", file=sys.stderr, flush=True)
+                  f"{copy_ms or 0:.4f} ms, at {time.perf_counter() - T0:.0f} s", file=sys.stderr, flush=True)
 
 
 def main():
@@ -244,8 +220,6 @@ def main():
     for flag, default in (("--json", "-"), ("--calls", 20), ("--reps", 7), ("--repeat", 3), ("--budget-s", 170.0)):
         ap.add_argument(flag, type=type(default), default=default)
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    ap.add_argument("--guard-s", type=float, default=0.2,
-                    help="pause before timing again a batch run while the GPU's clocks were capped (0: no guard)")
     a = ap.parse_args()
     dev = "cuda:0" if a.device == "cuda" else "cpu"
     log2 = a.log2 or (list(range(16, 29, 2)) if dev != "cpu" else [10, 12, 14, 16])

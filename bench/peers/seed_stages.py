@@ -6,7 +6,6 @@ import statistics
 import time
 
 import resident as rs
-from throttle import timed_batches
 
 
 @rs.stage
@@ -27,23 +26,18 @@ def func3(v):
 master = func1 | func2 | func3
 
 
-def per_call_seconds(f, calls, sync, reps=7, guard=None, seen=None):
+def per_call_seconds(f, calls, sync, reps=7):
     """Seconds per call of f: `calls` calls queued back to back, then sync(); the median of `reps`
-    such batches after one untimed call. With a throttle.Guard, batches timed while the GPU's clocks
-    were capped are timed again (what the guard saw goes into the dict `seen`)."""
+    such batches after one untimed call."""
     f()
     sync()
-
-    def batch():
+    times = []
+    for _ in range(reps):
         t0 = time.perf_counter()
         for _ in range(calls):
             f()
         sync()
-        return (time.perf_counter() - t0) / calls
-
-    times, saw = timed_batches(batch, reps, guard)
-    if seen is not None:
-        seen.update(saw)
+        times.append((time.perf_counter() - t0) / calls)
     return statistics.median(times)
 
 
