@@ -50,10 +50,17 @@ def _code(o):
 
 
 def _literal(c, dtype):
-    """c exactly as a C++ literal of dtype: a hexadecimal float of the value the interpreter would use."""
-    if dtype == "float32":
-        return float(_np.float32(c)).hex() + "f"
-    return float(c).hex()
+    """c exactly as a C++ expression of dtype: a hexadecimal float of the value the interpreter would use
+    (a constant past float32's range is its infinity there too). Infinities and NaN have no literal: an
+    overflowing product (rounds to infinity) and infinity minus itself, which every compiler folds."""
+    with _np.errstate(over="ignore"):
+        v = float(_np.float32(c)) if dtype == "float32" else float(c)
+    f, big = ("f", "0x1p127f") if dtype == "float32" else ("", "0x1p1023")
+    if math.isinf(v):
+        return f"({'-' if v < 0 else ''}({big} * 2.0{f}))"
+    if math.isnan(v):
+        return f"(({big} * 2.0{f}) - ({big} * 2.0{f}))"
+    return v.hex() + f
 
 
 def source(p, dtype):
@@ -64,9 +71,16 @@ def source(p, dtype):
     return f"{t} rs_program({t} v) {{\n{body}  return v;\n}}\n"
 
 
+class _py_float(float):
+    """A constant as Python text: repr gives math.inf / math.nan where float's repr would not parse."""
+    def __repr__(self):
+        return ("-math.inf" if self < 0 else "math.inf") if math.isinf(self) else "math.nan" if math.isnan(self) \
+            else float.__repr__(self)
+
+
 def python_function(p):
     """Program p as a plain Python function of one value (a stage of a resident.jit chain)."""
-    body = "".join(f"    v = {_PY[_code(o)].format(a=o.a, b=o.b)}\n" for o in p.ops)
+    body = "".join(f"    v = {_PY[_code(o)].format(a=_py_float(o.a), b=_py_float(o.b))}\n" for o in p.ops)
     scope = {"math": math}
     exec(f"def program(v):\n{body}    return v\n", scope)  # noqa: S102 (text made from the table above)
     return scope["program"]

@@ -231,10 +231,16 @@ def shard(x, devices, dtype="float32"):
     names = comm.devices if comm else _device_names(devices)
     count = comm.size if comm else len(names)
     first = comm.rank if comm else 0
-    if isinstance(x, int) and not isinstance(x, bool):
+    if isinstance(x, (int, _np.integer)) and not isinstance(x, (bool, _np.bool_)):  # a size, also NumPy's
+        x = int(x)
         if x < 0:
             raise InvalidArgument(f"resident.dist.shard: size {x} is negative")
         n = x
+        try:
+            dtype = _np.dtype(dtype).name  # a NumPy dtype or a name
+        except TypeError:
+            raise InvalidType(f"resident.dist.shard: dtype={dtype!r}; give a NumPy dtype or its name, such as "
+                              "'float32'") from None
         made = [_core.empty(_extent(n, count, first + i)[1], dtype, d) for i, d in enumerate(names)]
         return ShardedArray(made, n, first, count, comm)
     from .streaming import _host
@@ -262,6 +268,9 @@ def from_shards(arrays, comm=None):
     if n is None:
         raise InvalidArgument("resident.dist.from_shards over processes: use shard(size, comm) and fill the shards")
     for i, m in enumerate(made):
+        if len(m.shape) != 1:
+            raise InvalidArgument(f"resident.dist.from_shards: array {i} has shape {tuple(m.shape)}; shards are "
+                                  "one-dimensional (pass a.reshape(-1) for a contiguous array)")
         if m.size != _extent(n, count, first + i)[1]:
             raise ShapeMismatch(f"resident.dist.from_shards: array {i} holds {m.size} elements; shard {i} of {n} "
                                 f"elements over {count} holds {_extent(n, count, first + i)[1]}")
@@ -286,8 +295,8 @@ def apply(work, x, out=None):
     callable taking an array and out=) on every shard: in place, or into the shards of `out` (a sharded array of the same layout). Asynchronous on
     each shard's stream for GPUs, so every shard runs at once. Returns out (or x)."""
     _check(x, "apply")
-    if not callable(work):
-        raise InvalidType(f"resident.dist.apply: work is a {type(work).__name__}; give a resident.op program, a "
+    if not callable(work) or isinstance(work, type):
+        raise InvalidType(f"resident.dist.apply: work is a {type(work).__name__ if not isinstance(work, type) else 'class'}; give a resident.op program, a "
                           "resident.stage chain or a callable taking an array and out=")
     from . import jit
     if isinstance(work, jit.Chain):
@@ -368,8 +377,9 @@ def _reduce(x, op, work):
         # part raises as resident.min of an empty array does (in every process: x.size is the whole's).
         shards = [s for s in shards if s.size > 0] or (x.shards[:1] if x.size == 0 else [])
     value = _combine(_each(part, shards), op) if shards else _identity(x.dtype, op)
-    if op == "sum" and work is None and _np.dtype(x.dtype).kind in "iu":
-        value = _wrap64(value, _np.dtype(x.dtype).kind == "i")  # as resident.sum of the whole would
+    if op == "sum" and isinstance(value, int) and not isinstance(value, bool):
+        # Integer sums add in 64 bits and wrap, as resident.sum (and a chain's sum) of the whole would.
+        value = _wrap64(value, _np.dtype(x.dtype).kind != "u")
     if x.comm is not None and x.comm.size > len(x.shards):
         buf = _core.to_device(_np.array([value], dtype=x.dtype), x.comm.devices[0])
         x.comm.all_reduce([buf], op)

@@ -495,6 +495,9 @@ class Chain:
                               "'cpu' or 'cuda:0'")
         if self._generates():
             if inputs:
+                if self._reduces():
+                    raise _core_error("InvalidArgument", "resident.jit: a generator chain's reduction reads no array; "
+                                      "give the count of values: chain(n=..., device=...)")
                 if out is not None:
                     raise _core_error("InvalidArgument", "resident.jit: a generator chain reads no array; pass out= alone")
                 out, inputs = inputs[0], ()
@@ -588,7 +591,7 @@ def _py_stage(fn, float_literals):
     As with Numba's own functions, what the function reads from globals and closures is taken at the
     first compilation."""
     kept = getattr(fn, "__dict__", None)
-    if kept is None:
+    if not isinstance(kept, dict):  # none, or a class's read-only mapping: made anew (and refused there)
         return _PyStage(fn, float_literals)
     stages = kept.setdefault("__resident_stages__", {})
     s = stages.get(float_literals)

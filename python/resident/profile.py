@@ -37,10 +37,20 @@ class profile:
         self._p = None
 
     def __enter__(self):
+        if getattr(self, "_open", False):
+            import resident
+            raise resident.InvalidArgument("resident.profile: this profile is collecting already; nest another "
+                                           "resident.profile() object instead of entering this one again")
         self._p = _core._profile_open()
+        self._open = True
         return self
 
     def __exit__(self, *exc):
+        if not getattr(self, "_open", False):
+            import resident
+            raise resident.InvalidArgument("resident.profile: __exit__ without __enter__; use it as "
+                                           "`with resident.profile() as p:`")
+        self._open = False
         self._p.close()
         return False
 

@@ -29,7 +29,19 @@ __all__ = ["stream", "last_summary", "pinned_empty"]
 _REDUCTIONS = ("sum", "min", "max")
 # Runs that stream at least this many bytes show a tqdm bar (when tqdm is installed and stderr is a
 # terminal) unless progress=False.
-_AUTO_PROGRESS_BYTES = int(os.environ.get("RESIDENT_PROGRESS_BYTES", str(1 << 30)))
+_AUTO_PROGRESS_BYTES = None  # read at the first stream (a bad value is refused there, in resident's terms)
+
+
+def _auto_progress_bytes():
+    global _AUTO_PROGRESS_BYTES
+    if _AUTO_PROGRESS_BYTES is None:
+        text = os.environ.get("RESIDENT_PROGRESS_BYTES", "")
+        n = _core._parse_bytes(text) if text else 1 << 30
+        if n is None:
+            raise _error("InvalidArgument", f"RESIDENT_PROGRESS_BYTES is {text!r}: give a byte count such as 1GiB, "
+                         "512MiB or 1000000 (or unset it for 1GiB)")
+        _AUTO_PROGRESS_BYTES = n
+    return _AUTO_PROGRESS_BYTES
 _last = threading.local()
 
 
@@ -89,7 +101,7 @@ def _progress_of(progress, total_bytes):
         return _between_chunks, None
     if callable(progress) and progress is not True:
         return progress, None
-    if progress is None and (total_bytes < _AUTO_PROGRESS_BYTES or not sys.stderr.isatty()):
+    if progress is None and (total_bytes < _auto_progress_bytes() or not sys.stderr.isatty()):
         return _between_chunks, None
     try:
         from tqdm.auto import tqdm
@@ -226,11 +238,21 @@ def pinned_empty(shape, dtype="float32"):
     """A new uninitialized NumPy array in page-locked host memory (when a GPU answers; ordinary memory
     otherwise): streamed and copied directly by the copy engines, with no staging through pinned
     buffers. The memory is freed with the last reference to the array."""
+    def extent(d):
+        if isinstance(d, (bool, _np.bool_)):
+            raise TypeError("a bool is no extent")
+        return operator.index(d)
+
+    try:
+        dims = tuple(extent(d) for d in (shape if hasattr(shape, "__iter__") else (shape,)))
+        name = _np.dtype(dtype).name
+    except TypeError:
+        raise _error("InvalidType", f"resident.streaming.pinned_empty: shape {shape!r} and dtype {dtype!r}: give a "
+                     "whole number or a tuple of them, and a NumPy dtype such as 'float32'") from None
     n = 1
-    dims = (shape,) if isinstance(shape, int) else tuple(shape)
     for d in dims:
         if d < 0:
             raise _error("InvalidArgument", f"resident.streaming.pinned_empty: negative extent in {shape}")
         n *= d
-    return _core._pinned_empty(n, _np.dtype(dtype).name).reshape(dims)
+    return _core._pinned_empty(n, name).reshape(dims)
 

@@ -245,6 +245,8 @@ void bind_streaming(nb::module_& m) {
         nb::arg("chunk") = 0, nb::arg("depth") = 0, nb::arg("device") = nb::none(), nb::arg("progress") = nb::none());
   m.def("_stream_program", &stream_program, nb::arg("program"), nb::arg("x"), nb::arg("out"), nb::arg("chunk") = 0,
         nb::arg("depth") = 0, nb::arg("device") = nb::none(), nb::arg("progress") = nb::none());
+  m.def("_parse_bytes", [](const std::string& text) { return rs::detail::parse_bytes(text); }, nb::arg("text"),
+        "A byte count as RESIDENT_POOL_LIMIT reads it (2GiB, 512MiB, 1000000), or None.");
   m.def("_program_chain", &program_chain, nb::arg("program"), nb::arg("dtype"),
         "The program as one run-time stage (resident.jit) of the same arithmetic.");
 }

@@ -361,12 +361,16 @@ std::string reduction_ops(const chain& c) {
   std::string s;
   // The host calls an external operator through a pointer each thread takes from its arguments.
   if (external_op && !c.cuda) s += "static thread_local const void* rs_reduce_fn;\n";
-  s += "RS_FN rs_value rs_op(rs_value a, rs_value b) { ";
+  // The host adds float32 values in double (a float32 value is exact there): a thread's lanes fold
+  // millions of values in order, which float32 would round away. The GPU's threads fold few each.
+  const bool wide = !c.cuda && red->what == kind::sum && c.value == element::f32;
+  s += std::string("typedef ") + (wide ? "double" : "rs_value") + " rs_acc;\n";
+  s += "RS_FN rs_acc rs_op(rs_acc a, rs_acc b) { ";
   if (external_op) s += c.cuda ? "return " + red->name + "(a, b); }\n" : "return ((rs_fn_" + rk + ")rs_reduce_fn)(a, b); }\n";
   else if (red->what == kind::reduce) s += "return rs_" + rk + "::" + red->name + "(a, b); }\n";
   else s += builtin_op(red->what) + " }\n";
-  s += "RS_FN rs_value rs_init(double a) { return " +
-       (red->what == kind::reduce ? std::string("rs_value(a)") : "rs_value(" + builtin_init(red->what, c.value) + ")") +
+  s += "RS_FN rs_acc rs_init(double a) { return " +
+       (red->what == kind::reduce ? std::string("rs_acc(a)") : "rs_acc(" + builtin_init(red->what, c.value) + ")") +
        "; }\n";
   // On the GPU a built-in reduction's accumulators start from its operator's identity (-0.0 for a
   // floating sum: -0.0 + x is x), so a fold skips the validity select per value, as the compiled
@@ -374,13 +378,13 @@ std::string reduction_ops(const chain& c) {
   const bool identity = c.cuda && red->what != kind::reduce;
   const bool real = c.value == element::f32 || c.value == element::f64;
   const std::string id = red->what == kind::sum ? (real ? "-0.0" : "0") : builtin_init(red->what, c.value);
-  s += "struct rs_maybe { rs_value value; int valid; };\n";
+  s += "struct rs_maybe { rs_acc value; int valid; };\n";
   if (identity)
-    s += "RS_FN rs_maybe rs_start() { rs_maybe m; m.value = rs_value(" + id + "); m.valid = 1; return m; }\n"
-         "RS_FN void rs_fold(rs_maybe& m, rs_value v) { m.value = rs_op(m.value, v); }\n";
+    s += "RS_FN rs_maybe rs_start() { rs_maybe m; m.value = rs_acc(" + id + "); m.valid = 1; return m; }\n"
+         "RS_FN void rs_fold(rs_maybe& m, rs_acc v) { m.value = rs_op(m.value, v); }\n";
   else
-    s += "RS_FN rs_maybe rs_start() { rs_maybe m; m.value = rs_value(); m.valid = 0; return m; }\n"
-         "RS_FN void rs_fold(rs_maybe& m, rs_value v) { m.value = m.valid ? rs_op(m.value, v) : v; m.valid = 1; }\n";
+    s += "RS_FN rs_maybe rs_start() { rs_maybe m; m.value = rs_acc(); m.valid = 0; return m; }\n"
+         "RS_FN void rs_fold(rs_maybe& m, rs_acc v) { m.value = m.valid ? rs_op(m.value, v) : v; m.valid = 1; }\n";
   s += 
 "RS_FN rs_maybe rs_combine(rs_maybe a, rs_maybe b) {\n"
        "  if (!a.valid) return b;\n  if (!b.valid) return a;\n  rs_maybe r; r.value = rs_op(a.value, b.value); r.valid = 1; return r;\n}\n";
@@ -439,7 +443,7 @@ std::string host_array_loop(const chain& c, const loop_text& t) {
   std::string s = "  unsigned long long i = first;\n";
   if (c.red)
     s += "  if (last - first >= 32) {\n"
-         "    rs_value lane[16], buf[256];\n"
+         "    rs_acc lane[16];\n    rs_value buf[256];\n"
          "    for (int l = 0; l < 16; ++l) lane[l] = rs_chain(a, " + call_at("i + l") + ");\n"
          "    for (i += 16; i + 16 <= last;) {\n"
          "      unsigned long long m = (last - i) / 16 * 16;\n"
@@ -484,9 +488,9 @@ std::string host_functions(const chain& c, const loop_text& t) {
   if (c.red)
     s += "extern \"C\" void rs_finish(const rs_args& a, const rs_maybe* partials, unsigned long long count, "
          "double init, void* out) {\n" + reduce_fn_of(c) +
-         "  rs_value r = rs_init(init);\n"
+         "  rs_acc r = rs_init(init);\n"
          "  for (unsigned long long p = 0; p < count; ++p) if (partials[p].valid) r = rs_op(r, partials[p].value);\n"
-         "  *(rs_value*)out = r;\n}\n"
+         "  *(rs_value*)out = rs_value(r);\n}\n"
          "extern \"C\" unsigned long long rs_partial_bytes() { return sizeof(rs_maybe); }\n";
   return s;
 }

@@ -175,6 +175,26 @@ TEST_P(jit, sums_fold_every_block_once_up_to_a_full_wave) {
   expect_wrapping_sums_exact<std::uint32_t>(dev);
 }
 
+TEST_P(jit, a_float_sum_stays_within_a_pairwise_sums_bound_over_long_arrays) {
+  // NumPy's pairwise sum of n float32 values errs by about (16 + log2(n / 128)) units of roundoff times
+  // sum |x|. A chain's sum keeps under 40 such units at 2^24: the host adds float32 in double, a GPU
+  // thread folds a few values and the partials fold in a tree. A fold of float32 lanes over millions
+  // of values in order (as the host's once did) errs by thousands of units.
+  const std::size_t n = std::size_t(1) << 24;
+  const double u = rs::test::unit_roundoff<float>();
+  std::vector<float> tenth(n, 0.1f), spread(n);
+  for (std::size_t i = 0; i < n; ++i) spread[i] = float(-2.0 + 4.0 * double(i) / double(n - 1));
+  for (const auto* h : {&tenth, &spread}) {
+    double want = 0, abs = 0;
+    for (float v : *h) want += v, abs += std::fabs(v);
+    const rs::array<float> x = rs::to_device(*h, dev);
+    const float got = rs::jit::sum().result<float>(x);
+    EXPECT_LE(std::fabs(double(got) - want), 40 * u * abs) << "sum " << want << ", got " << got;
+    const float chained = (rs::jit::map("float same(float v) { return v; }") | rs::jit::sum()).result<float>(x);
+    EXPECT_LE(std::fabs(double(chained) - want), 40 * u * abs) << "sum " << want << ", got " << chained;
+  }
+}
+
 TEST_P(jit, generators_give_the_values_of_rs_random) {
   for (std::uint64_t offset : {std::uint64_t(0), std::uint64_t(3), ~std::uint64_t(0) - 5}) {
     const auto seed = rs::test::fresh_seed();

@@ -1,0 +1,142 @@
+"""Calls a review of the Python surfaces found wrong: each must give a typed resident error or the exact
+value (FP64 or integer arithmetic), never a silent 0, a sum that does not wrap, data lost, or a value a
+float32 fold over millions of values rounded away."""
+import math
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import resident as rs
+from _support import needs_numba
+
+U32 = 2.0 ** -24  # float32's unit roundoff
+
+
+def test_a_generator_chains_reduction_given_an_array_is_refused():
+    # It read no array and summed no values: 0.0 came back.
+    with pytest.raises(rs.InvalidArgument, match="reads no array"):
+        (rs.jit.uniform(1) | rs.jit.sum())(np.ones(10, np.float32))
+    with pytest.raises(rs.InvalidArgument):
+        rs.dist.sum(rs.dist.shard(np.ones(10, np.float32), ["cpu"] * 2), rs.jit.uniform(1))
+    assert (rs.jit.uniform(1) | rs.jit.sum())(n=1000) > 0  # usable after
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.uint64, np.int64])
+def test_a_sharded_sum_through_work_wraps_64_bit_integers(dtype):
+    top = np.iinfo(dtype).max
+    a = np.array([top, top, 5], dtype)
+    s = rs.dist.shard(a, ["cpu"] * 3)
+    want = int(a.sum())  # NumPy's wrapping sum
+    assert rs.dist.sum(s) == want
+    assert rs.dist.sum(s, lambda v: v) == want
+
+
+def test_a_numpy_integer_is_a_size_for_shard():
+    s = rs.dist.shard(np.int64(10), ["cpu"] * 2)
+    assert s.size == 10 and s.dtype == "float32"
+    assert rs.dist.shard(10, ["cpu"], dtype=np.float64).dtype == "float64"
+    with pytest.raises(rs.InvalidType):
+        rs.dist.shard(10, ["cpu"], dtype="no such type")
+
+
+def test_shards_of_more_than_one_dimension_are_refused_up_front():
+    with pytest.raises(rs.InvalidArgument, match="one-dimensional"):
+        rs.dist.from_shards([np.zeros((2, 2), np.float32), np.zeros(4, np.float32)])
+
+
+def test_a_class_is_no_work():
+    class C:
+        def __init__(self, *a, **k):
+            pass
+    with pytest.raises(rs.InvalidType):
+        rs.dist.apply(C, rs.dist.shard(np.ones(4, np.float32), ["cpu"]))
+    with pytest.raises(rs.InvalidType):
+        rs.stage(float)
+    with pytest.raises(rs.InvalidType):
+        rs.stream(float, np.ones(3, np.float32))
+
+
+def test_a_profile_open_already_is_not_entered_again_and_keeps_its_rows():
+    q, x = rs.profile(), np.ones(8, np.float32)
+    with q:
+        rs.op.sqrt()(x)
+        with pytest.raises(rs.InvalidArgument, match="collecting already"):
+            with q:
+                pass
+        rs.op.neg()(x)
+    assert sum(r.calls for r in q.rows) == 2  # both calls of the block
+    with pytest.raises(rs.InvalidArgument, match="without __enter__"):
+        rs.profile().__exit__(None, None, None)
+
+
+def test_a_bad_progress_threshold_is_refused_in_residents_terms():
+    code = ("import numpy as np, resident as rs\n"
+            "try:\n    rs.stream(rs.op.sqrt(), np.ones(4, np.float32), progress=None)\n"
+            "except rs.InvalidArgument as e:\n    print('refused:', e)\n")
+    for bad in ("abc", "1.5", "1 GiB!"):
+        env = dict(os.environ, RESIDENT_PROGRESS_BYTES=bad)
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr  # the import itself works
+        assert "refused:" in r.stdout and "RESIDENT_PROGRESS_BYTES" in r.stdout
+    env = dict(os.environ, RESIDENT_PROGRESS_BYTES="1GiB")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "refused" not in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("c", [math.inf, -math.inf, math.nan, 1e300])
+def test_non_finite_constants_run_compiled_and_compose_with_stages(c):
+    x32, x64 = np.ones(5, np.float32), np.ones(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning leaks from writing the constant
+        p = rs.op.add(c) | rs.op.mul(2.0)
+        got = p(x32.copy())
+        engine = p.engine
+    with np.errstate(over="ignore"):
+        want = (np.float32(1) + np.float32(c)) * np.float32(2)  # 1e300 is float32's infinity
+    np.testing.assert_array_equal(got, np.full(5, want, np.float32))
+    plain = rs.op.add(1.0) | rs.op.mul(2.0)
+    plain(x32.copy())
+    assert engine == plain.engine  # compiled wherever a plain program is (the constant fell back once)
+    np.testing.assert_array_equal(p(x64.copy()), np.full(5, (1.0 + c) * 2.0))
+
+
+@needs_numba
+@pytest.mark.parametrize("c", [math.inf, math.nan])
+def test_an_op_with_a_non_finite_constant_composes_with_a_stage(c):
+    got = (rs.op.add(c) | rs.stage(lambda v: 2.0 * v))(np.ones(3))
+    np.testing.assert_array_equal(got, np.full(3, (1.0 + c) * 2.0))
+
+
+def test_pinned_empty_takes_numpy_integers_and_refuses_other_shapes_typed():
+    assert rs.streaming.pinned_empty(np.int64(3)).shape == (3,)
+    assert rs.streaming.pinned_empty((np.int32(2), 3)).shape == (2, 3)
+    for bad in (2.5, None, "3", True, (2, 1.5)):
+        with pytest.raises(rs.InvalidType):
+            rs.streaming.pinned_empty(bad)
+    with pytest.raises(rs.InvalidType):
+        rs.streaming.pinned_empty(3, dtype="bogus")
+    with pytest.raises(rs.InvalidArgument):
+        rs.streaming.pinned_empty(-1)
+
+
+@pytest.mark.parametrize("data", ["tenth", "spread"])
+def test_float32_chain_sums_stay_within_a_pairwise_bound(data):
+    # A fold of float32 lanes over millions of values in order erred by 2.5e-3 of the sum (and by the
+    # chunk size when streamed); NumPy's pairwise sum by about 1e-7.
+    n = 1 << 24
+    x = np.full(n, 0.1, np.float32) if data == "tenth" else np.linspace(-2, 2, n, dtype=np.float32)
+    want, bound = float(x.astype(np.float64).sum()), 40 * U32 * float(np.abs(x.astype(np.float64)).sum())
+    got = {
+        "chain": (rs.jit.map("float same(float v) { return v; }") | rs.jit.sum())(x),
+        "program": (rs.op.mul(1.0) | rs.op.add(0.0)).sum(x),
+        "stream": rs.stream(rs.op.mul(1.0) | rs.op.add(0.0), x, reduce="sum", progress=False),
+        "stream, small chunks": rs.stream(rs.op.mul(1.0) | rs.op.add(0.0), x, reduce="sum", chunk=1 << 16,
+                                          progress=False),
+    }
+    for how, v in got.items():
+        assert abs(float(v) - want) <= bound, f"{how}: {v} against {want}"
