@@ -53,6 +53,9 @@ def _error(kind, message):
 def _host(a, what, writable=False):
     """a as a 1-D NumPy view of the same host memory (no copy): a NumPy array, anything with the buffer
     protocol, or a DLPack array on the CPU."""
+    if isinstance(a, _np.ma.MaskedArray):  # its data alone would stream: the mask dropped without a word
+        raise _error("InvalidArgument", f"resident.stream: {what} is a masked array, whose mask would be lost; pass "
+                     f"{what}.filled(value) (or {what}.compressed() for the unmasked values)")
     if isinstance(a, _np.ndarray):
         v = a
     else:

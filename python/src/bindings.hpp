@@ -225,6 +225,8 @@ nb::dict cuda_array_interface(const py_array& a);
 void ready_for_any_stream(const py_array& a);
 /// The name of o's type, for messages.
 std::string py_type_name(nb::handle o);
+/// Refuses a NumPy masked array (what would take its data alone, dropping the mask). @throws invalid_argument.
+void refuse_masked(nb::handle obj, const char* what);
 
 // Calls f(a.ref<T>()) for a float32 or float64 array, the GIL released; any other type is refused
 // with `what` named.

@@ -140,3 +140,12 @@ def test_float32_chain_sums_stay_within_a_pairwise_bound(data):
     }
     for how, v in got.items():
         assert abs(float(v) - want) <= bound, f"{how}: {v} against {want}"
+
+
+def test_a_masked_array_is_refused_rather_than_its_mask_dropped():
+    m = np.ma.array(np.ones(4, np.float32), mask=[0, 1, 0, 0])
+    for call in (lambda: rs.stream(rs.op.sqrt(), m), lambda: rs.op.sqrt()(m), lambda: rs.sum(m),
+                 lambda: rs.to_device(m)):
+        with pytest.raises(rs.InvalidArgument, match="mask"):
+            call()
+    np.testing.assert_array_equal(rs.op.sqrt()(m.filled(4.0)), np.array([1, 2, 1, 1], np.float32))
