@@ -133,9 +133,10 @@ def _check_function(fn, what, arity=None):
         import functools
         if isinstance(fn, functools.partial):  # its arguments go into the function written out
             inner = getattr(fn.func, "__name__", "f")
-            bound = ", ".join([repr(a) for a in fn.args] + [f"{k}={v!r}" for k, v in fn.keywords.items()])
+            # The call written out: the bound positions, then the value, then the keywords (valid Python).
+            bound = ", ".join([repr(a) for a in fn.args] + ["v"] + [f"{k}={v!r}" for k, v in fn.keywords.items()])
             raise _core_error("InvalidType", f"{what}: a functools.partial of {inner} is not a Python function Numba "
-                              f"can compile; write it out, e.g. rs.stage(lambda v: {inner}({bound}, v))")
+                              f"can compile; write it out, e.g. rs.stage(lambda v: {inner}({bound}))")
         name = f"{module}.{name}" if isinstance(module, str) and module != "builtins" else name
         raise _core_error("InvalidType", f"{what}: {name} is not a Python function Numba can compile (a built-in, a "
                           f"class or a callable object has no Python code here); wrap it, e.g. "

@@ -70,6 +70,9 @@ def _host(a, what, writable=False):
             except (BufferError, RuntimeError, TypeError, ValueError) as e:
                 raise _error("InvalidArgument", f"resident.stream: {what} is not host memory ({e}); resident streams "
                              "host arrays: call the work on a device array directly") from None
+    if v.dtype.kind not in "biuf":  # no number resident computes with: named before any stage sees it
+        raise _error("InvalidType", f"resident.stream: {what} holds {v.dtype} values; stream numbers (float32, "
+                     "float64, integers): convert with x.astype(...)")
     if not v.dtype.isnative:
         raise _error("InvalidArgument", f"resident.stream: {what} holds {v.dtype.str} values in the other byte "
                      "order; pass it as numpy.asarray(x, dtype=x.dtype.newbyteorder('='))")
@@ -182,6 +185,9 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
         if h.size != hosts[0].size:
             raise _error("ShapeMismatch", f"resident.stream: input {i} holds {h.size} elements, input 0 {hosts[0].size}")
     c, d = chunk or 0, depth or 0
+    if device is not None and not isinstance(device, str):
+        raise _error("InvalidType", f"resident.stream: device={device!r}; give a device name such as 'cpu' or "
+                     "'cuda:0' (or leave it out for the default device)")
     dev = device if device is not None else _core.default_device()
     program, chain = _work_chain(work, reduce)
     if program is not None:

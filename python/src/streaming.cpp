@@ -184,7 +184,7 @@ std::string literal(double v, const char* type) {
 // so that it can end in a reduction.
 jit::pipeline program_chain(const rs::program& p, const std::string& dtype) {
   if (dtype != "float32" && dtype != "float64")
-    throw rs::invalid_argument("resident.stream: programs run on float32 or float64 arrays, not " + dtype);
+    throw rs::invalid_argument("a resident.op program runs on float32 or float64 arrays, not " + dtype);
   const bool f = dtype == "float32";
   const char* t = f ? "float" : "double";
   const std::string fs = f ? "f" : "";

@@ -149,3 +149,28 @@ def test_a_masked_array_is_refused_rather_than_its_mask_dropped():
         with pytest.raises(rs.InvalidArgument, match="mask"):
             call()
     np.testing.assert_array_equal(rs.op.sqrt()(m.filled(4.0)), np.array([1, 2, 1, 1], np.float32))
+
+
+def test_streams_odd_arguments_are_named_in_residents_terms():
+    x = np.ones(8, np.float32)
+    with pytest.raises(rs.InvalidType, match="device=0"):
+        rs.stream(rs.op.sqrt(), x, device=0)
+    for bad in (np.empty(8, object), np.array(["a"] * 8)):
+        with pytest.raises(rs.InvalidType, match="holds"):
+            rs.stream(rs.op.sqrt(), bad)
+        with pytest.raises(rs.InvalidType, match="holds"):
+            rs.stream(rs.op.sqrt(), x, out=bad)
+    with pytest.raises(rs.InvalidArgument, match="program runs on float32 or float64"):
+        rs.dist.min(rs.dist.shard(np.arange(4, dtype=np.int32), ["cpu"]), rs.op.sqrt())
+
+
+def test_a_partials_suggested_rewrite_is_valid_python():
+    import functools
+
+    def h(v, k):
+        return v * k
+    with pytest.raises(rs.InvalidType) as e:
+        rs.stage(functools.partial(h, k=5.0))
+    suggestion = str(e.value).split("e.g. ")[1]
+    compile(suggestion, "<suggestion>", "eval")  # a SyntaxError before
+    assert "h(v, k=5.0)" in suggestion
