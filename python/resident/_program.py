@@ -41,7 +41,8 @@ _PY = {
     "add": "v + {a!r}", "mul": "v * {a!r}", "affine": "{a!r} * v + {b!r}", "square": "v * v",
     "sqrt": "math.sqrt(v)", "rsqrt": "1.0 / math.sqrt(v)", "exp": "math.exp(v)", "log": "math.log(v)",
     "sin": "math.sin(v)", "cos": "math.cos(v)", "tanh": "math.tanh(v)", "abs": "abs(v)", "neg": "-v",
-    "recip": "1.0 / v", "minimum": "min(v, {a!r})", "maximum": "max(v, {a!r})", "pow": "v ** {a!r}",
+    "recip": "1.0 / v", "minimum": "({a!r} if v != v else min(v, {a!r}))",
+    "maximum": "({a!r} if v != v else max(v, {a!r}))", "pow": "v ** {a!r}",
 }
 
 
@@ -78,9 +79,25 @@ class _py_float(float):
             else float.__repr__(self)
 
 
+def chain_of(p, dtype):
+    """Program p as one run-time map stage over values of dtype: a chain a reduction can follow."""
+    if dtype not in _FLOATS:
+        import resident
+        raise resident.InvalidArgument(f"a resident.op program runs on float32 or float64 arrays, not {dtype}")
+    from . import jit
+    return jit.map(source(p, dtype), "rs_program")
+
+
+def _py_expression(o):
+    # minimum / maximum as fmin / fmax: a NaN operand gives the other (a NaN constant: v itself).
+    if _code(o) in ("minimum", "maximum") and math.isnan(o.a):
+        return "v"
+    return _PY[_code(o)].format(a=_py_float(o.a), b=_py_float(o.b))
+
+
 def python_function(p):
     """Program p as a plain Python function of one value (a stage of a resident.jit chain)."""
-    body = "".join(f"    v = {_PY[_code(o)].format(a=_py_float(o.a), b=_py_float(o.b))}\n" for o in p.ops)
+    body = "".join(f"    v = {_py_expression(o)}\n" for o in p.ops)
     scope = {"math": math}
     exec(f"def program(v):\n{body}    return v\n", scope)  # noqa: S102 (text made from the table above)
     return scope["program"]
@@ -128,7 +145,7 @@ def _run(p, dtype, reduces, compiled, interpreted, target=None):
     if chain is not None:
         if chain is False:
             from . import jit
-            chain = jit.map(source(p, dtype), "rs_program")
+            chain = chain_of(p, dtype)
             if reduces:
                 chain = chain | jit.sum()
         try:

@@ -244,7 +244,7 @@ def shard(x, devices, dtype="float32"):
         made = [_core.empty(_extent(n, count, first + i)[1], dtype, d) for i, d in enumerate(names)]
         return ShardedArray(made, n, first, count, comm)
     from .streaming import _host
-    h = _host(x, "x")
+    h = _host(x, "x", who="resident.dist.shard")
     n = h.size
     made = []
     for i, d in enumerate(names):
@@ -366,7 +366,8 @@ def _reduce(x, op, work):
     elif isinstance(work, (_core.program, _core.op)):
         p = work if isinstance(work, _core.program) else _core.program([work])
         # The sum in one pass of the program's own kernel; min and max through the program as one stage.
-        part = p.sum if op == "sum" else jit.Chain([("cpp", _core._program_chain(p, x.dtype))]) | getattr(jit, op)()
+        from . import _program
+        part = p.sum if op == "sum" else _program.chain_of(p, str(x.dtype)) | getattr(jit, op)()
     else:
         chain = jit.stage(work) if not isinstance(work, jit.Chain) else work
         chain = chain | getattr(jit, op)()
@@ -378,8 +379,13 @@ def _reduce(x, op, work):
         shards = [s for s in shards if s.size > 0] or (x.shards[:1] if x.size == 0 else [])
     value = _combine(_each(part, shards), op) if shards else _identity(x.dtype, op)
     if op == "sum" and isinstance(value, int) and not isinstance(value, bool):
-        # Integer sums add in 64 bits and wrap, as resident.sum (and a chain's sum) of the whole would.
-        value = _wrap64(value, _np.dtype(x.dtype).kind != "u")
+        # Integer sums add in 64 bits and wrap, as resident.sum (and a chain's sum) of the whole would,
+        # signed or not as the values summed are (work may make other values than x holds).
+        kind = _np.dtype(x.dtype).kind
+        if isinstance(part, jit.Chain) and x.shards:
+            made = part.build([str(x.dtype)], tuple(_core._jit_target(x.shards[0])))[1]
+            kind = _np.dtype(made).kind if made else kind
+        value = _wrap64(value, kind != "u")
     if x.comm is not None and x.comm.size > len(x.shards):
         buf = _core.to_device(_np.array([value], dtype=x.dtype), x.comm.devices[0])
         x.comm.all_reduce([buf], op)

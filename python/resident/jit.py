@@ -495,10 +495,10 @@ class Chain:
             raise _core_error("InvalidType", f"resident.jit: device is a {type(device).__name__}; give a name such as "
                               "'cpu' or 'cuda:0'")
         if self._generates():
+            if self._reduces() and (inputs or out is not None):
+                raise _core_error("InvalidArgument", "resident.jit: a generator chain's reduction reads no array and "
+                                  "returns its value; give the count of values: chain(n=..., device=...)")
             if inputs:
-                if self._reduces():
-                    raise _core_error("InvalidArgument", "resident.jit: a generator chain's reduction reads no array; "
-                                      "give the count of values: chain(n=..., device=...)")
                 if out is not None:
                     raise _core_error("InvalidArgument", "resident.jit: a generator chain reads no array; pass out= alone")
                 out, inputs = inputs[0], ()
@@ -535,8 +535,10 @@ class Chain:
 
     def kernel_source(self, dtypes, out, device="cpu"):
         """The kernel text this chain generates for inputs of dtypes writing out, on device."""
-        pipe, _ = self.build(list(dtypes), _target_of_device(device))
-        return pipe.kernel_source(list(dtypes), out, device)
+        dtypes = [_dtype_arg(d, "kernel_source") for d in dtypes]
+        out = _dtype_arg(out, "kernel_source")
+        pipe, _ = self.build(dtypes, _target_of_device(device))
+        return pipe.kernel_source(dtypes, out, device)
 
 
 _WIDER = {"int32": "long long rs_widen_i32(int v) { return v; }",
@@ -632,8 +634,20 @@ def map(source, name=""):  # noqa: A001 (resident.jit.map, as the C++ API names 
     return Chain([("cpp", _core._jit_map(source, name))])
 
 
+def _dtype_arg(dtype, what):
+    """A dtype given as a name or as anything NumPy reads as one, by its name."""
+    if isinstance(dtype, str):
+        return dtype
+    try:
+        return _np.dtype(dtype).name
+    except TypeError:
+        raise _core_error("InvalidType", f"{what}: dtype {dtype!r}; give a name such as 'float32' or a NumPy dtype") \
+            from None
+
+
 def uniform(seed, offset=0, low=0.0, high=1.0, dtype="float32"):
     """A generator: value i of the uniform stream (seed, offset) in [low, high), resident.random's values."""
+    dtype = _dtype_arg(dtype, "resident.jit.uniform")
     if dtype not in ("float32", "float64"):
         raise _core_error("InvalidArgument", f"resident.jit.uniform makes float32 or float64 values, not {dtype}")
     return Chain([("gen", _core._jit_uniform(dtype, seed, offset, low, high))])
@@ -641,6 +655,7 @@ def uniform(seed, offset=0, low=0.0, high=1.0, dtype="float32"):
 
 def normal(seed, offset=0, mean=0.0, sd=1.0, dtype="float32"):
     """A generator: value i of the normal stream (seed, offset), resident.random's values."""
+    dtype = _dtype_arg(dtype, "resident.jit.normal")
     if dtype not in ("float32", "float64"):
         raise _core_error("InvalidArgument", f"resident.jit.normal makes float32 or float64 values, not {dtype}")
     return Chain([("gen", _core._jit_normal(dtype, seed, offset, mean, sd))])

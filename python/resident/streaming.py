@@ -50,12 +50,12 @@ def _error(kind, message):
     return getattr(resident, kind)(message)
 
 
-def _host(a, what, writable=False):
+def _host(a, what, writable=False, who="resident.stream"):
     """a as a 1-D NumPy view of the same host memory (no copy): a NumPy array, anything with the buffer
     protocol, or a DLPack array on the CPU."""
-    if isinstance(a, _np.ma.MaskedArray):  # its data alone would stream: the mask dropped without a word
-        raise _error("InvalidArgument", f"resident.stream: {what} is a masked array, whose mask would be lost; pass "
-                     f"{what}.filled(value) (or {what}.compressed() for the unmasked values)")
+    if isinstance(a, _np.ma.MaskedArray) and _np.ma.is_masked(a):  # its data alone would stream, masked or not
+        raise _error("InvalidArgument", f"{who}: {what} is a masked array with masked values, which would be used "
+                     f"as they are; pass {what}.filled(value) (or {what}.compressed() for the unmasked values)")
     if isinstance(a, _np.ndarray):
         v = a
     else:
@@ -63,24 +63,24 @@ def _host(a, what, writable=False):
             v = _np.asarray(memoryview(a))
         except TypeError:
             if not hasattr(a, "__dlpack__"):
-                raise _error("InvalidArgument", f"resident.stream: {what} is a {type(a).__name__}; give a host array "
+                raise _error("InvalidArgument", f"{who}: {what} is a {type(a).__name__}; give a host array "
                              "(NumPy, the buffer protocol, or DLPack on the CPU)") from None
             try:
                 v = _np.from_dlpack(a)
             except (BufferError, RuntimeError, TypeError, ValueError) as e:
-                raise _error("InvalidArgument", f"resident.stream: {what} is not host memory ({e}); resident streams "
+                raise _error("InvalidArgument", f"{who}: {what} is not host memory ({e}); resident streams "
                              "host arrays: call the work on a device array directly") from None
     if v.dtype.kind not in "biuf":  # no number resident computes with: named before any stage sees it
-        raise _error("InvalidType", f"resident.stream: {what} holds {v.dtype} values; stream numbers (float32, "
+        raise _error("InvalidType", f"{who}: {what} holds {v.dtype} values; stream numbers (float32, "
                      "float64, integers): convert with x.astype(...)")
     if not v.dtype.isnative:
-        raise _error("InvalidArgument", f"resident.stream: {what} holds {v.dtype.str} values in the other byte "
+        raise _error("InvalidArgument", f"{who}: {what} holds {v.dtype.str} values in the other byte "
                      "order; pass it as numpy.asarray(x, dtype=x.dtype.newbyteorder('='))")
     if not v.flags.c_contiguous:
-        raise _error("InvalidArgument", f"resident.stream: {what} is not contiguous; pass "
+        raise _error("InvalidArgument", f"{who}: {what} is not contiguous; pass "
                      "numpy.ascontiguousarray(...) of it (a copy)")
     if writable and not v.flags.writeable:
-        raise _error("InvalidArgument", f"resident.stream: {what} is read-only; give a writable array for the results")
+        raise _error("InvalidArgument", f"{who}: {what} is read-only; give a writable array for the results")
     return v.reshape(-1)
 
 
@@ -195,8 +195,8 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
             raise _error("InvalidArgument", "resident.stream: a program reads one array; zip arrays with a stage chain")
         if reduce is not None:
             from . import jit
-            program, chain = None, jit.Chain([("cpp", _core._program_chain(program, hosts[0].dtype.name))]) | \
-                getattr(jit, reduce)()
+            from . import _program
+            program, chain = None, _program.chain_of(program, hosts[0].dtype.name) | getattr(jit, reduce)()
     total_bytes = sum(h.nbytes for h in hosts)
     callback, bar = _progress_of(progress, total_bytes)
     try:
@@ -253,15 +253,23 @@ def pinned_empty(shape, dtype="float32"):
         return operator.index(d)
 
     try:
-        dims = tuple(extent(d) for d in (shape if hasattr(shape, "__iter__") else (shape,)))
-        name = _np.dtype(dtype).name
+        if hasattr(shape, "__index__"):  # a whole number, NumPy's and 0-d integer arrays too
+            dims = (extent(shape),)
+        elif isinstance(shape, (tuple, list)):
+            dims = tuple(extent(d) for d in shape)
+        else:
+            raise TypeError("no shape")
+        dt = _np.dtype(dtype)
     except TypeError:
         raise _error("InvalidType", f"resident.streaming.pinned_empty: shape {shape!r} and dtype {dtype!r}: give a "
                      "whole number or a tuple of them, and a NumPy dtype such as 'float32'") from None
+    if not dt.isnative:
+        raise _error("InvalidArgument", f"resident.streaming.pinned_empty: dtype {dt.str} is in the other byte order; "
+                     "give the native one")
     n = 1
     for d in dims:
         if d < 0:
             raise _error("InvalidArgument", f"resident.streaming.pinned_empty: negative extent in {shape}")
         n *= d
-    return _core._pinned_empty(n, name).reshape(dims)
+    return _core._pinned_empty(n, dt.name).reshape(dims)
 

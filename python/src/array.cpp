@@ -100,8 +100,29 @@ py_array empty_of(std::vector<std::int64_t> shape, DLDataType dtype, rs::device 
 
 namespace {
 
-py_array empty(nb::handle shape, const std::string& dtype, const std::optional<std::string>& dev) {
-  return empty_of(shape_of(shape), parse_dtype(dtype), pick(dev));
+// A dtype given as a name, or as anything NumPy reads as one (np.float64, np.dtype("f4")): its name.
+std::string dtype_name_arg(nb::handle d) {
+  const bool text = PyUnicode_Check(d.ptr());
+  if (text) {
+    std::string name = nb::cast<std::string>(d);
+    for (const char* known : {"float32", "float64", "int32", "int64", "uint32", "uint64"})
+      if (name == known) return name;
+  }
+  try {
+    nb::object dt = nb::module_::import_("numpy").attr("dtype")(d);
+    if (!nb::cast<bool>(dt.attr("isnative")))
+      throw rs::invalid_argument("dtype " + nb::cast<std::string>(nb::str(dt)) + " is in the other byte order; give "
+                                 "the native one");
+    return nb::cast<std::string>(dt.attr("name"));
+  } catch (nb::python_error&) {
+    if (text) return nb::cast<std::string>(d);  // parse_dtype names what it takes
+    throw rs::invalid_type("the dtype argument's type does not fit: " + nb::cast<std::string>(nb::repr(d)) +
+                           "; give a name such as 'float32' or a NumPy dtype");
+  }
+}
+
+py_array empty(nb::handle shape, nb::handle dtype, const std::optional<std::string>& dev) {
+  return empty_of(shape_of(shape), parse_dtype(dtype_name_arg(dtype)), pick(dev));
 }
 
 using host_array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;

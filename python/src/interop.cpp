@@ -284,10 +284,24 @@ py_array from_cuda_array_interface(nb::handle obj) {
 }  // namespace
 
 void refuse_masked(nb::handle obj, const char* what) {
-  // A masked array exports its data alone: the mask would be dropped without a word.
-  if (nb::hasattr(obj, "mask") && nb::hasattr(obj, "filled") && py_type_name(obj) == "MaskedArray")
-    throw rs::invalid_argument(std::string(what) + ": a masked array's mask would be lost; pass x.filled(value) "
-                               "(or x.compressed() for the unmasked values)");
+  // A masked array (or a subclass) exports its data alone: values it masks would be used without a
+  // word. numpy.ma is imported wherever such an array exists; its type is looked up once.
+  static PyObject* masked_type = nullptr;  // kept for the process, with the GIL held
+  if (!masked_type) {
+    nb::object ma = nb::steal(PyImport_GetModule(nb::str("numpy.ma").ptr()));
+    if (!ma.is_valid()) {
+      PyErr_Clear();
+      return;
+    }
+    masked_type = nb::getattr(ma, "MaskedArray").release().ptr();
+  }
+  const int is = PyObject_IsInstance(obj.ptr(), masked_type);
+  if (is < 0) throw nb::python_error();
+  if (!is) return;
+  nb::object ma = nb::steal(PyImport_GetModule(nb::str("numpy.ma").ptr()));
+  if (ma.is_valid() && !nb::cast<bool>(ma.attr("is_masked")(obj))) return;  // nothing masked: its data is all
+  throw rs::invalid_argument(std::string(what) + ": a masked array with masked values, which would be used as they "
+                             "are; pass x.filled(value) (or x.compressed() for the unmasked values)");
 }
 
 std::string py_type_name(nb::handle o) { return nb::cast<std::string>(nb::str(o.type().attr("__name__"))); }
@@ -314,7 +328,7 @@ nb::object dlpack_capsule(nb::handle obj, std::intptr_t h) {
 py_array take_in(nb::object obj) {
   if (nb::isinstance<py_array>(obj)) return nb::cast<py_array>(obj);
   if (std::optional<py_array> d = take_direct(obj)) return std::move(*d);  // PyTorch, CuPy on CUDA
-  refuse_masked(obj, "from_dlpack");
+  refuse_masked(obj, "resident");
   if (!PyCapsule_CheckExact(obj.ptr()) && nb::hasattr(obj, "__dlpack__") && nb::hasattr(obj, "__dlpack_device__")) {
     // A CUDA producer is asked for its memory ordered before the stream resident will work on: the
     // call's stream, else the producer library's current stream (PyTorch, CuPy, Numba), else the

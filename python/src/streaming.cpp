@@ -6,9 +6,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -171,51 +169,6 @@ nb::dict stream_program(const rs::program& p, host_in x, host_out out, int_arg<s
   return summary_dict(s);
 }
 
-// A constant as C++ source in the type `type`, exact (a hexadecimal float literal).
-std::string literal(double v, const char* type) {
-  if (std::isnan(v)) return std::string(type) + "(0.0 / 0.0)";
-  if (std::isinf(v)) return std::string(type) + (v > 0 ? "(1.0 / 0.0)" : "(-1.0 / 0.0)");
-  char b[64];
-  std::snprintf(b, sizeof b, "%a", v);
-  return std::string(type) + "(" + b + ")";
-}
-
-// A program as one run-time map stage of the same arithmetic (program.cpp's interpreter, written out),
-// so that it can end in a reduction.
-jit::pipeline program_chain(const rs::program& p, const std::string& dtype) {
-  if (dtype != "float32" && dtype != "float64")
-    throw rs::invalid_argument("a resident.op program runs on float32 or float64 arrays, not " + dtype);
-  const bool f = dtype == "float32";
-  const char* t = f ? "float" : "double";
-  const std::string fs = f ? "f" : "";
-  std::string body;
-  for (const rs::op& o : p.ops()) {
-    const std::string a = literal(o.a, t), b = literal(o.b, t);
-    std::string e;
-    switch (o.what) {
-      case rs::op::code::add: e = "v + " + a; break;
-      case rs::op::code::mul: e = "v * " + a; break;
-      case rs::op::code::affine: e = a + " * v + " + b; break;
-      case rs::op::code::square: e = "v * v"; break;
-      case rs::op::code::sqrt: e = "sqrt" + fs + "(v)"; break;
-      case rs::op::code::rsqrt: e = std::string(t) + "(1) / sqrt" + fs + "(v)"; break;
-      case rs::op::code::exp: e = "exp" + fs + "(v)"; break;
-      case rs::op::code::log: e = "log" + fs + "(v)"; break;
-      case rs::op::code::sin: e = "sin" + fs + "(v)"; break;
-      case rs::op::code::cos: e = "cos" + fs + "(v)"; break;
-      case rs::op::code::tanh: e = "tanh" + fs + "(v)"; break;
-      case rs::op::code::abs: e = "v < " + std::string(t) + "(0) ? -v : v"; break;
-      case rs::op::code::neg: e = "-v"; break;
-      case rs::op::code::recip: e = std::string(t) + "(1) / v"; break;
-      case rs::op::code::minimum: e = "v < " + a + " ? v : " + a; break;
-      case rs::op::code::maximum: e = "v > " + a + " ? v : " + a; break;
-      case rs::op::code::pow: e = "pow" + fs + "(v, " + a + ")"; break;
-    }
-    body += "  v = " + e + ";  // " + o.name() + "\n";
-  }
-  return jit::map(std::string(t) + " rs_program(" + t + " v) {\n" + body + "  return v;\n}\n", "rs_program");
-}
-
 // A NumPy array over a new pinned_buffer (page-locked when a GPU answers): streamed without staging.
 nb::object pinned_empty(int_arg<std::size_t> n_, const std::string& dtype) {
   const std::size_t n = n_.get("pinned_empty", "n");
@@ -247,8 +200,6 @@ void bind_streaming(nb::module_& m) {
         nb::arg("depth") = 0, nb::arg("device") = nb::none(), nb::arg("progress") = nb::none());
   m.def("_parse_bytes", [](const std::string& text) { return rs::detail::parse_bytes(text); }, nb::arg("text"),
         "A byte count as RESIDENT_POOL_LIMIT reads it (2GiB, 512MiB, 1000000), or None.");
-  m.def("_program_chain", &program_chain, nb::arg("program"), nb::arg("dtype"),
-        "The program as one run-time stage (resident.jit) of the same arithmetic.");
 }
 
 }  // namespace resident::py

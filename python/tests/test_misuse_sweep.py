@@ -174,3 +174,81 @@ def test_a_partials_suggested_rewrite_is_valid_python():
     suggestion = str(e.value).split("e.g. ")[1]
     compile(suggestion, "<suggestion>", "eval")  # a SyntaxError before
     assert "h(v, k=5.0)" in suggestion
+
+
+def test_a_sharded_sum_wraps_as_the_values_the_work_makes():
+    s = rs.dist.shard(np.array([-1, 0, 0], np.int64), ["cpu"] * 3)
+    as_unsigned = rs.jit.map("unsigned long long f(long long v) { return v; }")
+    assert rs.dist.sum(s, as_unsigned) == 2 ** 64 - 1 == (as_unsigned | rs.jit.sum())(np.array([-1, 0, 0], np.int64))
+    s = rs.dist.shard(np.array([2 ** 63, 0, 0], np.uint64), ["cpu"] * 3)
+    assert rs.dist.sum(s, rs.jit.map("long long f(unsigned long long v) { return v; }")) == -2 ** 63
+
+
+def test_a_streamed_float32_sum_adds_many_chunks_partials_in_double():
+    n = 1 << 22
+    x = np.full(n, 0.1, np.float32)
+    want = float(x.astype(np.float64).sum())
+    got = rs.stream(rs.op.mul(1.0) | rs.op.add(0.0), x, reduce="sum", chunk=1024, progress=False)
+    assert abs(got - want) <= 4 * U32 * want, got  # 646 units when the partials were added in float32
+
+
+def test_a_generator_chains_reduction_given_out_is_refused():
+    with pytest.raises(rs.InvalidArgument, match="reads no array"):
+        (rs.jit.uniform(1) | rs.jit.sum())(out=np.ones(10, np.float32))
+
+
+def test_masked_arrays_of_any_subclass_are_refused_and_unmasked_ones_taken():
+    class M(np.ma.MaskedArray):
+        pass
+    sub = np.ma.array([1, 4, 9, 16], np.float32, mask=[0, 1, 0, 0]).view(M)
+    for call in (lambda: rs.sum(sub), lambda: rs.to_device(sub), lambda: rs.stream(rs.op.sqrt(), sub)):
+        with pytest.raises(rs.InvalidArgument, match="masked values"):
+            call()
+    whole = np.ma.array(np.array([1, 4, 9, 16], np.float32))  # nothing masked: nothing to lose
+    assert rs.sum(whole) == 30.0
+    np.testing.assert_array_equal(rs.stream(rs.op.sqrt(), whole), [1, 2, 3, 4])
+
+
+def test_minimum_and_maximum_keep_fmins_nan_rule_wherever_they_run():
+    x = np.array([1.0, 2.0, np.nan], np.float32)
+    for c in (math.nan, 2.0):
+        for op, ref in ((rs.op.minimum(c), np.fmin), (rs.op.maximum(c), np.fmax)):
+            want = ref(x, np.float32(c))
+            np.testing.assert_array_equal(op(x.copy()), want)
+            np.testing.assert_array_equal(rs.stream(op, x), want)
+            assert rs.stream(op, x, reduce="max") == np.nanmax(want) if not np.isnan(want).any() else True
+            if importlib_numba():
+                np.testing.assert_array_equal((op | rs.stage(lambda v: v))(x.copy()), want)
+    s = rs.dist.shard(np.array([1.0, 2.0, 3.0], np.float32), ["cpu"])
+    assert rs.dist.min(s, rs.op.minimum(math.nan)) == 1.0
+
+
+def importlib_numba():
+    import importlib.util
+    return importlib.util.find_spec("numba") is not None
+
+
+def test_dtypes_are_taken_as_numpy_reads_them():
+    assert rs.empty(4, np.float64).dtype == "float64"
+    assert rs.empty(4, "f4").dtype == "float32"
+    with pytest.raises(rs.InvalidType):
+        rs.empty(4, object())
+    assert (rs.jit.uniform(1, dtype=np.float64) | rs.jit.sum())(n=10) > 0
+    assert (rs.jit.normal(1, dtype=np.dtype("float32")) | rs.jit.max())(n=10) > -10
+    assert "rs_" in rs.stage("float f(float v) { return v; }").kernel_source([np.float32], np.float32)
+    with pytest.raises(rs.InvalidType):
+        rs.jit.uniform(1, dtype=object())
+
+
+def test_pinned_empty_reads_shapes_as_numpy_does():
+    assert rs.streaming.pinned_empty(np.array(3)).shape == (3,)
+    for bad in (b"3", {2: 0}):
+        with pytest.raises(rs.InvalidType):
+            rs.streaming.pinned_empty(bad)
+    with pytest.raises(rs.InvalidArgument, match="byte order"):
+        rs.streaming.pinned_empty(3, ">f4")
+
+
+def test_shard_names_itself_in_its_messages():
+    with pytest.raises(rs.InvalidArgument, match="resident.dist.shard"):
+        rs.dist.shard(4.0, ["cpu"])

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <string>
 
 #include "backend/runtime.hpp"
@@ -74,20 +75,28 @@ inputs chunk_inputs(const std::vector<host_operand>& in, const resident::detail:
   return x;
 }
 
-// The partials of a sum, min or max folded in T, NaN propagating (the loop's order: chunk order).
+// The partials of a sum, min or max folded in T, NaN propagating (the loop's order: chunk order); float
+// sums in double (a float partial is exact there), rounded once at the end.
 template <class T>
 void combine(kind k, const unsigned char* partials, std::size_t chunks, void* result) {
-  T acc{};
+  using A = std::conditional_t<std::is_same_v<T, float>, double, T>;
+  A acc{};
   if (k == kind::min) acc = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
   if (k == kind::max) acc = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
   for (std::size_t c = 0; c < chunks; ++c) {
     T v;
     std::memcpy(&v, partials + c * sizeof(T), sizeof(T));
-    if (k == kind::sum) acc = T(acc + v);
-    else if (k == kind::min) acc = (v < acc || v != v) ? v : acc;  // a NaN accumulator stays
-    else acc = (v > acc || v != v) ? v : acc;
+    if (k == kind::sum) {
+      if constexpr (std::is_integral_v<A>)  // wraps modulo 2^bits, as the chunks' own sums do
+        acc = A(std::make_unsigned_t<A>(acc) + std::make_unsigned_t<A>(v));
+      else
+        acc = A(acc + A(v));
+    }
+    else if (k == kind::min) acc = (A(v) < acc || v != v) ? A(v) : acc;  // a NaN accumulator stays
+    else acc = (A(v) > acc || v != v) ? A(v) : acc;
   }
-  std::memcpy(result, &acc, sizeof(T));
+  const T r = T(acc);
+  std::memcpy(result, &r, sizeof(T));
 }
 
 }  // namespace
