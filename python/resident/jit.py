@@ -42,6 +42,7 @@ import threading
 import numpy as _np
 
 from . import _compat, _core, _cpu_text, _program
+from ._stage_check import _check_function, _is_plain_function
 
 __all__ = ["Chain", "stage", "fuse", "map", "uniform", "normal", "sum", "min", "max", "reduce", "stats"]
 
@@ -109,92 +110,6 @@ def _single_precision(fn):
                            fn.__name__, _as_float32(fn.__defaults__), fn.__closure__)
     g.__kwdefaults__ = {k: _as_float32(v) for k, v in fn.__kwdefaults__.items()} if fn.__kwdefaults__ else None
     return g
-
-
-# Built-ins that need the Python interpreter while they run: a stage runs inside a compiled loop or a
-# kernel, where there is none (Numba's CPU callback would print "missing Environment" per element).
-_INTERPRETER_ONLY = {print, input, open, exec, eval, compile, breakpoint, globals, locals, vars, help, __import__}
-
-
-def _is_plain_function(f):
-    import types
-    return isinstance(f, types.FunctionType)
-
-
-def _check_function(fn, what, arity=None):
-    """Refuses, before anything compiles, what cannot be a stage: a callable without Python code (a
-    built-in such as math.sin, a class, a callable object), a signature other than plain positional
-    parameters, a parameter count other than `arity`, and a body (or a plain function it calls) that
-    raises, asserts or calls print() or another built-in that needs the interpreter."""
-    import inspect
-    name = getattr(fn, "__name__", type(fn).__name__)
-    module = getattr(fn, "__module__", None)
-    if not _is_plain_function(fn):
-        import functools
-        if isinstance(fn, functools.partial):  # its arguments go into the function written out
-            inner = getattr(fn.func, "__name__", "f")
-            # The call written out: the bound positions, then the value, then the keywords (valid Python).
-            bound = ", ".join([repr(a) for a in fn.args] + ["v"] + [f"{k}={v!r}" for k, v in fn.keywords.items()])
-            raise _core_error("InvalidType", f"{what}: a functools.partial of {inner} is not a Python function Numba "
-                              f"can compile; write it out, e.g. rs.stage(lambda v: {inner}({bound}))")
-        name = f"{module}.{name}" if isinstance(module, str) and module != "builtins" else name
-        raise _core_error("InvalidType", f"{what}: {name} is not a Python function Numba can compile (a built-in, a "
-                          f"class or a callable object has no Python code here); wrap it, e.g. "
-                          f"rs.stage(lambda v: {name}(v))")
-    code = fn.__code__
-    if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or code.co_kwonlyargcount:
-        raise _core_error("InvalidType", f"{what}: {name} takes *args, **kwargs or keyword-only parameters; a stage "
-                          "takes plain positional parameters, one value per zipped array")
-    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
-        raise _core_error("InvalidType", f"{what}: {name} is a generator or coroutine; a stage returns one value")
-    n = code.co_argcount
-    if n == 0:
-        raise _core_error("InvalidType", f"{what}: {name} takes no parameters; a stage takes one value per zipped "
-                          "array (def f(v): ...)")
-    if arity is not None and n != arity:
-        raise _core_error("InvalidType", f"{what}: {name} takes {n} parameters; it must take {arity}")
-    _check_body(fn, what, set())
-
-
-def _check_body(fn, what, seen):
-    """Walks fn's Numba IR (and that of the plain functions it calls) for what cannot run in a kernel."""
-    if fn in seen:
-        return
-    seen.add(fn)
-    try:
-        from numba.core import compiler, ir
-        fir = compiler.run_frontend(fn)
-    except ImportError:
-        return  # no numba: the compile reports it
-    except Exception as e:  # Numba cannot read the function at all
-        raise _core_error("CompileError", f"{what}: Numba cannot read {fn.__name__}: {e}") from None
-    raising = tuple(getattr(ir, k) for k in ("Raise", "StaticRaise", "DynamicRaise", "TryRaise", "StaticTryRaise",
-                                             "DynamicTryRaise") if hasattr(ir, k))
-    where = f"{fn.__code__.co_filename}:"
-    for block in fir.blocks.values():
-        for st in block.body:
-            line = f"{where}{st.loc.line}"
-            if isinstance(st, raising):
-                raise _core_error("CompileError", f"{what}: {fn.__name__} can raise ({line}: a raise or assert); a "
-                                  "stage runs inside a compiled loop or kernel, which no Python exception leaves: "
-                                  "return a value that marks the case (such as math.nan) instead")
-            if isinstance(st, getattr(ir, "Print", ())):
-                raise _core_error("CompileError", f"{what}: {fn.__name__} calls print() ({line}), which needs the "
-                                  "Python interpreter: a stage runs inside a compiled loop or kernel")
-            value = getattr(st, "value", None)
-            if isinstance(value, (ir.Global, ir.FreeVar)):
-                v = value.value
-                try:
-                    interp = v in _INTERPRETER_ONLY
-                except TypeError:  # unhashable
-                    interp = False
-                if interp:
-                    raise _core_error("CompileError", f"{what}: {fn.__name__} calls {v.__name__}() ({line}), which "
-                                      "needs the Python interpreter: a stage runs inside a compiled loop or kernel")
-                if _is_plain_function(v):
-                    _check_body(v, what, seen)
-                elif _is_plain_function(getattr(v, "py_func", None)):  # a function the user gave to numba.jit
-                    _check_body(v.py_func, what, seen)
 
 
 def _compiled_along(fn, jit, convert, done=None):
@@ -300,9 +215,13 @@ class _PyStage:
         name = self.fn.__name__
         params = self.fn.__code__.co_argcount
         if params != len(dtypes):
+            defaults = len(self.fn.__defaults__ or ())
+            hint = (f"; its {defaults} default{'s are' if defaults != 1 else ' is'} not filled in: call it from a "
+                    f"stage of {len(dtypes)} parameter{'s' if len(dtypes) != 1 else ''}, e.g. "
+                    f"rs.stage(lambda v: {name}(v))") if defaults and params - defaults <= len(dtypes) else ""
             raise _core_error("InvalidType", f"resident.stage: {name} takes {params} parameters but receives "
                               f"{len(dtypes)} value{'s' if len(dtypes) != 1 else ''} (one per zipped array; a "
-                              "stage after another receives one)")
+                              f"stage after another receives one){hint}")
         args = [numba.from_dtype(_np.dtype(d)) for d in dtypes]
         res = args[0]
         sig = res(*args)
@@ -461,8 +380,8 @@ class Chain:
             raise _core_error("InvalidArgument", "resident.jit: the chain is empty")
         return pipe, current[0] if len(current) == 1 else None, numba_calls
 
-    def __call__(self, *inputs, out=None, n=0, device=None, stream=None):
-        if self._maps and inputs and device is None and n == 0 and n is not False:
+    def __call__(self, *inputs, out=None, n=None, device=None, stream=None):
+        if self._maps and inputs and device is None and n is None:
             try:
                 missing = _dispatch(self._built, inputs, out, stream, self._python_stages)
                 if missing == "guard":
@@ -549,6 +468,9 @@ def _check_count(n, dtype):
     """n values of a generator chain's reduction: a count whose bytes fit a signed 64-bit size, as the C++
     pipelines require (a count past that never finishes)."""
     import numbers
+    if n is None:  # not a silent reduction of no values
+        raise _core_error("InvalidArgument", "resident.jit: a generator chain's reduction needs the count of values: "
+                          "chain(n=..., device=...)")
     if isinstance(n, bool) or not isinstance(n, numbers.Integral):
         raise _core_error("InvalidType", f"resident.jit: n is a {type(n).__name__}; give a whole number of values")
     size = _np.dtype(dtype).itemsize if dtype else 8
@@ -682,6 +604,15 @@ def reduce(op, init, name=""):
     import numbers
     if isinstance(init, bool) or not isinstance(init, numbers.Real):
         raise _core_error("InvalidType", f"resident.jit.reduce: init is a {type(init).__name__}; give a number")
+    # The start travels as a double: a whole number it cannot hold exactly would start the fold elsewhere.
+    try:
+        exact = float(init) == init
+    except OverflowError:
+        exact = False
+    if not exact and not (isinstance(init, float) or isinstance(init, _np.floating)):
+        raise _core_error("InvalidArgument", f"resident.jit.reduce: init {init} is not a double exactly (whole "
+                          "numbers beyond 2^53 are rounded); use rs.jit.sum(), min() or max() (no start), or a start of at "
+                          "most 2^53 in magnitude")
     if callable(op) and not isinstance(op, str):
         return Chain([("pyred", (_PyStage(op, what="resident.jit.reduce", arity=2), init))])
     return Chain([("red", _core._jit_reduce(op, float(init), name))])

@@ -19,6 +19,12 @@ std::string typestr(DLDataType t) {  // NumPy's array-interface type string, lit
 // (max_version) and keeps `owner` alive until the consumer lets go; the stream handshake is resident's.
 nb::object dlpack_export(const py_array& a, nb::object stream, nb::object max_version, nb::object dl_device,
                          nb::object copy) {
+  // The arguments as the DLPack protocol spells them, named before anything is exported.
+  if (!max_version.is_none() && !(PyTuple_Check(max_version.ptr()) && PyTuple_GET_SIZE(max_version.ptr()) == 2))
+    throw rs::invalid_type("__dlpack__: max_version is a (major, minor) tuple such as (1, 0), or None; got " +
+                           nb::cast<std::string>(nb::repr(max_version)));
+  if (!copy.is_none() && !PyBool_Check(copy.ptr()))
+    throw rs::invalid_type("__dlpack__: copy is True, False or None; got " + nb::cast<std::string>(nb::repr(copy)));
   // Read-only memory goes out only in a versioned capsule, whose flag says so (as NumPy exports it): an
   // unversioned one cannot, and its consumer would write.
   if (a.readonly) {
@@ -362,11 +368,29 @@ py_array take_in(nb::object obj) {
     if (nb::try_cast(obj, rw, false)) return adopt(std::move(rw), false);
     nb::ndarray<nb::ro> ro;
     if (nb::try_cast(obj, ro, false)) return adopt(std::move(ro), true);
+    // The casts keep quiet about why: the producer asked once more, so that an interrupt (or exit) it
+    // raises goes on unchanged and its own error is the message.
+    std::string said;
+    try {
+      (void)obj.attr("__dlpack__")();
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
+      said = "; it said: " + nb::cast<std::string>(nb::str(e.type().attr("__name__"))) + ": " +
+             nb::cast<std::string>(nb::str(e.value())).substr(0, 300);
+    }
     throw rs::invalid_argument("from_dlpack: the __dlpack__ of a " + py_type_name(obj) +
                                " gave no tensor (its producer refused to export it: an object or structured dtype, or bytes "
-                               "in the other order, which x.astype(x.dtype.newbyteorder('=')) puts right)");
+                               "in the other order, which x.astype(x.dtype.newbyteorder('=')) puts right)" + said);
   }
   if (nb::hasattr(obj, "__cuda_array_interface__")) return from_cuda_array_interface(obj);
+  // hasattr keeps quiet about a property that raised: an interrupt (or exit) there goes on unchanged.
+  if (PyObject* t = PyObject_GetAttrString(obj.ptr(), "__cuda_array_interface__")) {
+    Py_DECREF(t);
+  } else if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+    throw nb::python_error();
+  } else {
+    PyErr_Clear();
+  }
   throw rs::invalid_argument("from_dlpack: a " + py_type_name(obj) + " has neither __dlpack__ nor __cuda_array_interface__");
 }
 

@@ -252,3 +252,85 @@ def test_pinned_empty_reads_shapes_as_numpy_does():
 def test_shard_names_itself_in_its_messages():
     with pytest.raises(rs.InvalidArgument, match="resident.dist.shard"):
         rs.dist.shard(4.0, ["cpu"])
+
+
+def test_a_reductions_start_that_a_double_cannot_hold_is_refused():
+    add = "long long add(long long a, long long b) { return a + b; }"
+    for bad in (2 ** 53 + 1, 2 ** 64 - 1, 10 ** 400):
+        with pytest.raises(rs.InvalidArgument, match="not a double exactly"):
+            rs.jit.reduce(add, bad, "add")
+    assert (rs.jit.reduce(add, 2 ** 53, "add"))(np.array([1], np.int64)) == 2 ** 53 + 1
+
+
+def test_a_generator_chains_reduction_without_a_count_is_refused():
+    with pytest.raises(rs.InvalidArgument, match="count of values"):
+        (rs.jit.uniform(1) | rs.jit.sum())()
+    assert (rs.jit.uniform(1) | rs.jit.sum())(n=0) == 0.0
+
+
+class _Producer:
+    """An array whose protocol methods raise what they are given."""
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def __dlpack__(self, *a, **k):
+        raise self.exc
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_in_a_producer_goes_on_unchanged(exc):
+    with pytest.raises(exc):
+        rs.sum(_Producer(exc()))
+    with pytest.raises(exc):
+        rs.op.sqrt()(_Producer(exc()))
+
+    class Interface:
+        @property
+        def __cuda_array_interface__(self):
+            raise exc()
+    with pytest.raises(exc):
+        rs.from_dlpack(Interface())
+
+
+def test_a_producers_own_error_is_in_the_message():
+    with pytest.raises(rs.InvalidArgument, match="it said: .*no export today"):
+        rs.sum(_Producer(ValueError("no export today")))
+
+
+def test_dlpack_arguments_of_the_wrong_kind_are_typed_errors():
+    x = rs.to_device(np.ones(3, np.float32))
+    with pytest.raises(rs.InvalidType, match="max_version"):
+        x.__dlpack__(max_version=1)
+    with pytest.raises(rs.InvalidType, match="copy"):
+        x.__dlpack__(copy="yes")
+    assert np.from_dlpack(x).sum() == 3
+
+
+@needs_numba
+def test_a_stage_that_calls_itself_is_refused_when_defined():
+    def fib(n):
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+    with pytest.raises(rs.CompileError, match="calls itself"):
+        rs.fuse(fib)
+    with pytest.raises(rs.CompileError, match="calls itself"):
+        rs.stage(fib)
+
+
+@needs_numba
+def test_a_stage_with_defaults_says_how_to_fill_them():
+    def f(v, k=2.5):
+        return v * k
+    with pytest.raises(rs.InvalidType, match="default"):
+        rs.stage(f)(np.ones(2, np.float32))
+    np.testing.assert_array_equal(rs.stage(lambda v: f(v))(np.ones(2, np.float32)), [2.5, 2.5])
+
+
+@needs_numba
+def test_an_output_of_another_type_names_a_conversion_that_works():
+    with pytest.raises(rs.InvalidArgument, match="C\\+\\+ text") as e:
+        rs.stage(lambda v: v * 2)(np.ones(3, np.int32), out=np.empty(3, np.float64))
+    assert "Python stage" in str(e.value)

@@ -258,8 +258,10 @@ void check_terminal(const signature& sig, const part* red, element value) {
   } else {
     RESIDENT_EXPECTS(sig.out == value, std::string("jit: the chain makes ") + type_name(value) +
                                            " values but the output holds " + type_name(sig.out) +
-                                           "; add a stage converting them, or write into a " +
-                                           type_name(value) + " array");
+                                           "; write into a " + type_name(value) + " array, or end the chain with "
+                                           "a stage of C++ text converting them (jit::map(\"" + type_name(sig.out) +
+                                           " to(" + type_name(value) + " v) { return v; }\")): a Python stage "
+                                           "returns its values' own type");
   }
 }
 

@@ -1,0 +1,98 @@
+"""What a Python function given as a stage may be: checked when the stage is defined, before Numba
+compiles it, so that nothing runs to a silent value or a hang (docs/python.md lists the refusals)."""
+import inspect
+import types
+
+
+def _core_error(kind, message):
+    import resident
+    return getattr(resident, kind)(message)
+
+
+# Built-ins that need the Python interpreter while they run: a stage runs inside a compiled loop or a
+# kernel, where there is none (Numba's CPU callback would print "missing Environment" per element).
+_INTERPRETER_ONLY = {print, input, open, exec, eval, compile, breakpoint, globals, locals, vars, help, __import__}
+
+
+def _is_plain_function(f):
+    return isinstance(f, types.FunctionType)
+
+
+def _check_function(fn, what, arity=None):
+    """Refuses, before anything compiles, what cannot be a stage: a callable without Python code (a
+    built-in such as math.sin, a class, a callable object), a signature other than plain positional
+    parameters, a parameter count other than `arity`, and a body (or a plain function it calls) that
+    raises, asserts or calls print() or another built-in that needs the interpreter."""
+    name = getattr(fn, "__name__", type(fn).__name__)
+    module = getattr(fn, "__module__", None)
+    if not _is_plain_function(fn):
+        import functools
+        if isinstance(fn, functools.partial):  # its arguments go into the function written out
+            inner = getattr(fn.func, "__name__", "f")
+            # The call written out: the bound positions, then the value, then the keywords (valid Python).
+            bound = ", ".join([repr(a) for a in fn.args] + ["v"] + [f"{k}={v!r}" for k, v in fn.keywords.items()])
+            raise _core_error("InvalidType", f"{what}: a functools.partial of {inner} is not a Python function Numba "
+                              f"can compile; write it out, e.g. rs.stage(lambda v: {inner}({bound}))")
+        name = f"{module}.{name}" if isinstance(module, str) and module != "builtins" else name
+        raise _core_error("InvalidType", f"{what}: {name} is not a Python function Numba can compile (a built-in, a "
+                          f"class or a callable object has no Python code here); wrap it, e.g. "
+                          f"rs.stage(lambda v: {name}(v))")
+    code = fn.__code__
+    if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or code.co_kwonlyargcount:
+        raise _core_error("InvalidType", f"{what}: {name} takes *args, **kwargs or keyword-only parameters; a stage "
+                          "takes plain positional parameters, one value per zipped array")
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+        raise _core_error("InvalidType", f"{what}: {name} is a generator or coroutine; a stage returns one value")
+    n = code.co_argcount
+    if n == 0:
+        raise _core_error("InvalidType", f"{what}: {name} takes no parameters; a stage takes one value per zipped "
+                          "array (def f(v): ...)")
+    if arity is not None and n != arity:
+        raise _core_error("InvalidType", f"{what}: {name} takes {n} parameters; it must take {arity}")
+    _check_body(fn, what, set())
+
+
+def _check_body(fn, what, seen, path=()):
+    """Walks fn's Numba IR (and that of the plain functions it calls) for what cannot run in a kernel."""
+    if fn in path:
+        raise _core_error("CompileError", f"{what}: {fn.__name__} calls itself (through "
+                          f"{' -> '.join(f.__name__ for f in path + (fn,))}); a stage's functions are compiled "
+                          "inline, without recursion: write it as a loop")
+    if fn in seen:
+        return
+    seen.add(fn)
+    path = path + (fn,)
+    try:
+        from numba.core import compiler, ir
+        fir = compiler.run_frontend(fn)
+    except ImportError:
+        return  # no numba: the compile reports it
+    except Exception as e:  # Numba cannot read the function at all
+        raise _core_error("CompileError", f"{what}: Numba cannot read {fn.__name__}: {e}") from None
+    raising = tuple(getattr(ir, k) for k in ("Raise", "StaticRaise", "DynamicRaise", "TryRaise", "StaticTryRaise",
+                                             "DynamicTryRaise") if hasattr(ir, k))
+    where = f"{fn.__code__.co_filename}:"
+    for block in fir.blocks.values():
+        for st in block.body:
+            line = f"{where}{st.loc.line}"
+            if isinstance(st, raising):
+                raise _core_error("CompileError", f"{what}: {fn.__name__} can raise ({line}: a raise or assert); a "
+                                  "stage runs inside a compiled loop or kernel, which no Python exception leaves: "
+                                  "return a value that marks the case (such as math.nan) instead")
+            if isinstance(st, getattr(ir, "Print", ())):
+                raise _core_error("CompileError", f"{what}: {fn.__name__} calls print() ({line}), which needs the "
+                                  "Python interpreter: a stage runs inside a compiled loop or kernel")
+            value = getattr(st, "value", None)
+            if isinstance(value, (ir.Global, ir.FreeVar)):
+                v = value.value
+                try:
+                    interp = v in _INTERPRETER_ONLY
+                except TypeError:  # unhashable
+                    interp = False
+                if interp:
+                    raise _core_error("CompileError", f"{what}: {fn.__name__} calls {v.__name__}() ({line}), which "
+                                      "needs the Python interpreter: a stage runs inside a compiled loop or kernel")
+                if _is_plain_function(v):
+                    _check_body(v, what, seen, path)
+                elif _is_plain_function(getattr(v, "py_func", None)):  # a function the user gave to numba.jit
+                    _check_body(v.py_func, what, seen, path)
