@@ -7,7 +7,7 @@ available the program's operations are interpreted (one kernel all the same: per
 block of values per operation on the CPU);
 ``program.engine`` says which ran last ("compiled" or "interpreted"). Operations and stages compose
 in either order (``rs.stage(f) | rs.op.sqrt()``, ``rs.op.sqrt() | rs.stage(f)``): the operations then
-become a Python stage of the chain.
+become a stage of the chain running the same C++ text as the program's own calls.
 """
 import atexit
 import math
@@ -37,15 +37,6 @@ _CPP = {
     "maximum": ("fmaxf(v, {a})", "fmax(v, {a})"),
     "pow": ("powf(v, {a})", "pow(v, {a})"),
 }
-_PY = {
-    "add": "v + {a!r}", "mul": "v * {a!r}", "affine": "{a!r} * v + {b!r}", "square": "v * v",
-    "sqrt": "math.sqrt(v)", "rsqrt": "1.0 / math.sqrt(v)", "exp": "math.exp(v)", "log": "math.log(v)",
-    "sin": "math.sin(v)", "cos": "math.cos(v)", "tanh": "math.tanh(v)", "abs": "abs(v)", "neg": "-v",
-    "recip": "1.0 / v", "minimum": "({a!r} if v != v else min(v, {a!r}))",
-    "maximum": "({a!r} if v != v else max(v, {a!r}))", "pow": "v ** {a!r}",
-}
-
-
 def _code(o):
     return o.name.split("(")[0]
 
@@ -72,13 +63,6 @@ def source(p, dtype):
     return f"{t} rs_program({t} v) {{\n{body}  return v;\n}}\n"
 
 
-class _py_float(float):
-    """A constant as Python text: repr gives math.inf / math.nan where float's repr would not parse."""
-    def __repr__(self):
-        return ("-math.inf" if self < 0 else "math.inf") if math.isinf(self) else "math.nan" if math.isnan(self) \
-            else float.__repr__(self)
-
-
 def chain_of(p, dtype):
     """Program p as one run-time map stage over values of dtype: a chain a reduction can follow."""
     if dtype not in _FLOATS:
@@ -86,21 +70,6 @@ def chain_of(p, dtype):
         raise resident.InvalidArgument(f"a resident.op program runs on float32 or float64 arrays, not {dtype}")
     from . import jit
     return jit.map(source(p, dtype), "rs_program")
-
-
-def _py_expression(o):
-    # minimum / maximum as fmin / fmax: a NaN operand gives the other (a NaN constant: v itself).
-    if _code(o) in ("minimum", "maximum") and math.isnan(o.a):
-        return "v"
-    return _PY[_code(o)].format(a=_py_float(o.a), b=_py_float(o.b))
-
-
-def python_function(p):
-    """Program p as a plain Python function of one value (a stage of a resident.jit chain)."""
-    body = "".join(f"    v = {_py_expression(o)}\n" for o in p.ops)
-    scope = {"math": math}
-    exec(f"def program(v):\n{body}    return v\n", scope)  # noqa: S102 (text made from the table above)
-    return scope["program"]
 
 
 def as_program(x):

@@ -361,6 +361,12 @@ class Chain:
                 part = value.part(current, target)
                 numba_calls = numba_calls or value.calls_numba(current, target)
                 current = [current[0]]
+            elif kind == "prog":
+                # A program as a stage runs the text its own calls run (one writer of its arithmetic).
+                if len(current) != 1 or current[0] not in _program._FLOATS:
+                    raise _core_error("InvalidArgument", f"a resident.op program runs on float32 or float64 "
+                                      f"arrays, not {', '.join(current)}")
+                part = _core._jit_map(_program.source(value, current[0]), "rs_program")
             elif kind == "pyred":
                 fn, init = value
                 part = fn.part([current[0], current[0]], target, init)
@@ -504,7 +510,7 @@ def stage(fn=None, *, name=None, float_literals="values"):
         return fn
     p = _program.as_program(fn)
     if p is not None:  # built-in operations as a stage of their own
-        return Chain([("py", _PyStage(_program.python_function(p), float_literals))])
+        return Chain([("prog", p)])
     if not callable(fn):
         raise _core_error("InvalidArgument", "resident.stage takes a Python function or C++ source text")
     return Chain([("py", _py_stage(fn, float_literals))])

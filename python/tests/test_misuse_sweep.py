@@ -334,3 +334,15 @@ def test_an_output_of_another_type_names_a_conversion_that_works():
     with pytest.raises(rs.InvalidArgument, match="C\\+\\+ text") as e:
         rs.stage(lambda v: v * 2)(np.ones(3, np.int32), out=np.empty(3, np.float64))
     assert "Python stage" in str(e.value)
+
+
+def test_a_program_as_a_stage_computes_what_its_calls_compute():
+    x32, x64 = np.ones(3, np.float32), np.zeros(3)
+    for p, x in ((rs.op.mul(1e40) | rs.op.mul(1e-40), x32), (rs.op.add(1e-50) | rs.op.mul(1e50), x64),
+                 (rs.op.add(1e300) | rs.op.add(-1e300), x32), (rs.op.minimum(math.nan) | rs.op.sqrt(), x32)):
+        want = p(x.copy())
+        np.testing.assert_array_equal(rs.stage(p)(x.copy()), want)
+        np.testing.assert_array_equal((p | rs.jit.map("float same(float v) { return v; }"))(x.copy())
+                                      if x.dtype == np.float32 else want, want)
+    with pytest.raises(rs.InvalidArgument, match="program runs on float32 or float64"):
+        rs.stage(rs.op.sqrt())(np.array([2, -4, 10], np.int32))
