@@ -57,7 +57,7 @@ class Array:
         A Numba CUDA device array over the same memory, made once per Array; x's work finished first (resident.to_numba).
         """
 
-def empty(shape: object, dtype: str = 'float32', device: str | None = None) -> Array:
+def empty(shape: object, dtype: object = 'float32', device: str | None = None) -> Array:
     """A new uninitialized array from the device's pool."""
 
 def to_device(host: object, device: str | None = None, stream: object | None = None) -> Array:
