@@ -159,6 +159,21 @@ def _cell_value(c):
         return None
 
 
+def _filled(fn, k):
+    """fn called with its first k parameters, the rest at their defaults: a plain function of k
+    parameters (what Numba compiles for a stage's k values), fn compiled along with it."""
+    calls = {1: lambda a: fn(a), 2: lambda a, b: fn(a, b), 3: lambda a, b, c: fn(a, b, c),
+             4: lambda a, b, c, d: fn(a, b, c, d), 5: lambda a, b, c, d, e: fn(a, b, c, d, e),
+             6: lambda a, b, c, d, e, f: fn(a, b, c, d, e, f),
+             7: lambda a, b, c, d, e, f, g: fn(a, b, c, d, e, f, g),
+             8: lambda a, b, c, d, e, f, g, h: fn(a, b, c, d, e, f, g, h)}
+    g = calls.get(k)
+    if g is None:
+        raise _core_error("InvalidType", f"resident.stage: {fn.__name__} would receive {k} values; a stage takes at most 8")
+    g.__name__ = g.__qualname__ = fn.__name__
+    return g
+
+
 class _PyStage:
     """A Python function compiled per element type and target, each compilation kept for the process."""
 
@@ -214,14 +229,14 @@ class _PyStage:
                               f"is not importable here ({e}): pip install numba") from None
         name = self.fn.__name__
         params = self.fn.__code__.co_argcount
-        if params != len(dtypes):
-            defaults = len(self.fn.__defaults__ or ())
-            hint = (f"; its {defaults} default{'s are' if defaults != 1 else ' is'} not filled in: call it from a "
-                    f"stage of {len(dtypes)} parameter{'s' if len(dtypes) != 1 else ''}, e.g. "
-                    f"rs.stage(lambda v: {name}(v))") if defaults and params - defaults <= len(dtypes) else ""
-            raise _core_error("InvalidType", f"resident.stage: {name} takes {params} parameters but receives "
+        defaults = len(self.fn.__defaults__ or ())
+        if not params - defaults <= len(dtypes) <= params:
+            takes = f"{params - defaults} to {params}" if defaults else str(params)
+            raise _core_error("InvalidType", f"resident.stage: {name} takes {takes} parameters but receives "
                               f"{len(dtypes)} value{'s' if len(dtypes) != 1 else ''} (one per zipped array; a "
-                              f"stage after another receives one){hint}")
+                              f"stage after another receives one)")
+        # Parameters past the values keep their defaults (Numba fills them in, as Python would).
+        source = self.fn if params == len(dtypes) else _filled(self.fn, len(dtypes))
         args = [numba.from_dtype(_np.dtype(d)) for d in dtypes]
         res = args[0]
         sig = res(*args)
@@ -232,7 +247,7 @@ class _PyStage:
             if kind == "cuda":
                 with _compat.numpy_for_numba_cuda():
                     from numba import cuda
-                    fn = _compiled_along(self.fn, lambda f: cuda.jit(device=True)(f), convert)
+                    fn = _compiled_along(source, lambda f: cuda.jit(device=True)(f), convert)
                     ltoir, _ = cuda.compile(fn, sig, device=True, abi="c", output="ltoir",
                                             abi_info={"abi_name": self.abi_name}, cc=(major, minor))
                 part = self._external(dtypes, init, bytes(ltoir), 0)
@@ -241,7 +256,7 @@ class _PyStage:
             # nothing. The function as C++ text, inlined into the loop like a C++ stage (_cpu_text), or
             # where the translation does not cover it, Numba's native function with the C calling
             # convention, called by the compiled loop per element.
-            fn = _compiled_along(self.fn, lambda f: numba.njit(error_model="numpy", boundscheck=True)(f), convert)
+            fn = _compiled_along(source, lambda f: numba.njit(error_model="numpy", boundscheck=True)(f), convert)
             if _inline_cpu and translate:
                 d = numba.njit(error_model="numpy", boundscheck=True)(fn)
                 d.compile(sig)

@@ -378,9 +378,24 @@ py_array take_in(nb::object obj) {
       said = "; it said: " + nb::cast<std::string>(nb::str(e.type().attr("__name__"))) + ": " +
              nb::cast<std::string>(nb::str(e.value())).substr(0, 300);
     }
-    throw rs::invalid_argument("from_dlpack: the __dlpack__ of a " + py_type_name(obj) +
-                               " gave no tensor (its producer refused to export it: an object or structured dtype, or bytes "
-                               "in the other order, which x.astype(x.dtype.newbyteorder('=')) puts right)" + said);
+    // The array's dtype, where it has one, names what was refused (float128, complex, object, '>f4').
+    std::string dtype;
+    if (PyObject* d = PyObject_GetAttrString(obj.ptr(), "dtype")) {
+      if (PyObject* r = PyObject_Str(d)) {
+        dtype = " of dtype " + nb::cast<std::string>(nb::handle(r));
+        Py_DECREF(r);
+      }
+      Py_DECREF(d);
+    }
+    if (PyErr_Occurred()) {
+      if (!PyErr_ExceptionMatches(PyExc_Exception)) throw nb::python_error();
+      PyErr_Clear();
+    }
+    throw rs::invalid_type("from_dlpack: the __dlpack__ of a " + py_type_name(obj) + dtype +
+                               " gave no tensor (its producer refused to export it). resident computes on float32, "
+                               "float64, int32, int64, uint32 and uint64 in the machine's byte order: convert it, e.g. "
+                               "x.astype(np.float64), or for bytes in the other order x.astype(x.dtype.newbyteorder('='))" +
+                               said);
   }
   if (nb::hasattr(obj, "__cuda_array_interface__")) return from_cuda_array_interface(obj);
   // hasattr keeps quiet about a property that raised: an interrupt (or exit) there goes on unchanged.

@@ -196,6 +196,26 @@ def test_float_literals_take_the_values_precision_as_numpy_does(dtype):
     assert np.array_equal(y, want), (y, want)
 
 
+def scaled(v, k=0.1, shift=1.0):
+    return (v + k) - v + shift
+
+
+@needs_numba
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda:0"] if GPU else []))
+def test_parameters_past_the_values_take_their_defaults(device):
+    # As Python would call it: scaled(v) with k and shift at their defaults (0.1 a float32 beside
+    # float32 values, as NumPy 2 has it); scaled(v, w) with w for k.
+    x = np.array([1e8, 1.0, 3.0, 0.0], dtype=np.float32)
+    w = np.array([0.5, 0.25, 2.0, -1.0], dtype=np.float32)
+    a, b = rs.to_device(x, device=device), rs.to_device(w, device=device)
+    got = rs.stage(scaled)(a, out=rs.empty(4, "float32", device=device))
+    assert np.array_equal(got.to_host(), (x + np.float32(0.1)) - x + np.float32(1.0))
+    got = rs.stage(scaled)(a, b, out=rs.empty(4, "float32", device=device))
+    assert np.array_equal(got.to_host(), (x + w) - x + np.float32(1.0))
+    with pytest.raises(rs.InvalidType, match="1 to 3 parameters but receives 4"):
+        rs.stage(scaled)(a, b, a, b)
+
+
 # ---- the GPU: Numba's LTO-IR linked into the kernel ------------------------------------------------
 
 

@@ -172,3 +172,16 @@ def test_the_guide_says_a_stage_that_never_returns_hangs_the_call():
     with open(guide, encoding="utf-8") as f:
         text = f.read()
     assert "never returns" in text
+
+
+def test_a_dtype_no_kernel_takes_is_named_with_what_to_do():
+    for dtype in (np.longdouble, np.complex128, np.float16):
+        if np.dtype(dtype).itemsize == 8 and np.dtype(dtype).kind == "f":
+            continue  # a platform whose long double is a double
+        with pytest.raises(rs.InvalidType, match="astype|float32"):
+            rs.sum(np.ones(3, dtype))
+    with pytest.raises(rs.InvalidType, match="list of resident.op"):
+        rs.program([1])
+    with pytest.raises(rs.InvalidType, match="list of resident.op"):
+        rs.program(rs.op.sqrt(), bogus=1)
+    assert len(rs.program([rs.op.sqrt(), rs.op.add(1)])) == 2

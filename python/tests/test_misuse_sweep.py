@@ -321,12 +321,11 @@ def test_a_stage_that_calls_itself_is_refused_when_defined():
 
 
 @needs_numba
-def test_a_stage_with_defaults_says_how_to_fill_them():
+def test_a_stage_fills_its_defaults_as_python_would():
     def f(v, k=2.5):
         return v * k
-    with pytest.raises(rs.InvalidType, match="default"):
-        rs.stage(f)(np.ones(2, np.float32))
-    np.testing.assert_array_equal(rs.stage(lambda v: f(v))(np.ones(2, np.float32)), [2.5, 2.5])
+    np.testing.assert_array_equal(rs.stage(f)(np.ones(2, np.float32)), [2.5, 2.5])
+    np.testing.assert_array_equal(rs.stage(lambda v: f(v, 3.0))(np.ones(2, np.float32)), [3.0, 3.0])
 
 
 @needs_numba

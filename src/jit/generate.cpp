@@ -272,7 +272,8 @@ chain checked(const std::vector<part>& parts, const signature& sig, flavor fl) {
   check_call(sig, gen, red);
   const element value = check_stages(parts, sig, gen);
   check_terminal(sig, red, value);
-  return {parts, sig, fl == flavor::cuda, gen, red, value, gen ? 1 : sig.in.size(), type_name(sig.out)};
+  const bool wide = red && red->what == kind::sum && value == element::f32;
+  return {parts, sig, fl == flavor::cuda, gen, red, value, gen ? 1 : sig.in.size(), type_name(sig.out), wide};
 }
 
 // --- the text before the kernel ---------------------------------------------------------------------
@@ -363,10 +364,11 @@ std::string reduction_ops(const chain& c) {
   std::string s;
   // The host calls an external operator through a pointer each thread takes from its arguments.
   if (external_op && !c.cuda) s += "static thread_local const void* rs_reduce_fn;\n";
-  // The host adds float32 values in double (a float32 value is exact there): a thread's lanes fold
-  // millions of values in order, which float32 would round away. The GPU's threads fold few each.
-  const bool wide = !c.cuda && red->what == kind::sum && c.value == element::f32;
-  s += std::string("typedef ") + (wide ? "double" : "rs_value") + " rs_acc;\n";
+  // A float32 sum folds in double (a float32 value is exact there): a host thread's lanes fold
+  // millions of values in order, a GPU thread hundreds past 2^26 values, which float32 would round
+  // away. A GPU thread adds a trip's few values in float32 first (cuda_reduce_vectors): one conversion
+  // per trip, not per value.
+  s += std::string("typedef ") + (c.wide ? "double" : "rs_value") + " rs_acc;\n";
   s += "RS_FN rs_acc rs_op(rs_acc a, rs_acc b) { ";
   if (external_op) s += c.cuda ? "return " + red->name + "(a, b); }\n" : "return ((rs_fn_" + rk + ")rs_reduce_fn)(a, b); }\n";
   else if (red->what == kind::reduce) s += "return rs_" + rk + "::" + red->name + "(a, b); }\n";
@@ -420,6 +422,11 @@ loop_text loops_of(const chain& c) {
       "      const unsigned long long i = b * " + P + " + l - lead;  // wraps above n for a lane before 0\n"
       "      if (i < n) " + t.use + "rs_chain(a, rs_gen::value(w, l, ga, gb)));\n"
       "    }\n";
+  // A GPU's float32 sum adds a block's values in float32, then the block's total in double.
+  if (c.cuda && c.wide)
+    t.gen_body = "    rs_value part = rs_value(-0.0);\n" +
+                 std::string(t.gen_body).replace(t.gen_body.find(t.use), t.use.size(), "part = part + (") +
+                 "    rs_fold(acc[0], rs_acc(part));\n";
   return t;
 }
 

@@ -19,6 +19,7 @@ struct chain {
   element value;      // what the last stage makes (and the reduction folds)
   std::size_t nin;    // the chain's inputs: the arrays, or the generator's one value
   std::string O;      // the output's type, spelled
+  bool wide;          // a float32 sum: folded in double (reduction_ops)
 };
 
 // The pieces both flavors' loops are made of.

@@ -177,22 +177,34 @@ TEST_P(jit, sums_fold_every_block_once_up_to_a_full_wave) {
 
 TEST_P(jit, a_float_sum_stays_within_a_pairwise_sums_bound_over_long_arrays) {
   // NumPy's pairwise sum of n float32 values errs by about (16 + log2(n / 128)) units of roundoff times
-  // sum |x|. A chain's sum keeps under 40 such units at 2^24: the host adds float32 in double, a GPU
-  // thread folds a few values and the partials fold in a tree. A fold of float32 lanes over millions
-  // of values in order (as the host's once did) errs by thousands of units.
-  const std::size_t n = std::size_t(1) << 24;
+  // sum |x|. A chain's sum of float32 keeps under 40 such units at any n: it adds in double, a GPU
+  // thread a trip's few values in float32 first, and the partials fold in a tree. A fold of float32
+  // lanes over many values in order (as the host's once did, and a GPU's past 2^24 values) errs by
+  // more the more values a lane folds. An odd n takes the vector loop's checked trip and the tail.
   const double u = rs::test::unit_roundoff<float>();
-  std::vector<float> tenth(n, 0.1f), spread(n);
-  for (std::size_t i = 0; i < n; ++i) spread[i] = float(-2.0 + 4.0 * double(i) / double(n - 1));
-  for (const auto* h : {&tenth, &spread}) {
-    double want = 0, abs = 0;
-    for (float v : *h) want += v, abs += std::fabs(v);
-    const rs::array<float> x = rs::to_device(*h, dev);
-    const float got = rs::jit::sum().result<float>(x);
-    EXPECT_LE(std::fabs(double(got) - want), 40 * u * abs) << "sum " << want << ", got " << got;
-    const float chained = (rs::jit::map("float same(float v) { return v; }") | rs::jit::sum()).result<float>(x);
-    EXPECT_LE(std::fabs(double(chained) - want), 40 * u * abs) << "sum " << want << ", got " << chained;
+  std::vector<std::size_t> sizes{std::size_t(1) << 24};
+  if (dev.is_cuda()) sizes.push_back((std::size_t(1) << 27) + 5);  // hundreds of values a GPU lane
+  for (std::size_t n : sizes) {
+    std::vector<float> tenth(n, 0.1f), spread(n);
+    for (std::size_t i = 0; i < n; ++i) spread[i] = float(-2.0 + 4.0 * double(i) / double(n - 1));
+    for (const auto* h : {&tenth, &spread}) {
+      double want = 0, abs = 0;
+      for (float v : *h) want += v, abs += std::fabs(v);
+      const rs::array<float> x = rs::to_device(*h, dev);
+      const float got = rs::jit::sum().result<float>(x);
+      EXPECT_LE(std::fabs(double(got) - want), 40 * u * abs) << "n " << n << ", sum " << want << ", got " << got;
+      const float chained = (rs::jit::map("float same(float v) { return v; }") | rs::jit::sum()).result<float>(x);
+      EXPECT_LE(std::fabs(double(chained) - want), 40 * u * abs) << "n " << n << ", sum " << want << ", got " << chained;
+    }
   }
+  // A generator's sum: its values are those of rs::random, summed here in double.
+  const std::size_t n = dev.is_cuda() ? (std::size_t(1) << 26) + 3 : std::size_t(1) << 22;
+  rs::array<float> values(n, rs::device::cpu());
+  rs::random::fill_uniform(values, 11, 0, 0.f, 1.f);
+  double want = 0;
+  for (float v : values.to_host()) want += v;
+  const float got = (rs::jit::uniform<float>(11, 0, 0.0, 1.0) | rs::jit::sum()).result<float>(n, dev);
+  EXPECT_LE(std::fabs(double(got) - want), 40 * u * want) << "uniform: sum " << want << ", got " << got;
 }
 
 TEST_P(jit, generators_give_the_values_of_rs_random) {
