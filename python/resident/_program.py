@@ -169,11 +169,13 @@ def of_op(o):
     return p
 
 
-def total(p, x, stream=None):
-    """The sum of p(x[i]) in one pass, through the run-time compiler where it is available."""
+def total(p, x, stream=None, unrounded=False):
+    """The sum of p(x[i]) in one pass, through the run-time compiler where it is available; unrounded: a
+    float32 sum compiled as its double accumulator (a shard's part of a whole rounded once)."""
     dtype = _dtype_of(x)
     target = None if type(x).__name__ == "PyCapsule" or dtype not in _FLOATS else _core._jit_target(x)
-    return _run(p, dtype, True, lambda c: c(x, stream=stream), lambda: _interpreted_sum(p, x, stream), target)
+    compiled = (lambda c: c._unrounded(x, stream)) if unrounded else (lambda c: c(x, stream=stream))
+    return _run(p, dtype, True, compiled, lambda: _interpreted_sum(p, x, stream), target)
 
 
 _DTYPE_NAMES = {}  # a library's dtype object -> its name

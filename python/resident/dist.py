@@ -26,7 +26,7 @@ import tempfile
 import numpy as _np
 
 from . import _core
-from . import LibraryError, InvalidArgument, InvalidType, ShapeMismatch
+from . import Error, LibraryError, InvalidArgument, InvalidType, ShapeMismatch
 
 __all__ = ["ShardedArray", "Communicator", "Timeout", "shard", "from_shards", "apply", "sum", "min", "max",
            "copy", "extent_of"]
@@ -106,6 +106,15 @@ class Communicator:
             env[k] = v
         try:
             return cls(_core_comm=_core._comm_from_launcher(float(timeout), device))
+        except Error as e:
+            if not added:
+                raise
+            # The variables the user set are torchrun's: the message names those, not their translation.
+            text = str(e)
+            for ours, theirs in (("RESIDENT_WORLD_SIZE", "WORLD_SIZE"), ("RESIDENT_RANK", "RANK"),
+                                 ("RESIDENT_LOCAL_RANK", "LOCAL_RANK"), ("RESIDENT_LOCAL_SIZE", "LOCAL_WORLD_SIZE")):
+                text = text.replace(ours, theirs + " (torchrun's)")
+            raise type(e)(text) from None
         finally:
             for k in added:
                 env.pop(k, None)
@@ -125,6 +134,9 @@ class Communicator:
         """In place: each array (one per rank this process holds, resident arrays on its devices) becomes
         the combination ("sum", "min", "max") of that array over all ranks. Waits for the result.
         @raises Timeout; ShapeMismatch; InvalidArgument."""
+        if not isinstance(op, str):
+            raise InvalidType(f"resident.dist.Communicator.all_reduce: op is a {type(op).__name__}; give 'sum', "
+                              "'min' or 'max'")
         if not isinstance(arrays, (list, tuple)):
             arrays = [arrays]
         self._c.all_reduce(list(arrays), op)
@@ -258,6 +270,9 @@ def from_shards(arrays, comm=None):
     as the shards of one sharded array, in order (no copy). Their sizes must be those shard() gives."""
     if isinstance(arrays, (str, bytes)) or not hasattr(arrays, "__iter__"):
         raise InvalidType(f"resident.dist.from_shards takes a list of arrays, not {type(arrays).__name__}")
+    if comm is not None and not isinstance(comm, Communicator):
+        raise InvalidType(f"resident.dist.from_shards: comm is a {type(comm).__name__}; give a "
+                          "resident.dist.Communicator or leave it out")
     made = [_core.from_dlpack(a) for a in arrays]
     if not made:
         raise InvalidArgument("resident.dist.from_shards: give at least one array")
@@ -299,6 +314,10 @@ def apply(work, x, out=None):
         raise InvalidType(f"resident.dist.apply: work is a {type(work).__name__ if not isinstance(work, type) else 'class'}; give a resident.op program, a "
                           "resident.stage chain or a callable taking an array and out=")
     from . import jit
+    if isinstance(work, _np.ufunc):
+        raise InvalidType(f"resident.dist.apply: work is NumPy's {work.__name__}, which makes NumPy arrays rather "
+                          f"than writing the shards; use a resident.op program (rs.op.{work.__name__}() where it "
+                          f"exists) or a stage (lambda v: math.{work.__name__}(v))")
     if isinstance(work, jit.Chain):
         if work._reduces():
             raise InvalidArgument("resident.dist.apply: the chain ends in a reduction, whose value apply would drop; "
@@ -318,7 +337,12 @@ def apply(work, x, out=None):
             work(s, out=o)
         return out
     for s in x.shards:
-        work(s)
+        made = work(s)
+        if made is not None and made is not s and not isinstance(work, (_core.program, _core.op, jit.Chain)):
+            # A callable that returned a new array left the shard as it was: its result would be dropped.
+            raise InvalidArgument(f"resident.dist.apply: work returned a {type(made).__name__} rather than writing "
+                                  "the shard in place; give work that writes its array (or takes out=), e.g. a "
+                                  "resident.op program or a stage")
     return x
 
 
@@ -361,17 +385,27 @@ def _wrap64(v, signed):
 def _reduce(x, op, work):
     _check(x, op)
     from . import jit
+    chain = None
     if work is None:
         part = getattr(_core, op)
     elif isinstance(work, (_core.program, _core.op)):
         p = work if isinstance(work, _core.program) else _core.program([work])
         # The sum in one pass of the program's own kernel; min and max through the program as one stage.
         from . import _program
-        part = p.sum if op == "sum" else _program.chain_of(p, str(x.dtype)) | getattr(jit, op)()
+        # Float32 shards' sums join unrounded: the whole is rounded once, as one array's sum would be.
+        part = ((lambda s: _program.total(p, s, unrounded=True)) if op == "sum"
+                else _program.chain_of(p, str(x.dtype)) | getattr(jit, op)())
     else:
         chain = jit.stage(work) if not isinstance(work, jit.Chain) else work
+        if chain._generates():
+            raise InvalidArgument(f"resident.dist.{op}: a generator chain would start every shard at the stream's "
+                                  "value 0 (shards with equal values); fill each shard with resident.random.fill_* at "
+                                  "the offset of its first element (x.extents), then reduce the maps")
+        if chain._reduces():
+            raise InvalidArgument(f"resident.dist.{op}: the work ends in a reduction already; give its maps (the "
+                                  f"{op} is resident.dist.{op}'s own)")
         chain = chain | getattr(jit, op)()
-        part = chain
+        part = chain._unrounded if op == "sum" else chain
     shards = x.shards
     if op != "sum":
         # An empty shard has no least or greatest element: the others decide. With every element empty,
@@ -382,15 +416,34 @@ def _reduce(x, op, work):
         # Integer sums add in 64 bits and wrap, as resident.sum (and a chain's sum) of the whole would,
         # signed or not as the values summed are (work may make other values than x holds).
         kind = _np.dtype(x.dtype).kind
-        if isinstance(part, jit.Chain) and x.shards:
-            made = part.build([str(x.dtype)], tuple(_core._jit_target(x.shards[0])))[1]
+        if chain is not None and x.shards:
+            made = chain.build([str(x.dtype)], tuple(_core._jit_target(x.shards[0])))[1]
             kind = _np.dtype(made).kind if made else kind
         value = _wrap64(value, kind != "u")
     if x.comm is not None and x.comm.size > len(x.shards):
-        buf = _core.to_device(_np.array([value], dtype=x.dtype), x.comm.devices[0])
+        # The processes' parts in the type the value has (a sum of floats in double, of integers in 64 bits).
+        if isinstance(value, float):
+            wide = "float64"
+        elif op == "sum" or _np.dtype(x.dtype).kind not in "iu":
+            wide = "uint64" if _np.dtype(x.dtype).kind == "u" or value >= 1 << 63 else "int64"
+        else:
+            wide = x.dtype
+        buf = _core.to_device(_np.array([value], dtype=wide), x.comm.devices[0])
         x.comm.all_reduce([buf], op)
         value = buf.to_host()[0].item()
+        if op == "sum" and wide in ("int64", "uint64"):
+            value = _wrap64(value, wide == "int64")
+    if op == "sum" and work is not None and _values_dtype(x, chain, work) == "float32":
+        value = float(_np.float32(value))  # the whole rounded once, as a chain's float32 sum is
     return value
+
+
+def _values_dtype(x, chain, work):
+    """The dtype of the values work makes from x's (a program keeps x's)."""
+    if chain is None:
+        return str(x.dtype)
+    made = chain.build([str(x.dtype)], tuple(_core._jit_target(x.shards[0])))[1] if x.shards else None
+    return made or str(x.dtype)
 
 
 def sum(x, work=None):  # noqa: A001

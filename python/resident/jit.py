@@ -473,6 +473,21 @@ class Chain:
         _guarded(pipe.run, list(inputs), out, stream)
         return inputs[0] if out is None else out
 
+    def _unrounded(self, x, stream=None):
+        """The reduction over one array x, a float32 sum as its double accumulator (not rounded to float32):
+        what a sharded array's shards join with, each unrounded, so that the whole is rounded once."""
+        dtypes = [_dtype_name(x)]
+        for attempt in (0, 1):
+            try:
+                pipe, value_dtype = self.build(dtypes, tuple(_core._jit_target(x)))
+                dtype = value_dtype or dtypes[0]
+                if dtype == "float32" and self._items[-1][0] == "red" and self._items[-1][1].name == "sum":
+                    dtype = "float64"
+                return _guarded(pipe.result, [x], dtype, stream=stream)
+            except _core.CompileError as e:
+                if attempt or not self._untranslate(str(e)):
+                    raise
+
     def kernel_source(self, dtypes, out, device="cpu"):
         """The kernel text this chain generates for inputs of dtypes writing out, on device."""
         dtypes = [_dtype_arg(d, "kernel_source") for d in dtypes]

@@ -117,3 +117,60 @@ def test_shard_still_takes_device_lists_of_any_iterable_and_counts():
         assert len(x.shards) == 2 and rs.dist.sum(x) == 10
     for count in (1, np.int64(1)):
         assert len(rs.dist.shard(np.arange(5, dtype=np.float32), count).shards) == 1
+
+
+def test_float32_sums_join_their_parts_unrounded():
+    # Parts of 2^24 + 1 (no float32) and -2^24 + 1: rounded to float32 each, the whole would be 1 off
+    # per pair; joined in double, exact, as NumPy's sum of the whole is.
+    y = np.zeros(16, np.float32)
+    y[0], y[4], y[8], y[12] = 2**24, 1, -2**24, 1
+    assert float(y.sum()) == 2.0
+    assert rs.stream(rs.op.add(0), y, chunk=8, reduce="sum", progress=False) == 2.0
+    assert rs.stream(lambda v: v, y, chunk=8, reduce="sum", progress=False) == 2.0
+    x = rs.dist.shard(y, ["cpu", "cpu"])
+    for work in (None, rs.op.add(0), lambda v: v, rs.stage(lambda v: v)):
+        assert rs.dist.sum(x, work) == 2.0, work
+
+
+def test_apply_refuses_work_whose_result_it_would_drop():
+    x = rs.dist.shard(np.array([0.5, 1, 2], np.float32), ["cpu", "cpu"])
+    with pytest.raises(rs.InvalidType, match="rs.op.sin"):
+        rs.dist.apply(np.sin, x)
+    with pytest.raises(rs.InvalidType, match="rs.op.sin"):
+        rs.dist.apply(np.sin, x, out=rs.dist.shard(3, ["cpu", "cpu"]))
+
+    class Copies:  # a callable that makes a new array (no out=): its result would be lost
+        def __call__(self, a):
+            return np.asarray(a) * 2
+    with pytest.raises(rs.InvalidArgument, match="rather than writing"):
+        rs.dist.apply(Copies(), x)
+    np.testing.assert_array_equal(x.to_host(), [0.5, 1, 2])
+
+
+def test_dist_arguments_of_the_wrong_kind_are_typed():
+    with pytest.raises(rs.InvalidType, match="Communicator"):
+        rs.dist.from_shards([np.ones(5, np.float32)], comm="x")
+    c = rs.dist.Communicator(["cpu", "cpu"])
+    a, b = rs.to_device(np.ones(2, np.float32)), rs.to_device(np.ones(2, np.float32))
+    with pytest.raises(rs.InvalidType, match="'sum'"):
+        c.all_reduce([a, b], None)
+    c.all_reduce([a, b], "sum")
+    np.testing.assert_array_equal(a.to_host(), [2, 2])
+    x = rs.dist.shard(np.ones(4, np.float32), ["cpu", "cpu"])
+    for op in (rs.dist.sum, rs.dist.min, rs.dist.max):
+        with pytest.raises(rs.InvalidArgument, match="generator"):
+            op(x, rs.jit.uniform(3) | rs.stage(lambda v: v))
+        with pytest.raises(rs.InvalidArgument, match="reduction already"):
+            op(x, rs.stage(lambda v: v) | rs.jit.sum())
+
+
+@pytest.mark.parametrize("world, rank, named", [("x", "0", "WORLD_SIZE (torchrun's) is 'x'"),
+                                               ("2", "y", "RANK (torchrun's)")])
+def test_torchruns_variables_are_named_as_the_user_set_them(world, rank, named, monkeypatch):
+    for k in ("RESIDENT_WORLD_SIZE", "RESIDENT_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("WORLD_SIZE", world)
+    monkeypatch.setenv("RANK", rank)
+    with pytest.raises(rs.InvalidArgument) as e:
+        rs.dist.Communicator.from_launcher(timeout=5)
+    assert named in str(e.value) and "RESIDENT_" not in str(e.value)

@@ -252,9 +252,10 @@ void check_terminal(const signature& sig, const part* red, element value) {
                     ", so it must take (" + type_name(value) + ", " + type_name(value) + ") and return " +
                     type_name(value));
     if (red->what == kind::reduce) check_init(*red, value);
-    RESIDENT_EXPECTS(sig.out == value, std::string("jit: the chain reduces ") + type_name(value) +
-                                           " values; ask for result<" + type_name(value) + "> (not " +
-                                           type_name(sig.out) + ")");
+    const bool wide = red->what == kind::sum && value == element::f32 && sig.out == element::f64;
+    RESIDENT_EXPECTS(sig.out == value || wide, std::string("jit: the chain reduces ") + type_name(value) +
+                                                   " values; ask for result<" + type_name(value) + "> (not " +
+                                                   type_name(sig.out) + ")");
   } else {
     RESIDENT_EXPECTS(sig.out == value, std::string("jit: the chain makes ") + type_name(value) +
                                            " values but the output holds " + type_name(sig.out) +
@@ -369,6 +370,9 @@ std::string reduction_ops(const chain& c) {
   // away. A GPU thread adds a trip's few values in float32 first (cuda_reduce_vectors): one conversion
   // per trip, not per value.
   s += std::string("typedef ") + (c.wide ? "double" : "rs_value") + " rs_acc;\n";
+  // What the call asked for: the values' type, or for a float32 sum double (its accumulator unrounded:
+  // a stream's chunks or a sharded array's shards then join without a rounding each).
+  s += "typedef " + c.O + " rs_result;\n";
   s += "RS_FN rs_acc rs_op(rs_acc a, rs_acc b) { ";
   if (external_op) s += c.cuda ? "return " + red->name + "(a, b); }\n" : "return ((rs_fn_" + rk + ")rs_reduce_fn)(a, b); }\n";
   else if (red->what == kind::reduce) s += "return rs_" + rk + "::" + red->name + "(a, b); }\n";
@@ -499,7 +503,7 @@ std::string host_functions(const chain& c, const loop_text& t) {
          "double init, void* out) {\n" + reduce_fn_of(c) +
          "  rs_acc r = rs_init(init);\n"
          "  for (unsigned long long p = 0; p < count; ++p) if (partials[p].valid) r = rs_op(r, partials[p].value);\n"
-         "  *(rs_value*)out = rs_value(r);\n}\n"
+         "  *(rs_result*)out = rs_result(r);\n}\n"
          "extern \"C\" unsigned long long rs_partial_bytes() { return sizeof(rs_maybe); }\n";
   return s;
 }

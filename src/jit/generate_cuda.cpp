@@ -158,9 +158,9 @@ const char* cuda_block_fold = R"(  __shared__ rs_maybe shared[RS_BLOCK];
     __syncthreads();
   }
   if (threadIdx.x == 0) {
-    rs_value r = rs_init(a.a);
+    rs_acc r = rs_init(a.a);
     if (shared[0].valid) r = rs_op(r, shared[0].value);
-    *(rs_value*)a.out = r;
+    *(rs_result*)a.out = rs_result(r);
     a.counters[1] = 0;
   }
 }
@@ -213,7 +213,7 @@ const char* cuda_slot_fold = R"(  rs_value mine = acc[0].value;
   }
   __syncthreads();  // warp_total is reused
   p = rs_block_fold(p, warp_total);
-  if (threadIdx.x == 0) *(rs_value*)a.out = rs_op(rs_init(a.a), p);
+  if (threadIdx.x == 0) *(rs_result*)a.out = rs_result(rs_op(rs_init(a.a), p));
 }
 )";
 

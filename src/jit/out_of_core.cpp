@@ -76,7 +76,7 @@ inputs chunk_inputs(const std::vector<host_operand>& in, const resident::detail:
 }
 
 // The partials of a sum, min or max folded in T, NaN propagating (the loop's order: chunk order); float
-// sums in double (a float partial is exact there), rounded once at the end.
+// partials in double (a float partial is exact there), rounded once at the end.
 template <class T>
 void combine(kind k, const unsigned char* partials, std::size_t chunks, void* result) {
   using A = std::conditional_t<std::is_same_v<T, float>, double, T>;
@@ -136,7 +136,10 @@ out_of_core_summary out_of_core_reduce(const pipeline& chain, const std::vector<
   std::vector<element> types;
   for (const host_operand& h : in) types.push_back(h.type);
   (void)chain.kernel_source(types, r, o.target);
-  const std::size_t rb = detail::size_of(r);
+  // A float32 sum's chunks leave their double accumulators (no rounding a chunk), rounded once at the end.
+  const kind k = chain.parts().back().what;
+  const element partial = k == kind::sum && r == element::f32 ? element::f64 : r;
+  const std::size_t rb = detail::size_of(partial);
   resident::detail::chunk_loop loop(n, sides_of(in), {}, false, rb, o);
   const stream_ref s = loop.kernel_stream();
   // One result slot per chunk in flight, in the pool on the loop's kernel stream (the host's memory on
@@ -153,16 +156,24 @@ out_of_core_summary out_of_core_reduce(const pipeline& chain, const std::vector<
   std::size_t done = 0;
   loop.run(
       [&](const resident::detail::chunk_view& v) {
-        detail::streamed::reduce(chain, chunk_inputs(in, v, s), r, slots[std::size_t(v.slot)].data(), where);
+        detail::streamed::reduce(chain, chunk_inputs(in, v, s), partial, slots[std::size_t(v.slot)].data(), where);
         done += v.count;
         if (progress) progress(done, n);
       },
       results);
   const auto* partials = static_cast<const unsigned char*>(loop.host_results());
   const std::size_t chunks = loop.summary().chunks;
-  const kind k = chain.parts().back().what;
   switch (r) {
-    case element::f32: combine<float>(k, partials, chunks, result); break;
+    case element::f32:
+      if (partial == element::f64) {
+        double total = 0;
+        combine<double>(k, partials, chunks, &total);
+        const float rounded = float(total);
+        std::memcpy(result, &rounded, sizeof rounded);
+      } else {
+        combine<float>(k, partials, chunks, result);
+      }
+      break;
     case element::f64: combine<double>(k, partials, chunks, result); break;
     case element::i32: combine<std::int32_t>(k, partials, chunks, result); break;
     case element::u32: combine<std::uint32_t>(k, partials, chunks, result); break;

@@ -109,6 +109,20 @@ TEST_P(jit_out_of_core, sum_min_max_combine_the_chunks_partials) {
   }
 }
 
+TEST_P(jit_out_of_core, a_float_sum_joins_its_chunks_unrounded) {
+  // Chunks of 8 summing to 2^24 + 1 (no float32: it would round to 2^24) and -2^24 + 1, each value
+  // exact where a thread adds it: rounded to float32 a chunk, the partials would sum to 1 per pair of
+  // chunks; their double accumulators join exactly, 2 per pair.
+  std::vector<float> in(64, 0.f);
+  for (std::size_t i = 0; i < in.size(); i += 16) in[i] = 16777216.f, in[i + 4] = 1.f, in[i + 8] = -16777216.f, in[i + 12] = 1.f;
+  float sum = -1;
+  rs::scoped_ledger l(dev);
+  (void)jit::out_of_core_reduce(jit::map("float same(float v) { return v; }") | jit::sum(), {jit::host_operand_of(in)},
+                                jit::element::f32, &sum, {.chunk_elements = 8, .target = dev});
+  EXPECT_EQ(sum, 8.f);
+  EXPECT_EQ(l.delta().d2h_bytes, 8 * sizeof(double));  // a double partial per chunk
+}
+
 TEST_P(jit_out_of_core, a_program_streams_as_its_kernel_does) {
   const auto p = rs::program{} | rs::op::affine(1.5, 0.5) | rs::op::square() | rs::op::add(1) | rs::op::sqrt() |
                  rs::op::sin() | rs::op::mul(0.5);
