@@ -7,10 +7,14 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include "jit/backend.hpp"
 #include "resident/detail/files.hpp"
+#include "resident/flow/flow.hpp"
 #include "resident/launch/detail/cpu_simd.hpp"
 #include "resident/launch/launch.hpp"
 #include "resident/memory/ledger.hpp"
@@ -32,11 +36,15 @@ struct host_kernel : loaded {
 // The flags every run-time kernel is compiled with: -ffp-contract=off keeps a * b + c two roundings,
 // as the library's own normals need for the same bits as the GPU (src/random/normal.cpp);
 // -fno-semantic-interposition lets the stages' functions inline into the loop (in a shared object
-// they could otherwise be interposed, and the loop would call each one and not vectorize); then the
-// vectors of the CPU backend's SIMD path (launch/detail/cpu_simd.hpp), part of the kernel's key.
+// they could otherwise be interposed, and the loop would call each one and not vectorize);
+// -fno-builtin-pow(f): GCC's vectorizer turns pow(x, 0.5) into a vector sqrt (nan at -inf, -0 at -0)
+// while the loop's scalar tail calls pow (+inf, +0), so an element's value would depend on its place;
+// pow is then called per element. Then the vectors of the CPU backend's SIMD path
+// (launch/detail/cpu_simd.hpp), part of the kernel's key.
 std::vector<std::string> compile_flags() {
   std::vector<std::string> f = {"-std=c++17", "-O3", "-fPIC", "-shared", "-ffp-contract=off",
-                                "-fno-math-errno", "-fno-semantic-interposition", "-w"};
+                                "-fno-math-errno", "-fno-builtin-pow", "-fno-builtin-powf",
+                                "-fno-semantic-interposition", "-w"};
   switch (resident::detail::cpu_simd_path()) {
     case resident::detail::cpu_simd::avx512:
       f.insert(f.end(), {"-mavx512f", "-mavx512dq", "-mavx512bw", "-mavx512vl", "-mavx2", "-mfma"});
@@ -193,17 +201,47 @@ void run_host(const std::vector<part>& parts, const signature& sig, kernel_args 
   }
   auto* k = static_cast<host_kernel*>(kernel.get());
   const device d = device::cpu();
+  // A C++ stage may throw (its text is the user's): caught where it runs, the first one kept, and
+  // raised as a stage_error once every piece has ended (the loop's threads never see it).
+  std::mutex m;
+  std::string thrown;
+  auto guarded = [&](auto&& f) {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      const std::lock_guard<std::mutex> l(m);
+      if (thrown.empty()) thrown = std::string("threw ") + e.what();
+    } catch (...) {
+      const std::lock_guard<std::mutex> l(m);
+      if (thrown.empty()) thrown = "threw an exception of a type other than std::exception";
+    }
+  };
+  auto raise_thrown = [&] {
+    if (thrown.empty()) return;
+    std::string chain;
+    for (const part& q : parts) chain += (chain.empty() ? "" : " | ") + q.name;
+    throw stage_error(chain, "jit: a stage of " + chain + " " + thrown + " on the CPU, so some values were not computed; a stage must "
+                        "not throw (a GPU kernel cannot): check the values before the call, or return a marker "
+                        "value such as NAN");
+  };
   if (!sig.reduces) {
     if (n == 0) return;
-    resident::detail::cpu_loop(n, 1).run([&](resident::detail::cpu_piece p) { k->range(args, p.first, p.last, nullptr); });
+    resident::detail::cpu_loop(n, 1).run([&](resident::detail::cpu_piece p) {
+      guarded([&] { k->range(args, p.first, p.last, nullptr); });
+    });
     resident::detail::record_kernel(d);
+    raise_thrown();
     return;
   }
   const resident::detail::cpu_loop loop(n, 1);
   std::vector<unsigned char> partials(loop.pieces() * k->partial_bytes + 1);
-  loop.run([&](resident::detail::cpu_piece p) { k->range(args, p.first, p.last, partials.data() + p.index * k->partial_bytes); });
-  k->finish(args, partials.data(), loop.pieces(), args.a, args.out);
+  loop.run([&](resident::detail::cpu_piece p) {
+    guarded([&] { k->range(args, p.first, p.last, partials.data() + p.index * k->partial_bytes); });
+  });
+  raise_thrown();
+  guarded([&] { k->finish(args, partials.data(), loop.pieces(), args.a, args.out); });
   resident::detail::record_kernel(d);
+  raise_thrown();
 }
 
 }  // namespace resident::jit::detail

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "resident/detail/files.hpp"
+#include "resident/flow/flow.hpp"
 #include "private_folder.hpp"
 #include "support.hpp"
 
@@ -173,6 +174,20 @@ void expect_wrapping_sums_exact(rs::device dev) {
 TEST_P(jit, sums_fold_every_block_once_up_to_a_full_wave) {
   expect_wrapping_sums_exact<std::uint64_t>(dev);
   expect_wrapping_sums_exact<std::uint32_t>(dev);
+}
+
+TEST_P(jit, a_stage_that_throws_is_a_stage_error_and_the_next_call_runs) {
+  // The host compiles a C++ stage as written, throw included: it ends as a stage_error naming the
+  // chain, not an exception of the stage's own type (or none nanobind knows) through the library.
+  if (dev.is_cuda()) GTEST_SKIP() << "a GPU kernel cannot throw: NVRTC refuses the text";
+  rs::array<float> x = rs::to_device(std::vector<float>(1000, 1.f), dev);
+  for (const char* text : {"float thrower(float v) { if (v > 0.f) throw 1; return v; }",
+                           "float thrower(float v) { if (v > 0.f) throw std::range_error(\"past\"); return v; }"}) {
+    const std::string src = std::string("#include <stdexcept>\n") + text;
+    EXPECT_THROW(rs::jit::map(src, "thrower")(x), rs::stage_error) << text;
+    EXPECT_THROW((void)(rs::jit::map(src, "thrower") | rs::jit::sum()).result<float>(x), rs::stage_error) << text;
+  }
+  EXPECT_EQ((rs::jit::map("float same(float v) { return v; }") | rs::jit::sum()).result<float>(x), 1000.f);
 }
 
 TEST_P(jit, a_float_sum_stays_within_a_pairwise_sums_bound_over_long_arrays) {
