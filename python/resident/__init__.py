@@ -115,12 +115,19 @@ def to_numba(x):
 Array.to_numba = to_numba
 
 
-def _program_sum(self, x, stream=None):
+_NOTHING = object()
+
+
+def _program_sum(self, x=_NOTHING, stream=None, **unknown):
     """The sum of p(x[i]) in one pass (one kernel), in x's precision; waits for the stream it ran on."""
-    return _program.total(self, x, stream)
+    if x is _NOTHING or unknown:
+        raise InvalidType(f"{'program' if isinstance(self, program) else 'op'}.sum(x, stream=None) takes one "
+                          f"array and optionally a stream{'; not ' + ', '.join(unknown) if unknown else ''}")
+    return _program.total(self if isinstance(self, program) else _program.of_op(self), x, stream)
 
 
 program.sum = _program_sum
+op.sum = _program_sum  # an operation is a program of one: its sum too
 program.engine = property(_program.engine, doc="What the last call used: 'compiled', 'interpreted', or None.")
 
 from . import random  # noqa: E402  (after the exception types are registered)

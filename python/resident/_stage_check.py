@@ -33,10 +33,7 @@ def _check_function(fn, what, arity=None):
             bound = ", ".join([repr(a) for a in fn.args] + ["v"] + [f"{k}={v!r}" for k, v in fn.keywords.items()])
             raise _core_error("InvalidType", f"{what}: a functools.partial of {inner} is not a Python function Numba "
                               f"can compile; write it out, e.g. rs.stage(lambda v: {inner}({bound}))")
-        name = f"{module}.{name}" if isinstance(module, str) and module != "builtins" else name
-        raise _core_error("InvalidType", f"{what}: {name} is not a Python function Numba can compile (a built-in, a "
-                          f"class or a callable object has no Python code here); wrap it, e.g. "
-                          f"rs.stage(lambda v: {name}(v))")
+        raise _core_error("InvalidType", f"{what}: {_not_a_function(fn, what, arity)}")
     code = fn.__code__
     if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or code.co_kwonlyargcount:
         raise _core_error("InvalidType", f"{what}: {name} takes *args, **kwargs or keyword-only parameters; a stage "
@@ -50,6 +47,29 @@ def _check_function(fn, what, arity=None):
     if arity is not None and n != arity:
         raise _core_error("InvalidType", f"{what}: {name} takes {n} parameters; it must take {arity}")
     _check_body(fn, what, set())
+
+
+def _not_a_function(fn, what, arity):
+    """Why fn is no stage, with a call that would work written out (valid Python)."""
+    params = ", ".join("v" if (arity or 1) == 1 else "ab"[i] if i < 2 else f"v{i}" for i in range(arity or 1))
+    wrap = "rs.jit.reduce(lambda {p}: {{}}({p}), init)" if what.endswith("reduce") else "rs.stage(lambda {p}: {{}}({p}))"
+    wrap = wrap.format(p=params)
+    if isinstance(fn, type):
+        return (f"{fn.__name__} is a class; a stage is a function of the values (def f(v): ...), which may build "
+                "what it needs inside")
+    if inspect.ismethod(fn):
+        owner = type(fn.__self__).__name__
+        return (f"{owner}.{fn.__func__.__name__} is a bound method, whose object Numba cannot pass into a kernel; "
+                f"take what it needs from the object first (k = obj.k) and give a function of the values, e.g. "
+                f"{wrap.format('f')} with f a plain function")
+    name = getattr(fn, "__name__", None)
+    if name is None or not callable(fn):
+        return (f"a {type(fn).__name__} object is not a Python function; give a function of the values "
+                "(def f(v): ...)")
+    module = getattr(fn, "__module__", None)
+    full = f"{module}.{name}" if isinstance(module, str) and module not in ("builtins", "__main__") else name
+    return (f"{full} is not a Python function Numba can compile (a built-in has no Python code); call it from "
+            f"one, e.g. {wrap.format(full)}")
 
 
 def _check_body(fn, what, seen, path=()):

@@ -180,6 +180,7 @@ class _PyStage:
     _lock = threading.Lock()
 
     def __init__(self, fn, float_literals="values", what="resident.stage", arity=None):
+        fn = _python_of(fn) or fn  # a function given to numba.njit: its Python function, compiled along
         _check_function(fn, what, arity)
         self.fn = fn
         self.float_literals = float_literals
@@ -401,10 +402,18 @@ class Chain:
             raise _core_error("InvalidArgument", "resident.jit: the chain is empty")
         return pipe, current[0] if len(current) == 1 else None, numba_calls
 
-    def __call__(self, *inputs, out=None, n=None, device=None, stream=None):
+    def __call__(self, *inputs, out=None, n=None, device=None, stream=None, **unknown):
+        if unknown:
+            raise _core_error("InvalidType", f"resident.jit: a chain takes (*arrays, out=None, n=None, device=None, "
+                              f"stream=None), not {', '.join(unknown)}")
         if self._maps and inputs and device is None and n is None:
             try:
                 missing = _dispatch(self._built, inputs, out, stream, self._python_stages)
+                if missing == "capsule":
+                    # A DLPack capsule is taken once, here, as resident.from_dlpack takes it.
+                    inputs = tuple(_core.from_dlpack(x) if type(x).__name__ == "PyCapsule" else x for x in inputs)
+                    out = _core.from_dlpack(out) if type(out).__name__ == "PyCapsule" else out
+                    missing = _dispatch(self._built, inputs, out, stream, self._python_stages)
                 if missing == "guard":
                     missing = _guarded(_dispatch, self._built, inputs, out, stream, False)
             except _core.CompileError as e:
@@ -431,6 +440,9 @@ class Chain:
         return bool(dropped)
 
     def _call(self, inputs, out, n, device, stream):
+        if any(type(x).__name__ == "PyCapsule" for x in inputs + (out,)):  # taken once (see __call__)
+            inputs = tuple(_core.from_dlpack(x) if type(x).__name__ == "PyCapsule" else x for x in inputs)
+            out = _core.from_dlpack(out) if type(out).__name__ == "PyCapsule" else out
         if device is not None and not isinstance(device, str):
             raise _core_error("InvalidType", f"resident.jit: device is a {type(device).__name__}; give a name such as "
                               "'cpu' or 'cuda:0'")
@@ -442,6 +454,17 @@ class Chain:
                 if out is not None:
                     raise _core_error("InvalidArgument", "resident.jit: a generator chain reads no array; pass out= alone")
                 out, inputs = inputs[0], ()
+            if not self._reduces() and out is not None:
+                # A fill: the array gives the count and the device; others given must agree (not be dropped).
+                import resident
+                if n is not None and (isinstance(n, bool) or n != resident.from_dlpack(out).size):
+                    raise _core_error("InvalidArgument", f"resident.jit: n={n!r} with an array to fill; the array "
+                                      "gives the count (leave n out, or fill a slice of the length you want)")
+                if device is not None:
+                    on = resident.from_dlpack(out).device
+                    if device != on and resident.empty(0, device=device).device != on:
+                        raise _core_error("DeviceMismatch", f"resident.jit: device={device!r} but the array to fill "
+                                          f"is on {on}; leave device out (the array decides)")
             if self._reduces():
                 device = "cpu" if device is None else device
                 pipe, value_dtype = self.build([], _target_of_device(device))
@@ -492,6 +515,9 @@ class Chain:
         """The kernel text this chain generates for inputs of dtypes writing out, on device."""
         dtypes = [_dtype_arg(d, "kernel_source") for d in dtypes]
         out = _dtype_arg(out, "kernel_source")
+        for d in dtypes + [out]:
+            if d not in _DTYPES:
+                raise _core_error("InvalidType", f"kernel_source: dtype {d!r}; a chain's arrays hold one of {_DTYPES}")
         pipe, _ = self.build(dtypes, _target_of_device(device))
         return pipe.kernel_source(dtypes, out, device)
 
@@ -598,7 +624,7 @@ def _dtype_arg(dtype, what):
         return dtype
     try:
         return _np.dtype(dtype).name
-    except TypeError:
+    except (TypeError, ValueError):
         raise _core_error("InvalidType", f"{what}: dtype {dtype!r}; give a name such as 'float32' or a NumPy dtype") \
             from None
 

@@ -1,6 +1,7 @@
 """Misuse that must end in a typed resident error or an exact value, never silent zeros, a rounded
 integer, an infinity standing for "no values", a loop until memory runs out or a path made from a repr."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -185,3 +186,56 @@ def test_a_dtype_no_kernel_takes_is_named_with_what_to_do():
     with pytest.raises(rs.InvalidType, match="list of resident.op"):
         rs.program(rs.op.sqrt(), bogus=1)
     assert len(rs.program([rs.op.sqrt(), rs.op.add(1)])) == 2
+
+
+def test_a_generator_fill_refuses_a_count_or_device_the_array_contradicts():
+    u = rs.jit.uniform(1)
+    y = np.empty(2, np.float32)
+    with pytest.raises(rs.InvalidArgument, match="n=1000"):
+        u(out=y, n=1000)
+    with pytest.raises(rs.InvalidArgument):
+        u(out=y, device="bogus")
+    u(out=y, n=2, device="cpu")
+    assert ((0 <= y) & (y < 1)).all()
+
+
+@needs_numba
+def test_chains_take_dlpack_capsules_as_from_dlpack_does():
+    x = np.ones(3)
+    rs.stage(lambda v: v + 1)(x.__dlpack__())
+    np.testing.assert_array_equal(x, [2, 2, 2])
+    assert (rs.stage(lambda v: v + 1) | rs.jit.sum())(np.ones(3).__dlpack__()) == 6
+
+
+@needs_numba
+def test_what_is_no_stage_is_told_with_a_call_that_works():
+    import numba
+    np.testing.assert_array_equal(rs.stage(numba.njit(lambda v: v + 1))(np.ones(2)), [2, 2])
+
+    class C:
+        def m(self, v):
+            return v
+
+        def __call__(self, v):
+            return v
+    for bad, said in ((min, "rs.stage(lambda v: min(v))"), (C().m, "bound method"), (C(), "not a Python function"),
+                      (int, "is a class")):
+        with pytest.raises(rs.InvalidType, match=re.escape(said)):
+            rs.stage(bad)
+    with pytest.raises(rs.InvalidType, match=re.escape("rs.jit.reduce(lambda a, b: min(a, b), init)")):
+        rs.jit.reduce(min, 0)
+
+
+def test_argument_mistakes_on_programs_chains_and_kernel_source_are_typed():
+    p = rs.op.sqrt() | rs.op.sqrt()
+    with pytest.raises(rs.InvalidType, match="bogus"):
+        p.sum(np.ones(3), bogus=1)
+    with pytest.raises(rs.InvalidType, match="one array"):
+        p.sum()
+    assert rs.op.sqrt().sum(np.full(3, 4.0)) == 6.0
+    c = rs.stage("double f(double v) { return v; }")
+    with pytest.raises(rs.InvalidType, match="bogus"):
+        c(np.ones(3), bogus=1)
+    for bad in ("bogus", "float16"):
+        with pytest.raises(rs.InvalidType, match="kernel_source"):
+            c.kernel_source([bad], "float64")
