@@ -356,7 +356,13 @@ def _each(f, items):
         return [f(items[0])]
     if _POOL is None or _POOL._max_workers < len(items):
         _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=_max(len(items), 8), thread_name_prefix="resident-dist")
-    return list(_POOL.map(f, items))
+    # The workers' calls are the caller's line's (a profile's rows), not the pool's frames.
+    site = _core._call_site()
+    done = [_POOL.submit(_core._at_site, site, f, item) for item in items]
+    # Every shard finished before one's error is raised: none still runs (or reports a stage's raise
+    # into the caller's next call) after it.
+    concurrent.futures.wait(done)
+    return [d.result() for d in done]
 
 
 def _combine(values, op):

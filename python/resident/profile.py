@@ -33,7 +33,9 @@ class profile:
     """Collects a profile over a ``with`` block (see the module's description). Inside the block the
     properties report the calls made so far; after it, those of the whole block."""
 
-    def __init__(self):
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:
+            raise _core.InvalidType("resident.profile() takes no arguments; use it as `with resident.profile() as p:`")
         self._p = None
 
     def __enter__(self):
@@ -84,15 +86,20 @@ class profile:
         return self._core().json()
 
     def to_json(self, path):
-        """Writes the report as JSON to the file path (a str or os.PathLike; bytes are decoded as the file
-        system does). @raises InvalidType for another type, InvalidArgument for a path holding a NUL or
-        that cannot be written."""
-        if not isinstance(path, (str, bytes, os.PathLike)):
-            raise _core.InvalidType(f"resident.profile.to_json: path is a {type(path).__name__}; give a str or "
-                                    "os.PathLike")
-        path = os.fsdecode(os.fspath(path))
-        if "\0" in path:
-            raise _core.InvalidArgument(f"resident.profile.to_json: the path {path!r} holds a NUL character")
+        """Writes the report as JSON to the file path (a str, bytes or os.PathLike; written under the bytes
+        the file system encodes it to). @raises InvalidType for another type, InvalidArgument for a path
+        holding a NUL or that cannot be written."""
+        try:
+            path = os.fsencode(path)  # a str's undecodable bytes (surrogates) are the name's own
+        except TypeError:
+            raise _core.InvalidType(f"resident.profile.to_json: path is a {type(path).__name__}; give a str, bytes "
+                                    "or os.PathLike") from None
+        except UnicodeEncodeError as e:
+            raise _core.InvalidArgument(f"resident.profile.to_json: the path {path!r} has no bytes in the file "
+                                        f"system's encoding: {e.reason}") from None
+        if b"\0" in path:
+            raise _core.InvalidArgument(f"resident.profile.to_json: the path {os.fsdecode(path)!r} holds a NUL "
+                                        "character")
         self._core().save_json(path)
 
     def __str__(self):

@@ -277,6 +277,20 @@ struct python_site {
 };
 using at_python_line = nb::call_guard<python_site>;
 
+/// The user's Python file:line calling now (frames of the resident package skipped), or nullopt.
+std::optional<std::pair<std::string, unsigned>> python_line_now() noexcept;
+
+/// A site captured on one thread put in force on this one (resident.dist's worker threads, whose own
+/// frames are the pool's): while it lives, python_site takes it instead of walking the frames.
+struct pinned_site {
+  rs::detail::foreign_site site;
+  bool before;
+  pinned_site(std::string file, unsigned line) noexcept;
+  ~pinned_site();
+  pinned_site(const pinned_site&) = delete;
+  pinned_site& operator=(const pinned_site&) = delete;
+};
+
 /// Refuses (InvalidArgument) a chain ending in min or max over n == 0 values, as resident.min and max
 /// refuse an empty array: nothing has a least or greatest element (jit.cpp).
 void refuse_empty_extreme(const rs::jit::pipeline& chain, std::size_t n, const char* what);

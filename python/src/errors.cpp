@@ -54,7 +54,11 @@ void raise(const rs::error& e) {
   PyObject* cls = PyExc_RuntimeError;
   for (const kind& k : kinds())
     if (k.is(e)) cls = k.cls;
-  PyErr_SetString(cls, e.what());
+  // Not PyErr_SetString: a message may quote a file name's bytes that are not UTF-8.
+  const std::string_view what = e.what();
+  nb::object message = nb::steal(PyUnicode_DecodeUTF8(what.data(), Py_ssize_t(what.size()), "backslashreplace"));
+  if (!message.is_valid()) return;  // the decoding's error (memory) is the one raised
+  PyErr_SetObject(cls, message.ptr());
 }
 
 void translate(const std::exception_ptr& p, void*) {

@@ -163,6 +163,14 @@ nb::object jit_result(const rs::jit::pipeline& p, nb::list inputs, const std::st
     T r;
     {
       nb::gil_scoped_release unlocked;
+      // One call at the Python line, as run_taken's maps are (the C++ chain opens no scope of its own).
+      rs::detail::call_facts facts;
+      for (const py_array& a : in) facts.bytes_read += a.size() * a.itemsize();
+      facts.elements = in.empty() ? n : in[0].size();
+      facts.stages = int(p.parts().size());
+      if (in.size() == 1) facts.input = in[0].data;
+      const rs::detail::call_scope scope("jit reduce", ops.arrays.empty() ? rs::default_stream(d) : ops.arrays[0].stream,
+                                         facts);
       r = ops.arrays.empty() ? p.template result<T>(n, d) : p.template result<T>(ops);
     }
     return nb::cast(r);

@@ -7,14 +7,17 @@
 
 namespace resident::py {
 
-python_site::python_site() noexcept {
+namespace {
+thread_local bool t_pinned = false;  // a pinned_site is in force on this thread
+}  // namespace
+
+pinned_site::pinned_site(std::string file, unsigned line) noexcept : site(std::move(file), line), before(t_pinned) {
+  t_pinned = true;
+}
+pinned_site::~pinned_site() { t_pinned = before; }
+
+std::optional<std::pair<std::string, unsigned>> python_line_now() noexcept {
   try {
-    // The process default read once (getenv scans the environment, which every call would pay); a
-    // scope (resident.transfer_policy) per call. A bad RESIDENT_TRANSFER_POLICY throws here and is
-    // read again next time: the call itself reports it.
-    static const rs::transfer_policy by_default = rs::default_transfer_policy();
-    const rs::transfer_policy* scoped = rs::detail::scoped_transfer_policy_now();
-    if (!rs::profiling() && (scoped ? *scoped : by_default) == rs::transfer_policy::allow) return;
     // Frames walked through the C API, the package's own told by a prefix of their file's name: only
     // the user's frame is turned into a string (a profile pays this per call).
     static PyObject* package = [] {
@@ -35,13 +38,28 @@ python_site::python_site() noexcept {
         const char* text = PyUnicode_AsUTF8AndSize(file, &size);
         if (!text) {
           PyErr_Clear();
-          return;
+          return std::nullopt;
         }
-        site.emplace(std::string(text, std::size_t(size)), unsigned(PyFrame_GetLineNumber(fr)));
-        return;
+        return std::pair(std::string(text, std::size_t(size)), unsigned(PyFrame_GetLineNumber(fr)));
       }
       frame = nb::steal(reinterpret_cast<PyObject*>(PyFrame_GetBack(fr)));  // null past the outermost
     }
+  } catch (...) {
+    // no site rather than a failed call
+  }
+  return std::nullopt;
+}
+
+python_site::python_site() noexcept {
+  try {
+    if (t_pinned) return;  // the caller's site, captured on its thread, is in force already
+    // The process default read once (getenv scans the environment, which every call would pay); a
+    // scope (resident.transfer_policy) per call. A bad RESIDENT_TRANSFER_POLICY throws here and is
+    // read again next time: the call itself reports it.
+    static const rs::transfer_policy by_default = rs::default_transfer_policy();
+    const rs::transfer_policy* scoped = rs::detail::scoped_transfer_policy_now();
+    if (!rs::profiling() && (scoped ? *scoped : by_default) == rs::transfer_policy::allow) return;
+    if (auto at = python_line_now()) site.emplace(std::move(at->first), at->second);
   } catch (...) {
     // no site rather than a failed call
   }

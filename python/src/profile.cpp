@@ -95,7 +95,21 @@ void bind_profile(nb::module_& m) {
       })
       .def("table", [](py_profile& p) { return p.report().table(); })
       .def("json", [](py_profile& p) { return p.report().json(); })
-      .def("save_json", [](py_profile& p, const std::string& path) { p.report().save_json(path); }, nb::arg("path"));
+      // The path as the file system's bytes: a POSIX name need not be UTF-8.
+      .def("save_json", [](py_profile& p, nb::bytes path) { p.report().save_json(std::string(path.c_str(), path.size())); },
+           nb::arg("path"));
+  // The caller's site captured on its thread, and f(*args) run under it on another (resident.dist's
+  // worker threads): their calls are the user's line's, not the pool's.
+  m.def("_call_site", []() -> nb::object {
+    auto at = python_line_now();
+    if (!at) return nb::none();
+    return nb::make_tuple(at->first, at->second);
+  });
+  m.def("_at_site", [](nb::object site, nb::callable f, nb::args args) {
+    if (site.is_none()) return f(*args);
+    const pinned_site pinned(nb::cast<std::string>(site[0]), nb::cast<unsigned>(site[1]));
+    return f(*args);
+  });
   m.def("_profile_open", [] {
     py_profile p;
     p.collecting = std::make_unique<rs::profile>(rs::profile_output::quiet);

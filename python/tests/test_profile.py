@@ -1,13 +1,14 @@
 """resident.profile as an object: the rows of the calls made inside the block, under this file's lines,
 with their counts and rates; advice; JSON; a table; nothing collected outside the block. Per backend."""
 import json
+import os
 
 import numpy as np
 import pytest
 
 import resident as rs
 from resident.profile import Advice, Row
-from _support import GPU
+from _support import GPU, needs_numba
 
 DEVICES = ["cpu"] + (["cuda:0"] if GPU else [])
 SEED = rs.op.affine(1.5, 0.5) | rs.op.square() | rs.op.add(1) | rs.op.sqrt() | rs.op.sin() | rs.op.mul(0.5)
@@ -70,3 +71,97 @@ def test_an_unwritable_json_path_is_a_typed_error(tmp_path):
         rs.to_device(np.ones(8, np.float32), "cpu")
     with pytest.raises(rs.InvalidArgument):
         p.to_json(tmp_path / "missing" / "dir" / "p.json")
+
+
+def rows_of(p):
+    """The rows whose site is this file's, by line (several devices' rows of a line in a list)."""
+    here = __file__.rsplit("/", 1)[-1]
+    mine = {}
+    for r in p.rows:
+        if r.file.rsplit("/", 1)[-1] == here:
+            mine.setdefault(r.line, []).append(r)
+    return mine
+
+
+# Reductions that launch from Python, as builders of (callee, args, kwargs); each is one call.
+REDUCING = [
+    pytest.param(lambda x: (rs.program([rs.op.add(1)]) | rs.jit.sum(), (x,), {}), id="program|sum"),
+    pytest.param(lambda x: (rs.op.mul(2) | rs.jit.max(), (x,), {}), id="op|max"),
+    pytest.param(lambda x: (rs.program([rs.op.add(1)]).sum, (x,), {}), id="program.sum"),
+    pytest.param(lambda x: (rs.jit.uniform(seed=1) | rs.jit.sum(), (), {"n": 1000, "device": x.device}),
+                 id="generator|sum"),
+    pytest.param(lambda x: (rs.stage(lambda v: v + 1) | rs.jit.sum(), (x,), {}), id="stage|sum", marks=needs_numba),
+    pytest.param(lambda x: (rs.stage(lambda v: v * 2) | rs.jit.min(), (x,), {}), id="stage|min", marks=needs_numba),
+    pytest.param(lambda x: (rs.fuse(lambda v: v - 1) | rs.jit.sum(), (x,), {}), id="fuse|sum", marks=needs_numba),
+    pytest.param(lambda x: (rs.stage(lambda v: v + 1) | rs.jit.reduce(lambda a, b: a + b, 0.0), (x,), {}),
+                 id="stage|reduce", marks=needs_numba),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("build", REDUCING)
+def test_a_reducing_chain_is_one_call_at_the_users_line(device, build):
+    x = rs.to_device(np.arange(1000, dtype=np.float32), device)
+    callee, args, kwargs = build(x)
+    callee(*args, **kwargs)  # warm: compiled outside the block
+    with rs.profile() as p:
+        callee(*args, **kwargs)  # mark:reduce
+    mine = rows_of(p)
+    assert sorted(mine) == [line_of("# mark:reduce")], [(r.site, r.calls, r.kernels) for r in p.rows]
+    (r,) = mine[line_of("# mark:reduce")]
+    assert r.calls == 1 and r.kernels >= 1 and r.device == device
+    assert sum(r.kernels for r in p.rows) == r.kernels  # nothing left "(outside any call)"
+
+
+DIST_WORK = [pytest.param(None, id="none"), pytest.param(rs.program([rs.op.add(1)]), id="program"),
+             pytest.param("stage", id="stage", marks=needs_numba)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shards", [1, 2])
+@pytest.mark.parametrize("op", ["sum", "min", "max"])
+@pytest.mark.parametrize("work", DIST_WORK)
+def test_sharded_reductions_are_the_calling_line_s_not_the_worker_threads(device, shards, op, work):
+    if work == "stage":
+        work = rs.stage(lambda v: v + 1)
+    x = rs.dist.shard(np.arange(1000, dtype=np.float32), [device] * shards)
+    getattr(rs.dist, op)(x, work)  # warm
+    with rs.profile() as p:
+        getattr(rs.dist, op)(x, work)  # mark:dist
+        if shards > 1:  # the pin ends with the call: a pool thread's later call is its own line's
+            rs.dist._POOL.submit(lambda: rs.sum(x.shards[0])).result()  # mark:pooled
+    mine = rows_of(p)
+    assert all(r.file.rsplit("/", 1)[-1] == __file__.rsplit("/", 1)[-1] for r in p.rows), \
+        [(r.site, r.calls) for r in p.rows]
+    at = mine[line_of("# mark:dist")]
+    assert sum(r.calls for r in at) == shards and sum(r.kernels for r in at) >= shards
+    if shards > 1:
+        assert sum(r.calls for r in mine[line_of("# mark:pooled")]) == 1
+
+
+def test_to_json_writes_under_a_path_of_bytes_that_are_not_utf8(tmp_path):
+    with rs.profile() as p:
+        rs.to_device(np.ones(8, np.float32), "cpu")
+    folder = os.fsencode(tmp_path)
+    p.to_json(folder + b"/\xff\xfe.json")
+    p.to_json(os.fsdecode(folder) + "/\udcff.json")  # the str Python decodes the bytes b"\xff" to
+    for name in (b"\xff\xfe.json", b"\xff.json"):
+        with open(folder + b"/" + name, "rb") as f:
+            assert json.loads(f.read())["schema"] == "resident.profile"
+    # The writer's rules hold for such names: no link followed, nothing written into a missing folder.
+    os.symlink(folder + b"/\xff.json", folder + b"/\xfelink.json")
+    with pytest.raises(rs.InvalidArgument, match="link"):
+        p.to_json(folder + b"/\xfelink.json")
+    assert os.path.islink(folder + b"/\xfelink.json")
+    with pytest.raises(rs.InvalidArgument, match="missing"):
+        p.to_json(folder + b"/missing/\xff.json")
+    with pytest.raises(rs.InvalidArgument):
+        p.to_json("\ud800.json")  # a lone surrogate no byte stands for
+    with pytest.raises(rs.InvalidType):
+        p.to_json(3)
+
+
+@pytest.mark.parametrize("args,kwargs", [((1,), {}), ((), {"device": "cpu"})])
+def test_profile_takes_no_arguments(args, kwargs):
+    with pytest.raises(rs.InvalidType, match=r"profile\(\) takes no arguments"):
+        rs.profile(*args, **kwargs)
