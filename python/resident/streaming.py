@@ -43,6 +43,8 @@ def _auto_progress_bytes():
         _AUTO_PROGRESS_BYTES = n
     return _AUTO_PROGRESS_BYTES
 _last = threading.local()
+_COMPUTED = ("float32", "float64", "int32", "int64", "uint32", "uint64")
+_MAX_DEPTH = 16  # the chunk loop's (src/out_of_core/chunk_loop.cpp)
 
 
 def _error(kind, message):
@@ -70,9 +72,9 @@ def _host(a, what, writable=False, who="resident.stream"):
             except (BufferError, RuntimeError, TypeError, ValueError) as e:
                 raise _error("InvalidArgument", f"{who}: {what} is not host memory ({e}); resident streams "
                              "host arrays: call the work on a device array directly") from None
-    if v.dtype.kind not in "biuf":  # no number resident computes with: named before any stage sees it
-        raise _error("InvalidType", f"{who}: {what} holds {v.dtype} values; stream numbers (float32, "
-                     "float64, integers): convert with x.astype(...)")
+    if v.dtype.name not in _COMPUTED:  # no type resident computes with: named before any stage sees it
+        raise _error("InvalidType", f"{who}: {what} holds {v.dtype} values; stream float32, float64, int32, "
+                     "int64, uint32 or uint64 values: convert with x.astype(...)")
     if not v.dtype.isnative:
         raise _error("InvalidArgument", f"{who}: {what} holds {v.dtype.str} values in the other byte "
                      "order; pass it as numpy.asarray(x, dtype=x.dtype.newbyteorder('='))")
@@ -170,8 +172,17 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
     """
     if reduce is not None and reduce not in _REDUCTIONS:
         raise _error("InvalidArgument", f"resident.stream: reduce={reduce!r}; use 'sum', 'min' or 'max'")
+    _last.summary = None  # not the previous call's, should this one end early
     chunk = _integer(chunk, "chunk", "elements per chunk")
     depth = _integer(depth, "depth", "chunks in flight")
+    if depth is not None and not 0 <= depth <= _MAX_DEPTH:
+        raise _error("InvalidArgument", f"resident.stream: depth={depth}{' is negative' if depth < 0 else ''}; give 1 "
+                     f"to {_MAX_DEPTH} chunks in flight, or "
+                     "0 (or None) to let the call choose")
+    if chunk is not None and not 0 <= chunk < 1 << 56:
+        raise _error("InvalidArgument", f"resident.stream: chunk={chunk}{' is negative' if chunk < 0 else ''}; give "
+                     "elements per chunk from 1 to 2^56 - 1, "
+                     "or 0 (or None) to let the call choose")
     if progress is not None and not isinstance(progress, bool) and not callable(progress):
         raise _error("InvalidType", f"resident.stream: progress={progress!r}; give a callable (done, total), True, "
                      "False or None")
@@ -180,7 +191,8 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
         raise _error("InvalidArgument", "resident.stream: x is an empty list; give a host array (or a list of them "
                      "for the work's zipped inputs)")
     hosts = [_host(a, f"input {i}" if len(xs) > 1 else "x") for i, a in enumerate(xs)]
-    shape = _np.shape(xs[0]) if isinstance(xs[0], _np.ndarray) else hosts[0].shape
+    shape = getattr(xs[0], "shape", None)  # kept as x has it (NumPy, resident, a memoryview ...)
+    shape = tuple(shape) if isinstance(shape, tuple) and _np.prod(shape, dtype=object) == hosts[0].size else hosts[0].shape
     for i, h in enumerate(hosts[1:], 1):
         if h.size != hosts[0].size:
             raise _error("ShapeMismatch", f"resident.stream: input {i} holds {h.size} elements, input 0 {hosts[0].size}")
@@ -239,7 +251,8 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
 
 def last_summary():
     """How this thread's last ``stream`` call ran: elements, chunks, chunk_elements, depth, h2d_bytes,
-    d2h_bytes, device_bytes, pinned_input, pinned_output, host_threads, seconds (None before any)."""
+    d2h_bytes, device_bytes, pinned_input, pinned_output, host_threads, seconds (None before any, and
+    after a call that ended early)."""
     return getattr(_last, "summary", None)
 
 

@@ -225,3 +225,16 @@ def test_text_the_compiler_refuses_falls_back_to_numbas_function(monkeypatch):
     # The user's own C++ text that does not compile is still the user's error.
     with pytest.raises(rs.CompileError):
         (rs.stage(twice) | rs.stage("float g(float v) { return v +; }"))(rs.to_device(x, device="cpu"))
+
+
+@needs_numba
+def test_pow_gives_one_value_at_every_place_in_the_array():
+    # A vector loop once made pow(x, 0.5) a square root (nan at -inf, -0 at -0) and its scalar tail
+    # called pow (+inf, +0): the value depended on the element's index. C99's pow at every place.
+    for dtype in (np.float32, np.float64):
+        x = np.array([-np.inf, -0.0, 4.0] * 11, dtype)
+        want = np.array([math.pow(v, 0.5) for v in x.astype(np.float64)], dtype)
+        for got in (rs.op.pow(0.5)(x.copy()), rs.stage(lambda v: v ** 0.5)(x.copy()),
+                    rs.stage("double r(double v) { return pow(v, 0.5); }")(x.astype(np.float64)).astype(dtype)):
+            np.testing.assert_array_equal(got, want)
+            assert not np.signbit(got[1::3]).any(), got

@@ -260,3 +260,43 @@ def test_python_function_stages_stream(device):
     np.testing.assert_allclose(y, seed_ref(x), rtol=2e-6, atol=2e-6, err_msg=f"seed={seed}")
     assert rs.stream(g1 | g2 | rs.jit.sum(), x, device=device) == pytest.approx(seed_ref(x).sum(), rel=1e-5)
     assert rs.stream(lambda v: v * 2.0, x, reduce="max", device=device) == pytest.approx(2 * float(x.max()), rel=1e-7)
+
+
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda:0"] if GPU else []))
+@pytest.mark.parametrize("pinned", [False, True])
+def test_a_stream_its_progress_stops_leaves_counts_that_match_its_output(device, pinned):
+    # A chunk is counted (and reported) once its results are on their way down: when the callback
+    # raises, the ledger's copies and chunks and the values written in `out` tell the same story.
+    x = np.arange(1000, dtype=np.float32)
+    out = rs.streaming.pinned_empty(1000) if pinned else np.empty_like(x)
+    out[:] = 0
+    rs.stream(rs.op.add(1), x[:10], device=device, progress=False)  # compiled before counting
+    seen = []
+
+    def stop(done, total):
+        seen.append(done)
+        if done >= 300:
+            raise KeyboardInterrupt
+    before = rs.ledger().get(device, {})
+    with pytest.raises(KeyboardInterrupt):
+        rs.stream(rs.op.add(1), x, out=out, chunk=100, depth=2, device=device, progress=stop)
+    after = rs.ledger()[device]
+    moved = {k: after[k] - before.get(k, 0) for k in ("d2h_copies", "stream_chunks", "streamed_d2h_bytes")}
+    written = int(np.count_nonzero(out == x + 1))
+    assert seen[-1] == 300 and written == moved["streamed_d2h_bytes"] // 4 == 100 * moved["stream_chunks"], (moved, written)
+    assert moved["d2h_copies"] == moved["stream_chunks"] >= 3
+    assert rs.streaming.last_summary() is None  # not the warm-up's
+
+
+def test_stream_options_and_arrays_are_checked_in_its_terms():
+    x = np.ones(8, np.float32)
+    with pytest.raises(rs.InvalidArgument, match="1 to 16 chunks"):
+        rs.stream(rs.op.add(1), x, depth=2**31)
+    with pytest.raises(rs.InvalidArgument, match="2\\^56"):
+        rs.stream(rs.op.add(1), x, chunk=2**63)
+    for dtype in (np.int8, np.bool_, np.complex64, np.float16):
+        with pytest.raises(rs.InvalidType, match="float32, float64, int32"):
+            rs.stream(rs.op.add(1), np.ones(8, dtype))
+    two_d = rs.to_device(np.ones((2, 4), np.float32), device="cpu")
+    assert rs.stream(rs.op.add(1), two_d).shape == (2, 4)
+    assert rs.stream(rs.op.add(1), memoryview(np.ones((2, 4), np.float32))).shape == (2, 4)

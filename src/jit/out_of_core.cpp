@@ -3,6 +3,7 @@
 #include "resident/jit/out_of_core.hpp"
 
 #include <cmath>
+#include <functional>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -99,6 +100,16 @@ void combine(kind k, const unsigned char* partials, std::size_t chunks, void* re
   std::memcpy(result, &r, sizeof(T));
 }
 
+// Progress once a chunk's results are on their way to the host (counted in the ledger), so that a
+// progress callback that throws leaves the counts and the host arrays agreeing.
+std::function<void(std::size_t)> landed(const out_of_core_progress& progress, std::size_t n) {
+  if (!progress) return {};
+  return [&progress, n, done = std::size_t(0)](std::size_t count) mutable {
+    done += count;
+    progress(done, n);
+  };
+}
+
 }  // namespace
 
 out_of_core_summary out_of_core(const pipeline& chain, const std::vector<host_operand>& in, const host_operand& out,
@@ -117,14 +128,11 @@ out_of_core_summary out_of_core(const pipeline& chain, const std::vector<host_op
     for (element t : types) none.arrays.push_back({nullptr, 0, t, s});
     detail::streamed::run(chain, none, {nullptr, 0, out.type, s});
   }
-  std::size_t done = 0;
   loop.run(
       [&](const resident::detail::chunk_view& v) {
         detail::streamed::run(chain, chunk_inputs(in, v, s), {v.output, v.count, out.type, s});
-        done += v.count;
-        if (progress) progress(done, n);
       },
-      {});
+      {}, landed(progress, n));
   return loop.summary();
 }
 
@@ -153,14 +161,11 @@ out_of_core_summary out_of_core_reduce(const pipeline& chain, const std::vector<
     }
   const auto where =
       resident::detail::backend_of(s.device()).host_memory() ? detail::result_memory::host : detail::result_memory::device;
-  std::size_t done = 0;
   loop.run(
       [&](const resident::detail::chunk_view& v) {
         detail::streamed::reduce(chain, chunk_inputs(in, v, s), partial, slots[std::size_t(v.slot)].data(), where);
-        done += v.count;
-        if (progress) progress(done, n);
       },
-      results);
+      results, landed(progress, n));
   const auto* partials = static_cast<const unsigned char*>(loop.host_results());
   const std::size_t chunks = loop.summary().chunks;
   switch (r) {
@@ -192,7 +197,6 @@ out_of_core_summary out_of_core(const program& p, const host_operand& in, const 
   const std::size_t eb = detail::size_of(in.type);
   resident::detail::chunk_loop loop(n, {{in.data, eb}}, {out.data, eb}, true, 0, o);
   const stream_ref s = loop.kernel_stream();
-  std::size_t done = 0;
   loop.run(
       [&](const resident::detail::chunk_view& v) {
         if (in.type == element::f32)
@@ -201,10 +205,8 @@ out_of_core_summary out_of_core(const program& p, const host_operand& in, const 
         else
           resident::run(p, array_ref<double>(static_cast<double*>((*v.inputs)[0]), v.count, s),
               array_ref<double>(static_cast<double*>(v.output), v.count, s));
-        done += v.count;
-        if (progress) progress(done, n);
       },
-      {});
+      {}, landed(progress, n));
   return loop.summary();
 }
 

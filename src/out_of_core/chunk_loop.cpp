@@ -353,15 +353,16 @@ const void* chunk_loop::host_results() const noexcept {
   return cuda_ ? static_cast<const void*>(cuda_->results.data()) : static_cast<const void*>(results_.data());
 }
 
-void chunk_loop::run(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results) {
+void chunk_loop::run(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results,
+                     const std::function<void(std::size_t)>& landed) {
   RESIDENT_EXPECTS(result_bytes_ == 0 || chunks_ == 0 || results.size() >= std::size_t(depth_),
                    "out-of-core pipeline: a result slot per chunk in flight is needed");
   if (timeline_) timeline_->clear();
   if (chunks_ > 0) {
     if (cuda_)
-      run_cuda(kernel, results);
+      run_cuda(kernel, results, landed);
     else
-      run_cpu(kernel, results);
+      run_cpu(kernel, results, landed);
   }
   for (const host_side& h : inputs_) summary_.h2d_bytes += std::uint64_t(n_) * h.element_bytes;
   if (output_.data) summary_.d2h_bytes = std::uint64_t(n_) * output_.element_bytes;
@@ -370,7 +371,8 @@ void chunk_loop::run(const std::function<void(const chunk_view&)>& kernel, const
 
 // The CPU's memory is the host's: each chunk's kernel reads and writes the host arrays in place. The
 // ledger counts the chunks' bytes as the GPU's copies, so the counts agree across backends.
-void chunk_loop::run_cpu(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results) {
+void chunk_loop::run_cpu(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results,
+                         const std::function<void(std::size_t)>& landed) {
   std::vector<void*> in(inputs_.size());
   for (std::size_t c = 0; c < chunks_; ++c) {
     chunk_view v;
@@ -403,6 +405,7 @@ void chunk_loop::run_cpu(const std::function<void(const chunk_view&)>& kernel, c
     t.download_end_ms = ms_since(start_);
     record_stream_chunk(device_, up, down);
     if (timeline_) timeline_->push_back(t);
+    if (landed) landed(v.count);
   }
 }
 
@@ -416,7 +419,8 @@ void chunk_loop::run_cpu(const std::function<void(const chunk_view&)>& kernel, c
 // ahead; chunk c's output is staged out once its download has landed (a gate on its event). This
 // thread only queues device work, and sleeps only when neither the next upload (its staging in not
 // landed) nor the next download (its pinned buffer not yet staged out) can be queued.
-void chunk_loop::run_cuda(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results) {
+void chunk_loop::run_cuda(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results,
+                          const std::function<void(std::size_t)>& landed) {
   cuda_state& st = *cuda_;
   const std::size_t depth = std::size_t(depth_);
   const bool stage_out = output_.data && st.stage_out.data();
@@ -506,12 +510,14 @@ void chunk_loop::run_cuda(const std::function<void(const chunk_view&)>& kernel, 
       drained[k] = copiers->submit(std::span<const host_copy>(&out, 1), wait_for(st.downloaded[k]));
     }
     record_stream_chunk(device_, up, down);
+    if (landed) landed(count);
   };
   // Whichever can go next goes: the next upload while fewer than depth chunks are between upload and
   // download and its staging in has landed; else the next download once its pinned buffer is free;
   // else this thread sleeps until a host copy it needs ends. Neither direction waits for the other's
   // host copies, so the copy engines stay fed while the workers catch up.
   std::size_t u = 0, d = 0;  // the next chunk to upload, to download
+  try {
   while (d < chunks_) {
     const bool up_slot = u < chunks_ && u < d + depth;
     const bool down_ready = d < u;
@@ -526,6 +532,17 @@ void chunk_loop::run_cuda(const std::function<void(const chunk_view&)>& kernel, 
       if (down_ready) waits[w++] = &drained[d % depth];
       copiers->wait_any(std::span<const host_copy_pool::job* const>(waits, w));
     }
+  }
+  } catch (...) {
+    // A kernel or landed() threw: the downloads queued (and counted) land in the host arrays before
+    // the error goes on, so what the ledger says was copied is there.
+    try {
+      st.down.synchronize();
+      if (stage_out)
+        for (auto& j : drained) copiers->wait(j);
+    } catch (...) {
+    }
+    throw;
   }
   if (stage_out)
     for (auto& j : drained) copiers->wait(j);

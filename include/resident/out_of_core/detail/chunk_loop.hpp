@@ -54,7 +54,10 @@ class chunk_loop {
   /// Runs every chunk: upload, kernel(view), download, overlapped across chunks; returns when the
   /// last output is in host memory. results: depth() pointers to result_bytes of memory on the
   /// device (written by the kernel of the slot's chunk); their copies land in host_results().
-  void run(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results);
+  /// landed(count): after each chunk's download is queued (and counted), in chunk order; should it
+  /// throw, what was queued still lands before the loop's destructor returns.
+  void run(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results,
+           const std::function<void(std::size_t)>& landed = {});
   /// The partials, result_bytes each, in chunk order (after run()).
   const void* host_results() const noexcept;
   /// How the call ran (after run()).
@@ -62,8 +65,10 @@ class chunk_loop {
 
  private:
   struct cuda_state;
-  void run_cpu(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results);
-  void run_cuda(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results);
+  void run_cpu(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results,
+               const std::function<void(std::size_t)>& landed);
+  void run_cuda(const std::function<void(const chunk_view&)>& kernel, const std::vector<void*>& results,
+                const std::function<void(std::size_t)>& landed);
 
   device device_;
   std::size_t n_ = 0, chunk_ = 0, chunks_ = 0, result_bytes_ = 0;
