@@ -132,7 +132,7 @@ using host_array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 // the host's, or an object that is no array. Other types (bool, complex, float16) are named by visit.
 host_array host_array_of(nb::handle obj) {
   refuse_masked(obj, "to_device");
-  if (nb::hasattr(obj, "dtype") && nb::hasattr(nb::getattr(obj, "dtype"), "kind")) {
+  if (has_attr(obj, "dtype") && has_attr(nb::getattr(obj, "dtype"), "kind")) {
     const nb::object dt = obj.attr("dtype");
     const std::string kind = nb::cast<std::string>(nb::str(dt.attr("kind")));
     const std::string name = nb::cast<std::string>(nb::str(dt));

@@ -225,6 +225,10 @@ nb::dict cuda_array_interface(const py_array& a);
 void ready_for_any_stream(const py_array& a);
 /// The name of o's type, for messages.
 std::string py_type_name(nb::handle o);
+
+/// Whether o has the attribute, as Python's hasattr; but an error other than AttributeError reads as
+/// absent too, except an interrupt or exit (not an Exception), which goes on unchanged.
+bool has_attr(nb::handle o, const char* name);
 /// Refuses a NumPy masked array (what would take its data alone, dropping the mask). @throws invalid_argument.
 void refuse_masked(nb::handle obj, const char* what);
 

@@ -42,7 +42,7 @@ library* find_torch(nb::object torch) {
   l->strided = nb::getattr(torch, "strided", nb::none());
   nb::object c = nb::getattr(torch, "_C", nb::none());
   l->raw_stream = c.is_none() ? nb::none() : nb::getattr(c, "_cuda_getCurrentRawStream", nb::none());
-  if (l->strided.is_none() || l->raw_stream.is_none() || !nb::hasattr(tensor, "is_neg"))
+  if (l->strided.is_none() || l->raw_stream.is_none() || !has_attr(tensor, "is_neg"))
     return nullptr;  // a PyTorch without them: __dlpack__
   tensor.release();
   return l;

@@ -310,6 +310,16 @@ void refuse_masked(nb::handle obj, const char* what) {
                              "are; pass x.filled(value) (or x.compressed() for the unmasked values)");
 }
 
+bool has_attr(nb::handle o, const char* name) {
+  if (PyObject* v = PyObject_GetAttrString(o.ptr(), name)) {
+    Py_DECREF(v);
+    return true;
+  }
+  if (!PyErr_ExceptionMatches(PyExc_Exception)) throw nb::python_error();
+  PyErr_Clear();
+  return false;
+}
+
 std::string py_type_name(nb::handle o) { return nb::cast<std::string>(nb::str(o.type().attr("__name__"))); }
 
 // Takes another library's array in place: its __dlpack__ (with the stream handshake), a DLPack
@@ -335,7 +345,7 @@ py_array take_in(nb::object obj) {
   if (nb::isinstance<py_array>(obj)) return nb::cast<py_array>(obj);
   if (std::optional<py_array> d = take_direct(obj)) return std::move(*d);  // PyTorch, CuPy on CUDA
   refuse_masked(obj, "resident");
-  if (!PyCapsule_CheckExact(obj.ptr()) && nb::hasattr(obj, "__dlpack__") && nb::hasattr(obj, "__dlpack_device__")) {
+  if (!PyCapsule_CheckExact(obj.ptr()) && has_attr(obj, "__dlpack__") && has_attr(obj, "__dlpack_device__")) {
     // A CUDA producer is asked for its memory ordered before the stream resident will work on: the
     // call's stream, else the producer library's current stream (PyTorch, CuPy, Numba), else the
     // legacy default stream (its work then finished before returning).
@@ -360,7 +370,7 @@ py_array take_in(nb::object obj) {
     if (!nb::try_cast(obj, nd, false)) throw rs::invalid_argument("from_dlpack: nanobind could not take the capsule");
     return adopt(std::move(nd), readonly);
   }
-  if (nb::hasattr(obj, "__dlpack__")) {
+  if (has_attr(obj, "__dlpack__")) {
     // Called without a stream, the producer orders its work before the legacy default stream, which
     // is the stream resident works on for arrays it takes in. Asked for writable memory first, so that
     // memory its producer marks read-only is known as such.
@@ -397,15 +407,7 @@ py_array take_in(nb::object obj) {
                                "x.astype(np.float64), or for bytes in the other order x.astype(x.dtype.newbyteorder('='))" +
                                said);
   }
-  if (nb::hasattr(obj, "__cuda_array_interface__")) return from_cuda_array_interface(obj);
-  // hasattr keeps quiet about a property that raised: an interrupt (or exit) there goes on unchanged.
-  if (PyObject* t = PyObject_GetAttrString(obj.ptr(), "__cuda_array_interface__")) {
-    Py_DECREF(t);
-  } else if (!PyErr_ExceptionMatches(PyExc_Exception)) {
-    throw nb::python_error();
-  } else {
-    PyErr_Clear();
-  }
+  if (has_attr(obj, "__cuda_array_interface__")) return from_cuda_array_interface(obj);
   throw rs::invalid_argument("from_dlpack: a " + py_type_name(obj) + " has neither __dlpack__ nor __cuda_array_interface__");
 }
 

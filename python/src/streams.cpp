@@ -32,7 +32,7 @@ std::intptr_t handle_from(nb::handle v, const char* what, const char* via) {
 std::optional<std::intptr_t> parse_stream(nb::handle s, const char* what) {
   if (s.is_none()) return std::nullopt;
   if (PyLong_Check(s.ptr()) || PyIndex_Check(s.ptr())) return handle_from(s, what, "");  // an int, NumPy's too
-  if (nb::hasattr(s, "__cuda_stream__")) {
+  if (has_attr(s, "__cuda_stream__")) {
     nb::object r = s.attr("__cuda_stream__");
     if (PyCallable_Check(r.ptr())) r = r();
     if (!PyTuple_Check(r.ptr()) || PyTuple_GET_SIZE(r.ptr()) != 2)
@@ -40,11 +40,11 @@ std::optional<std::intptr_t> parse_stream(nb::handle s, const char* what) {
                              "; the CUDA stream protocol gives (version, handle)");
     return handle_from(PyTuple_GET_ITEM(r.ptr(), 1), what, ".__cuda_stream__()[1]");
   }
-  if (nb::hasattr(s, "cuda_stream")) return handle_from(s.attr("cuda_stream"), what, ".cuda_stream");  // PyTorch
-  if (nb::hasattr(s, "ptr")) return handle_from(s.attr("ptr"), what, ".ptr");                          // CuPy
-  if (nb::hasattr(s, "handle")) {                                                                        // Numba
+  if (has_attr(s, "cuda_stream")) return handle_from(s.attr("cuda_stream"), what, ".cuda_stream");  // PyTorch
+  if (has_attr(s, "ptr")) return handle_from(s.attr("ptr"), what, ".ptr");                          // CuPy
+  if (has_attr(s, "handle")) {                                                                        // Numba
     nb::object h = s.attr("handle");
-    if (nb::hasattr(h, "value")) h = h.attr("value");  // a ctypes c_void_p
+    if (has_attr(h, "value")) h = h.attr("value");  // a ctypes c_void_p
     return handle_from(h, what, ".handle");
   }
   throw rs::invalid_type(std::string(what) + ": stream= takes an object with __cuda_stream__, a PyTorch, CuPy or Numba "

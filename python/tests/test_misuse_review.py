@@ -239,3 +239,21 @@ def test_argument_mistakes_on_programs_chains_and_kernel_source_are_typed():
     for bad in ("bogus", "float16"):
         with pytest.raises(rs.InvalidType, match="kernel_source"):
             c.kernel_source([bad], "float64")
+
+
+@needs_numba
+def test_an_interrupt_while_an_attribute_is_looked_up_goes_on_unchanged():
+    class Stream:
+        @property
+        def __cuda_stream__(self):
+            raise KeyboardInterrupt
+
+    class Array:
+        @property
+        def __dlpack__(self):
+            raise KeyboardInterrupt
+    for call in (lambda: rs.stage(lambda v: v)(np.ones(3), stream=Stream()), lambda: rs.sum(np.ones(3), stream=Stream()),
+                 lambda: rs.sum(Array()), lambda: rs.stage(lambda v: v)(Array())):
+        with pytest.raises(KeyboardInterrupt):
+            call()
+    assert rs.sum(np.ones(3)) == 3  # usable after
