@@ -276,7 +276,8 @@ TEST_P(jit, misuse_is_a_typed_error_before_anything_compiles) {
   EXPECT_THROW(seed_chain()(x, d), rs::invalid_argument);                  // float values into a double array
   EXPECT_THROW((seed_chain() | rs::jit::sum())(x, y), rs::invalid_argument);  // a reduction needs result<>
   EXPECT_THROW(seed_chain().result<float>(x), rs::invalid_argument);       // no reduction
-  EXPECT_THROW((seed_chain() | rs::jit::sum()).result<double>(x), rs::invalid_argument);
+  EXPECT_THROW((seed_chain() | rs::jit::min()).result<double>(x), rs::invalid_argument);  // only a sum widens
+  EXPECT_THROW((seed_chain() | rs::jit::sum()).result<std::int64_t>(x), rs::invalid_argument);
   EXPECT_THROW(rs::jit::map("return v;"), rs::invalid_argument);
   EXPECT_THROW(rs::jit::map("std::string f(float v) { return {}; }"), rs::invalid_argument);
   EXPECT_THROW(rs::jit::map(f1, "nope"), rs::invalid_argument);
