@@ -235,6 +235,8 @@ def test_pow_gives_one_value_at_every_place_in_the_array():
         x = np.array([-np.inf, -0.0, 4.0] * 11, dtype)
         want = np.array([math.pow(v, 0.5) for v in x.astype(np.float64)], dtype)
         for got in (rs.op.pow(0.5)(x.copy()), rs.stage(lambda v: v ** 0.5)(x.copy()),
-                    rs.stage("double r(double v) { return pow(v, 0.5); }")(x.astype(np.float64)).astype(dtype)):
+                    rs.stage("double r(double v) { return pow(v, 0.5); }")(x.astype(np.float64)).astype(dtype),
+                    rs.stage("float r(float v) { return std::pow(v, 0.5f); }")(x.astype(np.float32)).astype(dtype),
+                    rs.stage("float r(float v) { return pow(v, 0.5f); }")(x.astype(np.float32)).astype(dtype)):
             np.testing.assert_array_equal(got, want)
             assert not np.signbit(got[1::3]).any(), got

@@ -89,6 +89,18 @@ const char* host_prelude = R"(// resident run-time kernel (host flavor)
 #include <math.h>
 #define RESIDENT_HD
 #define RS_FN static inline
+// pow through functions the compiler does not know as built-ins: libstdc++'s std::pow(float, float)
+// calls __builtin_powf, which -fno-builtin-powf leaves one, and the vectorizer turns pow(x, 0.5) into
+// a vector sqrt (nan at -inf, -0 at -0) while the loop's tail calls powf (+inf, +0).
+RS_FN float rs_pow(float a, float b) { return ::powf(a, b); }
+RS_FN double rs_pow(double a, double b) { return ::pow(a, b); }
+RS_FN long double rs_pow(long double a, long double b) { return ::powl(a, b); }
+template <class A, class B> RS_FN auto rs_pow(A a, B b) -> decltype(std::pow(a, b)) {
+  using R = decltype(std::pow(a, b));
+  return rs_pow(R(a), R(b));
+}
+namespace std { using ::rs_pow; }
+#define pow rs_pow
 )";
 
 // The fold's identity-free operator for the built-in reductions, and their init.

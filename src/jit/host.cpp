@@ -39,7 +39,7 @@ struct host_kernel : loaded {
 // they could otherwise be interposed, and the loop would call each one and not vectorize);
 // -fno-builtin-pow(f): GCC's vectorizer turns pow(x, 0.5) into a vector sqrt (nan at -inf, -0 at -0)
 // while the loop's scalar tail calls pow (+inf, +0), so an element's value would depend on its place;
-// pow is then called per element. Then the vectors of the CPU backend's SIMD path
+// pow is then called per element (the prelude sends std::pow's overloads there too: generate.cpp). Then the vectors of the CPU backend's SIMD path
 // (launch/detail/cpu_simd.hpp), part of the kernel's key.
 std::vector<std::string> compile_flags() {
   std::vector<std::string> f = {"-std=c++17", "-O3", "-fPIC", "-shared", "-ffp-contract=off",
