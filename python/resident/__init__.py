@@ -118,8 +118,11 @@ Array.to_numba = to_numba
 _NOTHING = object()
 
 
-def _program_sum(self, x=_NOTHING, stream=None, **unknown):
+def _program_sum(self=_NOTHING, x=_NOTHING, stream=None, **unknown):
     """The sum of p(x[i]) in one pass (one kernel), in x's precision; waits for the stream it ran on."""
+    if not isinstance(self, (program, op)):  # rs.op.sum(x): called on the class, x arrived as self
+        raise InvalidType("sum is a method of an operation or a program: rs.op.sqrt().sum(x), p.sum(x); "
+                          "the plain sum of an array is rs.sum(x)")
     if x is _NOTHING or unknown:
         raise InvalidType(f"{'program' if isinstance(self, program) else 'op'}.sum(x, stream=None) takes one "
                           f"array and optionally a stream{'; not ' + ', '.join(unknown) if unknown else ''}")

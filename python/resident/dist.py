@@ -338,12 +338,22 @@ def apply(work, x, out=None):
         return out
     for s in x.shards:
         made = work(s)
-        if made is not None and made is not s and not isinstance(work, (_core.program, _core.op, jit.Chain)):
+        if made is not None and made is not s and not isinstance(work, (_core.program, _core.op, jit.Chain)) \
+                and not _same_memory(made, s):
             # A callable that returned a new array left the shard as it was: its result would be dropped.
             raise InvalidArgument(f"resident.dist.apply: work returned a {type(made).__name__} rather than writing "
                                   "the shard in place; give work that writes its array (or takes out=), e.g. a "
                                   "resident.op program or a stage")
     return x
+
+
+def _same_memory(a, shard):
+    """Whether a (another library's view, e.g. a tensor's in-place method's result) is the shard's memory."""
+    try:
+        v = a if isinstance(a, _core.Array) else _core.from_dlpack(a)
+    except Error:
+        return False
+    return (v.data_ptr, v.nbytes, v.device) == (shard.data_ptr, shard.nbytes, shard.device)
 
 
 _POOL = None

@@ -410,9 +410,7 @@ class Chain:
             try:
                 missing = _dispatch(self._built, inputs, out, stream, self._python_stages)
                 if missing == "capsule":
-                    # A DLPack capsule is taken once, here, as resident.from_dlpack takes it.
-                    inputs = tuple(_core.from_dlpack(x) if type(x).__name__ == "PyCapsule" else x for x in inputs)
-                    out = _core.from_dlpack(out) if type(out).__name__ == "PyCapsule" else out
+                    inputs, out = _capsules_taken(inputs, out)
                     missing = _dispatch(self._built, inputs, out, stream, self._python_stages)
                 if missing == "guard":
                     missing = _guarded(_dispatch, self._built, inputs, out, stream, False)
@@ -422,6 +420,7 @@ class Chain:
                 missing = True
             if missing is None:
                 return inputs[0] if out is None else out
+        inputs, out = _capsules_taken(inputs, out)  # once: a retry below takes the same arrays
         try:
             return self._call(inputs, out, n, device, stream)
         except _core.CompileError as e:
@@ -440,9 +439,6 @@ class Chain:
         return bool(dropped)
 
     def _call(self, inputs, out, n, device, stream):
-        if any(type(x).__name__ == "PyCapsule" for x in inputs + (out,)):  # taken once (see __call__)
-            inputs = tuple(_core.from_dlpack(x) if type(x).__name__ == "PyCapsule" else x for x in inputs)
-            out = _core.from_dlpack(out) if type(out).__name__ == "PyCapsule" else out
         if device is not None and not isinstance(device, str):
             raise _core_error("InvalidType", f"resident.jit: device is a {type(device).__name__}; give a name such as "
                               "'cpu' or 'cuda:0'")
@@ -520,6 +516,15 @@ class Chain:
                 raise _core_error("InvalidType", f"kernel_source: dtype {d!r}; a chain's arrays hold one of {_DTYPES}")
         pipe, _ = self.build(dtypes, _target_of_device(device))
         return pipe.kernel_source(dtypes, out, device)
+
+
+def _capsules_taken(inputs, out):
+    """DLPack capsules among the arguments as resident arrays: a capsule is taken once, as
+    resident.from_dlpack takes it."""
+    if not any(type(x).__name__ == "PyCapsule" for x in inputs + (out,)):
+        return inputs, out
+    inputs = tuple(_core.from_dlpack(x) if type(x).__name__ == "PyCapsule" else x for x in inputs)
+    return inputs, (_core.from_dlpack(out) if type(out).__name__ == "PyCapsule" else out)
 
 
 _WIDER = {"int32": "long long rs_widen_i32(int v) { return v; }",

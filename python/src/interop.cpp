@@ -392,7 +392,7 @@ py_array take_in(nb::object obj) {
     std::string dtype;
     if (PyObject* d = PyObject_GetAttrString(obj.ptr(), "dtype")) {
       if (PyObject* r = PyObject_Str(d)) {
-        dtype = " of dtype " + nb::cast<std::string>(nb::handle(r));
+        dtype = nb::cast<std::string>(nb::handle(r));
         Py_DECREF(r);
       }
       Py_DECREF(d);
@@ -401,6 +401,15 @@ py_array take_in(nb::object obj) {
       if (!PyErr_ExceptionMatches(PyExc_Exception)) throw nb::python_error();
       PyErr_Clear();
     }
+    // A dtype resident computes on ('float32', 'torch.float32'): the refusal was for another reason
+    // (a tensor that requires grad, a device the producer cannot export), and its words say which.
+    const std::string last = dtype.substr(dtype.rfind('.') + 1);
+    if (dtype.empty() || last == "float32" || last == "float64" || last == "int32" || last == "int64" ||
+        last == "uint32" || last == "uint64")
+      throw rs::invalid_argument("from_dlpack: the __dlpack__ of a " + py_type_name(obj) +
+                                 (dtype.empty() ? "" : " of dtype " + dtype) +
+                                 " gave no tensor (its producer refused to export it)" + said);
+    dtype = " of dtype " + dtype;
     throw rs::invalid_type("from_dlpack: the __dlpack__ of a " + py_type_name(obj) + dtype +
                                " gave no tensor (its producer refused to export it). resident computes on float32, "
                                "float64, int32, int64, uint32 and uint64 in the machine's byte order: convert it, e.g. "

@@ -380,6 +380,11 @@ def test_a_program_or_op_called_with_other_arguments_is_invalid_type():
             with pytest.raises(rs.InvalidType, match="takes one array"):
                 call()
     np.testing.assert_array_equal(x, np.full(4, 3.0, np.float32) ** 0.5)
+    for cls in (rs.op, rs.program):  # the method called on the class: x arrives as self
+        with pytest.raises(rs.InvalidType, match=r"rs\.sum\(x\)"):
+            cls.sum(x)
+        with pytest.raises(rs.InvalidType, match=r"rs\.sum\(x\)"):
+            cls.sum()
 
 
 def test_the_cpp_timing_helpers_refuse_read_only_memory():

@@ -300,6 +300,13 @@ def test_a_producers_own_error_is_in_the_message():
     with pytest.raises(rs.InvalidArgument, match="it said: .*no export today"):
         rs.sum(_Producer(ValueError("no export today")))
 
+    class Float32(_Producer):  # a dtype resident takes: the producer's refusal is not a type's
+        dtype = np.dtype(np.float32)
+    for call in (rs.from_dlpack, rs.sum):
+        with pytest.raises(rs.InvalidArgument, match="requires grad") as e:
+            call(Float32(BufferError("it requires grad")))
+        assert not isinstance(e.value, rs.InvalidType) and "astype" not in str(e.value)
+
 
 def test_dlpack_arguments_of_the_wrong_kind_are_typed_errors():
     x = rs.to_device(np.ones(3, np.float32))
@@ -307,7 +314,7 @@ def test_dlpack_arguments_of_the_wrong_kind_are_typed_errors():
         x.__dlpack__(max_version=1)
     with pytest.raises(rs.InvalidType, match="copy"):
         x.__dlpack__(copy="yes")
-    assert np.from_dlpack(x).sum() == 3
+    assert rs.sum(x) == 3  # the refusals left x usable
 
 
 @needs_numba
