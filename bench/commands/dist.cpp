@@ -44,8 +44,9 @@ int run_bench_dist(const bench_options& o) {
   } else {
     require_memory(devs[0], what, 2 * floats, 0, advice);
   }
-  out() << "Beyond one device: " << (gpu ? "cuda:0 and cuda:1 (" + properties(devs[0]).name + ")" : "two CPU shards")
-        << ", median of " << reps << "\n";
+  out() << wrap("Beyond one device: " + (gpu ? "cuda:0 and cuda:1 (" + properties(devs[0]).name + ")" : "two CPU shards") +
+                ", median of " + std::to_string(reps))
+        << "\n";
   table t({{"measure", "measure", false}, {"median", "median", true}, {"unit", "unit", false}, {"note", "note", false}});
   progress bar("bench dist", gpu ? 9 : 3);
   std::vector<stream> owned;

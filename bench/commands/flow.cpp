@@ -41,7 +41,7 @@ int run_bench_flow(const bench_options& o) {
   // the refusal is the only output rather than an allocation failing after two progress lines.
   const std::size_t chain_elements = 1024;
   require_memory(d, "bench flow", double(chain_elements * sizeof(float)), 0, "Free memory and run it again");
-  out() << "Flows on " << d.name() << " (" << properties(d).name << ")\n";
+  out() << wrap("Flows on " + d.name() + " (" + properties(d).name + ")") << "\n";
   table t({{"measure", "measure", false}, {"median", "median", true}, {"unit", "unit", false}, {"note", "note", false}});
 
   const bool gpu = d.is_cuda();

@@ -41,7 +41,7 @@ int run_bench_guide(const bench_options& o, const std::string& examples_dir) {
   // argument vector, no shell.
   const detail::private_dir work("resident-guide");
   const std::string rows_file = work.file("rows.jsonl");
-  out() << "The guide's examples on " << d.name() << " (" << properties(d).name << ")\n";
+  out() << wrap("The guide's examples on " + d.name() + " (" + properties(d).name + ")") << "\n";
   {
     progress p("bench guide", std::size(guide_examples));
     for (const char* name : guide_examples) {

@@ -62,8 +62,9 @@ int run_bench_jit(const bench_options& o) {
   require_memory(d, "bench jit at n = 2^" + std::to_string(largest), 8 * std::ldexp(1.0, int(largest)),
                  8 * std::ldexp(1.0, int(largest)), "Choose smaller --sizes (16 bytes per element in all)");
   const int reps = o.reps ? o.reps : (d.is_cuda() ? 50 : 10);
-  out() << "Run-time stages (the seed pipeline as C++ text compiled at run time) on " << d.name() << " ("
-        << properties(d).name << ")\n";
+  out() << wrap("Run-time stages (the seed pipeline as C++ text compiled at run time) on " + d.name() + " (" +
+                properties(d).name + ")")
+        << "\n";
 
   progress bar("bench jit", logs.size() + 3);
   // The compile cache: a fresh folder, so the first call compiles whatever ran before.

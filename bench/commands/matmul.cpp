@@ -98,8 +98,9 @@ int run_bench_matmul(const bench_options& o, const std::vector<std::string>& alg
   // the only output.
   require_memory(d, "bench matmul at n = " + format_number(largest, 0), 12 * largest * largest,
                  4 * largest * largest, "Choose smaller --sizes (16 bytes per matrix element in all)");
-  out() << "Matrix multiply ladder, float32, C = A B with n x n matrices, on " << d.name() << " ("
-            << properties(d).name << ")\n";
+  out() << wrap("Matrix multiply ladder, float32, C = A B with n x n matrices, on " + d.name() + " (" +
+                properties(d).name + ")")
+        << "\n";
   progress bar("bench matmul", sizes.size() * algos.size());
   std::vector<point> pts;
   std::map<std::size_t, double> vendor_tf;

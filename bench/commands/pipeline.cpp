@@ -32,7 +32,7 @@ device pick(const bench_options& o) {
 }
 
 void header(const char* what, device d) {
-  out() << what << " on " << d.name() << " (" << properties(d).name << ")\n";
+  out() << wrap(std::string(what) + " on " + d.name() + " (" + properties(d).name + ")") << "\n";
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ int run_bench_rng(const bench_options& o) {
   const std::size_t points = d.is_cuda() ? std::size_t(1) << 28 : std::size_t(1) << 22;
   require_memory(d, "bench rng", std::max({4.0 * double(n), 8.0 * double(points), d.is_cpu() ? 256.0 * (1 << 20) : 0.0}),
                  0, "Free memory and run it again");
-  out() << "Random numbers into existing arrays on " << d.name() << " (" << properties(d).name << ")\n";
+  out() << wrap("Random numbers into existing arrays on " + d.name() + " (" + properties(d).name + ")") << "\n";
   progress bar("bench rng", 3);
   stream s(d);
   table t({{"measure", "measure", false}, {"median", "median", true}, {"unit", "unit", false}, {"note", "note", false}});
