@@ -427,29 +427,26 @@ def _reduce(x, op, work):
         # An empty shard has no least or greatest element: the others decide. With every element empty,
         # part raises as resident.min of an empty array does (in every process: x.size is the whole's).
         shards = [s for s in shards if s.size > 0] or (x.shards[:1] if x.size == 0 else [])
-    value = _combine(_each(part, shards), op) if shards else _identity(x.dtype, op)
+    made = _np.dtype(_values_dtype(x, chain, work))  # what work makes of x's values (x's own without work)
+    value = _combine(_each(part, shards), op) if shards else _identity(made, op)
     if op == "sum" and isinstance(value, int) and not isinstance(value, bool):
         # Integer sums add in 64 bits and wrap, as resident.sum (and a chain's sum) of the whole would,
-        # signed or not as the values summed are (work may make other values than x holds).
-        kind = _np.dtype(x.dtype).kind
-        if chain is not None and x.shards:
-            made = chain.build([str(x.dtype)], tuple(_core._jit_target(x.shards[0])))[1]
-            kind = _np.dtype(made).kind if made else kind
-        value = _wrap64(value, kind != "u")
+        # signed or not as the values summed are.
+        value = _wrap64(value, made.kind != "u")
     if x.comm is not None and x.comm.size > len(x.shards):
         # The processes' parts in the type the value has (a sum of floats in double, of integers in 64 bits).
         if isinstance(value, float):
             wide = "float64"
-        elif op == "sum" or _np.dtype(x.dtype).kind not in "iu":
-            wide = "uint64" if _np.dtype(x.dtype).kind == "u" or value >= 1 << 63 else "int64"
+        elif op == "sum" or made.kind not in "iu":
+            wide = "uint64" if made.kind == "u" else "int64"
         else:
-            wide = x.dtype
+            wide = made
         buf = _core.to_device(_np.array([value], dtype=wide), x.comm.devices[0])
         x.comm.all_reduce([buf], op)
         value = buf.to_host()[0].item()
         if op == "sum" and wide in ("int64", "uint64"):
             value = _wrap64(value, wide == "int64")
-    if op == "sum" and work is not None and _values_dtype(x, chain, work) == "float32":
+    if op == "sum" and work is not None and made == _np.float32:
         value = float(_np.float32(value))  # the whole rounded once, as a chain's float32 sum is
     return value
 

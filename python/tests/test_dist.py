@@ -161,6 +161,11 @@ import sys, numpy as np, resident as rs
 c = rs.dist.Communicator.from_launcher(timeout=60, device="cpu")
 x = rs.dist.shard(np.arange(1001, dtype=np.float64), c)
 line = " ".join(map(str, (c.rank, c.size, c.launcher, x.extents, rs.dist.sum(x), rs.dist.min(x), rs.dist.max(x))))
+# Work making other values than x holds: the ranks combine those (signed sums of unsigned x, wider maxima).
+u = rs.dist.shard(np.arange(1001, dtype=np.uint32), c)
+i = rs.dist.shard(np.arange(1001, dtype=np.int32), c)
+line += " " + str(rs.dist.sum(u, rs.stage("long long neg(unsigned int v) { return -(long long)v; }")))
+line += " " + str(rs.dist.max(i, rs.stage("long long big(int v) { return v * 10000000000LL; }")))
 open(f"{sys.argv[1]}/rank{c.rank}.txt", "w").write(line)
 """
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -172,7 +177,7 @@ open(f"{sys.argv[1]}/rank{c.rank}.txt", "w").write(line)
     for rank in range(2):
         line = (tmp_path / f"rank{rank}.txt").read_text()
         assert line.startswith(f"{rank} 2 mpi"), line
-        assert line.endswith("500500.0 0.0 1000.0"), line
+        assert line.endswith("500500.0 0.0 1000.0 -500500 10000000000000"), line
 
 
 @gpu
