@@ -102,6 +102,7 @@ class Communicator:
                                           "file path, fresh for each job, on a file system every rank sees")
                 job = env.get("TORCHELASTIC_RUN_ID") or f"{addr}-{env.get('MASTER_PORT', '0')}"
                 added["RESIDENT_RENDEZVOUS"] = os.path.join(tempfile.gettempdir(), f"resident-rendezvous-{job}")
+        added = {k: v for k, v in added.items() if k not in env}  # what the user set stays, and is restored
         for k, v in added.items():
             env[k] = v
         try:
@@ -113,7 +114,8 @@ class Communicator:
             text = str(e)
             for ours, theirs in (("RESIDENT_WORLD_SIZE", "WORLD_SIZE"), ("RESIDENT_RANK", "RANK"),
                                  ("RESIDENT_LOCAL_RANK", "LOCAL_RANK"), ("RESIDENT_LOCAL_SIZE", "LOCAL_WORLD_SIZE")):
-                text = text.replace(ours, theirs + " (torchrun's)")
+                if ours in added:  # a RESIDENT_ variable the user set themselves keeps its name
+                    text = text.replace(ours, theirs + " (torchrun's)")
             raise type(e)(text) from None
         finally:
             for k in added:

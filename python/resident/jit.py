@@ -169,7 +169,8 @@ def _filled(fn, k):
              8: lambda a, b, c, d, e, f, g, h: fn(a, b, c, d, e, f, g, h)}
     g = calls.get(k)
     if g is None:
-        raise _core_error("InvalidType", f"resident.stage: {fn.__name__} would receive {k} values; a stage takes at most 8")
+        raise _core_error("InvalidType", f"resident.stage: {fn.__name__} would receive {k} values, and its parameters' "
+                          "defaults fill at most 8; write it with exactly as many parameters as values")
     g.__name__ = g.__qualname__ = fn.__name__
     return g
 

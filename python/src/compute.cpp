@@ -200,9 +200,10 @@ void bind_compute(nb::module_& m) {
       .def(nb::init<>())
       .def("__init__", [](rs::program* self, const std::vector<rs::op>& ops) { new (self) rs::program(ops); },
            nb::arg("ops"))
-      .def("__init__", [](rs::program*, nb::args args, nb::kwargs) {
+      .def("__init__", [](rs::program*, nb::args args, nb::kwargs kwargs) {
         throw rs::invalid_type("program(ops) takes a list of resident.op, e.g. rs.program([rs.op.sqrt(), "
-                               "rs.op.add(1)]); it was given " + nb::cast<std::string>(nb::repr(args)));
+                               "rs.op.add(1)]); it was given " + nb::cast<std::string>(nb::repr(args)) +
+                               (kwargs.size() ? " and " + nb::cast<std::string>(nb::repr(kwargs)) : std::string()));
       })
       .def("__or__", [](const rs::program& p, const rs::op& o) { return p | o; }, nb::is_operator())
       .def("__or__", [](const rs::program& p, const rs::program& q) { return p | q; }, nb::is_operator())

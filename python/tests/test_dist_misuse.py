@@ -1,6 +1,8 @@
 """resident.dist given what it cannot use: objects that only look like arrays, read-only memory,
 timeouts that are not a usable number of seconds, empty shards in min and max, and device lists,
 work and shard lists of the wrong kind; each a typed error, with nothing written."""
+import os
+
 import numpy as np
 import pytest
 
@@ -182,3 +184,16 @@ def test_torchruns_variables_are_named_as_the_user_set_them(world, rank, named, 
     with pytest.raises(rs.InvalidArgument) as e:
         rs.dist.Communicator.from_launcher(timeout=5)
     assert named in str(e.value) and "RESIDENT_" not in str(e.value)
+
+
+def test_a_resident_variable_the_user_set_survives_torchruns_translation(monkeypatch):
+    for k in ("RESIDENT_WORLD_SIZE", "RESIDENT_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("WORLD_SIZE", "x")
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    monkeypatch.setenv("RESIDENT_LOCAL_RANK", "7")
+    with pytest.raises(rs.InvalidArgument, match="WORLD_SIZE \\(torchrun's\\)"):
+        rs.dist.Communicator.from_launcher(timeout=5)
+    assert os.environ["RESIDENT_LOCAL_RANK"] == "7"
+    assert "RESIDENT_WORLD_SIZE" not in os.environ

@@ -183,8 +183,10 @@ def test_a_dtype_no_kernel_takes_is_named_with_what_to_do():
             rs.sum(np.ones(3, dtype))
     with pytest.raises(rs.InvalidType, match="list of resident.op"):
         rs.program([1])
-    with pytest.raises(rs.InvalidType, match="list of resident.op"):
+    with pytest.raises(rs.InvalidType, match="list of resident.op.*'bogus': 1"):
         rs.program(rs.op.sqrt(), bogus=1)
+    with pytest.raises(rs.InvalidType, match="given \\(\\) and \\{'ops': 5\\}"):
+        rs.program(ops=5)
     assert len(rs.program([rs.op.sqrt(), rs.op.add(1)])) == 2
 
 

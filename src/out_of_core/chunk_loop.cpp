@@ -538,10 +538,15 @@ void chunk_loop::run_cuda(const std::function<void(const chunk_view&)>& kernel, 
     // the error goes on, so what the ledger says was copied is there.
     try {
       st.down.synchronize();
-      if (stage_out)
-        for (auto& j : drained) copiers->wait(j);
     } catch (...) {
     }
+    if (stage_out)
+      for (auto& j : drained) {
+        try {  // each on its own: one that failed leaves the others to land
+          copiers->wait(j);
+        } catch (...) {
+        }
+      }
     throw;
   }
   if (stage_out)
