@@ -5,7 +5,8 @@ on resident's arrays, PyTorch tensors and CuPy arrays (on that library's current
 cupy.fuse, a Numba kernel calling three device functions; a device copy of the same bytes (system "copy",
 CuPy's first: over_copy's reference, timed again just before each row, copy_ms, so that a GPU whose rate
 drifts during a size's rows is compared with itself). back_to_back_ms: `calls` calls queued, one synchronization, per call,
-median of `reps`; issue_us: median time for a call to return; gbs: bytes read + written. Outputs are checked
+median of `reps`; issue_us: median time for a call to return; gbs: bytes read + written; place: the row's
+place in its size's order (resident's three systems take turns leading each library's rows). Outputs are checked
 against FP64 on a sample first (a wrong one: ok false). Past --budget-s the sizes left are skipped; a system
 that cannot be set up or run is listed in `skipped` with its reason. --device cpu: resident on its CPU arrays
 and NumPy's (a dry run). Exit 1 when resident fails. usage: python_race.py [--json FILE|-] [--log2 16 18 ..]
@@ -189,7 +190,13 @@ def race(a, dev, log2, out, skip):
                 except Exception as e:
                     skip("*", lib, f"arrays: {e!r}", repeat=r, log2_n=l)
             ref_copy = copies[0] if copies and copies[0][1] in opened else None
-            for system, lib, make in copies + systems:
+            # Resident's three systems take turns at leading each library's rows (a repetition's order
+            # rotated by one): an effect of a row's place in the order shows as such, not as one system's.
+            turn = (r - 1) % len(RESIDENT)
+            ordered = sorted(systems, key=lambda w: (libs.index(w[1]) if w[1] in libs else len(libs),
+                                                     (RESIDENT.index(w[0]) - turn) % len(RESIDENT)
+                                                     if w[0] in RESIDENT else len(RESIDENT)))
+            for place, (system, lib, make) in enumerate(copies + ordered):
                 if (system, lib) in dead or lib not in opened:
                     continue
                 try:
@@ -206,7 +213,7 @@ def race(a, dev, log2, out, skip):
                         dead.add((system, lib))  # never ran: it would fail alike at every size
                     continue
                 copy_ms = copy_ms or (row["back_to_back_ms"] if system == "copy" else None)
-                out["rows"].append({"repeat": r, "system": system, "array_library": lib, "log2_n": l, **row,
+                out["rows"].append({"repeat": r, "system": system, "array_library": lib, "log2_n": l, "place": place, **row,
                                     "copy_ms": copy_ms,
                                     "over_copy": row["back_to_back_ms"] / copy_ms if copy_ms else None})
             done = [w["ok"] for w in out["rows"] if w["repeat"] == r and w["log2_n"] == l]
