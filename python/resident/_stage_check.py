@@ -92,8 +92,13 @@ def _check_body(fn, what, seen, path=()):
     raising = tuple(getattr(ir, k) for k in ("Raise", "StaticRaise", "DynamicRaise", "TryRaise", "StaticTryRaise",
                                              "DynamicTryRaise") if hasattr(ir, k))
     where = f"{fn.__code__.co_filename}:"
-    for block in fir.blocks.values():
-        for st in block.body:
+    # What the body names, resolved: globals and closure values, attributes of modules among them
+    # (builtins.print), and the defaults of its parameters (def f(v, p=print)).
+    named = {}
+    for d in (fn.__defaults__ or ()):
+        _check_value(d, fn, what, seen, path, f"{where}{fn.__code__.co_firstlineno} (a parameter's default)")
+    for label in sorted(fir.blocks):
+        for st in fir.blocks[label].body:
             line = f"{where}{st.loc.line}"
             if isinstance(st, raising):
                 raise _core_error("CompileError", f"{what}: {fn.__name__} can raise ({line}: a raise or assert); a "
@@ -103,16 +108,42 @@ def _check_body(fn, what, seen, path=()):
                 raise _core_error("CompileError", f"{what}: {fn.__name__} calls print() ({line}), which needs the "
                                   "Python interpreter: a stage runs inside a compiled loop or kernel")
             value = getattr(st, "value", None)
+            v = _NOTHING
             if isinstance(value, (ir.Global, ir.FreeVar)):
                 v = value.value
-                try:
-                    interp = v in _INTERPRETER_ONLY
-                except TypeError:  # unhashable
-                    interp = False
-                if interp:
-                    raise _core_error("CompileError", f"{what}: {fn.__name__} calls {v.__name__}() ({line}), which "
-                                      "needs the Python interpreter: a stage runs inside a compiled loop or kernel")
-                if _is_plain_function(v):
-                    _check_body(v, what, seen, path)
-                elif _is_plain_function(getattr(v, "py_func", None)):  # a function the user gave to numba.jit
-                    _check_body(v.py_func, what, seen, path)
+            elif isinstance(value, ir.Expr) and value.op == "getattr" and value.value.name in named and \
+                    isinstance(named[value.value.name], types.ModuleType):
+                v = getattr(named[value.value.name], value.attr, _NOTHING)
+            if v is _NOTHING:
+                continue
+            if isinstance(st, ir.Assign):
+                named[st.target.name] = v
+            _check_value(v, fn, what, seen, path, line)
+
+
+_NOTHING = object()
+
+
+def _check_value(v, fn, what, seen, path, line):
+    """Refuses a value a stage's body names that needs the interpreter; walks the plain functions."""
+    try:
+        interp = v in _INTERPRETER_ONLY or _is_objmode(v)
+    except TypeError:  # unhashable
+        interp = False
+    if interp:
+        called = "numba.objmode" if _is_objmode(v) else getattr(v, "__name__", repr(v))
+        raise _core_error("CompileError", f"{what}: {fn.__name__} calls {called}() ({line}), which "
+                          "needs the Python interpreter: a stage runs inside a compiled loop or kernel")
+    if _is_plain_function(v):
+        _check_body(v, what, seen, path)
+    elif _is_plain_function(getattr(v, "py_func", None)):  # a function the user gave to numba.jit
+        _check_body(v.py_func, what, seen, path)
+
+
+def _is_objmode(v):
+    """numba.objmode: a block run by the interpreter, which a kernel does not have."""
+    try:
+        import numba
+    except ImportError:
+        return False
+    return v is getattr(numba, "objmode", None)

@@ -3,6 +3,7 @@ of a function's signatures with a plain TypeError ("incompatible function argume
 functions of the compiled core (and the static functions of ``op``) raise InvalidType instead, a
 resident.Error that is still a TypeError, with nanobind's message naming the signatures accepted."""
 import functools
+import operator
 
 _NANOBIND_MISMATCH = "incompatible function arguments"
 
@@ -15,10 +16,27 @@ def _typed(f, where):
         except TypeError as e:
             if type(e) is not TypeError or _NANOBIND_MISMATCH not in str(e):
                 raise
+            _reraise_conversions(args, kwargs)
             from . import _core
             raise _core.InvalidType(f"{where}: an argument's type does not fit: {e}") from None
     call.__wrapped_core__ = f
     return call
+
+
+def _reraise_conversions(args, kwargs):
+    """nanobind's number casters clear what an argument's __float__ or __index__ raised and try the next
+    signature: an interrupt or exit raised there goes on unchanged (the conversion asked once more)."""
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, (int, float, str, bytes, list, tuple, dict)) or a is None:
+            continue
+        for convert, method in ((float, "__float__"), (operator.index, "__index__")):
+            if hasattr(type(a), method):
+                try:
+                    convert(a)
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except BaseException:  # noqa: BLE001 (the mismatch below is the message)
+                    pass
 
 
 def _is_core_function(f):

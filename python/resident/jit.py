@@ -519,13 +519,18 @@ class Chain:
         return pipe.kernel_source(dtypes, out, device)
 
 
+def _bare(x):
+    """A DLPack capsule, or an object that speaks DLPack alone (no dtype to read)."""
+    return type(x).__name__ == "PyCapsule" or (x is not None and not hasattr(x, "dtype") and hasattr(x, "__dlpack__"))
+
+
 def _capsules_taken(inputs, out):
-    """DLPack capsules among the arguments as resident arrays: a capsule is taken once, as
-    resident.from_dlpack takes it."""
-    if not any(type(x).__name__ == "PyCapsule" for x in inputs + (out,)):
+    """DLPack capsules and objects that speak DLPack alone among the arguments as resident arrays (views
+    of the same memory): a capsule is taken once, as resident.from_dlpack takes it."""
+    if not any(_bare(x) for x in inputs + (out,)):
         return inputs, out
-    inputs = tuple(_core.from_dlpack(x) if type(x).__name__ == "PyCapsule" else x for x in inputs)
-    return inputs, (_core.from_dlpack(out) if type(out).__name__ == "PyCapsule" else out)
+    inputs = tuple(_core.from_dlpack(x) if _bare(x) else x for x in inputs)
+    return inputs, (_core.from_dlpack(out) if _bare(out) else out)
 
 
 _WIDER = {"int32": "long long rs_widen_i32(int v) { return v; }",
@@ -673,6 +678,8 @@ def reduce(op, init, name=""):
     if isinstance(init, bool) or not isinstance(init, numbers.Real):
         raise _core_error("InvalidType", f"resident.jit.reduce: init is a {type(init).__name__}; give a number")
     # The start travels as a double: a whole number it cannot hold exactly would start the fold elsewhere.
+    if isinstance(init, numbers.Integral):
+        init = int(init)  # a NumPy integer compares with its double in double (2^53 + 1 == 2^53 there)
     try:
         exact = float(init) == init
     except OverflowError:

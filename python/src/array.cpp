@@ -161,7 +161,7 @@ py_array to_device(nb::handle obj, const std::optional<std::string>& dev, nb::ob
   apply_call_stream(w);
   visit(r.dtype, [&](auto t) {
     using T = decltype(t);
-    nb::gil_scoped_release unlocked;
+    gil_released unlocked;
     rs::copy_async(std::span<const T>(static_cast<const T*>(h.data()), w.size()), w.ref<T>());
     w.stream.synchronize();
   });
@@ -178,7 +178,7 @@ nb::object to_host(const py_array& self, nb::object stream) {
     T* buf = new T[n ? n : 1];
     nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<T*>(p); });
     {
-      nb::gil_scoped_release unlocked;
+      gil_released unlocked;
       rs::copy_async(a.ref<T>(), std::span<T>(buf, n));
       a.stream.synchronize();
     }
@@ -247,7 +247,7 @@ void bind_array(nb::module_& m) {
   m.def("cuda_device_count", [] { return rs::cuda_device_count(); });
   m.def("cuda_unavailable_reason", [] { return rs::cuda_unavailable_reason(); });
   m.def("synchronize", [](const std::optional<std::string>& d) {
-    nb::gil_scoped_release unlocked;
+    gil_released unlocked;
     rs::synchronize(pick(d));
   }, nb::arg("device") = nb::none());
   m.def("_ledger_json", [] { return rs::ledger().json(); });

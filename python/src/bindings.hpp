@@ -8,6 +8,12 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <unistd.h>
+
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>
+#endif
+
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -194,12 +200,86 @@ struct py_array {
   }
 };
 
+/// Whether the interpreter is finalizing (a thread other than the finalizing one must not take the GIL).
+inline bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
+/// Parks this thread for the life of the process (the interpreter is ending it; what it holds stays held).
+[[noreturn]] inline void park_thread() {
+  nb::set_leak_warnings(false);  // what this thread holds is no leak to report
+  for (;;) ::pause();
+}
+
+/// The GIL released for a scope (nb::gil_scoped_release), except that a thread taking it back while the
+/// interpreter finalizes (a daemon thread inside a call at exit) waits there for the process to end:
+/// Python would end it with pthread_exit, whose unwinding through C++ frames aborts the process.
+class gil_released {
+ public:
+  gil_released() : state_(PyEval_SaveThread()) {}
+  ~gil_released() {
+    if (interpreter_finalizing()) park_thread();
+#if defined(__GLIBCXX__)
+    try {  // finalizing began while this thread waited for the GIL: Python ends it here
+      PyEval_RestoreThread(state_);
+    } catch (abi::__forced_unwind&) {
+      park_thread();  // never rethrown: the unwinding would reach nanobind's catch (...) and abort
+    }
+#else
+    PyEval_RestoreThread(state_);
+#endif
+  }
+  gil_released(const gil_released&) = delete;
+  gil_released& operator=(const gil_released&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
+/// The GIL taken for Python work on any thread (nb::gil_scoped_acquire). @throws error while the
+/// interpreter finalizes (a thread taking it then would be ended as above): the work fails instead.
+class gil_held {
+ public:
+  gil_held() {
+    if (interpreter_finalizing()) throw rs::error("the Python interpreter is finalizing: no Python work runs now");
+#if defined(__GLIBCXX__)
+    try {  // as in ~gil_released: finalizing began while this thread waited
+      state_ = PyGILState_Ensure();
+    } catch (abi::__forced_unwind&) {
+      park_thread();
+    }
+#else
+    state_ = PyGILState_Ensure();
+#endif
+  }
+  ~gil_held() { PyGILState_Release(state_); }
+  gil_held(const gil_held&) = delete;
+  gil_held& operator=(const gil_held&) = delete;
+
+ private:
+  PyGILState_STATE state_;
+};
+
+/// Drops a Python reference held by C++ (an owner, a callable) with the GIL taken; while the
+/// interpreter finalizes the reference is left (the process is ending).
+template <class T>
+void drop_python(const T* p) {
+  if (interpreter_finalizing()) return;
+  try {
+    gil_held locked;
+    delete p;
+  } catch (const rs::error&) {  // finalizing began meanwhile
+  }
+}
+
 /// Another library's object kept alive as an array's owner (let go with the GIL taken).
 inline std::shared_ptr<const void> python_owner(nb::handle obj) {
-  return std::shared_ptr<const void>(new nb::object(nb::borrow(obj)), [](const void* p) {
-    nb::gil_scoped_acquire locked;
-    delete static_cast<const nb::object*>(p);
-  });
+  return std::shared_ptr<const void>(new nb::object(nb::borrow(obj)),
+                                     [](const void* p) { drop_python(static_cast<const nb::object*>(p)); });
 }
 /// A PyTorch tensor or CuPy array on a CUDA device read from its attributes (direct.cpp), or nothing
 /// where the __dlpack__ path must take it.
@@ -240,7 +320,7 @@ auto on_floats(const py_array& a, const char* what, F&& f) {
   return visit(a.dtype, [&](auto t) -> R {
     using T = decltype(t);
     if constexpr (std::is_floating_point_v<T>) {
-      nb::gil_scoped_release unlocked;
+      gil_released unlocked;
       return f(a.ref<T>());
     } else {
       throw rs::invalid_argument(std::string(what) + " takes float32 or float64 arrays, not " +

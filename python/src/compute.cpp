@@ -52,7 +52,7 @@ void any_fill_bits(nb::object x, int_arg<std::uint64_t> seed_, int_arg<std::uint
   if (!(a.dtype.code == kDLUInt && a.dtype.bits == 32))
     throw rs::invalid_argument("fill_bits fills uint32 arrays, not " + rs::dlpack_dtype_name(a.dtype));
   a.check_writable("fill_bits");
-  nb::gil_scoped_release unlocked;
+  gil_released unlocked;
   fill_bits(a.ref<std::uint32_t>(), seed, offset);
   a.finish_foreign();
 }
@@ -69,7 +69,7 @@ nb::object any_reduce(nb::object x, reduction r, nb::object stream) {
     using T = decltype(t);
     reduced_type<T> v;
     {
-      nb::gil_scoped_release unlocked;
+      gil_released unlocked;
       v = reduce(a.ref<T>(), r);
     }
     return nb::cast(v);
@@ -150,7 +150,7 @@ nb::object matmul(nb::object a_obj, nb::object b_obj, nb::object out_obj, const 
                            a.size() * a.itemsize(), b.data, b.size() * b.itemsize(), c.data, c.size() * c.itemsize(),
                            a.device(), b.device(), c.device());
   {
-    nb::gil_scoped_release unlocked;
+    gil_released unlocked;
     rs::detail::matmul({ext(a, 0), ext(b, 1), ext(a, 1), a.data, b.data, c.data, ext(a, 1), ext(b, 1), ext(c, 1),
                         alpha, beta, a.itemsize(), c.work_stream()},
                        algo);
@@ -225,7 +225,7 @@ void bind_compute(nb::module_& m) {
     py_array a = from_dlpack(x);
     if (!(a.dtype.code == kDLFloat && a.dtype.bits == 32)) throw rs::invalid_argument("_time_cpp_calls takes float32");
     a.check_writable("_time_cpp_calls");
-    nb::gil_scoped_release unlocked;
+    gil_released unlocked;
     auto r = a.ref<float>();
     rs::run(p, r, r);
     a.stream.synchronize();

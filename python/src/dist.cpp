@@ -60,7 +60,7 @@ template <class F>
 auto watched(F&& f) {
   std::string timed_out;
   try {
-    nb::gil_scoped_release unlocked;
+    gil_released unlocked;
     return f();
   } catch (const rs::library_error& e) {
     if (e.name() != "timeout") throw;
@@ -154,7 +154,7 @@ void bind_dist(nb::module_& m) {
     visit(s.dtype, [&](auto t) {
       using T = decltype(t);
       {
-        nb::gil_scoped_release unlocked;
+        gil_released unlocked;
         rs::copy(s.ref<T>(), d.ref<T>());
       }
       d.finish_foreign();

@@ -16,17 +16,14 @@ namespace {
 using callable_cell = std::shared_ptr<nb::object>;
 
 callable_cell cell_of(nb::object fn) {
-  return callable_cell(new nb::object(std::move(fn)), [](nb::object* p) {
-    nb::gil_scoped_acquire locked;
-    delete p;
-  });
+  return callable_cell(new nb::object(std::move(fn)), [](nb::object* p) { drop_python(p); });
 }
 
 // Calls a Python stage with the GIL held and resident's work on s. Python errors propagate as
 // nb::python_error (a flow wraps them into its stage_error).
 std::function<void(rs::stream_ref)> python_work(callable_cell held) {
   return [held](rs::stream_ref s) {
-    nb::gil_scoped_acquire locked;
+    gil_held locked;
     if (!held->is_valid())
       throw rs::invalid_argument("the work was dropped by the garbage collector (its Flow or Graph was part of an "
                                  "unreachable cycle)");
@@ -55,7 +52,7 @@ struct py_graph {
     if (h && !stream.device().is_cuda())
       throw rs::invalid_argument("Graph.replay: a graph of " + stream.device().name() + " takes no stream");
     const rs::stream_ref s = h ? rs::stream_ref(stream.device(), native_of(*h)) : stream;
-    nb::gil_scoped_release unlocked;
+    gil_released unlocked;
     g.replay(s);
   }
 };
@@ -89,19 +86,19 @@ struct py_flow {
     callables.push_back(cell_of(std::move(work)));
     auto stage = python_work(callables.back());
     // Without the GIL: the flow waits for a run on another thread, whose stages take the GIL.
-    nb::gil_scoped_release unlocked;
+    gil_released unlocked;
     return f->add(name, std::move(stage), std::move(acc), after, infer ? rs::inference::on : rs::inference::off);
   }
 
   void run() {
-    nb::gil_scoped_release unlocked;  // each stage takes the GIL back for its Python work
+    gil_released unlocked;  // each stage takes the GIL back for its Python work
     f->run();
   }
 
   py_graph capture() {
     py_graph g;
     {
-      nb::gil_scoped_release unlocked;
+      gil_released unlocked;
       g.g = f->capture();
     }
     g.stream = rs::default_stream(f->stream().device());
@@ -113,7 +110,7 @@ struct py_flow {
   nb::list report() const {
     std::vector<rs::stage_report> rows;
     {
-      nb::gil_scoped_release unlocked;  // as in add: a run on another thread holds the flow
+      gil_released unlocked;  // as in add: a run on another thread holds the flow
       rows = f->report();
     }
     nb::list l;
@@ -142,7 +139,7 @@ py_graph capture(nb::object fn, const std::optional<std::string>& dev) {
   auto work = python_work(g.callables.back());
   const rs::stream_ref s = own->ref();
   {
-    nb::gil_scoped_release unlocked;
+    gil_released unlocked;
     s.wait_for(rs::default_stream(s.device()));  // after the work queued so far, as a flow starts
     g.g = rs::graph::capture(s, [work, s] { work(s); });
   }
@@ -198,7 +195,7 @@ void bind_flow(nb::module_& m) {
   m.def("_time_cpp_replays", [](const py_graph& g, int calls) {
     // The same replays made from C++ in a loop: wall time per replay, the queue drained at the end.
     if (calls < 1) throw rs::invalid_argument("_time_cpp_replays: " + std::to_string(calls) + " calls; give 1 or more");
-    nb::gil_scoped_release unlocked;
+    gil_released unlocked;
     g.g.replay(g.stream);
     g.stream.synchronize();
     const auto t0 = std::chrono::steady_clock::now();

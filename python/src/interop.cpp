@@ -129,7 +129,7 @@ void ready_for_any_stream(const py_array& a) {
   const rs::stream_ref s = a.work_stream();
   if (rs::detail::cuda::stream_is_capturing(s.native()))
     throw rs::invalid_argument("an array handed to another library during a capture: its work has not run yet");
-  nb::gil_scoped_release unlocked;
+  gil_released unlocked;
   s.synchronize();
 }
 
@@ -197,10 +197,7 @@ py_array adopt(ND nd, bool readonly) {
   const auto [dev, data] = usable(t);
   r.data = data;
   r.stream = rs::default_stream(dev);
-  r.owner = std::shared_ptr<const void>(new ND(std::move(nd)), [](const void* p) {
-    nb::gil_scoped_acquire locked;
-    delete static_cast<const ND*>(p);
-  });
+  r.owner = std::shared_ptr<const void>(new ND(std::move(nd)), [](const void* p) { drop_python(static_cast<const ND*>(p)); });
   r.foreign = true;
   r.finish_before_return = true;
   r.readonly = readonly;

@@ -56,7 +56,7 @@ void run_taken(const rs::jit::pipeline& p, std::span<const py_array> in, const p
   for (const auto& a : in) ops.arrays.push_back(operand_of(a));
   const rs::jit::operand oo = operand_of(o);
   {
-    nb::gil_scoped_release unlocked;
+    gil_released unlocked;
     // Counted as one call at the Python line (the profile's rows), as the built-in calls are.
     rs::detail::call_facts facts;
     for (const py_array& a : in) facts.bytes_read += a.size() * a.itemsize();
@@ -162,7 +162,7 @@ nb::object jit_result(const rs::jit::pipeline& p, nb::list inputs, const std::st
     using T = decltype(t);
     T r;
     {
-      nb::gil_scoped_release unlocked;
+      gil_released unlocked;
       // One call at the Python line, as run_taken's maps are (the C++ chain opens no scope of its own).
       rs::detail::call_facts facts;
       for (const py_array& a : in) facts.bytes_read += a.size() * a.itemsize();
@@ -240,7 +240,7 @@ void bind_jit(nb::module_& m) {
     py_array a = from_dlpack(std::move(x));
     if (!(a.dtype.code == kDLFloat && a.dtype.bits == 32)) throw rs::invalid_argument("_time_cpp_jit_calls takes float32");
     a.check_writable("_time_cpp_jit_calls");
-    nb::gil_scoped_release unlocked;
+    gil_released unlocked;
     auto r = a.ref<float>();
     const rs::jit::inputs in{{rs::jit::operand_of(r)}};
     p(in, r);

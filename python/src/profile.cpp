@@ -23,7 +23,7 @@ struct py_profile {
 
   const rs::profile_report& report() {
     if (collecting) {
-      nb::gil_scoped_release unlocked;  // waits for the calls' timing events
+      gil_released unlocked;  // waits for the calls' timing events
       last = collecting->report();
     }
     if (!last) throw rs::invalid_argument("resident.profile: not started; use it as `with resident.profile() as p:`");

@@ -59,7 +59,7 @@ rs::out_of_core_options options_of(const int_arg<std::int64_t>& chunk_, const in
 jit::out_of_core_progress progress_of(nb::object progress) {
   if (progress.is_none()) return {};
   return [progress](std::size_t done, std::size_t total) {
-    nb::gil_scoped_acquire held;
+    gil_held held;
     progress(done, total);
   };
 }
@@ -110,7 +110,7 @@ nb::dict stream_chain(const jit::pipeline& chain, const std::vector<host_in>& xs
   stream_call call(opt, bytes_of(in), bytes_of({o}), o.size);
   rs::out_of_core_summary s;
   {
-    nb::gil_scoped_release unlocked;
+    gil_released unlocked;
     s = jit::out_of_core(chain, in, o, opt, cb);
   }
   return summary_dict(s);
@@ -135,7 +135,7 @@ nb::tuple stream_chain_reduce(const jit::pipeline& chain, const std::vector<host
   alignas(8) unsigned char value[8] = {};
   rs::out_of_core_summary s;
   {
-    nb::gil_scoped_release unlocked;
+    gil_released unlocked;
     s = jit::out_of_core_reduce(chain, in, r, value, opt, cb);
   }
   nb::object v;
@@ -163,7 +163,7 @@ nb::dict stream_program(const rs::program& p, host_in x, host_out out, int_arg<s
   stream_call call(opt, bytes_of({i}), bytes_of({o}), o.size);
   rs::out_of_core_summary s;
   {
-    nb::gil_scoped_release unlocked;
+    gil_released unlocked;
     s = jit::out_of_core(p, i, o, opt, cb);
   }
   return summary_dict(s);

@@ -97,6 +97,28 @@ def test_a_warm_python_stage_chain_on_the_cpu_takes_a_capsule_once():
     assert got[0] == got[1], got
 
 
+class _OnlyDLPack:
+    """An array that speaks DLPack and nothing else (no dtype, no shape)."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, **k):
+        return self.a.__dlpack__(**k)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+@needs_numba
+def test_chains_take_an_object_that_speaks_dlpack_alone():
+    h = np.arange(4, dtype=np.float32)
+    for call in (rs.stage(lambda v: v + 1), rs.fuse(lambda v: v + 1), rs.jit.map("float p1(float v) { return v + 1; }", "p1")):
+        call(_OnlyDLPack(h))
+    np.testing.assert_array_equal(h, np.arange(4, dtype=np.float32) + 3)
+    assert (rs.stage(lambda v: v * 2) | rs.jit.sum())(_OnlyDLPack(h)) == 2 * float(h.sum())
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.bool_, np.complex64, np.int8])
 def test_an_unsupported_dtype_is_the_same_error_on_the_fast_and_the_slow_path(dtype):
     """The slow path (_dtype_name) raises InvalidArgument; the fast path's from_dlpack raises InvalidType

@@ -256,7 +256,7 @@ def test_shard_names_itself_in_its_messages():
 
 def test_a_reductions_start_that_a_double_cannot_hold_is_refused():
     add = "long long add(long long a, long long b) { return a + b; }"
-    for bad in (2 ** 53 + 1, 2 ** 64 - 1, 10 ** 400):
+    for bad in (2 ** 53 + 1, 2 ** 64 - 1, 10 ** 400, np.int64(2 ** 53 + 1), np.uint64(2 ** 64 - 1)):
         with pytest.raises(rs.InvalidArgument, match="not a double exactly"):
             rs.jit.reduce(add, bad, "add")
     assert (rs.jit.reduce(add, 2 ** 53, "add"))(np.array([1], np.int64)) == 2 ** 53 + 1
@@ -352,3 +352,20 @@ def test_a_program_as_a_stage_computes_what_its_calls_compute():
                                       if x.dtype == np.float32 else want, want)
     with pytest.raises(rs.InvalidArgument, match="program runs on float32 or float64"):
         rs.stage(rs.op.sqrt())(np.array([2, -4, 10], np.int32))
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_in_a_numbers_conversion_goes_on_unchanged(exc):
+    class Number:  # raises what it is given when converted to a float or an integer
+        def __float__(self):
+            raise exc()
+
+        def __index__(self):
+            raise exc()
+    x = rs.empty(4, dtype="float32", device="cpu")
+    for call in (lambda: rs.op.add(Number()), lambda: rs.op.affine(1.0, Number()),
+                 lambda: rs.random.fill_uniform(x, seed=Number()), lambda: rs.random.fill_uniform(x, 1, low=Number())):
+        with pytest.raises(exc):
+            call()
+    with pytest.raises(rs.InvalidType):
+        rs.op.add("one")  # a mismatch that raised nothing is still the typed error

@@ -1,6 +1,9 @@
 """Python threads calling resident at once, each with data of its own: every value against a float64
 reference, the ledger's totals against the bytes the threads moved, and the GIL released while a long
 call runs (docs/threads.md)."""
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -118,3 +121,29 @@ def test_the_gil_is_released_during_a_long_call():
         pytest.skip(f"the longest call took {1e3 * (t1 - t0):.1f} ms: too short to tell")
     inside = sum(1 for s in ticks if t0 < s < t1)
     assert inside > 10, f"the main thread ran {inside} times during a {1e3 * (t1 - t0):.0f} ms call: the GIL was held"
+
+
+_DAEMONS = r"""
+import threading, time, numpy as np, resident as rs
+x = np.ones(100000, np.float32)
+p = rs.op.add(0.0)
+flow = rs.Flow(device="cpu")
+flow.add("touch", lambda: None)
+works = [lambda: rs.sum(x), lambda: p(x), lambda: rs.stream(p, x, chunk=1 << 14), flow.run]
+def loop(work):
+    while True:
+        work()
+for w in works:
+    threading.Thread(target=loop, args=(w,), daemon=True).start()
+time.sleep(0.5)
+print("exiting", flush=True)
+"""
+
+
+def test_daemon_threads_inside_calls_at_exit_leave_the_process_exiting_cleanly():
+    # The interpreter ends a daemon thread that takes the GIL back while it finalizes; through C++
+    # frames that aborted the process ("terminate called without an active exception").
+    for _ in range(3):
+        r = subprocess.run([sys.executable, "-c", _DAEMONS], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, RESIDENT_DEVICE="cpu"))
+        assert r.returncode == 0 and "exiting" in r.stdout, (r.returncode, r.stderr[-2000:])

@@ -61,11 +61,11 @@ struct interpreter {
         case op::code::sin: v = sin_(v); break;
         case op::code::cos: v = cos_(v); break;
         case op::code::tanh: v = tanh_(v); break;
-        case op::code::abs: v = v < T(0) ? -v : v; break;
+        case op::code::abs: v = v <= T(0) ? T(0) - v : v; break;  // +0 at -0, as fabs
         case op::code::neg: v = -v; break;
         case op::code::recip: v = T(1) / v; break;
-        case op::code::minimum: v = v < a[i] ? v : a[i]; break;
-        case op::code::maximum: v = v > a[i] ? v : a[i]; break;
+        case op::code::minimum: v = v < a[i] || a[i] != a[i] ? v : a[i]; break;  // fmin: NaN loses
+        case op::code::maximum: v = v > a[i] || a[i] != a[i] ? v : a[i]; break;
         case op::code::pow: v = pow_(v, a[i]); break;
       }
     }

@@ -115,11 +115,11 @@ void run_step(const step<T>& s, const T* src, T* dst, std::size_t m) {
     case op::code::sin: RESIDENT_EACH(sin_(x));
     case op::code::cos: RESIDENT_EACH(cos_(x));
     case op::code::tanh: RESIDENT_EACH(tanh_(x));
-    case op::code::abs: RESIDENT_EACH(x < T(0) ? -x : x);
+    case op::code::abs: RESIDENT_EACH(x <= T(0) ? T(0) - x : x);  // +0 at -0, as fabs
     case op::code::neg: RESIDENT_EACH(-x);
     case op::code::recip: RESIDENT_EACH(T(1) / x);
-    case op::code::minimum: RESIDENT_EACH(x < a ? x : a);
-    case op::code::maximum: RESIDENT_EACH(x > a ? x : a);
+    case op::code::minimum: RESIDENT_EACH(x < a || a != a ? x : a);  // fmin: NaN loses
+    case op::code::maximum: RESIDENT_EACH(x > a || a != a ? x : a);
     case op::code::pow: RESIDENT_EACH(pow_(x, a));
   }
 #undef RESIDENT_EACH
