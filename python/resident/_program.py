@@ -144,11 +144,15 @@ def call(p, x, out=None, stream=None):
     The first call on a dtype and device (and a call inside a capture, on a capsule, or into an output
     of another dtype) comes here; the chain it compiles is then remembered by the core, whose
     ``program.__call__`` runs later calls without this function (src/programs.cpp)."""
+    # A capsule is taken once, here: the call then runs on (and returns) the array it held.
+    if type(x).__name__ == "PyCapsule":
+        x = _core.from_dlpack(x)
+    if type(out).__name__ == "PyCapsule":
+        out = _core.from_dlpack(out)
     dtype = _dtype_of(x)
     if out is not None and out is not x and _dtype_of(out) != dtype:
         dtype = None  # the interpreter names the mismatch
-    capsule = type(x).__name__ == "PyCapsule"
-    target = None if capsule or dtype not in _FLOATS else _core._jit_target(x)
+    target = None if dtype not in _FLOATS else _core._jit_target(x)
     _run(p, dtype, False, lambda c: c(x, out=out, stream=stream), lambda: _core._run_program(p, x, out, stream), target)
     key = (p.name, dtype, False)
     if target is not None:

@@ -183,9 +183,8 @@ class _PyStage:
     def __init__(self, fn, float_literals="values", what="resident.stage", arity=None):
         fn = _python_of(fn) or fn  # a function given to numba.njit: its Python function, compiled along
         _check_function(fn, what, arity)
-        self.fn = fn
-        self.float_literals = float_literals
-        code = fn.__code__
+        self.fn, self.float_literals = fn, float_literals
+        self.code = code = fn.__code__  # the code compiled (fn.__code__ may be replaced later)
         digest = hashlib.sha1(repr((code.co_code, code.co_consts, code.co_names, code.co_varnames,
                                     float_literals)).encode()).hexdigest()
         self.abi_name = "rs_py_" + re.sub(r"\W", "_", fn.__name__) + "_" + digest[:12]
@@ -593,7 +592,7 @@ def _py_stage(fn, float_literals):
         return _PyStage(fn, float_literals)
     stages = kept.setdefault("__resident_stages__", {})
     s = stages.get(float_literals)
-    if s is None or s.fn.__code__ is not fn.__code__:
+    if s is None or s.code is not getattr(_python_of(fn) or fn, "__code__", None):  # code replaced: anew
         s = stages[float_literals] = _PyStage(fn, float_literals)
     return s
 

@@ -432,8 +432,9 @@ def test_an_op_keeps_its_program_and_a_capsule_is_still_taken():
     assert isinstance(o.__dict__["program"], rs.program)
     np.testing.assert_array_equal(x, np.full(3, 2.0, np.float32))
     h = np.zeros(3, np.float32)
-    o(h.__dlpack__())  # programs take capsules, cold or warm
+    got = o(h.__dlpack__())  # programs take capsules, cold or warm, and return the array taken
     np.testing.assert_array_equal(h, np.ones(3, np.float32))
+    assert isinstance(got, rs.Array) and got.data_ptr == h.ctypes.data
 
 
 # ---- pinned: lifetimes, threads, call sites ----------------------------------------------------------
@@ -501,3 +502,17 @@ def test_a_profile_names_the_users_line_through_every_fast_path():
     rows = {(r.site, r.calls) for r in prof.rows}
     for line in (line_chain, line_program, line_op):
         assert (f"{here}:{line}", 3) in rows, rows
+
+
+@needs_numba
+def test_a_function_whose_code_is_replaced_is_compiled_anew():
+    def h(v):
+        return v + 1
+
+    def other(v):
+        return v * 10
+    y = np.arange(3.0)
+    rs.stage(h)(y)
+    h.__code__ = other.__code__
+    rs.stage(h)(y)
+    np.testing.assert_array_equal(y, (np.arange(3.0) + 1) * 10)
