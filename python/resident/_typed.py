@@ -53,6 +53,11 @@ def wrap_core(core):
     for name, f in list(vars(op).items()):
         if not name.startswith("__") and _is_core_function(f):
             setattr(op, name, staticmethod(_typed(f, "resident.op." + name)))
+    # The methods of the classes whose calls are not on a hot path (a wrapper is one Python frame more).
+    for cls, names in ((core.Flow, None), (core.Graph, None), (core.Array, ("to_host",))):
+        for name, f in list(vars(cls).items()):
+            if type(f).__name__ == "nb_method" and (name in names if names else not name.startswith("__")):
+                setattr(cls, name, _typed(f, f"resident.{cls.__name__}.{name}"))
 
 
 def raw(f):

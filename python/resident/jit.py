@@ -578,7 +578,8 @@ def stage(fn=None, *, name=None, float_literals="values"):
     if p is not None:  # built-in operations as a stage of their own
         return Chain([("prog", p)])
     if not callable(fn):
-        raise _core_error("InvalidArgument", "resident.stage takes a Python function or C++ source text")
+        raise _core_error("InvalidType", f"resident.stage takes a Python function or C++ source text, not a "
+                          f"{type(fn).__name__}")
     return Chain([("py", _py_stage(fn, float_literals))])
 
 

@@ -279,6 +279,9 @@ def pinned_empty(shape, dtype="float32"):
     if not dt.isnative:
         raise _error("InvalidArgument", f"resident.streaming.pinned_empty: dtype {dt.str} is in the other byte order; "
                      "give the native one")
+    if dt.name not in _COMPUTED:
+        raise _error("InvalidType", f"resident.streaming.pinned_empty: dtype {dt.name}; pinned arrays hold one of "
+                     f"{', '.join(_COMPUTED)}")
     n = 1
     for d in dims:
         if d < 0:

@@ -212,9 +212,18 @@ void bind_flow(nb::module_& m) {
       .def_prop_ro("kernels", [](const py_graph& g) { return g.g.kernels(); }, "Kernels one replay launches.");
   nb::class_<py_flow>(m, "Flow", nb::type_slots(flow_slots), "Named stages of Python work with dependencies, independent ones on concurrent "
                                  "streams; resident calls inside a stage run on the stage's stream.")
-      .def("__init__", [](py_flow* self, const std::optional<std::string>& dev, int_arg<int> streams) {
-             new (self) py_flow(dev, streams.get("Flow", "streams"));
+      .def("__init__", [](py_flow* self, const std::optional<std::string>& dev, int_arg<long long> streams_) {
+             const long long streams = streams_.get("Flow", "streams");
+             if (streams < 1 || streams > rs::flow::max_streams)  // said before narrowing to int
+               throw rs::invalid_argument("Flow: streams=" + std::to_string(streams) + "; give 1 to " +
+                                          std::to_string(rs::flow::max_streams));
+             new (self) py_flow(dev, int(streams));
            }, nb::arg("device") = nb::none(), nb::arg("streams") = 4)
+      .def("__init__", [](py_flow*, nb::args args, nb::kwargs kwargs) {
+        throw rs::invalid_type("Flow(device=None, streams=4) takes a device name and a whole number of streams; it "
+                               "was given " + nb::cast<std::string>(nb::repr(args)) +
+                               (kwargs.size() ? " and " + nb::cast<std::string>(nb::repr(kwargs)) : std::string()));
+      })
       .def("add", &py_flow::add, nb::arg("name"), nb::arg("work").none(), nb::arg("reads") = std::vector<nb::object>{},
            nb::arg("writes") = std::vector<nb::object>{}, nb::arg("after") = std::vector<std::size_t>{},
            nb::arg("infer") = true,

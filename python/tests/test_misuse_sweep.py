@@ -369,3 +369,18 @@ def test_an_interrupt_in_a_numbers_conversion_goes_on_unchanged(exc):
             call()
     with pytest.raises(rs.InvalidType):
         rs.op.add("one")  # a mismatch that raised nothing is still the typed error
+
+
+def test_flow_array_stage_and_pinned_arguments_of_the_wrong_kind_are_typed():
+    for call in (lambda: rs.Flow(streams=1.5), lambda: rs.Flow(device=0), lambda: rs.Flow().add(None, lambda: None),
+                 lambda: rs.Flow().add("a", lambda: None, after=[-1]), lambda: rs.Flow().add("a", lambda: None, reads=None),
+                 lambda: rs.to_device(np.ones(2, np.float32), device="cpu").to_host(x=1), lambda: rs.stage(3),
+                 lambda: rs.stage(b"float f(float v) { return v; }"),
+                 lambda: rs.streaming.pinned_empty(4, "float16")):
+        with pytest.raises(rs.InvalidType):
+            call()
+    with pytest.raises(rs.InvalidArgument, match="give 1 to 256"):
+        rs.Flow(streams=2 ** 31)
+    f = rs.Flow(device="cpu", streams=2)  # still usable
+    f.add("a", lambda: None)
+    f.run()
