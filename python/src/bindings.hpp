@@ -200,29 +200,35 @@ struct py_array {
   }
 };
 
-/// Whether the interpreter is finalizing (a thread other than the finalizing one must not take the GIL).
-inline bool interpreter_finalizing() {
+/// The main thread's id, read when the module loads: the thread that finalizes the interpreter at exit.
+unsigned long main_thread_id() noexcept;
+
+/// Whether the interpreter is finalizing and this thread is not the one doing it: such a thread must
+/// not take the GIL (Python would end it). The finalizing thread itself goes on (a __del__ at exit).
+inline bool finalizing_elsewhere() noexcept {
 #if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing();
+  const bool finalizing = Py_IsFinalizing();
 #else
-  return _Py_IsFinalizing();
+  const bool finalizing = _Py_IsFinalizing();
 #endif
+  return finalizing && PyThread_get_thread_ident() != main_thread_id();
 }
 
-/// Parks this thread for the life of the process (the interpreter is ending it; what it holds stays held).
+/// Parks this thread for the life of the process (the interpreter is ending it; what it holds stays
+/// held). Touches nothing of Python's or nanobind's: the interpreter is being torn down meanwhile.
 [[noreturn]] inline void park_thread() {
-  nb::set_leak_warnings(false);  // what this thread holds is no leak to report
   for (;;) ::pause();
 }
 
-/// The GIL released for a scope (nb::gil_scoped_release), except that a thread taking it back while the
-/// interpreter finalizes (a daemon thread inside a call at exit) waits there for the process to end:
-/// Python would end it with pthread_exit, whose unwinding through C++ frames aborts the process.
+/// The GIL released for a scope (nb::gil_scoped_release), except that a thread other than the
+/// finalizing one taking it back while the interpreter finalizes (a daemon thread inside a call at exit)
+/// waits there for the process to end: Python would end it with pthread_exit, whose unwinding through
+/// C++ frames aborts the process.
 class gil_released {
  public:
   gil_released() : state_(PyEval_SaveThread()) {}
   ~gil_released() {
-    if (interpreter_finalizing()) park_thread();
+    if (finalizing_elsewhere()) park_thread();
 #if defined(__GLIBCXX__)
     try {  // finalizing began while this thread waited for the GIL: Python ends it here
       PyEval_RestoreThread(state_);
@@ -240,12 +246,13 @@ class gil_released {
   PyThreadState* state_;
 };
 
-/// The GIL taken for Python work on any thread (nb::gil_scoped_acquire). @throws error while the
-/// interpreter finalizes (a thread taking it then would be ended as above): the work fails instead.
+/// The GIL taken for Python work on any thread (nb::gil_scoped_acquire). @throws error on a thread other
+/// than the finalizing one while the interpreter finalizes (taking it there would end the thread as
+/// above): the work fails instead.
 class gil_held {
  public:
   gil_held() {
-    if (interpreter_finalizing()) throw rs::error("the Python interpreter is finalizing: no Python work runs now");
+    if (finalizing_elsewhere()) throw rs::error("the Python interpreter is finalizing: no Python work runs now");
 #if defined(__GLIBCXX__)
     try {  // as in ~gil_released: finalizing began while this thread waited
       state_ = PyGILState_Ensure();
@@ -264,11 +271,11 @@ class gil_held {
   PyGILState_STATE state_;
 };
 
-/// Drops a Python reference held by C++ (an owner, a callable) with the GIL taken; while the
-/// interpreter finalizes the reference is left (the process is ending).
+/// Drops a Python reference held by C++ (an owner, a callable) with the GIL taken; on a thread other
+/// than the finalizing one while the interpreter finalizes the reference is left (the process is ending).
 template <class T>
 void drop_python(const T* p) {
-  if (interpreter_finalizing()) return;
+  if (finalizing_elsewhere()) return;
   try {
     gil_held locked;
     delete p;

@@ -9,6 +9,21 @@ namespace resident::py {
 
 namespace {
 thread_local bool t_pinned = false;  // a pinned_site is in force on this thread
+unsigned long g_main_thread = 0;     // set once as the module loads, read after
+}  // namespace
+
+unsigned long main_thread_id() noexcept { return g_main_thread; }
+
+namespace {
+// At exit, before finalizing: a daemon thread still alive stays where it is (parked inside a call, or
+// ended by Python elsewhere), and what its frames hold is no leak of resident's to report.
+void quiet_leaks_of_daemon_threads() {
+  for (nb::handle t : nb::module_::import_("threading").attr("enumerate")())
+    if (nb::cast<bool>(t.attr("daemon")) && nb::cast<bool>(t.attr("is_alive")())) {
+      nb::set_leak_warnings(false);
+      return;
+    }
+}
 }  // namespace
 
 pinned_site::pinned_site(std::string file, unsigned line) noexcept : site(std::move(file), line), before(t_pinned) {
@@ -69,6 +84,9 @@ python_site::python_site() noexcept {
 
 NB_MODULE(_core, m) {
   m.doc() = "resident's compiled core; use the resident package";
+  resident::py::g_main_thread =
+      nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident"));
+  nb::module_::import_("atexit").attr("register")(nb::cpp_function(&resident::py::quiet_leaks_of_daemon_threads));
   resident::py::bind_errors(m);
   resident::py::bind_streams(m);
   resident::py::bind_array(m);

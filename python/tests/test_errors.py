@@ -209,8 +209,10 @@ def test_a_float32_sum_is_as_accurate_as_numpys_pairwise_sum():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_the_interpreter_gives_the_compiled_values_at_the_edges(dtype):
-    # abs(-0) is +0 and a NaN constant loses to a number (fabs, fmin, fmax), whichever engine runs.
-    x = np.array([-0.0, 0.0, -1.5, 2.0, np.nan, -np.inf, np.inf], dtype)
+    # abs(-0) is +0, abs(-NaN) +NaN and a NaN constant loses to a number (fabs, fmin, fmax), whichever
+    # engine runs.
+    x = np.array([-0.0, 0.0, -1.5, 2.0, np.nan, -np.nan, -np.inf, np.inf], dtype)
+    assert np.signbit(x[5])
     for o in (rs.op.abs(), rs.op.minimum(float("nan")), rs.op.maximum(float("nan")), rs.op.minimum(1.0),
               rs.op.maximum(-1.0)):
         p = rs.program([o])
@@ -222,3 +224,5 @@ def test_the_interpreter_gives_the_compiled_values_at_the_edges(dtype):
         np.testing.assert_array_equal(y, z, err_msg=o.name)
         real = ~np.isnan(y)
         assert (np.signbit(y[real]) == np.signbit(z[real])).all(), o.name
+        if o.name == "abs":
+            assert not np.signbit(y).any() and not np.signbit(z).any(), (y, z)

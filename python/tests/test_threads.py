@@ -147,3 +147,27 @@ def test_daemon_threads_inside_calls_at_exit_leave_the_process_exiting_cleanly()
         r = subprocess.run([sys.executable, "-c", _DAEMONS], capture_output=True, text=True, timeout=120,
                            env=dict(os.environ, RESIDENT_DEVICE="cpu"))
         assert r.returncode == 0 and "exiting" in r.stdout, (r.returncode, r.stderr[-2000:])
+
+
+_AT_EXIT = r"""
+import atexit, numpy as np, resident as rs
+x = rs.to_device(np.ones(1000, np.float32), device="cpu")
+class Late:
+    def __del__(self):
+        print("sum", rs.sum(x), rs.op.add(1.0)(np.ones(3, np.float32)).sum(), flush=True)
+keep = Late()            # dropped as the interpreter finalizes
+atexit.register(lambda: print("atexit", rs.sum(x), flush=True))
+cycle = [Late()]
+cycle.append(cycle)      # collected by the garbage collector at exit
+print("exiting", flush=True)
+"""
+
+
+def test_calls_made_by_the_finalizing_thread_at_exit_run():
+    # A __del__ or atexit function calling resident while the interpreter finalizes runs on the thread
+    # doing it: the call goes on (no other thread to wait for), and the process exits.
+    r = subprocess.run([sys.executable, "-c", _AT_EXIT], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, RESIDENT_DEVICE="cpu"))
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert "exiting" in r.stdout and "atexit 1000.0" in r.stdout, r.stdout
+    assert "leak" not in r.stderr, r.stderr[-2000:]

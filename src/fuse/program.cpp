@@ -45,6 +45,7 @@ struct interpreter {
   RESIDENT_HD static T sin_(T v) { if constexpr (sizeof(T) == 4) return sinf(v); else return ::sin(v); }
   RESIDENT_HD static T cos_(T v) { if constexpr (sizeof(T) == 4) return cosf(v); else return ::cos(v); }
   RESIDENT_HD static T tanh_(T v) { if constexpr (sizeof(T) == 4) return tanhf(v); else return ::tanh(v); }
+  RESIDENT_HD static T abs_(T v) { if constexpr (sizeof(T) == 4) return fabsf(v); else return ::fabs(v); }
   RESIDENT_HD static T pow_(T v, T e) { if constexpr (sizeof(T) == 4) return powf(v, e); else return ::pow(v, e); }
 
   RESIDENT_HD T operator()(T v) const {
@@ -61,7 +62,7 @@ struct interpreter {
         case op::code::sin: v = sin_(v); break;
         case op::code::cos: v = cos_(v); break;
         case op::code::tanh: v = tanh_(v); break;
-        case op::code::abs: v = v <= T(0) ? T(0) - v : v; break;  // +0 at -0, as fabs
+        case op::code::abs: v = abs_(v); break;  // the sign cleared: +0 at -0, +NaN at -NaN
         case op::code::neg: v = -v; break;
         case op::code::recip: v = T(1) / v; break;
         case op::code::minimum: v = v < a[i] || a[i] != a[i] ? v : a[i]; break;  // fmin: NaN loses

@@ -76,6 +76,8 @@ block_program<T> compile(const program& p) {
 // The C library's names, which cpu_simd.hpp declares as SIMD functions (std:: overloads are not).
 inline float sqrt_(float v) { return sqrtf(v); }
 inline double sqrt_(double v) { return ::sqrt(v); }
+inline float abs_(float v) { return fabsf(v); }
+inline double abs_(double v) { return ::fabs(v); }
 inline float exp_(float v) { return expf(v); }
 inline double exp_(double v) { return ::exp(v); }
 inline float log_(float v) { return logf(v); }
@@ -115,7 +117,7 @@ void run_step(const step<T>& s, const T* src, T* dst, std::size_t m) {
     case op::code::sin: RESIDENT_EACH(sin_(x));
     case op::code::cos: RESIDENT_EACH(cos_(x));
     case op::code::tanh: RESIDENT_EACH(tanh_(x));
-    case op::code::abs: RESIDENT_EACH(x <= T(0) ? T(0) - x : x);  // +0 at -0, as fabs
+    case op::code::abs: RESIDENT_EACH(abs_(x));  // the sign cleared: +0 at -0, +NaN at -NaN
     case op::code::neg: RESIDENT_EACH(-x);
     case op::code::recip: RESIDENT_EACH(T(1) / x);
     case op::code::minimum: RESIDENT_EACH(x < a || a != a ? x : a);  // fmin: NaN loses
