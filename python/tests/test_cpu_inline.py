@@ -240,3 +240,20 @@ def test_pow_gives_one_value_at_every_place_in_the_array():
                     rs.stage("float r(float v) { return pow(v, 0.5f); }")(x.astype(np.float32)).astype(dtype)):
             np.testing.assert_array_equal(got, want)
             assert not np.signbit(got[1::3]).any(), got
+
+
+def test_pow_in_cpp_text_folds_as_the_built_in_does():
+    # pow there is a function of resident's (see above), and still a constant expression with constant
+    # arguments; pow(v, 2) is v * v (one rounding either way) at every place, including inf, -0 and NaN.
+    x = np.array([-np.inf, -0.0, 3.0, np.nan, 1e20, -1.5, 7.25] * 9, np.float32)
+    for src, dtype in (("float r(float v) { return std::pow(v, 2.0f); }", np.float32),
+                       ("float r(float v) { return pow(v, 2); }", np.float32),
+                       ("double r(double v) { return std::pow(v, 2.0); }", np.float64)):
+        v = x.astype(dtype)
+        got = rs.stage(src)(rs.to_device(v, device="cpu")).to_host()
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(got, v * v, err_msg=src)
+        assert not np.signbit(got[~np.isnan(got)]).any(), src
+    got = rs.stage("float r(float v) { constexpr float c = std::pow(2.0f, 3.0f); static_assert(c == 8.0f); "
+                   "return v * c; }")(rs.to_device(x, device="cpu")).to_host()
+    np.testing.assert_array_equal(got, x * np.float32(8))

@@ -91,11 +91,20 @@ const char* host_prelude = R"(// resident run-time kernel (host flavor)
 #define RS_FN static inline
 // pow through functions the compiler does not know as built-ins: libstdc++'s std::pow(float, float)
 // calls __builtin_powf, which -fno-builtin-powf leaves one, and the vectorizer turns pow(x, 0.5) into
-// a vector sqrt (nan at -inf, -0 at -0) while the loop's tail calls powf (+inf, +0).
-RS_FN float rs_pow(float a, float b) { return ::powf(a, b); }
-RS_FN double rs_pow(double a, double b) { return ::pow(a, b); }
-RS_FN long double rs_pow(long double a, long double b) { return ::powl(a, b); }
-template <class A, class B> RS_FN auto rs_pow(A a, B b) -> decltype(std::pow(a, b)) {
+// a vector sqrt (nan at -inf, -0 at -0) while the loop's tail calls powf (+inf, +0). Kept as the
+// built-in does: constant arguments fold (constexpr), and a constant exponent 2 is x * x (the same
+// correctly rounded value, and the loop vectorizes).
+#define RS_POW(T, call)                                                        \
+  RS_FN constexpr T rs_pow(T a, T b) {                                         \
+    if (__builtin_is_constant_evaluated()) return __builtin_##call(a, b);      \
+    if (__builtin_constant_p(b) && b == 2) return a * a;                       \
+    return ::call(a, b);                                                       \
+  }
+RS_POW(float, powf)
+RS_POW(double, pow)
+RS_POW(long double, powl)
+#undef RS_POW
+template <class A, class B> RS_FN constexpr auto rs_pow(A a, B b) -> decltype(std::pow(a, b)) {
   using R = decltype(std::pow(a, b));
   return rs_pow(R(a), R(b));
 }
