@@ -16,27 +16,41 @@ def _typed(f, where):
         except TypeError as e:
             if type(e) is not TypeError or _NANOBIND_MISMATCH not in str(e):
                 raise
-            _reraise_conversions(args, kwargs)
+            if _conversions_now_succeed(args, kwargs):
+                try:  # what failed the first time does not now: no body ran, so the call is made again
+                    return f(*args, **kwargs)
+                except TypeError as again:
+                    if type(again) is not TypeError or _NANOBIND_MISMATCH not in str(again):
+                        raise
+                    e = again
             from . import _core
             raise _core.InvalidType(f"{where}: an argument's type does not fit: {e}") from None
     call.__wrapped_core__ = f
     return call
 
 
-def _reraise_conversions(args, kwargs):
+def _conversions_now_succeed(args, kwargs):
     """nanobind's number casters clear what an argument's __float__ or __index__ raised and try the next
-    signature: an interrupt or exit raised there goes on unchanged (the conversion asked once more)."""
+    signature. Each conversion is asked once more: an interrupt or exit it raises goes on unchanged;
+    returns whether some argument has a conversion and each such argument converts now (what failed was
+    passing, as an interrupt that nanobind cleared, and the call is worth making again)."""
+    some, every = False, True
     for a in (*args, *kwargs.values()):
         if isinstance(a, (int, float, str, bytes, list, tuple, dict)) or a is None:
             continue
-        for convert, method in ((float, "__float__"), (operator.index, "__index__")):
-            if hasattr(type(a), method):
-                try:
-                    convert(a)
-                except (KeyboardInterrupt, SystemExit):
-                    raise
-                except BaseException:  # noqa: BLE001 (the mismatch below is the message)
-                    pass
+        methods = [(c, m) for c, m in ((float, "__float__"), (operator.index, "__index__")) if hasattr(type(a), m)]
+        converts = False
+        for convert, _ in methods:
+            try:
+                convert(a)
+                converts = True
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException:  # noqa: BLE001 (the mismatch is the message)
+                pass
+        some = some or bool(methods)
+        every = every and (converts or not methods)
+    return some and every
 
 
 def _is_core_function(f):
@@ -54,7 +68,8 @@ def wrap_core(core):
         if not name.startswith("__") and _is_core_function(f):
             setattr(op, name, staticmethod(_typed(f, "resident.op." + name)))
     # The methods of the classes whose calls are not on a hot path (a wrapper is one Python frame more).
-    for cls, names in ((core.Flow, None), (core.Graph, None), (core.Array, ("to_host",))):
+    # Graph.replay is hot and refuses a wrong call itself.
+    for cls, names in ((core.Flow, None), (core.Array, ("to_host",))):
         for name, f in list(vars(cls).items()):
             if type(f).__name__ == "nb_method" and (name in names if names else not name.startswith("__")):
                 setattr(cls, name, _typed(f, f"resident.{cls.__name__}.{name}"))

@@ -209,6 +209,11 @@ void bind_flow(nb::module_& m) {
            "Runs the captured work again, asynchronously, on the device's default stream (where arrays' own "
            "work runs): after the work queued before it, and later work sees its results. With stream=, on "
            "that stream instead (ordering it against other work is then the caller's).")
+      .def("replay", [](const py_graph&, nb::args args, nb::kwargs kwargs) {  // not wrapped: a hot call
+        throw rs::invalid_type("Graph.replay(stream=None) takes at most a stream; it was given " +
+                               nb::cast<std::string>(nb::repr(args)) +
+                               (kwargs.size() ? " and " + nb::cast<std::string>(nb::repr(kwargs)) : std::string()));
+      })
       .def_prop_ro("kernels", [](const py_graph& g) { return g.g.kernels(); }, "Kernels one replay launches.");
   nb::class_<py_flow>(m, "Flow", nb::type_slots(flow_slots), "Named stages of Python work with dependencies, independent ones on concurrent "
                                  "streams; resident calls inside a stage run on the stage's stream.")

@@ -58,6 +58,9 @@ def test_a_captured_flow_replays_the_same_work(device):
     h.replay()
     h.replay()
     assert np.array_equal(x.to_host(), np.full(n, 12.0, dtype=np.float32))
+    for wrong in (lambda: h.replay(None, None), lambda: h.replay(streams=None)):
+        with pytest.raises(rs.InvalidType, match="Graph.replay"):
+            wrong()
     # Kernels one replay launches (on the CPU, known once a replay ran the stored work), as the ledger
     # counts them.
     assert g.kernels == 1 and h.kernels == 1, "one fused kernel each"

@@ -371,6 +371,19 @@ def test_an_interrupt_in_a_numbers_conversion_goes_on_unchanged(exc):
         rs.op.add("one")  # a mismatch that raised nothing is still the typed error
 
 
+def test_a_conversion_that_failed_once_does_not_make_a_valid_argument_mistyped():
+    class Once:  # fails its first conversion only (as an interrupt nanobind cleared would)
+        calls = 0
+
+        def __float__(self):
+            Once.calls += 1
+            if Once.calls == 1:
+                raise KeyboardInterrupt
+            return 2.0
+    x = np.ones(3, np.float32)
+    np.testing.assert_array_equal(rs.op.add(Once())(x.copy()), np.full(3, 3, np.float32))
+
+
 def test_flow_array_stage_and_pinned_arguments_of_the_wrong_kind_are_typed():
     for call in (lambda: rs.Flow(streams=1.5), lambda: rs.Flow(device=0), lambda: rs.Flow().add(None, lambda: None),
                  lambda: rs.Flow().add("a", lambda: None, after=[-1]), lambda: rs.Flow().add("a", lambda: None, reads=None),
