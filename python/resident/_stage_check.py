@@ -72,8 +72,9 @@ def _not_a_function(fn, what, arity):
             f"one, e.g. {wrap.format(full)}")
 
 
-def _check_body(fn, what, seen, path=()):
-    """Walks fn's Numba IR (and that of the plain functions it calls) for what cannot run in a kernel."""
+def _check_body(fn, what, seen, path=(), written_inside=False):
+    """Walks fn's Numba IR (and that of the plain functions it calls) for what cannot run in a kernel.
+    A function written inside an overload's body that Numba cannot read on its own is left alone."""
     if fn in path:
         raise _core_error("CompileError", f"{what}: {fn.__name__} calls itself (through "
                           f"{' -> '.join(f.__name__ for f in path + (fn,))}); a stage's functions are compiled "
@@ -88,6 +89,8 @@ def _check_body(fn, what, seen, path=()):
     except ImportError:
         return  # no numba: the compile reports it
     except Exception as e:  # Numba cannot read the function at all
+        if written_inside:
+            return
         raise _core_error("CompileError", f"{what}: Numba cannot read {fn.__name__}: {e}") from None
     raising = tuple(getattr(ir, k) for k in ("Raise", "StaticRaise", "DynamicRaise", "TryRaise", "StaticTryRaise",
                                              "DynamicTryRaise") if hasattr(ir, k))
@@ -135,9 +138,48 @@ def _check_value(v, fn, what, seen, path, line):
         raise _core_error("CompileError", f"{what}: {fn.__name__} calls {called}() ({line}), which "
                           "needs the Python interpreter: a stage runs inside a compiled loop or kernel")
     if _is_plain_function(v):
-        _check_body(v, what, seen, path)
-    elif _is_plain_function(getattr(v, "py_func", None)):  # a function the user gave to numba.jit
-        _check_body(v.py_func, what, seen, path)
+        impls = _overload_impls(v)
+        for f in impls if impls is not None else (v,):  # an @overload's implementations compile in its place
+            _check_body(f, what, seen, path, impls is not None)
+        return
+    for attr in ("py_func", "_pyfunc"):  # a function the user gave to numba.jit, numba.cfunc
+        inner = getattr(v, attr, None)
+        if _is_plain_function(inner):
+            _check_body(inner, what, seen, path)
+            return
+
+
+def _overload_impls(f):
+    """The implementations Numba compiles for a function given to numba.extending.overload (written in
+    the overload's body), or None where f has none: f itself is then what compiles."""
+    import sys
+    if "numba" not in sys.modules:
+        return None
+    contexts = []
+    try:
+        from numba.core.registry import cpu_target
+        contexts.append(cpu_target.typing_context)
+        if "numba.cuda" in sys.modules:
+            from numba.cuda.descriptor import cuda_target
+            contexts.append(cuda_target.typing_context)
+    except Exception:  # noqa: BLE001 (a Numba without these: f is what compiles)
+        pass
+    builders = []
+    for ctx in contexts:
+        try:
+            ctx.refresh()
+            t = ctx._lookup_global(f)
+        except Exception:  # noqa: BLE001
+            continue
+        builders += [b for b in (getattr(tp, "_overload_func", None) for tp in getattr(t, "templates", ()))
+                     if _is_plain_function(b)]
+    if not builders:
+        return None
+    # Each function written inside an overload's body (the implementations it returns), its free
+    # variables left empty: what is checked is what its code names.
+    return [types.FunctionType(c, b.__globals__, c.co_name, None, tuple(types.CellType(None) for _ in c.co_freevars))
+            for b in builders for c in b.__code__.co_consts
+            if isinstance(c, types.CodeType) and (c.co_name == "<lambda>" or not c.co_name.startswith("<"))]
 
 
 def _is_objmode(v):

@@ -457,8 +457,10 @@ def _values_dtype(x, chain, work):
     """The dtype of the values work makes from x's (a program keeps x's)."""
     if chain is None:
         return str(x.dtype)
-    made = chain.build([str(x.dtype)], tuple(_core._jit_target(x.shards[0])))[1] if x.shards else None
-    return made or str(x.dtype)
+    # A process holding no shard types the values as the others do (the type is the target's alike): the
+    # processes' parts then meet in one type.
+    target = tuple(_core._jit_target(x.shards[0])) if x.shards else ("cpu", 0, 0)
+    return chain.build([str(x.dtype)], target)[1] or str(x.dtype)
 
 
 def sum(x, work=None):  # noqa: A001

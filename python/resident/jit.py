@@ -42,6 +42,7 @@ import threading
 import numpy as _np
 
 from . import _compat, _core, _cpu_text, _program
+from ._rewrite import _compiled_along, _python_of, _single_precision
 from ._stage_check import _check_function, _is_plain_function
 
 __all__ = ["Chain", "stage", "fuse", "map", "uniform", "normal", "sum", "min", "max", "reduce", "stats"]
@@ -77,86 +78,6 @@ def _dtype_name(x):
 def _core_error(kind, message):
     import resident
     return getattr(resident, kind)(message)
-
-
-_F32_MAX = float(_np.finfo(_np.float32).max)
-_F32_TINY = float(_np.finfo(_np.float32).tiny)
-
-
-def _as_float32(c):
-    """c's float literals as float32 where float32 holds them (0, or a magnitude in float32's normal
-    range; others stay float64 rather than becoming inf or 0), inside tuples, frozensets and nested
-    code objects (inner functions, lambdas, comprehensions) too."""
-    import types
-    if type(c) is float:
-        return _np.float32(c) if c == 0.0 or _F32_TINY <= abs(c) <= _F32_MAX else c
-    if type(c) is tuple:
-        return tuple(_as_float32(x) for x in c)
-    if type(c) is frozenset:
-        return frozenset(_as_float32(x) for x in c)
-    if isinstance(c, types.CodeType):
-        return c.replace(co_consts=tuple(_as_float32(x) for x in c.co_consts))
-    return c
-
-
-def _single_precision(fn):
-    """fn with its float literals (and float default arguments) as float32, for a stage over float32
-    values: Python numbers beside float32 values keep float32, as NumPy 2 treats them (NEP 50). Numba
-    types a literal as float64, which would carry ``1.5 * v`` and every call after it (``math.sin``) in
-    double precision. Globals, closure variables and int literals are left as they are."""
-    import types
-    code = fn.__code__
-    g = types.FunctionType(code.replace(co_consts=tuple(_as_float32(c) for c in code.co_consts)), fn.__globals__,
-                           fn.__name__, _as_float32(fn.__defaults__), fn.__closure__)
-    g.__kwdefaults__ = {k: _as_float32(v) for k, v in fn.__kwdefaults__.items()} if fn.__kwdefaults__ else None
-    return g
-
-
-def _compiled_along(fn, jit, convert, done=None):
-    """fn with the plain Python functions it calls (through its globals and closure, at any depth) given
-    to it compiled by `jit` (numba.njit or a CUDA device jit), each first passed through `convert`
-    (the float-literal rule): the called functions need no decorator of their own."""
-    import types
-    done = {} if done is None else done
-    if fn in done:
-        return done[fn]
-    names = set(fn.__code__.co_names)
-    plain = {k: _python_of(v) for k, v in fn.__globals__.items() if k in names and _python_of(v) is not None}
-    cells = fn.__closure__
-    if not plain and not (cells and any(_python_of(_cell_value(c)) is not None for c in cells)):
-        g = convert(fn)
-        done[fn] = g
-        return g
-    glb = dict(fn.__globals__)
-    done[fn] = None  # recursion: Numba types a recursive function through its own dispatcher
-    for k, v in plain.items():
-        if v is fn:
-            continue
-        inner = _compiled_along(v, jit, convert, done)
-        glb[k] = jit(inner if inner is not None else v)
-    if cells:
-        cells = tuple(types.CellType(jit(_compiled_along(_python_of(_cell_value(c)), jit, convert, done)))
-                      if _python_of(_cell_value(c)) is not None else c for c in cells)
-    g = convert(types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__, cells))
-    g.__kwdefaults__ = fn.__kwdefaults__
-    done[fn] = g
-    return g
-
-
-def _python_of(v):
-    """The Python function v is, or the one a Numba dispatcher (numba.njit(f)) compiles, else None: what
-    is compiled along with a stage for each target, under the stage's float-literal rule."""
-    if _is_plain_function(v):
-        return v
-    f = getattr(v, "py_func", None)
-    return f if _is_plain_function(f) and type(v).__module__.startswith("numba") else None
-
-
-def _cell_value(c):
-    try:
-        return c.cell_contents
-    except ValueError:  # an empty cell
-        return None
 
 
 def _filled(fn, k):
@@ -410,8 +331,11 @@ class Chain:
             try:
                 missing = _dispatch(self._built, inputs, out, stream, self._python_stages)
                 if missing == "capsule":
+                    given = _first(inputs, out)
                     inputs, out = _capsules_taken(inputs, out)
                     missing = _dispatch(self._built, inputs, out, stream, self._python_stages)
+                    if missing is None:
+                        return _as_given(_first(inputs, out), given, _first(inputs, out))
                 if missing == "guard":
                     missing = _guarded(_dispatch, self._built, inputs, out, stream, False)
             except _core.CompileError as e:
@@ -420,15 +344,16 @@ class Chain:
                 missing = True
             if missing is None:
                 return inputs[0] if out is None else out
+        given = _first(inputs, out)
         inputs, out = _capsules_taken(inputs, out)  # once: a retry below takes the same arrays
         try:
-            return self._call(inputs, out, n, device, stream)
+            return _as_given(self._call(inputs, out, n, device, stream), given, _first(inputs, out))
         except _core.CompileError as e:
             # Text written from a Python stage that the host compiler refused (a gap in the
             # translation, not the user's code): the stage takes Numba's function instead, once.
             if not self._untranslate(str(e)):
                 raise
-        return self._call(inputs, out, n, device, stream)
+        return _as_given(self._call(inputs, out, n, device, stream), given, _first(inputs, out))
 
     def _untranslate(self, log):
         stages = [v if k == "py" else v[0] for k, v in self._items if k in ("py", "pyred")]
@@ -521,6 +446,19 @@ class Chain:
 def _bare(x):
     """A DLPack capsule, or an object that speaks DLPack alone (no dtype to read)."""
     return type(x).__name__ == "PyCapsule" or (x is not None and not hasattr(x, "dtype") and hasattr(x, "__dlpack__"))
+
+
+def _first(inputs, out):
+    """The array a map chain returns: out, else its first input."""
+    return out if out is not None else inputs[0] if inputs else None
+
+
+def _as_given(result, given, taken):
+    """What a chain returns: the object it was given where the result is that array (the same object on
+    every path), except for a capsule, which is spent: the array taken from it."""
+    if result is taken and given is not None and type(given).__name__ != "PyCapsule":
+        return given
+    return result
 
 
 def _capsules_taken(inputs, out):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import resident as rs
+from _support import needs_numba
 
 
 def test_the_classes_come_from_one_table_with_their_hierarchy():
@@ -89,6 +90,43 @@ def test_a_stage_that_prints_or_raises_is_refused_at_definition_never_run():
         return v
     for fn in (through_builtins, through_a_default):  # print however it is reached: once a hang
         assert "print" in _typed(rs.CompileError, rs.stage, fn)
+
+
+def _stub(v):  # Numba compiles the @overload below in its place; its own body never runs
+    raise NotImplementedError
+
+
+def _shouting_stub(v):
+    raise NotImplementedError
+
+
+@needs_numba
+def test_numba_cfuncs_and_overloads_are_checked_as_what_compiles():
+    import numba
+    from numba.extending import overload
+
+    @overload(_stub)
+    def _stub_impl(v):
+        def impl(v):
+            return v * 2
+        return impl
+
+    @overload(_shouting_stub)
+    def _shouting_impl(v):
+        def impl(v):
+            print(v)
+            return v
+        return impl
+
+    @numba.cfunc("float64(float64)")
+    def loud(v):
+        print(v)
+        return v
+
+    x = np.arange(4.0)
+    np.testing.assert_array_equal(rs.stage(lambda v: _stub(v) + 1)(x.copy()), 2 * x + 1)  # not "can raise"
+    assert "print" in _typed(rs.CompileError, rs.stage, lambda v: _shouting_stub(v))
+    assert "print" in _typed(rs.CompileError, rs.stage, lambda v: loud(v))
 
 
 def test_unsupported_host_arrays_are_type_errors_naming_the_type():

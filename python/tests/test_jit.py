@@ -175,7 +175,7 @@ def test_float_literals_in_tuples_are_float32_too_and_float64_keeps_them_double(
 
 
 def test_literals_float32_cannot_hold_stay_double_and_a_bad_mode_is_refused():
-    from resident.jit import _as_float32
+    from resident._rewrite import _as_float32
     assert type(_as_float32(1e39)) is float and type(_as_float32(1e-40)) is float
     assert type(_as_float32(0.5)) is np.float32 and type(_as_float32(-0.0)) is np.float32
     assert [type(c) for c in _as_float32((0.5, (1e39, 2.0)))[1]] == [float, np.float32]
