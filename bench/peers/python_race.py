@@ -3,8 +3,10 @@
 elements: rs.op (built-in operations), rs.stage (seed_stages.master) and rs.fuse (the seed's code as written)
 on resident's arrays, PyTorch tensors and CuPy arrays (on that library's current stream); torch.compile,
 cupy.fuse, a Numba kernel calling three device functions; a device copy of the same bytes (system "copy",
-CuPy's first: over_copy's reference, timed again just before each row, copy_ms, so that a GPU whose rate
-drifts during a size's rows is compared with itself). back_to_back_ms: `calls` calls queued, one synchronization, per call,
+each library's own). over_copy's reference, copy_ms: cudaMemcpyAsync (through CuPy) from the row's input to
+its output array, the same memory the row reads and writes, timed just before the row, so that a GPU whose
+rate drifts during a size's rows, or memory placed apart, is compared with itself (cupy_copy_ms: the
+same copy between CuPy's arrays, the reference of earlier records). back_to_back_ms: `calls` calls queued, one synchronization, per call,
 median of `reps`; issue_us: median time for a call to return; gbs: bytes read + written; place: the row's
 place in its size's order (resident's three systems take turns leading each library's rows). Outputs are checked
 against FP64 on a sample first (a wrong one: ok false). Past --budget-s the sizes left are skipped; a system
@@ -159,7 +161,15 @@ def race(a, dev, log2, out, skip):
     copies = [("copy", lib, lambda L, l, c=c: lambda: c(L)) for lib, c in (
         ("cupy", lambda L: L.y.data.copy_from_device_async(L.x.data, L.x.nbytes, s)),
         ("torch", lambda L: L.y.copy_(L.x)), ("numpy", lambda L: np.copyto(L.y, L.x))) if lib in libs]
-    out["copy_reference"] = copies[0][1] if copies else None
+    out["copy_reference"] = ("cudaMemcpyAsync between the row's own arrays" if "cupy" in m else
+                             copies[0][1] if copies else None)
+
+    def raw_copy(L, lib):  # the row's own arrays copied by the driver (no library's code between)
+        ptr = {"cupy": lambda a: a.data.ptr, "torch": lambda a: a.data_ptr(),
+               "resident": lambda a: a.__cuda_array_interface__["data"][0]}[lib]
+        rt, src, dst = m["cupy"].cuda.runtime, ptr(L.x), ptr(L.y)
+        return lambda: rt.memcpyAsync(dst, src, 4 * L.x.size if lib != "torch" else 4 * L.x.numel(),
+                                      rt.memcpyDeviceToDevice, s.ptr)
     program = rs.op.affine(1.5, 0.5) | rs.op.square() | rs.op.add(1) | rs.op.sqrt() | rs.op.sin() | rs.op.mul(0.5)
     systems = [(name, lib, lambda L, l, fn=fn: lambda: fn(L.x, out=L.y))  # the same three objects on every library
                for lib in libs for name, fn in zip(RESIDENT, (program, master, rs.fuse(seed)))]
@@ -181,7 +191,7 @@ def race(a, dev, log2, out, skip):
                                       max(0, n - 4096):n])
                 data[l] = (host, idx, host[idx].astype(np.float64), reference(host[idx]))
             host, idx, x_ref, ref = data[l]
-            opened, copy_ms = {}, None  # the last size's arrays let go, and their memory given back here
+            opened, copy_ms, cupy_ms = {}, None, None  # the last size's arrays let go, their memory given back here
             for free in frees:
                 free()
             for lib in libs:
@@ -201,10 +211,15 @@ def race(a, dev, log2, out, skip):
                     continue
                 try:
                     if system != "copy" and ref_copy:
-                        # The reference copy again, just before the row: a GPU whose rate drifts during a
-                        # size's rows (clocks, power) is compared with itself at that moment.
-                        c = ref_copy[2](opened[ref_copy[1]], l)
-                        copy_ms = per_call_seconds(c, a.calls, opened[ref_copy[1]].sync, a.reps) * 1e3
+                        # The reference copy again, just before the row, of the row's own arrays: a GPU
+                        # whose rate drifts (clocks, power) or memory placed apart is compared with itself.
+                        if "cupy" in m:  # on CuPy's stream, waited for as CuPy's rows are
+                            wait = opened["cupy"].sync
+                            copy_ms = per_call_seconds(raw_copy(opened[lib], lib), a.calls, wait, a.reps) * 1e3
+                            cupy_ms = per_call_seconds(raw_copy(opened["cupy"], "cupy"), a.calls, wait, a.reps) * 1e3
+                        else:
+                            c = ref_copy[2](opened[ref_copy[1]], l)
+                            copy_ms = per_call_seconds(c, a.calls, opened[ref_copy[1]].sync, a.reps) * 1e3
                     row = race_one(make, opened[lib], l, x_ref if system == "copy" else ref, a)
                 except Exception as e:
                     skip(system, lib, repr(e), repeat=r, log2_n=l)
@@ -214,7 +229,7 @@ def race(a, dev, log2, out, skip):
                     continue
                 copy_ms = copy_ms or (row["back_to_back_ms"] if system == "copy" else None)
                 out["rows"].append({"repeat": r, "system": system, "array_library": lib, "log2_n": l, "place": place, **row,
-                                    "copy_ms": copy_ms,
+                                    "copy_ms": copy_ms, "cupy_copy_ms": cupy_ms,
                                     "over_copy": row["back_to_back_ms"] / copy_ms if copy_ms else None})
             done = [w["ok"] for w in out["rows"] if w["repeat"] == r and w["log2_n"] == l]
             print(f"python_race: repeat {r}/{a.repeat} 2^{l}: {len(done)} rows, {done.count(False)} wrong, copy "
