@@ -6,8 +6,10 @@ cupy.fuse, a Numba kernel calling three device functions; a device copy of the s
 each library's own). over_copy's reference, copy_ms: cudaMemcpyAsync (through CuPy) from the row's input to
 its output array, the same memory the row reads and writes, timed just before the row, so that a GPU whose
 rate drifts during a size's rows, or memory placed apart, is compared with itself (cupy_copy_ms: the
-same copy between CuPy's arrays, the reference of earlier records). back_to_back_ms: `calls` calls queued, one synchronization, per call,
-median of `reps`; issue_us: median time for a call to return; gbs: bytes read + written; place: the row's
+same copy between CuPy's arrays, the reference of earlier records). back_to_back_ms: per call, `calls`
+calls between two CUDA events on the stream the work goes on, after an untimed call that keeps the GPU
+busy while they are issued, median of `reps` (host_ms: the same timed by the host clock to a
+synchronization, as earlier records were); issue_us: median time for a call to return; gbs: bytes read + written; place: the row's
 place in its size's order (resident's three systems take turns leading each library's rows). Outputs are checked
 against FP64 on a sample first (a wrong one: ok false). Past --budget-s the sizes left are skipped; a system
 that cannot be set up or run is listed in `skipped` with its reason. --device cpu: resident on its CPU arrays
@@ -47,23 +49,46 @@ def issue_seconds(f, calls, sync, reps):
     return statistics.median(times)
 
 
+def device_seconds(f, calls, handle, reps, cp):
+    """Seconds per call of f between two CUDA events on the stream its work goes on (handle): `calls`
+    calls after one untimed call that keeps the GPU busy while they are issued (a host slower than the
+    kernels shows, a host's first-call and wake-up costs do not); the median of `reps` batches."""
+    st = cp.cuda.ExternalStream(handle)
+    f()
+    st.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        f()
+        start.record(st)
+        for _ in range(calls):
+            f()
+        end.record(st)
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end) / 1e3 / calls)
+    return statistics.median(times)
+
+
 def open_lib(lib, host, idx, m, dev):
     """x (host uploaded), y, sync(), take(a) (a[idx] on the host), poison(a) (values no system writes)."""
     if lib == "numpy":
         return NS(x=host, y=np.empty_like(host), sync=lambda: None, take=lambda a: a[idx],
                   poison=lambda a: a.fill(np.nan))
     if lib == "resident":  # checked through a whole download (no slices of resident arrays): a few per size
-        return NS(x=rs.to_device(host, device=dev), y=rs.empty(host.size, dtype="float32", device=dev),
+        x = rs.to_device(host, device=dev)
+        return NS(x=x, y=rs.empty(host.size, dtype="float32", device=dev), stream=lambda: x.stream,
                   sync=lambda: rs.synchronize(dev), take=lambda a: a.to_host()[idx],
                   poison=lambda a: rs.random.fill_uniform(a, seed=0, low=1e3, high=2e3))
     if lib == "torch":
         t = m["torch"]
         x, i = t.from_numpy(host).to("cuda:0"), t.from_numpy(idx).to("cuda:0")
         return NS(x=x, y=t.empty_like(x), sync=t.cuda.synchronize, take=lambda a: a[i].cpu().numpy(),
+                  stream=lambda: t.cuda.current_stream().cuda_stream,
                   poison=lambda a: a.fill_(float("nan")))
     cp = m["cupy"]
     x, i = cp.asarray(host), cp.asarray(idx)
     return NS(x=x, y=cp.empty_like(x), sync=cp.cuda.Device().synchronize, take=lambda a: a[i].get(),
+              stream=lambda: cp.cuda.get_current_stream().ptr,
               poison=lambda a: a.fill(np.nan))
 
 
@@ -114,15 +139,16 @@ def peers(m):
                         ("numba.cuda", "cupy", numba_fused)) if p[1] in m]
 
 
-def race_one(make, L, l, ref, a):
+def race_one(make, L, l, ref, a, cp=None):
     f = make(L, l)
     L.poison(L.y)  # queued where the call runs (Numba's legacy default stream waits for CuPy's current one)
     y = f()
     L.sync()
     got = L.take(L.y if y is None else y)
     err = float(np.max(np.abs(got.astype(np.float64) - ref) / (1 + np.abs(ref))))
-    ms = per_call_seconds(f, a.calls, L.sync, a.reps) * 1e3
-    return {"back_to_back_ms": ms, "issue_us": issue_seconds(f, a.calls, L.sync, a.reps) * 1e6,
+    host_ms = per_call_seconds(f, a.calls, L.sync, a.reps) * 1e3
+    ms = device_seconds(f, a.calls, L.stream(), a.reps, cp) * 1e3 if cp and hasattr(L, "stream") else host_ms
+    return {"back_to_back_ms": ms, "host_ms": host_ms, "issue_us": issue_seconds(f, a.calls, L.sync, a.reps) * 1e6,
             "gbs": 8 * (1 << l) / ms / 1e6, "max_rel_error": err if math.isfinite(err) else str(err),
             "ok": bool(got.dtype == np.float32 and err <= TOL)}
 
@@ -213,14 +239,14 @@ def race(a, dev, log2, out, skip):
                     if system != "copy" and ref_copy:
                         # The reference copy again, just before the row, of the row's own arrays: a GPU
                         # whose rate drifts (clocks, power) or memory placed apart is compared with itself.
-                        if "cupy" in m:  # on CuPy's stream, waited for as CuPy's rows are
-                            wait = opened["cupy"].sync
-                            copy_ms = per_call_seconds(raw_copy(opened[lib], lib), a.calls, wait, a.reps) * 1e3
-                            cupy_ms = per_call_seconds(raw_copy(opened["cupy"], "cupy"), a.calls, wait, a.reps) * 1e3
+                        if "cupy" in m:  # on CuPy's stream, timed as the rows are
+                            cp = m["cupy"]
+                            copy_ms = device_seconds(raw_copy(opened[lib], lib), a.calls, s.ptr, a.reps, cp) * 1e3
+                            cupy_ms = device_seconds(raw_copy(opened["cupy"], "cupy"), a.calls, s.ptr, a.reps, cp) * 1e3
                         else:
                             c = ref_copy[2](opened[ref_copy[1]], l)
                             copy_ms = per_call_seconds(c, a.calls, opened[ref_copy[1]].sync, a.reps) * 1e3
-                    row = race_one(make, opened[lib], l, x_ref if system == "copy" else ref, a)
+                    row = race_one(make, opened[lib], l, x_ref if system == "copy" else ref, a, m.get("cupy"))
                 except Exception as e:
                     skip(system, lib, repr(e), repeat=r, log2_n=l)
                     traceback.print_exc(limit=3, file=sys.stderr)
