@@ -152,7 +152,7 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
   done
   # memcheck's stream-ordered race tracking flags a forked branch of a replayed graph that reads
   # pool (cudaMallocAsync) memory, in plain CUDA too (bench/experiments/graph_memcheck_repro.cu,
-  # docs/performance.md): that test runs under memcheck without it.
+  # docs/measurements.md): that test runs under memcheck without it.
   step sanitize-memcheck-flow-graph-replay sanitize_unordered memcheck "$build/tests/test_flow" \
     --gtest_filter='*graph_replay_equals_eager_and_report/cuda'
   export RESIDENT_GUIDE_QUICK=1  # the guide's examples at small sizes, one timed run each

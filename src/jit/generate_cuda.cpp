@@ -167,7 +167,7 @@ const char* cuda_block_fold = R"(  __shared__ rs_maybe shared[RS_BLOCK];
 // warp shuffles, then each block but the last stores its partial and a flag in one 8-byte slot (seen
 // whole or not at all; no fence, no atomic); the last block by index, dispatched after every other,
 // waits for each slot, folds the partials in index order and leaves the slots zero. The fence and the
-// atomic per block were a short sum's largest fixed cost (docs/performance.md, runs 43-45); the
+// atomic per block were a short sum's largest fixed cost (docs/measurements.md, runs 43-45); the
 // compiled reductions hand over the same way (fuse/detail/cuda/block_fold.cuh).
 const char* cuda_slot_fold = R"(  rs_value mine = acc[0].value;
   __shared__ rs_value warp_total[RS_BLOCK / 32];
