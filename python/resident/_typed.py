@@ -14,19 +14,26 @@ def _typed(f, where):
         try:
             return f(*args, **kwargs)
         except TypeError as e:
-            if type(e) is not TypeError or _NANOBIND_MISMATCH not in str(e):
+            if not _mismatch(e, f):
                 raise
             if _conversions_now_succeed(args, kwargs):
                 try:  # what failed the first time does not now: no body ran, so the call is made again
                     return f(*args, **kwargs)
                 except TypeError as again:
-                    if type(again) is not TypeError or _NANOBIND_MISMATCH not in str(again):
+                    if not _mismatch(again, f):
                         raise
                     e = again
             from . import _core
             raise _core.InvalidType(f"{where}: an argument's type does not fit: {e}") from None
     call.__wrapped_core__ = f
     return call
+
+
+def _mismatch(e, f):
+    """Whether e is nanobind refusing f's arguments (before any of f's work ran), not a TypeError raised
+    inside the call (by a callback it made, say), which raised from deeper frames."""
+    return (type(e) is TypeError and e.__traceback__ is not None and e.__traceback__.tb_next is None
+            and str(e).startswith(f"{getattr(f, '__name__', '')}(): {_NANOBIND_MISMATCH}"))
 
 
 def _conversions_now_succeed(args, kwargs):

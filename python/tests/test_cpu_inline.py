@@ -3,6 +3,10 @@ which functions are translated, that they compute what Numba's own function comp
 within the vector math's ULP bounds where a math function is called), that what is not translated
 still runs through Numba's function, and that the refusals stay typed."""
 import math
+import os
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -240,6 +244,21 @@ def test_pow_gives_one_value_at_every_place_in_the_array():
                     rs.stage("float r(float v) { return pow(v, 0.5f); }")(x.astype(np.float32)).astype(dtype)):
             np.testing.assert_array_equal(got, want)
             assert not np.signbit(got[1::3]).any(), got
+
+
+@pytest.mark.skipif(shutil.which("clang++") is None, reason="clang++ is not installed")
+def test_kernels_compile_with_clang_as_the_host_compiler(tmp_path):
+    # The host prelude (pow among it) must compile with each host compiler docs/cpu.md names.
+    code = ("import numpy as np, resident as rs\n"
+            "x = rs.to_device(np.array([1.5, -2.0, 3.0], np.float32), device='cpu')\n"
+            "y = rs.stage('float r(float v) { return std::pow(v, 2.0f) + pow(v, 3.0f) * 0; }')(x).to_host()\n"
+            "assert (y == np.array([2.25, 4.0, 9.0], np.float32)).all(), y\n"
+            "assert rs.jit.map('float p1(float v) { return v + 1; }', 'p1')(x).to_host()[0] == 3.25\n"
+            "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, RESIDENT_DEVICE="cpu", RESIDENT_JIT_CXX="clang++",
+                                RESIDENT_JIT_CACHE=str(tmp_path)))
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-3000:]
 
 
 def test_pow_in_cpp_text_folds_as_the_built_in_does():

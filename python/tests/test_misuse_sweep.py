@@ -397,3 +397,19 @@ def test_flow_array_stage_and_pinned_arguments_of_the_wrong_kind_are_typed():
     f = rs.Flow(device="cpu", streams=2)  # still usable
     f.add("a", lambda: None)
     f.run()
+
+
+def test_a_type_error_raised_inside_a_call_neither_repeats_it_nor_becomes_invalid_type():
+    class Scalarish(np.ndarray):  # a size-1 array that converts to a float (NumPy before 2.4)
+        def __float__(self):
+            return float(np.asarray(self).reshape(-1)[0])
+    calls = []
+
+    def progress(done, total):
+        calls.append(done)
+        if len(calls) == 1:
+            raise TypeError("other(): incompatible function arguments. The following argument types are supported")
+    x = np.array([1.0]).view(Scalarish)
+    with pytest.raises(TypeError, match="other") as raised:
+        rs.stream(rs.op.add(1), x, out=x, progress=progress)
+    assert type(raised.value) is TypeError and calls == [1] and np.asarray(x)[0] == 2.0  # the work ran once, the callback's error unchanged

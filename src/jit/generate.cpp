@@ -25,9 +25,8 @@ std::size_t size_of(element t) noexcept {
 
 cuda_shape cuda_shape_of(const std::vector<part>& parts, const signature& sig) noexcept {
   cuda_shape r;
-  if (parts.empty()) return r;
-  r.slots = sig.reduces && parts.back().what != part::kind::reduce && size_of(sig.out) == 4;
-  if (sig.in.empty() || is_generator(parts.front().what)) return r;
+  r.slots = sig.reduces && !parts.empty() && parts.back().what != part::kind::reduce && size_of(sig.out) == 4;
+  if (sig.in.empty() || (!parts.empty() && is_generator(parts.front().what))) return r;  // no chain: a copy
   bool same = true;
   for (element e : sig.in) same = same && size_of(e) == size_of(sig.in[0]);
   if (!sig.reduces) same = same && size_of(sig.out) == size_of(sig.in[0]);  // a map's vector path
@@ -95,20 +94,32 @@ const char* host_prelude = R"(// resident run-time kernel (host flavor)
 // a vector sqrt (nan at -inf, -0 at -0) while the loop's tail calls powf (+inf, +0). Kept as the
 // built-in does: constant arguments fold (constexpr), and a constant exponent 2 is x * x (the same
 // correctly rounded value, and the loop vectorizes).
+// (Clang evaluates no pow at compile time: a constexpr function there that calls one is an error.)
+#if defined(__clang__)
+#define RS_POW(T, call)                                                        \
+  RS_FN T rs_pow(T a, T b) {                                                   \
+    if (__builtin_constant_p(b) && b == 2) return a * a;                       \
+    return ::call(a, b);                                                       \
+  }
+#define RS_POW_CONSTEXPR
+#else
 #define RS_POW(T, call)                                                        \
   RS_FN constexpr T rs_pow(T a, T b) {                                         \
     if (__builtin_is_constant_evaluated()) return __builtin_##call(a, b);      \
     if (__builtin_constant_p(b) && b == 2) return a * a;                       \
     return ::call(a, b);                                                       \
   }
+#define RS_POW_CONSTEXPR constexpr
+#endif
 RS_POW(float, powf)
 RS_POW(double, pow)
 RS_POW(long double, powl)
 #undef RS_POW
-template <class A, class B> RS_FN constexpr auto rs_pow(A a, B b) -> decltype(std::pow(a, b)) {
+template <class A, class B> RS_FN RS_POW_CONSTEXPR auto rs_pow(A a, B b) -> decltype(std::pow(a, b)) {
   using R = decltype(std::pow(a, b));
   return rs_pow(R(a), R(b));
 }
+#undef RS_POW_CONSTEXPR
 namespace std { using ::rs_pow; }
 #define pow rs_pow
 )";

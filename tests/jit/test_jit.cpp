@@ -616,6 +616,8 @@ TEST(jit_kernels, every_kind_of_chain_compiles_with_nvrtc) {
   const kase cases[] = {
       {seed_chain(), {E::f32}, E::f32, true, false},
       {rs::jit::map("double w(float a) { return a; }"), {E::f32}, E::f64, false, false},
+      {rs::jit::pipeline(), {E::f32}, E::f32, true, false},
+      {rs::jit::pipeline(), {E::f64}, E::f64, true, false},
       {seed_chain() | rs::jit::sum(), {E::f32}, E::f32, true, true},
       {rs::jit::map("double f(double a, int k) { return a * k; }") | rs::jit::max(), {E::f64, E::i32}, E::f64, false,
        false},
