@@ -1,6 +1,7 @@
 """What a Python function given as a stage may be: checked when the stage is defined, before Numba
 compiles it, so that nothing runs to a silent value or a hang (docs/python.md lists the refusals)."""
 import inspect
+import threading
 import types
 
 
@@ -14,6 +15,28 @@ def _core_error(kind, message):
 _INTERPRETER_ONLY = {print, input, open, exec, eval, compile, breakpoint, globals, locals, vars, help, __import__}
 
 
+_numba_lock = threading.Lock()
+_numba_loaded = set()
+
+
+def load_numba(cuda=False):
+    """Imports Numba (and numba.cuda) once, under a lock: threads importing it for the first time at once
+    see partly initialized modules (circular imports) and leave the process unable to use it."""
+    want = "numba.cuda" if cuda else "numba"
+    if want in _numba_loaded:
+        return
+    with _numba_lock:
+        if want not in _numba_loaded:
+            try:
+                import importlib
+                for m in (("numba", "numba.core.compiler", "numba.core.ir", "numba.core.registry",
+                           "numba.core.compiler_lock", "numba.extending") if not cuda else ("numba.cuda",)):
+                    importlib.import_module(m)
+            except ImportError:
+                pass  # the compile says so, typed
+            _numba_loaded.add(want)
+
+
 def _is_plain_function(f):
     return isinstance(f, types.FunctionType)
 
@@ -25,6 +48,7 @@ def _check_function(fn, what, arity=None):
     raises, asserts or calls print() or another built-in that needs the interpreter."""
     name = getattr(fn, "__name__", type(fn).__name__)
     module = getattr(fn, "__module__", None)
+    load_numba()
     if not _is_plain_function(fn):
         import functools
         if isinstance(fn, functools.partial):  # its arguments go into the function written out
@@ -63,6 +87,9 @@ def _not_a_function(fn, what, arity):
                 f"take what it needs from the object first (k = obj.k) and give a function of the values, e.g. "
                 f"{wrap.format('f')} with f a plain function")
     name = getattr(fn, "__name__", None)
+    if _is_plain_function(getattr(fn, "_pyfunc", None)):  # numba.cfunc: its module is Numba's
+        return (f"{fn._pyfunc.__name__} is a numba.cfunc; give the Python function it compiles, or call it "
+                f"from one, e.g. {wrap.format(fn._pyfunc.__name__)}")
     if name is None or not callable(fn):
         return (f"a {type(fn).__name__} object is not a Python function; give a function of the values "
                 "(def f(v): ...)")
@@ -155,6 +182,7 @@ def _overload_impls(f):
     import sys
     if "numba" not in sys.modules:
         return None
+    load_numba()  # another thread may be importing it: wait for the whole of it
     contexts = []
     try:
         from numba.core.registry import cpu_target
@@ -165,21 +193,42 @@ def _overload_impls(f):
     except Exception:  # noqa: BLE001 (a Numba without these: f is what compiles)
         pass
     builders = []
+    try:
+        from numba.core.compiler_lock import global_compiler_lock as lock  # a compile may refresh meanwhile
+    except Exception:  # noqa: BLE001
+        import contextlib
+        lock = contextlib.nullcontext()
     for ctx in contexts:
         try:
-            ctx.refresh()
-            t = ctx._lookup_global(f)
+            with lock:
+                ctx.refresh()
+                t = ctx._lookup_global(f)
         except Exception:  # noqa: BLE001
             continue
         builders += [b for b in (getattr(tp, "_overload_func", None) for tp in getattr(t, "templates", ()))
                      if _is_plain_function(b)]
     if not builders:
         return None
-    # Each function written inside an overload's body (the implementations it returns), its free
-    # variables left empty: what is checked is what its code names.
-    return [types.FunctionType(c, b.__globals__, c.co_name, None, tuple(types.CellType(None) for _ in c.co_freevars))
-            for b in builders for c in b.__code__.co_consts
-            if isinstance(c, types.CodeType) and (c.co_name == "<lambda>" or not c.co_name.startswith("<"))]
+    # Each function written inside an overload's body (the implementations it returns, at any depth),
+    # its free variables left empty: what is checked is what its code names; and the plain functions
+    # its closure holds (numba.extending.register_jitable returns the function it was given).
+    def written(code):
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                if c.co_name == "<lambda>" or not c.co_name.startswith("<"):
+                    yield c
+                yield from written(c)
+    impls = [types.FunctionType(c, b.__globals__, c.co_name, None, tuple(types.CellType(None) for _ in c.co_freevars))
+             for b in builders for c in written(b.__code__)]
+    for b in builders:
+        for cell in b.__closure__ or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            if _is_plain_function(v):
+                impls.append(v)
+    return impls
 
 
 def _is_objmode(v):

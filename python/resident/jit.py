@@ -44,6 +44,7 @@ import numpy as _np
 from . import _compat, _core, _cpu_text, _program
 from ._rewrite import _compiled_along, _python_of, _single_precision
 from ._stage_check import _check_function, _is_plain_function
+from ._stage_check import load_numba as _load_numba
 
 __all__ = ["Chain", "stage", "fuse", "map", "uniform", "normal", "sum", "min", "max", "reduce", "stats"]
 
@@ -168,6 +169,7 @@ class _PyStage:
         try:
             if kind == "cuda":
                 with _compat.numpy_for_numba_cuda():
+                    _load_numba(cuda=True)
                     from numba import cuda
                     fn = _compiled_along(source, lambda f: cuda.jit(device=True)(f), convert)
                     ltoir, _ = cuda.compile(fn, sig, device=True, abi="c", output="ltoir",

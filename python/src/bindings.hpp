@@ -2,6 +2,7 @@
 // What the binding files of resident._core share: the Array (py_array), element-type dispatch, stream
 // handles, taking any library's array in (from_dlpack), and the call guard that records the Python line.
 // Each binding file adds its part of the module through one bind_* function (module.cpp calls them).
+#include <atomic>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -200,7 +201,8 @@ struct py_array {
   }
 };
 
-/// The main thread's id, read when the module loads: the thread that finalizes the interpreter at exit.
+/// The id of the thread that finalizes the interpreter: the main thread's, read when the module loads,
+/// then that of the thread running the atexit functions.
 unsigned long main_thread_id() noexcept;
 
 /// Whether the interpreter is finalizing and this thread is not the one doing it: such a thread must
@@ -214,9 +216,16 @@ inline bool finalizing_elsewhere() noexcept {
   return finalizing && PyThread_get_thread_ident() != main_thread_id();
 }
 
+/// Threads parked at exit (below): what they hold (a flow's turn, a lock up their stack) stays held.
+inline std::atomic<int>& parked_threads() noexcept {
+  static std::atomic<int> n{0};
+  return n;
+}
+
 /// Parks this thread for the life of the process (the interpreter is ending it; what it holds stays
 /// held). Touches nothing of Python's or nanobind's: the interpreter is being torn down meanwhile.
 [[noreturn]] inline void park_thread() {
+  parked_threads().fetch_add(1);
   for (;;) ::pause();
 }
 
@@ -226,7 +235,9 @@ inline bool finalizing_elsewhere() noexcept {
 /// C++ frames aborts the process.
 class gil_released {
  public:
-  gil_released() : state_(PyEval_SaveThread()) {}
+  // @throws error on the finalizing thread once a thread is parked inside resident: the call could
+  // wait for good on what that thread holds.
+  gil_released() : state_((refuse_after_parking(), PyEval_SaveThread())) {}
   ~gil_released() {
     if (finalizing_elsewhere()) park_thread();
 #if defined(__GLIBCXX__)
@@ -243,6 +254,11 @@ class gil_released {
   gil_released& operator=(const gil_released&) = delete;
 
  private:
+  static void refuse_after_parking() {
+    if (parked_threads().load(std::memory_order_relaxed) > 0)
+      throw rs::error("a thread stopped at exit inside a resident call may hold what this call needs; "
+                      "no resident work runs after that while the interpreter finalizes");
+  }
   PyThreadState* state_;
 };
 

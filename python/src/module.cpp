@@ -2,6 +2,8 @@
 // explicit transfers to and from NumPy, the ledger, the transfer policy, random fills into any array,
 // reductions, programs, run-time chains and flows. Built with the host compiler; the kernels are
 // instantiated in ops.cpp. Each concern binds its part in its own file (bindings.hpp lists them).
+#include <atomic>
+
 #include "bindings.hpp"
 #include "bindings_38.hpp"
 
@@ -9,20 +11,19 @@ namespace resident::py {
 
 namespace {
 thread_local bool t_pinned = false;  // a pinned_site is in force on this thread
-unsigned long g_main_thread = 0;     // set once as the module loads, read after
+std::atomic<unsigned long> g_main_thread{0};  // the thread to finalize: set as the module loads and at exit
 }  // namespace
 
-unsigned long main_thread_id() noexcept { return g_main_thread; }
+unsigned long main_thread_id() noexcept { return g_main_thread.load(std::memory_order_relaxed); }
 
 namespace {
-// At exit, before finalizing: a daemon thread still alive stays where it is (parked inside a call, or
-// ended by Python elsewhere), and what its frames hold is no leak of resident's to report.
-void quiet_leaks_of_daemon_threads() {
-  for (nb::handle t : nb::module_::import_("threading").attr("enumerate")())
-    if (nb::cast<bool>(t.attr("daemon")) && nb::cast<bool>(t.attr("is_alive")())) {
-      nb::set_leak_warnings(false);
-      return;
-    }
+// At exit, before finalizing, on the thread that will finalize (recorded: an embedder may finalize on
+// another than the main one): a thread still alive (a daemon, or one threading does not list) stays
+// where it is (parked inside a call, or ended by Python elsewhere), and what its frames hold is no
+// leak of resident's to report.
+void at_exit() {
+  g_main_thread.store(PyThread_get_thread_ident(), std::memory_order_relaxed);
+  if (nb::len(nb::module_::import_("sys").attr("_current_frames")()) > 1) nb::set_leak_warnings(false);
 }
 }  // namespace
 
@@ -84,9 +85,9 @@ python_site::python_site() noexcept {
 
 NB_MODULE(_core, m) {
   m.doc() = "resident's compiled core; use the resident package";
-  resident::py::g_main_thread =
-      nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident"));
-  nb::module_::import_("atexit").attr("register")(nb::cpp_function(&resident::py::quiet_leaks_of_daemon_threads));
+  resident::py::g_main_thread.store(
+      nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident")));
+  nb::module_::import_("atexit").attr("register")(nb::cpp_function(&resident::py::at_exit));
   resident::py::bind_errors(m);
   resident::py::bind_streams(m);
   resident::py::bind_array(m);

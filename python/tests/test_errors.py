@@ -127,6 +127,14 @@ def test_numba_cfuncs_and_overloads_are_checked_as_what_compiles():
     np.testing.assert_array_equal(rs.stage(lambda v: _stub(v) + 1)(x.copy()), 2 * x + 1)  # not "can raise"
     assert "print" in _typed(rs.CompileError, rs.stage, lambda v: _shouting_stub(v))
     assert "print" in _typed(rs.CompileError, rs.stage, lambda v: loud(v))
+    assert "numba.cfunc" in _typed(rs.InvalidType, rs.stage, loud)
+
+    @numba.extending.register_jitable
+    def jitable_raises(v):
+        if v > 2.5:
+            raise ValueError("too big")
+        return v * 2
+    assert "can raise" in _typed(rs.CompileError, rs.stage, lambda v: jitable_raises(v))
 
 
 def test_unsupported_host_arrays_are_type_errors_naming_the_type():
