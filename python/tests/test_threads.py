@@ -140,12 +140,17 @@ print("exiting", flush=True)
 """
 
 
+def _runs(script, times, timeout=120):
+    """The script run `times` times in fresh CPU processes (a hang fails on the timeout)."""
+    for _ in range(times):
+        yield subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout,
+                             env=dict(os.environ, RESIDENT_DEVICE="cpu"))
+
+
 def test_daemon_threads_inside_calls_at_exit_leave_the_process_exiting_cleanly():
     # The interpreter ends a daemon thread that takes the GIL back while it finalizes; through C++
     # frames that aborted the process ("terminate called without an active exception").
-    for _ in range(3):
-        r = subprocess.run([sys.executable, "-c", _DAEMONS], capture_output=True, text=True, timeout=120,
-                           env=dict(os.environ, RESIDENT_DEVICE="cpu"))
+    for r in _runs(_DAEMONS, 3):
         assert r.returncode == 0 and "exiting" in r.stdout, (r.returncode, r.stderr[-2000:])
 
 
@@ -201,9 +206,7 @@ print("exiting", flush=True)
 def test_a_call_at_exit_never_waits_on_a_thread_parked_holding_what_it_needs():
     # Daemon threads stopped at exit inside a flow's stage hold its turn; a __del__ of the final
     # collection running that flow is refused (a resident.Error) rather than waiting for good.
-    for _ in range(3):
-        r = subprocess.run([sys.executable, "-c", _PARKED_HOLDER], capture_output=True, text=True, timeout=120,
-                           env=dict(os.environ, RESIDENT_DEVICE="cpu"))
+    for r in _runs(_PARKED_HOLDER, 3):
         assert r.returncode == 0 and "exiting" in r.stdout and "del: " in r.stdout, (r.stdout, r.stderr[-2000:])
 
 
