@@ -533,7 +533,8 @@ def _py_stage(fn, float_literals):
         return _PyStage(fn, float_literals)
     stages = kept.setdefault("__resident_stages__", {})
     s = stages.get(float_literals)
-    if s is None or s.code is not getattr(_python_of(fn) or fn, "__code__", None):  # code replaced: anew
+    source = fn if _is_plain_function(fn) else _python_of(fn) or fn  # (a plain function is its own source)
+    if s is None or s.code is not getattr(source, "__code__", None):  # code replaced: anew
         s = stages[float_literals] = _PyStage(fn, float_literals)
     return s
 
