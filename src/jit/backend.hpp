@@ -59,8 +59,9 @@ struct signature {
 };
 
 /// How a CUDA chain's kernel is entered and hands its blocks' partials over (generate() writes it so,
-/// run_cuda launches it so). A reduction over arrays of one element size has a second entry,
-/// rs_kernel_32, indexing its vectors in 32 bits (rs_kernel: 64); a built-in reduction of 4-byte values
+/// run_cuda launches it so). A reduction over arrays of one element size, and a map whose arrays all
+/// have one, has a second entry, rs_kernel_32, indexing its vectors in 32 bits (rs_kernel: 64); a
+/// built-in reduction of 4-byte values
 /// hands its partials to the last block in 8-byte slots (zero at the launch, left zero) where others
 /// take per-block partials and the counters.
 struct cuda_shape {

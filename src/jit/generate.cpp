@@ -25,11 +25,12 @@ std::size_t size_of(element t) noexcept {
 
 cuda_shape cuda_shape_of(const std::vector<part>& parts, const signature& sig) noexcept {
   cuda_shape r;
-  if (!sig.reduces || parts.empty()) return r;
-  r.slots = parts.back().what != part::kind::reduce && size_of(sig.out) == 4;
-  if (sig.in.empty() || is_generator(parts.front().what)) return r;
+  // The empty chain (a copy) has the maps' vector path and so both entries.
+  r.slots = sig.reduces && !parts.empty() && parts.back().what != part::kind::reduce && size_of(sig.out) == 4;
+  if (sig.in.empty() || (!parts.empty() && is_generator(parts.front().what))) return r;
   bool same = true;
   for (element e : sig.in) same = same && size_of(e) == size_of(sig.in[0]);
+  if (!sig.reduces) same = same && size_of(sig.out) == size_of(sig.in[0]);  // a map's vector path
   r.index32 = same;
   return r;
 }

@@ -73,15 +73,14 @@ std::string cuda_vectors(const chain& c, const loop_text& t, const std::string& 
     vload += "      r" + ks + "[u] = ((const rs_vec<" + T + ">*)in" + ks + ")[j];\n";
     vcall += (k ? ", " : "") + std::string("r") + ks + "[u].v[l]";
   }
-  s += "template <int U>\nRS_FN void rs_vectors(const rs_args& a, unsigned long long j0, unsigned long long step, "
-       "unsigned long long nv) {\n" + t.loads + decl +
+  s += "template <int U, class I>\nRS_FN void rs_vectors(const rs_args& a, I j0, I step, I nv) {\n" + t.loads + decl +
        "#pragma unroll\n"
        "  for (int u = 0; u < U; ++u) {\n"
-       "    const unsigned long long j = j0 + u * step;\n"
+       "    const I j = j0 + u * step;\n"
        "    if (j < nv) {\n" + vload + "    }\n  }\n"
        "#pragma unroll\n"
        "  for (int u = 0; u < U; ++u) {\n"
-       "    const unsigned long long j = j0 + u * step;\n"
+       "    const I j = j0 + u * step;\n"
        "    if (j < nv) {\n";
   s += "      rs_vec<" + c.O + "> o;\n"
          "#pragma unroll\n      for (int l = 0; l < " + Vn + "; ++l) o.v[l] = rs_chain(a, " + vcall + ");\n"
@@ -104,9 +103,11 @@ std::string cuda_array_loop(const chain& c, const loop_text& t, const std::strin
       // The grid has a block per tile (run_cuda): no loop, no test beyond rs_vectors' own, and the
       // scalar tail is the last block's: a map is issue-bound enough that a thread's fixed
       // instructions show.
+      // I: the entry's index type (32 bits in rs_kernel_32, launched where every vector index fits:
+      // fewer instructions a thread, which shows at the GPU's power cap).
       s += "  if (a.vec) {\n"
-           "    const unsigned long long tile = (unsigned long long)blockDim.x * RS_TILE;\n"
-           "    rs_vectors<RS_TILE>(a, blockIdx.x * tile + threadIdx.x, blockDim.x, nv);\n"
+           "    const I tile = (I)blockDim.x * RS_TILE;\n"
+           "    rs_vectors<RS_TILE, I>(a, (I)blockIdx.x * tile + threadIdx.x, (I)blockDim.x, (I)nv);\n"
            "    if (blockIdx.x != gridDim.x - 1) return;\n"
            "    for (unsigned long long i = nv * " + Vn + " + threadIdx.x; i < n; i += blockDim.x) " + t.use +
            "rs_chain(a, " + t.call + "));\n"

@@ -604,7 +604,8 @@ TEST(jit_kernels, every_kind_of_chain_compiles_with_nvrtc) {
   if (!rs::cuda_compiled) GTEST_SKIP() << "this build has no CUDA backend (no NVRTC)";
   using E = rs::jit::element;
   const rs::device gpu = rs::device::cuda(0);
-  // index32: a second entry indexing vectors in 32 bits (reductions over arrays of one element size);
+  // index32: a second entry indexing vectors in 32 bits (reductions over arrays of one element size,
+  // maps whose arrays all have one);
   // slots: partials handed over in slots (built-in reductions of 4-byte values).
   struct kase {
     rs::jit::pipeline p;
@@ -613,8 +614,9 @@ TEST(jit_kernels, every_kind_of_chain_compiles_with_nvrtc) {
     bool index32, slots;
   };
   const kase cases[] = {
-      {seed_chain(), {E::f32}, E::f32, false, false},
-      {rs::jit::pipeline(), {E::f32}, E::f32, false, false},  // the empty chain: a copy
+      {seed_chain(), {E::f32}, E::f32, true, false},
+      {rs::jit::map("double w(float a) { return a; }"), {E::f32}, E::f64, false, false},
+      {rs::jit::pipeline(), {E::f32}, E::f32, true, false},  // the empty chain: a copy
       {seed_chain() | rs::jit::sum(), {E::f32}, E::f32, true, true},
       {rs::jit::map("double f(double a, int k) { return a * k; }") | rs::jit::max(), {E::f64, E::i32}, E::f64, false,
        false},
@@ -633,7 +635,7 @@ TEST(jit_kernels, every_kind_of_chain_compiles_with_nvrtc) {
       std::string image;
       const std::string text = c.p.kernel_source(c.in, c.out, gpu);
       // Programmatic dependent launch: the kernel waits for its predecessor first thing (sm_90 and later),
-      // in its one body: rs_kernel's, or for reductions over vectors the body both entries call.
+      // in its one body: rs_kernel's, or where there are two entries the body both call.
       const auto body = text.find(c.index32 ? "rs_body(const rs_args& a) {\n" : "rs_kernel(rs_args a) {\n");
       ASSERT_NE(body, std::string::npos) << text;
       EXPECT_EQ(text.find("rs_dependent_launch_prologue();", body), text.find('\n', body) + 3) << text;
