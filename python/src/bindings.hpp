@@ -116,6 +116,14 @@ struct call_stream_state {
   std::optional<std::intptr_t> given;
   const char* what = "";
   std::vector<rs::stream_ref> joins;  // resident arrays' own streams, ordered after the given one at the end
+  // A call that uses the arrays it takes only while it runs (the caller's arguments keep them alive)
+  // takes other libraries' arrays without an owner of their own.
+  bool borrow = false;
+  // The current stream of the library whose array was taken last (its type, device): the call's other
+  // arrays of that library ask no more (the current stream cannot change while the call holds the GIL).
+  const void* library = nullptr;
+  int library_device = -1;
+  std::intptr_t library_stream = 0;
 };
 extern thread_local call_stream_state* t_call_stream;
 
@@ -124,7 +132,8 @@ extern thread_local call_stream_state* t_call_stream;
 /// work on those arrays stays ordered after the call.
 class call_stream {
  public:
-  call_stream(nb::handle stream, const char* what);
+  /// borrow: the call uses the arrays it takes only until it returns (see call_stream_state).
+  call_stream(nb::handle stream, const char* what, bool borrow = false);
   ~call_stream();
   call_stream(const call_stream&) = delete;
   call_stream& operator=(const call_stream&) = delete;

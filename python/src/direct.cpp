@@ -83,6 +83,20 @@ library* library_of(entry& e, const char* module, Find find) {
   return e.lib;
 }
 
+// The library's current stream on `device`: asked once per call (`ask` runs where it is not known yet).
+template <class Ask>
+std::intptr_t current_of(const library& l, int device, Ask ask) {
+  call_stream_state* c = t_call_stream;
+  if (c && c->library == &l && c->library_device == device) return c->library_stream;
+  const std::intptr_t h = ask();
+  if (c) {
+    c->library = &l;
+    c->library_device = device;
+    c->library_stream = h;
+  }
+  return h;
+}
+
 std::optional<DLDataType> dtype_in(const library& l, nb::handle d) {
   for (const auto& [o, t] : l.dtypes)
     if (o.ptr() == d.ptr()) return t;
@@ -114,7 +128,7 @@ py_array view(nb::handle obj, std::uintptr_t ptr, std::vector<std::int64_t> shap
   const std::optional<std::intptr_t> given = t_call_stream ? t_call_stream->given : std::nullopt;
   r.stream = given ? rs::stream_ref(dev, native_of(*given)) : mine;
   if (r.stream.native() != mine.native()) r.stream.wait_for(mine);  // the DLPack handshake's order
-  r.owner = python_owner(obj);
+  if (!(t_call_stream && t_call_stream->borrow)) r.owner = python_owner(obj);
   r.foreign = true;
   return r;
 }
@@ -141,7 +155,7 @@ std::optional<py_array> torch_view(nb::handle x, const library& l, const names& 
   const std::optional<DLDataType> dt = dtype_in(l, x.attr(k.dtype));
   if (!dt) return std::nullopt;
   const int device = nb::cast<int>(x.attr(k.get_device)());
-  const std::intptr_t current = nb::cast<std::intptr_t>(l.raw_stream(device));
+  const std::intptr_t current = current_of(l, device, [&] { return nb::cast<std::intptr_t>(l.raw_stream(device)); });
   return view(x, nb::cast<std::uintptr_t>(x.attr(k.data_ptr)()), ints_of(x.attr(k.shape)), ints_of(x.attr(k.stride)()),
               *dt, device, current);
 }
@@ -157,7 +171,8 @@ std::optional<py_array> cupy_view(nb::handle x, const library& l, const names& k
     if (s % bytes != 0) return std::nullopt;
     s /= bytes;
   }
-  const std::intptr_t current = nb::cast<std::intptr_t>(l.current_stream().attr(k.ptr));
+  const std::intptr_t current =
+      current_of(l, device, [&] { return nb::cast<std::intptr_t>(l.current_stream().attr(k.ptr)); });
   return view(x, nb::cast<std::uintptr_t>(x.attr(k.data).attr(k.ptr)), ints_of(x.attr(k.shape)), std::move(strides),
               *dt, device, current);
 }

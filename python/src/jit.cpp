@@ -88,7 +88,7 @@ const py_array& output_of(const std::vector<py_array>& in, nb::object out, std::
 }
 
 void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out, nb::object stream) {
-  const call_stream on(stream, "a run-time chain");
+  const call_stream on(stream, "a run-time chain", true);
   std::vector<py_array> in;
   for (nb::handle h : inputs) in.push_back(from_dlpack(nb::borrow<nb::object>(h)));
   std::optional<py_array> given;
@@ -106,7 +106,7 @@ nb::object jit_dispatch(nb::dict built, nb::tuple inputs, nb::object out, nb::ob
   for (nb::handle h : inputs)
     if (PyCapsule_CheckExact(h.ptr())) return nb::str("capsule");
   if (PyCapsule_CheckExact(out.ptr())) return nb::str("capsule");
-  const call_stream on(stream, "a run-time chain");
+  const call_stream on(stream, "a run-time chain", true);
   std::vector<py_array> in;
   in.reserve(inputs.size());
   nb::object dtypes = nb::steal(PyTuple_New(Py_ssize_t(inputs.size())));
@@ -151,7 +151,7 @@ namespace {
 nb::object jit_result(const rs::jit::pipeline& p, nb::list inputs, const std::string& dtype, int_arg<std::size_t> n_,
                       const std::string& device, nb::object stream) {
   const std::size_t n = n_.get("result", "n");
-  const call_stream on(stream, "a run-time chain");
+  const call_stream on(stream, "a run-time chain", true);
   std::vector<py_array> in;
   for (nb::handle h : inputs) in.push_back(from_dlpack(nb::borrow<nb::object>(h)));
   rs::jit::inputs ops;

@@ -78,7 +78,7 @@ bool run_remembered(nb::handle self, nb::handle x, nb::handle out, nb::handle st
   if (PyCapsule_CheckExact(x.ptr()) || PyCapsule_CheckExact(out.ptr()) || capturing_now()) return false;
   const nb::object dict = dict_of(self);
   if (!dict.is_valid()) return false;
-  const call_stream on(stream, "program");
+  const call_stream on(stream, "program", true);
   const py_array a = from_dlpack(nb::borrow(x));
   const std::optional<long> slot = slot_in(dict.ptr(), a.dtype, a.device());
   if (!slot) return false;
