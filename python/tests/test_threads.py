@@ -178,32 +178,6 @@ def test_calls_made_by_the_finalizing_thread_at_exit_run():
     assert "leak" not in r.stderr, r.stderr[-2000:]
 
 
-_STAGE_AT_EXIT = r"""
-import atexit, math, numpy as np
-def last():  # registered before resident's own exit function: runs after it let its chains go
-    y = np.full(1000, 0.25, np.float32)
-    f(y)
-    print("last", float(y.sum()), flush=True)
-atexit.register(last)
-import resident as rs
-@rs.stage
-def f(v):
-    return math.sqrt(v) * 2.0
-x = np.full(1000, 0.25, np.float32)
-f(x)
-print("first", float(x.sum()), flush=True)
-"""
-
-
-def test_stages_let_their_chains_go_at_exit_and_calls_after_that_compile_again():
-    # At exit the stages and chains let their compiled chains go (Numba's registries keep the functions
-    # they hang on past the core's teardown); a call made after that compiles again and is right.
-    for r in _runs(_STAGE_AT_EXIT, 1, timeout=300):
-        assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
-        assert "first 1000.0" in r.stdout and "last 1000.0" in r.stdout, (r.stdout, r.stderr[-2000:])
-        assert "leak" not in r.stderr, r.stderr[-2000:]
-
-
 _PARKED_HOLDER = r"""
 import gc, threading, time, numpy as np, resident as rs
 shared = rs.Flow(device="cpu")
