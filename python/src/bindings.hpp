@@ -116,14 +116,6 @@ struct call_stream_state {
   std::optional<std::intptr_t> given;
   const char* what = "";
   std::vector<rs::stream_ref> joins;  // resident arrays' own streams, ordered after the given one at the end
-  // A call that uses the arrays it takes only while it runs (the caller's arguments keep them alive)
-  // takes other libraries' arrays without an owner of their own.
-  bool borrow = false;
-  // The current stream of the library whose array was taken last (its type, device): the call's other
-  // arrays of that library ask no more (the current stream cannot change while the call holds the GIL).
-  const void* library = nullptr;
-  int library_device = -1;
-  std::intptr_t library_stream = 0;
 };
 extern thread_local call_stream_state* t_call_stream;
 
@@ -132,8 +124,7 @@ extern thread_local call_stream_state* t_call_stream;
 /// work on those arrays stays ordered after the call.
 class call_stream {
  public:
-  /// borrow: the call uses the arrays it takes only until it returns (see call_stream_state).
-  call_stream(nb::handle stream, const char* what, bool borrow = false);
+  call_stream(nb::handle stream, const char* what);
   ~call_stream();
   call_stream(const call_stream&) = delete;
   call_stream& operator=(const call_stream&) = delete;
@@ -314,8 +305,8 @@ inline std::shared_ptr<const void> python_owner(nb::handle obj) {
                                      [](const void* p) { drop_python(static_cast<const nb::object*>(p)); });
 }
 /// A PyTorch tensor or CuPy array on a CUDA device read from its attributes (direct.cpp), or nothing
-/// where the __dlpack__ path must take it.
-std::optional<py_array> take_direct(nb::handle obj);
+/// where the __dlpack__ path must take it. own = false: no owner (see taken_for_call).
+std::optional<py_array> take_direct(nb::handle obj, bool own = true);
 /// Checks that resident can use a tensor in place (element type, a device of this build, C-contiguous,
 /// aligned) and returns its device and first element. @throws before anything is taken.
 std::pair<rs::device, void*> usable(const DLTensor& t);
@@ -325,6 +316,10 @@ std::vector<std::int64_t> shape_of(const nb::handle& shape);
 py_array empty_of(std::vector<std::int64_t> shape, DLDataType dtype, rs::device d);
 /// Takes another library's array in place (see interop.cpp); resident's Arrays as they are.
 py_array from_dlpack(nb::object obj);
+/// As from_dlpack, for a call that uses the array only until it returns, `obj` being one of its own
+/// arguments (held by the caller's frame, which no other thread can let go): a PyTorch or CuPy array
+/// gets no owner of its own (an allocation and a GIL round trip less per array). Never stored.
+py_array taken_for_call(nb::handle obj);
 /// The array through DLPack: a capsule of the version the consumer asks for, its stream ordered after
 /// the array's work (interop.cpp).
 nb::object dlpack_export(const py_array& a, nb::object stream, nb::object max_version, nb::object dl_device,

@@ -83,20 +83,6 @@ library* library_of(entry& e, const char* module, Find find) {
   return e.lib;
 }
 
-// The library's current stream on `device`: asked once per call (`ask` runs where it is not known yet).
-template <class Ask>
-std::intptr_t current_of(const library& l, int device, Ask ask) {
-  call_stream_state* c = t_call_stream;
-  if (c && c->library == &l && c->library_device == device) return c->library_stream;
-  const std::intptr_t h = ask();
-  if (c) {
-    c->library = &l;
-    c->library_device = device;
-    c->library_stream = h;
-  }
-  return h;
-}
-
 std::optional<DLDataType> dtype_in(const library& l, nb::handle d) {
   for (const auto& [o, t] : l.dtypes)
     if (o.ptr() == d.ptr()) return t;
@@ -111,7 +97,7 @@ std::vector<std::int64_t> ints_of(nb::handle seq) {
 
 // The array, given its fields; `current` is the library's current stream on the device.
 py_array view(nb::handle obj, std::uintptr_t ptr, std::vector<std::int64_t> shape, std::vector<std::int64_t> strides,
-              DLDataType dtype, int device, std::intptr_t current) {
+              DLDataType dtype, int device, std::intptr_t current, bool own) {
   py_array r;
   r.shape = std::move(shape);
   r.dtype = dtype;
@@ -128,7 +114,7 @@ py_array view(nb::handle obj, std::uintptr_t ptr, std::vector<std::int64_t> shap
   const std::optional<std::intptr_t> given = t_call_stream ? t_call_stream->given : std::nullopt;
   r.stream = given ? rs::stream_ref(dev, native_of(*given)) : mine;
   if (r.stream.native() != mine.native()) r.stream.wait_for(mine);  // the DLPack handshake's order
-  if (!(t_call_stream && t_call_stream->borrow)) r.owner = python_owner(obj);
+  if (own) r.owner = python_owner(obj);
   r.foreign = true;
   return r;
 }
@@ -148,19 +134,19 @@ bool truth(nb::handle h) {
   return t == 1;
 }
 
-std::optional<py_array> torch_view(nb::handle x, const library& l, const names& k) {
+std::optional<py_array> torch_view(nb::handle x, const library& l, const names& k, bool own) {
   if (truth(x.attr(k.requires_grad)) || !truth(x.attr(k.is_cuda)) || !x.attr(k.layout).is(l.strided) ||
       truth(x.attr(k.is_neg)()))
     return std::nullopt;
   const std::optional<DLDataType> dt = dtype_in(l, x.attr(k.dtype));
   if (!dt) return std::nullopt;
   const int device = nb::cast<int>(x.attr(k.get_device)());
-  const std::intptr_t current = current_of(l, device, [&] { return nb::cast<std::intptr_t>(l.raw_stream(device)); });
+  const std::intptr_t current = nb::cast<std::intptr_t>(l.raw_stream(device));
   return view(x, nb::cast<std::uintptr_t>(x.attr(k.data_ptr)()), ints_of(x.attr(k.shape)), ints_of(x.attr(k.stride)()),
-              *dt, device, current);
+              *dt, device, current, own);
 }
 
-std::optional<py_array> cupy_view(nb::handle x, const library& l, const names& k) {
+std::optional<py_array> cupy_view(nb::handle x, const library& l, const names& k, bool own) {
   const std::optional<DLDataType> dt = dtype_in(l, x.attr(k.dtype));
   if (!dt) return std::nullopt;
   const int device = nb::cast<int>(x.attr(k.device).attr(k.id));
@@ -171,20 +157,19 @@ std::optional<py_array> cupy_view(nb::handle x, const library& l, const names& k
     if (s % bytes != 0) return std::nullopt;
     s /= bytes;
   }
-  const std::intptr_t current =
-      current_of(l, device, [&] { return nb::cast<std::intptr_t>(l.current_stream().attr(k.ptr)); });
+  const std::intptr_t current = nb::cast<std::intptr_t>(l.current_stream().attr(k.ptr));
   return view(x, nb::cast<std::uintptr_t>(x.attr(k.data).attr(k.ptr)), ints_of(x.attr(k.shape)), std::move(strides),
-              *dt, device, current);
+              *dt, device, current, own);
 }
 
 }  // namespace
 
-std::optional<py_array> take_direct(nb::handle obj) {
+std::optional<py_array> take_direct(nb::handle obj, bool own) {
   static const names* k = new names();
   static entry torch, cupy;  // read and written with the GIL held
   PyTypeObject* t = Py_TYPE(obj.ptr());
-  if (const library* l = library_of(torch, "torch", find_torch); l && t == l->type) return torch_view(obj, *l, *k);
-  if (const library* l = library_of(cupy, "cupy", find_cupy); l && t == l->type) return cupy_view(obj, *l, *k);
+  if (const library* l = library_of(torch, "torch", find_torch); l && t == l->type) return torch_view(obj, *l, *k, own);
+  if (const library* l = library_of(cupy, "cupy", find_cupy); l && t == l->type) return cupy_view(obj, *l, *k, own);
   return std::nullopt;
 }
 

@@ -425,4 +425,14 @@ py_array from_dlpack(nb::object obj) {
   return r;
 }
 
+py_array taken_for_call(nb::handle obj) {
+  if (!nb::isinstance<py_array>(obj)) {
+    if (std::optional<py_array> d = take_direct(obj, false)) {
+      apply_call_stream(*d);
+      return std::move(*d);
+    }
+  }
+  return from_dlpack(nb::borrow(obj));
+}
+
 }  // namespace resident::py

@@ -88,7 +88,7 @@ const py_array& output_of(const std::vector<py_array>& in, nb::object out, std::
 }
 
 void jit_run(const rs::jit::pipeline& p, nb::list inputs, nb::object out, nb::object stream) {
-  const call_stream on(stream, "a run-time chain", true);
+  const call_stream on(stream, "a run-time chain");
   std::vector<py_array> in;
   for (nb::handle h : inputs) in.push_back(from_dlpack(nb::borrow<nb::object>(h)));
   std::optional<py_array> given;
@@ -106,12 +106,12 @@ nb::object jit_dispatch(nb::dict built, nb::tuple inputs, nb::object out, nb::ob
   for (nb::handle h : inputs)
     if (PyCapsule_CheckExact(h.ptr())) return nb::str("capsule");
   if (PyCapsule_CheckExact(out.ptr())) return nb::str("capsule");
-  const call_stream on(stream, "a run-time chain", true);
+  const call_stream on(stream, "a run-time chain");
   std::vector<py_array> in;
   in.reserve(inputs.size());
   nb::object dtypes = nb::steal(PyTuple_New(Py_ssize_t(inputs.size())));
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    in.push_back(from_dlpack(nb::borrow<nb::object>(inputs[i])));
+    in.push_back(taken_for_call(inputs[i]));  // the call's own arguments: held while it runs
     PyTuple_SET_ITEM(dtypes.ptr(), Py_ssize_t(i), dtype_name_of(in.back().dtype).inc_ref().ptr());
   }
   const nb::object key = nb::make_tuple(dtypes, target_of(in.at(0).device()));
@@ -129,8 +129,9 @@ nb::object jit_dispatch(nb::dict built, nb::tuple inputs, nb::object out, nb::ob
   }
   const nb::object entry = nb::borrow(hit);  // held: another thread may clear `built` while this one runs
   std::optional<py_array> given;
+  if (!out.is_none()) given = taken_for_call(out);
   run_taken(nb::cast<const rs::jit::pipeline&>(nb::handle(PyTuple_GET_ITEM(entry.ptr(), 0))), in,
-            output_of(in, std::move(out), given));
+            given ? *given : in[0]);
   return nb::none();
 }
 
@@ -151,7 +152,7 @@ namespace {
 nb::object jit_result(const rs::jit::pipeline& p, nb::list inputs, const std::string& dtype, int_arg<std::size_t> n_,
                       const std::string& device, nb::object stream) {
   const std::size_t n = n_.get("result", "n");
-  const call_stream on(stream, "a run-time chain", true);
+  const call_stream on(stream, "a run-time chain");
   std::vector<py_array> in;
   for (nb::handle h : inputs) in.push_back(from_dlpack(nb::borrow<nb::object>(h)));
   rs::jit::inputs ops;

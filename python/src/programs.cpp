@@ -78,12 +78,12 @@ bool run_remembered(nb::handle self, nb::handle x, nb::handle out, nb::handle st
   if (PyCapsule_CheckExact(x.ptr()) || PyCapsule_CheckExact(out.ptr()) || capturing_now()) return false;
   const nb::object dict = dict_of(self);
   if (!dict.is_valid()) return false;
-  const call_stream on(stream, "program", true);
-  const py_array a = from_dlpack(nb::borrow(x));
+  const call_stream on(stream, "program");
+  const py_array a = taken_for_call(x);
   const std::optional<long> slot = slot_in(dict.ptr(), a.dtype, a.device());
   if (!slot) return false;
   std::optional<py_array> given;  // out, when it is another array (no copy of x's otherwise)
-  if (!out.is_none()) given = from_dlpack(nb::borrow(out));
+  if (!out.is_none()) given = taken_for_call(out);
   const py_array& o = given ? *given : a;
   if (!(o.dtype.code == a.dtype.code && o.dtype.bits == a.dtype.bits)) return false;  // Python names it
   if (*slot == interpreted) {

@@ -51,10 +51,9 @@ std::optional<std::intptr_t> parse_stream(nb::handle s, const char* what) {
                          "stream, or an int handle, not a " + py_type_name(s));
 }
 
-call_stream::call_stream(nb::handle stream, const char* what, bool borrow) : previous_(t_call_stream) {
+call_stream::call_stream(nb::handle stream, const char* what) : previous_(t_call_stream) {
   state_.given = parse_stream(stream, what);
   state_.what = what;
-  state_.borrow = borrow;
   t_call_stream = &state_;
 }
 
