@@ -88,6 +88,9 @@ NB_MODULE(_core, m) {
   resident::py::g_main_thread.store(
       nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident")));
   nb::module_::import_("atexit").attr("register")(nb::cpp_function(&resident::py::at_exit));
+  // A thread parked at exit inside a flow's stage holds the flow's turn for good: a wait for it (a
+  // __del__ at exit running that flow) gives up once any thread is parked.
+  rs::detail::set_turn_abandoned([]() noexcept { return resident::py::parked_threads().load() > 0; });
   resident::py::bind_errors(m);
   resident::py::bind_streams(m);
   resident::py::bind_array(m);

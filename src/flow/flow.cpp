@@ -37,20 +37,35 @@ struct running_scope {
   running_scope& operator=(const running_scope&) = delete;
 };
 
+std::atomic<bool (*)() noexcept> turn_abandoned{nullptr};
+
 // A lock taken in the order callers arrive. A thread running a flow in a loop hands it over to a thread
 // waiting to add a stage or read the report: std::mutex may give it straight back to the thread that
-// released it, and on a machine of many cores the waiter waited for minutes.
+// released it, and on a machine of many cores the waiter waited for minutes. A waiter asks
+// turn_abandoned every 20 ms; a ticket given up is skipped when its turn comes.
 class turn_mutex {
  public:
   void lock() {
     std::unique_lock l(m_);
     const std::uint64_t mine = next_++;
-    turn_.wait(l, [&] { return serving_ == mine; });
+    while (!turn_.wait_for(l, std::chrono::milliseconds(20), [&] { return serving_ == mine; })) {
+      bool (*check)() noexcept = turn_abandoned.load();
+      if (check && check()) {
+        given_up_.push_back(mine);
+        RESIDENT_FAIL("flow: the thread whose turn this is will not hand it on (the interpreter stopped it at "
+                      "exit inside a stage); the flow does not run after that", flow_error);
+      }
+    }
   }
   void unlock() {
     {
       std::lock_guard l(m_);
       ++serving_;
+      for (auto g = std::find(given_up_.begin(), given_up_.end(), serving_); g != given_up_.end();
+           g = std::find(given_up_.begin(), given_up_.end(), serving_)) {
+        given_up_.erase(g);
+        ++serving_;
+      }
     }
     turn_.notify_all();
   }
@@ -59,6 +74,7 @@ class turn_mutex {
   std::mutex m_;
   std::condition_variable turn_;
   std::uint64_t next_ = 0, serving_ = 0;
+  std::vector<std::uint64_t> given_up_;  // tickets whose waiters left
 };
 
 bool running_on_this_thread(const void* flow) {
@@ -108,6 +124,8 @@ access locate(access acc, device home) {
 }
 
 }  // namespace
+
+void detail::set_turn_abandoned(bool (*check)() noexcept) noexcept { turn_abandoned.store(check); }
 
 struct flow::impl {
   // A stage's work is shared, so that a graph captured on the CPU holds the functions it calls rather

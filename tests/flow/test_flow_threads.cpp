@@ -12,6 +12,7 @@
 #include <chrono>
 #include <functional>
 #include <limits>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -197,6 +198,45 @@ TEST(flow_threads, stages_added_while_another_thread_runs_the_flow) {
   ran = 0;
   f.run();
   EXPECT_EQ(ran.load(), 201);
+}
+
+// A wait for a flow's turn gives up (flow_error) once the check set_turn_abandoned installs says so
+// (the Python package's: a thread parked at exit inside a stage holds its turn for good); the ticket
+// given up is skipped, so the turns after it still come.
+std::atomic<bool> abandon_turns{false};
+TEST(flow_threads, a_wait_for_a_turn_that_never_comes_gives_up_when_told) {
+  rs::flow f(rs::device::cpu());
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> ran{0};
+  f.add("hold", [&](rs::stream_ref) {
+    if (ran++ == 0) {
+      entered.set_value();
+      released.wait();
+    }
+  });
+  std::thread holder([&] { f.run(); });
+  entered.get_future().wait();
+  rs::detail::set_turn_abandoned([]() noexcept { return abandon_turns.load(); });
+  std::atomic<bool> refused{false};
+  std::thread waiter([&] {
+    try {
+      f.run();
+    } catch (const rs::flow_error&) {
+      refused = true;
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));  // waiting, and asking, meanwhile
+  EXPECT_FALSE(refused.load());
+  abandon_turns = true;
+  waiter.join();
+  EXPECT_TRUE(refused.load());
+  abandon_turns = false;
+  release.set_value();
+  holder.join();
+  f.run();  // hangs if the given-up ticket were still waited for
+  EXPECT_EQ(ran.load(), 2);
+  rs::detail::set_turn_abandoned(nullptr);
 }
 
 // A raw range whose end passes the top of the address space cannot be ordered: refused when declared.

@@ -160,6 +160,13 @@ struct stage_report {
   resident::device device{};
 };
 
+namespace detail {
+/// A check that a thread waiting for a flow's turn makes every few milliseconds: true gives the wait up
+/// (flow_error). The Python package sets it: a thread the interpreter stopped at exit inside a stage
+/// never hands its turn on. None (the default): a turn is waited for as long as it takes.
+void set_turn_abandoned(bool (*check)() noexcept) noexcept;
+}  // namespace detail
+
 /// Move-only; every call on a moved-from flow throws invalid_argument except size() (0), destruction
 /// and assignment.
 class flow {
