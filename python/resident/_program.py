@@ -81,6 +81,31 @@ def as_program(x):
     return None
 
 
+def _composing(cls):
+    """cls's `|` with a plain function, a chain or C++ text on either side: a chain of stages, the
+    operations one stage of it (as rs.stage(f) | rs.op.sqrt() already is)."""
+    base = cls.__or__
+
+    def __or__(self, other):
+        r = base(self, other)
+        if r is NotImplemented and (callable(other) or isinstance(other, str)):
+            from . import jit
+            return jit.stage(self) | jit.stage(other)
+        return r
+
+    def __ror__(self, other):
+        if callable(other) or isinstance(other, str):
+            from . import jit
+            return jit.stage(other) | jit.stage(self)
+        return NotImplemented
+
+    cls.__or__, cls.__ror__ = __or__, __ror__
+
+
+for _cls in (_core.op, _core.program):
+    _composing(_cls)
+
+
 _lock = threading.Lock()
 _compiled = {}  # (program name, dtype, reduces) -> resident.jit chain (it holds a kernel per device target)
 # Where no run-time compiler is available, per target: the host compiler missing on the CPU leaves the

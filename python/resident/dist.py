@@ -20,6 +20,7 @@ import concurrent.futures
 import inspect
 import math
 import numbers
+import operator
 import os
 import tempfile
 
@@ -39,13 +40,22 @@ class Timeout(LibraryError, TimeoutError):
 _min, _max, _sum = min, max, sum  # the builtins, before this module's reductions shadow them
 
 
+def _index(v, what, kind=InvalidType):
+    """v as an int (operator.index): a bool, a value without __index__, or an __index__ that raises or
+    gives no int is `kind` naming `what`; KeyboardInterrupt and SystemExit pass as they are."""
+    if isinstance(v, (bool, _np.bool_)) or not hasattr(type(v), "__index__"):
+        raise kind(f"{what}={v!r} is not an integer")
+    try:
+        return operator.index(v)
+    except Exception as e:  # noqa: BLE001 (named in the message)
+        raise kind(f"{what}={v!r} is not an integer: its __index__() raised {e!r}") from None
+
+
 def extent_of(n, shards, r):
     """(offset, count) of shard r of n elements cut into `shards` nearly equal parts: n // shards each,
     the first n % shards of them one more (as the C++ sharded_array cuts them)."""
-    for name, v in (("n", n), ("shards", shards), ("r", r)):
-        if isinstance(v, bool) or not hasattr(v, "__index__"):
-            raise InvalidArgument(f"extent_of: {name}={v!r} is not an integer")
-    n, shards, r = n.__index__(), shards.__index__(), r.__index__()
+    n, shards, r = (_index(v, f"extent_of: {name}", InvalidArgument) for name, v in (("n", n), ("shards", shards),
+                                                                                   ("r", r)))
     if n < 0:
         raise InvalidArgument(f"extent_of: n={n} is negative; give the number of elements")
     if not 0 <= r < shards:
@@ -212,13 +222,15 @@ class ShardedArray:
 
 
 def _device_names(devices):
-    # A count is an integer that is not a bool and not iterable (a NumPy array of names has __index__ too).
-    is_count = hasattr(devices, "__index__") and not hasattr(devices, "__iter__")
+    # A count is an integer that is not a bool and not iterable (a NumPy array of names has __index__ too;
+    # a 0-d array, iterable by its type but not in fact, is a count).
+    zero_d = isinstance(devices, _np.ndarray) and devices.ndim == 0
+    is_count = hasattr(devices, "__index__") and (zero_d or not hasattr(devices, "__iter__"))
     if isinstance(devices, (str, bytes, bool, _np.bool_)) or not (is_count or hasattr(devices, "__iter__")):
         raise InvalidType(f"resident.dist: devices={devices!r}; give a list of devices (e.g. [\"cuda:0\", "
                           f"\"cuda:1\"] or [\"cpu\", \"cpu\"]), a count or a Communicator")
     if is_count:
-        devices = devices.__index__()
+        devices = _index(devices, "resident.dist: devices")
         if devices < 1:
             raise InvalidArgument("resident.dist: give at least one device")
         n = _core.cuda_device_count()

@@ -252,14 +252,15 @@ class Chain:
         self._lock = threading.Lock()
 
     def __or__(self, other):
-        if not isinstance(other, Chain) and (callable(other) or _program.as_program(other) is not None):
+        if not isinstance(other, Chain) and (callable(other) or isinstance(other, str) or
+                                             _program.as_program(other) is not None):
             other = stage(other)
         if not isinstance(other, Chain):
             return NotImplemented
         return Chain(self._items + other._items)
 
     def __ror__(self, other):
-        if callable(other) or _program.as_program(other) is not None:
+        if callable(other) or isinstance(other, str) or _program.as_program(other) is not None:
             return stage(other) | self
         return NotImplemented
 

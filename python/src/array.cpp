@@ -33,13 +33,21 @@ std::intptr_t stream_handle(nb::handle h, const char* what) {
 // An extent of a shape: an int (or an integer such as NumPy's, through __index__) from 0 to 2^63 - 1.
 namespace {
 
+// What a shape's own code raised (__index__, __len__, __getitem__), as InvalidType naming `what`;
+// KeyboardInterrupt and SystemExit as they are.
+[[noreturn]] void shape_raised(const char* what) {
+  nb::python_error e;
+  if (!e.matches(PyExc_Exception)) throw e;
+  throw rs::invalid_type(std::string("a shape's ") + what + " raised " + nb::cast<std::string>(nb::repr(e.value())));
+}
+
 std::int64_t extent_of(nb::handle e) {
   if (PyBool_Check(e.ptr())) throw rs::invalid_type("a shape holds ints, not bool (" + nb::cast<std::string>(nb::repr(e)) + ")");
   if (!PyIndex_Check(e.ptr()))
     throw rs::invalid_argument("a shape holds ints, not " + nb::cast<std::string>(nb::str(e.type().attr("__name__"))) +
                                " (" + nb::cast<std::string>(nb::repr(e)) + ")");
   nb::object i = nb::steal(PyNumber_Index(e.ptr()));
-  if (!i.is_valid()) throw nb::python_error();
+  if (!i.is_valid()) shape_raised("extent's __index__()");
   int overflow = 0;
   const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
   if (overflow > 0) throw rs::invalid_argument("an extent beyond 2^63 - 1 in the shape: " + nb::cast<std::string>(nb::repr(e)));
@@ -59,17 +67,13 @@ std::vector<std::int64_t> shape_of(const nb::handle& shape) {
     s.push_back(extent_of(shape));
   } else if (PySequence_Check(shape.ptr()) && !PyUnicode_Check(shape.ptr()) && !PyBytes_Check(shape.ptr())) {
     const Py_ssize_t n = PySequence_Size(shape.ptr());
-    if (n < 0) {
-      nb::python_error e;
-      if (!e.matches(PyExc_Exception)) throw e;  // KeyboardInterrupt, SystemExit: as they are
-      throw rs::invalid_type("a shape's len() raised " + nb::cast<std::string>(nb::repr(e.value())));
-    }
+    if (n < 0) shape_raised("len()");
     if (n > most_dims)
       throw rs::invalid_argument("a shape of " + std::to_string(n) + " dimensions; at most " +
                                  std::to_string(most_dims) + " are supported");
     for (Py_ssize_t i = 0; i < n; ++i) {
       nb::object e = nb::steal(PySequence_GetItem(shape.ptr(), i));
-      if (!e.is_valid()) throw nb::python_error();
+      if (!e.is_valid()) shape_raised("item");
       s.push_back(extent_of(e));
     }
   } else {

@@ -141,7 +141,14 @@ py_graph capture(nb::object fn, const std::optional<std::string>& dev) {
   {
     gil_released unlocked;
     s.wait_for(rs::default_stream(s.device()));  // after the work queued so far, as a flow starts
-    g.g = rs::graph::capture(s, [work, s] { work(s); });
+    g.g = rs::graph::capture(s, [work, s] {
+      if (s.device().is_cuda()) return work(s);  // runs once, during the capture: its error as it is
+      try {  // a CPU replay runs the work: its error a StageError, as a flow's stage's (errors.cpp)
+        work(s);
+      } catch (const std::exception& x) {
+        std::throw_with_nested(rs::stage_error("captured work", std::string("the captured work failed: ") + x.what()));
+      }
+    });
   }
   return g;
 }

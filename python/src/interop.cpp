@@ -346,7 +346,15 @@ py_array take_in(nb::object obj) {
     // A CUDA producer is asked for its memory ordered before the stream resident will work on: the
     // call's stream, else the producer library's current stream (PyTorch, CuPy, Numba), else the
     // legacy default stream (its work then finished before returning).
-    nb::object where = obj.attr("__dlpack_device__")();
+    nb::object where;
+    try {
+      where = obj.attr("__dlpack_device__")();
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
+      throw rs::invalid_argument("from_dlpack: the __dlpack_device__ of a " + py_type_name(obj) + " raised " +
+                                 nb::cast<std::string>(nb::str(e.type().attr("__name__"))) + ": " +
+                                 nb::cast<std::string>(nb::str(e.value())).substr(0, 300));
+    }
     int type = 0, id = 0;
     if (PyTuple_Check(where.ptr()) && PyTuple_GET_SIZE(where.ptr()) == 2 &&
         nb::try_cast(nb::handle(PyTuple_GET_ITEM(where.ptr(), 0)), type, false) &&

@@ -177,3 +177,91 @@ def test_a_chain_sum_of_32_bit_integers_adds_in_64_bits(dtype):
     assert rs.stream(lambda v: v, x, reduce="sum") == exact
     assert rs.dist.sum(rs.dist.shard(x, ["cpu", "cpu"]), lambda v: v) == exact
     assert rs.jit.max()(x) == np.iinfo(dtype).max
+
+
+class _Index:
+    """An integer-like whose __index__ returns `r`, or raises it when it is an exception class."""
+
+    def __init__(self, r):
+        self.r = r
+
+    def __index__(self):
+        if isinstance(self.r, type) and issubclass(self.r, BaseException):
+            raise self.r("index")
+        return self.r
+
+
+class _BadItems:
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        raise ValueError("item")
+
+
+@pytest.mark.parametrize("shape", [(2, _Index(2.5)), _Index(ValueError), _BadItems()])
+def test_a_shape_whose_own_code_raises_is_invalid_type(shape):
+    # The extent's __index__ and the sequence's items let their errors out bare before.
+    with pytest.raises(rs.InvalidType, match="a shape's"):
+        rs.empty(shape, device="cpu")
+    with pytest.raises(KeyboardInterrupt):
+        rs.empty(_Index(KeyboardInterrupt), device="cpu")
+
+
+@pytest.mark.parametrize("n", [_Index(10.5), _Index("3"), _Index(ValueError)])
+def test_dist_counts_are_read_through_operator_index(n):
+    # extent_of returned floats for an __index__ giving 10.5, and compared str with int.
+    with pytest.raises(rs.InvalidArgument, match="not an integer"):
+        rs.dist.extent_of(n, 2, 0)
+    with pytest.raises(rs.InvalidType, match="not an integer"):
+        rs.dist.shard(np.ones(4, np.float32), n)
+    assert rs.dist.extent_of(_Index(10), 3, 0) == (0, 4)
+
+
+def test_a_zero_d_array_of_devices_is_a_count():
+    assert len(rs.dist.shard(np.arange(4, dtype=np.float32), np.array(2)).shards) == 2
+    with pytest.raises(rs.InvalidType):
+        rs.dist.shard(np.ones(4, np.float32), np.array(2.5))
+
+
+def test_a_captured_function_that_raises_at_a_cpu_replay_is_a_stage_error():
+    # It gave the bare ValueError where a flow's captured graph gives StageError.
+    g = rs.capture(lambda: (_ for _ in ()).throw(ValueError("x")), device="cpu")
+    with pytest.raises(rs.StageError, match="captured work failed"):
+        g.replay()
+    g = rs.capture(lambda: (_ for _ in ()).throw(KeyboardInterrupt()), device="cpu")
+    with pytest.raises(KeyboardInterrupt):
+        g.replay()
+
+
+class _DeviceRaises:
+    a = np.ones(3, np.float32)
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        raise ValueError("dev")
+
+
+def test_a_dlpack_device_that_raises_is_invalid_argument():
+    for call in (rs.from_dlpack, rs.op.sqrt(), lambda x: rs.random.fill_uniform(x, 1)):
+        with pytest.raises(rs.InvalidArgument, match="__dlpack_device__ of a _DeviceRaises raised ValueError"):
+            call(_DeviceRaises())
+
+
+def _minus_one(v):
+    return v - 1.0
+
+
+@needs_numba
+def test_operations_compose_with_plain_functions_and_cpp_text_either_way():
+    # op | f and f | op were bare TypeErrors (a function has no __ror__).
+    x = np.array([4.0, 9.0, 16.0], np.float32)
+    np.testing.assert_allclose((rs.op.sqrt() | _minus_one)(x.copy()), np.sqrt(x) - 1)
+    np.testing.assert_allclose((_minus_one | rs.op.sqrt())(x.copy()), np.sqrt(x - 1))
+    np.testing.assert_allclose(((rs.op.sqrt() | rs.op.mul(2.0)) | _minus_one)(x.copy()), 2 * np.sqrt(x) - 1)
+    text = "float twice(float v) { return v * 2; }"
+    np.testing.assert_allclose((rs.op.sqrt() | text)(x.copy()), 2 * np.sqrt(x))
+    np.testing.assert_allclose((rs.stage(_minus_one) | text)(x.copy()), 2 * (x - 1))
+    np.testing.assert_allclose((text | rs.stage(_minus_one))(x.copy()), 2 * x - 1)
