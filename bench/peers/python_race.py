@@ -4,17 +4,19 @@ elements: rs.op (built-in operations), rs.stage (seed_stages.master) and rs.fuse
 on resident's arrays, PyTorch tensors and CuPy arrays (on that library's current stream); torch.compile,
 cupy.fuse, a Numba kernel calling three device functions; a device copy of the same bytes (system "copy",
 each library's own). over_copy's reference, copy_ms: cudaMemcpyAsync (through CuPy) from the row's input to
-its output array, the same memory the row reads and writes, timed just before the row, so that a GPU whose
-rate drifts during a size's rows, or memory placed apart, is compared with itself (cupy_copy_ms: the
+its output array, the same memory the row reads and writes, its batches alternating with the row's (over_copy:
+the median of the row's batch over the copy's beside it), so that a GPU whose rate drifts during a size's
+rows (clocks, power), or memory placed apart, is compared with itself (cupy_copy_ms: the
 same copy between CuPy's arrays, the reference of earlier records). back_to_back_ms: per call, `calls`
 calls between two CUDA events on the stream the work goes on, after an untimed call that keeps the GPU
 busy while they are issued, median of `reps` (host_ms: the same timed by the host clock to a
 synchronization, as earlier records were); issue_us: median time for a call to return; gbs: bytes read + written; place: the row's
-place in its size's order (resident's three systems take turns leading each library's rows). Outputs are checked
+place in its size's order (each library's systems take turns leading its rows; at 2^26 and above the copy
+runs --settle-s seconds first, so that every row meets the clocks a sustained load settles at). Outputs are checked
 against FP64 on a sample first (a wrong one: ok false). Past --budget-s the sizes left are skipped; a system
 that cannot be set up or run is listed in `skipped` with its reason. --device cpu: resident on its CPU arrays
 and NumPy's (a dry run). Exit 1 when resident fails. usage: python_race.py [--json FILE|-] [--log2 16 18 ..]
-[--calls 20] [--reps 7] [--repeat 3] [--budget-s 170] [--device cuda|cpu]"""
+[--calls 20] [--reps 7] [--repeat 3] [--budget-s 170] [--settle-s 3] [--device cuda|cpu]"""
 import argparse, json, math, platform, statistics, sys, time, traceback, types, warnings
 
 import numpy as np
@@ -49,24 +51,40 @@ def issue_seconds(f, calls, sync, reps):
     return statistics.median(times)
 
 
-def device_seconds(f, calls, handle, reps, cp):
+def device_seconds(f, calls, handle, reps, cp, copy=None, copy_handle=None):
     """Seconds per call of f between two CUDA events on the stream its work goes on (handle): `calls`
     calls after one untimed call that keeps the GPU busy while they are issued (a host slower than the
-    kernels shows, a host's first-call and wake-up costs do not); the median of `reps` batches."""
+    kernels shows, a host's first-call and wake-up costs do not); the median of `reps` batches. Given
+    `copy` (on copy_handle's stream), its batches alternate with f's, which goes first every other
+    time: (f's median, copy's median, the median of f's batch over the copy's beside it), so that a GPU
+    whose rate drifts (clocks, power) is compared with itself batch by batch."""
+    def batch(g, st):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        g()
+        start.record(st)
+        for _ in range(calls):
+            g()
+        end.record(st)
+        end.synchronize()
+        return cp.cuda.get_elapsed_time(start, end) / 1e3 / calls
     st = cp.cuda.ExternalStream(handle)
     f()
     st.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        f()
-        start.record(st)
-        for _ in range(calls):
-            f()
-        end.record(st)
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end) / 1e3 / calls)
-    return statistics.median(times)
+    if copy is None:
+        return statistics.median(batch(f, st) for _ in range(reps))
+    cs = cp.cuda.ExternalStream(copy_handle)
+    copy()
+    cs.synchronize()
+    mine, ref = [], []
+    for i in range(reps):
+        if i % 2:
+            mine.append(batch(f, st))
+            ref.append(batch(copy, cs))
+        else:
+            ref.append(batch(copy, cs))
+            mine.append(batch(f, st))
+    return (statistics.median(mine), statistics.median(ref),
+            statistics.median(a / b for a, b in zip(mine, ref)))
 
 
 def open_lib(lib, host, idx, m, dev):
@@ -139,7 +157,7 @@ def peers(m):
                         ("numba.cuda", "cupy", numba_fused)) if p[1] in m]
 
 
-def race_one(make, L, l, ref, a, cp=None):
+def race_one(make, L, l, ref, a, cp=None, copy=None, copy_handle=None):
     f = make(L, l)
     L.poison(L.y)  # queued where the call runs (Numba's legacy default stream waits for CuPy's current one)
     y = f()
@@ -147,10 +165,16 @@ def race_one(make, L, l, ref, a, cp=None):
     got = L.take(L.y if y is None else y)
     err = float(np.max(np.abs(got.astype(np.float64) - ref) / (1 + np.abs(ref))))
     host_ms = per_call_seconds(f, a.calls, L.sync, a.reps) * 1e3
-    ms = device_seconds(f, a.calls, L.stream(), a.reps, cp) * 1e3 if cp and hasattr(L, "stream") else host_ms
+    ms, copy_ms, over = host_ms, None, None
+    if cp and hasattr(L, "stream"):
+        if copy is not None:
+            ms, copy_ms, over = device_seconds(f, a.calls, L.stream(), a.reps, cp, copy, copy_handle)
+            ms, copy_ms = ms * 1e3, copy_ms * 1e3
+        else:
+            ms = device_seconds(f, a.calls, L.stream(), a.reps, cp) * 1e3
     return {"back_to_back_ms": ms, "host_ms": host_ms, "issue_us": issue_seconds(f, a.calls, L.sync, a.reps) * 1e6,
             "gbs": 8 * (1 << l) / ms / 1e6, "max_rel_error": err if math.isfinite(err) else str(err),
-            "ok": bool(got.dtype == np.float32 and err <= TOL)}
+            "ok": bool(got.dtype == np.float32 and err <= TOL), "copy_ms": copy_ms, "over_copy": over}
 
 
 def table(rows, repeat):
@@ -217,7 +241,7 @@ def race(a, dev, log2, out, skip):
                                       max(0, n - 4096):n])
                 data[l] = (host, idx, host[idx].astype(np.float64), reference(host[idx]))
             host, idx, x_ref, ref = data[l]
-            opened, copy_ms, cupy_ms = {}, None, None  # the last size's arrays let go, their memory given back here
+            opened, copy_ms, cupy_ms, paired = {}, None, None, None  # the last size's arrays let go here
             for free in frees:
                 free()
             for lib in libs:
@@ -226,37 +250,44 @@ def race(a, dev, log2, out, skip):
                 except Exception as e:
                     skip("*", lib, f"arrays: {e!r}", repeat=r, log2_n=l)
             ref_copy = copies[0] if copies and copies[0][1] in opened else None
-            # Resident's three systems take turns at leading each library's rows (a repetition's order
+            # Each library's systems, peers too, take turns at leading its rows (a repetition's order
             # rotated by one): an effect of a row's place in the order shows as such, not as one system's.
-            turn = (r - 1) % len(RESIDENT)
-            ordered = sorted(systems, key=lambda w: (libs.index(w[1]) if w[1] in libs else len(libs),
-                                                     (RESIDENT.index(w[0]) - turn) % len(RESIDENT)
-                                                     if w[0] in RESIDENT else len(RESIDENT)))
+            groups = [[w for w in systems if w[1] == lib] for lib in libs] + [[w for w in systems if w[1] not in libs]]
+            ordered = [w for g in groups if g for w in g[(r - 1) % len(g):] + g[:(r - 1) % len(g)]]
+            if ref_copy and "cupy" in m and a.settle_s > 0 and l >= 26:
+                # A GPU under a sustained load of this size lowers its clocks to its power cap within a
+                # few seconds: the copy runs first until then, so that every row meets the same clocks.
+                settle, t_end = raw_copy(opened[ref_copy[1]], ref_copy[1]), time.perf_counter() + a.settle_s
+                while time.perf_counter() < t_end:
+                    for _ in range(20):
+                        settle()
+                    s.synchronize()
             for place, (system, lib, make) in enumerate(copies + ordered):
                 if (system, lib) in dead or lib not in opened:
                     continue
                 try:
                     if system != "copy" and ref_copy:
-                        # The reference copy again, just before the row, of the row's own arrays: a GPU
-                        # whose rate drifts (clocks, power) or memory placed apart is compared with itself.
-                        if "cupy" in m:  # on CuPy's stream, timed as the rows are
+                        # The reference: a copy of the row's own arrays, its batches alternating with the
+                        # row's: a GPU whose rate drifts (clocks, power) or memory placed apart is compared with itself.
+                        if "cupy" in m:  # on CuPy's stream
                             cp = m["cupy"]
-                            copy_ms = device_seconds(raw_copy(opened[lib], lib), a.calls, s.ptr, a.reps, cp) * 1e3
+                            paired = raw_copy(opened[lib], lib)
                             cupy_ms = device_seconds(raw_copy(opened["cupy"], "cupy"), a.calls, s.ptr, a.reps, cp) * 1e3
                         else:
                             c = ref_copy[2](opened[ref_copy[1]], l)
                             copy_ms = per_call_seconds(c, a.calls, opened[ref_copy[1]].sync, a.reps) * 1e3
-                    row = race_one(make, opened[lib], l, x_ref if system == "copy" else ref, a, m.get("cupy"))
+                    row = race_one(make, opened[lib], l, x_ref if system == "copy" else ref, a, m.get("cupy"),
+                                   paired if system != "copy" else None, s.ptr if s else None)
                 except Exception as e:
                     skip(system, lib, repr(e), repeat=r, log2_n=l)
                     traceback.print_exc(limit=3, file=sys.stderr)
                     if not any(w["system"] == system and w["array_library"] == lib for w in out["rows"]):
                         dead.add((system, lib))  # never ran: it would fail alike at every size
                     continue
-                copy_ms = copy_ms or (row["back_to_back_ms"] if system == "copy" else None)
+                copy_ms = row["copy_ms"] or copy_ms or (row["back_to_back_ms"] if system == "copy" else None)
+                over = row["over_copy"] or (row["back_to_back_ms"] / copy_ms if copy_ms else None)
                 out["rows"].append({"repeat": r, "system": system, "array_library": lib, "log2_n": l, "place": place, **row,
-                                    "copy_ms": copy_ms, "cupy_copy_ms": cupy_ms,
-                                    "over_copy": row["back_to_back_ms"] / copy_ms if copy_ms else None})
+                                    "copy_ms": copy_ms, "cupy_copy_ms": cupy_ms, "over_copy": over})
             done = [w["ok"] for w in out["rows"] if w["repeat"] == r and w["log2_n"] == l]
             print(f"python_race: repeat {r}/{a.repeat} 2^{l}: {len(done)} rows, {done.count(False)} wrong, copy "
                   f"{copy_ms or 0:.4f} ms, at {time.perf_counter() - T0:.0f} s", file=sys.stderr, flush=True)
@@ -265,7 +296,8 @@ def race(a, dev, log2, out, skip):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--log2", type=int, nargs="+", help="sizes (default 16 18 .. 28; with --device cpu 10 .. 16)")
-    for flag, default in (("--json", "-"), ("--calls", 20), ("--reps", 7), ("--repeat", 3), ("--budget-s", 170.0)):
+    for flag, default in (("--json", "-"), ("--calls", 20), ("--reps", 7), ("--repeat", 3), ("--budget-s", 170.0),
+                          ("--settle-s", 3.0)):
         ap.add_argument(flag, type=type(default), default=default)
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     a = ap.parse_args()

@@ -81,6 +81,17 @@ def as_program(x):
     return None
 
 
+def refuse_uncomposable(self, other, op, left=False):
+    """other where it can be a stage (a function, C++ text, an operation, a program, a chain), else an
+    InvalidType saying what composes: `rs.op.sqrt() | 3` is a mistake, not a bitwise or."""
+    if callable(other) or isinstance(other, str) or as_program(other) is not None:
+        return other
+    import resident
+    a, b = (type(other).__name__, type(self).__name__) if left else (type(self).__name__, type(other).__name__)
+    raise resident.InvalidType(f"resident: {a} {op} {b}: a chain composes operations, programs, stages, plain "
+                               f"Python functions and C++ source text, not a {type(other).__name__}")
+
+
 def _composing(cls):
     """cls's `|` with a plain function, a chain or C++ text on either side: a chain of stages, the
     operations one stage of it (as rs.stage(f) | rs.op.sqrt() already is)."""
@@ -88,16 +99,14 @@ def _composing(cls):
 
     def __or__(self, other):
         r = base(self, other)
-        if r is NotImplemented and (callable(other) or isinstance(other, str)):
+        if r is NotImplemented:
             from . import jit
-            return jit.stage(self) | jit.stage(other)
+            return jit.stage(self) | jit.stage(refuse_uncomposable(self, other, "|"))
         return r
 
     def __ror__(self, other):
-        if callable(other) or isinstance(other, str):
-            from . import jit
-            return jit.stage(other) | jit.stage(self)
-        return NotImplemented
+        from . import jit
+        return jit.stage(refuse_uncomposable(self, other, "|", left=True)) | jit.stage(self)
 
     cls.__or__, cls.__ror__ = __or__, __ror__
 

@@ -252,17 +252,12 @@ class Chain:
         self._lock = threading.Lock()
 
     def __or__(self, other):
-        if not isinstance(other, Chain) and (callable(other) or isinstance(other, str) or
-                                             _program.as_program(other) is not None):
-            other = stage(other)
         if not isinstance(other, Chain):
-            return NotImplemented
+            other = stage(_program.refuse_uncomposable(self, other, "|"))
         return Chain(self._items + other._items)
 
     def __ror__(self, other):
-        if callable(other) or isinstance(other, str) or _program.as_program(other) is not None:
-            return stage(other) | self
-        return NotImplemented
+        return stage(_program.refuse_uncomposable(self, other, "|", left=True)) | self
 
     @property
     def name(self):

@@ -267,3 +267,17 @@ def test_operations_compose_with_plain_functions_and_cpp_text_either_way():
     close((rs.op.sqrt() | text)(x.copy()), 2 * np.sqrt(v))
     close((rs.stage(_minus_one) | text)(x.copy()), 2 * (v - 1))
     close((text | rs.stage(_minus_one))(x.copy()), 2 * v - 1)
+
+
+@pytest.mark.parametrize("other", [3, 2.5, None, np.float32(1), np.arange(3)], ids=lambda o: type(o).__name__)
+def test_a_chain_with_what_is_no_stage_is_invalid_type_either_way(other):
+    # `rs.op.sqrt() | 3` is a mistake: a typed error naming what composes, from either side, and the
+    # operations, programs and chains are usable after it.
+    sq = rs.op.sqrt()
+    for left in (sq, sq | rs.op.add(1), rs.stage("float f(float v) { return v + 1; }")):
+        with pytest.raises(rs.InvalidType, match="composes"):
+            left | other
+        with pytest.raises(rs.InvalidType, match="composes"):
+            other | left
+    x = rs.to_device(np.full(4, 9.0, np.float32))
+    np.testing.assert_allclose((sq | rs.op.add(1))(x).to_host(), np.full(4, 4.0))
