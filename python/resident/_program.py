@@ -178,6 +178,10 @@ def call(p, x, out=None, stream=None):
     The first call on a dtype and device (and a call inside a capture, on a capsule, or into an output
     of another dtype) comes here; the chain it compiles is then remembered by the core, whose
     ``program.__call__`` runs later calls without this function (src/programs.cpp)."""
+    from .jit import _on_shards
+    on_shards = _on_shards(p, (x,), out, stream)
+    if on_shards is not None:
+        return on_shards
     # A capsule is taken once, here: the call then runs on (and returns) the array it held.
     if type(x).__name__ == "PyCapsule":
         x = _core.from_dlpack(x)

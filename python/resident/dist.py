@@ -361,6 +361,21 @@ def apply(work, x, out=None):
     return x
 
 
+def called_on_shards(work, inputs, out, stream):
+    """work(*inputs, out=out) where an argument is a sharded array: resident.dist.apply's work, per shard;
+    None where none is."""
+    if not any(isinstance(a, ShardedArray) for a in (*inputs, out)):
+        return None
+    if len(inputs) != 1 or not isinstance(inputs[0], ShardedArray) or \
+            (out is not None and not isinstance(out, ShardedArray)):
+        raise InvalidArgument("resident: work on a sharded array takes that one array (and out=, a sharded array "
+                              "of the same layout); shard the other arrays alike and combine them per shard")
+    if stream is not None:
+        raise InvalidArgument("resident: work on a sharded array runs on each shard's device stream; stream= is "
+                              "for an array on one device")
+    return apply(work, inputs[0], out)
+
+
 def _same_memory(a, shard):
     """Whether a (another library's view, e.g. a tensor's in-place method's result) is the shard's memory."""
     try:

@@ -37,6 +37,7 @@ keeps every literal double.
 """
 import hashlib
 import re
+import sys
 import threading
 
 import numpy as _np
@@ -230,6 +231,13 @@ from ._typed import raw as _raw  # noqa: E402
 _dispatch = _raw(_core._jit_dispatch)
 
 
+def _on_shards(work, inputs, out, stream):
+    """work's call on sharded arrays (resident.dist.apply), or None where no argument is one (none can be
+    before resident.dist is imported)."""
+    d = sys.modules.get("resident.dist")
+    return None if d is None else d.called_on_shards(work, inputs, out, stream)
+
+
 class Chain:
     """Run-time stages in order: an optional generator, maps, an optional reduction.
 
@@ -340,8 +348,16 @@ class Chain:
                 if not self._untranslate(str(e)):  # else the slow path below builds the other translation
                     raise
                 missing = True
+            except _core.InvalidArgument:
+                on_shards = _on_shards(self, inputs, out, stream)  # not arrays: sharded ones?
+                if on_shards is None:
+                    raise
+                return on_shards
             if missing is None:
                 return inputs[0] if out is None else out
+        on_shards = _on_shards(self, inputs, out, stream)
+        if on_shards is not None:
+            return on_shards
         given = _first(inputs, out)
         inputs, out = _capsules_taken(inputs, out)  # once: a retry below takes the same arrays
         try:

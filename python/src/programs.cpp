@@ -144,9 +144,26 @@ void remember(nb::handle p, nb::str dtype, nb::tuple target, nb::object chain, n
 
 }  // namespace
 
+// Whether o is a resident.dist.ShardedArray (none is before resident.dist is imported).
+bool sharded(nb::handle o) {
+  nb::object dist = nb::steal(PyImport_GetModule(nb::str("resident.dist").ptr()));
+  if (!dist.is_valid()) {
+    if (PyErr_Occurred()) throw nb::python_error();
+    return false;
+  }
+  const int is = PyObject_IsInstance(o.ptr(), nb::object(dist.attr("ShardedArray")).ptr());
+  if (is < 0) throw nb::python_error();
+  return is == 1;
+}
+
 nb::object program_call(nb::handle self, nb::object x, nb::object out, nb::object stream) {
-  if (run_remembered(self, x, out, stream)) return out.is_none() ? x : out;
   static const nb::handle call = python_function("call");
+  try {
+    if (run_remembered(self, x, out, stream)) return out.is_none() ? x : out;
+  } catch (const rs::invalid_argument&) {
+    if (!sharded(x) && !sharded(out)) throw;
+    return call(self, x, out, stream);  // work per shard (resident.dist.apply)
+  }
   return call(self, x, out, stream);
 }
 

@@ -215,3 +215,26 @@ print("rank", c.rank, "of", c.size, c.transport, s, lo, hi)
         assert p.returncode == 0, err
         words = out.split()
         assert float(words[-3]) == 100_000 * 100_001 / 2 and float(words[-2]) == 0 and float(words[-1]) == 100_000
+
+
+@pytest.mark.parametrize("devices", SETS)
+def test_a_program_stage_or_fused_function_called_on_a_sharded_array_applies_per_shard(devices):
+    import math
+    host = np.random.default_rng().uniform(0.5, 4, 10_007).astype(np.float32)
+    ref = np.sqrt(host.astype(np.float64)) + 1
+    for work in (rs.op.sqrt() | rs.op.add(1), rs.stage(lambda v: math.sqrt(v) + 1.0),
+                 rs.fuse(lambda v: math.sqrt(v) + 1.0)):
+        x = rs.dist.shard(host, devices)
+        assert work(x) is x
+        np.testing.assert_allclose(x.to_host(), ref, rtol=1e-6)
+        x, y = rs.dist.shard(host, devices), rs.dist.shard(host.size, devices)
+        assert work(x, out=y) is y
+        np.testing.assert_allclose(y.to_host(), ref, rtol=1e-6)
+        np.testing.assert_array_equal(x.to_host(), host)  # the input as it was
+        for bad in (lambda: work(x, out=np.zeros_like(host)), lambda: work(x, stream=0),
+                    lambda: work(rs.to_device(host, device=devices[0]), out=y)):
+            with pytest.raises(rs.InvalidArgument, match="sharded array"):
+                bad()
+        np.testing.assert_allclose(y.to_host(), ref, rtol=1e-6)  # nothing written by a refused call
+    with pytest.raises(rs.InvalidArgument, match="resident.dist.sum"):
+        (rs.op.sqrt() | rs.jit.sum())(rs.dist.shard(host, devices))
