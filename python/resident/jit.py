@@ -35,10 +35,12 @@ precision; a literal beside a float64 value (``np.float64(v) * 0.1``) is float32
 literals, globals and closure variables keep Numba's typing. ``rs.stage(f, float_literals="float64")``
 keeps every literal double.
 """
+import atexit
 import hashlib
 import re
 import sys
 import threading
+import weakref
 
 import numpy as _np
 
@@ -98,6 +100,21 @@ def _filled(fn, k):
     return g
 
 
+# The stages and chains holding compiled chains. A stage is kept on its function, which Numba's
+# registries keep past the interpreter's teardown of resident's core: at exit, after the program's own
+# exit functions (registered later, run earlier), they let their compiled chains go. A call made later
+# than that compiles again.
+_HOLDERS = weakref.WeakSet()
+
+
+def _let_go():
+    for h in list(_HOLDERS):
+        h._let_go()
+
+
+atexit.register(_let_go)
+
+
 class _PyStage:
     """A Python function compiled per element type and target, each compilation kept for the process."""
 
@@ -114,6 +131,12 @@ class _PyStage:
         self._compiled = {}
         self._translated = set()  # keys of _compiled that are C++ text written from the function
         self._untranslatable = set()  # keys whose text the host compiler refused: Numba's function
+        _HOLDERS.add(self)
+
+    def _let_go(self):
+        with self._lock:
+            self._compiled.clear()
+            self._translated.clear()
 
     def part(self, dtypes, target, init=None):
         """The C++ external stage for arguments of dtypes on target ("cpu", major, minor); with init, the
@@ -291,7 +314,12 @@ class Chain:
             built = self._build(dtypes, target)
             with self._lock:
                 built = self._built.setdefault(key, built)
+            _HOLDERS.add(self)
         return built[0], built[1]
+
+    def _let_go(self):
+        with self._lock:
+            self._built.clear()
 
     def _build(self, dtypes, target):
         """(C++ chain, value dtype, whether its loop calls a function Numba compiled: the fast path then
