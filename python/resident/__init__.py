@@ -22,6 +22,7 @@ import numpy as _np
 
 from . import _compat
 from . import _core
+from . import _typed
 from ._typed import wrap_core as _wrap_core
 
 _wrap_core(_core)  # before any name is taken from the core: wrongly typed arguments raise InvalidType
@@ -79,10 +80,11 @@ class transfer_policy:
         self._scopes.pop().close()
         return False
 
-    @staticmethod
     def current():
         """The policy in force now: "allow", "log" or "forbid"."""
         return _core._current_policy()
+
+    current = staticmethod(_typed.python_signature(current, "resident.transfer_policy.current"))
 
 
 def to_numba(x):
@@ -118,14 +120,15 @@ Array.to_numba = to_numba
 _NOTHING = object()
 
 
-def _program_sum(self=_NOTHING, x=_NOTHING, stream=None, **unknown):
+def _program_sum(self=_NOTHING, x=_NOTHING, stream=None, *extra, **unknown):
     """The sum of p(x[i]) in one pass (one kernel), in x's precision; waits for the stream it ran on."""
     if not isinstance(self, (program, op)):  # rs.op.sum(x): called on the class, x arrived as self
         raise InvalidType("sum is a method of an operation or a program: rs.op.sqrt().sum(x), p.sum(x); "
                           "the plain sum of an array is rs.sum(x)")
-    if x is _NOTHING or unknown:
+    if x is _NOTHING or unknown or extra:
         raise InvalidType(f"{'program' if isinstance(self, program) else 'op'}.sum(x, stream=None) takes one "
-                          f"array and optionally a stream{'; not ' + ', '.join(unknown) if unknown else ''}")
+                          f"array and optionally a stream{'; not ' + ', '.join(unknown) if unknown else ''}"
+                          f"{f'; not {len(extra)} more' if extra else ''}")
     return _program.total(self if isinstance(self, program) else _program.of_op(self), x, stream)
 
 

@@ -16,6 +16,7 @@ import threading
 import numpy as _np
 
 from . import _core
+from . import _typed
 
 # Each operation as C++ (float and double spellings: the GPU has no std:: maths) and as Python.
 _CPP = {
@@ -121,7 +122,8 @@ _compiled = {}  # (program name, dtype, reduces) -> resident.jit chain (it holds
 # GPUs compiling, and NVRTC missing leaves the CPU. (program name, dtype, reduces, target) in each set.
 _compiled_on, _uncompilable = set(), set()
 _FLOATS = ("float32", "float64")
-_interpreted_sum = _core.program.sum  # the compiled core's, kept before the package puts total() in its place
+# The compiled core's, kept before the package puts total() in its place (a wrong argument: InvalidType).
+_interpreted_sum = _typed._typed(_core.program.sum, "resident.program.sum")
 # The compiled chains hold kernels of the core: dropped before the interpreter tears the core down,
 # with the core's table of them (programs remember slots in it).
 atexit.register(_compiled.clear)
@@ -224,7 +226,10 @@ _DTYPE_NAMES = {}  # a library's dtype object -> its name
 
 
 def _dtype_of(x):
-    dt = getattr(x, "dtype", None)
+    try:
+        dt = getattr(x, "dtype", None)
+    except Exception:  # noqa: BLE001 (a dtype whose own code raises: the array is read as the core takes it)
+        dt = None
     try:
         return _DTYPE_NAMES[dt]
     except (KeyError, TypeError):

@@ -29,6 +29,21 @@ def _typed(f, where):
     return call
 
 
+def python_signature(f, where):
+    """f, with a call whose arguments do not bind to its signature (a missing argument, an unknown
+    keyword) raising InvalidType: Python raises that TypeError in the caller's frame, before f runs."""
+    @functools.wraps(f)
+    def call(*args, **kwargs):
+        try:
+            return f(*args, **kwargs)
+        except TypeError as e:
+            if type(e) is not TypeError or e.__traceback__ is None or e.__traceback__.tb_next is not None:
+                raise
+            from . import _core
+            raise _core.InvalidType(f"{where}: {e}") from None
+    return call
+
+
 def _mismatch(e, f):
     """Whether e is nanobind refusing f's arguments (before any of f's work ran), not a TypeError raised
     inside the call (by a callback it made, say), which raised from deeper frames."""
@@ -42,7 +57,9 @@ def _conversions_now_succeed(args, kwargs):
     returns whether some argument has a conversion and each such argument converts now (what failed was
     passing, as an interrupt that nanobind cleared, and the call is worth making again)."""
     some, every = False, True
-    for a in (*args, *kwargs.values()):
+    given = [*args, *kwargs.values()]
+    given += [i for a in given if isinstance(a, (list, tuple)) for i in a[:64]]  # after=[...]: an item's too
+    for a in given:
         if isinstance(a, (int, float, str, bytes, list, tuple, dict)) or a is None:
             continue
         methods = [(c, m) for c, m in ((float, "__float__"), (operator.index, "__index__")) if hasattr(type(a), m)]
@@ -76,7 +93,7 @@ def wrap_core(core):
             setattr(op, name, staticmethod(_typed(f, "resident.op." + name)))
     # The methods of the classes whose calls are not on a hot path (a wrapper is one Python frame more).
     # Graph.replay is hot and refuses a wrong call itself.
-    for cls, names in ((core.Flow, None), (core.Array, ("to_host",))):
+    for cls, names in ((core.Flow, None), (core.Array, ("to_host", "__dlpack__", "__dlpack_device__"))):
         for name, f in list(vars(cls).items()):
             if type(f).__name__ == "nb_method" and (name in names if names else not name.startswith("__")):
                 setattr(cls, name, _typed(f, f"resident.{cls.__name__}.{name}"))

@@ -18,6 +18,7 @@ a GPU.
 """
 import concurrent.futures
 import inspect
+import itertools
 import math
 import numbers
 import operator
@@ -77,6 +78,7 @@ class Communicator:
             if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__"):
                 raise InvalidType(f"resident.dist.Communicator takes a list of device names, not "
                                   f"{type(devices).__name__}")
+            devices = _bounded(devices, "resident.dist.Communicator: devices")
             if not devices:
                 raise InvalidArgument("resident.dist.Communicator: give the devices, one rank each")
             _core_comm = _core._comm_local([str(d) for d in devices])
@@ -221,6 +223,18 @@ class ShardedArray:
                 f"shards={list(zip(self.devices, self.extents))})")
 
 
+_MOST_SHARDS = 4096  # beyond any machine's devices: an iterable that never ends is refused, not read forever
+
+
+def _bounded(items, what):
+    """The items of an iterable as a list, at most _MOST_SHARDS of them (else InvalidArgument)."""
+    got = list(itertools.islice(items, _MOST_SHARDS + 1))
+    if len(got) > _MOST_SHARDS:
+        raise InvalidArgument(f"{what}: more than {_MOST_SHARDS} given (an iterable that never ends?); give a list "
+                              "with one entry per shard")
+    return got
+
+
 def _device_names(devices):
     # A count is an integer that is not a bool and not iterable (a NumPy array of names has __index__ too;
     # a 0-d array, iterable by its type but not in fact, is a count).
@@ -242,7 +256,7 @@ def _device_names(devices):
             raise InvalidArgument(f"resident.dist: {devices} devices, but this machine has {n} GPUs and {cores} "
                                   f"CPU cores; give at most {_max(n, cores)}")
         return ["cpu"] * devices
-    names = [str(d) for d in devices]
+    names = [str(d) for d in _bounded(devices, "resident.dist: devices")]
     if not names:
         raise InvalidArgument("resident.dist: give at least one device")
     return names
@@ -264,7 +278,7 @@ def shard(x, devices, dtype="float32"):
         n = x
         try:
             dtype = _np.dtype(dtype).name  # a NumPy dtype or a name
-        except TypeError:
+        except Exception:  # noqa: BLE001 (NumPy's TypeError or ValueError, or the object's own code)
             raise InvalidType(f"resident.dist.shard: dtype={dtype!r}; give a NumPy dtype or its name, such as "
                               "'float32'") from None
         made = [_core.empty(_extent(n, count, first + i)[1], dtype, d) for i, d in enumerate(names)]
@@ -287,7 +301,7 @@ def from_shards(arrays, comm=None):
     if comm is not None and not isinstance(comm, Communicator):
         raise InvalidType(f"resident.dist.from_shards: comm is a {type(comm).__name__}; give a "
                           "resident.dist.Communicator or leave it out")
-    made = [_core.from_dlpack(a) for a in arrays]
+    made = [_core.from_dlpack(a) for a in _bounded(arrays, "resident.dist.from_shards: arrays")]
     if not made:
         raise InvalidArgument("resident.dist.from_shards: give at least one array")
     count = comm.size if comm else len(made)

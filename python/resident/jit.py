@@ -44,7 +44,7 @@ import weakref
 
 import numpy as _np
 
-from . import _compat, _core, _cpu_text, _program
+from . import _compat, _core, _cpu_text, _program, _typed
 from ._rewrite import _compiled_along, _python_of, _single_precision
 from ._stage_check import _check_function, _is_plain_function
 from ._stage_check import load_numba as _load_numba
@@ -62,7 +62,10 @@ _DTYPE_NAMES = {}  # a library's dtype object -> its name, so a call does not fo
 
 def _dtype_name(x):
     """The dtype name of an array of any library (resident, NumPy, CuPy, PyTorch)."""
-    dt = getattr(x, "dtype", None)
+    try:
+        dt = getattr(x, "dtype", None)
+    except Exception:  # noqa: BLE001 (a dtype whose own code raises: the array is read as the core takes it)
+        dt = None
     try:
         return _DTYPE_NAMES[dt]
     except (KeyError, TypeError):
@@ -476,6 +479,9 @@ class Chain:
 
     def kernel_source(self, dtypes, out, device="cpu"):
         """The kernel text this chain generates for inputs of dtypes writing out, on device."""
+        if isinstance(dtypes, (str, bytes)) or not isinstance(dtypes, (list, tuple)):
+            raise _core_error("InvalidType", f"kernel_source: dtypes is a {type(dtypes).__name__}; give a list of the "
+                              "inputs' dtypes, such as ['float32']")
         dtypes = [_dtype_arg(d, "kernel_source") for d in dtypes]
         out = _dtype_arg(out, "kernel_source")
         for d in dtypes + [out]:
@@ -487,7 +493,16 @@ class Chain:
 
 def _bare(x):
     """A DLPack capsule, or an object that speaks DLPack alone (no dtype to read)."""
-    return type(x).__name__ == "PyCapsule" or (x is not None and not hasattr(x, "dtype") and hasattr(x, "__dlpack__"))
+    return type(x).__name__ == "PyCapsule" or (x is not None and not _has_dtype(x) and hasattr(x, "__dlpack__"))
+
+
+def _has_dtype(x):
+    """Whether x has a dtype it can say (one whose own code raises counts as none: DLPack says it)."""
+    try:
+        getattr(x, "dtype")
+        return True
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _first(inputs, out):
@@ -616,9 +631,9 @@ def _dtype_arg(dtype, what):
         return dtype
     try:
         return _np.dtype(dtype).name
-    except (TypeError, ValueError):
-        raise _core_error("InvalidType", f"{what}: dtype {dtype!r}; give a name such as 'float32' or a NumPy dtype") \
-            from None
+    except Exception as e:  # noqa: BLE001 (NumPy's TypeError or ValueError, or what the object's own code raised)
+        raise _core_error("InvalidType", f"{what}: dtype {dtype!r} ({type(e).__name__}: {str(e)[:120]}); give a name "
+                          "such as 'float32' or a NumPy dtype") from None
 
 
 def uniform(seed, offset=0, low=0.0, high=1.0, dtype="float32"):
@@ -678,3 +693,9 @@ def stats():
     """What the compile cache did in this process: compiled, disk_loads, memory_hits, rejected."""
     c, d, m, r = _core._jit_stats()
     return {"compiled": c, "disk_loads": d, "memory_hits": m, "rejected": r}
+
+
+# A missing argument or an unknown keyword: InvalidType, as the core's functions raise.
+for _name in ("stage", "fuse", "map", "uniform", "normal", "sum", "min", "max", "reduce", "stats"):
+    globals()[_name] = _typed.python_signature(globals()[_name], "resident.jit." + _name)
+del _name

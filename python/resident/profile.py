@@ -97,6 +97,9 @@ class profile:
         except UnicodeEncodeError as e:
             raise _core.InvalidArgument(f"resident.profile.to_json: the path {path!r} has no bytes in the file "
                                         f"system's encoding: {e.reason}") from None
+        except Exception as e:  # noqa: BLE001 (a path object whose __fspath__ raised)
+            raise _core.InvalidArgument(f"resident.profile.to_json: the path's __fspath__ raised "
+                                        f"{type(e).__name__}: {str(e)[:200]}") from None
         if b"\0" in path:
             raise _core.InvalidArgument(f"resident.profile.to_json: the path {os.fsdecode(path)!r} holds a NUL "
                                         "character")

@@ -2,7 +2,9 @@
 CUDA Array Interface (NumPy, PyTorch, CuPy, Numba), in place, with no copy. Value i of a random stream
 (seed, offset) is the same on the CPU and the GPU. The fill is queued on ``stream`` when given (an
 object with ``__cuda_stream__``, a PyTorch, CuPy or Numba stream, or an int handle), else on the
-current stream of the array's library; it does not wait for the device (see docs/python.md, Streams)."""
+current stream of the array's library; it does not wait for the device (see docs/python.md, Streams).
+A stream is a cycle of 2^64 values: value i is value (offset + i) mod 2^64, so a fill running past the
+last value goes on from value 0 (as the C++ generators do)."""
 from . import _core
 
 
@@ -22,3 +24,11 @@ def fill_bits(x, seed, offset=0, stream=None):
 
 
 __all__ = ["fill_uniform", "fill_normal", "fill_bits"]
+
+
+from ._typed import python_signature as _python_signature  # noqa: E402
+
+# A missing seed or an unknown keyword: InvalidType, as the core's functions raise.
+fill_uniform = _python_signature(fill_uniform, "resident.random.fill_uniform")
+fill_normal = _python_signature(fill_normal, "resident.random.fill_normal")
+fill_bits = _python_signature(fill_bits, "resident.random.fill_bits")

@@ -93,8 +93,10 @@ def _integer(v, name, what):
     if not isinstance(v, (bool, _np.bool_)):
         try:
             return operator.index(v)
-        except TypeError:
-            pass
+        except Exception as e:  # noqa: BLE001 (no __index__, or one whose own code raised)
+            raise _error("InvalidArgument" if isinstance(e, TypeError) else "InvalidType",
+                         f"resident.stream: {name}={v!r} ({type(e).__name__}: {str(e)[:120]}); give {what} as an "
+                         "int") from None
     raise _error("InvalidArgument", f"resident.stream: {name}={v!r}; give {what} as an int")
 
 
@@ -273,9 +275,10 @@ def pinned_empty(shape, dtype="float32"):
         else:
             raise TypeError("no shape")
         dt = _np.dtype(dtype)
-    except TypeError:
-        raise _error("InvalidType", f"resident.streaming.pinned_empty: shape {shape!r} and dtype {dtype!r}: give a "
-                     "whole number or a tuple of them, and a NumPy dtype such as 'float32'") from None
+    except Exception as e:  # noqa: BLE001 (NumPy's TypeError or ValueError, or an extent's own __index__)
+        raise _error("InvalidType", f"resident.streaming.pinned_empty: shape {shape!r} and dtype {dtype!r} "
+                     f"({type(e).__name__}: {str(e)[:120]}): give a whole number or a tuple of them, and a NumPy "
+                     "dtype such as 'float32'") from None
     if not dt.isnative:
         raise _error("InvalidArgument", f"resident.streaming.pinned_empty: dtype {dt.str} is in the other byte order; "
                      "give the native one")

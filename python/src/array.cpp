@@ -118,7 +118,8 @@ std::string dtype_name_arg(nb::handle d) {
       throw rs::invalid_argument("dtype " + nb::cast<std::string>(nb::str(dt)) + " is in the other byte order; give "
                                  "the native one");
     return nb::cast<std::string>(dt.attr("name"));
-  } catch (nb::python_error&) {
+  } catch (nb::python_error& e) {
+    if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
     if (text) return nb::cast<std::string>(d);  // parse_dtype names what it takes
     throw rs::invalid_type("the dtype argument's type does not fit: " + nb::cast<std::string>(nb::repr(d)) +
                            "; give a name such as 'float32' or a NumPy dtype");
@@ -224,7 +225,7 @@ void bind_array(nb::module_& m) {
       .def_prop_ro("stream", [](const py_array& a) { return handle_of(a.stream.native()); },
                    "the stream handle work on the array is ordered on (1 = the legacy default stream)")
       .def("__len__", [](const py_array& a) {
-        if (a.shape.empty()) throw nb::type_error("len() of a 0-d array");
+        if (a.shape.empty()) throw rs::invalid_type("len() of a 0-d array (a.item() reads its value)");
         return a.shape[0];
       })
       .def("__repr__", [](const py_array& a) {

@@ -336,6 +336,10 @@ std::string py_type_name(nb::handle o);
 /// Whether o has the attribute, as Python's hasattr; but an error other than AttributeError reads as
 /// absent too, except an interrupt or exit (not an Exception), which goes on unchanged.
 bool has_attr(nb::handle o, const char* name);
+/// A catch-all overload's first step: nanobind's casters clear what an argument's __index__ or __float__
+/// raised, so each argument (and each item of a list or tuple given) converts once more, and a
+/// KeyboardInterrupt or SystemExit it raises goes on unchanged instead of the overload's InvalidType.
+void interrupts_again(const nb::args& args, const nb::kwargs& kwargs);
 /// Refuses a NumPy masked array (what would take its data alone, dropping the mask). @throws invalid_argument.
 void refuse_masked(nb::handle obj, const char* what);
 

@@ -201,6 +201,7 @@ void bind_compute(nb::module_& m) {
       .def("__init__", [](rs::program* self, const std::vector<rs::op>& ops) { new (self) rs::program(ops); },
            nb::arg("ops"))
       .def("__init__", [](rs::program*, nb::args args, nb::kwargs kwargs) {
+        interrupts_again(args, kwargs);
         throw rs::invalid_type("program(ops) takes a list of resident.op, e.g. rs.program([rs.op.sqrt(), "
                                "rs.op.add(1)]); it was given " + nb::cast<std::string>(nb::repr(args)) +
                                (kwargs.size() ? " and " + nb::cast<std::string>(nb::repr(kwargs)) : std::string()));

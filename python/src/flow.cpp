@@ -232,6 +232,7 @@ void bind_flow(nb::module_& m) {
              new (self) py_flow(dev, int(streams));
            }, nb::arg("device") = nb::none(), nb::arg("streams") = 4)
       .def("__init__", [](py_flow*, nb::args args, nb::kwargs kwargs) {
+        interrupts_again(args, kwargs);
         throw rs::invalid_type("Flow(device=None, streams=4) takes a device name and a whole number of streams; it "
                                "was given " + nb::cast<std::string>(nb::repr(args)) +
                                (kwargs.size() ? " and " + nb::cast<std::string>(nb::repr(kwargs)) : std::string()));

@@ -20,7 +20,16 @@ std::string typestr(DLDataType t) {  // NumPy's array-interface type string, lit
 nb::object dlpack_export(const py_array& a, nb::object stream, nb::object max_version, nb::object dl_device,
                          nb::object copy) {
   // The arguments as the DLPack protocol spells them, named before anything is exported.
-  if (!max_version.is_none() && !(PyTuple_Check(max_version.ptr()) && PyTuple_GET_SIZE(max_version.ptr()) == 2))
+  const auto small_int = [](PyObject* v) {  // an int (not a bool) that fits a C int, as a version's part
+    if (!PyLong_Check(v) || PyBool_Check(v)) return false;
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (x == -1 && PyErr_Occurred()) PyErr_Clear();
+    return overflow == 0 && x >= 0 && x <= 0x7FFFFFFF;
+  };
+  if (!max_version.is_none() && !(PyTuple_Check(max_version.ptr()) && PyTuple_GET_SIZE(max_version.ptr()) == 2 &&
+                                  small_int(PyTuple_GET_ITEM(max_version.ptr(), 0)) &&
+                                  small_int(PyTuple_GET_ITEM(max_version.ptr(), 1))))
     throw rs::invalid_type("__dlpack__: max_version is a (major, minor) tuple such as (1, 0), or None; got " +
                            nb::cast<std::string>(nb::repr(max_version)));
   if (!copy.is_none() && !PyBool_Check(copy.ptr()))
@@ -315,6 +324,34 @@ bool has_attr(nb::handle o, const char* name) {
   if (!PyErr_ExceptionMatches(PyExc_Exception)) throw nb::python_error();
   PyErr_Clear();
   return false;
+}
+
+namespace {
+void convert_again(PyObject* o, int depth) {
+  if ((PyList_Check(o) || PyTuple_Check(o)) && depth == 0) {
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+    for (Py_ssize_t i = 0; i < n && i < 64; ++i) convert_again(PySequence_Fast_GET_ITEM(o, i), 1);
+    return;
+  }
+  if (PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyBool_Check(o)) return;
+  PyNumberMethods* m = Py_TYPE(o)->tp_as_number;
+  for (auto convert : {m && m->nb_index ? &PyNumber_Index : nullptr, m && m->nb_float ? &PyNumber_Float : nullptr}) {
+    if (!convert) continue;
+    PyObject* r = convert(o);
+    if (r) {
+      Py_DECREF(r);
+    } else if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+      throw nb::python_error();
+    } else {
+      PyErr_Clear();
+    }
+  }
+}
+}  // namespace
+
+void interrupts_again(const nb::args& args, const nb::kwargs& kwargs) {
+  for (nb::handle a : args) convert_again(a.ptr(), 0);
+  for (auto [k, v] : kwargs) convert_again(v.ptr(), 0);
 }
 
 std::string py_type_name(nb::handle o) { return nb::cast<std::string>(nb::str(o.type().attr("__name__"))); }
