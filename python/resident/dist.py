@@ -490,7 +490,8 @@ def _reduce(x, op, work):
         if op == "sum" and wide in ("int64", "uint64"):
             value = _wrap64(value, wide == "int64")
     if op == "sum" and work is not None and made == _np.float32:
-        value = float(_np.float32(value))  # the whole rounded once, as a chain's float32 sum is
+        with _np.errstate(over="ignore"):  # past float32's range it is inf, as a chain's sum is; no warning
+            value = float(_np.float32(value))  # the whole rounded once, as a chain's float32 sum is
     return value
 
 

@@ -113,3 +113,11 @@ def test_an_interrupt_inside_a_conversion_goes_on_unchanged(stop):
         rs.empty(3, dtype=Raises(stop()))
     f.add("b", lambda: None, after=[0])  # usable after
     f.run()
+
+
+def test_a_float32_sum_past_its_range_is_inf_without_a_warning():
+    import warnings
+    x = rs.dist.shard(np.full(4, 3e38, np.float32), ["cpu", "cpu"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert rs.dist.sum(x, rs.op.mul(1.0)) == float("inf")
