@@ -51,6 +51,13 @@ def issue_seconds(f, calls, sync, reps):
     return statistics.median(times)
 
 
+def external(cp, handle):
+    """CuPy's view of a raw stream handle; ExternalStream still takes an integer but warns in CuPy 14."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return cp.cuda.ExternalStream(handle)
+
+
 def device_seconds(f, calls, handle, reps, cp, copy=None, copy_handle=None):
     """Seconds per call of f between two CUDA events on the stream its work goes on (handle): `calls`
     calls after one untimed call that keeps the GPU busy while they are issued (a host slower than the
@@ -67,12 +74,12 @@ def device_seconds(f, calls, handle, reps, cp, copy=None, copy_handle=None):
         end.record(st)
         end.synchronize()
         return cp.cuda.get_elapsed_time(start, end) / 1e3 / calls
-    st = cp.cuda.ExternalStream(handle)
+    st = external(cp, handle)
     f()
     st.synchronize()
     if copy is None:
         return statistics.median(batch(f, st) for _ in range(reps))
-    cs = cp.cuda.ExternalStream(copy_handle)
+    cs = external(cp, copy_handle)
     copy()
     cs.synchronize()
     mine, ref = [], []
