@@ -49,7 +49,7 @@ def _array_for_numpy(self, dtype=None, copy=None):
     a = _np.from_dlpack(self)
     if dtype is not None and _np.dtype(dtype) != a.dtype:
         if copy is False:
-            raise ValueError("resident.Array: a different dtype needs a copy, and copy=False forbids one")
+            raise InvalidArgument("resident.Array: a different dtype needs a copy, and copy=False forbids one")
         return a.astype(dtype)
     return a.copy() if copy else a
 
@@ -115,6 +115,8 @@ def to_numba(x):
 
 
 Array.to_numba = to_numba
+from . import _protocols  # noqa: E402
+_protocols.install()  # copy, pickle, indexing and operators on resident's objects
 
 
 _NOTHING = object()

@@ -57,6 +57,17 @@ class Array:
         A Numba CUDA device array over the same memory, made once per Array; x's work finished first (resident.to_numba).
         """
 
+    def item(self) -> float | int:
+        """
+        The value of a one-element array (a counted transfer to the host); resident/_protocols.py.
+        """
+
+    def __matmul__(self, other: object) -> Array: ...
+
+    def __copy__(self) -> Array: ...
+
+    def __deepcopy__(self, memo: object) -> Array: ...
+
 def empty(shape: object, dtype: object = 'float32', device: str | None = None) -> Array:
     """A new uninitialized array from the device's pool."""
 

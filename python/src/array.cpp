@@ -212,6 +212,11 @@ void bind_array(nb::module_& m) {
   nb::class_<py_array>(m, "Array", nb::dynamic_attr(),
                        "A C-contiguous array on one device (resident's own memory or another library's, taken in "
                        "place). Shares memory through __dlpack__ and __cuda_array_interface__.")
+      .def("__init__", [](py_array*, nb::args, nb::kwargs) {
+        throw rs::invalid_type("resident.Array is not made directly: rs.to_device(host) copies a host array to a "
+                               "device, rs.empty(shape, dtype, device) takes one from the pool, rs.from_dlpack(x) "
+                               "takes another library's array in place");
+      })
       .def_prop_ro("shape", [](const py_array& a) {
         nb::list l;
         for (auto e : a.shape) l.append(e);
@@ -225,7 +230,7 @@ void bind_array(nb::module_& m) {
       .def_prop_ro("stream", [](const py_array& a) { return handle_of(a.stream.native()); },
                    "the stream handle work on the array is ordered on (1 = the legacy default stream)")
       .def("__len__", [](const py_array& a) {
-        if (a.shape.empty()) throw rs::invalid_type("len() of a 0-d array (a.item() reads its value)");
+        if (a.shape.empty()) throw rs::invalid_type("len() of a 0-d array (x.item() reads its value)");
         return a.shape[0];
       })
       .def("__repr__", [](const py_array& a) {

@@ -163,6 +163,10 @@ nb::object matmul(nb::object a_obj, nb::object b_obj, nb::object out_obj, const 
 
 void bind_compute(nb::module_& m) {
   nb::class_<rs::op>(m, "op", nb::dynamic_attr(), "One built-in element-wise operation; compose them with | into a program.")
+      .def("__init__", [](rs::op*, nb::args, nb::kwargs) {
+        throw rs::invalid_type("resident.op is not called itself: its functions make operations, e.g. rs.op.sqrt(), "
+                               "rs.op.add(1.0), rs.op.parse('affine(1.5, 0.5)'); compose them with |");
+      })
       .def_static("add", &rs::op::add, nb::arg("c"), "v + c")
       .def_static("mul", &rs::op::mul, nb::arg("c"), "v * c")
       .def_static("affine", &rs::op::affine, nb::arg("a"), nb::arg("b"), "a * v + b")

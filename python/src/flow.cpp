@@ -212,6 +212,10 @@ void bind_flow(nb::module_& m) {
   }, nb::arg("graph"), nb::arg("calls"));
 
   nb::class_<py_graph>(m, "Graph", nb::type_slots(graph_slots), "Captured resident work: replay() runs it again as one launch (CUDA).")
+      .def("__init__", [](py_graph*, nb::args, nb::kwargs) {
+        throw rs::invalid_type("resident.Graph is not made directly: rs.capture(work) records the resident work "
+                               "that work() issues into one");
+      })
       .def("replay", &py_graph::replay, nb::arg("stream") = nb::none(),
            "Runs the captured work again, asynchronously, on the device's default stream (where arrays' own "
            "work runs): after the work queued before it, and later work sees its results. With stream=, on "

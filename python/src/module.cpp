@@ -3,6 +3,8 @@
 // reductions, programs, run-time chains and flows. Built with the host compiler; the kernels are
 // instantiated in ops.cpp. Each concern binds its part in its own file (bindings.hpp lists them).
 #include <atomic>
+#include <cstdlib>
+#include <string_view>
 
 #include "bindings.hpp"
 #include "bindings_38.hpp"
@@ -85,6 +87,11 @@ python_site::python_site() noexcept {
 
 NB_MODULE(_core, m) {
   m.doc() = "resident's compiled core; use the resident package";
+  // Another extension's caches can hold our objects past the interpreter's teardown (Numba keeps every
+  // function it compiled, and what hangs on it): nanobind's report of them alarms users for nothing, so
+  // it is on only where asked for, as our own tests do (RESIDENT_LEAK_WARNINGS=1).
+  const char* leak_warnings = std::getenv("RESIDENT_LEAK_WARNINGS");
+  nb::set_leak_warnings(leak_warnings != nullptr && std::string_view(leak_warnings) == "1");
   resident::py::g_main_thread.store(
       nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident")));
   nb::module_::import_("atexit").attr("register")(nb::cpp_function(&resident::py::at_exit));

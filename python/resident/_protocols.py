@@ -1,0 +1,108 @@
+"""Python's own protocols on resident's objects: each either works or is refused as a resident.Error that
+says what to do, never the interpreter's bare TypeError.
+
+- copy.copy / copy.deepcopy of an Array: a new array on the same device with the same values (a device
+  copy, ordered like any other work on the array); nothing crosses to the host.
+- pickle of an op or a program: by value (its operations and their constants), so they go to other
+  processes (multiprocessing, concurrent.futures); a copy of one is itself, as they do not change.
+- pickle of an Array, a Flow, a Graph or a profile: refused; device memory, streams and captured work do
+  not travel, an Array's values do as x.to_host().
+- an Array's elements stay on the device: indexing, iteration, truth, float() and the arithmetic
+  operators are refused, naming the way (x.to_host(), x.item(), rs.op programs, stages).
+- x @ y is rs.matmul(x, y); x.item() reads the value of a one-element array (a counted transfer).
+"""
+from . import _core
+
+_NOT_PICKLED = {
+    _core.Array: "an Array's memory stays on its device; pickle x.to_host() (a NumPy array, a counted "
+                 "transfer) and rs.to_device it on the other side",
+    _core.Flow: "a Flow holds streams and Python callables bound to this process; build it again there",
+    _core.Graph: "a Graph holds work captured in this process; capture it again there",
+    _core._Profile: "a profile's report travels as p.to_json(path) or the rows of p.rows",
+}
+
+
+def _refuse_pickle(advice):
+    def __reduce_ex__(self, protocol=None):
+        what = "pickled" if isinstance(self, _core.Array) else "pickled or copied"
+        raise _core.InvalidType(f"a resident.{type(self).__name__.lstrip('_')} is not {what}: {advice}")
+    return __reduce_ex__
+
+
+def _array_copy(self, memo=None):
+    out = _core.empty(self.shape, self.dtype, self.device)
+    _core._copy_array(self, out)
+    return out
+
+
+def _refuse(what, advice):
+    def refused(self, *args):
+        raise _core.InvalidType(f"{what} on a resident.Array: {advice}")
+    return refused
+
+
+_ON_DEVICE = ("its elements stay on the device; x.to_host() copies them to a NumPy array (a counted "
+              "transfer), rs.op programs and rs.stage functions compute on them where they are")
+_ARITHMETIC = ("resident.Array has no element-wise operators; an rs.op program (rs.op.add(1.0) | rs.op.sqrt()) "
+               "or an rs.stage function computes on its elements as one kernel, in place or into out=")
+
+
+_OPERATORS = {"add": "x + y", "sub": "x - y", "mul": "x * y", "truediv": "x / y", "floordiv": "x // y",
+              "mod": "x % y", "pow": "x ** y", "lshift": "x << y", "rshift": "x >> y", "and": "x & y",
+              "xor": "x ^ y", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "neg": "-x", "pos": "+x",
+              "abs": "abs(x)", "invert": "~x"}
+
+
+def _item(self):
+    if self.size != 1:
+        raise _core.InvalidArgument(f"x.item() reads the value of a one-element array; this one has {self.size} "
+                                    "elements: x.to_host() copies them all (a counted transfer)")
+    return self.to_host().item()
+
+
+def _matmul(self, other):
+    from . import matmul
+    return matmul(self, other)
+
+
+def _rmatmul(self, other):
+    from . import matmul
+    return matmul(other, self)
+
+
+def install():
+    for cls, advice in _NOT_PICKLED.items():
+        cls.__reduce_ex__ = cls.__reduce__ = _refuse_pickle(advice)
+    _core.Array.__copy__ = _core.Array.__deepcopy__ = _array_copy
+    for cls in (_core.op, _core.program):
+        cls.__copy__ = lambda self: self
+        cls.__deepcopy__ = lambda self, memo: self
+    _core.op.__reduce__ = lambda self: (_op_made, (self.name.partition("(")[0], self.a, self.b))
+    _core.program.__reduce__ = lambda self: (_core.program, (list(self.ops),))
+    A = _core.Array
+    A.__getitem__ = _refuse("x[i]", _ON_DEVICE)
+    A.__setitem__ = _refuse("x[i] = v", _ON_DEVICE)
+    A.__iter__ = _refuse("iter(x)", _ON_DEVICE)
+    A.__contains__ = _refuse("v in x", _ON_DEVICE)
+    A.__bool__ = _refuse("bool(x)", "the truth of an array is not defined; test rs.sum(x), rs.max(x) or "
+                         "x.size instead")
+    for name in ("float", "int", "complex", "index"):
+        setattr(A, f"__{name}__", _refuse(f"{name}(x)", "x.item() reads the value of a one-element array (a "
+                                          "counted transfer)"))
+    for name, sign in _OPERATORS.items():
+        forms = (f"__{name}__", f"__r{name}__") if sign.startswith("x ") else (f"__{name}__",)
+        for form in forms:
+            setattr(A, form, _refuse(f"`{sign}`", _ARITHMETIC))
+    A.__matmul__, A.__rmatmul__ = _matmul, _rmatmul
+    A.item = _item
+
+
+_ONE_CONSTANT = ("add", "mul", "minimum", "maximum", "pow")
+
+
+def _op_made(base, a, b):
+    """The op a pickle names: its function and constants (op.name rounds them for messages)."""
+    make = getattr(_core.op, base, None)
+    if make is None or base.startswith("_") or base in ("parse", "name", "a", "b"):
+        raise _core.InvalidArgument(f"resident.op: no operation named {base!r} to unpickle")
+    return make(a, b) if base == "affine" else make(a) if base in _ONE_CONSTANT else make()

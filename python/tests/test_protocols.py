@@ -1,0 +1,140 @@
+"""Python's own protocols on resident's objects (resident/_protocols.py): copies and pickles that work
+give the right values, on both backends; the others are refused as resident.Error subclasses that say what
+to do, never the interpreter's bare TypeError."""
+import copy
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+import resident as rs
+from _support import GPU
+
+DEVICES = ["cpu"] + (["cuda:0"] if GPU else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("how", [copy.copy, copy.deepcopy, lambda x: copy.deepcopy([x, x])[0]])
+def test_a_copied_array_is_a_new_array_on_its_device_with_the_same_values(device, how):
+    host = np.random.default_rng(3).standard_normal(1001).astype(np.float64)
+    x = rs.to_device(host, device=device)
+    before = rs.ledger()
+    y = how(x)
+    assert isinstance(y, rs.Array) and y is not x and y.data_ptr != x.data_ptr
+    assert (y.shape, y.dtype, y.device) == (x.shape, x.dtype, x.device)
+    after, before = rs.ledger()[device], before[device]
+    assert after["h2d_bytes"] == before["h2d_bytes"] and after["d2h_bytes"] == before["d2h_bytes"]
+    rs.op.mul(2.0)(x)  # the copy holds its own memory: a change to x leaves it as it was
+    np.testing.assert_array_equal(y.to_host(), host)
+    np.testing.assert_array_equal(x.to_host(), 2.0 * host)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_ops_and_programs_pickle_by_value_and_run_the_same_after(device):
+    # The constants travel exactly (op.name rounds them for messages); the program runs the same.
+    p = rs.op.affine(1 / 3, 2 / 7) | rs.op.square() | rs.op.add(0.1) | rs.op.pow(1 / 3) | rs.op.maximum(0.25)
+    q = pickle.loads(pickle.dumps(p))
+    assert isinstance(q, rs.program) and q.name == p.name
+    assert [(o.name, o.a, o.b) for o in q.ops] == [(o.name, o.a, o.b) for o in p.ops]
+    o = pickle.loads(pickle.dumps(rs.op.mul(math.pi), protocol=2))
+    assert isinstance(o, rs.op) and o.a == math.pi
+    host = np.linspace(-2.0, 2.0, 4097)
+    x, y = rs.to_device(host, device=device), rs.to_device(host, device=device)
+    p(x)
+    q(y)
+    np.testing.assert_array_equal(x.to_host(), y.to_host())
+    ref = np.maximum((((host / 3 + 2 / 7) ** 2) + 0.1) ** (1 / 3), 0.25)  # FP64 reference
+    np.testing.assert_allclose(y.to_host(), ref, rtol=1e-14, atol=0)
+    assert copy.copy(p) is p and copy.deepcopy(p) is p and copy.deepcopy(o) is o
+
+
+def test_an_op_unpickled_from_a_forged_name_is_refused():
+    from resident._protocols import _op_made
+    for name in ("parse", "__class__", "nothing", "_private"):
+        with pytest.raises(rs.InvalidArgument, match="no operation named"):
+            _op_made(name, 1.0, 0.0)
+
+
+def test_what_holds_device_memory_streams_or_captured_work_is_not_pickled():
+    x = rs.to_device(np.ones(8, np.float32), device="cpu")
+    with pytest.raises(rs.InvalidType, match="to_host"):
+        pickle.dumps(x)
+    flow = rs.Flow(device="cpu")
+    graph = rs.capture(lambda: None, device="cpu")
+    for thing in (flow, graph):
+        for how in (pickle.dumps, copy.copy, copy.deepcopy):
+            with pytest.raises(rs.InvalidType, match="is not pickled or copied"):
+                how(thing)
+    with rs.profile() as prof:
+        rs.sum(x)
+    with pytest.raises(rs.InvalidType, match="to_json"):
+        pickle.dumps(prof)
+
+
+@pytest.mark.parametrize("thing", ["Array", "op", "Graph"])
+def test_classes_made_by_functions_refuse_construction_naming_the_function(thing):
+    with pytest.raises(rs.InvalidType, match=r"rs\.(to_device|op\.sqrt|capture)"):
+        getattr(rs, thing)()
+    with pytest.raises(rs.InvalidType):
+        getattr(rs, thing)(1, key=2)
+
+
+REFUSED = {
+    "x[i]": lambda x: x[0],
+    "x[i] = v": lambda x: x.__setitem__(0, 1.0),
+    "iter(x)": lambda x: list(x),
+    "v in x": lambda x: 1.0 in x,
+    "bool(x)": lambda x: bool(x),
+    "float(x)": lambda x: float(x),
+    "int(x)": lambda x: int(x),
+    "index(x)": lambda x: range(x),
+    "x + y": lambda x: x + 1,
+    "x + y ": lambda x: 1 + x,
+    "x * y": lambda x: x * x,
+    "x / y": lambda x: 2 / x,
+    "x ** y": lambda x: x ** 2,
+    "<": lambda x: x < 1,
+    "-x": lambda x: -x,
+    "abs(x)": lambda x: abs(x),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("what", list(REFUSED))
+def test_element_access_truth_and_operators_on_an_array_are_refused_naming_the_way(device, what):
+    host = np.arange(6, dtype=np.float32)
+    x = rs.to_device(host, device=device)
+    with pytest.raises(rs.InvalidType, match=r"resident\.Array: .*(to_host|item|rs\.op|rs\.sum)"):
+        REFUSED[what](x)
+    np.testing.assert_array_equal(x.to_host(), host)  # nothing was lost
+    with pytest.raises(rs.InvalidType):
+        x += 1  # in place too
+    assert isinstance(x, rs.Array)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_item_reads_a_one_element_array_and_refuses_more(device):
+    assert rs.to_device(np.float64(2.5), device=device).item() == 2.5
+    assert rs.to_device(np.array([7], np.int32), device=device).item() == 7
+    with pytest.raises(rs.InvalidArgument, match="3 elements"):
+        rs.to_device(np.ones(3, np.float32), device=device).item()
+    with pytest.raises(rs.InvalidType, match=r"x\.item\(\)"):
+        len(rs.to_device(np.float32(1), device=device))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_matmul_operator_is_rs_matmul(device):
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((33, 17)), rng.standard_normal((17, 9))
+    got = (rs.to_device(a, device=device) @ rs.to_device(b, device=device)).to_host()
+    np.testing.assert_allclose(got, a @ b, rtol=1e-12, atol=1e-12)
+    with pytest.raises(rs.ShapeMismatch):
+        rs.to_device(a, device=device) @ rs.to_device(a, device=device)
+
+
+def test_numpy_reads_a_cpu_array_and_a_dtype_it_cannot_view_without_a_copy_is_typed():
+    x = rs.to_device(np.arange(4, dtype=np.float32), device="cpu")
+    np.testing.assert_array_equal(np.asarray(x), np.arange(4))
+    with pytest.raises(rs.InvalidArgument, match="copy=False"):
+        x.__array__(np.float64, copy=False)
