@@ -56,7 +56,6 @@ _inline_cpu = True
 
 _DTYPES = ("float32", "float64", "int32", "uint32", "int64", "uint64")
 
-
 _DTYPE_NAMES = {}  # a library's dtype object -> its name, so a call does not format it again
 
 
