@@ -17,6 +17,7 @@ or another library's. Errors are `resident.Error` subclasses carrying the C++ me
     g = f.capture(); g.replay()                          # the whole flow as one CUDA graph launch
 """
 import json as _json
+import threading as _threading
 
 import numpy as _np
 
@@ -66,18 +67,27 @@ class transfer_policy:
     """Within the `with` block, host<->device transfers are allowed ("allow"), logged to stderr ("log")
     or refused with TransferForbidden ("forbid"); the previous policy returns at the block's end."""
 
-    def __init__(self, policy):
+    def __init__(self, policy=None, *extra, **unknown):
+        if not isinstance(policy, str) or extra or unknown:
+            given = ", ".join([repr(policy)[:40], *(repr(e)[:40] for e in extra), *unknown])
+            raise InvalidType("resident.transfer_policy(policy): an argument's type does not fit: give one of "
+                              f'"allow", "log" or "forbid" (it was given {given})')
+        if policy not in ("allow", "log", "forbid"):
+            raise InvalidArgument(f"unknown transfer policy {policy!r}: use allow, log or forbid")
         self._policy = policy
-        self._scopes = []  # one per entry still open: the same object may be entered again, nested
+        self._threads = _threading.local()  # each thread's entries still open: nested, in its own order
 
     def __enter__(self):
-        self._scopes.append(_core._open_policy(self._policy))
+        scopes = self._threads.__dict__.setdefault("scopes", [])
+        scopes.append(_core._open_policy(self._policy))
         return self
 
     def __exit__(self, *exc):
-        if not self._scopes:
-            raise InvalidArgument("resident.transfer_policy: __exit__ without __enter__ (use it in a with block)")
-        self._scopes.pop().close()
+        scopes = self._threads.__dict__.get("scopes")
+        if not scopes:
+            raise InvalidArgument("resident.transfer_policy: __exit__ without __enter__ on this thread (use it "
+                                  "in a with block)")
+        scopes.pop().close()
         return False
 
     def current():

@@ -37,6 +37,7 @@ keeps every literal double.
 """
 import atexit
 import hashlib
+import numbers as _numbers
 import re
 import sys
 import threading
@@ -45,6 +46,7 @@ import weakref
 import numpy as _np
 
 from . import _compat, _core, _cpu_text, _program, _typed
+from ._arguments import _DTYPES, _as_given, _capsules_taken, _core_error, _dtype_name, _first
 from ._rewrite import _compiled_along, _python_of, _single_precision
 from ._stage_check import _check_function, _is_plain_function
 from ._stage_check import load_numba as _load_numba
@@ -53,38 +55,6 @@ __all__ = ["Chain", "stage", "fuse", "map", "uniform", "normal", "sum", "min", "
 
 # Python stages on the CPU as C++ text inlined into the loop (False: Numba's function called per element).
 _inline_cpu = True
-
-_DTYPES = ("float32", "float64", "int32", "uint32", "int64", "uint64")
-
-_DTYPE_NAMES = {}  # a library's dtype object -> its name, so a call does not format it again
-
-
-def _dtype_name(x):
-    """The dtype name of an array of any library (resident, NumPy, CuPy, PyTorch)."""
-    try:
-        dt = getattr(x, "dtype", None)
-    except Exception:  # noqa: BLE001 (a dtype whose own code raises: the array is read as the core takes it)
-        dt = None
-    try:
-        return _DTYPE_NAMES[dt]
-    except (KeyError, TypeError):
-        pass
-    name = str(dt).replace("torch.", "") if dt is not None else None
-    if name not in _DTYPES:
-        if type(x).__name__ != "PyCapsule":  # a capsule stays untaken
-            _core.from_dlpack(x)  # what resident cannot take: the core's typed error, as the fast path raises
-        raise _core_error("InvalidType", f"resident.jit: arrays of {name} are not supported; use one of {_DTYPES}")
-    try:
-        _DTYPE_NAMES[dt] = name
-    except TypeError:  # an unhashable dtype object: formatted each time
-        pass
-    return name
-
-
-def _core_error(kind, message):
-    import resident
-    return getattr(resident, kind)(message)
-
 
 def _filled(fn, k):
     """fn called with its first k parameters, the rest at their defaults: a plain function of k
@@ -408,6 +378,8 @@ class Chain:
         return bool(dropped)
 
     def _call(self, inputs, out, n, device, stream):
+        if n is not None and (isinstance(n, bool) or not isinstance(n, _numbers.Real)):
+            raise _core_error("InvalidType", f"resident.jit: n is a {type(n).__name__}; give a whole number of values")
         if device is not None and not isinstance(device, str):
             raise _core_error("InvalidType", f"resident.jit: device is a {type(device).__name__}; give a name such as "
                               "'cpu' or 'cuda:0'")
@@ -416,8 +388,9 @@ class Chain:
                 raise _core_error("InvalidArgument", "resident.jit: a generator chain's reduction reads no array and "
                                   "returns its value; give the count of values: chain(n=..., device=...)")
             if inputs:
-                if out is not None:
-                    raise _core_error("InvalidArgument", "resident.jit: a generator chain reads no array; pass out= alone")
+                if out is not None or len(inputs) > 1:
+                    raise _core_error("InvalidArgument", f"resident.jit: a generator chain reads no array and fills "
+                                      f"one; it was given {len(inputs) + (out is not None)}: pass chain(y) or out=y")
                 out, inputs = inputs[0], ()
             if not self._reduces() and out is not None:
                 # A fill: the array gives the count and the device; others given must agree (not be dropped).
@@ -486,44 +459,8 @@ class Chain:
         for d in dtypes + [out]:
             if d not in _DTYPES:
                 raise _core_error("InvalidType", f"kernel_source: dtype {d!r}; a chain's arrays hold one of {_DTYPES}")
-        pipe, _ = self.build(dtypes, _target_of_device(device))
+        pipe, _ = self.build(dtypes, _target_of_device(device, "kernel_source"))
         return pipe.kernel_source(dtypes, out, device)
-
-
-def _bare(x):
-    """A DLPack capsule, or an object that speaks DLPack alone (no dtype to read)."""
-    return type(x).__name__ == "PyCapsule" or (x is not None and not _has_dtype(x) and hasattr(x, "__dlpack__"))
-
-
-def _has_dtype(x):
-    """Whether x has a dtype it can say (one whose own code raises counts as none: DLPack says it)."""
-    try:
-        getattr(x, "dtype")
-        return True
-    except Exception:  # noqa: BLE001
-        return False
-
-
-def _first(inputs, out):
-    """The array a map chain returns: out, else its first input."""
-    return out if out is not None else inputs[0] if inputs else None
-
-
-def _as_given(result, given, taken):
-    """What a chain returns: the object it was given where the result is that array (the same object on
-    every path), except for a capsule, which is spent: the array taken from it."""
-    if result is taken and given is not None and type(given).__name__ != "PyCapsule":
-        return given
-    return result
-
-
-def _capsules_taken(inputs, out):
-    """DLPack capsules and objects that speak DLPack alone among the arguments as resident arrays (views
-    of the same memory): a capsule is taken once, as resident.from_dlpack takes it."""
-    if not any(_bare(x) for x in inputs + (out,)):
-        return inputs, out
-    inputs = tuple(_core.from_dlpack(x) if _bare(x) else x for x in inputs)
-    return inputs, (_core.from_dlpack(out) if _bare(out) else out)
 
 
 _WIDER = {"int32": "long long rs_widen_i32(int v) { return v; }",
@@ -533,11 +470,10 @@ _WIDER = {"int32": "long long rs_widen_i32(int v) { return v; }",
 def _check_count(n, dtype):
     """n values of a generator chain's reduction: a count whose bytes fit a signed 64-bit size, as the C++
     pipelines require (a count past that never finishes)."""
-    import numbers
     if n is None:  # not a silent reduction of no values
         raise _core_error("InvalidArgument", "resident.jit: a generator chain's reduction needs the count of values: "
                           "chain(n=..., device=...)")
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+    if not isinstance(n, _numbers.Integral):
         raise _core_error("InvalidType", f"resident.jit: n is a {type(n).__name__}; give a whole number of values")
     size = _np.dtype(dtype).itemsize if dtype else 8
     if n < 0 or n > (2**63 - 1) // size:
@@ -545,9 +481,12 @@ def _check_count(n, dtype):
                           f"({(2**63 - 1) // size}); generate them in parts and combine the results")
 
 
-def _target_of_device(device):
+def _target_of_device(device, what="resident.jit"):
     if device == "cpu":
         return ("cpu", 0, 0)
+    if not isinstance(device, str):
+        raise _core_error("InvalidType", f"{what}: device is a {type(device).__name__}; give a name such as 'cpu' "
+                          "or 'cuda:0'")
     import resident
     x = resident.empty(1, dtype="float32", device=device)
     return tuple(_core._jit_target(x))

@@ -149,7 +149,7 @@ host_array host_array_of(nb::handle obj) {
                              "); convert it first: x.astype(x.dtype.newbyteorder('='))");
   }
   host_array h;
-  if (!nb::try_cast(obj, h, true))
+  if (!nb::try_cast(with_buffer_strides(obj), h, true))
     throw rs::invalid_type("to_device takes a host array (NumPy, or any CPU array through DLPack or the buffer "
                            "protocol), not a " + py_type_name(obj));
   return h;

@@ -342,6 +342,10 @@ bool has_attr(nb::handle o, const char* name);
 void interrupts_again(const nb::args& args, const nb::kwargs& kwargs);
 /// Refuses a NumPy masked array (what would take its data alone, dropping the mask). @throws invalid_argument.
 void refuse_masked(nb::handle obj, const char* what);
+/// obj as nanobind may read it through the buffer protocol: nanobind reads a buffer's strides without
+/// checking for none, which ctypes (and other exporters) leave out of C-contiguous data; such an object
+/// goes through a memoryview, which fills them in. Anything else is obj itself.
+nb::object with_buffer_strides(nb::handle obj);
 
 // Calls f(a.ref<T>()) for a float32 or float64 array, the GIL released; any other type is refused
 // with `what` named.

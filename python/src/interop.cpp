@@ -295,6 +295,21 @@ py_array from_cuda_array_interface(nb::handle obj) {
 
 }  // namespace
 
+nb::object with_buffer_strides(nb::handle obj) {
+  if (!PyObject_CheckBuffer(obj.ptr()) || PyMemoryView_Check(obj.ptr())) return nb::borrow(obj);
+  Py_buffer view;
+  if (PyObject_GetBuffer(obj.ptr(), &view, PyBUF_RECORDS_RO) != 0) {
+    PyErr_Clear();  // nanobind asks again and refuses it
+    return nb::borrow(obj);
+  }
+  const bool missing = view.ndim > 0 && view.strides == nullptr;
+  PyBuffer_Release(&view);
+  if (!missing) return nb::borrow(obj);
+  PyObject* mv = PyMemoryView_FromObject(obj.ptr());
+  if (!mv) throw nb::python_error();
+  return nb::steal(mv);
+}
+
 void refuse_masked(nb::handle obj, const char* what) {
   // A masked array (or a subclass) exports its data alone: values it masks would be used without a
   // word. numpy.ma is imported wherever such an array exists; its type is looked up once.
@@ -416,10 +431,11 @@ py_array take_in(nb::object obj) {
     // Called without a stream, the producer orders its work before the legacy default stream, which
     // is the stream resident works on for arrays it takes in. Asked for writable memory first, so that
     // memory its producer marks read-only is known as such.
+    const nb::object src = with_buffer_strides(obj);
     nb::ndarray<> rw;
-    if (nb::try_cast(obj, rw, false)) return adopt(std::move(rw), false);
+    if (nb::try_cast(src, rw, false)) return adopt(std::move(rw), false);
     nb::ndarray<nb::ro> ro;
-    if (nb::try_cast(obj, ro, false)) return adopt(std::move(ro), true);
+    if (nb::try_cast(src, ro, false)) return adopt(std::move(ro), true);
     // The casts keep quiet about why: the producer asked once more, so that an interrupt (or exit) it
     // raises goes on unchanged and its own error is the message.
     std::string said;

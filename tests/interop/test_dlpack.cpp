@@ -151,7 +151,9 @@ TEST_P(dlpack, what_cannot_be_used_in_place_is_refused_and_stays_with_its_owner)
                        {"strided", {8}, {2}, 0, {kDLFloat, 32, 1}},
                        {"transposed", {4, 4}, {1, 4}, 0, {kDLFloat, 32, 1}},
                        {"negative extent", {-1}, {}, 0, {kDLFloat, 32, 1}},
-                       {"misaligned", {3}, {}, 2, {kDLFloat, 32, 1}}};
+                       {"misaligned", {3}, {}, 2, {kDLFloat, 32, 1}},
+                       {"offset past any address", {16}, {}, std::uint64_t(1) << 63, {kDLFloat, 32, 1}},
+                       {"offset wrapping around", {16}, {}, ~std::uint64_t(0) - 3, {kDLFloat, 32, 1}}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
     bool deleted = false;
