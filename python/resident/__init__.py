@@ -48,7 +48,11 @@ def _array_for_numpy(self, dtype=None, copy=None):
         raise InvalidType(f"resident.Array on {self.device}: NumPy reads host memory; copy it with x.to_host() "
                           "(a counted transfer)")
     a = _np.from_dlpack(self)
-    if dtype is not None and _np.dtype(dtype) != a.dtype:
+    try:
+        dtype = None if dtype is None else _np.dtype(dtype)
+    except Exception as e:  # noqa: BLE001 (NumPy's own error for a name it does not know)
+        raise InvalidType(f"resident.Array: NumPy has no dtype {dtype!r} ({e})") from None
+    if dtype is not None and dtype != a.dtype:
         if copy is False:
             raise InvalidArgument("resident.Array: a different dtype needs a copy, and copy=False forbids one")
         return a.astype(dtype)
@@ -124,6 +128,8 @@ def to_numba(x):
     return view
 
 
+ledger = _typed.python_signature(ledger, "resident.ledger")
+to_numba = _typed.python_signature(to_numba, "resident.to_numba")
 Array.to_numba = to_numba
 from . import _protocols  # noqa: E402
 _protocols.install()  # copy, pickle, indexing and operators on resident's objects

@@ -11,6 +11,8 @@ says what to do, never the interpreter's bare TypeError.
   operators are refused, naming the way (x.to_host(), x.item(), rs.op programs, stages).
 - x @ y is rs.matmul(x, y); x.item() reads the value of a one-element array (a counted transfer).
 """
+import numpy as _np
+
 from . import _core
 
 _NOT_PICKLED = {
@@ -37,20 +39,49 @@ def _array_copy(self, memo=None):
 
 def _refuse(what, advice):
     def refused(self, *args):
-        raise _core.InvalidType(f"{what} on a resident.Array: {advice}")
+        raise _core.InvalidType(f"{what} on a {_label(self)}: {advice}")
     return refused
+
+
+def _label(x):
+    return "resident.dist.ShardedArray" if type(x).__name__ == "ShardedArray" else "resident.Array"
 
 
 _ON_DEVICE = ("its elements stay on the device; x.to_host() copies them to a NumPy array (a counted "
               "transfer), rs.op programs and rs.stage functions compute on them where they are")
-_ARITHMETIC = ("resident.Array has no element-wise operators; an rs.op program (rs.op.add(1.0) | rs.op.sqrt()) "
-               "or an rs.stage function computes on its elements as one kernel, in place or into out=")
-
-
+_ARITHMETIC = ("it has no element-wise operators; an rs.op program (rs.op.add(1.0) | rs.op.sqrt()) or an "
+               "rs.stage function computes on its elements as one kernel, in place or into out=")
 _OPERATORS = {"add": "x + y", "sub": "x - y", "mul": "x * y", "truediv": "x / y", "floordiv": "x // y",
               "mod": "x % y", "pow": "x ** y", "lshift": "x << y", "rshift": "x >> y", "and": "x & y",
-              "xor": "x ^ y", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "neg": "-x", "pos": "+x",
-              "abs": "abs(x)", "invert": "~x"}
+              "xor": "x ^ y", "or": "x | y", "matmul": "x @ y", "divmod": "divmod(x, y)", "lt": "<", "le": "<=",
+              "gt": ">", "ge": ">=", "neg": "-x", "pos": "+x", "abs": "abs(x)", "invert": "~x",
+              "round": "round(x)", "trunc": "math.trunc(x)", "floor": "math.floor(x)", "ceil": "math.ceil(x)"}
+
+
+def refuse_elements(cls):
+    """Element access, truth, conversion to a number and the element-wise operators on cls's objects
+    (arrays whose elements stay on their devices), refused naming the way."""
+    cls.__getitem__ = _refuse("x[i]", _ON_DEVICE)
+    cls.__setitem__ = _refuse("x[i] = v", _ON_DEVICE)
+    cls.__iter__ = _refuse("iter(x)", _ON_DEVICE)
+    cls.__contains__ = _refuse("v in x", _ON_DEVICE)
+    cls.__bool__ = _refuse("bool(x)", "the truth of an array is not defined; test rs.sum(x), rs.max(x) or "
+                           "x.size instead")
+    for name in ("float", "int", "complex", "index"):
+        setattr(cls, f"__{name}__", _refuse(f"{name}(x)", "x.item() reads the value of a one-element array (a "
+                                            "counted transfer)"))
+    for name, sign in _OPERATORS.items():
+        forms = (f"__{name}__", f"__r{name}__") if sign.startswith(("x ", "divmod")) else (f"__{name}__",)
+        for form in forms:
+            setattr(cls, form, _refuse(f"`{sign}`", _ARITHMETIC))
+    cls.__format__ = _format
+
+
+def _format(self, spec):
+    if spec:
+        raise _core.InvalidType(f"format spec {spec!r} on a {_label(self)}: its elements stay on the device; "
+                                "format x.to_host() (a counted transfer)")
+    return str(self)
 
 
 def _item(self):
@@ -80,21 +111,20 @@ def install():
     _core.op.__reduce__ = lambda self: (_op_made, (self.name.partition("(")[0], self.a, self.b))
     _core.program.__reduce__ = lambda self: (_core.program, (list(self.ops),))
     A = _core.Array
-    A.__getitem__ = _refuse("x[i]", _ON_DEVICE)
-    A.__setitem__ = _refuse("x[i] = v", _ON_DEVICE)
-    A.__iter__ = _refuse("iter(x)", _ON_DEVICE)
-    A.__contains__ = _refuse("v in x", _ON_DEVICE)
-    A.__bool__ = _refuse("bool(x)", "the truth of an array is not defined; test rs.sum(x), rs.max(x) or "
-                         "x.size instead")
-    for name in ("float", "int", "complex", "index"):
-        setattr(A, f"__{name}__", _refuse(f"{name}(x)", "x.item() reads the value of a one-element array (a "
-                                          "counted transfer)"))
-    for name, sign in _OPERATORS.items():
-        forms = (f"__{name}__", f"__r{name}__") if sign.startswith("x ") else (f"__{name}__",)
-        for form in forms:
-            setattr(A, form, _refuse(f"`{sign}`", _ARITHMETIC))
+    refuse_elements(A)
     A.__matmul__, A.__rmatmul__ = _matmul, _rmatmul
     A.item = _item
+    A.__array_ufunc__ = _array_ufunc
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    """NumPy's ufuncs on arrays on the CPU work on the same memory as np.asarray(x) (out= too); an array
+    on a GPU is refused as np.asarray refuses it."""
+    def mine(v):
+        return _np.asarray(v) if isinstance(v, _core.Array) else v
+    if "out" in kwargs:
+        kwargs["out"] = tuple(mine(o) for o in kwargs["out"])
+    return getattr(ufunc, method)(*map(mine, inputs), **kwargs)
 
 
 _ONE_CONSTANT = ("add", "mul", "minimum", "maximum", "pow")

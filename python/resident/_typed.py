@@ -3,6 +3,7 @@ of a function's signatures with a plain TypeError ("incompatible function argume
 functions of the compiled core (and the static functions of ``op``) raise InvalidType instead, a
 resident.Error that is still a TypeError, with nanobind's message naming the signatures accepted."""
 import functools
+import types
 import operator
 
 _NANOBIND_MISMATCH = "incompatible function arguments"
@@ -42,6 +43,22 @@ def python_signature(f, where):
             from . import _core
             raise _core.InvalidType(f"{where}: {e}") from None
     return call
+
+
+def functions_typed(namespace, names, prefix):
+    """The functions `names` of a module's namespace, each wrapped by python_signature."""
+    for name in names:
+        namespace[name] = python_signature(namespace[name], prefix + name)
+
+
+def methods_typed(cls, prefix):
+    """cls's public methods (and __init__, __enter__), each wrapped by python_signature in place."""
+    for name, f in list(vars(cls).items()):
+        if isinstance(f, types.FunctionType) and (not name.startswith("_") or name in ("__init__", "__enter__")):
+            setattr(cls, name, python_signature(f, f"{prefix}.{name}"))
+        elif isinstance(f, classmethod) and not name.startswith("_"):
+            setattr(cls, name, classmethod(python_signature(f.__func__, f"{prefix}.{name}")))
+    return cls
 
 
 def _mismatch(e, f):

@@ -27,7 +27,7 @@ import tempfile
 
 import numpy as _np
 
-from . import _core
+from . import _core, _protocols, _typed
 from . import Error, LibraryError, InvalidArgument, InvalidType, ShapeMismatch
 
 __all__ = ["ShardedArray", "Communicator", "Timeout", "shard", "from_shards", "apply", "sum", "min", "max",
@@ -166,6 +166,10 @@ class Communicator:
         self.close()
         return False
 
+    def __reduce_ex__(self, protocol=None):
+        raise InvalidType("a resident.dist.Communicator is not pickled or copied: it joins this process's devices "
+                          "(and processes); each process makes its own (Communicator.from_launcher())")
+
     def __repr__(self):
         return f"resident.dist.Communicator(rank {self.rank} of {self.size}, {self.devices}, {self.transport})"
 
@@ -174,13 +178,29 @@ class ShardedArray:
     """One logical 1-D array over several devices: this process's shards (``shards``, resident Arrays)
     and where each lies in the whole (``extents``: (offset, count))."""
 
-    def __init__(self, shards, size, first=0, count=None, comm=None):
-        self.shards = list(shards)
-        self.size = size
-        self.shard_count = count if count is not None else len(self.shards)
-        self.first = first
+    def __init__(self, shards, size, first=0, count=None, comm=None, *, what="resident.dist.ShardedArray"):
+        self.shards = _bounded(shards, what) if not isinstance(shards, list) else list(shards)
+        if not all(isinstance(s, _core.Array) for s in self.shards):
+            raise InvalidType(f"{what}: shards are resident Arrays (resident.dist.shard makes them)")
+        if len({s.dtype for s in self.shards}) > 1:
+            raise InvalidArgument(f"{what}: the shards hold {sorted({s.dtype for s in self.shards})}; give one type")
+        self.size, self.first = _index(size, f"{what}: size"), _index(first, f"{what}: first")
+        self.shard_count = len(self.shards) if count is None else _index(count, f"{what}: count")
+        if self.size < 0 or self.first < 0 or self.shard_count < 1 or self.first + len(self.shards) > self.shard_count:
+            raise InvalidArgument(f"{what}: shards {self.first} to {self.first + len(self.shards) - 1} of "
+                                  f"{self.shard_count}, {self.size} elements; give at least one shard, each there")
         self.comm = comm
-        self.extents = [_extent(size, self.shard_count, first + i) for i in range(len(self.shards))]
+        self.extents = [_extent(self.size, self.shard_count, self.first + i) for i in range(len(self.shards))]
+        for i, (s, (_, c)) in enumerate(zip(self.shards, self.extents)):
+            if s.size != c or len(s.shape) != 1:
+                raise ShapeMismatch(f"{what}: shard {self.first + i} has shape {tuple(s.shape)} where the layout "
+                                    f"puts {c} elements in one dimension")
+        # Shards that share memory would see every element-wise call twice there.
+        spans = sorted((m.device, m.data_ptr, m.data_ptr + m.nbytes, i) for i, m in enumerate(self.shards) if m.nbytes)
+        for (d0, _, end0, i0), (d1, start1, _, i1) in zip(spans, spans[1:]):
+            if d0 == d1 and start1 < end0:
+                raise InvalidArgument(f"{what}: arrays {_min(i0, i1)} and {_max(i0, i1)} share memory; give each "
+                                      "shard memory of its own")
 
     dtype = property(lambda self: self.shards[0].dtype if self.shards else "float32")
     devices = property(lambda self: [s.device for s in self.shards])
@@ -218,10 +238,23 @@ class ShardedArray:
     def __len__(self):
         return self.size
 
+    def __array__(self, dtype=None, copy=None):
+        raise InvalidType("resident.dist.ShardedArray: NumPy reads one host array; x.to_host() gathers the "
+                          "shards into one (a counted download per shard)")
+
+    def item(self):
+        raise InvalidType("resident.dist.ShardedArray has no item(): x.to_host() gathers its values")
+
+    def __reduce_ex__(self, protocol=None):
+        raise InvalidType("a resident.dist.ShardedArray is not pickled or copied: its shards stay on their "
+                          "devices; pickle x.to_host() (a NumPy array) and resident.dist.shard it there")
+
     def __repr__(self):
         return (f"resident.dist.ShardedArray(size={self.size}, dtype={self.dtype}, "
                 f"shards={list(zip(self.devices, self.extents))})")
 
+
+_protocols.refuse_elements(ShardedArray)
 
 _MOST_SHARDS = 4096  # beyond any machine's devices: an iterable that never ends is refused, not read forever
 
@@ -319,13 +352,7 @@ def from_shards(arrays, comm=None):
                                 f"elements over {count} holds {_extent(n, count, first + i)[1]}")
         if m.dtype != made[0].dtype:
             raise InvalidArgument("resident.dist.from_shards: the arrays differ in element type")
-    # Shards that share memory would see every element-wise call twice there.
-    spans = sorted((m.device, m.data_ptr, m.data_ptr + m.nbytes, i) for i, m in enumerate(made) if m.nbytes)
-    for (d0, _, end0, i0), (d1, start1, _, i1) in zip(spans, spans[1:]):
-        if d0 == d1 and start1 < end0:
-            raise InvalidArgument(f"resident.dist.from_shards: arrays {_min(i0, i1)} and {_max(i0, i1)} share memory; "
-                                  "give each shard memory of its own")
-    return ShardedArray(made, n, first, count, comm)
+    return ShardedArray(made, n, first, count, comm, what="resident.dist.from_shards")
 
 
 def _check(x, what):
@@ -527,3 +554,10 @@ def copy(src, dst):
     transfer between a GPU and the CPU. Another library's arrays are taken in place (from_dlpack).
     @raises InvalidType for anything that is not an array; InvalidArgument for a read-only dst."""
     _core._copy_array(src, dst)
+
+
+# A missing argument or an unknown keyword: InvalidType, as the core's functions raise.
+_typed.functions_typed(globals(), ["shard", "from_shards", "apply", "sum", "min", "max", "copy", "extent_of"],
+                       "resident.dist.")
+_typed.methods_typed(Communicator, "resident.dist.Communicator")
+_typed.methods_typed(ShardedArray, "resident.dist.ShardedArray")

@@ -191,6 +191,9 @@ class _PyStage:
             c = numba.cfunc(sig, nopython=True, error_model="numpy", boundscheck=True)(fn)
         except numba.core.errors.NumbaError as e:
             raise self._typing_error(fn, args, e) from None
+        except RecursionError:  # Numba's type inference descends once per nested call
+            raise _core_error("CompileError", f"resident.stage: {name} calls functions nested too deeply for Numba "
+                              "to compile; call fewer levels deep (inline some of them)") from None
         except NotImplementedError as e:  # numba-cuda: "Python exceptions are unsupported in the CUDA C/C++ ABI"
             raise _core_error("CompileError", f"resident.stage: Numba cannot compile {name} for {kind}: {e} (a GPU "
                               "kernel cannot raise: check the values before the call instead)") from None
@@ -271,6 +274,16 @@ class Chain:
 
     def __repr__(self):
         return f"resident.jit.Chain({self.name})"
+
+    def __reduce_ex__(self, protocol=None):
+        raise _core_error("InvalidType", "a resident.jit chain is not pickled: it holds kernels compiled in this "
+                          "process; build it again there from its functions (rs.stage(f) | ...)")
+
+    def __copy__(self):
+        return self  # a chain does not change: a copy is itself
+
+    def __deepcopy__(self, memo):
+        return self
 
     def _generates(self):
         return bool(self._items) and self._items[0][0] == "gen"

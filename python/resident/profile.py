@@ -16,7 +16,7 @@ Collecting times a site's first 64 calls in the block with two events each on a 
 import os
 from collections import namedtuple
 
-from . import _core
+from . import _core, _typed
 
 __all__ = ["profile", "Row", "Advice"]
 
@@ -112,3 +112,6 @@ class profile:
         if self._p is None:
             return "resident.profile(not started)"
         return f"resident.profile({len(self.rows)} call sites, {len(self.advice)} advice)"
+
+
+_typed.methods_typed(profile, "resident.profile")  # a missing argument or an unknown keyword: InvalidType

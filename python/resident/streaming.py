@@ -15,6 +15,7 @@ and ledger counts.
     s = rs.stream(seed, x, reduce="sum")                          # a value: one partial per chunk
     s = rs.stream(func1 | func2 | func3 | rs.jit.sum(), x)        # resident.stage chains too
 """
+import inspect
 import operator
 import os
 import sys
@@ -22,7 +23,7 @@ import threading
 
 import numpy as _np
 
-from . import _core
+from . import _core, _typed
 
 __all__ = ["stream", "last_summary", "pinned_empty"]
 
@@ -105,6 +106,17 @@ def _between_chunks(done, total):
     another signal's handler) ends the call between chunks instead of after the last one."""
 
 
+def _check_progress(progress):
+    """A progress callable is called as progress(done, total): one that cannot be is refused before work."""
+    try:
+        inspect.signature(progress).bind(0, 0)
+    except TypeError as e:
+        raise _error("InvalidType", f"resident.stream: progress is called as progress(done, total), which "
+                     f"{getattr(progress, '__name__', type(progress).__name__)} cannot take: {e}") from None
+    except ValueError:
+        pass  # a callable without a signature to read (a built-in): it is called as it is
+
+
 def _progress_of(progress, total_bytes):
     """The callback (done, total) the C++ loop calls after each chunk."""
     if progress is False:
@@ -172,6 +184,8 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
     CompileError, TransferForbidden (under transfer_policy("forbid")), OutOfMemory (the staging does
     not fit under the pool's limit), DeviceUnavailable.
     """
+    if reduce is not None and not isinstance(reduce, str):
+        raise _error("InvalidType", f"resident.stream: reduce is a {type(reduce).__name__}; use 'sum', 'min' or 'max'")
     if reduce is not None and reduce not in _REDUCTIONS:
         raise _error("InvalidArgument", f"resident.stream: reduce={reduce!r}; use 'sum', 'min' or 'max'")
     _last.summary = None  # not the previous call's, should this one end early
@@ -188,6 +202,8 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
     if progress is not None and not isinstance(progress, bool) and not callable(progress):
         raise _error("InvalidType", f"resident.stream: progress={progress!r}; give a callable (done, total), True, "
                      "False or None")
+    if callable(progress) and not isinstance(progress, bool):
+        _check_progress(progress)
     xs = list(x) if isinstance(x, (tuple, list)) else [x]
     if not xs:
         raise _error("InvalidArgument", "resident.stream: x is an empty list; give a host array (or a list of them "
@@ -268,9 +284,9 @@ def pinned_empty(shape, dtype="float32"):
         return operator.index(d)
 
     try:
-        if hasattr(shape, "__index__"):  # a whole number, NumPy's and 0-d integer arrays too
+        if hasattr(shape, "__index__") and _np.ndim(shape) == 0:  # a whole number, NumPy's and 0-d arrays too
             dims = (extent(shape),)
-        elif isinstance(shape, (tuple, list)):
+        elif isinstance(shape, (tuple, list, _np.ndarray)):
             dims = tuple(extent(d) for d in shape)
         else:
             raise TypeError("no shape")
@@ -292,3 +308,7 @@ def pinned_empty(shape, dtype="float32"):
         n *= d
     return _core._pinned_empty(n, dt.name).reshape(dims)
 
+
+
+# A missing argument or an unknown keyword: InvalidType, as the core's functions raise.
+_typed.functions_typed(globals(), __all__, "resident.streaming.")

@@ -55,6 +55,17 @@ std::int64_t extent_of(nb::handle e) {
   return std::int64_t(v);
 }
 
+// Whether a shape is one extent. NumPy's integer arrays have __index__ and are sequences too: a 0-d
+// one is a whole number, one of a dimension or more a sequence of extents, as NumPy reads them.
+bool whole_number(nb::handle shape, bool sequence) {
+  if (!PyIndex_Check(shape.ptr())) return false;
+  if (!sequence || PyLong_Check(shape.ptr())) return true;
+  if (PyObject_Size(shape.ptr()) >= 0) return false;
+  nb::python_error e;  // no len(): a 0-d array
+  if (!e.matches(PyExc_Exception)) throw e;
+  return true;
+}
+
 }  // namespace
 
 // A shape: an int, or a sequence (tuple, list) of at most 32 ints. The sequence is read by len() and
@@ -63,9 +74,10 @@ std::vector<std::int64_t> shape_of(const nb::handle& shape) {
   constexpr Py_ssize_t most_dims = 32;
   std::vector<std::int64_t> s;
   if (PyBool_Check(shape.ptr())) throw rs::invalid_type("a shape is an int or a sequence of ints, not bool");
-  if (PyIndex_Check(shape.ptr())) {
+  const bool sequence = PySequence_Check(shape.ptr()) && !PyUnicode_Check(shape.ptr()) && !PyBytes_Check(shape.ptr());
+  if (whole_number(shape, sequence)) {
     s.push_back(extent_of(shape));
-  } else if (PySequence_Check(shape.ptr()) && !PyUnicode_Check(shape.ptr()) && !PyBytes_Check(shape.ptr())) {
+  } else if (sequence) {
     const Py_ssize_t n = PySequence_Size(shape.ptr());
     if (n < 0) shape_raised("len()");
     if (n > most_dims)
@@ -149,10 +161,28 @@ host_array host_array_of(nb::handle obj) {
                              "); convert it first: x.astype(x.dtype.newbyteorder('='))");
   }
   host_array h;
-  if (!nb::try_cast(with_buffer_strides(obj), h, true))
-    throw rs::invalid_type("to_device takes a host array (NumPy, or any CPU array through DLPack or the buffer "
-                           "protocol), not a " + py_type_name(obj));
-  return h;
+  if (nb::try_cast(with_buffer_strides(obj), h, true)) return h;
+  // What was refused, named: the element type of an array (float128, float16 of an old NumPy) or the
+  // format of a buffer (array.array('u')), else the object's type.
+  std::string what = "a '" + py_type_name(obj) + "'";
+  if (has_attr(obj, "dtype")) {
+    try {
+      const nb::object dt = obj.attr("dtype");  // a handle: nb::str of a temporary object takes it as a str
+      what = "an array of " + nb::cast<std::string>(nb::str(dt));
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
+    }
+  } else if (PyObject_CheckBuffer(obj.ptr())) {
+    if (PyObject* mv = PyMemoryView_FromObject(obj.ptr())) {
+      const char* format = PyMemoryView_GET_BUFFER(mv)->format;
+      what = "a '" + py_type_name(obj) + "' of buffer format '" + std::string(format ? format : "B") + "'";
+      Py_DECREF(mv);
+    } else {
+      PyErr_Clear();
+    }
+  }
+  throw rs::invalid_type("to_device takes a host array of float32, float64, int32, int64, uint32 or uint64 "
+                         "(NumPy, or any CPU array through DLPack or the buffer protocol), not " + what);
 }
 
 py_array to_device(nb::handle obj, const std::optional<std::string>& dev, nb::object stream) {
@@ -209,7 +239,7 @@ rs::transfer_policy parse_policy(const std::string& p) {
 
 void bind_array(nb::module_& m) {
   // dynamic_attr: an Array keeps what is made for it once (resident.to_numba's view) in its __dict__.
-  nb::class_<py_array>(m, "Array", nb::dynamic_attr(),
+  nb::class_<py_array>(m, "Array", nb::dynamic_attr(), nb::is_weak_referenceable(),
                        "A C-contiguous array on one device (resident's own memory or another library's, taken in "
                        "place). Shares memory through __dlpack__ and __cuda_array_interface__.")
       .def("__init__", [](py_array*, nb::args, nb::kwargs) {

@@ -62,6 +62,13 @@ struct int_arg {
                                  std::to_string(std::numeric_limits<T>::max()));
     return static_cast<T>(value_t());
   }
+  /// The value where it lies in [lo, hi]. @throws invalid_argument naming that range otherwise.
+  T get_in(const char* what, const char* name, T lo, T hi) const {
+    if (fits && value_t() >= lo && value_t() <= hi) return value_t();
+    throw rs::invalid_argument(std::string(what) + ": " + name + "=" +
+                               (fits ? std::to_string(value_t()) : text) + " is out of range: give " +
+                               std::to_string(lo) + " to " + std::to_string(hi));
+  }
 
  private:
   auto value_t() const { return unsigned_value ? static_cast<T>(uvalue) : static_cast<T>(value); }

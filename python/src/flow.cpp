@@ -57,6 +57,17 @@ struct py_graph {
   }
 };
 
+// A stage's declared arrays: a list or tuple of them (an array itself is no list of arrays: it was read
+// element by element).
+std::vector<nb::object> arrays_of(nb::handle given, const char* what) {
+  if (!PyList_Check(given.ptr()) && !PyTuple_Check(given.ptr()))
+    throw rs::invalid_type(std::string("Flow.add: ") + what + " takes a list of arrays, not a " + py_type_name(given) +
+                           "; a single array goes as [x]");
+  std::vector<nb::object> out;
+  for (nb::handle h : nb::borrow<nb::sequence>(given)) out.push_back(nb::borrow(h));
+  return out;
+}
+
 struct py_flow {
   std::shared_ptr<rs::flow> f;  // shared with the graphs captured from it, which replay on its stream
   std::vector<std::shared_ptr<const void>> keep;
@@ -64,10 +75,11 @@ struct py_flow {
 
   py_flow(const std::optional<std::string>& dev, int streams) : f(std::make_shared<rs::flow>(pick(dev), streams)) {}
 
-  std::size_t add(const std::string& name, nb::object work, const std::vector<nb::object>& reads,
-                  const std::vector<nb::object>& writes, const std::vector<std::size_t>& after, bool infer) {
+  std::size_t add(const std::string& name, nb::object work, nb::handle reads_given, nb::handle writes_given,
+                  const std::vector<std::size_t>& after, bool infer) {
     if (!PyCallable_Check(work.ptr()))
       throw rs::invalid_argument("Flow.add: the work of stage '" + name + "' is not callable");
+    const std::vector<nb::object> reads = arrays_of(reads_given, "reads"), writes = arrays_of(writes_given, "writes");
     rs::access acc;
     auto declare = [&](const std::vector<nb::object>& arrays, bool write) {
       for (const nb::object& o : arrays) {
@@ -229,10 +241,7 @@ void bind_flow(nb::module_& m) {
   nb::class_<py_flow>(m, "Flow", nb::type_slots(flow_slots), "Named stages of Python work with dependencies, independent ones on concurrent "
                                  "streams; resident calls inside a stage run on the stage's stream.")
       .def("__init__", [](py_flow* self, const std::optional<std::string>& dev, int_arg<long long> streams_) {
-             const long long streams = streams_.get("Flow", "streams");
-             if (streams < 1 || streams > rs::flow::max_streams)  // said before narrowing to int
-               throw rs::invalid_argument("Flow: streams=" + std::to_string(streams) + "; give 1 to " +
-                                          std::to_string(rs::flow::max_streams));
+             const long long streams = streams_.get_in("Flow", "streams", 1, rs::flow::max_streams);
              new (self) py_flow(dev, int(streams));
            }, nb::arg("device") = nb::none(), nb::arg("streams") = 4)
       .def("__init__", [](py_flow*, nb::args args, nb::kwargs kwargs) {
@@ -241,8 +250,8 @@ void bind_flow(nb::module_& m) {
                                "was given " + nb::cast<std::string>(nb::repr(args)) +
                                (kwargs.size() ? " and " + nb::cast<std::string>(nb::repr(kwargs)) : std::string()));
       })
-      .def("add", &py_flow::add, nb::arg("name"), nb::arg("work").none(), nb::arg("reads") = std::vector<nb::object>{},
-           nb::arg("writes") = std::vector<nb::object>{}, nb::arg("after") = std::vector<std::size_t>{},
+      .def("add", &py_flow::add, nb::arg("name"), nb::arg("work").none(), nb::arg("reads") = nb::list(),
+           nb::arg("writes") = nb::list(), nb::arg("after") = std::vector<std::size_t>{},
            nb::arg("infer") = true,
            "Adds a stage calling work() (no arguments); returns its id. Edges are inferred from the declared "
            "reads and writes (arrays of any library) in the order stages are added, plus `after`.")

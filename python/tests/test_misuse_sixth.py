@@ -104,3 +104,122 @@ def test_a_count_that_is_no_number_is_invalid_type(call):
 def test_kernel_source_of_a_device_that_is_no_name_says_so_as_itself():
     with pytest.raises(rs.InvalidType, match="kernel_source: device is a int"):
         rs.jit.map("float f(float v) { return v; }").kernel_source(["float32"], "float32", device=0)
+
+
+def test_a_sharded_array_is_checked_where_it_is_made():
+    a = rs.to_device(np.arange(3, dtype=np.float32), device="cpu")
+    b = rs.to_device(np.arange(3, dtype=np.float32), device="cpu")
+    with pytest.raises(rs.InvalidArgument, match="at least one shard"):
+        rs.dist.ShardedArray([], 5)  # its to_host() gave 5 values never written
+    with pytest.raises(rs.InvalidType, match="resident Arrays"):
+        rs.dist.ShardedArray([1, 2], 5)
+    with pytest.raises(rs.ShapeMismatch, match="shard 1"):
+        rs.dist.ShardedArray([a, rs.to_device(np.ones(2, np.float32), device="cpu")], 6)
+    with pytest.raises(rs.InvalidArgument, match="share memory"):
+        rs.dist.ShardedArray([a, a], 6)  # each element-wise call would run twice there
+    with pytest.raises(rs.InvalidType, match="size"):
+        rs.dist.ShardedArray([a, b], 6.0)
+    x = rs.dist.ShardedArray([a, b], 6)
+    np.testing.assert_array_equal(x.to_host(), [0, 1, 2, 0, 1, 2])
+
+
+@pytest.mark.parametrize("what", ["np.asarray", "x[0]", "list", "x + 1", "x @ x", "item", "bool", "pickle",
+                                  "copy"])
+def test_a_sharded_arrays_elements_stay_on_their_devices(what):
+    import copy
+    import pickle
+    x = rs.dist.shard(np.arange(6, dtype=np.float32), ["cpu", "cpu"])
+    call = {"np.asarray": np.asarray, "x[0]": lambda x: x[0], "list": list, "x + 1": lambda x: x + 1,
+            "x @ x": lambda x: x @ x, "item": lambda x: x.item(), "bool": bool, "pickle": pickle.dumps,
+            "copy": copy.deepcopy}[what]
+    with pytest.raises(rs.InvalidType, match="to_host|rs.op|rs.sum"):
+        call(x)
+    np.testing.assert_array_equal(x.to_host(), np.arange(6))
+
+
+@pytest.mark.parametrize("make", [lambda: rs.jit.sum(), lambda: rs.jit.uniform(1),
+                                  lambda: rs.jit.map("float f(float v) { return v; }"),
+                                  lambda: rs.stage(rs.op.sqrt())])
+def test_a_chain_is_not_pickled_and_its_copy_is_itself(make):
+    import copy
+    import pickle
+    chain = make()
+    with pytest.raises(rs.InvalidType, match="build it again"):
+        pickle.dumps(chain)
+    assert copy.copy(chain) is chain and copy.deepcopy(chain) is chain
+
+
+def test_a_communicator_is_not_pickled():
+    import pickle
+    with rs.dist.Communicator(["cpu"]) as comm:
+        with pytest.raises(rs.InvalidType, match="from_launcher"):
+            pickle.dumps(comm)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: rs.stream(rs.op.sqrt(), x, reduc="sum"),
+    lambda x: rs.stream(rs.op.sqrt()),
+    lambda x: rs.stream(rs.op.sqrt(), x, None, "sum"),
+    lambda x: rs.ledger(1),
+    lambda x: rs.streaming.last_summary(1),
+    lambda x: rs.to_numba(),
+    lambda x: rs.dist.shard(),
+    lambda x: rs.dist.shard(6, ["cpu"], foo=1),
+    lambda x: rs.dist.sum(rs.dist.shard(x, ["cpu"]), wrk=None),
+    lambda x: rs.profile().to_json(),
+    lambda x: rs.stream(rs.op.sqrt(), x, reduce=np.array(["sum", "min"])),
+    lambda x: rs.stream(rs.op.sqrt(), x, progress=lambda: None),
+    lambda x: rs.Flow(device="cpu").add("a", lambda: None, reads=rs.to_device(x, device="cpu")),
+    lambda x: rs.to_device(np.zeros(3, np.longdouble)),
+])
+def test_arguments_that_bind_to_no_signature_or_type_are_invalid_type(call):
+    x = np.arange(4, dtype=np.float32)
+    with pytest.raises(rs.InvalidType):
+        call(x)
+    np.testing.assert_array_equal(x, np.arange(4))
+
+
+def test_messages_name_what_was_refused_and_the_range_that_holds():
+    with pytest.raises(rs.InvalidArgument, match="give 1 to 256"):
+        rs.Flow(device="cpu", streams=10**30)
+    with pytest.raises(rs.InvalidType, match="float128|longdouble"):
+        rs.to_device(np.zeros(3, np.longdouble))
+    import array
+    with pytest.raises(rs.InvalidType, match="buffer format 'u'|format 'w'"):
+        rs.to_device(array.array("u", "ab"))
+
+
+def test_a_numpy_integer_array_is_a_shape_as_numpy_reads_it():
+    assert rs.empty(np.array([2, 3]), device="cpu").shape == (2, 3)
+    assert rs.empty(np.array(4), device="cpu").shape == (4,)
+    assert rs.empty(np.int64(5), device="cpu").shape == (5,)
+    assert rs.streaming.pinned_empty(np.array([2, 3])).shape == (2, 3)
+
+
+def test_a_stage_whose_calls_nest_too_deep_for_numba_is_a_compile_error():
+    pytest.importorskip("numba")
+    source = "def f0(v):\n    return v + 1\n" + "".join(f"def f{i}(v):\n    return f{i - 1}(v)\n"
+                                                          for i in range(1, 400))
+    space = {}
+    exec(source, space)  # noqa: S102 (a test's own text)
+    x = np.ones(3, np.float32)
+    with pytest.raises(rs.CompileError, match="nested too deeply"):
+        rs.stage(space["f399"])(x)
+    np.testing.assert_array_equal(x, np.ones(3))
+    rs.stage(space["f3"])(x)  # a later stage still compiles
+    np.testing.assert_array_equal(x, np.full(3, 2.0))
+
+
+def test_protocols_python_itself_calls_on_an_array():
+    import math
+    import weakref
+    x = rs.to_device(np.arange(3, dtype=np.float32), device="cpu")
+    assert weakref.ref(x)() is x
+    for call in (lambda: x | 1, lambda: divmod(x, 2), lambda: round(x), lambda: math.trunc(x),
+                 lambda: f"{x:.2f}", lambda: x.__array__(dtype="no such type")):
+        with pytest.raises(rs.InvalidType):
+            call()
+    assert f"{x}" == repr(x)
+    y = rs.to_device(np.zeros(3, np.float32), device="cpu")
+    np.add(np.arange(3, dtype=np.float32), 1, out=y)  # a NumPy ufunc writes a CPU array in place
+    np.testing.assert_array_equal(y.to_host(), [1, 2, 3])
