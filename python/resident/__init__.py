@@ -79,20 +79,36 @@ class transfer_policy:
         if policy not in ("allow", "log", "forbid"):
             raise InvalidArgument(f"unknown transfer policy {policy!r}: use allow, log or forbid")
         self._policy = policy
-        self._threads = _threading.local()  # each thread's entries still open: nested, in its own order
+        # Entries still open, in the order entered, each with its thread: an exit closes its own thread's
+        # innermost entry, or where that thread has none (an ExitStack or a generator closed on another
+        # thread), the latest entry of any thread; the C++ scope closes on any thread.
+        self._open, self._lock = [], _threading.Lock()
 
     def __enter__(self):
-        scopes = self._threads.__dict__.setdefault("scopes", [])
-        scopes.append(_core._open_policy(self._policy))
+        scope = _core._open_policy(self._policy)
+        with self._lock:
+            self._open.append((_threading.get_ident(), scope))
         return self
 
     def __exit__(self, *exc):
-        scopes = self._threads.__dict__.get("scopes")
-        if not scopes:
-            raise InvalidArgument("resident.transfer_policy: __exit__ without __enter__ on this thread (use it "
-                                  "in a with block)")
-        scopes.pop().close()
+        me = _threading.get_ident()
+        with self._lock:
+            if not self._open:
+                raise InvalidArgument("resident.transfer_policy: __exit__ without __enter__ (use it in a with "
+                                      "block)")
+            mine = [i for i, (thread, _) in enumerate(self._open) if thread == me]
+            _, scope = self._open.pop(mine[-1] if mine else -1)
+        scope.close()
         return False
+
+    def __reduce__(self):
+        return (transfer_policy, (self._policy,))  # the policy it sets; no entry open in the copy
+
+    def __copy__(self):
+        return transfer_policy(self._policy)
+
+    def __deepcopy__(self, memo):
+        return transfer_policy(self._policy)
 
     def current():
         """The policy in force now: "allow", "log" or "forbid"."""

@@ -13,7 +13,7 @@ says what to do, never the interpreter's bare TypeError.
 """
 import numpy as _np
 
-from . import _core
+from . import _core, _typed
 
 _NOT_PICKLED = {
     _core.Array: "an Array's memory stays on its device; pickle x.to_host() (a NumPy array, a counted "
@@ -43,6 +43,18 @@ def _refuse(what, advice):
     return refused
 
 
+def _refuse_operator(what, reflected):
+    """A binary operator: the other operand's own reflected operator runs where it has one (NumPy's
+    arrays, CuPy's: they read the array as they would without resident); else the refusal."""
+    def refused(self, other=None, *rest):
+        theirs = getattr(type(other), reflected, None) if reflected else None
+        if theirs is not None and not getattr(theirs, "refuses", False) and _array_like(other):
+            return NotImplemented
+        raise _core.InvalidType(f"{what} on a {_label(self)}: {_ARITHMETIC}")
+    refused.refuses = True  # resident's own: the other operand is no array of another library
+    return refused
+
+
 def _label(x):
     return "resident.dist.ShardedArray" if type(x).__name__ == "ShardedArray" else "resident.Array"
 
@@ -58,6 +70,15 @@ _OPERATORS = {"add": "x + y", "sub": "x - y", "mul": "x * y", "truediv": "x / y"
               "round": "round(x)", "trunc": "math.trunc(x)", "floor": "math.floor(x)", "ceil": "math.ceil(x)"}
 
 
+def _array_like(x):
+    """Another library's array (NumPy's, CuPy's, PyTorch's, ...): its operators read resident's arrays."""
+    t = type(x)
+    return hasattr(t, "__array_ufunc__") or hasattr(t, "__dlpack__") or hasattr(x, "__cuda_array_interface__")
+
+
+_MIRRORED = {"<": "__gt__", "<=": "__ge__", ">": "__lt__", ">=": "__le__"}  # x < y is y > x
+
+
 def refuse_elements(cls):
     """Element access, truth, conversion to a number and the element-wise operators on cls's objects
     (arrays whose elements stay on their devices), refused naming the way."""
@@ -71,9 +92,13 @@ def refuse_elements(cls):
         setattr(cls, f"__{name}__", _refuse(f"{name}(x)", "x.item() reads the value of a one-element array (a "
                                             "counted transfer)"))
     for name, sign in _OPERATORS.items():
-        forms = (f"__{name}__", f"__r{name}__") if sign.startswith(("x ", "divmod")) else (f"__{name}__",)
-        for form in forms:
-            setattr(cls, form, _refuse(f"`{sign}`", _ARITHMETIC))
+        if sign.startswith(("x ", "divmod")):
+            setattr(cls, f"__{name}__", _refuse_operator(f"`{sign}`", f"__r{name}__"))
+            setattr(cls, f"__r{name}__", _refuse_operator(f"`{sign}`", None))
+        elif sign in _MIRRORED:
+            setattr(cls, f"__{name}__", _refuse_operator(f"`x {sign} y`", _MIRRORED[sign]))
+        else:
+            setattr(cls, f"__{name}__", _refuse(f"`{sign}`", _ARITHMETIC))
     cls.__format__ = _format
 
 
@@ -113,7 +138,7 @@ def install():
     A = _core.Array
     refuse_elements(A)
     A.__matmul__, A.__rmatmul__ = _matmul, _rmatmul
-    A.item = _item
+    A.item = _typed.python_signature(_item, "resident.Array.item")
     A.__array_ufunc__ = _array_ufunc
 
 
@@ -128,11 +153,13 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
 
 
 _ONE_CONSTANT = ("add", "mul", "minimum", "maximum", "pow")
+_OP_NAMES = _ONE_CONSTANT + ("affine", "square", "sqrt", "rsqrt", "exp", "log", "sin", "cos", "tanh", "abs", "neg",
+                             "recip")
 
 
 def _op_made(base, a, b):
     """The op a pickle names: its function and constants (op.name rounds them for messages)."""
-    make = getattr(_core.op, base, None)
-    if make is None or base.startswith("_") or base in ("parse", "name", "a", "b"):
+    if base not in _OP_NAMES:
         raise _core.InvalidArgument(f"resident.op: no operation named {base!r} to unpickle")
+    make = getattr(_core.op, base)
     return make(a, b) if base == "affine" else make(a) if base in _ONE_CONSTANT else make()

@@ -189,6 +189,16 @@ class ShardedArray:
         if self.size < 0 or self.first < 0 or self.shard_count < 1 or self.first + len(self.shards) > self.shard_count:
             raise InvalidArgument(f"{what}: shards {self.first} to {self.first + len(self.shards) - 1} of "
                                   f"{self.shard_count}, {self.size} elements; give at least one shard, each there")
+        if comm is not None and not isinstance(comm, Communicator):
+            raise InvalidType(f"{what}: comm is a {type(comm).__name__}; give a resident.dist.Communicator or "
+                              "leave it out")
+        if (comm is None and self.shard_count != len(self.shards)) or (comm is not None and
+                                                                        comm.size != self.shard_count):
+            # Shards held by other processes are reached through their communicator; without one a
+            # reduction over this process's shards would present a part as the whole.
+            raise InvalidArgument(f"{what}: {len(self.shards)} shards here of {self.shard_count} with "
+                                  f"{'no communicator' if comm is None else f'a communicator of {comm.size}'}; "
+                                  "the shards of other processes come with the Communicator joining them")
         self.comm = comm
         self.extents = [_extent(self.size, self.shard_count, self.first + i) for i in range(len(self.shards))]
         for i, (s, (_, c)) in enumerate(zip(self.shards, self.extents)):

@@ -178,7 +178,8 @@ host_array host_array_of(nb::handle obj) {
       what = "a '" + py_type_name(obj) + "' of buffer format '" + std::string(format ? format : "B") + "'";
       Py_DECREF(mv);
     } else {
-      PyErr_Clear();
+      nb::python_error e;
+      if (!e.matches(PyExc_Exception)) throw e;  // KeyboardInterrupt, SystemExit: unchanged
     }
   }
   throw rs::invalid_type("to_device takes a host array of float32, float64, int32, int64, uint32 or uint64 "

@@ -299,7 +299,8 @@ nb::object with_buffer_strides(nb::handle obj) {
   if (!PyObject_CheckBuffer(obj.ptr()) || PyMemoryView_Check(obj.ptr())) return nb::borrow(obj);
   Py_buffer view;
   if (PyObject_GetBuffer(obj.ptr(), &view, PyBUF_RECORDS_RO) != 0) {
-    PyErr_Clear();  // nanobind asks again and refuses it
+    nb::python_error e;  // an Exception: nanobind asks again and refuses it
+    if (!e.matches(PyExc_Exception)) throw e;  // KeyboardInterrupt, SystemExit: unchanged
     return nb::borrow(obj);
   }
   const bool missing = view.ndim > 0 && view.strides == nullptr;

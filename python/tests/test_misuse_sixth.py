@@ -2,6 +2,7 @@
 crashed), a transfer policy shared by threads, a generator chain given two arrays (the second was
 ignored), counts and reductions given as arrays, and arguments that bind to no signature."""
 import ctypes
+import sys
 import threading
 
 import numpy as np
@@ -71,6 +72,31 @@ def test_one_transfer_policy_entered_on_two_threads_keeps_each_threads_blocks_ap
         forbid.__exit__(None, None, None)
 
 
+def test_a_transfer_policy_entered_on_one_thread_closes_on_another():
+    import contextlib
+    import copy
+    import pickle
+    stack = contextlib.ExitStack()
+    stack.enter_context(rs.transfer_policy("forbid"))
+    assert rs.transfer_policy.current() == "forbid"
+    errors = []
+
+    def close():
+        try:
+            stack.close()
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+    t = threading.Thread(target=close)
+    t.start()
+    t.join(30)
+    assert not errors and rs.transfer_policy.current() == "allow"
+    log = rs.transfer_policy("log")
+    for made in (pickle.loads(pickle.dumps(log)), copy.copy(log), copy.deepcopy(log)):
+        with made:
+            assert rs.transfer_policy.current() == "log"
+    assert rs.transfer_policy.current() == "allow"
+
+
 @pytest.mark.parametrize("args", [(), ("allow", "log"), (["allow"],), (None,)])
 def test_transfer_policy_of_no_single_name_is_invalid_type(args):
     with pytest.raises(rs.InvalidType, match="does not fit"):
@@ -119,8 +145,13 @@ def test_a_sharded_array_is_checked_where_it_is_made():
         rs.dist.ShardedArray([a, a], 6)  # each element-wise call would run twice there
     with pytest.raises(rs.InvalidType, match="size"):
         rs.dist.ShardedArray([a, b], 6.0)
+    with pytest.raises(rs.InvalidArgument, match="no communicator"):
+        rs.dist.ShardedArray([a], 6, 0, 2)  # rs.dist.sum of it gave one shard's sum as the whole's
+    with pytest.raises(rs.InvalidType, match="comm is a str"):
+        rs.dist.ShardedArray([a], 3, comm="nope")
     x = rs.dist.ShardedArray([a, b], 6)
     np.testing.assert_array_equal(x.to_host(), [0, 1, 2, 0, 1, 2])
+    assert rs.dist.sum(x) == 6.0
 
 
 @pytest.mark.parametrize("what", ["np.asarray", "x[0]", "list", "x + 1", "x @ x", "item", "bool", "pickle",
@@ -223,3 +254,13 @@ def test_protocols_python_itself_calls_on_an_array():
     y = rs.to_device(np.zeros(3, np.float32), device="cpu")
     np.add(np.arange(3, dtype=np.float32), 1, out=y)  # a NumPy ufunc writes a CPU array in place
     np.testing.assert_array_equal(y.to_host(), [1, 2, 3])
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="a Python class exports a buffer from Python 3.12 on")
+def test_an_interrupt_raised_by_a_buffer_exporter_goes_on_unchanged():
+    class Interrupting:
+        def __buffer__(self, flags):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        rs.to_device(Interrupting(), device="cpu")

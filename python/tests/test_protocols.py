@@ -51,7 +51,7 @@ def test_ops_and_programs_pickle_by_value_and_run_the_same_after(device):
 
 def test_an_op_unpickled_from_a_forged_name_is_refused():
     from resident._protocols import _op_made
-    for name in ("parse", "__class__", "nothing", "_private"):
+    for name in ("parse", "__class__", "nothing", "_private", "mro", "sum", "name"):
         with pytest.raises(rs.InvalidArgument, match="no operation named"):
             _op_made(name, 1.0, 0.0)
 
@@ -138,3 +138,30 @@ def test_numpy_reads_a_cpu_array_and_a_dtype_it_cannot_view_without_a_copy_is_ty
     np.testing.assert_array_equal(np.asarray(x), np.arange(4))
     with pytest.raises(rs.InvalidArgument, match="copy=False"):
         x.__array__(np.float64, copy=False)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_operator_with_a_numpy_or_cupy_array_on_the_other_side_is_theirs(device):
+    # x + n: NumPy's (or CuPy's) reflected operator reads x as it would without resident's refusal.
+    x = rs.to_device(np.arange(4, dtype=np.float32), device=device)
+    if device == "cpu":
+        n = np.ones(4, np.float32)
+    else:
+        cp = pytest.importorskip("cupy")
+        n = cp.ones(4, cp.float32)
+    for got, want in ((x + n, np.arange(4) + 1), (x * n, np.arange(4)), (x < n, np.arange(4) < 1),
+                      (n - x, 1 - np.arange(4)), (x >= n, np.arange(4) >= 1)):
+        got = got.get() if hasattr(got, "get") else got
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(rs.InvalidType):
+        x + x
+    with pytest.raises(rs.InvalidType):
+        x < 2.0
+
+
+def test_item_given_arguments_is_invalid_type():
+    x = rs.to_device(np.ones(1, np.float32), device="cpu")
+    for call in (lambda: x.item(0), lambda: x.item(k=1)):
+        with pytest.raises(rs.InvalidType):
+            call()
+    assert x.item() == 1.0

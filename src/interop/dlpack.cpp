@@ -97,11 +97,13 @@ std::pair<void*, std::size_t> dlpack_checked(const DLTensor& t, DLDataType want,
     RESIDENT_FAIL("DLPack: the tensor is strided; resident uses C-contiguous memory in place (make it "
                            "contiguous first, e.g. .contiguous() or ascontiguousarray)");
   if (n != 0 && !t.data) RESIDENT_FAIL("DLPack: a tensor of " + std::to_string(n) + " elements with no data");
-  // The bytes must lie where a process can have memory (below 2^57 on 64-bit Linux, host and device
-  // alike): a byte_offset or extent past that names no memory, and the sum could wrap around.
-  constexpr std::uint64_t limit = sizeof(void*) == 8 ? std::uint64_t(1) << 57 : std::uint64_t(UINTPTR_MAX);
+  // The bytes must be addressable: an offset and extent past the largest address space a process has
+  // (2^56 bytes on 64-bit Linux) name no memory, and their sum with the pointer must not wrap around.
+  // The pointer itself is not bounded: its top byte may carry a tag (aarch64 TBI, MTE).
+  constexpr std::uint64_t span = sizeof(void*) == 8 ? std::uint64_t(1) << 56 : std::uint64_t(UINTPTR_MAX);
   const std::uint64_t base = reinterpret_cast<std::uintptr_t>(t.data);
-  if (n != 0 && (base > limit || t.byte_offset > limit - base || n * elem > limit - base - t.byte_offset))
+  if (n != 0 && (t.byte_offset > span || n * elem > span - t.byte_offset ||
+                 t.byte_offset + n * elem > std::uint64_t(UINTPTR_MAX) - base))
     RESIDENT_FAIL("DLPack: the tensor's byte_offset (" + std::to_string(t.byte_offset) + ") and " + std::to_string(n) +
                   " elements of " + std::to_string(elem) + " bytes reach past any address a process can use");
   char* p = static_cast<char*>(t.data) + t.byte_offset;
