@@ -7,25 +7,32 @@ _DTYPES = ("float32", "float64", "int32", "uint32", "int64", "uint64")
 _DTYPE_NAMES = {}  # a library's dtype object -> its name, so a call does not format it again
 
 
-def _dtype_name(x):
-    """The dtype name of an array of any library (resident, NumPy, CuPy, PyTorch)."""
+def _dtype_said(x):
+    """The dtype name an array of any library says (None where it has no dtype, or one whose own code
+    raises: the array is then read as the core takes it), formatted once per dtype object."""
     try:
         dt = getattr(x, "dtype", None)
-    except Exception:  # noqa: BLE001 (a dtype whose own code raises: the array is read as the core takes it)
+    except Exception:  # noqa: BLE001
         dt = None
     try:
         return _DTYPE_NAMES[dt]
     except (KeyError, TypeError):
         pass
     name = str(dt).replace("torch.", "") if dt is not None else None
-    if name not in _DTYPES:
-        if type(x).__name__ != "PyCapsule":  # a capsule stays untaken
-            _core.from_dlpack(x)  # what resident cannot take: the core's typed error, as the fast path raises
-        raise _core_error("InvalidType", f"resident.jit: arrays of {name} are not supported; use one of {_DTYPES}")
     try:
         _DTYPE_NAMES[dt] = name
     except TypeError:  # an unhashable dtype object: formatted each time
         pass
+    return name
+
+
+def _dtype_name(x):
+    """The dtype name of an array of any library (resident, NumPy, CuPy, PyTorch), one resident computes on."""
+    name = _dtype_said(x)
+    if name not in _DTYPES:
+        if type(x).__name__ != "PyCapsule":  # a capsule stays untaken
+            _core.from_dlpack(x)  # what resident cannot take: the core's typed error, as the fast path raises
+        raise _core_error("InvalidType", f"resident.jit: arrays of {name} are not supported; use one of {_DTYPES}")
     return name
 
 

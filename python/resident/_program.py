@@ -17,6 +17,7 @@ import numpy as _np
 
 from . import _core
 from . import _typed
+from ._arguments import _dtype_said as _dtype_of
 
 # Each operation as C++ (float and double spellings: the GPU has no std:: maths) and as Python.
 _CPP = {
@@ -220,26 +221,6 @@ def total(p, x, stream=None, unrounded=False):
     target = None if type(x).__name__ == "PyCapsule" or dtype not in _FLOATS else _core._jit_target(x)
     compiled = (lambda c: c._unrounded(x, stream)) if unrounded else (lambda c: c(x, stream=stream))
     return _run(p, dtype, True, compiled, lambda: _interpreted_sum(p, x, stream), target)
-
-
-_DTYPE_NAMES = {}  # a library's dtype object -> its name
-
-
-def _dtype_of(x):
-    try:
-        dt = getattr(x, "dtype", None)
-    except Exception:  # noqa: BLE001 (a dtype whose own code raises: the array is read as the core takes it)
-        dt = None
-    try:
-        return _DTYPE_NAMES[dt]
-    except (KeyError, TypeError):
-        pass
-    name = str(dt).replace("torch.", "") if dt is not None else None
-    try:
-        _DTYPE_NAMES[dt] = name
-    except TypeError:  # an unhashable dtype object: formatted each time
-        pass
-    return name
 
 
 def engine(p):
