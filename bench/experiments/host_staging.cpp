@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "resident/detail/files.hpp"
 #include "resident/out_of_core/detail/host_copy.hpp"
 
 namespace rd = resident::detail;
@@ -288,7 +289,10 @@ int main(int argc, char** argv) {
     }
   }
   if (json) {
-    FILE* f = json_path.empty() ? stdout : std::fopen(json_path.c_str(), "w");
+    // Into memory, then through resident's one file writer (regular files only, written aside, renamed).
+    char* text = nullptr;
+    std::size_t length = 0;
+    FILE* f = json_path.empty() ? stdout : ::open_memstream(&text, &length);
     if (!f) refuse("cannot write " + json_path);
     std::fprintf(f, "{\n  \"benchmark\": \"host_staging\",\n  \"size_bytes\": %zu,\n"
                     "  \"depth\": %d,\n  \"reps\": %d,\n  \"hardware_threads\": %d,\n  \"rows\": [\n",
@@ -301,7 +305,12 @@ int main(int argc, char** argv) {
       std::fprintf(f, "]}%s\n", i + 1 < rows.size() ? "," : "");
     }
     std::fprintf(f, "  ]\n}\n");
-    if (f != stdout) std::fclose(f);
+    if (f != stdout) {
+      std::fclose(f);
+      const std::string why = resident::detail::try_write_file_atomically(json_path, std::string(text, length));
+      std::free(text);
+      if (!why.empty()) refuse("cannot write " + json_path + ": " + why);
+    }
   }
   return 0;
 }

@@ -23,6 +23,8 @@ import argparse, datetime, json, os, platform, subprocess, sys, time
 
 import numpy as np
 
+from json_out import write_text
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
@@ -242,12 +244,8 @@ def main():
     out["machine"]["load_average_at_end"] = os.getloadavg()
     for note in out["notes"]:
         print("cpu_race: " + note, file=sys.stderr)
-    text = json.dumps(out, indent=1)
-    if a.json == "-":
-        print(text)
-    else:
-        with open(a.json, "w") as f:
-            f.write(text + "\n")
+    write_text(a.json, json.dumps(out, indent=1) + ("" if a.json == "-" else "\n"))
+    if a.json != "-":
         print(summary(out), file=sys.stderr)
 
 

@@ -14,7 +14,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "../common/seed.hpp"
+#include "resident/detail/files.hpp"
 #include "resident/resident.hpp"
 
 namespace rs = resident;
@@ -189,10 +189,8 @@ int main(int argc, char** argv) try {
   out << "{\n  \"benchmark\": \"device_peers\", \"device_name\": \"" << rs::properties(d).name
       << "\", \"reps\": " << reps << ", \"batch\": " << batch << ",\n  \"rows\": [" << rows.str() << "\n  ]\n}\n";
   if (json == "-") std::cout << out.str();
-  else {
-    std::ofstream f(json);
-    if (!(f << out.str())) throw std::runtime_error("cannot write " + json);
-  }
+  else
+    resident::detail::write_file_atomically(json, out.str());  // the one file writer: no link followed
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "device_peers: error: %s\n", e.what());

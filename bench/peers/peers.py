@@ -15,6 +15,9 @@ Each peer that fails to import or run is reported as skipped with its reason; th
 import argparse, json, math, statistics, sys, traceback
 
 import numpy as np
+
+from json_out import write_text
+
 if not hasattr(np, "row_stack"):
     np.row_stack = np.vstack  # numba-cuda 0.30 still calls it; numpy 2.5 removed it
 
@@ -213,11 +216,7 @@ def main():
             out["versions"][mod] = __import__(mod).__version__
         except Exception:
             pass
-    text = json.dumps(out, indent=2)
-    if a.json == "-":
-        print(text)
-    else:
-        open(a.json, "w").write(text)
+    write_text(a.json, json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import numpy as np
 
 import resident as rs  # first: NumPy as numba-cuda expects it (resident._compat)
 from seed_stages import per_call_seconds
+from json_out import write_text
 
 
 def per_call_us(f, calls, sync):
@@ -165,11 +166,7 @@ def main():
               f"{out['exchange_bytes_moved']}", file=sys.stderr)
     if replay:
         print(f"graph replay from Python, n = 10^4: {max(replay):.2f} us per call (target <= 5 us)", file=sys.stderr)
-    text = json.dumps(out, indent=2)
-    if a.json == "-":
-        print(text)
-    else:
-        open(a.json, "w").write(text)
+    write_text(a.json, json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import numpy as np
 
 import resident as rs  # first: NumPy as numba-cuda expects it (resident._compat)
 from seed_stages import master, per_call_seconds
+from json_out import write_text
 
 T0 = time.perf_counter()  # the budget counts the whole run: other libraries' imports and compilations too
 TOL = 1e-5  # max |y - ref| / (1 + |ref|): float32 rounding through three functions, far below a mistake
@@ -331,7 +332,7 @@ def main():
                        for k in ("torch", "cupy", "numba", "numba_cuda")}  # those imported
     out["versions"].update(resident=rs.__version__, numpy=np.__version__, python=platform.python_version())
     table(out["rows"], a.repeat)
-    print(json.dumps(out, indent=1), file=sys.stdout if a.json == "-" else open(a.json, "w"))
+    write_text(a.json, json.dumps(out, indent=1) + ("" if a.json == "-" else "\n"))
     # resident's rows must be right and must run (a missing library is no failure); peers' are recorded only
     bad = {f"{r['system']} on {r['array_library']}" for r in out["rows"] if r["system"] in RESIDENT and not r["ok"]}
     bad |= {f"{s['system']} on {s['array_library']}" for s in out["skipped"] if "repeat" in s and

@@ -6,6 +6,7 @@ import statistics
 import time
 
 import resident as rs
+from json_out import write_text
 
 
 @rs.stage
@@ -43,9 +44,4 @@ def per_call_seconds(f, calls, sync, reps=7):
 
 def write_json(out, path):
     """The benchmark's record as JSON: to stdout for "-", else into the file at path."""
-    text = json.dumps(out, indent=1)
-    if path == "-":
-        print(text)
-    else:
-        with open(path, "w") as f:
-            f.write(text + "\n")
+    write_text(path, json.dumps(out, indent=1) + ("" if path == "-" else "\n"))

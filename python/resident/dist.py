@@ -23,6 +23,7 @@ import math
 import numbers
 import operator
 import os
+import stat
 import tempfile
 
 import numpy as _np
@@ -66,6 +67,24 @@ def extent_of(n, shards, r):
 
 
 _extent = extent_of
+
+
+def _own_folder():
+    """A folder of this user's alone for the ranks' rendezvous on one host: $XDG_RUNTIME_DIR, else
+    resident-<uid> in the temporary folder, made 0700 and checked (another user's, or a link, is refused:
+    in a shared folder they could plant the file other ranks read)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = runtime if runtime and os.path.isabs(runtime) else tempfile.gettempdir()
+    folder = os.path.join(base, f"resident-{os.geteuid()}")
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise InvalidArgument(f"resident.dist: '{folder}' is not a folder of this user's alone (another user's, a "
+                              "link, or open to others); set RESIDENT_RENDEZVOUS to a fresh file path in one")
+    return folder
 
 
 class Communicator:
@@ -113,7 +132,7 @@ class Communicator:
                     raise InvalidArgument("resident.dist: torchrun over several hosts: set RESIDENT_RENDEZVOUS to a "
                                           "file path, fresh for each job, on a file system every rank sees")
                 job = env.get("TORCHELASTIC_RUN_ID") or f"{addr}-{env.get('MASTER_PORT', '0')}"
-                added["RESIDENT_RENDEZVOUS"] = os.path.join(tempfile.gettempdir(), f"resident-rendezvous-{job}")
+                added["RESIDENT_RENDEZVOUS"] = os.path.join(_own_folder(), f"rendezvous-{job}")
         added = {k: v for k, v in added.items() if k not in env}  # what the user set stays, and is restored
         for k, v in added.items():
             env[k] = v

@@ -264,3 +264,19 @@ def test_an_interrupt_raised_by_a_buffer_exporter_goes_on_unchanged():
 
     with pytest.raises(KeyboardInterrupt):
         rs.to_device(Interrupting(), device="cpu")
+
+
+def test_the_default_rendezvous_folder_is_this_users_alone(tmp_path, monkeypatch):
+    import os
+    import stat
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    folder = rs.dist._own_folder()
+    st = os.lstat(folder)
+    assert folder.startswith(str(tmp_path)) and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) == 0o700
+    os.chmod(folder, 0o777)  # open to others: another user could plant the file ranks read
+    with pytest.raises(rs.InvalidArgument, match="RESIDENT_RENDEZVOUS"):
+        rs.dist._own_folder()
+    os.rmdir(folder)
+    os.symlink(tmp_path, folder)  # a link where the folder goes
+    with pytest.raises(rs.InvalidArgument, match="not a folder of this user's alone"):
+        rs.dist._own_folder()

@@ -112,8 +112,9 @@ void publish_id(const std::string& path, const nccl::unique_id& id) {
                   " (give a path, fresh for each job, in a folder all ranks see)");
 }
 
-// Rank 0's file is opened O_NOFOLLOW | O_NONBLOCK and must be a regular file: a FIFO or device at the
-// path is a typed error at once, not a wait past the timeout.
+// Rank 0's file is opened O_NOFOLLOW | O_NONBLOCK and must be a regular file of this user's that no one
+// else may write: a FIFO, device or another user's file at the path is a typed error at once, not a
+// wait past the timeout.
 nccl::unique_id receive_id(const std::string& path, std::chrono::milliseconds timeout) {
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
@@ -121,7 +122,12 @@ nccl::unique_id receive_id(const std::string& path, std::chrono::milliseconds ti
       RESIDENT_FAIL("RESIDENT_RENDEZVOUS: '" + path + "' is " + *kind + ", not a regular file; give a fresh file "
                     "path that rank 0 creates");
     std::string why;
-    if (auto bytes = resident::detail::read_regular_file(path, 8 + sizeof(nccl::unique_id), &why)) {
+    auto bytes = resident::detail::read_private_file(path, 8 + sizeof(nccl::unique_id), &why);
+    if (!bytes && (why.find("belongs to user") != std::string::npos || why.find("others may write") != std::string::npos))
+      // Another user's file (or one anyone may rewrite) would join this job to their communicator.
+      RESIDENT_FAIL("RESIDENT_RENDEZVOUS: '" + path + "': " + why + "; rank 0 of this job writes it, owned by this "
+                    "user and readable by no one else: give a fresh path in a folder of this user's");
+    if (bytes) {
       nccl::unique_id id{};
       if (bytes->size() == 8 + id.size() && std::equal(bytes->begin(), bytes->begin() + 8, magic)) {
         std::copy(bytes->begin() + 8, bytes->end(), id.begin());

@@ -7,12 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "resident/error.hpp"
 
@@ -101,7 +103,11 @@ std::string write_at(int dir_fd, const std::string& folder, const std::string& n
     if (::faccessat(dir_fd, name.c_str(), W_OK, AT_EACCESS) != 0 && errno == EACCES)
       return "permission denied: the file is not writable by this user; choose another path";
   }
-  const mode_t mode = access == file_access::secret ? 0600 : existed ? (st.st_mode & 07777) : (0666 & ~umask_now());
+  // An existing file of this user's keeps its permissions (never set-user-ID, set-group-ID or sticky);
+  // one of another user's is replaced as a new file would be.
+  const mode_t mode = access == file_access::secret             ? 0600
+                      : existed && st.st_uid == ::geteuid()      ? (st.st_mode & 0777)
+                                                                 : (0666 & ~umask_now());
   std::string temp;
   int fd = -1;
   for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
@@ -161,6 +167,7 @@ std::string write_problem(const std::string& path) {
 
 std::string try_write_file_atomically(const std::string& path, std::string_view bytes, file_access access) {
   if (path.empty()) return "the path is empty; give a file name";
+  if (std::string why = foreign_link_on(path); !why.empty()) return why;
   const auto [folder, name] = split(path);
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0)
@@ -226,19 +233,83 @@ std::optional<std::string> read_regular_file(const std::string& path, std::size_
   return read_open(fd, max_bytes, false, why);
 }
 
+std::optional<std::string> read_private_file(const std::string& path, std::size_t max_bytes, std::string* why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  return read_open(fd, max_bytes, true, why);
+}
+
+namespace {
+// The path made absolute (against the working folder) and cut into its components.
+std::vector<std::string> components(const std::string& path) {
+  std::string whole = path;
+  if (whole.empty() || whole[0] != '/') {
+    std::error_code ec;
+    whole = std::filesystem::current_path(ec).string() + "/" + path;
+  }
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < whole.size();) {
+    const std::size_t j = std::min(whole.find('/', i), whole.size());
+    if (j > i) parts.push_back(whole.substr(i, j - i));
+    i = j + 1;
+  }
+  return parts;
+}
+bool ours_or_roots(uid_t u) { return u == 0 || u == ::geteuid(); }
+}  // namespace
+
+std::string foreign_link_on(const std::string& path) {
+  std::string prefix;
+  for (const std::string& part : components(path)) {
+    prefix += "/" + part;
+    struct stat st {};
+    if (::lstat(prefix.c_str(), &st) != 0) break;  // what does not exist yet is made by this user
+    if (S_ISLNK(st.st_mode) && !ours_or_roots(st.st_uid))
+      return "'" + prefix + "' is a link owned by user " + std::to_string(st.st_uid) +
+             ", which could point it anywhere; give a path without it";
+  }
+  return "";
+}
+
+std::string untrusted_path(const std::string& folder) {
+  if (std::string why = foreign_link_on(folder); !why.empty()) return why;
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::canonical(folder, ec);
+  if (ec) return "'" + folder + "' cannot be resolved (" + ec.message() + ")";
+  std::vector<std::string> prefixes{"/"};
+  std::string at;
+  for (const std::string& part : components(real.string())) prefixes.push_back(at += "/" + part);
+  for (const std::string& prefix : prefixes) {
+    struct stat st {};
+    if (::stat(prefix.c_str(), &st) != 0) return "'" + prefix + "' cannot be read (" + std::strerror(errno) + ")";
+    if (!ours_or_roots(st.st_uid))
+      return "the folder '" + prefix + "' belongs to user " + std::to_string(st.st_uid);
+    if ((st.st_mode & 022) != 0 && (st.st_mode & S_ISVTX) == 0)
+      return "others may write the folder '" + prefix + "' (and it is not sticky), so they could rename or "
+             "replace what is in it";
+  }
+  return "";
+}
+
 private_dir::private_dir(const std::string& prefix) {
   std::vector<std::string> bases;
   if (const char* t = std::getenv("TMPDIR"); t && *t) bases.push_back(t);
   bases.push_back("/tmp");
+  std::string refused;
   for (const auto& b : bases) {
-    std::string tmpl = b + "/" + prefix + "-XXXXXX";
-    if (::mkdtemp(tmpl.data())) {  // 0700: no other user can enter, list or plant files in it
+    if (std::string why = untrusted_path(b); !why.empty()) {  // the folder made in it could be swapped
+      refused += (refused.empty() ? "" : "; ") + b + ": " + why;
+      continue;
+    }
+    std::error_code ec;
+    std::string tmpl = std::filesystem::canonical(b, ec).string() + "/" + prefix + "-XXXXXX";
+    if (!ec && ::mkdtemp(tmpl.data())) {  // 0700: no other user can enter, list or plant files in it
       path_ = tmpl;
       return;
     }
+    refused += (refused.empty() ? "" : "; ") + b + ": " + std::strerror(errno);
   }
-  RESIDENT_FAIL("cannot make a private temporary folder in " + bases.front() + (bases.size() > 1 ? " or /tmp" : "") +
-                    " (" + std::strerror(errno) + "); set TMPDIR to a writable folder", error);
+  RESIDENT_FAIL("cannot make a private temporary folder (" + refused + "); set TMPDIR to a folder of this user's",
+                error);
 }
 
 private_dir::~private_dir() {

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -124,6 +125,13 @@ std::optional<folder> open_folder(const std::string& dir, std::string* refused) 
   if (dir.empty() || !make_folders(dir)) return std::nullopt;
   folder f;
   f.path = dir;
+  // The folders above it too: one another user may write (or a link another user owns) could swap the
+  // cache folder's path between runs.
+  const std::string parent = std::filesystem::absolute(dir).parent_path().string();
+  if (std::string above = rd::untrusted_path(parent); !above.empty()) {
+    *refused = above;
+    return std::nullopt;
+  }
   f.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (f.fd < 0) return std::nullopt;
   std::string why = untrusted(f.fd);

@@ -221,3 +221,17 @@ TEST(jit_cache_trust, a_key_others_can_write_is_refused) {
 }
 
 }  // namespace
+
+// A folder above the cache that others may write (not sticky) lets them rename the cache folder aside
+// and put their own in its place between runs: refused with one warning, nothing written under it.
+TEST(jit_cache_trust, a_folder_above_the_cache_that_others_may_write_is_refused) {
+  cache_dir c;
+  fs::create_directories(c.path);
+  ASSERT_EQ(::chmod((c.root / "a").c_str(), 0777), 0);
+  const auto r = child(c.path, fresh_constant());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("is refused: others may write the folder '" + fs::canonical(c.root / "a").string() + "'"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ok compiled=1 disk=0 rejected=0"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::is_empty(c.path)) << "the cache under a folder others may write was written";
+}

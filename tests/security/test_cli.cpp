@@ -77,6 +77,23 @@ TEST(cli_trust, a_crafted_tmpdir_runs_no_shell_command) {
   EXPECT_TRUE(fs::is_empty(tmp)) << "the plot's private folder was left behind";
 }
 
+TEST(cli_trust, a_relative_tmpdir_starting_with_a_redirection_runs_no_command) {
+  if (!rd::program_found("gnuplot")) GTEST_SKIP() << "gnuplot is not installed";
+  work_dir w;
+  const std::string from = w / "p.json", png = w / "p.png";
+  // The folder in the working folder, named relative to it: a TMPDIR that starts with '<'.
+  const std::string name = "<touch resident-test-ran;";
+  fs::create_directories(name);
+  rd::write_file_atomically(from, pipeline_json("\"test\""));
+  const auto r = cli({"bench", "pipeline", "--from", from, "--plot", png}, {{"TMPDIR", name}});
+  const bool ran = fs::exists("resident-test-ran");
+  std::error_code ec;
+  fs::remove_all(name, ec);
+  fs::remove("resident-test-ran", ec);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(ran) << "gnuplot ran the folder's name as a command";
+}
+
 TEST(cli_trust, a_failed_plot_keeps_the_earlier_png) {
   if (!rd::program_found("gnuplot")) GTEST_SKIP() << "gnuplot is not installed";
   work_dir w;

@@ -180,6 +180,77 @@ TEST(files, a_private_folder_is_0700_and_gone_on_every_path_out) {
   EXPECT_FALSE(fs::exists(path));
 }
 
+// A temporary folder made where another user could rename it aside and plant their own (a TMPDIR that
+// others may write and is not sticky) is made in /tmp instead; the path is canonical (a relative TMPDIR
+// starting with '<' was read by gnuplot as a command).
+TEST(files, a_private_folder_is_never_made_where_others_could_swap_it) {
+  test_dir d;
+  const std::string open_to_all = d / "shared";
+  fs::create_directories(open_to_all);
+  ASSERT_EQ(::chmod(open_to_all.c_str(), 0777), 0);
+  EXPECT_NE(rd::untrusted_path(open_to_all).find("others may write"), std::string::npos);
+  const std::string sticky = d / "sticky";
+  fs::create_directories(sticky);
+  ASSERT_EQ(::chmod(sticky.c_str(), 01777), 0);
+  EXPECT_EQ(rd::untrusted_path(sticky), "");
+  const char* was = std::getenv("TMPDIR");
+  const std::string saved = was ? was : "";
+  ::setenv("TMPDIR", open_to_all.c_str(), 1);
+  {
+    const rd::private_dir p("resident-test");
+    EXPECT_EQ(p.path().rfind(open_to_all, 0), std::string::npos) << p.path();
+    EXPECT_EQ(p.path().front(), '/');
+  }
+  ::setenv("TMPDIR", sticky.c_str(), 1);
+  {
+    const rd::private_dir p("resident-test");
+    EXPECT_EQ(p.path().rfind(fs::canonical(sticky).string(), 0), 0u) << p.path();
+  }
+  was ? ::setenv("TMPDIR", saved.c_str(), 1) : ::unsetenv("TMPDIR");
+}
+
+// An existing file of this user's keeps its permissions but never set-user-ID; one of another user's
+// is replaced as a new file would be (its mode, 0666 say, is not copied).
+TEST(files, a_replaced_file_keeps_only_its_own_permission_bits) {
+  test_dir d;
+  const std::string p = d / "tool";
+  rd::write_file_atomically(p, "a");
+  ASSERT_EQ(::chmod(p.c_str(), 04755), 0);
+  rd::write_file_atomically(p, "b");
+  struct stat st {};
+  ASSERT_EQ(::stat(p.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  if (::geteuid() != 0) return;
+  const std::string theirs = d / "theirs.json";
+  rd::write_file_atomically(theirs, "a");
+  ASSERT_EQ(::chmod(theirs.c_str(), 0666), 0);
+  ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+  rd::write_file_atomically(theirs, "b");
+  ASSERT_EQ(::stat(theirs.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_mode & 0002, 0u) << "another user's mode was copied";
+}
+
+// A link another user owns on the way to a file is not followed (it could point anywhere); neither
+// is another user's file read as private.
+TEST(files, a_link_another_user_owns_on_the_path_is_refused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "making another user's link needs root";
+  test_dir d;
+  fs::create_directories(d / "real");
+  const std::string link = d / "via";
+  fs::create_directory_symlink(d / "real", link);
+  ASSERT_EQ(::lchown(link.c_str(), 65534, 65534), 0);
+  EXPECT_THROW(rd::write_file_atomically(link + "/out.json", "x"), rs::invalid_argument);
+  EXPECT_FALSE(fs::exists(d / "real/out.json"));
+  EXPECT_NE(rd::untrusted_path(link).find("owned by user 65534"), std::string::npos);
+  const std::string planted = d / "planted";
+  rd::write_file_atomically(planted, "x");
+  ASSERT_EQ(::chown(planted.c_str(), 65534, 65534), 0);
+  std::string why;
+  EXPECT_FALSE(rd::read_private_file(planted, 100, &why));
+  EXPECT_NE(why.find("belongs to user 65534"), std::string::npos) << why;
+}
+
 TEST(files, programs_start_without_a_shell) {
   test_dir d;
   const std::string mark = d / "ran";

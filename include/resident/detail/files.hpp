@@ -52,8 +52,22 @@ std::optional<std::string> read_private_file_at(int dir_fd, const std::string& n
 /// path is missing, not a regular file, or larger.
 std::optional<std::string> read_regular_file(const std::string& path, std::size_t max_bytes, std::string* why = nullptr);
 
-/// A fresh folder only this user can enter (mkdtemp, 0700) in $TMPDIR or /tmp, removed with everything
-/// in it when the owner goes, on every path out.
+/// Why another user could swap what lies at or under folder, or "" when no one but this user and root
+/// can: every folder on its canonical path is owned by this user or root and writable by no one else
+/// (unless sticky, as /tmp is), and every link on the path as given is owned by this user or root.
+std::string untrusted_path(const std::string& folder);
+
+/// Why the path as given passes through a link another user owns (followed, it would redirect the
+/// write or read there), or "".
+std::string foreign_link_on(const std::string& path);
+
+/// Reads a regular file owned by this user and writable by no one else (opened O_NOFOLLOW |
+/// O_NONBLOCK), at most max_bytes. nullopt and *why otherwise.
+std::optional<std::string> read_private_file(const std::string& path, std::size_t max_bytes, std::string* why = nullptr);
+
+/// A fresh folder only this user can enter (mkdtemp, 0700) in $TMPDIR or /tmp, whichever no other user
+/// can rename or replace it in (untrusted_path), at its canonical path; removed with everything in it
+/// when the owner goes, on every path out.
 class private_dir {
  public:
   /// @throws error when no temporary folder takes one.
