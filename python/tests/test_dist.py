@@ -191,6 +191,17 @@ def test_a_rank_that_never_arrives_is_a_typed_timeout(tmp_path):
 
 
 @gpu
+def test_a_rendezvous_file_others_may_write_is_refused_at_once(tmp_path):
+    # Planted by another user (or open to them): its id would join this rank to their communicator.
+    planted = tmp_path / "rdv"
+    planted.write_bytes(b"resident" + b"A" * 128)
+    planted.chmod(0o666)
+    r = launched({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
+                  "RESIDENT_RENDEZVOUS": str(planted)}, "30")
+    assert r.returncode != 0 and "others may write it" in r.stderr and "Timeout" not in r.stderr, r.stderr
+
+
+@gpu
 @pytest.mark.skipif(rs.cuda_device_count() < 2, reason="needs two GPUs")
 def test_two_gpu_ranks_under_torchrun_variables_combine_through_nccl(tmp_path):
     # Set NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 around the run to force NCCL's socket transport.
