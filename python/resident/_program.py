@@ -117,7 +117,7 @@ for _cls in (_core.op, _core.program):
     _composing(_cls)
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: a __del__ run by a collection inside a compile may call a program
 _compiled = {}  # (program name, dtype, reduces) -> resident.jit chain (it holds a kernel per device target)
 # Where no run-time compiler is available, per target: the host compiler missing on the CPU leaves the
 # GPUs compiling, and NVRTC missing leaves the CPU. (program name, dtype, reduces, target) in each set.

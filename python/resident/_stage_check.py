@@ -15,7 +15,7 @@ def _core_error(kind, message):
 _INTERPRETER_ONLY = {print, input, open, exec, eval, compile, breakpoint, globals, locals, vars, help, __import__}
 
 
-_numba_lock = threading.Lock()
+_numba_lock = threading.RLock()  # re-entrant: a __del__ run by a collection inside the import may call a stage
 _numba_loaded = set()
 
 

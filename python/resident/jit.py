@@ -90,7 +90,7 @@ atexit.register(_let_go)
 class _PyStage:
     """A Python function compiled per element type and target, each compilation kept for the process."""
 
-    _lock = threading.Lock()
+    _lock = threading.RLock()  # re-entrant: a __del__ that calls a stage may run inside a compile (GC)
 
     def __init__(self, fn, float_literals="values", what="resident.stage", arity=None):
         fn = _python_of(fn) or fn  # a function given to numba.njit: its Python function, compiled along
@@ -255,7 +255,7 @@ class Chain:
         # raise from compiled code, which _guarded watches for there.
         self._maps = bool(kinds) and kinds[0] != "gen" and kinds[-1] not in ("red", "pyred")
         self._python_stages = "py" in kinds or "pyred" in kinds
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def __or__(self, other):
         if not isinstance(other, Chain):

@@ -72,6 +72,7 @@ struct py_flow {
   std::shared_ptr<rs::flow> f;  // shared with the graphs captured from it, which replay on its stream
   std::vector<std::shared_ptr<const void>> keep;
   std::vector<callable_cell> callables;  // the stages' work, seen by the garbage collector
+  std::vector<callable_cell> declared;   // other libraries' arrays the stages declared, seen by it too
 
   py_flow(const std::optional<std::string>& dev, int streams) : f(std::make_shared<rs::flow>(pick(dev), streams)) {}
 
@@ -89,7 +90,12 @@ struct py_flow {
                                     "; the flow runs on " + f->stream().device().name());
         const rs::access::range r{a.data, a.size() * a.itemsize()};
         write ? acc.writes(r) : acc.reads(r);
-        keep.push_back(a.owner);
+        // Another library's array is kept as the object itself, which the garbage collector sees (a
+        // cycle through it, an attribute of the array holding the flow, was never collected).
+        if (a.foreign && !PyCapsule_CheckExact(o.ptr()))
+          declared.push_back(cell_of(o));
+        else
+          keep.push_back(a.owner);
       }
     };
     for (const nb::object& o : writes) from_dlpack(o).check_writable("Flow.add: stage '" + name + "'");
@@ -170,12 +176,16 @@ py_graph capture(nb::object fn, const std::optional<std::string>& dev) {
 int flow_traverse(PyObject* self, visitproc visit, void* arg) {
   Py_VISIT(Py_TYPE(self));
   if (!nb::inst_ready(self)) return 0;
-  for (const callable_cell& c : nb::inst_ptr<py_flow>(self)->callables) Py_VISIT(c->ptr());
+  const py_flow* f = nb::inst_ptr<py_flow>(self);
+  for (const callable_cell& c : f->callables) Py_VISIT(c->ptr());
+  for (const callable_cell& c : f->declared) Py_VISIT(c->ptr());
   return 0;
 }
 int flow_clear(PyObject* self) {
   if (!nb::inst_ready(self)) return 0;
-  for (const callable_cell& c : nb::inst_ptr<py_flow>(self)->callables) *c = nb::object();
+  py_flow* f = nb::inst_ptr<py_flow>(self);
+  for (const callable_cell& c : f->callables) *c = nb::object();
+  for (const callable_cell& c : f->declared) *c = nb::object();
   return 0;
 }
 int graph_traverse(PyObject* self, visitproc visit, void* arg) {

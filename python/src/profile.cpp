@@ -4,6 +4,7 @@
 #include <nanobind/stl/string.h>
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -16,22 +17,25 @@ namespace rs = resident;
 namespace resident::py {
 namespace {
 
-// A profile collecting from open() to close(); the report stays readable after.
+// A profile collecting from open() to close(); the report stays readable after. Threads reading it
+// and one closing it take turns (a report read while another thread replaced it read freed memory).
 struct py_profile {
   std::unique_ptr<rs::profile> collecting;
   std::optional<rs::profile_report> last;
+  std::shared_ptr<std::mutex> turn = std::make_shared<std::mutex>();
 
-  const rs::profile_report& report() {
-    if (collecting) {
-      gil_released unlocked;  // waits for the calls' timing events
-      last = collecting->report();
-    }
+  rs::profile_report report() {
+    gil_released unlocked;  // waits for the calls' timing events, and for another thread's turn
+    const std::lock_guard<std::mutex> hold(*turn);
+    if (collecting) last = collecting->report();
     if (!last) throw rs::invalid_argument("resident.profile: not started; use it as `with resident.profile() as p:`");
     return *last;
   }
   void close() {
+    gil_released unlocked;
+    const std::lock_guard<std::mutex> hold(*turn);
     if (!collecting) return;
-    report();
+    last = collecting->report();
     collecting.reset();
   }
 };
@@ -71,14 +75,15 @@ void bind_profile(nb::module_& m) {
   nb::class_<py_profile>(m, "_Profile")
       .def("close", &py_profile::close)
       .def("rows", [](py_profile& p) {
-        const rs::profile_report& r = p.report();
+        const rs::profile_report r = p.report();
         nb::list rows;
         for (const auto& s : r.sites) rows.append(row_of(s, r));
         return rows;
       })
       .def("advice", [](py_profile& p) {
         nb::list out;
-        for (const auto& a : p.report().advice) {
+        const rs::profile_report r = p.report();
+        for (const auto& a : r.advice) {
           nb::dict d;
           d["kind"] = a.kind;
           d["site"] = a.site;
@@ -90,7 +95,8 @@ void bind_profile(nb::module_& m) {
       })
       .def("copy_rates", [](py_profile& p) {
         nb::dict d;
-        for (const auto& [dev, rate] : p.report().copy_rates) d[nb::str(dev.name().c_str())] = rate;
+        const rs::profile_report r = p.report();
+        for (const auto& [dev, rate] : r.copy_rates) d[nb::str(dev.name().c_str())] = rate;
         return d;
       })
       .def("table", [](py_profile& p) { return p.report().table(); })

@@ -4,6 +4,7 @@ call runs (docs/threads.md)."""
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -289,3 +290,97 @@ def test_stages_defined_on_several_threads_first_thing_all_compile():
     r = subprocess.run([sys.executable, "-c", _FIRST_STAGES], capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, RESIDENT_DEVICE="cpu"))
     assert r.returncode == 0 and "errors []" in r.stdout, (r.stdout, r.stderr[-2000:])
+
+
+def test_one_profile_read_on_several_threads_and_closed_meanwhile_stays_whole():
+    # A report read while another thread replaced or closed it read freed memory (a crash, or rows of
+    # garbage bytes).
+    x = np.ones(4096, np.float32)
+    for _ in range(30):
+        prof = rs.profile()
+        prof.__enter__()
+        rs.sum(rs.to_device(x, device="cpu"))
+        seen = []
+        readers = [threading.Thread(target=lambda: seen.extend(len(prof.rows) for _ in range(20))) for _ in range(4)]
+        for t in readers:
+            t.start()
+        prof.__exit__(None, None, None)
+        for t in readers:
+            t.join(60)
+        assert seen and all(n >= 1 for n in seen)
+        assert prof.rows[0].file.endswith(".py")
+
+
+_DEL_DURING_COMPILE = r"""
+import gc, math, threading, time, numpy as np, resident as rs
+def inc(v):
+    return v + 1.0
+rs.stage(inc)(np.ones(8, np.float32))
+class Resource:
+    def __init__(self):
+        self.me = self  # freed by the collector, wherever it runs: inside a compile too
+    def __del__(self):
+        rs.stage(inc)(np.ones(8, np.float32))
+def churn():
+    while True:
+        Resource()
+        time.sleep(0.001)
+threading.Thread(target=churn, daemon=True).start()
+for k in range(12):
+    x = np.ones(8, np.float32)
+    rs.stage(lambda v, k=k: math.sqrt(v) * 2.0 + k)(x)
+    assert x[0] == 2.0 + k, x
+print("done", flush=True)
+"""
+
+
+def test_a_finalizer_calling_a_stage_during_a_compile_on_its_thread_runs():
+    pytest.importorskip("numba")
+    # The stages' lock was held through Numba's compile, whose collections ran the __del__: it waited
+    # on itself for good.
+    for r in _runs(_DEL_DURING_COMPILE, 1, timeout=300):
+        assert r.returncode == 0 and "done" in r.stdout, (r.returncode, r.stderr[-2000:])
+
+
+_FORKED = r"""
+import multiprocessing as mp, numpy as np, resident as rs
+p = rs.op.affine(2.0, 1.0) | rs.op.sqrt()
+def work(prog):
+    x = np.arange(1 << 20, dtype=np.float32)
+    prog(x)
+    y = rs.to_device(np.arange(1 << 23, dtype=np.float32), device="cpu").to_host()  # a copy in parallel pieces
+    return float(x[4]), float(y[-1])
+if __name__ == "__main__":
+    p(np.arange(1 << 20, dtype=np.float32))  # the parent's loops start OpenMP's team
+    with mp.get_context("fork").Pool(2) as pool:
+        print("got", pool.map_async(work, [p, p]).get(timeout=60), flush=True)
+"""
+
+
+def test_a_forked_child_runs_programs_after_the_parent_did():
+    # OpenMP's team threads stay in the parent: a child's first loop waited for them for good.
+    path = os.path.join(tempfile.mkdtemp(), "forked.py")
+    with open(path, "w") as f:
+        f.write(_FORKED)
+    r = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, RESIDENT_DEVICE="cpu"))
+    assert r.returncode == 0 and f"got [(3.0, {float((1 << 23) - 1)}), (3.0, {float((1 << 23) - 1)})]" in r.stdout, \
+        (r.stdout, r.stderr[-2000:])
+
+
+def test_a_flow_declaring_another_librarys_array_that_holds_it_is_collected():
+    import gc
+    import weakref
+
+    class Tagged(np.ndarray):
+        pass
+    refs = []
+    for _ in range(10):
+        a = np.ones(100, np.float32).view(Tagged)
+        f = rs.Flow(device="cpu")
+        a.flow = f  # a cycle through the declared array
+        f.add("s", lambda: None, reads=[a])
+        refs.append(weakref.ref(a))  # the array goes with its flow
+        del a, f
+    gc.collect()
+    assert sum(r() is not None for r in refs) == 0

@@ -8,6 +8,7 @@
 
 #include "backend/runtime.hpp"
 #include "resident/error.hpp"
+#include "resident/launch/detail/launch_cpu.hpp"
 #include "resident/memory/ledger.hpp"
 #include <nvtx_ranges.hpp>
 #include <omp.h>
@@ -22,7 +23,7 @@ std::atomic<int> copies_now{0};
 
 void parallel_memcpy(void* dst, const void* src, std::size_t bytes) noexcept {
   constexpr std::size_t piece = std::size_t(1) << 20;
-  if (bytes <= 4 * piece) {
+  if (bytes <= 4 * piece || in_forked_child()) {  // a fork child has no OpenMP team (cpu_fork.cpp)
     std::memcpy(dst, src, bytes);
     return;
   }

@@ -24,6 +24,10 @@
 
 namespace resident::detail {
 
+/// Whether this process is a fork() child: OpenMP's team threads stay in the parent, so the child's
+/// loops and copies run on its one thread (src/launch/cpu_fork.cpp).
+bool in_forked_child() noexcept;
+
 /// The largest loop (in items) whose team came too late to help, and when (steady_clock ticks).
 inline std::atomic<std::size_t> cpu_late_items{0};
 inline std::atomic<std::int64_t> cpu_late_at{0};
@@ -91,7 +95,7 @@ class cpu_loop {
     // The profile's shape and occupancy columns: the threads the cut lets work (a loop whose team
     // came too late runs alone, a choice of the library's, not of the shape's).
     if (profiling()) call_scope::note_launch({pieces_, 0, 0, std::size_t(workers()), double(workers()) / double(threads_)});
-    if (workers_ <= 1 || cpu_team_too_late_for(items_)) {
+    if (workers_ <= 1 || cpu_team_too_late_for(items_) || in_forked_child()) {
       for (std::size_t p = 0; p < pieces_; ++p) body(piece(p, 0));
       return;
     }
