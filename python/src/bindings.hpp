@@ -286,7 +286,13 @@ class gil_held {
     state_ = PyGILState_Ensure();
 #endif
   }
-  ~gil_held() { PyGILState_Release(state_); }
+  ~gil_held() {
+    // Python ended this thread inside the Python work (a daemon thread at exit whose work released
+    // the GIL, time.sleep say, and took it back while the interpreter finalized): the unwinding passes
+    // here without the GIL, and releasing it would abort the process. Parked, as ~gil_released parks.
+    if (!PyGILState_Check()) park_thread();
+    PyGILState_Release(state_);
+  }
   gil_held(const gil_held&) = delete;
   gil_held& operator=(const gil_held&) = delete;
 

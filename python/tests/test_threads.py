@@ -384,3 +384,26 @@ def test_a_flow_declaring_another_librarys_array_that_holds_it_is_collected():
         del a, f
     gc.collect()
     assert sum(r() is not None for r in refs) == 0
+
+
+_DAEMONS_SLEEPING = r"""
+import threading, time, numpy as np, resident as rs
+f = rs.Flow(device="cpu")
+f.add("nap", lambda: time.sleep(0.001))
+threading.Thread(target=lambda: [f.run() for _ in iter(int, 1)], daemon=True).start()
+g = rs.capture(lambda: time.sleep(0.001), device="cpu")
+threading.Thread(target=lambda: [g.replay() for _ in iter(int, 1)], daemon=True).start()
+x = np.ones(1 << 16, np.float32)
+threading.Thread(target=lambda: [rs.stream(rs.op.sqrt(), x, chunk=1 << 12, progress=lambda d, t: time.sleep(0.001))
+                                 for _ in iter(int, 1)], daemon=True).start()
+time.sleep(0.5)
+print("exiting", flush=True)
+"""
+
+
+def test_daemon_threads_whose_python_work_releases_the_gil_at_exit_leave_the_process_exiting_cleanly():
+    # A stage, a replay's work or a progress callable that sleeps took the GIL back while the interpreter
+    # finalized; Python ended the thread there, and its unwinding released a GIL the thread did not
+    # hold: "Fatal Python error: PyGILState_Release", the process aborted.
+    for r in _runs(_DAEMONS_SLEEPING, 3):
+        assert r.returncode == 0 and "exiting" in r.stdout, (r.returncode, r.stderr[-2000:])
