@@ -167,21 +167,9 @@ void count_memory_hit() { ++n_memory; }
 void count_rejected() { ++n_rejected; }
 
 std::string hash_hex(const std::string& text) {
-  // Two 64-bit FNV-1a lanes from different bases, each finished by a SplitMix64 mix.
-  std::uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
-  for (unsigned char c : text) {
-    h1 = (h1 ^ c) * 0x100000001b3ull;
-    h2 = (h2 ^ c) * 0x100000001b3ull ^ (h2 >> 29);
-  }
-  auto mix = [](std::uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  };
-  char buf[33];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(mix(h1 ^ text.size())),
-                static_cast<unsigned long long>(mix(h2 + text.size())));
-  return buf;
+  // SHA-256's first 128 bits: two texts that name one entry cannot be made on purpose (a 64-bit FNV
+  // pair could be), and an entry's name stays 32 hex digits.
+  return rd::hex(rd::sha256(text)).substr(0, 32);
 }
 
 namespace {
