@@ -280,3 +280,24 @@ def test_the_default_rendezvous_folder_is_this_users_alone(tmp_path, monkeypatch
     os.symlink(tmp_path, folder)  # a link where the folder goes
     with pytest.raises(rs.InvalidArgument, match="not a folder of this user's alone"):
         rs.dist._own_folder()
+
+
+_INTERPRETED = r"""
+import numpy as np, resident as rs
+x = np.array([-0.3, 3.0])
+p = rs.op.affine(1.5, 0.5) | rs.op.add(0.7)
+p(x)
+print(p.engine, repr(float(x[0])), repr(float(x[1])), flush=True)
+"""
+
+
+def test_an_interpreted_program_on_the_cpu_gives_the_compiled_ones_values(tmp_path):
+    # a * v + b rounds twice in both engines (the interpreter's loop was contracted into one fma).
+    import os
+    import subprocess
+    env = dict(os.environ, RESIDENT_DEVICE="cpu", RESIDENT_JIT_CXX="/bin/false", RESIDENT_JIT_CACHE=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", _INTERPRETED], capture_output=True, text=True, timeout=120, env=env)
+    v = np.array([-0.3, 3.0])
+    want = (1.5 * v + 0.5) + 0.7  # NumPy: each operation rounded once
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["interpreted", repr(float(want[0])), repr(float(want[1]))], r.stdout
