@@ -7,8 +7,12 @@ usage: logs_to_json.py call_cost LOG JSON        (bench/experiments/call_cost.cu
        logs_to_json.py torch_kernel LOG JSON     (the rounds of bench/peers/torch_kernel.py)
 """
 import json
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers"))
+from json_out import write_text  # noqa: E402  the benchmarks' one file writer
 
 
 def call_cost(lines):
@@ -70,6 +74,4 @@ if __name__ == "__main__":
         data = {"call_cost": call_cost, "torch_kernel": torch_kernel}[sys.argv[1]](lines)
     except (OSError, ValueError) as e:
         sys.exit(f"logs_to_json: {sys.argv[2]}: {e}; nothing written")
-    with open(sys.argv[3], "w") as f:
-        json.dump(data, f, indent=1)
-        f.write("\n")
+    write_text(sys.argv[3], json.dumps(data, indent=1) + "\n")
