@@ -11,7 +11,7 @@ same copy between CuPy's arrays, the reference of earlier records). back_to_back
 calls between two CUDA events on the stream the work goes on, after an untimed call that keeps the GPU
 busy while they are issued, median of `reps` (host_ms: the same timed by the host clock to a
 synchronization, as earlier records were); issue_us: median time for a call to return; gbs: bytes read + written; place: the row's
-place in its size's order (each library's systems take turns leading its rows; at 2^26 and above the copy
+place in its size's order (the libraries take turns leading a size's rows, each library's systems its own; at 2^26 and above the copy
 runs --settle-s seconds first, so that every row meets the clocks a sustained load settles at). Outputs are checked
 against FP64 on a sample first (a wrong one: ok false). Past --budget-s the sizes left are skipped; a system
 that cannot be set up or run is listed in `skipped` with its reason. --device cpu: resident on its CPU arrays
@@ -258,10 +258,14 @@ def race(a, dev, log2, out, skip):
                 except Exception as e:
                     skip("*", lib, f"arrays: {e!r}", repeat=r, log2_n=l)
             ref_copy = copies[0] if copies and copies[0][1] in opened else None
-            # Each library's systems, peers too, take turns at leading its rows (a repetition's order
-            # rotated by one): an effect of a row's place in the order shows as such, not as one system's.
-            groups = [[w for w in systems if w[1] == lib] for lib in libs] + [[w for w in systems if w[1] not in libs]]
-            ordered = [w for g in groups if g for w in g[(r - 1) % len(g):] + g[:(r - 1) % len(g)]]
+            # The libraries take turns at leading the size's rows, and each library's systems, peers too,
+            # at leading its own (each order rotated by one a repetition): an effect of a row's place in
+            # the order (the power cap engages seconds into a size's rows) shows as such, not as one
+            # system's or one library's.
+            rot = lambda g: g[(r - 1) % len(g):] + g[:(r - 1) % len(g)]
+            groups = [g for g in [[w for w in systems if w[1] == lib] for lib in libs] +
+                      [[w for w in systems if w[1] not in libs]] if g]
+            ordered = [w for g in rot(groups) for w in rot(g)]
             if ref_copy and "cupy" in m and a.settle_s > 0 and l >= 26:
                 # A GPU under a sustained load of this size lowers its clocks to its power cap within a
                 # few seconds: the copy runs first until then, so that every row meets the same clocks.
