@@ -1,6 +1,9 @@
 // resident bench guide: runs the guide's examples (examples/*.cpp, built next to the CLI) and prints
 // their measurements as one table. Each example appends its rows as JSON lines to the file named by
 // RESIDENT_GUIDE_OUT; the examples also run on their own and as tests.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,11 +22,31 @@ namespace fs = std::filesystem;
 const char* const guide_examples[] = {"memory_kinds",     "coalescing",    "divergence",
                                       "redundant_access", "launch_config", "async_overlap"};
 
+// The build tree's examples, for the CLI the build tree made; an installed CLI (or a copy elsewhere) has
+// no default: a folder beside its install prefix is whoever made it first's (and its programs would run).
 fs::path default_examples_dir() {
   std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return "examples";
-  return exe.parent_path().parent_path().parent_path() / "examples";  // <build>/tools/resident/resident
+  const fs::path exe = fs::canonical("/proc/self/exe", ec);
+  const fs::path built = fs::weakly_canonical(RESIDENT_BUILT_CLI_DIR, ec);
+  if (ec || exe.parent_path() != built)
+    throw invalid_argument("bench guide: this resident was not run from the build tree it was built in, so it "
+                           "knows no examples folder; pass --examples DIR (the built examples, e.g. build/cpu/examples)");
+  return RESIDENT_BUILT_EXAMPLES_DIR;
+}
+
+// The examples run as this user: the folder and each program must be this user's (or root's) alone.
+void require_trusted(const fs::path& dir, const std::string& program) {
+  if (const std::string why = detail::untrusted_path(dir.string()); !why.empty())
+    throw invalid_argument("bench guide: the examples folder '" + dir.string() + "' is not safe to run programs "
+                           "from: " + why + "; pass --examples with a folder of your own");
+  struct stat st {};
+  const std::string path = (dir / program).string();
+  if (::lstat(path.c_str(), &st) != 0)
+    throw invalid_argument("bench guide: no " + program + " in '" + dir.string() +
+                           "'; build the examples (cmake --build <build>) or pass --examples DIR");
+  if (!S_ISREG(st.st_mode) || (st.st_uid != ::geteuid() && st.st_uid != 0) || (st.st_mode & 022))
+    throw invalid_argument("bench guide: '" + path + "' is not a regular file of yours that no one else can "
+                           "change; it is not run");
 }
 
 }  // namespace
@@ -32,10 +55,7 @@ int run_bench_guide(const bench_options& o, const std::string& examples_dir) {
   const device d = o.device.empty() ? default_device() : parse_device(o.device);
   require(d);
   const fs::path dir = examples_dir.empty() ? default_examples_dir() : fs::path(examples_dir);
-  for (const char* name : guide_examples)
-    if (!fs::exists(dir / ("example_" + std::string(name))))
-      throw invalid_argument("bench guide: no example_" + std::string(name) + " in '" + dir.string() +
-                             "'; build the examples (cmake --build <build>) or pass --examples DIR");
+  for (const char* name : guide_examples) require_trusted(dir, "example_" + std::string(name));
   // The rows file and each example's output live in a private folder (mkdtemp, 0700), removed on every
   // path out: no name in /tmp another user could guess and plant a link at. The examples start with an
   // argument vector, no shell.

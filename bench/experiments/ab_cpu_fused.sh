@@ -8,8 +8,7 @@ cd "$(dirname "$0")/../.."
 base=$1
 cmake --preset cpu >/dev/null
 cmake --build build/cpu --target resident_cli cpu_fused >/dev/null
-alt=/tmp/resident-ab-cpu-$base
-rm -rf "$alt" && mkdir -p "$alt"
+alt=$(mktemp -d "${TMPDIR:-/tmp}/resident-ab-cpu-XXXXXX")  # private: no name to plant at
 git archive "$base" | tar -x -C "$alt"
 cp bench/experiments/cpu_fused.cpp "$alt/bench/experiments/"
 grep -q cpu_fused "$alt/bench/CMakeLists.txt" ||

@@ -12,8 +12,7 @@ cmake -S . -B build/gpu -G Ninja -DRESIDENT_CUDA=ON -DCMAKE_BUILD_TYPE=Release >
 cmake --build build/gpu -j "$(nproc)" --target resident_cli >/dev/null
 bins=(build/gpu/tools/resident/resident)
 for patch in "$@"; do
-  alt=/tmp/resident-ab-$(basename "$patch" .patch)
-  rm -rf "$alt" && mkdir -p "$alt"
+  alt=$(mktemp -d "${TMPDIR:-/tmp}/resident-ab-$(basename "$patch" .patch)-XXXXXX")  # private: no name to plant at
   tar --exclude=./build --exclude=./.git -cf - . | tar -xf - -C "$alt"
   (cd "$alt" && git apply "$(realpath -m "$OLDPWD/$patch")")
   cmake -S "$alt" -B "$alt/build" -G Ninja -DRESIDENT_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -133,6 +133,8 @@ def to_numba(x):
         if not x.device.startswith("cuda"):
             raise InvalidArgument(f"resident.to_numba: the array is on {x.device}; Numba's CPU functions "
                                   "take NumPy arrays (numpy.from_dlpack(x))") from None
+        from ._stage_check import load_numba
+        load_numba(cuda=True)  # once, under the lock, Numba's settings file judged first
         with _compat.numpy_for_numba_cuda():
             from numba import cuda
         desc = dict(x.__cuda_array_interface__)

@@ -27,6 +27,8 @@ def load_numba(cuda=False):
         return
     with _numba_lock:
         if want not in _numba_loaded:
+            from ._compat import guard_numba_config
+            guard_numba_config()  # before Numba reads its settings file
             try:
                 import importlib
                 for m in (("numba", "numba.core.compiler", "numba.core.ir", "numba.core.registry",

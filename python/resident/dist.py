@@ -69,13 +69,31 @@ def extent_of(n, shards, r):
 _extent = extent_of
 
 
+def _no_one_else_can_swap(folder):
+    """Whether every folder on folder's canonical path is this user's or root's and writable by no one
+    else, unless sticky (as /tmp is): where no other user can rename what is made inside."""
+    me, path = os.geteuid(), os.path.realpath(folder)
+    while True:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        if st.st_uid not in (me, 0) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
+            return False
+        if path == os.path.dirname(path):
+            return True
+        path = os.path.dirname(path)
+
+
 def _own_folder():
     """A folder of this user's alone for the ranks' rendezvous on one host: $XDG_RUNTIME_DIR, else
     resident-<uid> in the temporary folder, made 0700 and checked (another user's, or a link, is refused:
     in a shared folder they could plant the file other ranks read)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     base = runtime if runtime and os.path.isabs(runtime) else tempfile.gettempdir()
-    folder = os.path.join(base, f"resident-{os.geteuid()}")
+    if not _no_one_else_can_swap(base):  # as resident's private folders: /tmp instead (docs/security.md)
+        base = "/tmp"
+    folder = os.path.join(os.path.realpath(base), f"resident-{os.geteuid()}")
     try:
         os.mkdir(folder, 0o700)
     except FileExistsError:
@@ -131,7 +149,8 @@ class Communicator:
                 if addr not in ("localhost", "127.0.0.1", "::1") and env.get("LOCAL_WORLD_SIZE") != env["WORLD_SIZE"]:
                     raise InvalidArgument("resident.dist: torchrun over several hosts: set RESIDENT_RENDEZVOUS to a "
                                           "file path, fresh for each job, on a file system every rank sees")
-                job = env.get("TORCHELASTIC_RUN_ID") or f"{addr}-{env.get('MASTER_PORT', '0')}"
+                # torchrun's run id is "none" unless given: the master's address and port tell jobs apart
+                job = f"{env.get('TORCHELASTIC_RUN_ID') or 'none'}-{addr}-{env.get('MASTER_PORT', '0')}"
                 added["RESIDENT_RENDEZVOUS"] = os.path.join(_own_folder(), f"rendezvous-{job}")
         added = {k: v for k, v in added.items() if k not in env}  # what the user set stays, and is restored
         for k, v in added.items():

@@ -141,6 +141,7 @@ class _PyStage:
             return True
 
     def _compile(self, dtypes, target, init=None, translate=True):
+        _load_numba()  # once, under the lock, Numba's settings file judged first
         try:
             import numba
         except ImportError as e:

@@ -25,15 +25,24 @@ program_result run_program(const std::vector<std::string>& argv,
   const std::string log = dir.file("output");
   const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (out < 0) return r;
-  // The environment: this process's, with env's names replaced or added.
+  // The environment: this process's, with env's names replaced or added. The program's own temporary
+  // files go to the private folder too: a compiler writes its objects under TMPDIR, and one that others
+  // can write would let them swap an object into the kernel resident then loads (private_dir refuses
+  // such a TMPDIR for resident's files, not for the programs it starts).
+  std::vector<std::pair<std::string, std::string>> set{{"TMPDIR", dir.path()}, {"TMP", dir.path()}, {"TEMP", dir.path()}};
+  set.insert(set.end(), env.begin(), env.end());  // the caller's choice last: it wins
   std::vector<std::string> vars;
   for (char** e = environ; e && *e; ++e) {
     const std::string v = *e;
     bool replaced = false;
-    for (const auto& [name, value] : env) replaced = replaced || v.rfind(name + "=", 0) == 0;
+    for (const auto& [name, value] : set) replaced = replaced || v.rfind(name + "=", 0) == 0;
     if (!replaced) vars.push_back(v);
   }
-  for (const auto& [name, value] : env) vars.push_back(name + "=" + value);
+  for (std::size_t i = 0; i < set.size(); ++i) {  // a name given twice: its last value
+    bool later = false;
+    for (std::size_t j = i + 1; j < set.size(); ++j) later = later || set[j].first == set[i].first;
+    if (!later) vars.push_back(set[i].first + "=" + set[i].second);
+  }
   std::vector<char*> args, envp;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

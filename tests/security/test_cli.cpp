@@ -173,3 +173,40 @@ TEST(cli_trust, options_refuse_an_empty_value) {
 }
 
 }  // namespace
+
+namespace {
+
+// bench guide runs programs: a CLI outside its build tree (installed, or copied) has no default folder
+// (one beside an install prefix belongs to whoever made it), and a folder or example another user could
+// have written is refused before anything runs.
+TEST(cli_trust, bench_guide_runs_only_examples_of_this_users_own) {
+  work_dir w;
+  const std::string copy = w / "resident", mark = w / "ran";
+  fs::copy_file(RESIDENT_CLI, copy);
+  ASSERT_EQ(::chmod(copy.c_str(), 0700), 0);
+  fs::create_directories(w.path / "examples");
+  const std::string planted = "#!/bin/sh\ntouch " + mark + "\n";
+  for (const char* name : {"memory_kinds", "coalescing", "divergence", "redundant_access", "launch_config", "async_overlap"})
+  {
+    const std::string path = w / ("examples/example_" + std::string(name));
+    rd::write_file_atomically(path, planted);
+    ASSERT_EQ(::chmod(path.c_str(), 0700), 0);
+  }
+  auto r = rd::run_program({"timeout", "120", copy, "bench", "guide", "--device", "cpu"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("not run from the build tree"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--examples DIR"), std::string::npos) << r.output;
+  const std::string writable = w / "examples/example_coalescing";
+  ASSERT_EQ(::chmod(writable.c_str(), 0777), 0);
+  r = cli({"bench", "guide", "--device", "cpu", "--examples", w / "examples"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("no one else can change; it is not run"), std::string::npos) << r.output;
+  ASSERT_EQ(::chmod(writable.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod((w / "examples").c_str(), 0777), 0);
+  r = cli({"bench", "guide", "--device", "cpu", "--examples", w / "examples"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("is not safe to run programs from"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(mark));
+}
+
+}  // namespace

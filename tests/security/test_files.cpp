@@ -209,6 +209,28 @@ TEST(files, a_private_folder_is_never_made_where_others_could_swap_it) {
   was ? ::setenv("TMPDIR", saved.c_str(), 1) : ::unsetenv("TMPDIR");
 }
 
+// The programs resident starts (the host compiler above all, whose objects become the kernel it loads)
+// write their own temporary files in a private folder, not in a TMPDIR others may write; a value the
+// caller gives wins.
+TEST(files, programs_started_keep_their_temporary_files_private) {
+  test_dir d;
+  const std::string open_to_all = d / "shared";
+  fs::create_directories(open_to_all);
+  ASSERT_EQ(::chmod(open_to_all.c_str(), 0777), 0);
+  const char* was = std::getenv("TMPDIR");
+  const std::string saved = was ? was : "";
+  ::setenv("TMPDIR", open_to_all.c_str(), 1);
+  const auto r = rd::run_program({"sh", "-c", "echo \"[$TMPDIR][$TMP][$TEMP]\"; stat -c %a \"$TMPDIR\""});
+  const auto given = rd::run_program({"sh", "-c", "echo \"[$TMPDIR]\""}, {{"TMPDIR", "/given"}});
+  was ? ::setenv("TMPDIR", saved.c_str(), 1) : ::unsetenv("TMPDIR");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string tmp = r.output.substr(1, r.output.find(']') - 1);
+  EXPECT_EQ(tmp.find(open_to_all), std::string::npos) << r.output;
+  EXPECT_NE(tmp.find("resident-run"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[" + tmp + "][" + tmp + "][" + tmp + "]\n700\n"), std::string::npos) << r.output;
+  EXPECT_NE(given.output.find("[/given]"), std::string::npos) << given.output;
+}
+
 // An existing file of this user's keeps its permissions but never set-user-ID; one of another user's
 // is replaced as a new file would be (its mode, 0666 say, is not copied).
 TEST(files, a_replaced_file_keeps_only_its_own_permission_bits) {

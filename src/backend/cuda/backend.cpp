@@ -4,11 +4,14 @@
 #include <algorithm>
 #include <array>
 #include <condition_variable>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "backend/runtime.hpp"
 #include "resident/detail/cuda_runtime.hpp"
@@ -32,6 +35,8 @@ constexpr std::size_t direct_below = transfer_tuning::direct_below;
 // A slot's events outlive its holder: an upload returns while its last chunks are still being read by
 // the DMA engine, so the next holder, whatever its direction, waits for a buffer's event before the host
 // writes it (upload) or the copy engine fills it (download).
+void release_slots_at_exit() noexcept;
+
 struct stage_slot {
   std::array<pinned_buffer<char>, 2> buf;
   std::array<event, 2> done;
@@ -63,7 +68,9 @@ class stage_slots {
         ++made_;
         lock.unlock();
         try {
-          return std::make_unique<stage_slot>(device_);
+          auto s = std::make_unique<stage_slot>(device_);
+          release_slots_at_exit();
+          return s;
         } catch (...) {
           std::lock_guard relock(m_);
           --made_;
@@ -73,6 +80,22 @@ class stage_slots {
       }
       returned_.wait(lock);
     }
+  }
+  // The slots no call holds, freed (a call at exit still makes one anew). Slots held by a thread still
+  // transferring stay theirs.
+  // A slot whose last copies cannot be waited for (a GPU in error) is left as it is.
+  void release_free() noexcept {
+    std::lock_guard lock(m_);
+    for (auto& s : free_) {
+      try {
+        s->wait_free(0);
+        s->wait_free(1);
+      } catch (...) {
+        (void)s.release();
+      }
+    }
+    made_ -= int(free_.size());
+    free_.clear();
   }
   void give_back(std::unique_ptr<stage_slot> s) noexcept {
     {
@@ -90,13 +113,39 @@ class stage_slots {
   int made_ = 0;
 };
 
+struct slot_table {
+  std::mutex m;
+  detail::per_device<std::unique_ptr<stage_slots>> all;
+};
+slot_table& slot_table_of_process() {
+  static auto* t = new slot_table;  // never destroyed: transfers at exit still reach it
+  return *t;
+}
+
 stage_slots& slots_of(device d) {
-  static std::mutex m;
-  static auto* all = new detail::per_device<std::unique_ptr<stage_slots>>;  // never destroyed
-  std::lock_guard lock(m);
-  auto& s = (*all)[d];
+  auto& t = slot_table_of_process();
+  std::lock_guard lock(t.m);
+  auto& s = t.all[d];
   if (!s) s = std::make_unique<stage_slots>(d);
   return *s;
+}
+
+// The pinned buffers of the slots no call holds go back at exit, so a leak check (compute-sanitizer's)
+// sees none of resident's. Registered after the first slot's cudaMallocHost, that is after the CUDA
+// runtime's own exit handler, so it runs before the runtime is torn down; a forked child, whose CUDA
+// state is not its own, frees nothing.
+void release_slots_at_exit() noexcept {
+  static const pid_t parent = getpid();
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::atexit([] {
+      if (getpid() != parent) return;
+      auto& t = slot_table_of_process();
+      std::lock_guard lock(t.m);
+      for (auto& s : t.all.all())
+        if (s) s->release_free();
+    });
+  });
 }
 
 // One slot held for the length of a transfer, given back on every path out (a failed copy included:

@@ -1,0 +1,54 @@
+"""Trust boundaries of the Python package (docs/security.md): what Numba reads on resident's behalf."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("numba")
+
+# A yaml stand-in (PyYAML may be absent): Numba applies what it returns as its settings.
+_STAGE = r'''
+import sys, types, warnings
+y = types.ModuleType("yaml"); y.safe_load = lambda f: {"debuginfo": 1}; sys.modules["yaml"] = y
+import numpy as np, resident as rs
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    x = rs.to_device(np.arange(4, dtype=np.float32), device="cpu")
+    got = rs.stage(lambda v: v + 1.0)(x).to_host()
+import numba.core.config as c
+print("values", got.tolist())
+print("debuginfo", c.DEBUGINFO_DEFAULT)
+print("ignored", any("is ignored" in str(i.message) for i in w))
+'''
+
+
+@pytest.mark.parametrize("mode, read", [(0o666, False), (0o620, False), (0o600, True), (0o644, True)])
+def test_numba_reads_its_settings_file_only_where_no_one_else_can_change_it(tmp_path, mode, read):
+    # Numba reads .numba_config.yaml from the current folder (the CUDA driver library it loads, bounds
+    # checks): one that others can write is another user's to plant, and is ignored with a warning.
+    f = tmp_path / ".numba_config.yaml"
+    f.write_text("DEBUGINFO: 1\n")
+    os.chmod(f, mode)
+    os.chmod(tmp_path, 0o700)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["RESIDENT_DEVICE"] = "cpu"
+    r = subprocess.run([sys.executable, "-c", _STAGE], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "values [1.0, 2.0, 3.0, 4.0]" in r.stdout
+    assert f"debuginfo {int(read)}" in r.stdout, r.stdout
+    assert f"ignored {not read}" in r.stdout, r.stdout
+
+
+def test_a_settings_file_in_a_folder_others_can_write_is_ignored(tmp_path):
+    d = tmp_path / "shared"
+    d.mkdir()
+    os.chmod(d, 0o777)  # not sticky: another user could swap this user's file
+    f = d / ".numba_config.yaml"
+    f.write_text("DEBUGINFO: 1\n")
+    os.chmod(f, 0o600)
+    r = subprocess.run([sys.executable, "-c", _STAGE], cwd=d, capture_output=True, text=True, timeout=300,
+                       env={k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")})
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "debuginfo 0" in r.stdout and "ignored True" in r.stdout, r.stdout
