@@ -122,7 +122,18 @@ std::string folder_key(int fd, std::string* why, bool* bad) {
 // Opens dir as a cache folder: nullopt when it cannot be one (the disk cache is then off); *refused
 // names why when it exists but is not private.
 std::optional<folder> open_folder(const std::string& dir, std::string* refused) {
-  if (dir.empty() || !make_folders(dir)) return std::nullopt;
+  if (dir.empty()) return std::nullopt;
+  // The folder that already exists on the way is judged before any is made in it: root running with
+  // another user's HOME would otherwise leave folders of root's there (that user's cache then off).
+  std::error_code ec;
+  std::filesystem::path existing = std::filesystem::absolute(dir, ec);
+  while (!ec && existing.has_relative_path() && !std::filesystem::exists(existing, ec)) existing = existing.parent_path();
+  const bool to_make = !ec && existing != std::filesystem::absolute(dir, ec);
+  if (std::string above = to_make ? rd::untrusted_path(existing.string()) : ""; !above.empty()) {
+    *refused = above;
+    return std::nullopt;
+  }
+  if (!make_folders(dir)) return std::nullopt;
   folder f;
   f.path = dir;
   // The folders above it too: one another user may write (or a link another user owns) could swap the

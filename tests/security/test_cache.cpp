@@ -209,6 +209,20 @@ TEST(jit_cache_trust, a_folder_others_can_write_or_own_is_refused_with_a_warning
   EXPECT_TRUE(fs::is_empty(c.path));
 }
 
+// A cache folder still to be made inside another user's folder (root running with their HOME) is
+// refused before anything is made there: folders of root's left in it turned that user's cache off.
+TEST(jit_cache_trust, no_folder_is_made_inside_another_users) {
+  if (::geteuid() != 0) GTEST_SKIP() << "giving a folder to another user needs root";
+  cache_dir c;
+  fs::create_directories(c.root / "home");
+  ASSERT_EQ(::chown((c.root / "home").c_str(), 65534, 65534), 0);
+  const auto r = child(c.root / "home" / ".cache" / "resident" / "jit", fresh_constant());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("ok compiled=1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("is refused"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::is_empty(c.root / "home")) << "a folder was made in another user's";
+}
+
 // The key is the folder's secret: one others could read makes the folder
 // untrusted.
 TEST(jit_cache_trust, a_key_others_can_write_is_refused) {
