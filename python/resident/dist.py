@@ -346,8 +346,8 @@ def _device_names(devices):
 def shard(x, devices, dtype="float32"):
     """A sharded array over `devices` (a list of names such as "cuda:0", "cpu" (repeatable), a count (GPUs
     when there are that many, else CPU shards, at most one per core), or a Communicator: this process's
-    shards of the whole). x: a host array (uploaded, one copy per shard) or a size (uninitialized shards
-    of dtype). @raises InvalidType for devices of another kind (a single name among them)."""
+    shards of the whole). x: a host array (uploaded, one copy per shard; a sharded array is 1-D, so one of
+    several dimensions is taken in C order, as x.reshape(-1)) or a size (uninitialized shards of dtype). @raises InvalidType for devices of another kind (a single name among them)."""
     comm = devices if isinstance(devices, Communicator) else None
     names = comm.devices if comm else _device_names(devices)
     count = comm.size if comm else len(names)

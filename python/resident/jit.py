@@ -87,6 +87,31 @@ def _let_go():
 atexit.register(_let_go)
 
 
+_PLAIN = (bool, int, float, complex, str, type(None))
+
+
+def _bound_values(fn):
+    """The numbers and strings fn's compilation takes from outside its code (its defaults, closure cells
+    and the globals it names), so that two functions of one code but other such values get other symbol
+    names (two in one GPU chain would otherwise define one symbol twice). Other objects count by type:
+    the names stay the same from process to process, as the kernel cache wants."""
+    def plain(v):
+        if isinstance(v, _PLAIN):
+            return v
+        if isinstance(v, tuple):
+            return tuple(plain(x) for x in v)
+        return type(v).__qualname__
+    cells = []
+    for c in fn.__closure__ or ():
+        try:
+            cells.append(plain(c.cell_contents))
+        except ValueError:  # an empty cell
+            cells.append(None)
+    g = getattr(fn, "__globals__", {})
+    named = [(n, plain(g[n])) for n in fn.__code__.co_names if n in g and isinstance(g[n], _PLAIN + (tuple,))]
+    return plain(fn.__defaults__ or ()), tuple(cells), tuple(named)
+
+
 class _PyStage:
     """A Python function compiled per element type and target, each compilation kept for the process."""
 
@@ -98,7 +123,7 @@ class _PyStage:
         self.fn, self.float_literals = fn, float_literals
         self.code = code = fn.__code__  # the code compiled (fn.__code__ may be replaced later)
         digest = hashlib.sha1(repr((code.co_code, code.co_consts, code.co_names, code.co_varnames,
-                                    float_literals)).encode()).hexdigest()
+                                    float_literals, _bound_values(fn))).encode()).hexdigest()
         self.abi_name = "rs_py_" + re.sub(r"\W", "_", fn.__name__) + "_" + digest[:12]
         self._compiled = {}
         self._translated = set()  # keys of _compiled that are C++ text written from the function
@@ -198,6 +223,12 @@ class _PyStage:
         except NotImplementedError as e:  # numba-cuda: "Python exceptions are unsupported in the CUDA C/C++ ABI"
             raise _core_error("CompileError", f"resident.stage: Numba cannot compile {name} for {kind}: {e} (a GPU "
                               "kernel cannot raise: check the values before the call instead)") from None
+        except _core.Error:
+            raise
+        except Exception as e:  # Numba's own failures outside its error classes (a default it has no type
+            # for: "Cannot determine Numba type", a constant it folds and fails on, an internal assertion)
+            raise _core_error("CompileError", f"resident.stage: Numba cannot compile {name} for {kind}: "
+                              f"{type(e).__name__}: {e}") from None
         part = self._external(dtypes, init, b"", c.address)
         return part, c  # c keeps the function's code alive
 
@@ -538,7 +569,11 @@ def _py_stage(fn, float_literals):
     kept = getattr(fn, "__dict__", None)
     if not isinstance(kept, dict):  # none, or a class's read-only mapping: made anew (and refused there)
         return _PyStage(fn, float_literals)
-    stages = kept.setdefault("__resident_stages__", {})
+    stages = kept.get("__resident_stages__")
+    if not isinstance(stages, dict) or stages.get("for") is not fn:
+        # functools.wraps / update_wrapper copy the dict's entries to another function (of other
+        # globals, closure or code): that one keeps stages of its own.
+        stages = kept["__resident_stages__"] = {"for": fn}
     s = stages.get(float_literals)
     source = fn if _is_plain_function(fn) else _python_of(fn) or fn  # (a plain function is its own source)
     if s is None or s.code is not getattr(source, "__code__", None):  # code replaced: anew

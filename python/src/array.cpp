@@ -13,7 +13,7 @@ DLDataType parse_dtype(const std::string& name) {
   if (name == "int64") return rs::dlpack_dtype<std::int64_t>();
   if (name == "uint32") return rs::dlpack_dtype<std::uint32_t>();
   if (name == "uint64") return rs::dlpack_dtype<std::uint64_t>();
-  throw rs::invalid_argument("unknown dtype '" + name + "': use float32, float64, int32, int64, uint32 or uint64");
+  throw rs::invalid_type("unknown dtype '" + name + "': use float32, float64, int32, int64, uint32 or uint64");
 }
 
 rs::device pick(const std::optional<std::string>& name) {
@@ -71,7 +71,6 @@ bool whole_number(nb::handle shape, bool sequence) {
 // A shape: an int, or a sequence (tuple, list) of at most 32 ints. The sequence is read by len() and
 // index, never iterated: a sequence whose items never end would fill the memory.
 std::vector<std::int64_t> shape_of(const nb::handle& shape) {
-  constexpr Py_ssize_t most_dims = 32;
   std::vector<std::int64_t> s;
   if (PyBool_Check(shape.ptr())) throw rs::invalid_type("a shape is an int or a sequence of ints, not bool");
   const bool sequence = PySequence_Check(shape.ptr()) && !PyUnicode_Check(shape.ptr()) && !PyBytes_Check(shape.ptr());
@@ -96,6 +95,9 @@ std::vector<std::int64_t> shape_of(const nb::handle& shape) {
 }
 
 py_array empty_of(std::vector<std::int64_t> shape, DLDataType dtype, rs::device d) {
+  if (shape.size() > std::size_t(most_dims))  // a host array's shape too (NumPy's go to 64)
+    throw rs::invalid_argument("an array of " + std::to_string(shape.size()) + " dimensions; resident's arrays have "
+                               "at most " + std::to_string(most_dims) + " (reshape it first)");
   py_array r;
   r.shape = std::move(shape);
   r.dtype = dtype;

@@ -102,6 +102,9 @@ rs::device pick(const std::optional<std::string>& name);
 
 // The stream handles of the DLPack and CUDA Array Interface protocols: 1 is the legacy default stream
 // (resident's null handle), 2 the per-thread default stream, anything else a cudaStream_t.
+/// The most dimensions an array has (a shape given, a tensor taken in through DLPack).
+inline constexpr int most_dims = 32;
+
 inline rs::cuda_stream_t native_of(std::intptr_t handle) {
   return handle == 1 ? nullptr : reinterpret_cast<rs::cuda_stream_t>(handle);
 }

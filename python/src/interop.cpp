@@ -143,7 +143,14 @@ void ready_for_any_stream(const py_array& a) {
 }
 
 std::pair<rs::device, void*> usable(const DLTensor& t) {
-  visit(t.dtype, [](auto) {});
+  if (t.ndim > most_dims)  // before its shape is read: an array of resident's has at most most_dims
+    throw rs::invalid_argument("from_dlpack: a tensor of " + std::to_string(t.ndim) + " dimensions; resident's arrays "
+                               "have at most " + std::to_string(most_dims) + " (reshape it first)");
+  try {
+    visit(t.dtype, [](auto) {});
+  } catch (const rs::invalid_argument& e) {  // an element type resident has no arrays of: a type error
+    throw rs::invalid_type(e.what());
+  }
   const rs::device dev = rs::device_of(t.device);
   rs::require(dev);
   return {dev, rs::detail::dlpack_checked(t, t.dtype, t.dtype.bits / 8u).first};

@@ -180,7 +180,7 @@ nb::object pinned_empty(int_arg<std::size_t> n_, const std::string& dtype) {
   else if (dtype == "int64") t = nb::dtype<std::int64_t>(), item = 8;
   else if (dtype == "uint32") t = nb::dtype<std::uint32_t>(), item = 4;
   else if (dtype == "uint64") t = nb::dtype<std::uint64_t>(), item = 8;
-  else throw rs::invalid_argument("pinned_empty: unknown dtype '" + dtype + "'");
+  else throw rs::invalid_type("pinned_empty: unknown dtype '" + dtype + "': use float32, float64, int32, int64, uint32 or uint64");
   if (n > std::size_t(-1) / 2 / item) throw rs::invalid_argument("pinned_empty: " + std::to_string(n) + " elements overflow the byte count");
   auto* b = new rs::pinned_buffer<unsigned char>(n > 0 ? n * item : 1);
   nb::capsule owner(b, [](void* p) noexcept { delete static_cast<rs::pinned_buffer<unsigned char>*>(p); });

@@ -226,6 +226,9 @@ void matmul(const gemm_args& g, matmul_algo algo) {
                                        : "; the GPU offers naive, shared, tuned, vendor_tf32 (float) and vendor"));
   if (g.m == 0 || g.n == 0) return;
   check_extents(g, algo, d);
+  // alpha = 0: BLAS's rule, A and B not read (C = beta * C, an infinity in A gives no NaN), whichever
+  // algorithm was asked for: the vendor's libraries follow it, so it scales C.
+  if (g.alpha == 0 && matmul_supported(matmul_algo::vendor, d, g.element_size)) algo = matmul_algo::vendor;
   backend_of(d).matmul(g, algo);
 }
 

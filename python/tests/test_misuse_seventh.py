@@ -1,0 +1,106 @@
+"""Misuse found by a seventh sweep: a function copied with functools.wraps / update_wrapper ran the
+original's compiled stage (silently its values), Numba's failures outside its error classes came out
+as bare ValueError / AssertionError, matmul's alpha = 0 read A on some algorithms, a DLPack tensor of
+more than 32 dimensions came back as a wrong object, and dtype refusals differed in class by path."""
+import decimal
+import functools
+import types
+
+import numpy as np
+import pytest
+
+import resident as rs
+from _support import GPU
+
+pytest.importorskip("numba")
+
+DEVICES = ["cpu"] + (["cuda:0"] if GPU else [])
+K = 2.0
+
+
+def _times_k(v):
+    return v * K
+
+
+def _scaled(k):
+    def deco(fn):
+        @functools.wraps(fn)  # copies fn.__dict__, where resident keeps fn's compiled stages
+        def w(v):
+            return fn(v) * k
+        return w
+    return deco
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_function_copied_with_its_dict_compiles_its_own_stage(device):
+    x = rs.to_device(np.ones(4, np.float32), device=device)
+    assert rs.stage(_times_k)(x, out=rs.empty(4, device=device)).to_host()[0] == 2.0
+    other = functools.update_wrapper(types.FunctionType(_times_k.__code__, {**_times_k.__globals__, "K": 3.0},
+                                                        "_times_k"), _times_k)
+    assert other(1.0) == 3.0
+    assert rs.stage(other)(x, out=rs.empty(4, device=device)).to_host()[0] == 3.0
+    assert rs.stage(_times_k)(x, out=rs.empty(4, device=device)).to_host()[0] == 2.0  # still its own
+    w3, w5 = _scaled(3.0)(_times_k), _scaled(5.0)(_times_k)
+    assert rs.fuse(w3)(x, out=rs.empty(4, device=device)).to_host()[0] == 6.0
+    assert rs.fuse(w5)(x, out=rs.empty(4, device=device)).to_host()[0] == 10.0
+    # One chain of both on a GPU links two functions of one code: their symbols must differ.
+    both = rs.fuse(w3) | rs.fuse(w5)
+    np.testing.assert_array_equal(both(x, out=rs.empty(4, device=device)).to_host(), np.full(4, 60.0, np.float32))
+
+
+def test_symbol_names_follow_the_values_a_function_takes_and_stay_from_process_to_process():
+    from resident import jit
+    w3, w3_again, w5 = _scaled(3.0)(_times_k), _scaled(3.0)(_times_k), _scaled(5.0)(_times_k)
+    assert jit._PyStage(w3).abi_name == jit._PyStage(w3_again).abi_name
+    assert jit._PyStage(w3).abi_name != jit._PyStage(w5).abi_name
+
+
+def _helper(v):
+    return v + 1.0
+
+
+@pytest.mark.parametrize("fn, dtype", [
+    (lambda v, h=_helper: h(v), np.float32),             # a default Numba has no type for
+    (lambda v, d=object(): v, np.float32),
+    (lambda v, d=decimal.Decimal(1): v + 1.0, np.float32),
+    (lambda v, d={"a": 1}: v, np.float32),
+    (lambda v: float("abc") + v, np.float32),             # a constant Numba folds and fails on
+    (lambda v: sorted((v, 1.0))[0], np.int64),            # an assertion inside Numba
+])
+def test_numbas_failures_outside_its_error_classes_are_compile_errors(fn, dtype):
+    x = rs.to_device(np.ones(3, dtype), device="cpu")
+    with pytest.raises(rs.CompileError, match="Numba cannot compile"):
+        rs.stage(fn)(x)
+    np.testing.assert_array_equal(x.to_host(), np.ones(3, dtype))  # untouched
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_with_alpha_zero_reads_neither_input_on_any_algorithm(device, dtype):
+    a = np.array([[np.inf, 1.0], [1.0, np.nan]], dtype)
+    b = np.ones((2, 2), dtype)
+    algos = ["naive", "blocked", "vendor", "auto"] if device == "cpu" else ["naive", "shared", "tuned", "vendor", "auto"]
+    for algo in algos:
+        out = rs.to_device(np.full((2, 2), 5.0, dtype), device=device)
+        rs.matmul(rs.to_device(a, device=device), rs.to_device(b, device=device), out=out, algo=algo, alpha=0.0,
+                  beta=2.0)
+        np.testing.assert_array_equal(out.to_host(), np.full((2, 2), 10.0, dtype), err_msg=algo)
+
+
+def test_a_tensor_of_more_than_32_dimensions_is_refused_where_it_is_taken_in():
+    a = np.zeros((1,) * 40 + (4,), np.float32)
+    for take in (rs.from_dlpack, lambda t: rs.to_device(t, device="cpu")):
+        with pytest.raises(rs.InvalidArgument, match="41 dimensions; resident's arrays have at most 32"):
+            take(a)
+    assert rs.to_device(np.zeros((1,) * 31 + (4,), np.float32), device="cpu").to_host().shape == (1,) * 31 + (4,)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: rs.empty(3, dtype="float16"),
+    lambda: rs.from_dlpack(np.zeros(3, np.float16)),
+    lambda: rs.to_device(np.zeros(3, bool), device="cpu"),
+    lambda: rs.to_device(np.zeros(3, np.complex64), device="cpu"),
+])
+def test_an_element_type_resident_has_no_arrays_of_is_a_type_error_on_every_path(make):
+    with pytest.raises(rs.InvalidType, match="float32, float64, int32, int64, uint32 or uint64"):
+        make()
