@@ -226,10 +226,11 @@ void matmul(const gemm_args& g, matmul_algo algo) {
                                        : "; the GPU offers naive, shared, tuned, vendor_tf32 (float) and vendor"));
   if (g.m == 0 || g.n == 0) return;
   check_extents(g, algo, d);
-  // alpha = 0: BLAS's rule, A and B not read (C = beta * C, an infinity in A gives no NaN), whichever
-  // algorithm was asked for: the vendor's libraries follow it, so it scales C.
-  if (g.alpha == 0 && matmul_supported(matmul_algo::vendor, d, g.element_size)) algo = matmul_algo::vendor;
-  backend_of(d).matmul(g, algo);
+  // alpha = 0: BLAS's rule, A and B not read (C = beta * C: an infinity in A gives no NaN), whichever
+  // algorithm was asked for: a product of no terms (k = 0), which every algorithm reads as that.
+  gemm_args h = g;
+  if (h.alpha == 0) h.k = 0;
+  backend_of(d).matmul(h, algo);
 }
 
 void matmul_cpu(const gemm_args& g, matmul_algo algo) {
