@@ -79,7 +79,8 @@ def test_numbas_failures_outside_its_error_classes_are_compile_errors(fn, dtype)
 def test_matmul_with_alpha_zero_reads_neither_input_on_any_algorithm(device, dtype):
     a = np.array([[np.inf, 1.0], [1.0, np.nan]], dtype)
     b = np.ones((2, 2), dtype)
-    algos = ["naive", "blocked", "vendor", "auto"] if device == "cpu" else ["naive", "shared", "tuned", "vendor", "auto"]
+    algos = (["naive", "blocked", "vendor", "auto"] if device == "cpu" else
+             ["naive", "shared", "tuned", "vendor", "auto"] if dtype == np.float32 else ["vendor", "auto"])
     for algo in algos:
         out = rs.to_device(np.full((2, 2), 5.0, dtype), device=device)
         rs.matmul(rs.to_device(a, device=device), rs.to_device(b, device=device), out=out, algo=algo, alpha=0.0,

@@ -222,8 +222,9 @@ void matmul(const gemm_args& g, matmul_algo algo) {
   if (!matmul_supported(algo, d, g.element_size))
     RESIDENT_FAIL("matmul: algorithm '" + to_string(algo) + "' does not run on " + d.name() + " for " +
                            (g.element_size == 4 ? "float" : "double") +
-                           (d.is_cpu() ? "; the CPU offers naive, blocked and vendor"
-                                       : "; the GPU offers naive, shared, tuned, vendor_tf32 (float) and vendor"));
+                           (d.is_cpu()              ? "; the CPU offers naive, blocked and vendor"
+                            : g.element_size == 4 ? "; the GPU offers naive, shared, tuned, vendor_tf32 and vendor"
+                                                  : "; the GPU offers vendor for double (the others are float's)"));
   if (g.m == 0 || g.n == 0) return;
   check_extents(g, algo, d);
   // alpha = 0: BLAS's rule, A and B not read (C = beta * C: an infinity in A gives no NaN), whichever
