@@ -383,6 +383,8 @@ auto on_floats(const py_array& a, const char* what, F&& f) {
 /// Refuses an output that shares memory with an input other than exactly (in place): element i of the
 /// output would overwrite an input element not read yet. `what` names the call.
 void check_overlap(const py_array& in, const py_array& out, const char* what);
+/// Refuses arrays of two shapes (both of two or more dimensions) in one element-wise call.
+void check_shapes(const py_array& a, const py_array& b, const char* what);
 
 // ---- run-time chains (jit.cpp) and programs' calls (programs.cpp) --------------------------------
 

@@ -21,6 +21,20 @@ void check_overlap(const py_array& in, const py_array& out, const char* what) {
                                "write into separate memory or exactly in place");
 }
 
+// Arrays of one element-wise call have one shape, as NumPy's do (nothing broadcasts): a (2, 3) array
+// beside a (3, 2) one pairs elements NumPy would refuse to. A 1-D (or 0-d) array of the same count
+// stands for any shape, its elements in C order; counts are checked where the call runs.
+void check_shapes(const py_array& a, const py_array& b, const char* what) {
+  if (a.shape.size() <= 1 || b.shape.size() <= 1 || a.shape == b.shape) return;
+  auto text = [](const std::vector<std::int64_t>& s) {
+    std::string t = "(";
+    for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+    return t + ")";
+  };
+  throw rs::shape_mismatch(std::string(what) + ": arrays of shapes " + text(a.shape) + " and " + text(b.shape) +
+                           " in one element-wise call; give arrays of one shape (or reshape one to 1-D)");
+}
+
 namespace {
 
 void any_fill_uniform(nb::object x, int_arg<std::uint64_t> seed_, int_arg<std::uint64_t> offset_, double low, double high, nb::object stream) {
@@ -90,6 +104,7 @@ nb::object any_reduce(nb::object x, reduction r, nb::object stream) {
 void run_interpreted(const rs::program& p, const py_array& a, const py_array& o) {
   o.check_writable("program");
   check_overlap(a, o, "program");
+  check_shapes(a, o, "program");
   if (!(a.dtype.code == o.dtype.code && a.dtype.bits == o.dtype.bits))
     throw rs::invalid_argument("program: the input holds " + rs::dlpack_dtype_name(a.dtype) + ", the output " +
                                rs::dlpack_dtype_name(o.dtype));

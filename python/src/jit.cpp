@@ -50,7 +50,11 @@ nb::handle dtype_name_of(DLDataType t) {
 
 void run_taken(const rs::jit::pipeline& p, std::span<const py_array> in, const py_array& o) {
   o.check_writable("a run-time chain");
-  for (const py_array& a : in) check_overlap(a, o, "a run-time chain");
+  for (const py_array& a : in) {
+    check_overlap(a, o, "a run-time chain");
+    check_shapes(a, o, "a run-time chain");
+    check_shapes(in[0], a, "a run-time chain");
+  }
   rs::jit::inputs ops;
   ops.arrays.reserve(in.size());
   for (const auto& a : in) ops.arrays.push_back(operand_of(a));
@@ -155,6 +159,7 @@ nb::object jit_result(const rs::jit::pipeline& p, nb::list inputs, const std::st
   const call_stream on(stream, "a run-time chain");
   std::vector<py_array> in;
   for (nb::handle h : inputs) in.push_back(from_dlpack(nb::borrow<nb::object>(h)));
+  for (const py_array& a : in) check_shapes(in[0], a, "a run-time chain");
   rs::jit::inputs ops;
   for (const auto& a : in) ops.arrays.push_back(operand_of(a));
   const rs::device d = rs::parse_device(device);

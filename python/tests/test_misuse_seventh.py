@@ -105,3 +105,24 @@ def test_a_tensor_of_more_than_32_dimensions_is_refused_where_it_is_taken_in():
 def test_an_element_type_resident_has_no_arrays_of_is_a_type_error_on_every_path(make):
     with pytest.raises(rs.InvalidType, match="float32, float64, int32, int64, uint32 or uint64"):
         make()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_arrays_of_two_shapes_in_one_element_wise_call_are_refused(device):
+    # A (2, 3) array beside a (3, 2) one paired elements NumPy refuses to pair; a 1-D array of the same
+    # count stands for any shape (its elements in C order).
+    a = rs.to_device(np.arange(6, dtype=np.float32).reshape(2, 3), device=device)
+    b = rs.to_device(np.arange(6, dtype=np.float32).reshape(3, 2), device=device)
+    flat = rs.to_device(np.arange(6, dtype=np.float32), device=device)
+    add = rs.stage(lambda x, y: x + y)
+    for call in (lambda: add(a, b, out=rs.empty((2, 3), device=device)),
+                 lambda: add(a, b, out=rs.empty(6, device=device)),
+                 lambda: rs.op.sqrt()(a, out=rs.empty((3, 2), device=device)),
+                 lambda: (add | rs.jit.sum())(a, b)):
+        with pytest.raises(rs.ShapeMismatch, match=r"shapes \((2, 3|3, 2)\) and"):
+            call()
+    np.testing.assert_array_equal(a.to_host(), np.arange(6, dtype=np.float32).reshape(2, 3))  # untouched
+    got = add(a, flat, out=rs.empty(6, device=device)).to_host()
+    np.testing.assert_array_equal(got, 2 * np.arange(6, dtype=np.float32))
+    np.testing.assert_array_equal(rs.op.sqrt()(a, out=rs.empty(6, device=device)).to_host(),
+                                  np.sqrt(np.arange(6, dtype=np.float32)))
