@@ -126,3 +126,11 @@ def test_arrays_of_two_shapes_in_one_element_wise_call_are_refused(device):
     np.testing.assert_array_equal(got, 2 * np.arange(6, dtype=np.float32))
     np.testing.assert_array_equal(rs.op.sqrt()(a, out=rs.empty(6, device=device)).to_host(),
                                   np.sqrt(np.arange(6, dtype=np.float32)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_macro_a_stage_defines_ends_with_that_stage(device):
+    # `#define sqrtf(x) (x)` in a C++ stage made the built-in square root after it the identity.
+    x = rs.to_device(np.array([4.0, 9.0], np.float32), device=device)
+    chain = rs.stage("#define sqrtf(x) (x)\n#define K 2.0f\nfloat twice(float v) { return v * K; }") | rs.op.sqrt()
+    np.testing.assert_allclose(chain(x, out=rs.empty(2, device=device)).to_host(), np.sqrt([8.0, 18.0]), rtol=1e-6)

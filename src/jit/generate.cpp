@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <regex>
 #include <sstream>
 
 #include "resident/detail/tuning.hpp"
@@ -343,6 +344,18 @@ std::string external_stage(const chain& c, const part& p, std::size_t index) {
   return "typedef " + std::string(type_name(p.result)) + " (*rs_fn_" + k + ")(" + prm + ");\n";
 }
 
+// An #undef for each macro a stage's text defines: it ends with the stage, as the stage's namespace
+// does (a `#define sqrtf(x) (x)` made the built-in operations after it the identity).
+std::string undefined_after(const std::string& body) {
+  static const std::regex define(R"(^[ \t]*#[ \t]*define[ \t]+([A-Za-z_][A-Za-z_0-9]*))");
+  std::istringstream in(body);
+  std::string line, s;
+  std::smatch m;
+  while (std::getline(in, line))
+    if (std::regex_search(line, m, define)) s += "#undef " + m[1].str() + "\n";
+  return s;
+}
+
 // The user's stages, each in its own namespace, their lines numbered as in their own text.
 std::string stages(const chain& c) {
   std::string s;
@@ -358,7 +371,7 @@ std::string stages(const chain& c) {
     const std::string label = p.what == kind::map ? "stage " + std::to_string(++index) : std::string("reduction");
     const auto [includes, body] = hoist_includes(p.source, label);
     s += includes + "namespace rs_" + std::to_string(&p - c.parts.data()) + " {\n#line 1 \"" + label + "\"\n" +
-         body + "\n}\n";
+         body + "\n}\n" + undefined_after(body);
   }
   return s;
 }
