@@ -3,10 +3,7 @@ see) returns 0 to the loop; resident.jit._guarded turns the report of it into a 
 import sys
 import threading
 
-
-def _core_error(kind, message):
-    import resident
-    return getattr(resident, kind)(message)
+from ._arguments import _core_error  # the one way an error of resident's is made here
 
 
 # Exceptions a compiled CPU stage raised anyway (from code Numba compiled that the definition-time checks cannot

@@ -4,10 +4,7 @@ import inspect
 import threading
 import types
 
-
-def _core_error(kind, message):
-    import resident
-    return getattr(resident, kind)(message)
+from ._arguments import _core_error  # the one way an error of resident's is made here
 
 
 # Built-ins that need the Python interpreter while they run: a stage runs inside a compiled loop or a
