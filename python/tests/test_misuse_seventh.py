@@ -134,3 +134,16 @@ def test_a_macro_a_stage_defines_ends_with_that_stage(device):
     x = rs.to_device(np.array([4.0, 9.0], np.float32), device=device)
     chain = rs.stage("#define sqrtf(x) (x)\n#define K 2.0f\nfloat twice(float v) { return v * K; }") | rs.op.sqrt()
     np.testing.assert_allclose(chain(x, out=rs.empty(2, device=device)).to_host(), np.sqrt([8.0, 18.0]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_define_a_stage_skips_or_comments_out_leaves_the_macro_as_it_was(device):
+    # RESIDENT_HD: the prelude's macro for stage text on both targets; a header's `#ifndef` idiom or a
+    # commented-out `#define` must not take it from the stages after.
+    x = rs.to_device(np.array([1.0, 2.0], np.float32), device=device)
+    guarded = rs.stage("#ifndef RESIDENT_HD\n#define RESIDENT_HD\n#endif\n"
+                       "RESIDENT_HD float twice(float v) { return 2.0f * v; }")
+    commented = rs.stage("/*\n#define RESIDENT_HD\n*/\nfloat same(float v) { return v; }")
+    uses = rs.stage("RESIDENT_HD float plus_one(float v) { return v + 1.0f; }")
+    got = (guarded | commented | uses)(x, out=rs.empty(2, device=device)).to_host()
+    np.testing.assert_array_equal(got, np.array([3.0, 5.0], np.float32))

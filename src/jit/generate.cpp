@@ -1,10 +1,12 @@
 // The kernel text of a run-time chain: its types checked, then ONE kernel written from the template
 // below, for the host compiler or for NVRTC (backend.hpp's generate()).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <regex>
 #include <sstream>
+#include <vector>
 
 #include "resident/detail/tuning.hpp"
 #include "jit/backend.hpp"
@@ -344,16 +346,23 @@ std::string external_stage(const chain& c, const part& p, std::size_t index) {
   return "typedef " + std::string(type_name(p.result)) + " (*rs_fn_" + k + ")(" + prm + ");\n";
 }
 
-// An #undef for each macro a stage's text defines: it ends with the stage, as the stage's namespace
-// does (a `#define sqrtf(x) (x)` made the built-in operations after it the identity).
-std::string undefined_after(const std::string& body) {
-  static const std::regex define(R"(^[ \t]*#[ \t]*define[ \t]+([A-Za-z_][A-Za-z_0-9]*))");
+// The macros a stage's text defines or undefines, saved before the stage and restored after it
+// (push_macro / pop_macro): a stage's macros end with it, as its namespace does (a `#define sqrtf(x)
+// (x)` made the built-in operations after it the identity), and a `#define` it skips (`#ifndef M_PI`)
+// or an `#undef` leaves what came before as it was.
+std::pair<std::string, std::string> macros_kept(const std::string& body) {
+  static const std::regex directive(R"(^[ \t]*#[ \t]*(define|undef)[ \t]+([A-Za-z_][A-Za-z_0-9]*))");
   std::istringstream in(body);
-  std::string line, s;
+  std::string line, push, pop;
+  std::vector<std::string> seen;
   std::smatch m;
   while (std::getline(in, line))
-    if (std::regex_search(line, m, define)) s += "#undef " + m[1].str() + "\n";
-  return s;
+    if (std::regex_search(line, m, directive) && std::find(seen.begin(), seen.end(), m[2].str()) == seen.end()) {
+      seen.push_back(m[2].str());
+      push += "#pragma push_macro(\"" + m[2].str() + "\")\n";
+      pop = "#pragma pop_macro(\"" + m[2].str() + "\")\n" + pop;
+    }
+  return {push, pop};
 }
 
 // The user's stages, each in its own namespace, their lines numbered as in their own text.
@@ -370,8 +379,9 @@ std::string stages(const chain& c) {
     if (p.what != kind::map && p.what != kind::reduce) continue;
     const std::string label = p.what == kind::map ? "stage " + std::to_string(++index) : std::string("reduction");
     const auto [includes, body] = hoist_includes(p.source, label);
-    s += includes + "namespace rs_" + std::to_string(&p - c.parts.data()) + " {\n#line 1 \"" + label + "\"\n" +
-         body + "\n}\n" + undefined_after(body);
+    const auto [push, pop] = macros_kept(body);
+    s += includes + push + "namespace rs_" + std::to_string(&p - c.parts.data()) + " {\n#line 1 \"" + label + "\"\n" +
+         body + "\n}\n" + pop;
   }
   return s;
 }
