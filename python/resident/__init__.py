@@ -134,8 +134,8 @@ def to_numba(x):
             raise InvalidArgument(f"resident.to_numba: the array is on {x.device}; Numba's CPU functions "
                                   "take NumPy arrays (numpy.from_dlpack(x))") from None
         from ._stage_check import load_numba
-        load_numba(cuda=True)  # once, under the lock, Numba's settings file judged first
         with _compat.numpy_for_numba_cuda():
+            load_numba(cuda=True)  # once, under the lock, Numba's settings file judged first
             from numba import cuda
         desc = dict(x.__cuda_array_interface__)
         desc["stream"] = None  # the readiness is made below on every call, not only this once

@@ -38,19 +38,47 @@ _NOWHERE = "/dev/null/" + _NUMBA_CONFIG  # a path that names no file, ever
 _compat_missing = object()
 
 
+def no_one_else_can_swap(folder):
+    """Whether every folder on folder's canonical path is this user's or root's and writable by no one
+    else, unless sticky (as /tmp is): where no other user can rename what lies inside (as resident's C++
+    untrusted_path judges)."""
+    import os
+    import stat
+    me, path = os.geteuid(), os.path.realpath(folder)
+    while True:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        if st.st_uid not in (me, 0) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
+            return False
+        if path == os.path.dirname(path):
+            return True
+        path = os.path.dirname(path)
+
+
 def _ours_alone(path):
-    """Whether path is a regular file of this user's that no one else can change or swap: not writable by
-    group or others, in a folder that is this user's or root's and that others cannot write (or sticky,
-    where they cannot rename this user's file)."""
+    """Whether path is a regular file of this user's that no one else can change, in a folder whose
+    whole path no other user can swap."""
     import os
     import stat
     try:
-        st, folder = os.lstat(path), os.stat(os.path.dirname(path) or ".")
+        st = os.lstat(path)
     except OSError:
         return False
-    me = os.geteuid()
-    return (stat.S_ISREG(st.st_mode) and st.st_uid == me and not st.st_mode & 0o022 and
-            folder.st_uid in (me, 0) and (not folder.st_mode & 0o022 or bool(folder.st_mode & stat.S_ISVTX)))
+    return (stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022 and
+            no_one_else_can_swap(os.path.dirname(path)))
+
+
+def _user_stacklevel():
+    """The stacklevel of the first frame outside resident's package, for a warning about the user's call."""
+    import os
+    import sys
+    here, level = os.path.dirname(os.path.abspath(__file__)), 1
+    f = sys._getframe(1)
+    while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == here:
+        f, level = f.f_back, level + 1
+    return level
 
 
 _numba_config_pinned = False
@@ -58,10 +86,12 @@ _numba_config_pinned = False
 
 def guard_numba_config():
     """Numba reads ``.numba_config.yaml`` from the current folder at its import and again at every compile:
-    its settings choose the CUDA driver library Numba loads and whether bounds are checked. In a folder
-    another user can write, that file is theirs to plant. Numba reads it here only where it is this user's
-    own (``_ours_alone``), and then only that file, by its absolute path, for the rest of the process (a
-    later change of folder changes nothing); elsewhere it is ignored with a warning. Call before Numba is
+    its settings choose the CUDA driver library Numba loads and whether bounds are checked. Where another
+    user could write that file (or plant it later: a folder on the way they can write), it is theirs.
+    Numba reads it here only where it is this user's own (``_ours_alone``), and then only that file, by
+    its absolute path, for the rest of the process (a later change of folder changes nothing); a file
+    elsewhere is ignored with a warning, and where one could still appear Numba's first import runs
+    without yaml (another thread's first ``import yaml`` in that moment fails). Call before Numba is
     imported, with its import lock held; idempotent."""
     global _numba_config_pinned
     if _numba_config_pinned:
@@ -70,22 +100,24 @@ def guard_numba_config():
     import sys
     import warnings
     try:
-        path = os.path.join(os.getcwd(), _NUMBA_CONFIG)
+        folder = os.getcwd()
     except OSError:  # the current folder was removed: there is no file to read
-        path = _NOWHERE
-    present = os.path.lexists(path)
-    trusted = present and _ours_alone(path)
-    if present and not trusted:
+        folder = None
+    path = os.path.join(folder, _NUMBA_CONFIG) if folder else _NOWHERE
+    trusted = folder is not None and _ours_alone(path)
+    if folder is not None and os.path.lexists(path) and not trusted:
         warnings.warn(f"resident: Numba's settings file {path} is ignored: it is not a regular file of this "
-                      "user's that no one else can change (docs/security.md)", RuntimeWarning, stacklevel=3)
-    if "numba.core.config" not in sys.modules and present and not trusted:
+                      "user's that no one else can change (docs/security.md)", RuntimeWarning,
+                      stacklevel=_user_stacklevel())
+    # Numba says so too, misleadingly ("YAML parsing capabilities appear to be missing"): once is ours.
+    warnings.filterwarnings("ignore", message="A Numba config file is found but YAML", category=UserWarning)
+    if "numba.core.config" not in sys.modules and not trusted and not (folder and no_one_else_can_swap(folder)
+                                                                        and not os.path.lexists(path)):
         # Numba's import reads the file when it can import yaml: it cannot, for that import.
         saved = sys.modules.get("yaml", _compat_missing)
         sys.modules["yaml"] = None
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # Numba's "YAML parsing capabilities appear to be missing"
-                import numba.core.config  # noqa: F401
+            import numba.core.config  # noqa: F401
         except ImportError:
             pass  # no Numba: the compile says so
         finally:
@@ -106,4 +138,3 @@ def guard_numba_config():
         return
     config._config_fname = path if trusted else _NOWHERE
     _numba_config_pinned = True
-

@@ -1,8 +1,11 @@
 """What a Python function given as a stage may be: checked when the stage is defined, before Numba
 compiles it, so that nothing runs to a silent value or a hang (docs/python.md lists the refusals)."""
+import hashlib
 import inspect
 import threading
 import types
+
+import numpy
 
 from ._arguments import _core_error  # the one way an error of resident's is made here
 
@@ -237,3 +240,42 @@ def _is_objmode(v):
     except ImportError:
         return False
     return v is getattr(numba, "objmode", None)
+
+
+_PLAIN = (bool, int, float, complex, str, bytes, type(None))
+
+
+def bound_values(fn):
+    """The values fn's compilation takes from outside its code (its defaults, closure cells and the
+    globals it names: numbers, strings, tuples of them, NumPy scalars, functions by name and code), so
+    that two functions of one code but other such values get other symbol names (two in one GPU chain
+    would otherwise define one symbol twice). Other objects count by type: the names stay the same from
+    process to process, as the kernel cache wants."""
+    def plain(v, depth=0):
+        if isinstance(v, _PLAIN):
+            return v
+        if depth > 4:
+            return "..."
+        if isinstance(v, tuple):
+            return tuple(plain(x, depth + 1) for x in v[:64])
+        if isinstance(v, numpy.generic):
+            return (type(v).__name__, repr(v.item()) if v.size == 1 else "")
+        if isinstance(v, numpy.ndarray):  # Numba takes a global array's values as constants
+            return (v.dtype.str, v.shape, hashlib.sha1(v.tobytes()).hexdigest()[:12] if v.nbytes <= 1 << 20 else "")
+        code = getattr(v, "__code__", None)
+        if isinstance(code, types.CodeType):
+            return (getattr(v, "__qualname__", ""), hashlib.sha1(code.co_code).hexdigest()[:12],
+                    plain(getattr(v, "__defaults__", None), depth + 1))
+        return type(v).__qualname__
+    try:
+        cells = []
+        for c in fn.__closure__ or ():
+            try:
+                cells.append(plain(c.cell_contents))
+            except ValueError:  # an empty cell
+                cells.append(None)
+        g = getattr(fn, "__globals__", {})
+        named = [(n, plain(g[n])) for n in fn.__code__.co_names if n in g and not isinstance(g[n], types.ModuleType)]
+        return plain(fn.__defaults__ or ()), tuple(cells), tuple(named)
+    except Exception:  # an object whose own code raises when looked at: its function's name alone
+        return fn.__qualname__ if isinstance(getattr(fn, "__qualname__", None), str) else ""

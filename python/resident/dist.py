@@ -28,7 +28,7 @@ import tempfile
 
 import numpy as _np
 
-from . import _core, _protocols, _typed
+from . import _compat, _core, _protocols, _typed
 from . import Error, LibraryError, InvalidArgument, InvalidType, ShapeMismatch
 
 __all__ = ["ShardedArray", "Communicator", "Timeout", "shard", "from_shards", "apply", "sum", "min", "max",
@@ -69,29 +69,13 @@ def extent_of(n, shards, r):
 _extent = extent_of
 
 
-def _no_one_else_can_swap(folder):
-    """Whether every folder on folder's canonical path is this user's or root's and writable by no one
-    else, unless sticky (as /tmp is): where no other user can rename what is made inside."""
-    me, path = os.geteuid(), os.path.realpath(folder)
-    while True:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return False
-        if st.st_uid not in (me, 0) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
-            return False
-        if path == os.path.dirname(path):
-            return True
-        path = os.path.dirname(path)
-
-
 def _own_folder():
     """A folder of this user's alone for the ranks' rendezvous on one host: $XDG_RUNTIME_DIR, else
     resident-<uid> in the temporary folder, made 0700 and checked (another user's, or a link, is refused:
     in a shared folder they could plant the file other ranks read)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     base = runtime if runtime and os.path.isabs(runtime) else tempfile.gettempdir()
-    if not _no_one_else_can_swap(base):  # as resident's private folders: /tmp instead (docs/security.md)
+    if not _compat.no_one_else_can_swap(base):  # as resident's private folders: /tmp instead (docs/security.md)
         base = "/tmp"
     folder = os.path.join(os.path.realpath(base), f"resident-{os.geteuid()}")
     try:

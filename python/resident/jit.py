@@ -48,6 +48,7 @@ import numpy as _np
 from . import _compat, _core, _cpu_text, _program, _typed
 from ._arguments import _DTYPES, _as_given, _capsules_taken, _core_error, _dtype_name, _first
 from ._rewrite import _compiled_along, _python_of, _single_precision
+from ._stage_check import bound_values as _bound_values
 from ._stage_check import _check_function, _is_plain_function
 from ._stage_check import load_numba as _load_numba
 
@@ -85,31 +86,6 @@ def _let_go():
 
 
 atexit.register(_let_go)
-
-
-_PLAIN = (bool, int, float, complex, str, type(None))
-
-
-def _bound_values(fn):
-    """The numbers and strings fn's compilation takes from outside its code (its defaults, closure cells
-    and the globals it names), so that two functions of one code but other such values get other symbol
-    names (two in one GPU chain would otherwise define one symbol twice). Other objects count by type:
-    the names stay the same from process to process, as the kernel cache wants."""
-    def plain(v):
-        if isinstance(v, _PLAIN):
-            return v
-        if isinstance(v, tuple):
-            return tuple(plain(x) for x in v)
-        return type(v).__qualname__
-    cells = []
-    for c in fn.__closure__ or ():
-        try:
-            cells.append(plain(c.cell_contents))
-        except ValueError:  # an empty cell
-            cells.append(None)
-    g = getattr(fn, "__globals__", {})
-    named = [(n, plain(g[n])) for n in fn.__code__.co_names if n in g and isinstance(g[n], _PLAIN + (tuple,))]
-    return plain(fn.__defaults__ or ()), tuple(cells), tuple(named)
 
 
 class _PyStage:
@@ -224,6 +200,11 @@ class _PyStage:
             raise _core_error("CompileError", f"resident.stage: Numba cannot compile {name} for {kind}: {e} (a GPU "
                               "kernel cannot raise: check the values before the call instead)") from None
         except _core.Error:
+            raise
+        except ImportError as e:  # numba-cuda's NVVM / NVRTC / driver support missing: the environment
+            raise _core_error("DeviceUnavailable", f"resident.stage: Numba cannot compile {name} for {kind} "
+                              f"here: {type(e).__name__}: {e}") from None
+        except MemoryError:
             raise
         except Exception as e:  # Numba's own failures outside its error classes (a default it has no type
             # for: "Cannot determine Numba type", a constant it folds and fails on, an internal assertion)

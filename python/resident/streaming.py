@@ -214,6 +214,13 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
     for i, h in enumerate(hosts[1:], 1):
         if h.size != hosts[0].size:
             raise _error("ShapeMismatch", f"resident.stream: input {i} holds {h.size} elements, input 0 {hosts[0].size}")
+    # One shape, as for a call on device arrays (nothing broadcasts; a 1-D array stands for any shape).
+    shapes = [(f"input {i}", getattr(a, "shape", None)) for i, a in enumerate(xs)] + [("out", getattr(out, "shape", None))]
+    shapes = [(w, tuple(sh)) for w, sh in shapes if isinstance(sh, tuple) and len(sh) > 1]
+    for w, sh in shapes[1:]:
+        if sh != shapes[0][1]:
+            raise _error("ShapeMismatch", f"resident.stream: {shapes[0][0]} has shape {shapes[0][1]} and {w} {sh}; give "
+                         "arrays of one shape (or reshape one to 1-D)")
     c, d = chunk or 0, depth or 0
     if device is not None and not isinstance(device, str):
         raise _error("InvalidType", f"resident.stream: device={device!r}; give a device name such as 'cpu' or "

@@ -52,3 +52,28 @@ def test_a_settings_file_in_a_folder_others_can_write_is_ignored(tmp_path):
                        env={k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")})
     assert r.returncode == 0, r.stderr[-2000:]
     assert "debuginfo 0" in r.stdout and "ignored True" in r.stdout, r.stdout
+
+
+_LATER = r'''
+import os, sys, types
+y = types.ModuleType("yaml"); y.safe_load = lambda f: {"debuginfo": 1}; sys.modules["yaml"] = y
+import numpy as np, resident as rs
+s = rs.stage(lambda v: v + 1.0)  # Numba imported here, its settings file judged: none yet
+with open(".numba_config.yaml", "w") as f:  # one appears (another user's, in a folder they can write)
+    f.write("DEBUGINFO: 1\n")
+x = rs.to_device(np.arange(4, dtype=np.float32), device="cpu")
+print("values", s(x).to_host().tolist())
+import numba.core.config as c
+print("debuginfo", c.DEBUGINFO_DEFAULT)
+'''
+
+
+def test_a_settings_file_that_appears_later_where_others_can_write_is_never_read(tmp_path):
+    # Numba reads the file again at every compile: one planted after resident looked is not read either.
+    d = tmp_path / "shared"
+    d.mkdir()
+    os.chmod(d, 0o777)
+    r = subprocess.run([sys.executable, "-c", _LATER], cwd=d, capture_output=True, text=True, timeout=300,
+                       env={k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")})
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "values [1.0, 2.0, 3.0, 4.0]" in r.stdout and "debuginfo 0" in r.stdout, r.stdout
