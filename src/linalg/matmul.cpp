@@ -55,7 +55,8 @@ void cpu_naive(const gemm_args& g) {
   const T* B = static_cast<const T*>(g.b);
   T* C = static_cast<T*>(g.c);
   const T alpha = T(g.alpha), beta = T(g.beta);
-  cpu_loop(g.m, g.n * g.k).run([&](cpu_piece rows) {
+  // k = 0 (alpha = 0) still scales C: its work counted as one term a row element.
+  cpu_loop(g.m, g.n * std::max<std::size_t>(g.k, 1)).run([&](cpu_piece rows) {
     for (std::size_t i = rows.first; i < rows.last; ++i)
       for (std::size_t j = 0; j < g.n; ++j) {
         T s = 0;

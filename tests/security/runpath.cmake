@@ -1,4 +1,4 @@
-# An installed binary's RUNPATH has no empty element: the loader reads one as the current folder, so a
+# An installed binary's RUNPATH has no empty or relative element: the loader reads one as the current folder, so a
 # library planted where the binary is run would be loaded (CMake pads a build tree's RUNPATH with one
 # unless the target is built with its install RUNPATH). usage: cmake -DFILES=a;b -P runpath.cmake
 find_program(READELF readelf REQUIRED)
@@ -13,6 +13,12 @@ foreach(f IN LISTS FILES)
     if(value STREQUAL "" OR value MATCHES "^:|:$|::")
       message(FATAL_ERROR "${f}: its RUNPATH [${value}] has an empty element (the current folder)")
     endif()
+    string(REPLACE ":" ";" elements "${value}")
+    foreach(e IN LISTS elements)
+      if(NOT e MATCHES "^/" AND NOT e MATCHES "^\\$ORIGIN")
+        message(FATAL_ERROR "${f}: its RUNPATH [${value}] has a relative element '${e}' (read from the current folder)")
+      endif()
+    endforeach()
     message(STATUS "${f}: [${value}]")
   endforeach()
 endforeach()
