@@ -346,23 +346,25 @@ std::string external_stage(const chain& c, const part& p, std::size_t index) {
   return "typedef " + std::string(type_name(p.result)) + " (*rs_fn_" + k + ")(" + prm + ");\n";
 }
 
-// The macros a stage's text defines or undefines, saved before the stage and restored after it
-// (push_macro / pop_macro): a stage's macros end with it, as its namespace does (a `#define sqrtf(x)
-// (x)` made the built-in operations after it the identity), and a `#define` it skips (`#ifndef M_PI`)
-// or an `#undef` leaves what came before as it was.
-std::pair<std::string, std::string> macros_kept(const std::string& body) {
-  static const std::regex directive(R"(^[ \t]*#[ \t]*(define|undef)[ \t]+([A-Za-z_][A-Za-z_0-9]*))");
+// The text around a stage that ends the macros it defines with it, as its namespace ends its names (a
+// `#define sqrtf(x) (x)` made the built-in operations after it the identity): each name its text
+// #defines, when no macro of that name came before it, is #undef'd after it. A name defined before
+// stays (an `#ifndef M_PI` guard, a commented-out line). NVRTC has no push_macro / pop_macro, so a
+// stage that redefines or #undefs an earlier macro changes it for the stages after.
+std::pair<std::string, std::string> macros_ended(const std::string& body, std::size_t stage) {
+  static const std::regex define(R"(^[ \t]*#[ \t]*define[ \t]+([A-Za-z_][A-Za-z_0-9]*))");
   std::istringstream in(body);
-  std::string line, push, pop;
+  std::string line, before, after;
   std::vector<std::string> seen;
   std::smatch m;
   while (std::getline(in, line))
-    if (std::regex_search(line, m, directive) && std::find(seen.begin(), seen.end(), m[2].str()) == seen.end()) {
-      seen.push_back(m[2].str());
-      push += "#pragma push_macro(\"" + m[2].str() + "\")\n";
-      pop = "#pragma pop_macro(\"" + m[2].str() + "\")\n" + pop;
+    if (std::regex_search(line, m, define) && std::find(seen.begin(), seen.end(), m[1].str()) == seen.end()) {
+      const std::string x = m[1].str(), mark = "RS_NEW_MACRO_" + std::to_string(stage) + "_" + x;
+      seen.push_back(x);
+      before += "#ifndef " + x + "\n#define " + mark + "\n#endif\n";
+      after += "#ifdef " + mark + "\n#undef " + x + "\n#undef " + mark + "\n#endif\n";
     }
-  return {push, pop};
+  return {before, after};
 }
 
 // The user's stages, each in its own namespace, their lines numbered as in their own text.
@@ -379,9 +381,9 @@ std::string stages(const chain& c) {
     if (p.what != kind::map && p.what != kind::reduce) continue;
     const std::string label = p.what == kind::map ? "stage " + std::to_string(++index) : std::string("reduction");
     const auto [includes, body] = hoist_includes(p.source, label);
-    const auto [push, pop] = macros_kept(body);
-    s += includes + push + "namespace rs_" + std::to_string(&p - c.parts.data()) + " {\n#line 1 \"" + label + "\"\n" +
-         body + "\n}\n" + pop;
+    const auto [before, after] = macros_ended(body, std::size_t(&p - c.parts.data()));
+    s += includes + before + "namespace rs_" + std::to_string(&p - c.parts.data()) + " {\n#line 1 \"" + label +
+         "\"\n" + body + "\n}\n" + after;
   }
   return s;
 }
