@@ -39,22 +39,10 @@ _compat_missing = object()
 
 
 def no_one_else_can_swap(folder):
-    """Whether every folder on folder's canonical path is this user's or root's and writable by no one
-    else, unless sticky (as /tmp is): where no other user can rename what lies inside (as resident's C++
-    untrusted_path judges)."""
-    import os
-    import stat
-    me, path = os.geteuid(), os.path.realpath(folder)
-    while True:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return False
-        if st.st_uid not in (me, 0) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
-            return False
-        if path == os.path.dirname(path):
-            return True
-        path = os.path.dirname(path)
+    """Whether no user but this one and root can rename what lies in folder: resident's one judge of
+    that (untrusted_path, src/io/files.cpp), which the C++ private folders and kernel cache use."""
+    from . import _core
+    return _core._untrusted_path(folder) == ""
 
 
 def _ours_alone(path):
