@@ -10,9 +10,7 @@ import numpy as np
 import pytest
 
 import resident as rs
-from _support import GPU
-
-pytest.importorskip("numba")
+from _support import GPU, needs_numba  # Python stages need Numba; the other cases do not
 
 DEVICES = ["cpu"] + (["cuda:0"] if GPU else [])
 K = 2.0
@@ -31,6 +29,7 @@ def _scaled(k):
     return deco
 
 
+@needs_numba
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_function_copied_with_its_dict_compiles_its_own_stage(device):
     x = rs.to_device(np.ones(4, np.float32), device=device)
@@ -48,6 +47,7 @@ def test_a_function_copied_with_its_dict_compiles_its_own_stage(device):
     np.testing.assert_array_equal(both(x, out=rs.empty(4, device=device)).to_host(), np.full(4, 60.0, np.float32))
 
 
+@needs_numba
 def test_symbol_names_follow_the_values_a_function_takes_and_stay_from_process_to_process():
     from resident import jit
     w3, w3_again, w5 = _scaled(3.0)(_times_k), _scaled(3.0)(_times_k), _scaled(5.0)(_times_k)
@@ -59,6 +59,7 @@ def _helper(v):
     return v + 1.0
 
 
+@needs_numba
 @pytest.mark.parametrize("fn, dtype", [
     (lambda v, h=_helper: h(v), np.float32),             # a default Numba has no type for
     (lambda v, d=object(): v, np.float32),
@@ -77,15 +78,24 @@ def test_numbas_failures_outside_its_error_classes_are_compile_errors(fn, dtype)
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_matmul_with_alpha_zero_reads_neither_input_on_any_algorithm(device, dtype):
-    a = np.array([[np.inf, 1.0], [1.0, np.nan]], dtype)
-    b = np.ones((2, 2), dtype)
+    rng = np.random.default_rng()  # fresh inputs each run
+    m, k, n = (int(v) for v in rng.integers(1, 40, 3))
+    a = rng.standard_normal((m, k)).astype(dtype)
+    a[rng.integers(m), rng.integers(k)] = np.inf  # read, it would make NaN of its row
+    a[rng.integers(m), rng.integers(k)] = np.nan
+    b = rng.standard_normal((k, n)).astype(dtype)
+    c = rng.standard_normal((m, n)).astype(dtype)
+    beta = float(rng.uniform(-2, 2))
+    want = (np.float64(beta) * c.astype(np.float64)).astype(dtype)  # FP64, rounded once as BLAS does
     algos = (["naive", "blocked", "vendor", "auto"] if device == "cpu" else
              ["naive", "shared", "tuned", "vendor", "auto"] if dtype == np.float32 else ["vendor", "auto"])
     for algo in algos:
-        out = rs.to_device(np.full((2, 2), 5.0, dtype), device=device)
+        out = rs.to_device(c, device=device)
         rs.matmul(rs.to_device(a, device=device), rs.to_device(b, device=device), out=out, algo=algo, alpha=0.0,
-                  beta=2.0)
-        np.testing.assert_array_equal(out.to_host(), np.full((2, 2), 10.0, dtype), err_msg=algo)
+                  beta=beta)
+        got = out.to_host()
+        assert np.isfinite(got).all(), algo
+        np.testing.assert_allclose(got, want, rtol=np.finfo(dtype).eps, atol=0, err_msg=algo)
 
 
 def test_a_tensor_of_more_than_32_dimensions_is_refused_where_it_is_taken_in():
@@ -107,6 +117,7 @@ def test_an_element_type_resident_has_no_arrays_of_is_a_type_error_on_every_path
         make()
 
 
+@needs_numba
 @pytest.mark.parametrize("device", DEVICES)
 def test_arrays_of_two_shapes_in_one_element_wise_call_are_refused(device):
     # A (2, 3) array beside a (3, 2) one paired elements NumPy refuses to pair; a 1-D array of the same
