@@ -35,8 +35,6 @@ constexpr std::size_t direct_below = transfer_tuning::direct_below;
 // A slot's events outlive its holder: an upload returns while its last chunks are still being read by
 // the DMA engine, so the next holder, whatever its direction, waits for a buffer's event before the host
 // writes it (upload) or the copy engine fills it (download).
-void release_slots_at_exit() noexcept;
-
 struct stage_slot {
   std::array<pinned_buffer<char>, 2> buf;
   std::array<event, 2> done;
@@ -52,6 +50,8 @@ struct stage_slot {
     recorded[k] = true;
   }
 };
+
+void release_slots_at_exit() noexcept;
 
 class stage_slots {
  public:
@@ -81,9 +81,8 @@ class stage_slots {
       returned_.wait(lock);
     }
   }
-  // The slots no call holds, freed (a call at exit still makes one anew). Slots held by a thread still
-  // transferring stay theirs.
-  // A slot whose last copies cannot be waited for (a GPU in error) is left as it is.
+  // The slots no call holds, freed (a call at exit still makes one anew); slots held by a thread still
+  // transferring stay theirs, and one whose last copies cannot be waited for (a GPU in error) is left.
   void release_free() noexcept {
     std::lock_guard lock(m_);
     for (auto& s : free_) {
