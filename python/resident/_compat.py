@@ -79,7 +79,7 @@ def guard_numba_config():
     Numba reads it here only where it is this user's own (``_ours_alone``), and then only that file, by
     its absolute path, for the rest of the process (a later change of folder changes nothing); a file
     elsewhere is ignored with a warning, and where one could still appear Numba's first import runs
-    without yaml (another thread's first ``import yaml`` in that moment fails). Call before Numba is
+    without yaml in this thread. Call before Numba is
     imported, with its import lock held; idempotent."""
     global _numba_config_pinned
     if _numba_config_pinned:
@@ -101,18 +101,27 @@ def guard_numba_config():
     warnings.filterwarnings("ignore", message="A Numba config file is found but YAML", category=UserWarning)
     if "numba.core.config" not in sys.modules and not trusted and not (folder and no_one_else_can_swap(folder)
                                                                         and not os.path.lexists(path)):
-        # Numba's import reads the file when it can import yaml: it cannot, for that import.
-        saved = sys.modules.get("yaml", _compat_missing)
-        sys.modules["yaml"] = None
+        # Numba's import reads the file when it can import yaml: it cannot, in this thread, for that
+        # import. The import statement asks builtins.__import__, so other threads still import yaml.
+        import builtins
+        import threading
+        real_import, me = builtins.__import__, threading.get_ident()
+
+        def without_yaml(name, *args, **kwargs):
+            if name == "yaml" and threading.get_ident() == me:
+                raise ImportError("resident: Numba's settings file is not read (docs/security.md)")
+            return real_import(name, *args, **kwargs)
+
+        builtins.__import__ = without_yaml
         try:
             import numba.core.config  # noqa: F401
         except ImportError:
             pass  # no Numba: the compile says so
         finally:
-            if saved is _compat_missing:
-                sys.modules.pop("yaml", None)
-            else:
-                sys.modules["yaml"] = saved
+            if builtins.__import__ is without_yaml:
+                builtins.__import__ = real_import
+            else:  # another wrapper went on top meanwhile: ours stays beneath it and passes every name on
+                me = None
         config = sys.modules.get("numba.core.config")
         if config is not None:
             try:

@@ -77,3 +77,35 @@ def test_a_settings_file_that_appears_later_where_others_can_write_is_never_read
                        env={k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")})
     assert r.returncode == 0, r.stderr[-2000:]
     assert "values [1.0, 2.0, 3.0, 4.0]" in r.stdout and "debuginfo 0" in r.stdout, r.stdout
+
+
+_THREADS = r'''
+import sys, threading, types
+y = types.ModuleType("yaml"); y.safe_load = lambda f: {"debuginfo": 1}; sys.modules["yaml"] = y
+import numpy as np, resident as rs
+failed, done = [], threading.Event()
+def importer():
+    while not done.is_set():
+        try:
+            import yaml  # noqa: F401
+        except ImportError as e:
+            failed.append(e)
+t = threading.Thread(target=importer)
+t.start()
+x = rs.to_device(np.arange(4, dtype=np.float32), device="cpu")
+got = rs.stage(lambda v: v + 1.0)(x).to_host()  # Numba's first import, its settings file not read
+done.set(); t.join()
+import numba.core.config as c
+print("values", got.tolist(), "debuginfo", c.DEBUGINFO_DEFAULT, "failed", len(failed))
+'''
+
+
+def test_another_threads_import_of_yaml_works_while_numba_is_imported_without_its_settings(tmp_path):
+    # Numba's first import runs without yaml where a settings file could appear: in its own thread only.
+    d = tmp_path / "shared"
+    d.mkdir()
+    os.chmod(d, 0o777)
+    r = subprocess.run([sys.executable, "-c", _THREADS], cwd=d, capture_output=True, text=True, timeout=300,
+                       env={k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")})
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "values [1.0, 2.0, 3.0, 4.0] debuginfo 0 failed 0" in r.stdout, r.stdout
