@@ -159,3 +159,19 @@ def test_a_define_a_stage_skips_or_comments_out_leaves_the_macro_as_it_was(devic
     uses = rs.stage("RESIDENT_HD float plus_one(float v) { return v + 1.0f; }")
     got = (guarded | commented | uses)(x, out=rs.empty(2, device=device)).to_host()
     np.testing.assert_array_equal(got, np.array([3.0, 5.0], np.float32))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("text", ["#undef RESIDENT_HD\n#define RESIDENT_HD\nfloat f(float v) { return v; }",
+                                  "#define RESIDENT_HD __host__\nfloat f(float v) { return v; }",
+                                  "#ifdef RESIDENT_HD\n#undef RESIDENT_HD\n#endif\nfloat f(float v) { return v; }"])
+def test_a_stage_that_changes_a_macro_defined_before_it_is_refused_at_that_line(device, text):
+    # Without push_macro (NVRTC) the macro could not be restored for the stages after: refused, not leaked.
+    x = rs.to_device(np.array([1.0, 2.0], np.float32), device=device)
+    with pytest.raises(rs.CompileError, match=r"stage 1:[12]:.*#(undef|define)s RESIDENT_HD, a macro defined"):
+        rs.stage(text)(x)
+    np.testing.assert_array_equal(x.to_host(), [1.0, 2.0])
+    # A stage's own macros, redefined in it, end with it: the next stage may define the name again.
+    first = rs.stage("#define K 3.0f\nfloat g(float v) { return v * K; }\n#undef K\n#define K 5.0f")
+    then = rs.stage("#define K 2.0f\nfloat h(float v) { return v + K; }")
+    np.testing.assert_array_equal((first | then)(x).to_host(), [5.0, 8.0])

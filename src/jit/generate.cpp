@@ -346,25 +346,44 @@ std::string external_stage(const chain& c, const part& p, std::size_t index) {
   return "typedef " + std::string(type_name(p.result)) + " (*rs_fn_" + k + ")(" + prm + ");\n";
 }
 
-// The text around a stage that ends the macros it defines with it, as its namespace ends its names (a
-// `#define sqrtf(x) (x)` made the built-in operations after it the identity): each name its text
-// #defines, when no macro of that name came before it, is #undef'd after it. A name defined before
-// stays (an `#ifndef M_PI` guard, a commented-out line). NVRTC has no push_macro / pop_macro, so a
-// stage that redefines or #undefs an earlier macro changes it for the stages after.
-std::pair<std::string, std::string> macros_ended(const std::string& body, std::size_t stage) {
-  static const std::regex define(R"(^[ \t]*#[ \t]*define[ \t]+([A-Za-z_][A-Za-z_0-9]*))");
+// A stage's macros end with it, as its namespace ends its names (a `#define sqrtf(x) (x)` made the
+// built-in operations after it the identity): each name its text #defines or #undefs, when no macro of
+// that name came before it, is #undef'd after it. NVRTC has no push_macro / pop_macro to restore one
+// that came before, so an active #define or #undef of such a name is an #error at that line (an
+// `#ifndef M_PI` guard or a commented-out line is not active). Returns {before, body, after}.
+struct ended_macros {
+  std::string before, body, after;
+};
+ended_macros macros_ended(const std::string& body, std::size_t stage, const std::string& label) {
+  static const std::regex directive(R"(^[ \t]*#[ \t]*(define|undef)[ \t]+([A-Za-z_][A-Za-z_0-9]*))");
   std::istringstream in(body);
-  std::string line, before, after;
+  std::string line;
+  ended_macros r;
   std::vector<std::string> seen;
+  static const std::regex group_end(R"(^[ \t]*#[ \t]*(else|elif|endif)\b)");
   std::smatch m;
-  while (std::getline(in, line))
-    if (std::regex_search(line, m, define) && std::find(seen.begin(), seen.end(), m[1].str()) == seen.end()) {
-      const std::string x = m[1].str(), mark = "RS_NEW_MACRO_" + std::to_string(stage) + "_" + x;
+  std::size_t number = 0;
+  bool checked = false;  // lines were added: the numbering is set again where a skipped group may end
+  const auto renumber = [&] { r.body += "#line " + std::to_string(number + 1) + " \"" + label + "\"\n"; };
+  while (std::getline(in, line)) {
+    r.body += line + "\n";
+    ++number;
+    if (checked && std::regex_search(line, group_end)) renumber();
+    if (!std::regex_search(line, m, directive)) continue;
+    const std::string x = m[2].str(), what = m[1].str(), mark = "RS_NEW_MACRO_" + std::to_string(stage) + "_" + x;
+    while (!line.empty() && line.back() == '\\' && std::getline(in, line)) r.body += line + "\n", ++number;
+    if (std::find(seen.begin(), seen.end(), x) == seen.end()) {
       seen.push_back(x);
-      before += "#ifndef " + x + "\n#define " + mark + "\n#endif\n";
-      after += "#ifdef " + mark + "\n#undef " + x + "\n#undef " + mark + "\n#endif\n";
+      r.before += "#ifndef " + x + "\n#define " + mark + "\n#endif\n";
+      r.after += "#ifdef " + mark + "\n#undef " + x + "\n#undef " + mark + "\n#endif\n";
     }
-  return {before, after};
+    r.body += "#ifndef " + mark + "\n#line " + std::to_string(number) + " \"" + label + "\"\n#error \"" + label + " #" + what + "s " + x +
+              ", a macro defined before it, which would change it for the code after the stage: give the "
+              "stage's macro a name of its own\"\n#endif\n";
+    renumber();
+    checked = true;
+  }
+  return r;
 }
 
 // The user's stages, each in its own namespace, their lines numbered as in their own text.
@@ -381,9 +400,9 @@ std::string stages(const chain& c) {
     if (p.what != kind::map && p.what != kind::reduce) continue;
     const std::string label = p.what == kind::map ? "stage " + std::to_string(++index) : std::string("reduction");
     const auto [includes, body] = hoist_includes(p.source, label);
-    const auto [before, after] = macros_ended(body, std::size_t(&p - c.parts.data()));
-    s += includes + before + "namespace rs_" + std::to_string(&p - c.parts.data()) + " {\n#line 1 \"" + label +
-         "\"\n" + body + "\n}\n" + after;
+    const ended_macros m = macros_ended(body, std::size_t(&p - c.parts.data()), label);
+    s += includes + m.before + "namespace rs_" + std::to_string(&p - c.parts.data()) + " {\n#line 1 \"" + label +
+         "\"\n" + m.body + "}\n" + m.after;
   }
   return s;
 }

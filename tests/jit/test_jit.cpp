@@ -408,6 +408,26 @@ TEST_P(jit, a_compile_error_carries_the_log_with_the_stage_line) {
   for (float v : y.to_host()) EXPECT_EQ(v, 2.f);
 }
 
+// A stage's macros end with it; one it would change that came before it (the prelude's) is refused at
+// its line, as it could not be restored for the stages after.
+TEST_P(jit, a_stage_changing_a_macro_from_before_it_is_refused_and_its_own_end_with_it) {
+  rs::array<float> x = rs::to_device(std::vector<float>{1.f, 2.f}, dev);
+  try {
+    rs::jit::map("float f(float v) { return v; }\n#undef RESIDENT_HD\n#define RESIDENT_HD")(x);
+    ADD_FAILURE() << "compiled";
+  } catch (const rs::jit::compile_error& e) {
+    EXPECT_NE(e.log().find("stage 1 #undefs RESIDENT_HD, a macro defined before it"), std::string::npos) << e.log();
+    EXPECT_TRUE(e.log().find("stage 1:2:") != std::string::npos || e.log().find("stage 1(2)") != std::string::npos)
+        << e.log();
+  }
+  (rs::jit::map("#define K 3.0f\nfloat g(float v) { return v * K; }") |
+   rs::jit::map("#define K 2.0f\nfloat h(float v) { return v + K; }") | rs::jit::map("#define sqrtf(v) v\nfloat i(float v) { return sqrtf(v); }") |
+   rs::jit::map("float r(float v) { return sqrtf(v); }"))(x);
+  const std::vector<float> got = x.to_host();
+  EXPECT_NEAR(got[0], std::sqrt(5.0), 1e-6);
+  EXPECT_NEAR(got[1], std::sqrt(8.0), 1e-6);
+}
+
 TEST_P(jit, two_threads_compiling_one_new_stage_compile_it_once) {
   // A text no earlier run compiled: the constant is fresh.
   const auto c = rs::test::fresh_seed() % 1000000;
