@@ -136,6 +136,83 @@ std::pair<std::string, std::string> split(const std::string& path) {
   return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
 }
 
+bool ours_or_roots(uid_t u) { return u == 0 || u == ::geteuid(); }
+
+// Why the link at (st) in the folder in could send a path elsewhere, or "": another user owns it, or
+// can rename entries in its folder (swap it for theirs).
+std::string link_refusal(const std::string& at, const struct stat& st, const struct stat& in) {
+  if (!ours_or_roots(st.st_uid))
+    return "'" + at + "' is a link owned by user " + std::to_string(st.st_uid) +
+           ", which could point it anywhere; give a path without it";
+  if (!ours_or_roots(in.st_uid) || ((in.st_mode & 022) && !(in.st_mode & S_ISVTX)))
+    return "'" + at + "' is a link in a folder other users may rename entries in, so they could swap it for "
+           "one of theirs; give a path without it";
+  return "";
+}
+
+// Opens folder (O_PATH) one component at a time, each with O_NOFOLLOW from the one before, so that no
+// rename meanwhile redirects it (a check of the path followed by open(folder) could be raced). A link
+// is followed only where this user or root owns it and it lies in a folder only they can rename it in;
+// another user's could point anywhere, and one they could swap, too. -1 and *why otherwise.
+int open_folder(const std::string& folder, std::string* why) {
+  std::vector<std::string> todo;
+  const auto push_front = [&todo](const std::string& path) {
+    std::vector<std::string> parts;
+    for (std::size_t i = 0; i < path.size();) {
+      const std::size_t j = std::min(path.find('/', i), path.size());
+      if (j > i) parts.push_back(path.substr(i, j - i));
+      i = j + 1;
+    }
+    todo.insert(todo.end(), parts.rbegin(), parts.rend());  // a stack: the next component last
+  };
+  const auto start = [](const std::string& path) {
+    return ::open(!path.empty() && path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  };
+  int fd = start(folder);
+  push_front(folder);
+  std::string shown = !folder.empty() && folder[0] == '/' ? "" : ".";
+  const auto fail = [&](std::string w) {
+    if (fd >= 0) ::close(fd);
+    *why = std::move(w);
+    return -1;
+  };
+  if (fd < 0) return fail(folder_refusal(folder, errno));
+  for (int links = 0; !todo.empty();) {
+    const std::string part = todo.back();
+    todo.pop_back();
+    if (part == ".") continue;
+    struct stat st {};
+    const int next = ::openat(fd, part.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (next >= 0 && ::fstat(next, &st) == 0 && S_ISDIR(st.st_mode)) {
+      ::close(fd);
+      fd = next;
+      shown += "/" + part;
+      continue;
+    }
+    const int e = next >= 0 ? ENOTDIR : errno;
+    if (next >= 0) ::close(next);
+    if (::fstatat(fd, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(st.st_mode))
+      return fail(folder_refusal(folder, e));
+    const std::string at = shown + "/" + part;
+    struct stat in {};
+    if (::fstat(fd, &in) != 0) return fail(folder_refusal(folder, errno));
+    if (std::string w = link_refusal(at, st, in); !w.empty()) return fail(w);
+    char target[4096];
+    const ssize_t n = ::readlinkat(fd, part.c_str(), target, sizeof target);
+    if (n <= 0 || std::size_t(n) >= sizeof target || ++links > 40)
+      return fail("'" + at + "' is a link that cannot be followed; give the folder's own path");
+    const std::string to(target, std::size_t(n));
+    if (to[0] == '/') {
+      ::close(fd);
+      fd = start(to);
+      if (fd < 0) return fail(folder_refusal(folder, errno));
+    }
+    push_front(to);
+    shown = at;
+  }
+  return fd;
+}
+
 }  // namespace
 
 std::optional<std::string> kind_at(const std::string& path) {
@@ -155,14 +232,17 @@ std::string write_problem(const std::string& path) {
   }
   const auto [folder, name] = split(path);
   if (name.empty()) return "the path names no file; give a file name";
+  std::string why;
+  const int dir_fd = open_folder(folder, &why);
+  if (dir_fd < 0) return why;
   // Making a file there is the only test that answers for every file system (/proc, read-only
   // mounts, ACLs): a fresh name, removed at once.
-  std::string probe = folder + "/." + name.substr(0, 64) + ".probe-XXXXXX";
-  const int fd = ::mkostemp(probe.data(), O_CLOEXEC);
-  if (fd < 0) return folder_refusal(folder, errno);
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return "";
+  const std::string probe = "." + name.substr(0, 64) + ".probe-" + random_suffix();
+  const int fd = ::openat(dir_fd, probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) why = folder_refusal(folder, errno);
+  else ::close(fd), ::unlinkat(dir_fd, probe.c_str(), 0);
+  ::close(dir_fd);
+  return why;
 }
 
 std::string try_write_file_atomically(const std::string& path, std::string_view bytes, file_access access) {
@@ -172,10 +252,14 @@ std::string try_write_file_atomically(const std::string& path, std::string_view 
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0)
     if (std::string why = refusal(st); !why.empty()) return why;  // before the folder: a path ending in '/'
-  const int dir_fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return folder_refusal(folder, errno);
-  std::string why = write_at(dir_fd, folder, name, bytes, access);
-  if (why.empty()) ::fsync(dir_fd);  // the rename itself survives a crash
+  std::string why;
+  const int dir_fd = open_folder(folder, &why);
+  if (dir_fd < 0) return why;
+  why = write_at(dir_fd, folder, name, bytes, access);
+  if (const int sync = why.empty() ? ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1; sync >= 0) {
+    ::fsync(sync);  // the rename itself survives a crash
+    ::close(sync);
+  }
   ::close(dir_fd);
   return why;
 }
@@ -254,18 +338,17 @@ std::vector<std::string> components(const std::string& path) {
   }
   return parts;
 }
-bool ours_or_roots(uid_t u) { return u == 0 || u == ::geteuid(); }
 }  // namespace
 
 std::string foreign_link_on(const std::string& path) {
   std::string prefix;
   for (const std::string& part : components(path)) {
+    const std::string parent = prefix.empty() ? "/" : prefix;
     prefix += "/" + part;
-    struct stat st {};
+    struct stat st {}, in {};
     if (::lstat(prefix.c_str(), &st) != 0) break;  // what does not exist yet is made by this user
-    if (S_ISLNK(st.st_mode) && !ours_or_roots(st.st_uid))
-      return "'" + prefix + "' is a link owned by user " + std::to_string(st.st_uid) +
-             ", which could point it anywhere; give a path without it";
+    if (S_ISLNK(st.st_mode) && ::stat(parent.c_str(), &in) == 0)
+      if (std::string why = link_refusal(prefix, st, in); !why.empty()) return why;
   }
   return "";
 }

@@ -121,7 +121,9 @@ target target_for(int major, int minor) {
   return {"--gpu-architecture=compute_" + std::to_string(best), false};
 }
 
-const std::vector<std::string> options = {"-default-device", "--std=c++17", "-w"};
+// -no-source-include: NVRTC would look for a stage's `#include "x.h"` in the current folder (the
+// source's, as it names no other), which may be another user's; a header comes from -I paths only.
+const std::vector<std::string> options = {"-default-device", "--std=c++17", "-w", "-no-source-include"};
 
 // How the kernels are launched and what they do for it: version 2 launches them as programmatic
 // dependents, each waiting (griddepcontrol.wait) before its first memory access.

@@ -10,13 +10,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "resident/detail/files.hpp"
 #include "resident/detail/hmac.hpp"
@@ -271,6 +274,52 @@ TEST(files, a_link_another_user_owns_on_the_path_is_refused) {
   std::string why;
   EXPECT_FALSE(rd::read_private_file(planted, 100, &why));
   EXPECT_NE(why.find("belongs to user 65534"), std::string::npos) << why;
+}
+
+// The folder is opened one component at a time (O_NOFOLLOW): this user's links are followed (relative,
+// absolute, chained, then ".."), but not one in a folder others may rename entries in, where they could
+// swap it for theirs between a check of the path and the open.
+TEST(files, links_are_followed_only_where_no_one_else_could_swap_them) {
+  test_dir d;
+  fs::create_directories(d / "a/b");
+  fs::create_directory_symlink("a/b", d / "rel");
+  fs::create_directory_symlink(d / "rel", d / "abs");
+  rd::write_file_atomically(d / "abs/../b/x.json", "1");
+  EXPECT_EQ(read_all(d / "a/b/x.json"), "1");
+  EXPECT_EQ(rd::write_problem(d / "abs/y.json"), "");
+  fs::create_directories(d / "open");
+  fs::permissions(d / "open", fs::perms::all);  // 0777, not sticky
+  fs::create_directory_symlink(d / "a", d / "open/via");
+  const std::string why = rd::try_write_file_atomically(d / "open/via/x.json", "2");
+  EXPECT_NE(why.find("a link in a folder other users may rename entries in"), std::string::npos) << why;
+  EXPECT_NE(rd::write_problem(d / "open/via/x.json"), "");
+  EXPECT_FALSE(fs::exists(d / "a/x.json"));
+  EXPECT_NE(rd::untrusted_path(d / "open/via").find("rename entries in"), std::string::npos);
+  fs::permissions(d / "open", fs::perms::all | fs::perms::sticky_bit);
+  EXPECT_EQ(rd::try_write_file_atomically(d / "open/via/x.json", "3"), "");
+  EXPECT_EQ(read_all(d / "a/x.json"), "3");
+}
+
+// Another user swaps a folder on the path for a link to this user's folder and back, as fast as they
+// can: the write lands in the folder named, or is refused, never in the other folder.
+TEST(files, a_folder_swapped_for_a_link_during_the_write_does_not_redirect_it) {
+  test_dir d;
+  fs::create_directories(d / "victim");
+  rd::write_file_atomically(d / "victim/results.json", "original");
+  fs::create_directories(d / "shared/out");
+  fs::permissions(d / "shared", fs::perms::all);
+  fs::create_directory_symlink(d / "victim", d / "shared/out.alt");
+  std::atomic<bool> stop{false};
+  std::thread swapper([&] {
+    const std::string a = d / "shared/out", b = d / "shared/out.alt";
+    while (!stop) ::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE);
+  });
+  int written = 0;
+  for (int i = 0; i < 3000; ++i) written += rd::try_write_file_atomically(d / "shared/out/results.json", "new").empty();
+  stop = true;
+  swapper.join();
+  EXPECT_EQ(read_all(d / "victim/results.json"), "original");
+  EXPECT_GT(written, 0);  // the real folder was taken whenever it was there
 }
 
 TEST(files, programs_start_without_a_shell) {

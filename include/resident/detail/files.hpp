@@ -54,11 +54,11 @@ std::optional<std::string> read_regular_file(const std::string& path, std::size_
 
 /// Why another user could swap what lies at or under folder, or "" when no one but this user and root
 /// can: every folder on its canonical path is owned by this user or root and writable by no one else
-/// (unless sticky, as /tmp is), and every link on the path as given is owned by this user or root.
+/// (unless sticky, as /tmp is), and every link on the path as given passes foreign_link_on.
 std::string untrusted_path(const std::string& folder);
 
-/// Why the path as given passes through a link another user owns (followed, it would redirect the
-/// write or read there), or "".
+/// Why the path as given passes through a link another user owns or could swap for theirs (it lies in
+/// a folder they may rename entries in): followed, it would redirect the write or read there. "" if none.
 std::string foreign_link_on(const std::string& path);
 
 /// Reads a regular file owned by this user and writable by no one else (opened O_NOFOLLOW |
