@@ -44,9 +44,9 @@ void require_trusted(const fs::path& dir, const std::string& program) {
   if (::lstat(path.c_str(), &st) != 0)
     throw invalid_argument("bench guide: no " + program + " in '" + dir.string() +
                            "'; build the examples (cmake --build <build>) or pass --examples DIR");
-  if (!S_ISREG(st.st_mode) || (st.st_uid != ::geteuid() && st.st_uid != 0) || (st.st_mode & 022))
-    throw invalid_argument("bench guide: '" + path + "' is not a regular file of yours that no one else can "
-                           "change; it is not run");
+  if (const std::string why = detail::untrusted_program(path); !why.empty())
+    throw invalid_argument("bench guide: '" + path + "' is not a program of yours that no one else can change (" +
+                           why + "); it is not run");
 }
 
 }  // namespace

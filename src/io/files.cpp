@@ -373,6 +373,25 @@ std::string untrusted_path(const std::string& folder) {
   return "";
 }
 
+std::string untrusted_program(const std::string& path) {
+  std::string at = path;
+  for (int links = 0;; ++links) {
+    const auto [folder, name] = split(at);
+    if (std::string why = untrusted_path(folder); !why.empty()) return why;
+    struct stat st {};
+    if (::lstat(at.c_str(), &st) != 0) return "'" + at + "' cannot be read (" + std::strerror(errno) + ")";
+    if (!ours_or_roots(st.st_uid)) return "'" + at + "' belongs to user " + std::to_string(st.st_uid);
+    if (S_ISREG(st.st_mode))
+      return st.st_mode & 022 ? "others may write '" + at + "'" : "";
+    char target[4096];
+    const ssize_t n = S_ISLNK(st.st_mode) ? ::readlink(at.c_str(), target, sizeof target) : -1;
+    if (n <= 0 || std::size_t(n) >= sizeof target || links == 40)
+      return "'" + at + "' is " + (S_ISLNK(st.st_mode) ? "a link that cannot be followed" : kind_of(st.st_mode));
+    const std::string to(target, std::size_t(n));
+    at = to[0] == '/' ? to : folder + "/" + to;
+  }
+}
+
 private_dir::private_dir(const std::string& prefix) {
   std::vector<std::string> bases;
   if (const char* t = std::getenv("TMPDIR"); t && *t) bases.push_back(t);

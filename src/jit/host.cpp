@@ -112,9 +112,19 @@ int run_tool(const std::vector<std::string>& argv, std::string* log) {
 const host_compiler& compiler() {
   static const host_compiler c = [] {
     std::string cxx = "c++";
-    const std::string recorded = RESIDENT_JIT_HOST_CXX;  // the compiler CMake found for the library
-    if (const char* e = std::getenv("RESIDENT_JIT_CXX"); e && *e) cxx = e;
-    else if (!recorded.empty() && ::access(recorded.c_str(), X_OK) == 0) cxx = recorded;
+    // The compiler CMake found for the library, recorded where it was built: on this machine its path
+    // may be one another user can make (a build folder under /tmp), so it runs only where no one else
+    // could have put it or could change it.
+    const std::string recorded = RESIDENT_JIT_HOST_CXX;
+    if (const char* e = std::getenv("RESIDENT_JIT_CXX"); e && *e) {
+      cxx = e;
+    } else if (!recorded.empty() && ::access(recorded.c_str(), X_OK) == 0) {
+      if (const std::string why = resident::detail::untrusted_program(recorded); why.empty())
+        cxx = recorded;
+      else
+        std::fprintf(stderr, "resident: the compiler the library was built with, %s, is not run (%s); 'c++' "
+                     "from PATH compiles instead (RESIDENT_JIT_CXX chooses one)\n", recorded.c_str(), why.c_str());
+    }
     std::string v;
     const int rc = run_tool({cxx, "--version"}, &v);
     if (rc != 0)

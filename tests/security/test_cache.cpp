@@ -234,6 +234,22 @@ TEST(jit_cache_trust, a_key_others_can_write_is_refused) {
   EXPECT_NE(r.output.find("its key file is not this user's private key"), std::string::npos) << r.output;
 }
 
+// NVRTC would look for a stage's `#include "x.h"` in the current folder (its source names no other): in
+// a shared one, another user's header would be compiled into this user's kernel. NVRTC needs no GPU.
+TEST(jit_trust, a_quoted_include_is_not_read_from_the_current_folder) {
+  if (!rs::cuda_compiled) GTEST_SKIP() << "this build has no CUDA backend (no NVRTC)";
+  cache_dir d;
+  fs::create_directories(d.root);
+  std::ofstream(d.root / "planted.h") << "#define PLANTED 1\n";
+  const fs::path was = fs::current_path();
+  fs::current_path(d.root);
+  using E = rs::jit::element;
+  const std::string text = rs::jit::map("#include \"planted.h\"\nfloat f(float v) { return v + PLANTED; }")
+                               .kernel_source({E::f32}, E::f32, rs::device::cuda(0));
+  EXPECT_THROW(rs::jit::detail::compile_cuda(text, 9, 0), rs::jit::compile_error);
+  fs::current_path(was);
+}
+
 }  // namespace
 
 // A folder above the cache that others may write (not sticky) lets them rename the cache folder aside

@@ -322,6 +322,30 @@ TEST(files, a_folder_swapped_for_a_link_during_the_write_does_not_redirect_it) {
   EXPECT_GT(written, 0);  // the real folder was taken whenever it was there
 }
 
+// A program resident runs on its own (the compiler the library was built with) is one no other user
+// could have put there or change: a regular file of this user's or root's, writable by no one else,
+// reached through links of theirs in folders no one else can rename entries in.
+TEST(files, a_program_others_could_change_or_plant_is_untrusted) {
+  test_dir d;
+  const std::string cxx = d / "c++";
+  rd::write_file_atomically(cxx, "#!/bin/sh\n");
+  fs::permissions(cxx, fs::perms::owner_all);
+  EXPECT_EQ(rd::untrusted_program(cxx), "");
+  fs::create_symlink("c++", d / "cc");
+  fs::create_directories(d / "bin");
+  fs::create_symlink(d / "cc", d / "bin/g++");
+  EXPECT_EQ(rd::untrusted_program(d / "bin/g++"), "");
+  fs::permissions(cxx, fs::perms::owner_all | fs::perms::others_write);
+  EXPECT_NE(rd::untrusted_program(d / "bin/g++").find("others may write"), std::string::npos);
+  fs::permissions(cxx, fs::perms::owner_all);
+  fs::permissions(d / "bin", fs::perms::all);  // a link in a folder anyone may rename entries in
+  EXPECT_NE(rd::untrusted_program(d / "bin/g++").find("others may write the folder"), std::string::npos);
+  EXPECT_NE(rd::untrusted_program(d / "missing").find("cannot be read"), std::string::npos);
+  if (fs::exists("/usr/bin/c++")) {
+    EXPECT_EQ(rd::untrusted_program("/usr/bin/c++"), "");
+  }
+}
+
 TEST(files, programs_start_without_a_shell) {
   test_dir d;
   const std::string mark = d / "ran";

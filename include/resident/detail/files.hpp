@@ -57,6 +57,11 @@ std::optional<std::string> read_regular_file(const std::string& path, std::size_
 /// (unless sticky, as /tmp is), and every link on the path as given passes foreign_link_on.
 std::string untrusted_path(const std::string& folder);
 
+/// Why another user could change the program at path, or "" when no one but this user and root can:
+/// it is a regular file of theirs that no one else may write, reached through links of theirs, each in
+/// a folder that passes untrusted_path.
+std::string untrusted_program(const std::string& path);
+
 /// Why the path as given passes through a link another user owns or could swap for theirs (it lies in
 /// a folder they may rename entries in): followed, it would redirect the write or read there. "" if none.
 std::string foreign_link_on(const std::string& path);
