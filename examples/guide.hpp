@@ -2,8 +2,12 @@
 // the comparison as an aligned table with the ratio to the first variant, and append the rows as JSON
 // lines to the file named by RESIDENT_GUIDE_OUT, which `resident bench guide` reads.
 #pragma once
-#include <cstdio>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -50,7 +54,13 @@ class report {
                   r.note.c_str());
     std::printf("Why: %s\n", why.c_str());
     if (const char* out = std::getenv("RESIDENT_GUIDE_OUT"); out && *out) {
-      if (FILE* f = std::fopen(out, "a")) {
+      // Appended to a regular file of this user's only: never through a link, never waiting on a FIFO.
+      const int fd = ::open(out, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+      struct stat st {};
+      const bool ours = fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid();
+      if (!ours) std::fprintf(stderr, "RESIDENT_GUIDE_OUT=%s is not a regular file of this user's; rows not written\n", out);
+      if (fd >= 0 && !ours) ::close(fd);
+      if (FILE* f = ours ? ::fdopen(fd, "a") : nullptr) {
         for (const auto& r : rows_)
           std::fprintf(f, "{\"example\":\"%s\",\"device\":\"%s\",\"variant\":\"%s\",\"ms\":%.6g,\"ratio\":%.6g}\n",
                        example_.c_str(), d_.name().c_str(), r.variant.c_str(), r.ms, r.ms / rows_.front().ms);

@@ -41,13 +41,7 @@ double time_matmul(device d, std::size_t n, matmul_algo algo, int reps) {
 }
 
 int plot_matmul_from(const bench_options& o) try {
-  std::ifstream f(o.from);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(f);
-  } catch (const std::exception& e) {
-    throw invalid_argument("cannot read JSON from '" + o.from + "': " + e.what());
-  }
+  const nlohmann::json j = read_json(o.from);
   if (j.value("benchmark", "") != "matmul")
     throw invalid_argument("'" + o.from + "' is not the --json output of `resident bench matmul`");
   std::map<std::string, plot_series> by;

@@ -64,17 +64,16 @@ void plot_png(const std::string& path, const std::string& title, const std::stri
   out() << "plot written to " << path << "\n";
 }
 
-namespace {
 nlohmann::json read_json(const std::string& path) {
-  std::ifstream f(path);
+  std::string why;
+  const std::optional<std::string> text = detail::read_regular_file(path, std::size_t(256) << 20, &why);
+  if (!text) throw invalid_argument("cannot read JSON from '" + path + "': " + why);
   try {
-    return nlohmann::json::parse(f);
+    return nlohmann::json::parse(*text);
   } catch (const std::exception& e) {
     throw invalid_argument("cannot read JSON from '" + path + "': " + e.what());
   }
 }
-
-}  // namespace
 
 // Adds the peers' time-over-memcpy series per system.
 void add_peer_series(const std::string& path, std::vector<plot_series>& series) try {

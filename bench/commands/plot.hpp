@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "bench.hpp"
 
 namespace resident::cli {
@@ -17,6 +19,9 @@ struct plot_series {
 void plot_png(const std::string& path, const std::string& title, const std::string& xlabel,
               const std::string& ylabel, const std::vector<plot_series>& series, bool logx);
 
+/// The JSON in the regular file at path (opened O_NOFOLLOW | O_NONBLOCK: a FIFO is never waited on; at
+/// most 256 MiB). @throws invalid_argument naming the path and why not.
+nlohmann::json read_json(const std::string& path);
 /// Adds bench/peers/peers.py's series (time over memcpy per system) from the JSON at path ("" = none).
 /// @throws invalid_argument when the file is not that JSON.
 void add_peer_series(const std::string& path, std::vector<plot_series>& series);

@@ -72,21 +72,31 @@ _extent = extent_of
 def _own_folder():
     """A folder of this user's alone for the ranks' rendezvous on one host: $XDG_RUNTIME_DIR, else
     resident-<uid> in the temporary folder, made 0700 and checked (another user's, or a link, is refused:
-    in a shared folder they could plant the file other ranks read)."""
+    in a shared folder they could plant the file other ranks read). Where another user made that name
+    first, ~/.cache/resident-rendezvous instead (so they cannot stop this user's jobs)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     base = runtime if runtime and os.path.isabs(runtime) else tempfile.gettempdir()
     if not _compat.no_one_else_can_swap(base):  # as resident's private folders: /tmp instead (docs/security.md)
         base = "/tmp"
-    folder = os.path.join(os.path.realpath(base), f"resident-{os.geteuid()}")
-    try:
-        os.mkdir(folder, 0o700)
-    except FileExistsError:
-        pass
-    st = os.lstat(folder)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-        raise InvalidArgument(f"resident.dist: '{folder}' is not a folder of this user's alone (another user's, a "
-                              "link, or open to others); set RESIDENT_RENDEZVOUS to a fresh file path in one")
-    return folder
+    tried = []
+    for folder in (os.path.join(os.path.realpath(base), f"resident-{os.geteuid()}"),
+                   os.path.join(os.path.expanduser("~"), ".cache", "resident-rendezvous")):
+        try:
+            if folder.startswith(os.path.expanduser("~") + os.sep):
+                os.makedirs(os.path.dirname(folder), 0o700, exist_ok=True)
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            tried.append(f"'{folder}': {e.strerror}")
+            continue
+        st = os.lstat(folder)
+        if (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
+                and _compat.no_one_else_can_swap(os.path.dirname(folder))):
+            return folder
+        tried.append(f"'{folder}' is not a folder of this user's alone (another user's, a link, or open to others)")
+    raise InvalidArgument("resident.dist: no folder of this user's alone for the rendezvous (" + "; ".join(tried) +
+                          "); set RESIDENT_RENDEZVOUS to a fresh file path in one")
 
 
 class Communicator:

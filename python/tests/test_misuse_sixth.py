@@ -269,15 +269,23 @@ def test_an_interrupt_raised_by_a_buffer_exporter_goes_on_unchanged():
 def test_the_default_rendezvous_folder_is_this_users_alone(tmp_path, monkeypatch):
     import os
     import stat
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    run, home = tmp_path / "run", tmp_path / "home"
+    run.mkdir(0o700)
+    home.mkdir(0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
+    monkeypatch.setenv("HOME", str(home))
     folder = rs.dist._own_folder()
     st = os.lstat(folder)
-    assert folder.startswith(str(tmp_path)) and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) == 0o700
+    assert folder.startswith(str(run)) and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) == 0o700
     os.chmod(folder, 0o777)  # open to others: another user could plant the file ranks read
+    spare = str(home / ".cache" / "resident-rendezvous")  # so another user cannot stop this user's jobs
+    assert rs.dist._own_folder() == spare and stat.S_IMODE(os.lstat(spare).st_mode) == 0o700
+    os.rmdir(spare)
+    os.symlink(tmp_path, spare)  # a link where the folder goes
     with pytest.raises(rs.InvalidArgument, match="RESIDENT_RENDEZVOUS"):
         rs.dist._own_folder()
     os.rmdir(folder)
-    os.symlink(tmp_path, folder)  # a link where the folder goes
+    os.symlink(tmp_path, folder)
     with pytest.raises(rs.InvalidArgument, match="not a folder of this user's alone"):
         rs.dist._own_folder()
 

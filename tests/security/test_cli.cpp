@@ -133,6 +133,18 @@ TEST(cli_trust, json_into_a_fifo_is_refused_at_once) {
   EXPECT_TRUE(fs::is_fifo(fifo));
 }
 
+// The JSON that --from and --peers read: a FIFO is refused at once, not waited on.
+TEST(cli_trust, json_read_from_a_fifo_is_refused_at_once) {
+  work_dir w;
+  const std::string fifo = w / "in.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string bench : {"pipeline", "matmul"}) {
+    const auto r = cli({"bench", bench, "--from", fifo, "--plot", w / "p.png"});
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("it is a FIFO (named pipe), not a regular file"), std::string::npos) << r.output;
+  }
+}
+
 TEST(cli_trust, the_profile_json_into_a_fifo_is_refused_at_once) {
   work_dir w;
   const std::string fifo = w / "p.json";
