@@ -47,6 +47,8 @@ def _array_for_numpy(self, dtype=None, copy=None):
     if self.device != "cpu":
         raise InvalidType(f"resident.Array on {self.device}: NumPy reads host memory; copy it with x.to_host() "
                           "(a counted transfer)")
+    if copy is not None and not isinstance(copy, (bool, _np.bool_)):
+        raise InvalidType(f"resident.Array.__array__: copy is a {type(copy).__name__}; give True, False or None")
     a = _np.from_dlpack(self)
     try:
         dtype = None if dtype is None else _np.dtype(dtype)

@@ -28,6 +28,9 @@ class Array:
     def data_ptr(self) -> int: ...
 
     @property
+    def _readonly(self) -> bool: ...
+
+    @property
     def stream(self) -> int:
         """
         the stream handle work on the array is ordered on (1 = the legacy default stream)

@@ -126,7 +126,18 @@ def _rmatmul(self, other):
     return matmul(other, self)
 
 
+def _no_bare_instance(cls, *args, **kwargs):
+    # T.__new__(T) would make an instance nanobind never initialized (every use a bare TypeError or a
+    # std::bad_cast); T(...) and resident's functions do not come here.
+    raise _core.InvalidType(f"resident.{cls.__name__}.__new__ makes no usable object; use the functions that make "
+                            "one (rs.to_device, rs.empty, rs.Flow(), rs.capture, ...)")
+
+
 def install():
+    for name in dir(_core):  # every class of the compiled core
+        cls = getattr(_core, name)
+        if isinstance(cls, type) and type(cls).__name__ == "nb_type":
+            cls.__new__ = _no_bare_instance
     for cls, advice in _NOT_PICKLED.items():
         cls.__reduce_ex__ = cls.__reduce__ = _refuse_pickle(advice)
     _core.Array.__copy__ = _core.Array.__deepcopy__ = _array_copy

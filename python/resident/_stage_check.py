@@ -97,6 +97,13 @@ def _not_a_function(fn, what, arity):
                 "(def f(v): ...)")
     module = getattr(fn, "__module__", None)
     full = f"{module}.{name}" if isinstance(module, str) and module not in ("builtins", "__main__") else name
+    try:
+        interpreter_only = fn in _INTERPRETER_ONLY
+    except TypeError:  # unhashable
+        interpreter_only = False
+    if interpreter_only:
+        return (f"{full} needs the Python interpreter, and a stage runs inside a compiled loop or kernel; compute "
+                "the values in the stage and do this with its result on the host (x.to_host())")
     return (f"{full} is not a Python function Numba can compile (a built-in has no Python code); call it from "
             f"one, e.g. {wrap.format(full)}")
 
@@ -112,6 +119,12 @@ def _check_body(fn, what, seen, path=(), written_inside=False):
         return
     seen.add(fn)
     path = path + (fn,)
+    written = _writes_enclosing(fn.__code__)
+    if written:
+        raise _core_error("CompileError", f"{what}: {written[0]} assigns {written[1]!r} of an enclosing function "
+                          f"(nonlocal, {fn.__code__.co_filename}:{written[2]}); a stage's functions are compiled with "
+                          "the values they close over as constants, so the write would be lost: return the value "
+                          "instead")
     try:
         from numba.core import compiler, ir
         fir = compiler.run_frontend(fn)
@@ -154,6 +167,24 @@ def _check_body(fn, what, seen, path=(), written_inside=False):
 
 
 _NOTHING = object()
+
+
+def _writes_enclosing(code):
+    """(function name, variable, line) where code (or a function written inside it) assigns or deletes
+    a variable of an enclosing function (`nonlocal`), else None: Numba compiles that write as a local
+    one, silently."""
+    import dis
+    line = code.co_firstlineno
+    for ins in dis.get_instructions(code):
+        line = ins.positions.lineno if getattr(ins, "positions", None) and ins.positions.lineno else line
+        if ins.opname in ("STORE_DEREF", "DELETE_DEREF") and ins.argval in code.co_freevars:
+            return code.co_name, ins.argval, line
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            found = _writes_enclosing(c)
+            if found:
+                return found
+    return None
 
 
 def _check_value(v, fn, what, seen, path, line):

@@ -303,11 +303,23 @@ _MOST_SHARDS = 4096  # beyond any machine's devices: an iterable that never ends
 
 def _bounded(items, what):
     """The items of an iterable as a list, at most _MOST_SHARDS of them (else InvalidArgument)."""
-    got = list(itertools.islice(items, _MOST_SHARDS + 1))
+    try:
+        got = list(itertools.islice(items, _MOST_SHARDS + 1))
+    except Exception as e:  # noqa: BLE001 (what the iterable's own code raised)
+        raise InvalidType(f"{what}: reading the items raised {type(e).__name__}: {str(e)[:120]}") from None
     if len(got) > _MOST_SHARDS:
         raise InvalidArgument(f"{what}: more than {_MOST_SHARDS} given (an iterable that never ends?); give a list "
                               "with one entry per shard")
     return got
+
+
+def _name(d):
+    """A device's name: a string, or what an object says it is (a torch.device)."""
+    try:
+        return d if isinstance(d, str) else str(d)
+    except Exception as e:  # noqa: BLE001 (what the object's own __str__ raised)
+        raise InvalidType(f"resident.dist: a device's name raised {type(e).__name__}: {str(e)[:120]}; give names "
+                          "such as 'cuda:0'") from None
 
 
 def _device_names(devices):
@@ -331,7 +343,7 @@ def _device_names(devices):
             raise InvalidArgument(f"resident.dist: {devices} devices, but this machine has {n} GPUs and {cores} "
                                   f"CPU cores; give at most {_max(n, cores)}")
         return ["cpu"] * devices
-    names = [str(d) for d in _bounded(devices, "resident.dist: devices")]
+    names = [_name(d) for d in _bounded(devices, "resident.dist: devices")]
     if not names:
         raise InvalidArgument("resident.dist: give at least one device")
     return names
@@ -430,6 +442,14 @@ def apply(work, x, out=None):
         _check(out, "apply")
         if out.extents != x.extents or out.devices != x.devices:
             raise ShapeMismatch("resident.dist.apply: out's shards are not laid out as x's")
+    _writable(x if out is None else out)
+    if out is not None:
+        for i, o in enumerate(out.shards):  # shard i's output must not be what another shard reads
+            for j, s in enumerate(x.shards):
+                if i != j and _overlap(o, s):
+                    raise InvalidArgument(f"resident.dist.apply: out's shard {i} is memory of x's shard {j}, "
+                                          "which another shard's work would read after it was written; give out "
+                                          "memory of its own (or x itself, in place)")
         for s, o in zip(x.shards, out.shards):
             work(s, out=o)
         return out
@@ -457,6 +477,20 @@ def called_on_shards(work, inputs, out, stream):
         raise InvalidArgument("resident: work on a sharded array runs on each shard's device stream; stream= is "
                               "for an array on one device")
     return apply(work, inputs[0], out)
+
+
+def _writable(x):
+    """Refuses a sharded array with a read-only shard before any shard is written."""
+    for i, s in enumerate(x.shards):
+        if s._readonly:
+            raise InvalidArgument(f"resident.dist: shard {i} is read-only (its producer marked it so), so nothing "
+                                  "was written; give shards that may be written")
+
+
+def _overlap(a, b):
+    """Whether two arrays share memory on one device."""
+    return a.device == b.device and a.nbytes and b.nbytes and a.data_ptr < b.data_ptr + b.nbytes and \
+        b.data_ptr < a.data_ptr + a.nbytes
 
 
 def _same_memory(a, shard):

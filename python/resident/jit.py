@@ -508,7 +508,7 @@ def _check_count(n, dtype):
 
 
 def _target_of_device(device, what="resident.jit"):
-    if device == "cpu":
+    if isinstance(device, str) and device == "cpu":
         return ("cpu", 0, 0)
     if not isinstance(device, str):
         raise _core_error("InvalidType", f"{what}: device is a {type(device).__name__}; give a name such as 'cpu' "
@@ -524,9 +524,12 @@ def stage(fn=None, *, name=None, float_literals="values"):
     ``name`` picks the function when the text defines several). ``float_literals``: "values" (a Python
     function's float literals take float32 when its values are float32) or "float64" (Numba's own
     typing: every literal double)."""
-    if float_literals not in ("values", "float64"):
-        raise _core_error("InvalidArgument",
-                          f"resident.stage: float_literals={float_literals!r}; use 'values' or 'float64'")
+    if not isinstance(float_literals, str) or float_literals not in ("values", "float64"):
+        raise _core_error("InvalidArgument" if isinstance(float_literals, str) else "InvalidType",
+                          f"resident.stage: float_literals={_shown(float_literals)}; use 'values' or 'float64'")
+    if name is not None and not isinstance(name, str):
+        raise _core_error("InvalidType", f"resident.stage: name is a {type(name).__name__}; give the function's name "
+                          "as a string")
     if fn is None:
         return lambda f: stage(f, name=name, float_literals=float_literals)
     if isinstance(fn, str):
@@ -540,6 +543,14 @@ def stage(fn=None, *, name=None, float_literals="values"):
         raise _core_error("InvalidType", f"resident.stage takes a Python function or C++ source text, not a "
                           f"{type(fn).__name__}")
     return Chain([("py", _py_stage(fn, float_literals))])
+
+
+def _shown(v):
+    """repr(v), or its type's name where its own __repr__ raises."""
+    try:
+        return repr(v)
+    except Exception:  # noqa: BLE001
+        return f"a {type(v).__name__}"
 
 
 def _py_stage(fn, float_literals):

@@ -260,6 +260,7 @@ void bind_array(nb::module_& m) {
       .def_prop_ro("nbytes", [](const py_array& a) { return a.size() * a.itemsize(); })
       .def_prop_ro("device", [](const py_array& a) { return a.device().name(); })
       .def_prop_ro("data_ptr", [](const py_array& a) { return reinterpret_cast<std::uintptr_t>(a.data); })
+      .def_prop_ro("_readonly", [](const py_array& a) { return a.readonly; })
       .def_prop_ro("stream", [](const py_array& a) { return handle_of(a.stream.native()); },
                    "the stream handle work on the array is ordered on (1 = the legacy default stream)")
       .def("__len__", [](const py_array& a) {

@@ -29,7 +29,7 @@ std::intptr_t handle_from(nb::handle v, const char* what, const char* via) {
 
 }  // namespace
 
-std::optional<std::intptr_t> parse_stream(nb::handle s, const char* what) {
+std::optional<std::intptr_t> parse_stream(nb::handle s, const char* what) try {
   if (s.is_none()) return std::nullopt;
   if (PyLong_Check(s.ptr()) || PyIndex_Check(s.ptr())) return handle_from(s, what, "");  // an int, NumPy's too
   if (has_attr(s, "__cuda_stream__")) {
@@ -49,6 +49,10 @@ std::optional<std::intptr_t> parse_stream(nb::handle s, const char* what) {
   }
   throw rs::invalid_type(std::string(what) + ": stream= takes an object with __cuda_stream__, a PyTorch, CuPy or Numba "
                          "stream, or an int handle, not a " + py_type_name(s));
+} catch (nb::python_error& e) {  // what the stream object's own code raised; an interrupt or exit as it is
+  if (!e.matches(PyExc_Exception)) throw;
+  throw rs::invalid_type(std::string(what) + ": the stream= object's own code raised " +
+                         nb::cast<std::string>(nb::repr(e.value())) + "; give a stream that says its handle");
 }
 
 call_stream::call_stream(nb::handle stream, const char* what) : previous_(t_call_stream) {
