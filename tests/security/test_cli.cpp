@@ -135,6 +135,7 @@ TEST(cli_trust, json_into_a_fifo_is_refused_at_once) {
 
 // The JSON that --from and --peers read: a FIFO is refused at once, not waited on.
 TEST(cli_trust, json_read_from_a_fifo_is_refused_at_once) {
+  if (!rd::program_found("gnuplot")) GTEST_SKIP() << "--plot is checked for gnuplot first";
   work_dir w;
   const std::string fifo = w / "in.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
