@@ -58,6 +58,17 @@ def _ours_alone(path):
             no_one_else_can_swap(os.path.dirname(path)))
 
 
+def _no_one_else_can_add(folder):
+    """Whether no user but this one and root can make a file in folder (a sticky folder such as /tmp
+    lets anyone add one, though not swap this user's), and none can swap the folder itself."""
+    import os
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return False
+    return st.st_uid in (0, os.geteuid()) and not st.st_mode & 0o022 and no_one_else_can_swap(folder)
+
+
 def _user_stacklevel():
     """The stacklevel of the first frame outside resident's package, for a warning about the user's call."""
     import os
@@ -99,7 +110,7 @@ def guard_numba_config():
                       stacklevel=_user_stacklevel())
     # Numba says so too, misleadingly ("YAML parsing capabilities appear to be missing"): once is ours.
     warnings.filterwarnings("ignore", message="A Numba config file is found but YAML", category=UserWarning)
-    if "numba.core.config" not in sys.modules and not trusted and not (folder and no_one_else_can_swap(folder)
+    if "numba.core.config" not in sys.modules and not trusted and not (folder and _no_one_else_can_add(folder)
                                                                         and not os.path.lexists(path)):
         # Numba's import reads the file when it can import yaml: it cannot, in this thread, for that
         # import. The import statement asks builtins.__import__, so other threads still import yaml.

@@ -109,3 +109,33 @@ def test_another_threads_import_of_yaml_works_while_numba_is_imported_without_it
                        env={k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")})
     assert r.returncode == 0, r.stderr[-2000:]
     assert "values [1.0, 2.0, 3.0, 4.0] debuginfo 0 failed 0" in r.stdout, r.stdout
+
+
+_RACE = r'''
+import sys, types
+read = []
+y = types.ModuleType("yaml"); y.safe_load = lambda f: read.append(f.name) or {"debuginfo": 1}; sys.modules["yaml"] = y
+class Plant:  # another user adds the file just before Numba's import reads it
+    def find_spec(self, name, path=None, target=None):
+        if name == "numba.core.config":
+            with open(".numba_config.yaml", "w") as f:
+                f.write("DEBUGINFO: 1\n")
+        return None
+sys.meta_path.insert(0, Plant())
+import numpy as np, resident as rs
+x = rs.to_device(np.arange(4, dtype=np.float32), device="cpu")
+print("values", rs.stage(lambda v: v + 1.0)(x).to_host().tolist())
+import numba.core.config as c
+print("debuginfo", c.DEBUGINFO_DEFAULT, "read", read)
+'''
+
+
+def test_a_settings_file_added_to_a_sticky_folder_during_numbas_import_is_not_read(tmp_path):
+    # A sticky folder (/tmp) keeps this user's files from being swapped, not others from adding one.
+    d = tmp_path / "sticky"
+    d.mkdir()
+    os.chmod(d, 0o1777)
+    r = subprocess.run([sys.executable, "-c", _RACE], cwd=d, capture_output=True, text=True, timeout=300,
+                       env={k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")})
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "values [1.0, 2.0, 3.0, 4.0]" in r.stdout and "debuginfo 0 read []" in r.stdout, r.stdout
