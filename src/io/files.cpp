@@ -208,7 +208,7 @@ int open_folder(const std::string& folder, std::string* why) {
       if (fd < 0) return fail(folder_refusal(folder, errno));
     }
     push_front(to);
-    shown = at;
+    if (to[0] == '/') shown.clear();  // a relative target goes on from the link's own folder
   }
   return fd;
 }
@@ -347,14 +347,19 @@ std::string foreign_link_on(const std::string& path) {
     prefix += "/" + part;
     struct stat st {}, in {};
     if (::lstat(prefix.c_str(), &st) != 0) break;  // what does not exist yet is made by this user
-    if (S_ISLNK(st.st_mode) && ::stat(parent.c_str(), &in) == 0)
-      if (std::string why = link_refusal(prefix, st, in); !why.empty()) return why;
+    if (!S_ISLNK(st.st_mode)) continue;
+    if (::stat(parent.c_str(), &in) != 0) in.st_uid = uid_t(-1);  // the folder gone meanwhile: not ours
+    if (std::string why = link_refusal(prefix, st, in); !why.empty()) return why;
   }
   return "";
 }
 
 std::string untrusted_path(const std::string& folder) {
   if (std::string why = foreign_link_on(folder); !why.empty()) return why;
+  std::string why;  // every link on the way, those inside links' targets too
+  const int fd = open_folder(folder, &why);
+  if (fd < 0) return why;
+  ::close(fd);
   std::error_code ec;
   const std::filesystem::path real = std::filesystem::canonical(folder, ec);
   if (ec) return "'" + folder + "' cannot be resolved (" + ec.message() + ")";

@@ -295,6 +295,12 @@ TEST(files, links_are_followed_only_where_no_one_else_could_swap_them) {
   EXPECT_NE(rd::write_problem(d / "open/via/x.json"), "");
   EXPECT_FALSE(fs::exists(d / "a/x.json"));
   EXPECT_NE(rd::untrusted_path(d / "open/via").find("rename entries in"), std::string::npos);
+  // A link whose target passes through such a link: judged at every hop, not only the path as given.
+  fs::create_directory_symlink(d / "open/via", d / "nest");
+  EXPECT_NE(rd::untrusted_path(d / "nest").find("rename entries in"), std::string::npos);
+  rd::write_file_atomically(d / "a/prog", "#!/bin/sh\n");
+  EXPECT_NE(rd::untrusted_program(d / "nest/prog").find("rename entries in"), std::string::npos);
+  EXPECT_EQ(rd::untrusted_program(d / "a/prog"), "");
   fs::permissions(d / "open", fs::perms::all | fs::perms::sticky_bit);
   EXPECT_EQ(rd::try_write_file_atomically(d / "open/via/x.json", "3"), "");
   EXPECT_EQ(read_all(d / "a/x.json"), "3");
