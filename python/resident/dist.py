@@ -78,11 +78,13 @@ def _own_folder():
     base = runtime if runtime and os.path.isabs(runtime) else tempfile.gettempdir()
     if not _compat.no_one_else_can_swap(base):  # as resident's private folders: /tmp instead (docs/security.md)
         base = "/tmp"
-    tried = []
-    for folder in (os.path.join(os.path.realpath(base), f"resident-{os.geteuid()}"),
-                   os.path.join(os.path.expanduser("~"), ".cache", "resident-rendezvous")):
+    tried, home = [], os.path.expanduser("~")
+    folders = [os.path.join(os.path.realpath(base), f"resident-{os.geteuid()}")]
+    if os.path.isabs(home):  # no HOME and no passwd entry: "~" as it is, which names no folder
+        folders.append(os.path.join(home, ".cache", "resident-rendezvous"))
+    for folder in folders:
         try:
-            if folder.startswith(os.path.expanduser("~") + os.sep):
+            if folder.startswith(home + os.sep):
                 os.makedirs(os.path.dirname(folder), 0o700, exist_ok=True)
             os.mkdir(folder, 0o700)
         except FileExistsError:
