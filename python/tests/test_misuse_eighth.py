@@ -136,3 +136,38 @@ def test_a_builtin_that_needs_the_interpreter_is_refused_with_advice_that_works(
     with pytest.raises(rs.InvalidType, match="needs the Python interpreter") as e:
         rs.stage(fn)
     assert "rs.stage(lambda" not in str(e.value)
+
+
+_S = "float s(float v) { return v; }"
+_AFTER = "float r(float v) { return sqrtf(v) + 1.0f; }"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("text", ["#define/**/sqrtf(v) v\n", "/**/#define sqrtf(v) v\n", "%:define sqrtf(v) v\n",
+                                  "#def\\\nine sqrtf(v) v\n", "#define \\\nsqrtf(v) v\n", "#define\fsqrtf(v) v\n",
+                                  "#define sqrtf(v) \\ \n v\n", "#define sqrtf(v) v /* a comment\n over lines */\n"],
+                         ids=["comment-inside", "comment-before", "digraph", "spliced-name", "spliced-argument",
+                              "form-feed", "splice-after-blank", "comment-across-lines"])
+def test_a_macro_however_spelled_ends_with_its_stage(device, text):
+    # The directives are found as the preprocessor finds them: each spelling made sqrtf the identity after.
+    x = rs.to_device(np.array([4.0, 9.0], np.float32), device=device)
+    got = (rs.stage(text + _S) | rs.stage(_AFTER))(x).to_host()
+    np.testing.assert_allclose(got, [3.0, 4.0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_nothing_is_inserted_into_a_raw_string_and_line_numbers_hold_after_a_comment(device):
+    x = rs.to_device(np.array([1.0, 2.0], np.float32), device=device)
+    text = 'float n(float v) { const char* s = R"(\n#define Q 1\n)"; int k = 0; while (s[k]) ++k; return v + k; }'
+    np.testing.assert_array_equal(rs.stage(text)(x).to_host(), [14.0, 15.0])  # 13 characters, none added
+    bad = "#define K 2.0f /* doubling\n factor */\nfloat t(float v) { return v * K; }\nfloat u(float v) { return nope; }"
+    with pytest.raises(rs.CompileError, match=r"stage 1(:4:|\(4\))"):
+        rs.stage(bad, name="t")(x)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_markers_names_are_kept_from_stages(device):
+    # A stage naming the marker could have kept its redefinition of an earlier macro for the stages after.
+    x = rs.to_device(np.array([1.0, 2.0], np.float32), device=device)
+    with pytest.raises(rs.CompileError, match="RS_NEW_MACRO_, which resident keeps for itself"):
+        rs.stage("#define RS_NEW_MACRO_0_K\n" + _S)(x)

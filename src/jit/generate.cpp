@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <regex>
 #include <sstream>
 #include <vector>
 
@@ -12,6 +11,7 @@
 #include "jit/backend.hpp"
 #include "jit/generate.hpp"
 #include "jit/kernel_text.hpp"
+#include "jit/stage_text.hpp"
 
 namespace resident::jit::detail {
 
@@ -220,31 +220,6 @@ void check_init(const part& r, element t) {
   }
 }
 
-// A stage's #include lines outside any #if, moved before its namespace (a header included inside a
-// namespace does not compile), each at its own line number; blank lines keep the others' numbers.
-std::pair<std::string, std::string> hoist_includes(const std::string& source, const std::string& label) {
-  std::istringstream in(source);
-  std::string line, includes, body;
-  int number = 0, conditional = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    std::size_t i = line.find_first_not_of(" \t");
-    const bool directive = i != std::string::npos && line[i] == '#';
-    if (directive) i = line.find_first_not_of(" \t", i + 1);
-    const auto is = [&](const char* w) { return directive && i != std::string::npos && line.compare(i, std::strlen(w), w) == 0; };
-    if (is("if")) ++conditional;
-    if (is("endif")) --conditional;
-    if (is("include") && conditional == 0) {
-      includes += "#line " + std::to_string(number) + " \"" + label + "\"\n" + line + "\n";
-      body += "\n";
-    } else {
-      body += line + "\n";
-    }
-  }
-  if (includes.empty()) return {"", source};
-  return {includes, body};
-}
-
 // --- the chain's parts and types --------------------------------------------------------------------
 
 // The chain's argument count, reduction and generator against sig; the caller's mistakes first.
@@ -344,46 +319,6 @@ std::string external_stage(const chain& c, const part& p, std::size_t index) {
     return "// stage " + std::to_string(index) + ": LTO-IR " + hash_hex(p.ltoir) + "\nextern \"C\" __device__ " +
            type_name(p.result) + " " + p.name + "(" + prm + ");\n";
   return "typedef " + std::string(type_name(p.result)) + " (*rs_fn_" + k + ")(" + prm + ");\n";
-}
-
-// A stage's macros end with it, as its namespace ends its names (a `#define sqrtf(x) (x)` made the
-// built-in operations after it the identity): each name its text #defines or #undefs, when no macro of
-// that name came before it, is #undef'd after it. NVRTC has no push_macro / pop_macro to restore one
-// that came before, so an active #define or #undef of such a name is an #error at that line (an
-// `#ifndef M_PI` guard or a commented-out line is not active). Returns {before, body, after}.
-struct ended_macros {
-  std::string before, body, after;
-};
-ended_macros macros_ended(const std::string& body, std::size_t stage, const std::string& label) {
-  static const std::regex directive(R"(^[ \t]*#[ \t]*(define|undef)[ \t]+([A-Za-z_][A-Za-z_0-9]*))");
-  std::istringstream in(body);
-  std::string line;
-  ended_macros r;
-  std::vector<std::string> seen;
-  static const std::regex group_end(R"(^[ \t]*#[ \t]*(else|elif|endif)\b)");
-  std::smatch m;
-  std::size_t number = 0;
-  bool checked = false;  // lines were added: the numbering is set again where a skipped group may end
-  const auto renumber = [&] { r.body += "#line " + std::to_string(number + 1) + " \"" + label + "\"\n"; };
-  while (std::getline(in, line)) {
-    r.body += line + "\n";
-    ++number;
-    if (checked && std::regex_search(line, group_end)) renumber();
-    if (!std::regex_search(line, m, directive)) continue;
-    const std::string x = m[2].str(), what = m[1].str(), mark = "RS_NEW_MACRO_" + std::to_string(stage) + "_" + x;
-    while (!line.empty() && line.back() == '\\' && std::getline(in, line)) r.body += line + "\n", ++number;
-    if (std::find(seen.begin(), seen.end(), x) == seen.end()) {
-      seen.push_back(x);
-      r.before += "#ifndef " + x + "\n#define " + mark + "\n#endif\n";
-      r.after += "#ifdef " + mark + "\n#undef " + x + "\n#undef " + mark + "\n#endif\n";
-    }
-    r.body += "#ifndef " + mark + "\n#line " + std::to_string(number) + " \"" + label + "\"\n#error \"" + label + " #" + what + "s " + x +
-              ", a macro defined before it, which would change it for the code after the stage: give the "
-              "stage's macro a name of its own\"\n#endif\n";
-    renumber();
-    checked = true;
-  }
-  return r;
 }
 
 // The user's stages, each in its own namespace, their lines numbered as in their own text.

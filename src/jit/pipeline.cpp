@@ -8,6 +8,7 @@
 
 #include "jit/backend.hpp"
 #include "jit/generate.hpp"
+#include "jit/stage_text.hpp"
 
 namespace resident::jit {
 
@@ -41,21 +42,25 @@ std::string code_of(const std::string& s, const char* what) {
   auto line_of = [&](std::size_t i) { return std::to_string(1 + std::count(s.begin(), s.begin() + std::ptrdiff_t(i), '\n')); };
   std::string open;  // the brackets open at this point
   std::vector<std::size_t> open_at;
-  bool line_start = true;
+  const std::vector<directive> ds = directives_of(s);  // found as the preprocessor finds them
+  auto d = ds.begin();
+  std::size_t line = 1;
   for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i == 0 || s[i - 1] == '\n') {
+      while (d != ds.end() && d->first < line) ++d;
+      if (d != ds.end() && d->first == line) {  // a directive, with its continuation lines, blanked
+        for (; i < s.size() && line <= d->last; ++i)
+          if (s[i] == '\n') out[i] = '\n', ++line;
+        if (i-- == s.size()) break;
+        continue;
+      }
+    }
     const char c = s[i];
     if (c == '\n') {
       out[i] = '\n';
-      line_start = true;
+      ++line;
       continue;
     }
-    if (line_start && c == '#') {  // a directive, with its continuation lines
-      for (; i < s.size() && !(s[i] == '\n' && s[i - 1] != '\\'); ++i)
-        if (s[i] == '\n') out[i] = '\n';
-      if (i < s.size()) out[i] = '\n';
-      continue;
-    }
-    if (!std::isspace(static_cast<unsigned char>(c))) line_start = false;
     if (s.compare(i, 2, "//") == 0) {
       while (i + 1 < s.size() && s[i + 1] != '\n') ++i;
     } else if (s.compare(i, 2, "/*") == 0) {
@@ -63,7 +68,7 @@ std::string code_of(const std::string& s, const char* what) {
       RESIDENT_EXPECTS(e != std::string::npos,
                        std::string(what) + ": the comment opened on line " + line_of(i) + " is not closed with */");
       for (std::size_t k = i; k < e + 2; ++k)
-        if (s[k] == '\n') out[k] = '\n';
+        if (s[k] == '\n') out[k] = '\n', ++line;
       i = e + 1;
     } else if (c == 'R' && i + 1 < s.size() && s[i + 1] == '"' &&
                (i == 0 || !(std::isalnum(static_cast<unsigned char>(s[i - 1])) || s[i - 1] == '_'))) {
@@ -74,7 +79,7 @@ std::string code_of(const std::string& s, const char* what) {
       out[i] = 'R';
       out[i + 1] = out[s.find('"', e + 1)] = '"';
       for (std::size_t k = i; k < e; ++k)
-        if (s[k] == '\n') out[k] = '\n';
+        if (s[k] == '\n') out[k] = '\n', ++line;
       i = s.find('"', e + 1);
     } else if (c == '"' || (c == '\'' && !(i > 0 && std::isxdigit(static_cast<unsigned char>(s[i - 1]))))) {
       // A literal (a ' between digits is C++14's digit separator): to its closing quote on this line.
