@@ -45,7 +45,7 @@ import weakref
 
 import numpy as _np
 
-from . import _compat, _core, _cpu_text, _program, _typed
+from . import _compat, _core, _cpu_text, _ieee_pow, _program, _typed
 from ._arguments import _DTYPES, _as_given, _capsules_taken, _core_error, _dtype_name, _first
 from ._rewrite import _compiled_along, _python_of, _single_precision
 from ._stage_check import bound_values as _bound_values
@@ -178,7 +178,8 @@ class _PyStage:
             # nothing. The function as C++ text, inlined into the loop like a C++ stage (_cpu_text), or
             # where the translation does not cover it, Numba's native function with the C calling
             # convention, called by the compiled loop per element.
-            fn = _compiled_along(source, lambda f: numba.njit(error_model="numpy", boundscheck=True)(f), convert)
+            njit = numba.njit(error_model="numpy", boundscheck=True)
+            fn = _compiled_along(source, njit, convert)
             if _inline_cpu and translate:
                 d = numba.njit(error_model="numpy", boundscheck=True)(fn)
                 d.compile(sig)
@@ -190,6 +191,8 @@ class _PyStage:
                     if init is None:
                         return _core._jit_map(text, self.abi_name), None
                     return _core._jit_reduce(text, float(init), self.abi_name), None
+            # Numba's own function: copies whose float ** int gives NumPy's inf, not ZeroDivisionError (_ieee_pow).
+            fn = _compiled_along(source, njit, lambda f: _ieee_pow.marked(convert(f)))
             c = numba.cfunc(sig, nopython=True, error_model="numpy", boundscheck=True)(fn)
         except numba.core.errors.NumbaError as e:
             raise self._typing_error(fn, args, e) from None
