@@ -151,6 +151,10 @@ _AFTER = "float r(float v) { return sqrtf(v) + 1.0f; }"
 def test_a_macro_however_spelled_ends_with_its_stage(device, text):
     # The directives are found as the preprocessor finds them: each spelling made sqrtf the identity after.
     x = rs.to_device(np.array([4.0, 9.0], np.float32), device=device)
+    if device != "cpu" and "\\ \n" in text:  # a blank after the backslash: a splice to GCC, not to NVRTC
+        with pytest.raises(rs.CompileError):
+            (rs.stage(text + _S) | rs.stage(_AFTER))(x)
+        return
     got = (rs.stage(text + _S) | rs.stage(_AFTER))(x).to_host()
     np.testing.assert_allclose(got, [3.0, 4.0], rtol=1e-6)
 
