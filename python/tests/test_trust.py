@@ -7,6 +7,16 @@ import pytest
 
 pytest.importorskip("numba")
 
+
+def _run_in(folder, mode, script):
+    """script in a fresh Python whose current folder is `folder` (made with `mode`), no NUMBA_ settings."""
+    folder.mkdir()
+    os.chmod(folder, mode)
+    r = subprocess.run([sys.executable, "-c", script], cwd=folder, capture_output=True, text=True, timeout=300,
+                       env={k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")})
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout
+
 # A yaml stand-in (PyYAML may be absent): Numba applies what it returns as its settings.
 _STAGE = r'''
 import sys, types, warnings
@@ -70,13 +80,8 @@ print("debuginfo", c.DEBUGINFO_DEFAULT)
 
 def test_a_settings_file_that_appears_later_where_others_can_write_is_never_read(tmp_path):
     # Numba reads the file again at every compile: one planted after resident looked is not read either.
-    d = tmp_path / "shared"
-    d.mkdir()
-    os.chmod(d, 0o777)
-    r = subprocess.run([sys.executable, "-c", _LATER], cwd=d, capture_output=True, text=True, timeout=300,
-                       env={k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")})
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert "values [1.0, 2.0, 3.0, 4.0]" in r.stdout and "debuginfo 0" in r.stdout, r.stdout
+    out = _run_in(tmp_path / "shared", 0o777, _LATER)
+    assert "values [1.0, 2.0, 3.0, 4.0]" in out and "debuginfo 0" in out, out
 
 
 _THREADS = r'''
@@ -102,13 +107,8 @@ print("values", got.tolist(), "debuginfo", c.DEBUGINFO_DEFAULT, "failed", len(fa
 
 def test_another_threads_import_of_yaml_works_while_numba_is_imported_without_its_settings(tmp_path):
     # Numba's first import runs without yaml where a settings file could appear: in its own thread only.
-    d = tmp_path / "shared"
-    d.mkdir()
-    os.chmod(d, 0o777)
-    r = subprocess.run([sys.executable, "-c", _THREADS], cwd=d, capture_output=True, text=True, timeout=300,
-                       env={k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")})
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert "values [1.0, 2.0, 3.0, 4.0] debuginfo 0 failed 0" in r.stdout, r.stdout
+    out = _run_in(tmp_path / "shared", 0o777, _THREADS)
+    assert "values [1.0, 2.0, 3.0, 4.0] debuginfo 0 failed 0" in out, out
 
 
 _RACE = r'''
@@ -132,10 +132,5 @@ print("debuginfo", c.DEBUGINFO_DEFAULT, "read", read)
 
 def test_a_settings_file_added_to_a_sticky_folder_during_numbas_import_is_not_read(tmp_path):
     # A sticky folder (/tmp) keeps this user's files from being swapped, not others from adding one.
-    d = tmp_path / "sticky"
-    d.mkdir()
-    os.chmod(d, 0o1777)
-    r = subprocess.run([sys.executable, "-c", _RACE], cwd=d, capture_output=True, text=True, timeout=300,
-                       env={k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")})
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert "values [1.0, 2.0, 3.0, 4.0]" in r.stdout and "debuginfo 0 read []" in r.stdout, r.stdout
+    out = _run_in(tmp_path / "sticky", 0o1777, _RACE)
+    assert "values [1.0, 2.0, 3.0, 4.0]" in out and "debuginfo 0 read []" in out, out
