@@ -51,6 +51,9 @@ void require_trusted(const fs::path& dir, const std::string& program) {
 
 }  // namespace
 
+// An example's time limit: each takes seconds, so one past this waits on something (a stuck device).
+constexpr double example_seconds = 600;
+
 int run_bench_guide(const bench_options& o, const std::string& examples_dir) {
   const device d = o.device.empty() ? default_device() : parse_device(o.device);
   require(d);
@@ -67,7 +70,12 @@ int run_bench_guide(const bench_options& o, const std::string& examples_dir) {
     for (const char* name : guide_examples) {
       p.step(name);
       const detail::program_result r = detail::run_program(
-          {(dir / ("example_" + std::string(name))).string()}, {{"RESIDENT_GUIDE_OUT", rows_file}, {"RESIDENT_DEVICE", d.name()}});
+          {(dir / ("example_" + std::string(name))).string()}, {{"RESIDENT_GUIDE_OUT", rows_file}, {"RESIDENT_DEVICE", d.name()}},
+          example_seconds);
+      if (r.status == detail::program_result::timed_out)
+        throw error("bench guide: example " + std::string(name) + " ran past " + format_number(example_seconds, 0) +
+                    " s and was stopped; run it alone (" + (dir / ("example_" + std::string(name))).string() +
+                    ") to see where it waits");
       if (r.status != 0)
         throw error("bench guide: example " + std::string(name) + " failed" +
                     (r.status < 0 ? std::string(" to start") : " (exit " + std::to_string(r.status) + ")") + ":\n" + r.output);
@@ -82,6 +90,9 @@ int run_bench_guide(const bench_options& o, const std::string& examples_dir) {
     t.add({j["example"].get<std::string>(), j["variant"].get<std::string>(), table::cell(j["ms"].get<double>(), 4),
            table::cell(j["ratio"].get<double>(), 2)});
   }
+  if (t.rows() == 0)
+    throw error("bench guide: no example in '" + dir.string() + "' reported a time (RESIDENT_GUIDE_OUT stayed empty): "
+                "give --examples the folder of the built examples, e.g. build/cpu/examples");
   t.print(out());
   out() << wrap("Each example prints why its ratio comes out as it does: run it alone (" + dir.string() +
                 "/example_NAME).")

@@ -42,6 +42,7 @@ class table {
     cell(std::string t, nlohmann::json v) : text(std::move(t)), value(std::move(v)) {}
   };
   void add(std::vector<cell> row) { rows_.push_back(std::move(row)); }
+  std::size_t rows() const noexcept { return rows_.size(); }
 
   /// Prints the table within width columns where it can: a wider one gets its headers broken over
   /// lines, then its columns printed in groups, each led by the first column.

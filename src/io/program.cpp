@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -18,7 +20,7 @@ extern char** environ;
 namespace resident::detail {
 
 program_result run_program(const std::vector<std::string>& argv,
-                           const std::vector<std::pair<std::string, std::string>>& env) {
+                           const std::vector<std::pair<std::string, std::string>>& env, double seconds) {
   program_result r;
   if (argv.empty()) return r;
   const private_dir dir("resident-run");
@@ -62,8 +64,26 @@ program_result run_program(const std::vector<std::string>& argv,
   ::close(out);
   if (rc != 0) return r;
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return r;
+  if (seconds > 0) {  // polled: a program past its time is killed, and says so
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (;;) {
+      const pid_t w = ::waitpid(pid, &status, WNOHANG);
+      if (w == pid) break;
+      if (w < 0 && errno != EINTR) return r;
+      if (std::chrono::steady_clock::now() > end) {
+        ::kill(pid, SIGKILL);
+        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        r.status = program_result::timed_out;
+        r.output = read_regular_file(log, std::size_t(1) << 30).value_or("");
+        return r;
+      }
+      ::usleep(10000);
+    }
+  } else {
+    while (::waitpid(pid, &status, 0) < 0)
+      if (errno != EINTR) return r;
+  }
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
   r.output = read_regular_file(log, std::size_t(1) << 30).value_or("");
   return r;

@@ -222,4 +222,20 @@ TEST(cli_trust, bench_guide_runs_only_examples_of_this_users_own) {
   EXPECT_FALSE(fs::exists(mark));
 }
 
+// Output lost on its way is an error (a full disk under stdout), and two spellings of one file are one
+// file: the PNG would have replaced the JSON just written.
+TEST(cli_trust, lost_output_and_one_file_spelled_twice_are_refused) {
+  work_dir w;
+  auto r = rd::run_program({"sh", "-c", std::string("exec \"$0\" info --json - > /dev/full"), RESIDENT_CLI});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("could not be written to standard output"), std::string::npos) << r.output;
+  if (!rd::program_found("gnuplot")) return;  // --plot is checked for gnuplot first
+  const std::string png = w / "r.png";
+  r = rd::run_program({"sh", "-c", "cd \"$1\" && exec \"$0\" bench matmul --device cpu --sizes 32 --algos blocked "
+                       "--json r.png --plot \"$1/r.png\"", RESIDENT_CLI, w.path.string()});
+  EXPECT_GE(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("name the same file"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(png));
+}
+
 }  // namespace

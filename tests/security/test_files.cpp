@@ -352,6 +352,15 @@ TEST(files, a_program_others_could_change_or_plant_is_untrusted) {
   }
 }
 
+// A program past its time limit is killed and says so (bench guide's examples run with one).
+TEST(files, a_program_past_its_time_limit_is_stopped) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = rd::run_program({"sleep", "30"}, {}, 0.3);
+  EXPECT_EQ(r.status, rd::program_result::timed_out);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+  EXPECT_EQ(rd::run_program({"true"}, {}, 30).status, 0);
+}
+
 TEST(files, programs_start_without_a_shell) {
   test_dir d;
   const std::string mark = d / "ran";

@@ -91,7 +91,9 @@ bool ends_with_png(const std::string& path) {
 bool same_file(const std::string& a, const std::string& b) {
   if (a.empty() || b.empty() || a == "-" || b == "-") return false;
   std::error_code ea, eb;
-  const auto x = std::filesystem::weakly_canonical(a, ea), y = std::filesystem::weakly_canonical(b, eb);
+  // Made absolute first: a relative name of a file not there yet stays relative in weakly_canonical.
+  const auto x = std::filesystem::weakly_canonical(std::filesystem::absolute(a, ea), ea),
+             y = std::filesystem::weakly_canonical(std::filesystem::absolute(b, eb), eb);
   return ea || eb ? a == b : x == y;
 }
 

@@ -1,6 +1,9 @@
 // resident: the command-line tool. Exit codes (docs/errors.md lists them): 0 done; 1 a typed error or
 // a result that failed its check; 2 anything unexpected; 3 out of memory; 100-127 a bad command line.
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <new>
 
@@ -21,7 +24,17 @@ int main(int argc, char** argv) {
     return e.get_exit_code();
   }
   try {
-    return cl.run();
+    const int rc = cl.run();
+    // What went to standard output must have arrived (a full disk, a closed descriptor, `ulimit -f`):
+    // a table or --json - lost on the way is an error, not exit status 0.
+    errno = 0;
+    std::cout.flush();
+    if (std::cout.fail() || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      std::cerr << "resident: error: the output could not be written to standard output ("
+                << (errno ? std::strerror(errno) : "write failed") << "); write it to a file with --json FILE\n";
+      return 1;
+    }
+    return rc;
   } catch (const resident::out_of_memory& e) {
     std::cerr << "resident: error: " << e.what() << "\n";
     return 3;

@@ -91,14 +91,16 @@ class private_dir {
 /// A program's exit: its status (-1 when it could not start, 128 + N when signal N ended it) and what
 /// it wrote on stdout and stderr together.
 struct program_result {
-  int status = -1;
+  static constexpr int timed_out = -2;  ///< status of a program killed at its time limit
+  int status = -1;                      ///< exit status, 128 + signal, -1 when it did not start
   std::string output;
 };
 
 /// Runs argv[0] (looked up in PATH when it has no '/') with argv, the environment plus `env`
-/// (name, value pairs), stdin from /dev/null, stdout and stderr captured through a private file; waits.
+/// (name, value pairs), stdin from /dev/null, stdout and stderr captured through a private file; waits,
+/// at most `seconds` when that is positive (then killed: status timed_out).
 program_result run_program(const std::vector<std::string>& argv,
-                           const std::vector<std::pair<std::string, std::string>>& env = {});
+                           const std::vector<std::pair<std::string, std::string>>& env = {}, double seconds = 0);
 
 /// Whether name is an executable file in PATH (or at name, when it has a '/').
 bool program_found(const std::string& name);
