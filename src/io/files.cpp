@@ -223,6 +223,7 @@ std::optional<std::string> kind_at(const std::string& path) {
 
 std::string write_problem(const std::string& path) {
   if (path.empty()) return "the path is empty; give a file name";
+  if (path.find('\0') != std::string::npos) return "the path holds a NUL character; give a file name without one";
   struct stat st {};
   const bool existed = ::lstat(path.c_str(), &st) == 0;
   if (existed) {
@@ -247,6 +248,8 @@ std::string write_problem(const std::string& path) {
 
 std::string try_write_file_atomically(const std::string& path, std::string_view bytes, file_access access) {
   if (path.empty()) return "the path is empty; give a file name";
+  if (path.find('\0') != std::string::npos)  // the system would read the name to it: another file
+    return "the path holds a NUL character; give a file name without one";
   if (std::string why = foreign_link_on(path); !why.empty()) return why;
   const auto [folder, name] = split(path);
   struct stat st {};

@@ -452,6 +452,13 @@ void pipeline::reduce_into(const inputs& in, std::size_t n, device d, element r,
     n = in.arrays[0].size;
   }
   check_inputs(in, n, d, "jit reduction");
+  if (in.arrays.empty() && !parts_.empty()) {  // a generator's count, bounded as generate's (sources.hpp)
+    const std::size_t bytes = detail::size_of(parts_.front().result);
+    const std::size_t most = std::size_t(std::numeric_limits<std::ptrdiff_t>::max()) / bytes;
+    RESIDENT_EXPECTS(n <= most, "jit reduction: " + std::to_string(n) + " generated values of " + std::to_string(bytes) +
+                                    " bytes overflow the byte count (at most " + std::to_string(most) +
+                                    " such values); generate them in parts");
+  }
   detail::signature sig{types_of(in), r, true};
   detail::kernel_args a = args_for(parts_, in);
   a.n = n;

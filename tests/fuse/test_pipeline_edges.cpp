@@ -86,6 +86,25 @@ TEST_P(pipeline_edges, uint8_to_float_and_float_to_uint8_maps_at_every_offset) {
       }
 }
 
+// Floating values written into integer arrays saturate and NaN gives 0, on both backends (C++ leaves a
+// value out of range undefined; a GPU saturates): through the vector stores and the scalar tail.
+TEST_P(pipeline_edges, floats_written_into_integers_saturate_and_nan_gives_zero) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> in = {nan, 1e10f, -1e10f, 3.7f, -3.7f, inf, -inf, 126.9f, 127.5f, -128.5f, 0.0f};
+  const auto x = rs::to_device(in, dev);
+  rs::array<std::int8_t> b(in.size(), dev);
+  rs::array<std::int32_t> i(in.size(), dev);
+  rs::array<std::uint32_t> u(in.size(), dev);
+  rs::map([] RESIDENT_HD(float f) { return f; })(x, b);
+  rs::map([] RESIDENT_HD(float f) { return f; })(x, i);
+  rs::map([] RESIDENT_HD(float f) { return f; })(x, u);
+  EXPECT_EQ(b.to_host(), (std::vector<std::int8_t>{0, 127, -128, 3, -3, 127, -128, 126, 127, -128, 0}));
+  const std::int32_t hi = std::numeric_limits<std::int32_t>::max(), lo = std::numeric_limits<std::int32_t>::lowest();
+  EXPECT_EQ(i.to_host(), (std::vector<std::int32_t>{0, hi, lo, 3, -3, hi, lo, 126, 127, -128, 0}));
+  const std::uint32_t top = std::numeric_limits<std::uint32_t>::max();
+  EXPECT_EQ(u.to_host(), (std::vector<std::uint32_t>{0, top, 0, 3, 0, top, 0, 126, 127, 0, 0}));
+}
+
 TEST_P(pipeline_edges, zipped_maps_and_scans_written_into_one_of_their_inputs) {
   // The output is one of the zipped arrays (the same slice): each element is read before it is written.
   for (std::size_t n : {std::size_t(1), std::size_t(5), std::size_t(17), std::size_t(4097), std::size_t(100003)})

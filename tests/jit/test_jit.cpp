@@ -408,6 +408,12 @@ TEST_P(jit, a_compile_error_carries_the_log_with_the_stage_line) {
   for (float v : y.to_host()) EXPECT_EQ(v, 2.f);
 }
 
+// A generator's count whose bytes pass PTRDIFF_MAX is refused before any work, as generate's is.
+TEST_P(jit, a_generator_count_past_the_byte_count_is_refused) {
+  auto p = rs::jit::uniform<float>(1) | rs::jit::sum();
+  for (std::size_t n : {SIZE_MAX, std::size_t(1) << 62}) EXPECT_THROW(p.result<float>(n, dev), rs::invalid_argument);
+}
+
 // A stage's macros end with it; one it would change that came before it (the prelude's) is refused at
 // its line, as it could not be restored for the stages after.
 TEST_P(jit, a_stage_changing_a_macro_from_before_it_is_refused_and_its_own_end_with_it) {

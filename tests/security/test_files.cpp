@@ -83,6 +83,14 @@ TEST(files, a_regular_file_is_replaced_whole_and_nothing_else_is_left) {
   EXPECT_EQ(d.count(), 1u) << "no temporary file left";
 }
 
+TEST(files, a_path_holding_a_nul_character_is_refused) {
+  test_dir d;
+  const std::string path = d / std::string("a\0b.json", 8);
+  EXPECT_NE(rd::try_write_file_atomically(path, "x").find("NUL character"), std::string::npos);
+  EXPECT_NE(rd::write_problem(path).find("NUL character"), std::string::npos);
+  EXPECT_EQ(d.count(), 0u);
+}
+
 TEST(files, a_secret_is_written_0600) {
   test_dir d;
   const std::string p = d / "id";

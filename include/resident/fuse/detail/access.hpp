@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <type_traits>
 
 #include "resident/config.hpp"
@@ -183,7 +184,19 @@ struct generate_loader {
   }
 };
 
-/// Writes the output array, converting to its element type.
+/// r as a U. A floating value into an integer type saturates and NaN gives 0, as a GPU's conversion
+/// does: C++ leaves a value out of the type's range undefined (x86 gives the lowest value).
+template <class U, class R>
+RESIDENT_HD U converted(const R& r) {
+  if constexpr (std::is_integral_v<U> && !std::is_same_v<U, bool> && std::is_floating_point_v<R>) {
+    if (r != r) return U(0);
+    if (r <= static_cast<R>(std::numeric_limits<U>::lowest())) return std::numeric_limits<U>::lowest();
+    if (r >= static_cast<R>(std::numeric_limits<U>::max())) return std::numeric_limits<U>::max();
+  }
+  return static_cast<U>(r);
+}
+
+/// Writes the output array, converting to its element type (converted).
 template <class U>
 struct writer {
   U* p;
@@ -191,12 +204,12 @@ struct writer {
   RESIDENT_HD void store(std::size_t i, const R (&r)[V]) const {
     vec<U, V> out;
 #pragma unroll
-    for (int k = 0; k < V; ++k) out.v[k] = static_cast<U>(r[k]);
+    for (int k = 0; k < V; ++k) out.v[k] = converted<U>(r[k]);
     *reinterpret_cast<vec<U, V>*>(p + i) = out;
   }
   template <class R>
   RESIDENT_HD void store1(std::size_t i, const R& r) const {
-    p[i] = static_cast<U>(r);
+    p[i] = converted<U>(r);
   }
   /// Whether store<V> may write at i, i + V, ... when the first of them lies lead elements before p.
   template <int V>
