@@ -319,7 +319,10 @@ void flow::order(stage_id earlier, stage_id later) {
   impl& f = live();
   const auto held = f.lock("order");
   const std::size_t n = f.stages.size();
-  if (earlier >= n || later >= n || earlier == later)
+  if (earlier == later && earlier < n)
+    RESIDENT_FAIL("flow::order: stage " + std::to_string(earlier) + " cannot run after itself; order two "
+                  "different stages", flow_error);
+  if (earlier >= n || later >= n)
     RESIDENT_FAIL("flow::order: stages " + std::to_string(earlier) + " and " + std::to_string(later) +
                      " are not two stages of this flow (it has " + std::to_string(n) + ")", flow_error);
   auto& preds = f.stages[later].preds;

@@ -520,8 +520,14 @@ namespace detail {
 pipeline generator(part::kind k, element t, std::uint64_t seed, std::uint64_t offset, double a, double b) {
   const double top = t == element::f32 ? double(std::numeric_limits<float>::max()) : std::numeric_limits<double>::max();
   if (k == kind::uniform) {
-    RESIDENT_EXPECTS(std::isfinite(a) && std::isfinite(b) && std::abs(a) <= top && std::abs(b) <= top,
+    RESIDENT_EXPECTS(std::isfinite(a) && std::isfinite(b),
                      "jit::uniform: the range [low, high) needs finite bounds; use the largest finite values instead");
+    if (!(std::abs(a) <= top && std::abs(b) <= top)) {
+      char given[96];
+      std::snprintf(given, sizeof given, "low %.17g or high %.17g", a, b);
+      RESIDENT_FAIL("jit::uniform: " + std::string(given) + " lies beyond float's range; give bounds within it, "
+                    "or make double values");
+    }
     RESIDENT_EXPECTS(a < b, "jit::uniform: low must be below high; the range is [low, high), so swap them or widen it");
     // Bounds that differ as given (Python passes doubles) but round to one float hold no float value.
     if (t == element::f32 && !(float(a) < float(b))) {
