@@ -268,20 +268,38 @@ std::string profile_report::table() const {
     w[c] = head[c].size();
     for (auto& r : rows) w[c] = std::max(w[c], r[c].size());
   }
-  auto line = [&](const std::vector<std::string>& r) {
-    std::string l;
-    for (std::size_t c = 0; c < r.size(); ++c) {
-      if (c == 2 && one_device) continue;
+  // Within 100 columns: the columns in panels, each after the first led by the row's number (which the
+  // first shows too), so that no line is wider; one panel, as it was, where everything fits.
+  std::vector<std::size_t> shown;
+  for (std::size_t c = 0; c < head.size(); ++c)
+    if (!(c == 2 && one_device)) shown.push_back(c);
+  const std::size_t number_width = std::to_string(rows.size()).size() + 1, most = 100;
+  std::size_t whole = 0;
+  for (std::size_t c : shown) whole += (whole ? 2 : 0) + w[c];
+  const bool numbered = whole > most;
+  std::vector<std::vector<std::size_t>> panels(1);
+  std::size_t width = numbered ? number_width : 0;
+  for (std::size_t c : shown) {
+    if (!panels.back().empty() && width + 2 + w[c] > most) panels.emplace_back(), width = number_width;
+    width += (width ? 2 : 0) + w[c];
+    panels.back().push_back(c);
+  }
+  auto line = [&](const std::vector<std::string>& r, const std::vector<std::size_t>& cols, const std::string& number) {
+    std::string l = numbered ? std::string(number_width - number.size(), ' ') + number : "";
+    for (std::size_t c : cols) {
       const std::size_t pad = w[c] - r[c].size();
-      if (c) l += "  ";
+      if (!l.empty()) l += "  ";
       if (c < 3) l += r[c] + std::string(pad, ' ');  // text left, figures right
       else l += std::string(pad, ' ') + r[c];
     }
     while (!l.empty() && l.back() == ' ') l.pop_back();
     return l + "\n";
   };
-  os << line(head);
-  for (auto& r : rows) os << line(r);
+  for (std::size_t p = 0; p < panels.size(); ++p) {
+    if (p) os << "\n";
+    os << line(head, panels[p], "#");
+    for (std::size_t i = 0; i < rows.size(); ++i) os << line(rows[i], panels[p], std::to_string(i + 1));
+  }
   if (advice.empty()) {
     os << "advice: none (nothing measured calls for a change)\n";
   } else {
