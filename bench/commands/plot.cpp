@@ -31,6 +31,14 @@ void plot_png(const std::string& path, const std::string& title, const std::stri
   if (!detail::program_found("gnuplot"))
     throw invalid_argument("--plot needs gnuplot, which is not installed: install gnuplot-nox "
                            "(scripts/setup.sh does), or write --json and plot that elsewhere");
+  const bool drawable = std::any_of(series.begin(), series.end(), [&](const plot_series& s) {
+    for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
+      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]) && (!logx || s.x[i] > 0)) return true;
+    return false;
+  });
+  if (!drawable)
+    throw invalid_argument("--plot: nothing to draw into '" + path + "': no row holds a point (an empty run, or "
+                           "sizes of 0); give the --json of a run that measured something");
   // The data, the script, the image and gnuplot's messages live in a private folder, removed on every
   // path out: gnuplot's complaints belong in the error, not in the report, and the image is copied over
   // the path only once drawn (a failed plot leaves no empty PNG, and keeps an earlier one).
@@ -70,8 +78,12 @@ nlohmann::json read_json(const std::string& path) {
   if (!text) throw invalid_argument("cannot read JSON from '" + path + "': " + why);
   try {
     return nlohmann::json::parse(*text);
-  } catch (const std::exception& e) {
-    throw invalid_argument("cannot read JSON from '" + path + "': " + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    std::string what = e.what();  // "[json.exception.parse_error.101] parse error at ...": the reader's words
+    if (const auto close = what.find("] "); what.rfind("[json.exception", 0) == 0 && close != std::string::npos)
+      what = what.substr(close + 2);
+    throw invalid_argument("cannot read '" + path + "': it is not JSON (" + what +
+                           "); give a file written by the benchmark's --json");
   }
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -233,6 +234,9 @@ std::string write_problem(const std::string& path) {
   }
   const auto [folder, name] = split(path);
   if (name.empty()) return "the path names no file; give a file name";
+  if (name.size() > NAME_MAX)  // the probe's shorter name would pass, and the write fail after the work
+    return "the file name is " + std::to_string(name.size()) + " bytes long, more than the " +
+           std::to_string(NAME_MAX) + " a folder's entry holds; choose a shorter name";
   std::string why;
   const int dir_fd = open_folder(folder, &why);
   if (dir_fd < 0) return why;

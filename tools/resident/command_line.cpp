@@ -22,9 +22,16 @@ CLI::Validator whole_number(const std::string& what, std::uint64_t lo, std::uint
         const bool digits = !v.empty() && v.size() <= 19 &&
                             std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
         if (!digits) {
-          const bool number = !v.empty() && (std::isdigit((unsigned char)v.back()) != 0) &&
-                              v.find_first_not_of("+-0123456789") == std::string::npos;
-          return "'" + v + "' is " + (number ? "out of range" : "not a whole number") + "; give " + range;
+          const bool negative = v.size() > 1 && v[0] == '-' && v.find_first_not_of("0123456789", 1) == std::string::npos;
+          const bool long_digits = v.size() > 19 && v.find_first_not_of("0123456789") == std::string::npos;
+          if (v.rfind("--", 0) == 0)  // `--n --reps 3`: the next option taken as the value
+            return "needs a value before the next option ('" + v + "'); give " + range;
+          const bool signs = !v.empty() && v.find_first_not_of("+-0123456789") == std::string::npos;
+          return "'" + v + "' is " +
+                 ((negative && v.find_first_not_of('0', 1) != std::string::npos) || long_digits ? "out of range"
+                  : signs ? "not written in digits alone"
+                          : "not a whole number") +
+                 "; give " + range;
         }
         const std::uint64_t x = std::stoull(v);
         if (x < lo || x > hi) return v + " is out of range; give " + range;
@@ -291,9 +298,15 @@ void command_line::parse(int argc, const char* const* argv) {
                              CLI::ExitCodes::ExtrasError);
     if (*command == "bench") {
       const auto which = command + 1;
-      if (which == args.end() || which->empty() || (*which)[0] == '-')
+      if (which == args.end() || which->empty() || (*which)[0] == '-') {
+        const auto named = std::find_if(which, args.end(), [&](const std::string& a) { return known(benchmarks, a); });
+        if (named != args.end())  // `resident bench --device cpu pipeline`: the options came first
+          throw CLI::RequiredError("bench's options follow the benchmark's name: `resident bench " + *named +
+                                       " --device ...`; resident bench " + *named + " --help lists them",
+                                   CLI::ExitCodes::RequiredError);
         throw CLI::RequiredError("bench needs a benchmark: " + one_of(benchmarks) + ", e.g. `resident bench pipeline`",
                                  CLI::ExitCodes::RequiredError);
+      }
       if (!known(benchmarks, *which) && *which != "out-of-core")
         throw CLI::ExtrasError("unknown benchmark '" + *which + "': use " + one_of(benchmarks) +
                                    " (resident bench --help describes them)",
