@@ -64,20 +64,20 @@ void check_chunk(const stream_bench_options& o, const stream_plan& p, const std:
   const int depth = o.depth      ? o.depth
                     : p.pageable ? detail::out_of_core_tuning::staged_depth
                                  : detail::out_of_core_tuning::depth;
+  const auto b = [](std::size_t x) { return detail::format_bytes(double(x)); };  // as the user wrote them
   if (!p.gpu && o.chunk > p.limit)
-    throw invalid_argument("--chunk: " + std::to_string(o.chunk) + " bytes do not fit under " + limit_text +
+    throw invalid_argument("--chunk: " + b(o.chunk) + " does not fit under " + limit_text +
                            "; give a smaller chunk or a larger limit");
   if (p.gpu && std::size_t(depth) * o.chunk + MiB > p.limit)
-    throw invalid_argument("--chunk: " + std::to_string(depth) + " chunks in flight of " + std::to_string(o.chunk) +
-                           " bytes, and 1 MiB kept free, do not fit under " + limit_text +
+    throw invalid_argument("--chunk: " + std::to_string(depth) + " chunks in flight of " + b(o.chunk) +
+                           ", and 1 MiB kept free, do not fit under " + limit_text +
                            "; give a smaller chunk or --depth, or a larger limit");
   // A chunk larger than the data would stream it as one short chunk, not the chunk asked for. Without
   // --size the data is 4x the limit, which the checks above keep the chunk under.
   if (o.size && o.chunk > o.size)
-    throw invalid_argument("--chunk: " + std::to_string(o.chunk) + " bytes are more than --size " +
-                           std::to_string(o.size) + " bytes, so the data would be one chunk of its own size; give "
-                           "a --chunk of at most " + std::to_string(o.size) + " bytes, or a --size of at least " +
-                           std::to_string(o.chunk) + " bytes");
+    throw invalid_argument("--chunk: " + b(o.chunk) + " is more than --size " + b(o.size) +
+                           ", so the data would be one chunk of its own size; give a --chunk of at most " + b(o.size) +
+                           ", or a --size of at least " + b(o.chunk));
 }
 
 // The plan of o, refused before any work: --pool-limit's own floor holds for RESIDENT_POOL_LIMIT too (the
@@ -94,8 +94,8 @@ stream_plan plan_of(const stream_bench_options& o) {
   p.pinned = o.pinned || !o.pageable;
   p.pageable = o.pageable || !o.pinned;
   const std::string limit_text =
-      o.pool_limit ? "--pool-limit " + std::to_string(p.limit)
-                   : "the pool's limit of " + std::to_string(p.limit) + " bytes (" +
+      o.pool_limit ? "--pool-limit " + detail::format_bytes(double(p.limit))
+                   : "the pool's limit of " + detail::format_bytes(double(p.limit)) + " (" +
                          (p.in_force ? "RESIDENT_POOL_LIMIT" : "the default; --pool-limit sets it") + ")";
   if (p.limit < MiB)
     throw invalid_argument("bench stream: " + limit_text + " leaves no room for the benchmark's buffers; give "

@@ -73,8 +73,9 @@ int run_demo(const demo_options& o) {
   if (const pool_statistics p = pool_stats(d); p.limit)
     fits = std::min(fits, (*p.limit > p.bytes_in_use ? *p.limit - p.bytes_in_use : 0) / device_per_element);
   const std::string advice =
-      d.is_cpu() ? "Choose a smaller --n (" + std::to_string(device_per_element + host_per_element) +
-                       " bytes per element: at most about " + std::to_string(fits) + " here)"
+      d.is_cpu() && fits == 0 ? std::string("Nothing fits: free memory (or raise RESIDENT_POOL_LIMIT) first")
+      : d.is_cpu() ? "Choose a smaller --n (" + std::to_string(device_per_element + host_per_element) +
+                         " bytes per element: at most about " + std::to_string(fits) + " here)"
                  : "Choose a smaller --n (" + std::to_string(device_per_element) + " bytes per element on " +
                        d.name() + ", " + std::to_string(host_per_element) + " on the host)";
   require_memory(d, "demo --n " + std::to_string(n), double(device_per_element) * double(n),
