@@ -41,7 +41,9 @@ CLI::Validator whole_number(const std::string& what, std::uint64_t lo, std::uint
 }
 
 // A byte count such as 8GiB, 512MiB or 1000000 from lo (named lo_text) to 2^50, rewritten as its digits.
-CLI::Validator byte_count(std::size_t lo = 1, const std::string& lo_text = "1") {
+// unit: the size of one value the bytes hold (4 for float32); a count of bytes not a whole number of
+// them is refused, not cut down without a word.
+CLI::Validator byte_count(std::size_t lo = 1, const std::string& lo_text = "1", std::size_t unit = 1) {
   const std::string range = "a byte count from " + lo_text + " to 1PiB, e.g. 8GiB, 512MiB or 1000000";
   return CLI::Validator(
       [=](std::string& v) -> std::string {
@@ -50,6 +52,9 @@ CLI::Validator byte_count(std::size_t lo = 1, const std::string& lo_text = "1") 
           return "'" + v + "' is not a byte count; give " + range +
                  (v.find('.') != std::string::npos ? " (counts are whole: 1536MiB, not 1.5GiB)" : "");
         if (*b < lo || *b > (std::size_t(1) << 50)) return v + " is out of range; give " + range;
+        if (*b % unit != 0)
+          return v + " is not a whole number of float32 values (" + std::to_string(unit) + " bytes each); give " +
+                 std::to_string(*b / unit * unit) + " or " + std::to_string((*b / unit + 1) * unit);
         v = std::to_string(*b);
         return {};
       },
@@ -155,7 +160,7 @@ command_line::command_line() {
                                      "With --beyond-one: bytes of float32 (default 1.25x cuda:0's free memory; 64MiB on "
                                      "the CPU)")
                    ->type_name("BYTES")
-                   ->transform(byte_count(4, "4 (one float32)"));
+                   ->transform(byte_count(4, "4 (one float32)", 4));
 
   info_cmd_->footer("Example:\n  resident info --measure --json info.json");
   demo_cmd_->footer("Examples:\n  resident demo --device cpu --n 1000000 --json demo.json\n"
@@ -242,7 +247,7 @@ command_line::command_line() {
   // Sizes below one float, and a pool too small for the benchmark's own buffers, are refused while parsing.
   stream_cmd_->add_option("--size", stream_.size, "Bytes of host float32 input (default: 4x the pool's limit)")
       ->type_name("BYTES")
-      ->transform(byte_count(4, "4 (one float32)"));
+      ->transform(byte_count(4, "4 (one float32)", 4));
   stream_cmd_->add_option("--pool-limit", stream_.pool_limit,
                           "Cap on the device pool, 1MiB at least (default: RESIDENT_POOL_LIMIT, else 2GiB on a GPU, "
                           "64MiB on the CPU)")
@@ -250,7 +255,7 @@ command_line::command_line() {
       ->transform(byte_count(std::size_t(1) << 20, "1MiB"));
   stream_cmd_->add_option("--chunk", stream_.chunk, "Bytes of input per chunk (default: chosen from memory, 64MiB at most)")
       ->type_name("BYTES")
-      ->transform(byte_count(4, "4 (one float32)"));
+      ->transform(byte_count(4, "4 (one float32)", 4));
   stream_cmd_->add_option("--depth", stream_.depth, "Chunks in flight, 1 to 16 (default: chosen, 3)")
       ->type_name("N")
       ->check(whole_number("a chunk count", 1, 16, "16"));
@@ -312,6 +317,15 @@ void command_line::parse(int argc, const char* const* argv) {
                                    " (resident bench --help describes them)",
                                CLI::ExitCodes::ExtrasError);
     }
+  }
+  // A list with an empty entry (`--sizes 10,,12`, a trailing comma): CLI11 drops the entry; refused.
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const bool joined = args[i].rfind("--sizes=", 0) == 0;
+    if (args[i] != "--sizes" && !joined) continue;
+    const std::string v = joined ? args[i].substr(8) : i + 1 < args.size() ? args[i + 1] : "";
+    if (!v.empty() && (v.front() == ',' || v.back() == ',' || v.find(",,") != std::string::npos))
+      throw CLI::ValidationError("--sizes", "'" + v + "' has an empty entry; give the sizes separated by single "
+                                            "commas, e.g. 1024,2048");
   }
   app_->parse(argc, argv);
   // An option given an empty value (`--json ''`, a variable that expanded to nothing) is refused, never
