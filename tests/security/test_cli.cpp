@@ -1,13 +1,16 @@
 // The CLI's outputs and helper programs (tools/resident): a crafted --from file or TMPDIR runs no
 // command, output paths that are not regular files are refused at once, a failed write keeps the
 // earlier file, and empty or malformed values are clear errors.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "resident/detail/files.hpp"
 #include "seed.hpp"
@@ -224,17 +227,38 @@ TEST(cli_trust, bench_guide_runs_only_examples_of_this_users_own) {
 
 // Output lost on its way is an error (a full disk under stdout), and two spellings of one file are one
 // file: the PNG would have replaced the JSON just written.
+// The CLI run in folder `dir` with its standard output sent to `out` and its errors to `err`: no shell.
+int cli_in(const std::string& dir, const std::string& out, const std::string& err, std::vector<std::string> args) {
+  args.insert(args.begin(), RESIDENT_CLI);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600), e = ::open(err.c_str(), O_WRONLY | O_CREAT, 0600);
+    if (o < 0 || e < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0 || ::chdir(dir.c_str()) != 0) ::_exit(99);
+    ::alarm(120);
+    ::execv(RESIDENT_CLI, argv.data());
+    ::_exit(98);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 TEST(cli_trust, lost_output_and_one_file_spelled_twice_are_refused) {
   work_dir w;
-  auto r = rd::run_program({"sh", "-c", std::string("exec \"$0\" info --json - > /dev/full"), RESIDENT_CLI});
-  EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("could not be written to standard output"), std::string::npos) << r.output;
+  const std::string err = w / "err.txt";
+  EXPECT_EQ(cli_in(w.path.string(), "/dev/full", err, {"info", "--json", "-"}), 1) << read_all(err);
+  EXPECT_NE(read_all(err).find("could not be written to standard output"), std::string::npos) << read_all(err);
   if (!rd::program_found("gnuplot")) return;  // --plot is checked for gnuplot first
   const std::string png = w / "r.png";
-  r = rd::run_program({"sh", "-c", "cd \"$1\" && exec \"$0\" bench matmul --device cpu --sizes 32 --algos blocked "
-                       "--json r.png --plot \"$1/r.png\"", RESIDENT_CLI, w.path.string()});
-  EXPECT_GE(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("name the same file"), std::string::npos) << r.output;
+  EXPECT_GE(cli_in(w.path.string(), w / "out.txt", err,
+                   {"bench", "matmul", "--device", "cpu", "--sizes", "32", "--algos", "blocked", "--json", "r.png",
+                    "--plot", png}),
+            1);
+  EXPECT_NE(read_all(err).find("name the same file"), std::string::npos) << read_all(err);
   EXPECT_FALSE(fs::exists(png));
 }
 
