@@ -103,6 +103,18 @@ TEST_P(pipeline_edges, floats_written_into_integers_saturate_and_nan_gives_zero)
   EXPECT_EQ(i.to_host(), (std::vector<std::int32_t>{0, hi, lo, 3, -3, hi, lo, 126, 127, -128, 0}));
   const std::uint32_t top = std::numeric_limits<std::uint32_t>::max();
   EXPECT_EQ(u.to_host(), (std::vector<std::uint32_t>{0, top, 0, 3, 0, top, 0, 126, 127, 0, 0}));
+  // A scan into integers converts each value the same way, at every length (a reduction with an
+  // integer init over floating values does not compile).
+  for (std::size_t n : {std::size_t(11), std::size_t(1000), std::size_t(100003)}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    std::vector<float> v(n);
+    for (std::size_t k = 0; k < n; ++k) v[k] = k % 3 == 0 ? nan : k % 3 == 1 ? 1e10f : -1e10f;
+    const auto xs = rs::to_device(v, dev);
+    rs::array<std::int8_t> s(n, dev);
+    (rs::map([] RESIDENT_HD(float f) { return f; }) | rs::inclusive_scan(rs::maximum{}))(xs, s);
+    const auto hs = s.to_host();
+    for (std::size_t k = 0; k < n; ++k) ASSERT_EQ(hs[k], k == 0 ? 0 : 127) << "scan element " << k;
+  }
 }
 
 TEST_P(pipeline_edges, zipped_maps_and_scans_written_into_one_of_their_inputs) {

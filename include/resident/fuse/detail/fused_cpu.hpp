@@ -179,7 +179,7 @@ T run_reduce(cpu_backend, stream_ref s, const L& in, const Fn& fn, const Op& op,
     if (into) *into = init;
     return init;
   }
-  auto value = [&](std::size_t i) { return static_cast<T>(in.eval1(fn, i)); };
+  auto value = [&](std::size_t i) { return converted<T>(in.eval1(fn, i)); };
   if constexpr (cpu_simd_copies && element_wise<L>) {
     const cpu_loop loop(n, 1);
     std::vector<piece_value<T>> partial(loop.pieces(), piece_value<T>{init});
@@ -206,11 +206,11 @@ T run_reduce(cpu_backend, stream_ref s, const L& in, const Fn& fn, const Op& op,
       if (vec) {
         T lane[W];
         eval_vectors<V, 1>(in, fn, head + first * V, [&](const auto& r) {
-          for (int k = 0; k < V; ++k) lane[k] = static_cast<T>(r[k]);
+          for (int k = 0; k < V; ++k) lane[k] = converted<T>(r[k]);
         });
         for_each_vector_cpu<V>(in, fn, head, first + 1, last, [&](std::size_t, const auto& r, int count) {
           for (int u = 0; u < count; ++u)
-            for (int k = 0; k < V; ++k) lane[k] = op(lane[k], static_cast<T>(r[u * V + k]));
+            for (int k = 0; k < V; ++k) lane[k] = op(lane[k], converted<T>(r[u * V + k]));
         });
         return fold_lanes(lane);
       }
@@ -250,7 +250,7 @@ void run_scan(cpu_backend, stream_ref s, const L& in, const Fn& fn, const Op& op
   const device d = s.device();
   const cpu_loop loop(n, 1);
   std::vector<piece_value<U>> total(loop.pieces());
-  auto value = [&](std::size_t i) { return static_cast<U>(in.eval1(fn, i)); };
+  auto value = [&](std::size_t i) { return converted<U>(in.eval1(fn, i)); };
   loop.run([&](cpu_piece p) {
     cpu_simd_run([&] {
       U acc = value(p.first);

@@ -61,26 +61,26 @@ __device__ __forceinline__ void fused_reduce_body(const L& in, const Fn& fn, con
     for_each_generator_block(in, n, [&](std::size_t i, const auto& raw, auto full) {
 #pragma unroll
       for (int k = 0; k < P; ++k)  // i + k wraps above n before 0
-        if (decltype(full)::value || i + k < n) fold(acc[0], static_cast<T>(in.template eval<P>(fn, raw, k, i)));
+        if (decltype(full)::value || i + k < n) fold(acc[0], converted<T>(in.template eval<P>(fn, raw, k, i)));
     });
   } else {
     // Striding: taking the vectors from a counter, as long maps once did, was slower here.
     auto visit = [&](std::size_t i, const auto& raw) {
 #pragma unroll
-      for (int k = 0; k < V; ++k) fold(acc[k], static_cast<T>(in.template eval<V>(fn, raw, k, i)));
+      for (int k = 0; k < V; ++k) fold(acc[k], converted<T>(in.template eval<V>(fn, raw, k, i)));
     };
     if constexpr (std::is_same_v<index, unsigned> && reads_memory<L>) {
       // From the first aligned vector on (the head's offset in the pointers, not in each index; a memory
       // loader's eval ignores the index), the scalar head after the vectors: faster with 32-bit indices,
       // slower with 64-bit ones in blocks of 256 (docs/tuning.md).
       for_each_vector<V, U, index>(in.shifted(head), 0, nvec, visit);
-      if (tid < head) fold(acc[0], static_cast<T>(in.eval1(fn, tid)));
+      if (tid < head) fold(acc[0], converted<T>(in.eval1(fn, tid)));
     } else {
-      if (tid < head) fold(acc[0], static_cast<T>(in.eval1(fn, tid)));
+      if (tid < head) fold(acc[0], converted<T>(in.eval1(fn, tid)));
       for_each_vector<V, U, index>(in, head, nvec, visit);
     }
     const std::size_t tail = head + nvec * V;
-    if (tid < n - tail) fold(acc[0], static_cast<T>(in.eval1(fn, tail + tid)));
+    if (tid < n - tail) fold(acc[0], converted<T>(in.eval1(fn, tail + tid)));
   }
 
   if constexpr (id::known) {
@@ -310,7 +310,7 @@ template <class U, class L, class Fn>
 struct scan_input {
   L in;
   Fn fn;
-  __device__ U operator()(std::size_t i) const { return static_cast<U>(in.eval1(fn, i)); }
+  __device__ U operator()(std::size_t i) const { return converted<U>(in.eval1(fn, i)); }
 };
 
 template <class U, class L, class Fn, class Op>

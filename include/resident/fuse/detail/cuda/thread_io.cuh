@@ -114,7 +114,7 @@ __device__ __forceinline__ void store_vector(const W& out, std::size_t i, const 
       constexpr int parts = bytes == 32 ? 2 : 1;
       vec<U, V> v;
 #pragma unroll
-      for (int k = 0; k < V; ++k) v.v[k] = static_cast<U>(r[k]);
+      for (int k = 0; k < V; ++k) v.v[k] = converted<U>(r[k]);
       bits b[parts];
       memcpy(b, &v, bytes);
 #pragma unroll
