@@ -266,17 +266,42 @@ void write_json(const nlohmann::json& given, const std::string& path) {
 progress::progress(std::string what, std::size_t total)
     : what_(std::move(what)), total_(total), tty_(isatty(STDERR_FILENO) != 0) {}
 
-void progress::step(const std::string& item) {
-  ++done_;
+void progress::line(std::size_t seconds) {
+  const std::string head = what_ + " [" + std::to_string(done_) + "/" + std::to_string(total_) + "] " + item_;
   if (tty_)
-    std::cerr << "\r\033[K" << what_ << " [" << done_ << "/" << total_ << "] " << item << std::flush;
+    std::cerr << "\r\033[K" << head << (seconds ? " (" + std::to_string(seconds) + " s)" : "") << std::flush;
   else
-    std::cerr << what_ << " [" << done_ << "/" << total_ << "] " << item << "\n";
+    std::cerr << head << (seconds ? ": still running, " + std::to_string(seconds) + " s" : "") << "\n";
+}
+
+void progress::step(const std::string& item) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++done_;
+  item_ = item;
+  since_ = std::chrono::steady_clock::now();
+  line(0);
+  if (!ticker_.joinable()) ticker_ = std::thread([this] { tick(); });
+}
+
+void progress::tick() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto every = std::chrono::seconds(tty_ ? 1 : 30);
+  while (!cv_.wait_for(lock, every, [this] { return stop_; })) {
+    const auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - since_).count();
+    if (done_ > 0 && s >= 2) line(std::size_t(s));
+  }
 }
 
 void progress::finish() {
-  if (tty_ && done_ > 0) std::cerr << "\r\033[K" << std::flush;
-  done_ = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    if (tty_ && done_ > 0) std::cerr << "\r\033[K" << std::flush;
+    done_ = 0;
+  }
+  cv_.notify_all();
+  if (ticker_.joinable()) ticker_.join();
+  stop_ = false;
 }
 
 }  // namespace resident::cli

@@ -3,9 +3,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <iosfwd>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace resident::cli {
@@ -94,6 +98,8 @@ nlohmann::json bench_json(const std::string& benchmark, const std::string& devic
 void write_json(const nlohmann::json& j, const std::string& path);
 
 /// Progress on stderr for runs longer than a moment: a "\r" counter on a terminal, else a line per step.
+/// A step that lasts says so while it runs: its seconds every second on a terminal, else a line every
+/// 30 s (a ticker thread, stopped by finish()).
 class progress {
  public:
   progress(std::string what, std::size_t total);
@@ -101,11 +107,21 @@ class progress {
   /// Clears the terminal's counter line, so that what follows starts on a clean line.
   void finish();
   ~progress() { finish(); }
+  progress(const progress&) = delete;
+  progress& operator=(const progress&) = delete;
 
  private:
-  std::string what_;
+  void tick();
+  void line(std::size_t seconds);  // with mu_ held
+
+  std::string what_, item_;
   std::size_t total_, done_ = 0;
   bool tty_;
+  std::chrono::steady_clock::time_point since_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread ticker_;
 };
 
 }  // namespace resident::cli

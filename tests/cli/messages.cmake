@@ -66,3 +66,17 @@ resident_cli_check(jit_fits_100_columns "bench|jit|--device|cpu|--sizes|10|--rep
 resident_cli_check(matmul_fits_100_columns "bench|matmul|--device|cpu|--sizes|16|--reps|1" MAX_WIDTH=100 EXIT=0)
 resident_cli_check(foundation_fits_100_columns "bench|foundation|--device|cpu|--reps|1" MAX_WIDTH=100 EXIT=0)
 resident_cli_check(guide_fits_100_columns "bench|guide|--device|cpu" MAX_WIDTH=100 EXIT=0)
+# Many devices named in a few words, not one line per device name ("cpu x64").
+resident_cli_check(demo_many_devices_fits_100_columns "demo|--device|cpu|--gpus|64|--n|100000|--reps|1"
+                   "EXPECT=sharded over 64 devices.*\\(cpu.x64" MAX_WIDTH=100 EXIT=0)
+# Every command's --help within 100 columns (descriptions wrapped under their column).
+foreach(cmd IN ITEMS "" "info" "demo" "bench" "bench|pipeline" "bench|small" "bench|foundation" "bench|rng"
+                     "bench|flow" "bench|jit" "bench|matmul" "bench|guide" "bench|dist" "bench|stream")
+  string(REPLACE "|" "_" id "help_fits_100_columns_${cmd}")
+  if(cmd STREQUAL "")
+    set(help_args "--help")
+  else()
+    set(help_args "${cmd}|--help")
+  endif()
+  resident_cli_check(${id} "${help_args}" "EXPECT=Usage: resident" MAX_WIDTH=100 EXIT=0)
+endforeach()

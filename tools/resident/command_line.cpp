@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <memory>
+#include <sstream>
 
 #include "resident/detail/files.hpp"
 #include "resident/resident.hpp"
@@ -109,6 +111,50 @@ bool same_file(const std::string& a, const std::string& b) {
   return ea || eb ? a == b : x == y;
 }
 
+// Help text within 100 columns: descriptions wrapped at spaces to the room right of the names'
+// column (CLI11 2.1 does not wrap; format_help indents the lines after a newline).
+constexpr std::size_t help_columns = 100;
+
+std::string wrapped(const std::string& text, std::size_t width) {
+  std::string out, line;
+  auto flush = [&] { out += line; line.clear(); };
+  for (std::size_t i = 0; i <= text.size(); ++i) {
+    if (i == text.size() || text[i] == '\n') {
+      flush();
+      if (i < text.size()) out += '\n';
+      continue;
+    }
+    std::size_t end = text.find_first_of(" \n", i);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(i, end - i);
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      flush();
+      out += '\n';
+    } else if (!line.empty()) {
+      line += ' ';
+    }
+    line += word;
+    i = end < text.size() && text[end] == ' ' ? end : end - 1;
+  }
+  return out;
+}
+
+class wrapping_formatter : public CLI::Formatter {
+ public:
+  std::string make_option_desc(const CLI::Option* o) const override {
+    return wrapped(CLI::Formatter::make_option_desc(o), help_columns - get_column_width());
+  }
+  std::string make_description(const CLI::App* app) const override {
+    return wrapped(CLI::Formatter::make_description(app), help_columns);
+  }
+  std::string make_subcommand(const CLI::App* sub) const override {
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_display_name(true),
+                             wrapped(sub->get_description(), help_columns - get_column_width()), get_column_width());
+    return out.str();
+  }
+};
+
 }  // namespace
 
 command_line::command_line() {
@@ -123,6 +169,7 @@ command_line::command_line() {
                "  resident bench guide --json guide.json   the guide's examples as one table\n"
                "  resident bench stream --size 8GiB --pool-limit 2GiB   data larger than the pool, streamed\n",
                "resident");
+  app_->formatter(std::make_shared<wrapping_formatter>());
   app_->set_version_flag("--version", resident::version());
   app_->require_subcommand(1);
 

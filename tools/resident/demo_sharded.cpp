@@ -44,6 +44,22 @@ struct shard_set {
     }
     return s;
   }
+  // For people: "cpu x64", "cuda:0..cuda:7", else the names with spaces (a long list wraps).
+  std::string text() const {
+    const auto same = [&](auto pred) {
+      for (std::size_t i = 1; i < devices.size(); ++i)
+        if (!pred(devices[i - 1], devices[i])) return false;
+      return true;
+    };
+    if (devices.size() > 2 && same([](device a, device b) { return a == b; }))
+      return devices[0].name() + " x" + std::to_string(devices.size());
+    if (devices.size() > 2 && devices[0].kind() == device_kind::cuda &&
+        same([](device a, device b) { return b.kind() == device_kind::cuda && b.index() == a.index() + 1; }))
+      return devices.front().name() + ".." + devices.back().name();
+    std::string s;
+    for (auto d : devices) s += (s.empty() ? "" : ", ") + d.name();
+    return s;
+  }
   void synchronize() const {
     for (auto s : streams) s.synchronize();
   }
@@ -152,7 +168,7 @@ int demo_gpus(const demo_options& o, shard_set& sh) {
 
   out() << wrap("The seed pipeline func1 -> func2 -> func3 on n = " + log2_text(n) + " float32 (" +
                     detail::format_bytes(double(n) * 4) + ") sharded over " + count_of(shards, "device") + " (" +
-                    sh.names() + (gpu ? ", " + properties(d0).name : std::string(", sharing the host's cores")) +
+                    sh.text() + (gpu ? ", " + properties(d0).name : std::string(", sharing the host's cores")) +
                     ") against " + d0.name() + " alone. Inputs from Philox: one device and the shards hold the same "
                     "values (the counter is global); every element and each sum checked against FP64." +
                     (gpu || o.n ? "" : " The CPU uses a smaller default n than GPUs (2^30)."),
@@ -368,7 +384,7 @@ int demo_beyond_one(const demo_options& o, shard_set& sh) {
 
   const bool beyond = double(bytes) > double(total_b[0]);
   out() << wrap("One array of n = " + std::to_string(n) + " float32 (" + detail::format_bytes(double(n) * 4) +
-                    ") over " + count_of(shards, "device") + " (" + sh.names() +
+                    ") over " + count_of(shards, "device") + " (" + sh.text() +
                     (gpu ? ", " + properties(d0).name : std::string(", sharing the host")) + "), " +
                     detail::format_bytes(double(dist::extent_of(n, shards, 0).count) * 4) + " per shard; " +
                     (gpu ? std::string(beyond ? "larger than " : "not larger than ") + d0.name() + "'s " +
