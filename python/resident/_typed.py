@@ -25,6 +25,10 @@ def _typed(f, where):
                         raise
                     e = again
             from . import _core
+            huge = _beyond_every_number(args, kwargs)
+            if huge is not None:
+                raise _core.InvalidArgument(f"{where}: {str(huge)[:40]}... is beyond the range of every number "
+                                            "the call takes (a double reaches about 1.8e308)") from None
             raise _core.InvalidType(f"{where}: an argument's type does not fit: {e}") from None
     call.__wrapped_core__ = f
     return call
@@ -66,6 +70,19 @@ def _mismatch(e, f):
     inside the call (by a callback it made, say), which raised from deeper frames."""
     return (type(e) is TypeError and e.__traceback__ is not None and e.__traceback__.tb_next is None
             and str(e).startswith(f"{getattr(f, '__name__', '')}(): {_NANOBIND_MISMATCH}"))
+
+
+def _beyond_every_number(args, kwargs):
+    """An integer argument no C type holds, not even a double: refused for its value, not its type."""
+    given = [*args, *kwargs.values()]
+    given += [i for a in given if isinstance(a, (list, tuple)) for i in a[:64]]
+    for a in given:
+        if type(a) is int and a.bit_length() > 1000:
+            try:
+                float(a)
+            except OverflowError:
+                return a
+    return None
 
 
 def _conversions_now_succeed(args, kwargs):

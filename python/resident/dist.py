@@ -452,6 +452,10 @@ def apply(work, x, out=None):
                     raise InvalidArgument(f"resident.dist.apply: out's shard {i} is memory of x's shard {j}, "
                                           "which another shard's work would read after it was written; give out "
                                           "memory of its own (or x itself, in place)")
+                if i == j and _overlap(o, s) and (o.data_ptr, o.nbytes) != (s.data_ptr, s.nbytes):
+                    # Each shard's own call would refuse it, after the shards before it were written.
+                    raise InvalidArgument(f"resident.dist.apply: out's shard {i} overlaps x's shard {i} without "
+                                          "being the same memory; give out memory of its own, or x itself (in place)")
         for s, o in zip(x.shards, out.shards):
             work(s, out=o)
         return out

@@ -252,6 +252,10 @@ def _on_shards(work, inputs, out, stream):
     return None if d is None else d.called_on_shards(work, inputs, out, stream)
 
 
+def _item_name(kind, value):
+    return value.fn.__name__ if kind == "py" else value[0].fn.__name__ if kind == "pyred" else value.name
+
+
 class Chain:
     """Run-time stages in order: an optional generator, maps, an optional reduction.
 
@@ -265,6 +269,13 @@ class Chain:
 
     def __init__(self, items):
         self._items = list(items)
+        for i, (kind, value) in enumerate(self._items):  # refused where composed, as in C++
+            if kind == "gen" and i:
+                raise _core_error("InvalidArgument", "resident.jit: a generator (uniform, normal) starts a chain; "
+                                  f"it cannot follow {_item_name(*self._items[i - 1])}")
+            if kind in ("red", "pyred") and i + 1 < len(self._items):
+                raise _core_error("InvalidArgument", f"resident.jit: {_item_name(kind, value)} ends in a "
+                                  "reduction; nothing can follow it")
         self._built = {}  # (dtypes, target) -> (C++ chain, value dtype): repeated calls reuse its kernel
         kinds = [k for k, _ in self._items]
         # A map over input arrays takes the fast path (_core._jit_dispatch); Python stages on the CPU may
@@ -283,10 +294,7 @@ class Chain:
 
     @property
     def name(self):
-        names = []
-        for kind, value in self._items:
-            names.append(value.fn.__name__ if kind == "py" else value[0].fn.__name__ if kind == "pyred" else value.name)
-        return " | ".join(names) or "identity"
+        return " | ".join(_item_name(k, v) for k, v in self._items) or "identity"
 
     def __repr__(self):
         return f"resident.jit.Chain({self.name})"
@@ -505,7 +513,9 @@ def _check_count(n, dtype):
     if not isinstance(n, _numbers.Integral):
         raise _core_error("InvalidType", f"resident.jit: n is a {type(n).__name__}; give a whole number of values")
     size = _np.dtype(dtype).itemsize if dtype else 8
-    if n < 0 or n > (2**63 - 1) // size:
+    if n < 0:
+        raise _core_error("InvalidArgument", f"resident.jit: n={n} is negative; give the count of values (0 or more)")
+    if n > (2**63 - 1) // size:
         raise _core_error("InvalidArgument", f"resident.jit: n={n} values of {size} bytes pass the largest size "
                           f"({(2**63 - 1) // size}); generate them in parts and combine the results")
 
@@ -604,6 +614,10 @@ def fuse(fn=None, *, float_literals="values"):
 
 def map(source, name=""):  # noqa: A001 (resident.jit.map, as the C++ API names it)
     """A stage from C++ source text (see ``stage``)."""
+    if not isinstance(source, str) or not isinstance(name, str):
+        what = type(name if isinstance(source, str) else source).__name__
+        raise _core_error("InvalidType", f"resident.jit.map takes C++ source text and a name, not a {what}; a "
+                          "Python function is a stage: resident.stage(f)")
     return Chain([("cpp", _core._jit_map(source, name))])
 
 

@@ -95,10 +95,9 @@ def _integer(v, name, what):
         try:
             return operator.index(v)
         except Exception as e:  # noqa: BLE001 (no __index__, or one whose own code raised)
-            raise _error("InvalidArgument" if isinstance(e, TypeError) else "InvalidType",
-                         f"resident.stream: {name}={v!r} ({type(e).__name__}: {str(e)[:120]}); give {what} as an "
-                         "int") from None
-    raise _error("InvalidArgument", f"resident.stream: {name}={v!r}; give {what} as an int")
+            raise _error("InvalidType", f"resident.stream: {name}={v!r} ({type(e).__name__}: {str(e)[:120]}); "
+                         f"give {what} as an int") from None
+    raise _error("InvalidType", f"resident.stream: {name}={v!r}; give {what} as an int")
 
 
 def _between_chunks(done, total):

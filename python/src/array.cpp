@@ -164,6 +164,15 @@ host_array host_array_of(nb::handle obj) {
   }
   host_array h;
   if (nb::try_cast(with_buffer_strides(obj), h, true)) return h;
+  // A buffer the cast does not copy as it is (a strided or Fortran-order memoryview): made contiguous by
+  // NumPy first, as a strided NumPy view is.
+  if (!has_attr(obj, "dtype") && PyObject_CheckBuffer(obj.ptr())) {
+    try {
+      if (nb::try_cast(nb::module_::import_("numpy").attr("ascontiguousarray")(obj), h, true)) return h;
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
+    }
+  }
   // What was refused, named: the element type of an array (float128, float16 of an old NumPy) or the
   // format of a buffer (array.array('u')), else the object's type.
   std::string what = "a '" + py_type_name(obj) + "'";

@@ -11,6 +11,55 @@ namespace resident::py {
 
 namespace {
 
+// after=: the numbers add returned. One that is negative or past 64 bits names no stage: FlowError, as
+// an unknown one; an item that is no integer is InvalidType.
+std::vector<std::size_t> stage_numbers(nb::handle after, const std::string& name) {
+  const std::string where = "Flow.add: after= of stage '" + name + "'";
+  if (PyUnicode_Check(after.ptr()) || PyBytes_Check(after.ptr()) || !PySequence_Check(after.ptr()))
+    throw rs::invalid_type(where + " must be a list of stage numbers, not " + py_type_name(after));
+  const nb::object seq = nb::steal(PySequence_Fast(after.ptr(), "after="));
+  if (!seq.is_valid()) throw nb::python_error();
+  std::vector<std::size_t> r;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq.ptr()); ++i) {
+    nb::handle item = PySequence_Fast_GET_ITEM(seq.ptr(), i);
+    if (PyBool_Check(item.ptr())) throw rs::invalid_type(where + " holds a bool; give stage numbers");
+    const nb::object k = nb::steal(PyNumber_Index(item.ptr()));
+    if (!k.is_valid()) {
+      nb::python_error e;
+      if (!e.matches(PyExc_Exception)) throw e;  // KeyboardInterrupt, SystemExit: unchanged
+      throw rs::invalid_type(where + " holds a " + py_type_name(item) + "; give stage numbers (whole numbers)");
+    }
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(k.ptr(), &overflow);
+    if (overflow || v < 0)
+      throw rs::flow_error("flow: stage '" + name + "' is to run after stage " + nb::cast<std::string>(nb::str(k)) +
+                           ", which does not exist (stages are numbered from 0 as they are added)");
+    r.push_back(std::size_t(v));
+  }
+  return r;
+}
+
+// A stage's work (and capture's) is called with no arguments: one that cannot be is refused when given,
+// before any stage runs. A callable without a signature to read (some built-ins) is taken as it is.
+void check_called_bare(nb::handle work, const std::string& what) {
+  if (!PyCallable_Check(work.ptr())) throw rs::invalid_type(what + " is not callable");
+  nb::object sig;
+  try {
+    sig = nb::module_::import_("inspect").attr("signature")(work);
+  } catch (nb::python_error& e) {
+    if (e.matches(PyExc_ValueError) || e.matches(PyExc_TypeError)) return;
+    throw;
+  }
+  try {
+    sig.attr("bind")();
+  } catch (nb::python_error& e) {
+    if (!e.matches(PyExc_TypeError)) throw;
+    throw rs::invalid_type(what + " is called with no arguments, which it cannot take (" +
+                           std::string(nb::str(e.value()).c_str()) + "); give a callable of no arguments, e.g. "
+                           "lambda: work(a, b)");
+  }
+}
+
 // A Python callable as the work of a stage holds it: one reference, which the garbage collector sees
 // through the Flow or Graph that owns the cell (their tp_traverse) and which their tp_clear drops.
 using callable_cell = std::shared_ptr<nb::object>;
@@ -77,9 +126,9 @@ struct py_flow {
   py_flow(const std::optional<std::string>& dev, int streams) : f(std::make_shared<rs::flow>(pick(dev), streams)) {}
 
   std::size_t add(const std::string& name, nb::object work, nb::handle reads_given, nb::handle writes_given,
-                  const std::vector<std::size_t>& after, bool infer) {
-    if (!PyCallable_Check(work.ptr()))
-      throw rs::invalid_argument("Flow.add: the work of stage '" + name + "' is not callable");
+                  nb::handle after_given, bool infer) {
+    check_called_bare(work, "Flow.add: the work of stage '" + name + "'");
+    const std::vector<std::size_t> after = stage_numbers(after_given, name);
     const std::vector<nb::object> reads = arrays_of(reads_given, "reads"), writes = arrays_of(writes_given, "writes");
     rs::access acc;
     auto declare = [&](const std::vector<nb::object>& arrays, bool write) {
@@ -148,7 +197,7 @@ struct py_flow {
 
 // The resident work fn() issues, captured on a stream of its own (CUDA: one graph; the CPU: fn itself).
 py_graph capture(nb::object fn, const std::optional<std::string>& dev) {
-  if (!PyCallable_Check(fn.ptr())) throw rs::invalid_argument("capture: the work is not callable");
+  check_called_bare(fn, "capture: the work");
   py_graph g;
   auto own = std::make_shared<rs::stream>(pick(dev));
   g.stream = rs::default_stream(own->device());
@@ -261,7 +310,7 @@ void bind_flow(nb::module_& m) {
                                (kwargs.size() ? " and " + nb::cast<std::string>(nb::repr(kwargs)) : std::string()));
       })
       .def("add", &py_flow::add, nb::arg("name"), nb::arg("work").none(), nb::arg("reads") = nb::list(),
-           nb::arg("writes") = nb::list(), nb::arg("after") = std::vector<std::size_t>{},
+           nb::arg("writes") = nb::list(), nb::arg("after") = nb::list(),
            nb::arg("infer") = true,
            "Adds a stage calling work() (no arguments); returns its id. Edges are inferred from the declared "
            "reads and writes (arrays of any library) in the order stages are added, plus `after`.")

@@ -386,7 +386,7 @@ def test_a_conversion_that_failed_once_does_not_make_a_valid_argument_mistyped()
 
 def test_flow_array_stage_and_pinned_arguments_of_the_wrong_kind_are_typed():
     for call in (lambda: rs.Flow(streams=1.5), lambda: rs.Flow(device=0), lambda: rs.Flow().add(None, lambda: None),
-                 lambda: rs.Flow().add("a", lambda: None, after=[-1]), lambda: rs.Flow().add("a", lambda: None, reads=None),
+                 lambda: rs.Flow().add("a", lambda: None, after=["0"]), lambda: rs.Flow().add("a", lambda: None, reads=None),
                  lambda: rs.to_device(np.ones(2, np.float32), device="cpu").to_host(x=1), lambda: rs.stage(3),
                  lambda: rs.stage(b"float f(float v) { return v; }"),
                  lambda: rs.streaming.pinned_empty(4, "float16")):
