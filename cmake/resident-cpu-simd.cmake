@@ -9,4 +9,11 @@ if(RESIDENT_VECTOR_MATH AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   target_compile_options(resident PUBLIC $<$<COMPILE_LANGUAGE:CXX>:-fno-math-errno>
                                          $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fno-math-errno>)
 endif()
+# a * b + c stays two roundings in the CPU loops (GCC contracts it to an fma where the copy for AVX2 or
+# AVX-512 has one, and the baseline copy cannot): an element's value does not depend on the machine's
+# vector width, and equals the run-time kernels' (src/jit/host.cpp) and NumPy's. GPU code contracts.
+if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  target_compile_options(resident PUBLIC $<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off>
+                                         $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-ffp-contract=off>)
+endif()
 message(STATUS "resident: CPU vector math ${RESIDENT_VECTOR_MATH}")

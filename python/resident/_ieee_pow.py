@@ -6,12 +6,13 @@ takes Python's error model whatever the function's own is: ``0.0 ** -2`` raises 
 instead of giving inf as NumPy (and the C++ text of a translated stage) does. Here a rewrite of
 Numba's untyped IR, applied only to the functions resident marks (copies it made of the stage's
 functions: the user's own functions, compiled by the user's own ``numba.njit``, are left alone),
-replaces each ``**`` (and ``**=``, and calls of ``pow`` / ``operator.pow``) with a call of ``ieee_pow``,
+replaces each ``**`` (and ``**=``, and calls of ``pow`` / ``operator.pow`` / ``math.pow``) with a call of ``ieee_pow``,
 whose implementation for a float and an integer inverts without dividing by zero, and for every other
 pair of types is Numba's own ``a ** b``. The GPU needs none of it: numba-cuda compiles those helpers
 under the kernel's (NumPy) error model.
 """
 import builtins
+import math
 import operator
 import threading
 import types as _pytypes
@@ -25,6 +26,12 @@ _registered = False
 def ieee_pow(a, b):
     """a ** b with NumPy's IEEE result for a float and an integer (compiled by Numba only)."""
     return a ** b
+
+
+def ieee_math_pow(a, b):
+    """math.pow(a, b) with NumPy's IEEE result for an integer exponent (compiled by Numba only)."""
+    import math
+    return math.pow(a, b)
 
 
 def ieee_ipow(a, b):
@@ -95,7 +102,20 @@ def _register():
                 return a
             return generic
 
-        names = {id(builtins.pow): ieee_pow, id(operator.pow): ieee_pow, id(operator.ipow): ieee_ipow}
+        # math.pow(x, k) of an integer k: Numba's integer power too (a double, as Python's math.pow).
+        @overload(ieee_math_pow, jit_options={"error_model": "numpy"})
+        def _ov_math_pow(a, b):
+            import math
+
+            import numpy as np
+            from numba.core import types
+            if isinstance(a, (types.Float, types.Integer, types.Boolean)) and isinstance(b, types.Integer):
+                return lambda a, b: ieee_pow(np.float64(a), b)
+            return lambda a, b: math.pow(a, b)
+
+        names = {id(builtins.pow): ieee_pow, id(operator.pow): ieee_pow, id(operator.ipow): ieee_ipow,
+                 id(math.pow): ieee_math_pow}
+        modules = {"pow": (operator, math), "ipow": (operator,)}
 
         @register_rewrite("before-inference")
         class _IEEEPow(Rewrite):
@@ -118,13 +138,13 @@ def _register():
                     return ieee_ipow
                 if isinstance(v, (ir.Global, ir.FreeVar)):
                     return names.get(id(v.value))
-                if isinstance(v, ir.Expr) and v.op == "getattr" and v.attr in ("pow", "ipow"):
-                    try:  # operator.pow: the attribute of the module operator
+                if isinstance(v, ir.Expr) and v.op == "getattr" and v.attr in modules:
+                    try:  # operator.pow, math.pow: the attribute of the module
                         m = self.func_ir.get_definition(v.value)
                     except Exception:  # noqa: BLE001 (no single definition: not the module)
                         return None
-                    if isinstance(m, (ir.Global, ir.FreeVar)) and m.value is operator:
-                        return names.get(id(getattr(operator, v.attr)))
+                    if isinstance(m, (ir.Global, ir.FreeVar)) and any(m.value is mod for mod in modules[v.attr]):
+                        return names.get(id(getattr(m.value, v.attr)))
                 return None
 
             def apply(self):

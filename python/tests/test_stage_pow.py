@@ -3,6 +3,9 @@
 function (where Numba's ``float ** int`` would raise ZeroDivisionError: resident/_ieee_pow.py), on the
 CPU and on the GPU; the value's float type is kept, integer powers keep Numba's semantics, and the
 user's own Numba functions are left as Numba compiles them."""
+import math
+from math import pow as pow_of_math
+
 import numpy as np
 import pytest
 
@@ -172,3 +175,24 @@ def test_the_users_own_numba_functions_are_left_as_numba_compiles_them():
 
     assert not rewritten(users)  # the function resident compiled, now the user's own
     assert rewritten(_ieee_pow.marked(users))  # (the check sees the rewrite where there is one)
+
+
+def math_pow_called(v, k):  # math.pow: a double, as Python's
+    t = (v, 1.0)
+    return math.pow(t[0], k)
+
+
+def math_pow_imported(v, k):
+    return pow_of_math(v, k)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("fn", [math_pow_called, math_pow_imported])
+def test_math_pow_to_an_int_power_is_ieee(fn, dtype, device):
+    v, k = _grid(dtype)
+    with np.errstate(divide="ignore"):
+        want = np.array([np.float64(x) ** int(e) for x, e in zip(v, k)]).astype(dtype)
+    for inline in _paths(device):
+        got, _ = _run(fn, [v, k], device, inline)
+        assert _same(got, want), (fn.__name__, inline, got, want)

@@ -56,7 +56,8 @@ namespace resident {
 // every operator propagates NaN. A NaN among the values, or as init, makes the result NaN, for
 // minimum and maximum as for plus: a NaN in the data is never hidden (IEEE 754-2019 minimum /
 // maximum, NumPy's min / max; unlike std::fmin / std::fmax, which drop it). To skip NaN, map them
-// to +-infinity first.
+// to +-infinity first. Over +0 and -0 alone, which zero comes back depends on the order the backend
+// folds in (they compare equal; no sign is promised).
 
 /// a + b.
 struct plus {
