@@ -18,7 +18,11 @@ std::vector<std::size_t> stage_numbers(nb::handle after, const std::string& name
   if (PyUnicode_Check(after.ptr()) || PyBytes_Check(after.ptr()) || !PySequence_Check(after.ptr()))
     throw rs::invalid_type(where + " must be a list of stage numbers, not " + py_type_name(after));
   const nb::object seq = nb::steal(PySequence_Fast(after.ptr(), "after="));
-  if (!seq.is_valid()) throw nb::python_error();
+  if (!seq.is_valid()) {
+    nb::python_error e;
+    if (!e.matches(PyExc_Exception)) throw e;  // KeyboardInterrupt, SystemExit: unchanged
+    throw rs::invalid_type(where + " could not be read (" + std::string(nb::str(e.value()).c_str()) + ")");
+  }
   std::vector<std::size_t> r;
   for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq.ptr()); ++i) {
     nb::handle item = PySequence_Fast_GET_ITEM(seq.ptr(), i);
@@ -47,8 +51,8 @@ void check_called_bare(nb::handle work, const std::string& what) {
   try {
     sig = nb::module_::import_("inspect").attr("signature")(work);
   } catch (nb::python_error& e) {
-    if (e.matches(PyExc_ValueError) || e.matches(PyExc_TypeError)) return;
-    throw;
+    if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
+    return;  // no signature to read (a built-in, or one whose own code raised): taken as it is
   }
   try {
     sig.attr("bind")();

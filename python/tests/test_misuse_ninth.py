@@ -94,3 +94,24 @@ def test_values_out_of_range_and_wrong_types_get_the_right_error():
             rs.stream(rs.op.neg(), np.ones(3), chunk=bad)
     with pytest.raises(rs.InvalidType, match="depth="):
         rs.stream(rs.op.neg(), np.ones(3), depth=2.0)
+
+
+def test_an_after_list_or_a_signature_whose_own_code_raises():
+    class Bad(list):
+        def __iter__(self):
+            raise ValueError("no items today")
+
+    class Sig:
+        @property
+        def __signature__(self):
+            raise RuntimeError("no signature today")
+
+        def __call__(self):
+            return None
+
+    f = rs.Flow()
+    f.add("a", lambda: None)
+    with pytest.raises(rs.InvalidType, match="could not be read.*no items today"):
+        f.add("b", lambda: None, after=Bad([0]))
+    assert f.add("c", Sig()) == 1  # no signature to read: taken as it is, called bare
+    f.run()
