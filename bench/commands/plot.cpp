@@ -61,7 +61,7 @@ void plot_png(const std::string& path, const std::string& title, const std::stri
   g << "\n";
   detail::write_file_atomically(data, f.str(), detail::file_access::secret);
   detail::write_file_atomically(script, g.str(), detail::file_access::secret);
-  const detail::program_result r = detail::run_program({"gnuplot", script});
+  const detail::program_result r = detail::run_program({"gnuplot", "-d", script});  // -d: no start-up file (a ~/.gnuplot is code)
   std::string why;
   const auto png = r.status == 0 ? detail::read_regular_file(image, std::size_t(1) << 30, &why) : std::nullopt;
   if (!png || png->empty())

@@ -154,8 +154,10 @@ std::string link_refusal(const std::string& at, const struct stat& st, const str
 // Opens folder (O_PATH) one component at a time, each with O_NOFOLLOW from the one before, so that no
 // rename meanwhile redirects it (a check of the path followed by open(folder) could be raced). A link
 // is followed only where this user or root owns it and it lies in a folder only they can rename it in;
-// another user's could point anywhere, and one they could swap, too. -1 and *why otherwise.
-int open_folder(const std::string& folder, std::string* why) {
+// another user's could point anywhere, and one they could swap, too. -1 and *why otherwise. make:
+// a missing component is made (0700) in the folder opened before it, so no link swapped in meanwhile
+// can send the mkdir elsewhere.
+int open_folder(const std::string& folder, std::string* why, bool make = false) {
   std::vector<std::string> todo;
   const auto push_front = [&todo](const std::string& path) {
     std::vector<std::string> parts;
@@ -183,7 +185,11 @@ int open_folder(const std::string& folder, std::string* why) {
     todo.pop_back();
     if (part == ".") continue;
     struct stat st {};
-    const int next = ::openat(fd, part.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int next = ::openat(fd, part.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (next < 0 && errno == ENOENT && make) {
+      if (::mkdirat(fd, part.c_str(), 0700) != 0 && errno != EEXIST) return fail(folder_refusal(folder, errno));
+      next = ::openat(fd, part.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
     if (next >= 0 && ::fstat(next, &st) == 0 && S_ISDIR(st.st_mode)) {
       ::close(fd);
       fd = next;
@@ -215,6 +221,14 @@ int open_folder(const std::string& folder, std::string* why) {
 }
 
 }  // namespace
+
+std::string make_folders(const std::string& path) {
+  std::string why;
+  const int fd = open_folder(path, &why, true);
+  if (fd < 0) return why;
+  ::close(fd);
+  return "";
+}
 
 std::optional<std::string> kind_at(const std::string& path) {
   struct stat st {};

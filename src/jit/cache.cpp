@@ -43,18 +43,6 @@ struct entry_slot {
 std::mutex table_mutex;
 std::unordered_map<std::string, std::shared_ptr<entry_slot>> table;
 
-// Makes the missing folders of path, each new one 0700 (an existing one is left as it is and judged
-// below).
-bool make_folders(const std::string& path) {
-  for (std::size_t i = 1; i <= path.size(); ++i) {
-    if (i < path.size() && path[i] != '/') continue;
-    const std::string part = path.substr(0, i);
-    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return false;
-  }
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 // The largest entry read: a kernel's object is kilobytes to a few megabytes; a link to /dev/zero or a
 // planted huge file is refused before it is read.
 constexpr std::size_t max_entry_bytes = std::size_t(64) << 20;
@@ -133,7 +121,7 @@ std::optional<folder> open_folder(const std::string& dir, std::string* refused) 
     *refused = above;
     return std::nullopt;
   }
-  if (!make_folders(dir)) return std::nullopt;
+  if (!rd::make_folders(dir).empty()) return std::nullopt;  // made through the judged folders, not by path
   folder f;
   f.path = dir;
   // The folders above it too: one another user may write (or a link another user owns) could swap the

@@ -67,6 +67,21 @@ TEST(cli_trust, a_crafted_device_name_in_from_runs_no_command) {
   EXPECT_GT(fs::file_size(png), 1000u);
 }
 
+// gnuplot runs ~/.gnuplot at start, its `system` through a shell: HOME may be another user's (root with
+// their HOME kept), so the plot starts gnuplot without any start-up file.
+TEST(cli_trust, a_start_up_file_in_home_runs_no_command) {
+  if (!rd::program_found("gnuplot")) GTEST_SKIP() << "gnuplot is not installed";
+  work_dir w;
+  const std::string mark = w / "ran", from = w / "p.json", png = w / "p.png", home = w / "home";
+  fs::create_directories(home);
+  rd::write_file_atomically(home + "/.gnuplot", "system \"touch " + mark + "\"\n");
+  rd::write_file_atomically(from, pipeline_json("\"test\""));
+  const auto r = cli({"bench", "pipeline", "--from", from, "--plot", png}, {{"HOME", home}});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(fs::exists(mark)) << "gnuplot ran HOME's start-up file";
+  EXPECT_GT(fs::file_size(png), 1000u);
+}
+
 TEST(cli_trust, a_crafted_tmpdir_runs_no_shell_command) {
   if (!rd::program_found("gnuplot")) GTEST_SKIP() << "gnuplot is not installed";
   work_dir w;

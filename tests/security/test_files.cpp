@@ -83,6 +83,26 @@ TEST(files, a_regular_file_is_replaced_whole_and_nothing_else_is_left) {
   EXPECT_EQ(d.count(), 1u) << "no temporary file left";
 }
 
+// Folders are made one component at a time from the folder opened before (mkdirat), so a link another
+// user could swap in between is judged, never followed by a mkdir of the whole path (the kernel cache's
+// folders: a race put one, owned by this user, in a folder of the other user's choosing).
+TEST(files, folders_are_made_through_judged_folders_only) {
+  test_dir d;
+  fs::create_directories(d / "target");
+  fs::create_directories(d / "open");
+  fs::permissions(d / "open", fs::perms::all);  // 0777, not sticky: anyone could swap an entry of it
+  fs::create_directory_symlink(d / "target", d / "open/l");
+  const std::string w = rd::make_folders(d / "open/l/a/b");
+  EXPECT_NE(w.find("other users may rename entries in"), std::string::npos) << w;
+  EXPECT_FALSE(fs::exists(d / "target/a")) << "a folder was made through the link";
+  EXPECT_EQ(rd::make_folders(d / "own/a/b"), "");
+  EXPECT_TRUE(fs::is_directory(d / "own/a/b"));
+  EXPECT_EQ(fs::status(d / "own/a").permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_EQ(rd::make_folders(d / "own/a/b"), "");  // there already: nothing to make
+  rd::write_file_atomically(d / "file", "x");
+  EXPECT_NE(rd::make_folders(d / "file/a"), "");  // a file on the way
+}
+
 TEST(files, a_path_holding_a_nul_character_is_refused) {
   test_dir d;
   const std::string path = d / std::string("a\0b.json", 8);

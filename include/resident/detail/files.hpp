@@ -52,6 +52,10 @@ std::optional<std::string> read_private_file_at(int dir_fd, const std::string& n
 /// path is missing, not a regular file, or larger.
 std::optional<std::string> read_regular_file(const std::string& path, std::size_t max_bytes, std::string* why = nullptr);
 
+/// Makes the missing folders of path, each 0700, walking it as the writer does (one component at a
+/// time, O_NOFOLLOW, only links no other user could swap): "" when path is a folder then, else why not.
+std::string make_folders(const std::string& path);
+
 /// Why another user could swap what lies at or under folder, or "" when no one but this user and root
 /// can: every folder on its canonical path is owned by this user or root and writable by no one else
 /// (unless sticky, as /tmp is), and every link on the path as given passes foreign_link_on.
