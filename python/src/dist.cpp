@@ -128,6 +128,10 @@ void bind_dist(nb::module_& m) {
   // (the rendezvous default, Numba's settings file): "" where only this user and root can.
   m.def("_untrusted_path", [](const std::string& folder) { return rs::detail::untrusted_path(folder); },
         nb::arg("folder"));
+  // The one writer (src/io/files.cpp), for the benchmarks' JSON (bench/peers/json_out.py): "" or why not.
+  m.def("_write_file", [](const std::string& path, nb::bytes data) {
+    return rs::detail::try_write_file_atomically(path, std::string_view(data.c_str(), data.size()));
+  }, nb::arg("path"), nb::arg("data"));
   m.def("_comm_local", [](const std::vector<std::string>& devices) {
     std::vector<rs::device> d;
     for (const auto& n : devices) d.push_back(rs::parse_device(n));

@@ -115,3 +115,20 @@ def test_an_after_list_or_a_signature_whose_own_code_raises():
         f.add("b", lambda: None, after=Bad([0]))
     assert f.add("c", Sig()) == 1  # no signature to read: taken as it is, called bare
     f.run()
+
+
+def test_the_benchmarks_json_goes_through_resident_s_one_writer(tmp_path):
+    import importlib.util
+    import os
+    spec = importlib.util.spec_from_file_location(
+        "json_out", os.path.join(os.path.dirname(__file__), "..", "..", "bench", "peers", "json_out.py"))
+    json_out = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(json_out)
+    assert json_out._core_writer() is not None
+    json_out.write_text(str(tmp_path / "ok.json"), "{}")
+    assert (tmp_path / "ok.json").read_text() == "{}"
+    (tmp_path / "target").write_text("kept")
+    os.symlink(tmp_path / "target", tmp_path / "link.json")
+    with pytest.raises(SystemExit, match="resident does not write through links"):
+        json_out.write_text(str(tmp_path / "link.json"), "{}")
+    assert (tmp_path / "target").read_text() == "kept"
