@@ -46,6 +46,12 @@ inline constexpr bool debug_sync = false;
 /// "major.minor.patch".
 const char* version() noexcept;
 
+namespace detail {
+/// An on/off environment variable: 1/0, on/off, true/false, yes/no (any case). Unset or empty gives
+/// fallback; another value says so on stderr and gives fallback too (never read silently as either).
+bool environment_switch(const char* name, bool fallback);
+}  // namespace detail
+
 }  // namespace resident
 
 // Opaque CUDA handle types, declared without the CUDA headers so that .hpp files build with g++ alone.

@@ -9,10 +9,7 @@ namespace resident {
 
 namespace {
 std::atomic<bool>& dependent_launch_switch() {
-  static std::atomic<bool> on{[] {
-    const char* v = std::getenv("RESIDENT_PDL");
-    return !(v && std::string(v) == "0");
-  }()};
+  static std::atomic<bool> on{detail::environment_switch("RESIDENT_PDL", true)};
   return on;
 }
 }  // namespace

@@ -19,8 +19,8 @@ namespace {
 // RESIDENT_POOL_CACHING=0 starts every pool with caching off (debugging leaks and out-of-bounds
 // accesses that reuse would hide).
 bool caching_from_environment() {
-  const char* v = std::getenv("RESIDENT_POOL_CACHING");
-  return !(v && std::string(v) == "0");
+  static const bool on = detail::environment_switch("RESIDENT_POOL_CACHING", true);  // read (and said) once
+  return on;
 }
 
 // A limit that set_pool_limit has not set: the environment's (RESIDENT_POOL_LIMIT) applies.
