@@ -37,6 +37,21 @@ using kind = part::kind;
 // literal or a macro is not read as code. @throws invalid_argument for text that cannot compile whole
 // (an unterminated comment or literal, unbalanced brackets): told before compiling, and in the stage's
 // own terms, rather than as a compiler's complaint about the kernel around it.
+// The bracket an alternative token at s[i] spells, or 0. "<::" is '<' then "::" unless ':' or '>'
+// follows (C++11 [lex.pptoken]), so a template argument list that starts with "::" stays one.
+char digraph_at(const std::string& s, std::size_t i) {
+  if (i + 1 >= s.size()) return 0;
+  const char a = s[i], b = s[i + 1];
+  if (a == '<' && b == '%') return '{';
+  if (a == '%' && b == '>') return '}';
+  if (a == ':' && b == '>') return ']';
+  if (a == '<' && b == ':') {
+    const bool template_scope = i + 2 < s.size() && s[i + 2] == ':' && !(i + 3 < s.size() && (s[i + 3] == ':' || s[i + 3] == '>'));
+    return template_scope ? 0 : '[';
+  }
+  return 0;
+}
+
 std::string code_of(const std::string& s, const char* what) {
   std::string out(s.size(), ' ');
   auto line_of = [&](std::size_t i) { return std::to_string(1 + std::count(s.begin(), s.begin() + std::ptrdiff_t(i), '\n')); };
@@ -92,14 +107,19 @@ std::string code_of(const std::string& s, const char* what) {
       out[i] = out[k] = c;
       i = k;
     } else {
-      out[i] = c;
-      if (c == '{' || c == '(' || c == '[') {
-        open += c;
-        open_at.push_back(i);
-      } else if (c == '}' || c == ')' || c == ']') {
-        const char want = c == '}' ? '{' : c == ')' ? '(' : '[';
+      char k = c;  // what the compiler reads here: the alternative tokens <% %> <: :> are brackets
+      if (const char d = digraph_at(s, i)) k = d, out[i + 1] = ' ';
+      out[i] = k;
+      const std::size_t at = i;
+      if (k != c) ++i;
+      if (k == '{' || k == '(' || k == '[') {
+        open += k;
+        open_at.push_back(at);
+      } else if (k == '}' || k == ')' || k == ']') {
+        const char want = k == '}' ? '{' : k == ')' ? '(' : '[';
         RESIDENT_EXPECTS(!open.empty() && open.back() == want,
-                         std::string(what) + ": the '" + c + "' on line " + line_of(i) + " closes " +
+                         std::string(what) + ": the '" + s.substr(at, k != c ? 2 : 1) + "' on line " + line_of(at) +
+                             " closes " +
                              (open.empty() ? std::string("nothing") : "the '" + open.substr(open.size() - 1) +
                                                                            "' of line " + line_of(open_at.back())) +
                              "; balance the text's brackets");

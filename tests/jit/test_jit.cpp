@@ -328,6 +328,10 @@ TEST_P(jit, stage_text_is_read_as_the_compiler_reads_it) {
   }
   // Attributes are not part of a type; a message quotes the text as written.
   rs::jit::map("[[nodiscard]] float g(float v) { return v + 1.0f; }")(y);
+  // The alternative tokens <% %> <: :> are brackets, as the compiler reads them.
+  rs::array<float> z = rs::to_device(std::vector<float>(5, 1.f), dev);
+  rs::jit::map("float h(float v) <% return v; %>\nfloat g(float v) <% float a<:1:> = {v}; return a<:0:> + 1.0f; %>")(z);
+  for (float v : z.to_host()) ASSERT_EQ(v, 2.f);
   try {
     rs::jit::map("extern \"C\" float g(float v) { return v; }");
     ADD_FAILURE() << "accepted";
