@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "bench.hpp"
+#include "plot.hpp"
 #include "resident/detail/files.hpp"
 #include "resident/resident.hpp"
 #include "table.hpp"
@@ -85,11 +86,14 @@ int run_bench_guide(const bench_options& o, const std::string& examples_dir) {
            {"vs first (x)", "ratio", true}});
   std::ifstream rows(rows_file);
   std::string line;
-  while (std::getline(rows, line)) {
-    const auto j = nlohmann::json::parse(line);
-    t.add({j["example"].get<std::string>(), j["variant"].get<std::string>(), table::cell(j["ms"].get<double>(), 4),
-           table::cell(j["ratio"].get<double>(), 2)});
-  }
+  for (std::size_t number = 1; std::getline(rows, line); ++number) try {
+      const auto j = nlohmann::json::parse(line);
+      t.add({j.at("example").get<std::string>(), j.at("variant").get<std::string>(),
+             table::cell(j.at("ms").get<double>(), 4), table::cell(j.at("ratio").get<double>(), 2)});
+    } catch (const nlohmann::json::exception& e) {
+      throw error("bench guide: line " + std::to_string(number) + " the examples wrote to RESIDENT_GUIDE_OUT is not a "
+                  "row (" + json_problem(e) + "): rebuild the examples with this resident, e.g. in build/cpu/examples");
+    }
   if (t.rows() == 0)
     throw error("bench guide: no example in '" + dir.string() + "' reported a time (RESIDENT_GUIDE_OUT stayed empty): "
                 "give --examples the folder of the built examples, e.g. build/cpu/examples");

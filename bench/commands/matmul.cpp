@@ -61,7 +61,8 @@ int plot_matmul_from(const bench_options& o) try {
            "TFLOP/s", series, true);
   return 0;
 } catch (const nlohmann::json::exception& e) {
-  throw invalid_argument("--from: '" + o.from + "' is not the --json output of `resident bench matmul` (" + e.what() + ")");
+  throw invalid_argument("--from: '" + o.from + "' is not the --json output of `resident bench matmul` (" +
+                         json_problem(e) + ")");
 }
 
 }  // namespace

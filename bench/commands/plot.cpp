@@ -72,6 +72,19 @@ void plot_png(const std::string& path, const std::string& title, const std::stri
   out() << "plot written to " << path << "\n";
 }
 
+std::string json_problem(const nlohmann::json::exception& e) {
+  if (const auto* p = dynamic_cast<const nlohmann::json::parse_error*>(&e))
+    return "it is not JSON from byte " + std::to_string(p->byte);  // the bytes there may not be printable
+  std::string what = e.what();  // "[json.exception.type_error.302] type must be ...": the reader's words
+  if (const auto close = what.find("] "); what.rfind("[json.exception", 0) == 0 && close != std::string::npos)
+    what = what.substr(close + 2);
+  if (e.id == 403 && what.rfind("key ", 0) == 0)  // "key 'rows' not found"
+    return "it has no field " + what.substr(4, what.find(" not found") - 4);
+  if (e.id == 306 || e.id == 305) return "it holds another kind of JSON value where an object was expected";
+  if (dynamic_cast<const nlohmann::json::type_error*>(&e)) return "a field holds another kind of value: " + what;
+  return what;
+}
+
 nlohmann::json read_json(const std::string& path) {
   std::string why;
   const std::optional<std::string> text = detail::read_regular_file(path, std::size_t(256) << 20, &why);
@@ -79,11 +92,8 @@ nlohmann::json read_json(const std::string& path) {
   try {
     return nlohmann::json::parse(*text);
   } catch (const nlohmann::json::exception& e) {
-    std::string what = e.what();  // "[json.exception.parse_error.101] parse error at ...": the reader's words
-    if (const auto close = what.find("] "); what.rfind("[json.exception", 0) == 0 && close != std::string::npos)
-      what = what.substr(close + 2);
-    throw invalid_argument("cannot read '" + path + "': it is not JSON (" + what +
-                           "); give a file written by the benchmark's --json");
+    throw invalid_argument("cannot read '" + path + "': " + json_problem(e) +
+                           "; give a file written by the benchmark's --json");
   }
 }
 
@@ -106,7 +116,7 @@ void add_peer_series(const std::string& path, std::vector<plot_series>& series) 
     series.push_back(s);
   }
 } catch (const nlohmann::json::exception& e) {
-  throw invalid_argument("--peers: '" + path + "' is not the --json output of bench/peers/peers.py (" + e.what() + ")");
+  throw invalid_argument("--peers: '" + path + "' is not the --json output of bench/peers/peers.py (" + json_problem(e) + ")");
 }
 
 namespace {
@@ -143,7 +153,8 @@ int plot_pipeline_from(const bench_options& o) try {
            "elements (float32)", "time / memcpy time of the same bytes (lower is better)", series, true);
   return 0;
 } catch (const nlohmann::json::exception& e) {
-  throw invalid_argument("--from: '" + o.from + "' is not the --json output of `resident bench pipeline` (" + e.what() + ")");
+  throw invalid_argument("--from: '" + o.from + "' is not the --json output of `resident bench pipeline` (" +
+                         json_problem(e) + ")");
 }
 
 }  // namespace resident::cli

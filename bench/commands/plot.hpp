@@ -22,6 +22,9 @@ void plot_png(const std::string& path, const std::string& title, const std::stri
 /// The JSON in the regular file at path (opened O_NOFOLLOW | O_NONBLOCK: a FIFO is never waited on; at
 /// most 256 MiB). @throws invalid_argument naming the path and why not.
 nlohmann::json read_json(const std::string& path);
+/// A JSON reader's complaint in the CLI's words: the field missing or of another kind, the byte where the
+/// text stops being JSON (the reader's code numbers and unprintable bytes left out).
+std::string json_problem(const nlohmann::json::exception& e);
 /// Adds bench/peers/peers.py's series (time over memcpy per system) from the JSON at path ("" = none).
 /// @throws invalid_argument when the file is not that JSON.
 void add_peer_series(const std::string& path, std::vector<plot_series>& series);

@@ -367,7 +367,9 @@ void print_notes(const stream_plan& p, const std::string& kind, const nlohmann::
     out() << wrap(line, 100, "  ") << "\n";
   }
   if (!p.gpu) out() << "  (on the CPU backend the chunks are read and written in place: no bus, no overlap)\n";
-  if (!ok) out() << "ERROR: a streamed result differs from the FP64 reference or the pool went past its limit\n";
+  if (!ok)
+    std::cerr << "resident: error: a streamed result differs from the FP64 reference or the pool went past its "
+                 "limit\n";
 }
 
 }  // namespace

@@ -184,24 +184,33 @@ std::ostream& out() { return *report_stream; }
 void report_to_stderr() { report_stream = &std::cerr; }
 
 std::string wrap(const std::string& text, std::size_t width, const std::string& indent) {
-  if (const std::size_t nl = text.find('\n'); nl != std::string::npos) {  // each line on its own
-    const std::string rest = text.substr(nl + 1);
-    return wrap(text.substr(0, nl), width, indent) + (rest.empty() ? "" : "\n" + wrap(rest, width, indent));
-  }
-  std::string result, line = indent;
-  std::size_t start = text.find_first_not_of(' ');
-  while (start != std::string::npos && start < text.size()) {
-    std::size_t end = text.find(' ', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string word = text.substr(start, end - start);
-    if (line.size() > indent.size() && line.size() + 1 + word.size() > width) {
-      result += line + "\n";
-      line = indent;
+  // Each line keeps its own indent (an example's two spaces) and its inner runs of blanks (columns);
+  // one too long breaks at a blank and goes on at the same indent.
+  std::string out;
+  for (std::size_t start = 0;;) {
+    const std::size_t nl = text.find('\n', start);
+    const std::string src = text.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    const std::size_t own = std::min(src.find_first_not_of(' '), src.size());
+    const std::string lead = indent + src.substr(0, own);
+    std::string line = src.empty() ? "" : lead;  // a blank line stays empty
+    for (std::size_t i = own; i < src.size();) {
+      std::size_t end = src.find(' ', i);
+      if (end == std::string::npos) end = src.size();
+      const std::string word = src.substr(i, end - i);
+      const bool first = line.size() == lead.size();
+      if (!first && line.size() + 1 + word.size() > width) {
+        out += line + '\n';
+        line = lead + word;
+      } else {
+        line += (first ? "" : " ") + word;
+      }
+      i = end + 1;
     }
-    line += (line.size() > indent.size() ? " " : "") + word;
-    start = text.find_first_not_of(' ', end);
+    out += line;
+    if (nl == std::string::npos) return out;
+    out += '\n';
+    start = nl + 1;
   }
-  return result + line;
 }
 
 void check_writable(const std::string& option, const std::string& path) {

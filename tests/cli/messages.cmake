@@ -31,6 +31,32 @@ resident_cli_check(parse_options_that_exclude "bench|stream|--pinned|--pageable"
 resident_cli_check(parse_value_refused_has_an_example "demo|--n|abc"
                    "EXPECT=--n: 'abc' is not a whole number.*e.g. `resident demo --n 1000000`"
                    "REJECT=${parser_words}" EXIT=105 "DOCS=${errors_md}")
+# An option followed by another takes no value from it (a file named --stream written, --help never shown).
+resident_cli_check(parse_an_option_is_no_value "demo|--device|cpu|--json|--stream"
+                   "EXPECT=--json: needs a value before the next option \\('--stream'\\).*e.g. `resident demo --json"
+                   "REJECT=${parser_words}" EXIT=105 MAX_WIDTH=100)
+resident_cli_check(parse_help_is_no_value "info|--json|--help"
+                   "EXPECT=--json: needs a value before the next option \\('--help'\\)" EXIT=105)
+resident_cli_check(parse_options_before_the_command "--device|cpu|info"
+                   "EXPECT='--device' comes before the command.*e.g. `resident info --device cpu`" EXIT=109)
+resident_cli_check(parse_an_empty_list_entry "bench|matmul|--algos|naive,"
+                   "EXPECT=--algos: 'naive,' has an empty entry" EXIT=105)
+# Errors within 100 columns, without the library's source locations.
+resident_cli_check(error_fits_100_columns "demo|--device|cpu|--n|17179869184"
+                   "EXPECT=out of memory: demo --n 17179869184 needs" "REJECT=\\[(src|include|bench)/" MAX_WIDTH=100
+                   EXIT=3)
+# The variables the library reads later are refused before any output; a policy forbidding a command's
+# transfers is named before it starts.
+foreach(variable IN ITEMS "RESIDENT_TRANSFER_POLICY=bogus" "RESIDENT_POOL_LIMIT=abc" "RESIDENT_TRANSFER_POLICY=forbid")
+  string(REGEX REPLACE "[=]" "_" id "${variable}")
+  string(REGEX REPLACE "=(.*)" " is '\\1'" said "${variable}")
+  add_test(NAME cli.environment_checked_first_${id}
+           COMMAND ${CMAKE_COMMAND} -DCLI=${CMAKE_COMMAND}
+                   "-DARGS=-E|env|${variable}|$<TARGET_FILE:resident_cli>|demo|--device|cpu|--n|4096|--reps|1"
+                   "-DEXPECT=resident: error: ${said}" -DREJECT_STDOUT=. -DEXIT=1
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_check.cmake)
+  set_tests_properties(cli.environment_checked_first_${id} PROPERTIES LABELS cpu)
+endforeach()
 resident_cli_check(parse_missing_file "bench|matmul|--from|/nonexistent/m.json|--plot|m.png"
                    "EXPECT=--from: '/nonexistent/m.json' does not exist. give the --json output of an earlier run"
                    "REJECT=${parser_words}" EXIT=105)

@@ -1,6 +1,7 @@
 // The CLI's outputs and helper programs (tools/resident): a crafted --from file or TMPDIR runs no
 // command, output paths that are not regular files are refused at once, a failed write keeps the
 // earlier file, and empty or malformed values are clear errors.
+#include <algorithm>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -38,7 +39,9 @@ struct work_dir {
 // The CLI with args, at most 120 s (a FIFO opened for writing would otherwise wait forever).
 rd::program_result cli(std::vector<std::string> args, const std::vector<std::pair<std::string, std::string>>& env = {}) {
   args.insert(args.begin(), {"timeout", "120", RESIDENT_CLI});
-  return rd::run_program(args, env);
+  rd::program_result r = rd::run_program(args, env);
+  std::replace(r.output.begin(), r.output.end(), '\n', ' ');  // messages wrap at 100 columns
+  return r;
 }
 
 std::string read_all(const std::string& path) {
@@ -137,6 +140,23 @@ TEST(cli_trust, a_malformed_log2_n_in_from_is_a_clear_error) {
     EXPECT_NE(r.output.find("has a row whose log2_n is"), std::string::npos) << bad << ": " << r.output;
     EXPECT_EQ(r.output.find("unexpected error"), std::string::npos) << r.output;
   }
+  // Another file's JSON, or none: said in the CLI's words, never the reader's ("[json.exception...").
+  const std::vector<std::pair<std::string, std::string>> others = {
+      {"[1, 2]", "another kind of JSON value where an object"},
+      {R"({"benchmark": "pipeline", "rows": [{"log2_n": 10}]})", "it has no field 'fused_over_memcpy'"},
+      {"\x89PNG", "it is not JSON from byte 1"}};
+  for (const auto& [text, words] : others)
+    for (const char* bench : {"pipeline", "matmul"}) {
+      rd::write_file_atomically(from, text);
+      const auto r = cli({"bench", bench, "--from", from, "--plot", w / "p.png"});
+      EXPECT_EQ(r.status, 1) << text << ": " << r.output;
+      const std::string& flat = r.output;
+      if (std::string(bench) == "pipeline" || words.rfind("it has no field", 0) != 0) {
+        EXPECT_NE(flat.find(words), std::string::npos) << text << ": " << r.output;
+      }
+      EXPECT_EQ(r.output.find("json.exception"), std::string::npos) << r.output;
+      EXPECT_EQ(r.output.find("\x89"), std::string::npos) << "an unprintable byte echoed: " << r.output;
+    }
 }
 
 TEST(cli_trust, json_into_a_fifo_is_refused_at_once) {
@@ -267,6 +287,10 @@ TEST(cli_trust, lost_output_and_one_file_spelled_twice_are_refused) {
   const std::string err = w / "err.txt";
   EXPECT_EQ(cli_in(w.path.string(), "/dev/full", err, {"info", "--json", "-"}), 1) << read_all(err);
   EXPECT_NE(read_all(err).find("could not be written to standard output"), std::string::npos) << read_all(err);
+  for (const char* asked : {"--help", "--version"}) {  // the help lost is no success either
+    EXPECT_EQ(cli_in(w.path.string(), "/dev/full", err, {asked}), 1) << asked;
+    EXPECT_NE(read_all(err).find("could not be written to standard output"), std::string::npos) << read_all(err);
+  }
   if (!rd::program_found("gnuplot")) return;  // --plot is checked for gnuplot first
   const std::string png = w / "r.png";
   EXPECT_GE(cli_in(w.path.string(), w / "out.txt", err,

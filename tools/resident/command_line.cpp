@@ -115,42 +115,18 @@ bool same_file(const std::string& a, const std::string& b) {
 // column (CLI11 2.1 does not wrap; format_help indents the lines after a newline).
 constexpr std::size_t help_columns = 100;
 
-std::string wrapped(const std::string& text, std::size_t width) {
-  std::string out, line;
-  auto flush = [&] { out += line; line.clear(); };
-  for (std::size_t i = 0; i <= text.size(); ++i) {
-    if (i == text.size() || text[i] == '\n') {
-      flush();
-      if (i < text.size()) out += '\n';
-      continue;
-    }
-    std::size_t end = text.find_first_of(" \n", i);
-    if (end == std::string::npos) end = text.size();
-    const std::string word = text.substr(i, end - i);
-    if (!line.empty() && line.size() + 1 + word.size() > width) {
-      flush();
-      out += '\n';
-    } else if (!line.empty()) {
-      line += ' ';
-    }
-    line += word;
-    i = end < text.size() && text[end] == ' ' ? end : end - 1;
-  }
-  return out;
-}
-
 class wrapping_formatter : public CLI::Formatter {
  public:
   std::string make_option_desc(const CLI::Option* o) const override {
-    return wrapped(CLI::Formatter::make_option_desc(o), help_columns - get_column_width());
+    return wrap(CLI::Formatter::make_option_desc(o), help_columns - get_column_width());
   }
   std::string make_description(const CLI::App* app) const override {
-    return wrapped(CLI::Formatter::make_description(app), help_columns);
+    return wrap(CLI::Formatter::make_description(app), help_columns);
   }
   std::string make_subcommand(const CLI::App* sub) const override {
     std::stringstream out;
     CLI::detail::format_help(out, sub->get_display_name(true),
-                             wrapped(sub->get_description(), help_columns - get_column_width()), get_column_width());
+                             wrap(sub->get_description(), help_columns - get_column_width()), get_column_width());
     return out.str();
   }
 };
@@ -336,10 +312,20 @@ void command_line::parse(int argc, const char* const* argv) {
   });
   if (!asks_help) {
     auto command = std::find_if(args.begin(), args.end(), [](const std::string& a) { return a.empty() || a[0] != '-'; });
-    if (command != args.begin())
-      throw CLI::ExtrasError("unknown option '" + args.front() + "': options follow the command, e.g. `resident demo " +
-                                 "--n 1000`; resident --help lists the commands",
+    if (command != args.begin()) {
+      // `resident --device cpu info`: the command's options came first; say where they go.
+      std::string moved;
+      const auto named = std::find_if(args.begin(), args.end(), [](const std::string& a) { return known(commands, a); });
+      if (named != args.end()) {
+        moved = "resident " + *named;
+        for (auto a = args.begin(); a != args.end(); ++a)
+          if (a != named) moved += " " + *a;
+      }
+      throw CLI::ExtrasError("'" + args.front() + "' comes before the command: options follow the command, e.g. `" +
+                                 (moved.empty() ? std::string("resident demo --n 1000") : moved) +
+                                 "`; resident --help lists the commands",
                              CLI::ExitCodes::ExtrasError);
+    }
     if (command == args.end())
       throw CLI::RequiredError("a command is required: " + one_of(commands) + ", e.g. `resident demo`; " +
                                    "resident --help describes them",
@@ -366,14 +352,36 @@ void command_line::parse(int argc, const char* const* argv) {
     }
   }
   // A list with an empty entry (`--sizes 10,,12`, a trailing comma): CLI11 drops the entry; refused.
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const bool joined = args[i].rfind("--sizes=", 0) == 0;
-    if (args[i] != "--sizes" && !joined) continue;
-    const std::string v = joined ? args[i].substr(8) : i + 1 < args.size() ? args[i + 1] : "";
-    if (!v.empty() && (v.front() == ',' || v.back() == ',' || v.find(",,") != std::string::npos))
-      throw CLI::ValidationError("--sizes", "'" + v + "' has an empty entry; give the sizes separated by single "
-                                            "commas, e.g. 1024,2048");
-  }
+  for (std::size_t i = 0; i < args.size(); ++i)
+    for (const std::string list : {"--sizes", "--algos"}) {
+      const bool joined = args[i].rfind(list + "=", 0) == 0;
+      if (args[i] != list && !joined) continue;
+      const std::string v = joined ? args[i].substr(list.size() + 1) : i + 1 < args.size() ? args[i + 1] : "";
+      if (!v.empty() && (v.front() == ',' || v.back() == ',' || v.find(",,") != std::string::npos))
+        throw CLI::ValidationError(list, "'" + v + "' has an empty entry; give the entries separated by single "
+                                         "commas, e.g. " + (list == "--algos" ? "tuned,vendor" : "20,22"));
+    }
+  // An option followed by another (`--json --stream`, `--json --help`) would take it as its value: a file
+  // named --stream written, --help never shown. Refused; '-' alone is standard output.
+  std::function<const CLI::Option*(const CLI::App*, const std::string&)> taking = [&](const CLI::App* a,
+                                                                                       const std::string& name) {
+    for (const CLI::Option* o : a->get_options())
+      if (o->get_expected_min() > 0 && o->check_name(name)) return o;  // an option with a value, not a flag
+    for (const CLI::App* sub : a->get_subcommands(std::function<bool(const CLI::App*)>()))
+      if (const CLI::Option* o = taking(sub, name)) return o;
+    return static_cast<const CLI::Option*>(nullptr);
+  };
+  for (std::size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i].rfind("--", 0) == 0 && args[i + 1].size() > 1 && args[i + 1][0] == '-' &&
+        !std::isdigit(static_cast<unsigned char>(args[i + 1][1])))  // -5: a value, refused as one
+      if (const CLI::Option* o = taking(app_.get(), args[i])) {
+        const std::string type = o->get_type_name().substr(0, o->get_type_name().find(':'));
+        throw CLI::ValidationError(args[i], "needs a value before the next option ('" + args[i + 1] + "'); give " +
+                                                type +
+                                                (type.rfind("FILE", 0) == 0 || type == "DIR"
+                                                     ? " (a name that starts with '-' is written ./" + args[i + 1] + ")"
+                                                     : std::string()));
+      }
   app_->parse(argc, argv);
   // An option given an empty value (`--json ''`, a variable that expanded to nothing) is refused, never
   // read as "not given".
@@ -454,6 +462,14 @@ void command_line::check() const {
       throw invalid_argument(std::string("RESIDENT_DEVICE, which --device overrides: ") + e.what());
     }
   }
+  // The library reads these variables at its first transfer or allocation: a bad value is refused here,
+  // before a table is half printed, and a policy that forbids the transfers a command makes is named.
+  const transfer_policy policy = default_transfer_policy();
+  const bool transfers = *demo_cmd_ || (*info_cmd_ && info_.measure) || (*bench_cmd_ && bench_.from.empty());
+  if (policy == transfer_policy::forbid && transfers)
+    throw invalid_argument("RESIDENT_TRANSFER_POLICY is 'forbid', and `resident " + command_named() +
+                           "` moves data between the host and the devices; unset it, or set it to log");
+  (void)pool_limit(parse_device("cpu"));  // RESIDENT_POOL_LIMIT, refused here if it is no byte count
   std::vector<matmul_algo> chosen;
   for (const std::string& a : algos_) {
     try {

@@ -22,6 +22,12 @@ class command_line {
   /// The checks of run() without running anything. @throws resident::error.
   void check() const;
   CLI::App& app() { return *app_; }
+  /// Whether --json names a file (not '-'): then standard output carries the table alone.
+  bool writes_json_file() const {
+    for (const std::string* j : {&info_.json, &demo_.json, &bench_.json, &stream_.json})
+      if (!j->empty() && *j != "-") return true;
+    return false;
+  }
   /// What to print for a parse error: the option, the value given and an example, in place of the
   /// parser's own words (CLI::Success, help and version, are printed by app().exit(e)).
   std::string explain(const CLI::ParseError& e) const;

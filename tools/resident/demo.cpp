@@ -249,7 +249,8 @@ int run_demo(const demo_options& o) {
           << *report;
   }
   out().flush();
-  if (!ok) out() << "ERROR: a mode's result differs from the FP64 reference by more than " << tolerance << "\n";
+  if (!ok)
+    std::cerr << "resident: error: a mode's result differs from the FP64 reference by more than " << tolerance << "\n";
 
   if (!o.json.empty()) {
     nlohmann::json j;

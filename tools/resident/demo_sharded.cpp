@@ -290,10 +290,11 @@ int demo_gpus(const demo_options& o, shard_set& sh) {
         << "\n";
   out().flush();
   if (!ok)
-    out() << "ERROR: " << (map_resident && sum_resident ? "a mode differs from the FP64 reference by more than " +
-                                                              format_number(tolerance, -1)
-                                                        : std::string("the sharded run crossed the host bus"))
-          << "\n";
+    std::cerr << "resident: error: "
+              << (map_resident && sum_resident
+                      ? "a mode differs from the FP64 reference by more than " + format_number(tolerance, -1)
+                      : std::string("the sharded run crossed the host bus"))
+              << "\n";
 
   if (!o.json.empty()) {
     nlohmann::json j;
@@ -506,7 +507,8 @@ int demo_beyond_one(const demo_options& o, shard_set& sh) {
                 100, "  ")
         << "\n";
   out().flush();
-  if (!ok && resident_run) out() << "ERROR: the sum or a sampled element differs from FP64 beyond the tolerance\n";
+  if (!ok && resident_run)
+    std::cerr << "resident: error: the sum or a sampled element differs from FP64 beyond the tolerance\n";
 
   if (!o.json.empty()) {
     nlohmann::json j;
