@@ -3,8 +3,11 @@
 // On the CPU they run a block of values at a time (fuse/program_cpu.cpp, always the host compiler).
 #include "resident/fuse/program.hpp"
 
+#include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <sstream>
 
 #include "backend/runtime.hpp"
@@ -112,7 +115,13 @@ op op::parse(const std::string& text) {
       if (constants(op::code(c)) == 1) all += "(c)";
       if (constants(op::code(c)) == 2) all += "(a, b)";
     }
-    return invalid_argument("op: cannot read '" + text + "': the operations are " + all);
+    std::string shown;  // control characters (a NUL would end the message) written as \xNN
+    for (const unsigned char c : text) {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", unsigned(c));
+      shown += c < 0x20 || c == 0x7f ? std::string(hex) : std::string(1, char(c));
+    }
+    return invalid_argument("op: cannot read '" + shown + "': the operations are " + all);
   };
   const auto open = text.find('(');
   const std::string word = text.substr(0, open);
@@ -125,21 +134,33 @@ op op::parse(const std::string& text) {
       return o;
     }
     if (open == std::string::npos || text.back() != ')') throw fail();
-    std::string args = text.substr(open + 1, text.size() - open - 2);
-    const char* p = args.c_str();
-    char* end = nullptr;
-    o.a = std::strtod(p, &end);
-    if (end == p) throw fail();
-    p = end;
+    const std::string args = text.substr(open + 1, text.size() - open - 2);
+    // from_chars, not strtod: '.' whatever the C locale (a host's setlocale made "1,5" read as 1.5), and
+    // the text's end is its size, not a NUL inside it.
+    const char* p = args.data();
+    const char* const last = args.data() + args.size();
+    auto number = [&](double& v) {
+      while (p < last && *p == ' ') ++p;
+      if (p < last && *p == '+' && p + 1 < last && *(p + 1) != '-') ++p;
+      const auto r = std::from_chars(p, last, v);
+      if (r.ec == std::errc::result_out_of_range) {  // as strtod: past the largest double infinite, below
+        const std::string_view t(p, std::size_t(r.ptr - p));  // the smallest a zero, signed as written
+        const auto e = t.find_first_of("eE");
+        const bool tiny = e != std::string_view::npos && e + 1 < t.size() && t[e + 1] == '-';
+        v = std::copysign(tiny ? 0.0 : HUGE_VAL, *p == '-' ? -1.0 : 1.0);
+      } else if (r.ec != std::errc()) {
+        throw fail();
+      }
+      p = r.ptr;
+    };
+    number(o.a);
     if (want == 2) {
-      while (*p == ' ') ++p;
-      if (*p++ != ',') throw fail();
-      o.b = std::strtod(p, &end);
-      if (end == p) throw fail();
-      p = end;
+      while (p < last && *p == ' ') ++p;
+      if (p == last || *p++ != ',') throw fail();
+      number(o.b);
     }
-    while (*p == ' ') ++p;
-    if (*p != '\0') throw fail();
+    while (p < last && *p == ' ') ++p;
+    if (p != last) throw fail();
     return o;
   }
   throw fail();

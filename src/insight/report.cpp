@@ -42,18 +42,13 @@ struct advice_policy {
   static constexpr double low_occupancy_min_bytes_per_worker = 1024;
 };
 
+// Figures written with '.' whatever the C locale (a host program's setlocale): detail::decimal_text.
 std::string format_seconds(double s) {
-  char b[32];
-  if (s >= 1) std::snprintf(b, sizeof b, "%.2f s", s);
-  else if (s >= 1e-3) std::snprintf(b, sizeof b, "%.2f ms", s * 1e3);
-  else std::snprintf(b, sizeof b, "%.1f us", s * 1e6);
-  return b;
+  if (s >= 1) return detail::decimal_text(s, 2) + " s";
+  if (s >= 1e-3) return detail::decimal_text(s * 1e3, 2) + " ms";
+  return detail::decimal_text(s * 1e6, 1) + " us";
 }
-std::string format_rate(double gbps) {
-  char b[32];
-  std::snprintf(b, sizeof b, gbps >= 100 ? "%.0f GB/s" : "%.1f GB/s", gbps);
-  return b;
-}
+std::string format_rate(double gbps) { return detail::decimal_text(gbps, gbps >= 100 ? 0 : 1) + " GB/s"; }
 // Text as lines of at most `width` columns, the first indented by two spaces, the rest by four.
 std::string wrap(const std::string& text, std::size_t width) {
   std::string out, line = "  ";
@@ -114,9 +109,7 @@ std::string json_string(const std::string& s) {
 // A JSON number; a figure that is not finite was not measured: null (docs/json.md).
 std::string json_number(double v) {
   if (!std::isfinite(v)) return "null";
-  char b[32];
-  std::snprintf(b, sizeof b, "%.6g", v);
-  return b;
+  return detail::decimal_text(v, -1);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "resident/memory/ledger.hpp"
 
 #include <array>
+#include <charconv>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -231,9 +232,14 @@ std::string format_bytes(double b) {
     b /= 1024.0;
     ++u;
   }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
-  return buf;
+  return decimal_text(b, u == 0 ? 0 : 1) + " " + units[u];
+}
+
+std::string decimal_text(double v, int digits) {
+  char buf[400];  // a fixed double has up to 309 digits before the point
+  const auto r = digits < 0 ? std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 6)
+                            : std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, digits);
+  return std::string(buf, r.ec == std::errc() ? r.ptr : buf);
 }
 
 void record_transfer(device d, direction dir, std::uint64_t bytes) {

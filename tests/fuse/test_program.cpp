@@ -132,6 +132,24 @@ TEST(program_names, round_trip_and_parse_errors) {
   EXPECT_EQ(rs::program{}.name(), "identity");
   for (const char* bad : {"", "sqrtt", "sqrt(1)", "add", "add()", "add(x)", "affine(1)", "affine(1, 2) ", "add(1"})
     EXPECT_THROW(rs::op::parse(bad), rs::invalid_argument) << bad;
+  // The text's end is its size: what follows a NUL is not left unread, and the message shows it.
+  for (const std::string& bad : {std::string("add(1\0junk)", 11), std::string("affine(2, 3\0 x)", 16)}) {
+    try {
+      rs::op::parse(bad);
+      ADD_FAILURE() << "accepted a NUL";
+    } catch (const rs::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("\\x00"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("the operations are"), std::string::npos) << e.what();
+    }
+  }
+  // As strtod read them: blanks and a '+' before a number, infinities, and past the range.
+  EXPECT_EQ(rs::op::parse("affine( +1.5 , -2)").b, -2.0);
+  EXPECT_EQ(rs::op::parse("add(inf)").a, HUGE_VAL);
+  EXPECT_EQ(rs::op::parse("add(-1e999)").a, -HUGE_VAL);
+  EXPECT_EQ(rs::op::parse("add(-1e-999)").a, 0.0);
+  EXPECT_TRUE(std::signbit(rs::op::parse("add(-1e-999)").a));
+  EXPECT_THROW(rs::op::parse("add(+-1)"), rs::invalid_argument);
+  EXPECT_THROW(rs::op::parse("affine(1,5, 0,5)"), rs::invalid_argument);  // a comma decimal is two numbers
 }
 
 RESIDENT_BACKENDS(programs);

@@ -153,6 +153,9 @@ void record_stream_chunk(device d, std::uint64_t h2d_bytes, std::uint64_t d2h_by
 void reset_ledger_peak(device d, std::uint64_t bytes_in_use);
 /// Human-readable bytes: "256.0 MiB".
 std::string format_bytes(double bytes);
+/// v with `digits` decimals (precision < 0: the shortest "%.6g"-like general form), a '.' whatever the
+/// C locale says: a host program's setlocale must not turn a JSON number into "1,5".
+std::string decimal_text(double v, int digits);
 }  // namespace detail
 
 }  // namespace resident
