@@ -42,8 +42,22 @@ def _core_error(kind, message):
 
 
 def _bare(x):
-    """A DLPack capsule, or an object that speaks DLPack alone (no dtype to read)."""
-    return type(x).__name__ == "PyCapsule" or (x is not None and not _has_dtype(x) and hasattr(x, "__dlpack__"))
+    """A DLPack capsule, or an object with no dtype to read that speaks DLPack, the buffer protocol
+    (memoryview, array.array) or the array interface: taken as the core takes them."""
+    if type(x).__name__ == "PyCapsule":
+        return True
+    if x is None or _has_dtype(x):
+        return False
+    return hasattr(x, "__dlpack__") or hasattr(x, "__array_interface__") or _has_buffer(x)
+
+
+def _has_buffer(x):
+    """Whether x exports the buffer protocol."""
+    try:
+        memoryview(x).release()
+        return True
+    except Exception:  # noqa: BLE001 (TypeError, or the exporter's own error)
+        return False
 
 
 def _has_dtype(x):

@@ -81,7 +81,7 @@ def to_device(host: object, device: str | None = None, stream: object | None = N
 
 def from_dlpack(obj: object) -> Array:
     """
-    Takes another library's array in place (DLPack or the CUDA Array Interface): no copy.
+    Takes another library's array in place (DLPack, the CUDA Array Interface, or host memory through the buffer protocol or the array interface): no copy.
     """
 
 def default_device() -> str: ...

@@ -61,13 +61,17 @@ def _host(a, what, writable=False, who="resident.stream"):
                      f"as they are; pass {what}.filled(value) (or {what}.compressed() for the unmasked values)")
     if isinstance(a, _np.ndarray):
         v = a
+    elif hasattr(a, "__array_interface__") and not hasattr(a, "__dlpack__"):
+        v = _np.asarray(a)  # NumPy's view of the same memory, as for the buffer protocol
     else:
         try:
             v = _np.asarray(memoryview(a))
         except TypeError:
-            if not hasattr(a, "__dlpack__"):
-                raise _error("InvalidArgument", f"{who}: {what} is a {type(a).__name__}; give a host array "
-                             "(NumPy, the buffer protocol, or DLPack on the CPU)") from None
+            if type(a).__name__ == "PyCapsule":  # a DLPack capsule: read through resident's checked path
+                a = _core.from_dlpack(a)
+            elif not hasattr(a, "__dlpack__"):
+                raise _error("InvalidType", f"{who}: {what} is a {type(a).__name__}, not an array; give a host "
+                             "array (NumPy, the buffer protocol, or DLPack on the CPU)") from None
             try:
                 v = _np.from_dlpack(a)
             except (BufferError, RuntimeError, TypeError, ValueError) as e:

@@ -150,6 +150,7 @@ using host_array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 // element type DLPack has no name for (object, string, datetime, structured), a byte order other than
 // the host's, or an object that is no array. Other types (bool, complex, float16) are named by visit.
 host_array host_array_of(nb::handle obj) {
+  refuse_sharded(obj, "to_device");  // it has a dtype, and would be refused as not of it
   refuse_masked(obj, "to_device");
   if (has_attr(obj, "dtype") && has_attr(nb::getattr(obj, "dtype"), "kind")) {
     const nb::object dt = obj.attr("dtype");
@@ -166,7 +167,8 @@ host_array host_array_of(nb::handle obj) {
   if (nb::try_cast(with_buffer_strides(obj), h, true)) return h;
   // A buffer the cast does not copy as it is (a strided or Fortran-order memoryview): made contiguous by
   // NumPy first, as a strided NumPy view is.
-  if (!has_attr(obj, "dtype") && PyObject_CheckBuffer(obj.ptr())) {
+  // An object of the array interface alone (no buffer, no DLPack) is read by NumPy too, in place.
+  if (!has_attr(obj, "dtype") && (PyObject_CheckBuffer(obj.ptr()) || has_attr(obj, "__array_interface__"))) {
     try {
       if (nb::try_cast(nb::module_::import_("numpy").attr("ascontiguousarray")(obj), h, true)) return h;
     } catch (nb::python_error& e) {
@@ -294,8 +296,9 @@ void bind_array(nb::module_& m) {
         nb::arg("stream") = nb::none(),
         "Copies a host (NumPy) array into a new array on the device: one counted transfer.");
   m.def("_ready_for_any_stream", [](const py_array& a) { ready_for_any_stream(a); }, nb::arg("x"));
-  m.def("from_dlpack", &from_dlpack, nb::arg("obj"),
-        "Takes another library's array in place (DLPack or the CUDA Array Interface): no copy.");
+  m.def("from_dlpack", &from_dlpack, nb::arg("obj").none(),
+        "Takes another library's array in place (DLPack, the CUDA Array Interface, or host memory through the "
+        "buffer protocol or the array interface): no copy.");
   m.def("default_device", [] { return rs::default_device().name(); });
   m.def("cuda_device_count", [] { return rs::cuda_device_count(); });
   m.def("cuda_unavailable_reason", [] { return rs::cuda_unavailable_reason(); });

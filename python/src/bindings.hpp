@@ -332,6 +332,9 @@ std::vector<std::int64_t> shape_of(const nb::handle& shape);
 py_array empty_of(std::vector<std::int64_t> shape, DLDataType dtype, rs::device d);
 /// Takes another library's array in place (see interop.cpp); resident's Arrays as they are.
 py_array from_dlpack(nb::object obj);
+/// Refuses a resident.dist.ShardedArray (several arrays) where one array is taken. @throws invalid_type
+/// naming `what` and what to use instead.
+void refuse_sharded(nb::handle obj, const char* what);
 /// As from_dlpack, for a call that uses the array only until it returns, `obj` being one of its own
 /// arguments (held by the caller's frame, which no other thread can let go): a PyTorch or CuPy array
 /// gets no owner of its own (an allocation and a GIL round trip less per array). Never stored.

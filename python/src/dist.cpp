@@ -28,10 +28,9 @@ namespace {
 
 // An array of resident, or of any library through from_dlpack (its checked path: contiguous memory of a
 // known device, element type and stream); anything else is refused rather than read as raw memory.
+// Any kind from_dlpack takes (a DLPack capsule, host memory through the buffer protocol), and only those.
 py_array array_of(nb::handle a, const char* what) {
-  if (!nb::isinstance<py_array>(a) && !has_attr(a, "__dlpack__") && !has_attr(a, "__cuda_array_interface__"))
-    throw rs::invalid_type(std::string(what) + ": a " + py_type_name(a) + " is not an array; give resident "
-                           "arrays (resident.from_dlpack takes another library's array in place)");
+  const call_stream on(nb::none(), what);  // names the call in from_dlpack's messages
   return from_dlpack(nb::borrow(a));
 }
 

@@ -397,10 +397,14 @@ nb::object dlpack_capsule(nb::handle obj, std::intptr_t h) {
   return call(nb::arg("stream") = stream);
 }
 
+// The name of the call taking an array in, for messages.
+const char* call_name() { return t_call_stream && *t_call_stream->what ? t_call_stream->what : "from_dlpack"; }
+
 // The array `obj` is, before the call's stream is applied.
 py_array take_in(nb::object obj) {
   if (nb::isinstance<py_array>(obj)) return nb::cast<py_array>(obj);
   if (std::optional<py_array> d = take_direct(obj)) return std::move(*d);  // PyTorch, CuPy on CUDA
+  refuse_sharded(obj, call_name());
   refuse_masked(obj, "resident");
   if (!PyCapsule_CheckExact(obj.ptr()) && has_attr(obj, "__dlpack__") && has_attr(obj, "__dlpack_device__")) {
     // A CUDA producer is asked for its memory ordered before the stream resident will work on: the
@@ -483,7 +487,25 @@ py_array take_in(nb::object obj) {
                                said);
   }
   if (has_attr(obj, "__cuda_array_interface__")) return from_cuda_array_interface(obj);
-  throw rs::invalid_argument("from_dlpack: a " + py_type_name(obj) + " has neither __dlpack__ nor __cuda_array_interface__");
+  // Host memory NumPy reads in place (the buffer protocol: memoryview, array.array, bytearray; or the
+  // array interface): its zero-copy view, read-only where the buffer is, taken as NumPy's arrays are.
+  if (PyObject_CheckBuffer(obj.ptr()) || has_attr(obj, "__array_interface__")) {
+    nb::object view;
+    try {
+      view = nb::module_::import_("numpy").attr("asarray")(obj);
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
+      throw rs::invalid_type(std::string(call_name()) + ": NumPy could not read the " + py_type_name(obj) +
+                             " as an array (" + nb::cast<std::string>(nb::str(e.value())).substr(0, 300) +
+                             "); give a NumPy array of float32, float64, int32, int64, uint32 or uint64");
+    }
+    if (!has_attr(view, "__dlpack__"))  // a NumPy without DLPack: nothing else reads it in place
+      throw rs::invalid_type(std::string(call_name()) + ": this NumPy exports no DLPack; use NumPy 1.23 or later");
+    return take_in(std::move(view));
+  }
+  throw rs::invalid_type(std::string(call_name()) + ": a " + py_type_name(obj) + " is not an array; give a resident "
+                         "Array, another library's array (DLPack, the CUDA Array Interface) or a host array (NumPy, "
+                         "the buffer protocol)");
 }
 
 }  // namespace
@@ -492,6 +514,24 @@ py_array from_dlpack(nb::object obj) {
   py_array r = take_in(std::move(obj));
   apply_call_stream(r);
   return r;
+}
+
+void refuse_sharded(nb::handle obj, const char* what) {
+  // Looked up where resident.dist is imported (a ShardedArray exists only then).
+  nb::object dist = nb::steal(PyImport_GetModule(nb::str("resident.dist").ptr()));
+  if (!dist.is_valid()) {
+    if (PyErr_Occurred()) PyErr_Clear();
+    return;
+  }
+  nb::object cls = nb::getattr(dist, "ShardedArray", nb::none());
+  if (cls.is_none()) return;
+  const int is = PyObject_IsInstance(obj.ptr(), cls.ptr());
+  if (is < 0) throw nb::python_error();
+  if (is)
+    throw rs::invalid_type(std::string(what) + ": a resident.dist.ShardedArray is several arrays, one per device, "
+                           "which this call does not take as one: reduce it with rs.dist.sum, rs.dist.min or "
+                           "rs.dist.max, run work on every shard with rs.dist.apply(work, x), copy it to NumPy with "
+                           "x.to_host(), or pass its shards (x.shards) one at a time");
 }
 
 py_array taken_for_call(nb::handle obj) {

@@ -225,7 +225,7 @@ def test_generator_and_reduction_chains_keep_the_slow_path():
 MISUSE = {
     "a list": (lambda: ([1.0, 2.0],), {}),
     "an int": (lambda: (3,), {}),
-    "a memoryview": (lambda: (memoryview(np.ones(4, np.float32)),), {}),
+    "a bytearray (uint8)": (lambda: (bytearray(16),), {}),
     "non-contiguous": (lambda: (np.ones(8, np.float32)[::2],), {}),
     "negative strides": (lambda: (np.ones(8, np.float32)[::-1],), {}),
     "big-endian": (lambda: (np.ones(4, ">f4"),), {}),

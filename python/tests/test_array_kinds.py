@@ -1,0 +1,186 @@
+"""Every kind of array is taken by every entry point alike: host memory through the buffer protocol
+(memoryview, array.array, bytearray) or NumPy's array interface, DLPack capsules, resident's and NumPy's
+arrays; what is no array is InvalidType everywhere, a ShardedArray is named with what to use instead."""
+import array
+
+import numpy as np
+import pytest
+
+import resident as rs
+from _support import needs_numba
+
+VALUES = np.array([1.0, 4.0, 9.0, 16.0, 2.25, 0.5], np.float64)
+
+
+class InterfaceOnly:
+    """An object NumPy reads through __array_interface__ alone (no buffer protocol, no DLPack)."""
+
+    def __init__(self, a, readonly=False):
+        self._a = a  # keeps the memory alive
+        d = dict(a.__array_interface__)
+        d["data"] = (d["data"][0], readonly)
+        self.__array_interface__ = d
+
+
+def _memoryview(a):
+    return memoryview(a)
+
+
+def _array_array(a):
+    return array.array(a.dtype.char, a.tobytes())  # a copy: written through its own buffer
+
+
+def _interface(a):
+    return InterfaceOnly(a)
+
+
+def _capsule(a):
+    return a.__dlpack__()
+
+
+KINDS = {"memoryview": _memoryview, "array.array": _array_array, "array interface": _interface,
+         "capsule": _capsule}
+
+
+def _values(k, backing):
+    """The values a kind holds now (its own memory where it copied: array.array)."""
+    if isinstance(k, array.array):
+        return np.frombuffer(k, backing.dtype)
+    return backing
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("reduce_, ref", [(rs.sum, np.sum), (rs.min, np.min), (rs.max, np.max)])
+def test_reductions_take_every_kind(kind, reduce_, ref):
+    a = VALUES.copy()
+    assert reduce_(KINDS[kind](a)) == ref(VALUES)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_memoryview_sum_of_float32_ones_is_four(kind):
+    assert rs.sum(KINDS[kind](np.ones(4, np.float32))) == 4.0
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_from_dlpack_and_to_device_take_every_kind(kind):
+    a = VALUES.copy()
+    x = rs.from_dlpack(KINDS[kind](a))
+    np.testing.assert_array_equal(np.asarray(x), VALUES)
+    np.testing.assert_array_equal(rs.to_device(KINDS[kind](a)).to_host(), VALUES)
+
+
+@pytest.mark.parametrize("kind", ["memoryview", "array.array", "array interface"])
+def test_fills_and_programs_write_into_every_writable_kind(kind):
+    a = VALUES.copy()
+    k = KINDS[kind](a)
+    rs.op.sqrt()(k)
+    np.testing.assert_allclose(_values(k, a), np.sqrt(VALUES), rtol=1e-15)
+    p = rs.op.square() | rs.op.add(1.0)
+    assert abs(p.sum(k) - float(np.sum(VALUES + 1.0))) < 1e-12
+    b = np.zeros(6)
+    rs.random.fill_uniform(b, seed=3)
+    rs.random.fill_uniform(k, seed=3)
+    np.testing.assert_array_equal(_values(k, a), b)
+
+
+@pytest.mark.parametrize("kind", ["memoryview", "array interface"])
+def test_writes_into_read_only_buffers_are_refused_and_write_nothing(kind):
+    frozen = VALUES.tobytes()
+    a = np.frombuffer(frozen, np.float64)
+    k = memoryview(frozen).cast("d") if kind == "memoryview" else InterfaceOnly(a, readonly=True)
+    for write in (lambda: rs.op.sqrt()(k), lambda: rs.random.fill_uniform(k, seed=1),
+                  lambda: rs.dist.copy(rs.to_device(np.zeros(6)), k)):
+        with pytest.raises(rs.InvalidArgument, match="read-only"):
+            write()
+    assert frozen == VALUES.tobytes()
+    assert rs.sum(k) == float(np.sum(VALUES))  # reading stays allowed
+
+
+def test_matmul_chains_and_flows_take_memoryviews():
+    a = np.arange(6.0).reshape(2, 3)
+    b = np.arange(12.0).reshape(3, 4)
+    out = np.zeros((2, 4))
+    rs.matmul(memoryview(a), memoryview(b), out=memoryview(out))
+    np.testing.assert_allclose(out, a @ b, rtol=1e-15)
+    c = VALUES.copy()
+    chain = rs.jit.map("double rs_h(double v) { return 2 * v + 1; }", "rs_h")
+    chain(memoryview(c))
+    np.testing.assert_array_equal(c, 2 * VALUES + 1)
+    chain(memoryview(c))  # the warm path too
+    np.testing.assert_array_equal(c, 2 * (2 * VALUES + 1) + 1)
+    d = VALUES.copy()
+    m = memoryview(d)
+    f = rs.Flow(device="cpu")
+    f.add("halve", lambda: rs.op.mul(0.5)(m), reads=[m], writes=[m])
+    f.run()
+    np.testing.assert_array_equal(d, VALUES * 0.5)
+
+
+@needs_numba
+def test_python_stages_and_fuse_take_memoryviews():
+    @rs.stage
+    def triple(v):
+        return 3 * v
+
+    def inner(v):
+        return v - 1.0
+
+    def master(v):
+        return inner(v) * 2.0
+
+    a = VALUES.copy()
+    triple(memoryview(a))
+    np.testing.assert_array_equal(a, 3 * VALUES)
+    b = VALUES.copy()
+    rs.fuse(master)(memoryview(b))
+    np.testing.assert_array_equal(b, (VALUES - 1.0) * 2.0)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_dist_takes_every_kind(kind):
+    whole = rs.dist.shard(KINDS[kind](VALUES.copy()), ["cpu", "cpu"], dtype="float64")
+    np.testing.assert_array_equal(whole.to_host(), VALUES)
+    dst = rs.empty(6, "float64", "cpu")
+    rs.dist.copy(KINDS[kind](VALUES.copy()), dst)
+    np.testing.assert_array_equal(dst.to_host(), VALUES)
+    parts = rs.dist.from_shards([KINDS[kind](VALUES[:3].copy()), KINDS[kind](VALUES[3:].copy())])
+    np.testing.assert_array_equal(parts.to_host(), VALUES)
+    got = rs.stream(rs.op.sqrt(), KINDS[kind](VALUES.copy()))
+    np.testing.assert_allclose(got, np.sqrt(VALUES), rtol=1e-15)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_all_reduce_takes_every_kind(kind):
+    own = rs.to_device(VALUES.copy())
+    with rs.dist.Communicator(["cpu", "cpu"]) as c:
+        c.all_reduce([KINDS[kind](VALUES.copy()), own])
+    np.testing.assert_array_equal(own.to_host(), 2 * VALUES)
+
+
+NOT_ARRAYS = [object(), "text", 3.5, None, {"a": 1}]
+
+
+@pytest.mark.parametrize("thing", NOT_ARRAYS, ids=lambda t: type(t).__name__)
+def test_what_is_no_array_is_invalid_type_everywhere(thing):
+    calls = [rs.sum, rs.min, rs.max, rs.from_dlpack, rs.to_device, lambda t: rs.random.fill_uniform(t, seed=1),
+             lambda t: rs.op.sqrt()(t), lambda t: (rs.op.sqrt() | rs.op.abs()).sum(t), lambda t: rs.matmul(t, t),
+             lambda t: rs.dist.copy(t, rs.empty(3)), lambda t: rs.dist.shard(t, ["cpu"]),
+             lambda t: rs.stream(rs.op.sqrt(), t), lambda t: rs.dist.from_shards([t])]
+    for call in calls:
+        with pytest.raises(rs.InvalidType):
+            call(thing)
+    with rs.dist.Communicator(["cpu"]) as c:
+        with pytest.raises(rs.InvalidType):
+            c.all_reduce([thing])
+
+
+def test_a_sharded_array_is_named_with_what_to_use_instead():
+    x = rs.dist.shard(VALUES.astype(np.float32), ["cpu", "cpu"])
+    for call in (rs.sum, rs.min, rs.max, rs.from_dlpack, rs.to_device, lambda t: rs.random.fill_uniform(t, seed=1),
+                 lambda t: rs.matmul(t, t), lambda t: (rs.op.sqrt() | rs.op.abs()).sum(t),
+                 lambda t: rs.dist.copy(t, rs.empty(6))):
+        with pytest.raises(rs.InvalidType, match=r"ShardedArray.*rs\.dist\.sum.*x\.to_host\(\).*x\.shards"):
+            call(x)
+    with pytest.raises(rs.InvalidType, match="ShardedArray"):
+        rs.Flow(device="cpu").add("s", lambda: None, reads=[x])
+    assert rs.dist.sum(x) == pytest.approx(float(np.sum(VALUES)), rel=1e-6)  # the way it names works
