@@ -79,9 +79,9 @@ def to_device(host: object, device: str | None = None, stream: object | None = N
     Copies a host (NumPy) array into a new array on the device: one counted transfer.
     """
 
-def from_dlpack(obj: object) -> Array:
+def from_dlpack(obj: object, stream: object | None = None) -> Array:
     """
-    Takes another library's array in place (DLPack, the CUDA Array Interface, or host memory through the buffer protocol or the array interface): no copy.
+    Takes another library's array in place (DLPack, the CUDA Array Interface, or host memory through the buffer protocol or the array interface): no copy. `stream`: the stream the array is worked on, given to the producer's __dlpack__ (the DLPack handshake).
     """
 
 def default_device() -> str: ...

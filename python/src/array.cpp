@@ -296,9 +296,10 @@ void bind_array(nb::module_& m) {
         nb::arg("stream") = nb::none(),
         "Copies a host (NumPy) array into a new array on the device: one counted transfer.");
   m.def("_ready_for_any_stream", [](const py_array& a) { ready_for_any_stream(a); }, nb::arg("x"));
-  m.def("from_dlpack", &from_dlpack, nb::arg("obj").none(),
+  m.def("from_dlpack", &from_dlpack_on, nb::arg("obj").none(), nb::arg("stream") = nb::none(),
         "Takes another library's array in place (DLPack, the CUDA Array Interface, or host memory through the "
-        "buffer protocol or the array interface): no copy.");
+        "buffer protocol or the array interface): no copy. `stream`: the stream the array is worked on, given to "
+        "the producer's __dlpack__ (the DLPack handshake).");
   m.def("default_device", [] { return rs::default_device().name(); });
   m.def("cuda_device_count", [] { return rs::cuda_device_count(); });
   m.def("cuda_unavailable_reason", [] { return rs::cuda_unavailable_reason(); });

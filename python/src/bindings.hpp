@@ -332,6 +332,8 @@ std::vector<std::int64_t> shape_of(const nb::handle& shape);
 py_array empty_of(std::vector<std::int64_t> shape, DLDataType dtype, rs::device d);
 /// Takes another library's array in place (see interop.cpp); resident's Arrays as they are.
 py_array from_dlpack(nb::object obj);
+/// from_dlpack within a call of its own on `stream` (None: none): resident.from_dlpack(obj, stream=).
+py_array from_dlpack_on(nb::object obj, nb::object stream);
 /// Refuses a resident.dist.ShardedArray (several arrays) where one array is taken. @throws invalid_type
 /// naming `what` and what to use instead.
 void refuse_sharded(nb::handle obj, const char* what);

@@ -439,6 +439,26 @@ py_array take_in(nb::object obj) {
     if (!nb::try_cast(obj, nd, false)) throw rs::invalid_argument("from_dlpack: nanobind could not take the capsule");
     return adopt(std::move(nd), readonly);
   }
+  if (t_call_stream && t_call_stream->given && !PyCapsule_CheckExact(obj.ptr()) && has_attr(obj, "__dlpack__") &&
+      !has_attr(obj, "__dlpack_device__")) {
+    // A producer that does not say its device is given the call's stream all the same (the handshake
+    // orders its work before it), the device read from the capsule. One that refuses a stream (a CPU
+    // producer) is asked again below without one, and a CPU array given a stream is refused after.
+    nb::object cap;
+    try {
+      cap = dlpack_capsule(obj, *t_call_stream->given);
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
+    }
+    if (cap.is_valid() && PyCapsule_CheckExact(cap.ptr())) {
+      py_array r = take_in(cap);
+      if (r.device().is_cuda()) {
+        r.stream = rs::stream_ref(r.device(), native_of(*t_call_stream->given));
+        r.finish_before_return = false;
+      }
+      return r;
+    }
+  }
   if (has_attr(obj, "__dlpack__")) {
     // Called without a stream, the producer orders its work before the legacy default stream, which
     // is the stream resident works on for arrays it takes in. Asked for writable memory first, so that
@@ -514,6 +534,11 @@ py_array from_dlpack(nb::object obj) {
   py_array r = take_in(std::move(obj));
   apply_call_stream(r);
   return r;
+}
+
+py_array from_dlpack_on(nb::object obj, nb::object stream) {
+  const call_stream on(stream, "from_dlpack");
+  return from_dlpack(std::move(obj));
 }
 
 void refuse_sharded(nb::handle obj, const char* what) {

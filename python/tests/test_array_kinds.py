@@ -1,6 +1,7 @@
 """Every kind of array is taken by every entry point alike: host memory through the buffer protocol
 (memoryview, array.array, bytearray) or NumPy's array interface, DLPack capsules, resident's and NumPy's
-arrays; what is no array is InvalidType everywhere, a ShardedArray is named with what to use instead."""
+arrays; what is no array is InvalidType everywhere, a ShardedArray is named with what to use instead,
+and from_dlpack's stream= reaches the producer's __dlpack__ (the DLPack handshake)."""
 import array
 
 import numpy as np
@@ -184,3 +185,35 @@ def test_a_sharded_array_is_named_with_what_to_use_instead():
     with pytest.raises(rs.InvalidType, match="ShardedArray"):
         rs.Flow(device="cpu").add("s", lambda: None, reads=[x])
     assert rs.dist.sum(x) == pytest.approx(float(np.sum(VALUES)), rel=1e-6)  # the way it names works
+
+
+class StreamRecorder:
+    """A producer that speaks DLPack without __dlpack_device__, recording the stream it is asked for."""
+
+    def __init__(self, a):
+        self._a, self.streams = a, []
+
+    def __dlpack__(self, stream=None, max_version=None):
+        self.streams.append(stream)
+        return self._a.__dlpack__()
+
+
+def test_from_dlpack_takes_a_stream_and_gives_it_to_the_producer():
+    a = VALUES.copy()
+    np.testing.assert_array_equal(np.asarray(rs.from_dlpack(a, stream=None)), VALUES)
+    p = StreamRecorder(a)
+    # The producer is asked on the call's stream (a CPU array then refuses the stream, as it does elsewhere).
+    with pytest.raises(rs.InvalidArgument, match="takes no stream"):
+        rs.from_dlpack(p, stream=5)
+    assert p.streams and p.streams[0] == 5
+    q = StreamRecorder(a)
+    with pytest.raises(rs.InvalidArgument, match="takes no stream"):
+        rs.sum(q, stream=7)
+    assert q.streams and q.streams[0] == 7
+    with pytest.raises(rs.InvalidType, match="stream="):
+        rs.from_dlpack(a, stream="s")
+    with pytest.raises(rs.InvalidArgument, match="takes no stream"):
+        rs.from_dlpack(a, stream=1)
+    r = StreamRecorder(a)
+    np.testing.assert_array_equal(np.asarray(rs.from_dlpack(r)), VALUES)  # no stream given: asked without one
+    assert r.streams == [None]
