@@ -47,6 +47,21 @@ std::vector<std::size_t> stage_numbers(nb::handle after, const std::string& name
 // before any stage runs. A callable without a signature to read (some built-ins) is taken as it is.
 void check_called_bare(nb::handle work, const std::string& what) {
   if (!PyCallable_Check(work.ptr())) throw rs::invalid_type(what + " is not callable");
+  // Calling an async or generator function runs none of its body: the stage would do nothing.
+  const nb::module_ inspect = nb::module_::import_("inspect");
+  for (const char* kind : {"iscoroutinefunction", "isasyncgenfunction", "isgeneratorfunction"}) {
+    bool is = false;
+    try {
+      is = nb::cast<bool>(inspect.attr(kind)(work));
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
+    }
+    if (is)
+      throw rs::invalid_type(what + " is " + (kind[2] == 'c' ? "an async function" : kind[2] == 'a' ?
+                             "an async generator function" : "a generator function") + ", whose call runs none of "
+                             "its body; give a plain function (run a coroutine with asyncio.run inside one, or "
+                             "consume a generator there)");
+  }
   nb::object sig;
   try {
     sig = nb::module_::import_("inspect").attr("signature")(work);
@@ -81,7 +96,18 @@ std::function<void(rs::stream_ref)> python_work(callable_cell held) {
       throw rs::invalid_argument("the work was dropped by the garbage collector (its Flow or Graph was part of an "
                                  "unreachable cycle)");
     stage_stream_scope scope(s);
-    (*held)();
+    nb::object r = (*held)();
+    // A coroutine or generator returned (a callable object whose __call__ is async): its body never
+    // ran. Closed (no "never awaited" warning later) and refused, as the stage's error.
+    const nb::module_ inspect = nb::module_::import_("inspect");
+    if (!r.is_none() && (nb::cast<bool>(inspect.attr("isawaitable")(r)) || nb::cast<bool>(inspect.attr("isgenerator")(r)) ||
+                         nb::cast<bool>(inspect.attr("isasyncgen")(r)))) {
+      const std::string kind = py_type_name(r);
+      if (has_attr(r, "close")) r.attr("close")();
+      throw rs::invalid_type("the work returned an unstarted " + kind + ", its body never run (an async or generator "
+                             "function's call); give work that does its work when called, e.g. lambda: "
+                             "asyncio.run(work())");
+    }
   };
 }
 

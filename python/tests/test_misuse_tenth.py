@@ -1,0 +1,71 @@
+"""Misuse found by a tenth sweep: async and generator functions given as a flow stage or captured work
+did nothing (their call runs none of the body); copy.copy of a profile shared its live collector; repr of
+a closed Communicator raised; `del x[i]` leaked a bare AttributeError; two stages whose helpers differ
+only in a constant shared one symbol name."""
+import copy
+import functools
+import warnings
+
+import numpy as np
+import pytest
+
+import resident as rs
+from _support import needs_numba
+
+
+async def _halve_async(x):
+    rs.op.mul(0.5)(x)
+
+
+def _halve_generator(x):
+    yield rs.op.mul(0.5)(x)
+
+
+async def _halve_async_generator(x):
+    yield rs.op.mul(0.5)(x)
+
+
+@pytest.mark.parametrize("make", [_halve_async, _halve_generator, _halve_async_generator],
+                         ids=["async", "generator", "async generator"])
+def test_async_and_generator_functions_are_refused_as_stages_and_captured_work(make):
+    x = np.ones(4)
+    f = rs.Flow(device="cpu")
+    # inspect reads through a partial to the function it calls.
+    for work in (functools.partial(make, x), make):
+        with pytest.raises(rs.InvalidType, match="runs none of its body"):
+            f.add("halve", work, writes=[x])
+        with pytest.raises(rs.InvalidType, match="runs none of its body"):
+            rs.capture(work, device="cpu")
+    f.run()
+    np.testing.assert_array_equal(x, np.ones(4))
+
+
+class _AsyncCall:
+    def __init__(self, x):
+        self.x = x
+
+    async def __call__(self):
+        rs.op.mul(0.5)(self.x)
+
+
+class _GeneratorCall:
+    def __init__(self, x):
+        self.x = x
+
+    def __call__(self):
+        return _halve_generator(self.x)
+
+
+@pytest.mark.parametrize("cls", [_AsyncCall, _GeneratorCall])
+def test_work_returning_an_unstarted_coroutine_or_generator_fails_its_stage(cls):
+    x = np.ones(4)
+    f = rs.Flow(device="cpu")
+    f.add("halve", cls(x), writes=[x])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the coroutine is closed: no "never awaited" warning
+        with pytest.raises(rs.StageError, match="unstarted"):
+            f.run()
+        g = rs.capture(cls(x), device="cpu")
+        with pytest.raises(rs.StageError, match="unstarted"):
+            g.replay()
+    np.testing.assert_array_equal(x, np.ones(4))
