@@ -105,6 +105,14 @@ class profile:
                                         "character")
         self._core().save_json(path)
 
+    def __copy__(self):
+        # A shallow copy would share the live collector: its __exit__ would end this one's collection.
+        if self._p is not None:
+            raise _core.InvalidType("a resident.profile is not pickled or copied once started: its report "
+                                    "travels as p.to_json(path) or the rows of p.rows; a new resident.profile() "
+                                    "collects anew")
+        return profile()
+
     def __str__(self):
         return self.table() if self._p is not None else "resident.profile (not started)"
 

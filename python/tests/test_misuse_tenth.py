@@ -69,3 +69,19 @@ def test_work_returning_an_unstarted_coroutine_or_generator_fails_its_stage(cls)
         with pytest.raises(rs.StageError, match="unstarted"):
             g.replay()
     np.testing.assert_array_equal(x, np.ones(4))
+
+
+def test_copy_of_a_started_profile_is_refused_and_of_an_unstarted_one_is_fresh():
+    x = np.ones(8)
+    with rs.profile() as p:
+        with pytest.raises(rs.InvalidType, match="not pickled or copied"):
+            copy.copy(p)
+        rs.sum(x)
+    assert len(p.rows) == 1  # p's collection ran to its own end
+    with pytest.raises(rs.InvalidType):
+        copy.copy(p)
+    q = copy.copy(rs.profile())
+    assert isinstance(q, rs.profile) and repr(q) == "resident.profile(not started)"
+    with q:
+        rs.sum(x)
+    assert len(q.rows) == 1
