@@ -204,7 +204,11 @@ class Communicator:
         raise InvalidType("a resident.dist.Communicator is not pickled or copied: it joins this process's devices "
                           "(and processes); each process makes its own (Communicator.from_launcher())")
 
+    closed = property(lambda self: self._c.closed, doc="Whether close() has released the ranks.")
+
     def __repr__(self):
+        if self.closed:  # its ranks are gone: nothing else to say, and repr never raises
+            return "resident.dist.Communicator(closed)"
         return f"resident.dist.Communicator(rank {self.rank} of {self.size}, {self.devices}, {self.transport})"
 
 

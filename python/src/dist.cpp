@@ -122,7 +122,8 @@ void bind_dist(nb::module_& m) {
           return 0;
         });
       }, nb::arg("arrays"), nb::arg("op") = "sum")
-      .def("close", [](py_comm& p) { p.c.reset(); });
+      .def("close", [](py_comm& p) { p.c.reset(); })
+      .def_prop_ro("closed", [](const py_comm& p) { return !p.c; });
   // The one judge of folders another user could swap (src/io/files.cpp), for the package's own checks
   // (the rendezvous default, Numba's settings file): "" where only this user and root can.
   m.def("_untrusted_path", [](const std::string& folder) { return rs::detail::untrusted_path(folder); },

@@ -85,3 +85,12 @@ def test_copy_of_a_started_profile_is_refused_and_of_an_unstarted_one_is_fresh()
     with q:
         rs.sum(x)
     assert len(q.rows) == 1
+
+
+def test_repr_of_a_closed_communicator_says_closed():
+    c = rs.dist.Communicator(["cpu", "cpu"])
+    assert not c.closed and "rank 0 of 2" in repr(c)
+    c.close()
+    assert c.closed and repr(c) == "resident.dist.Communicator(closed)"
+    with pytest.raises(rs.InvalidArgument, match="closed"):
+        c.size
