@@ -84,6 +84,7 @@ def refuse_elements(cls):
     (arrays whose elements stay on their devices), refused naming the way."""
     cls.__getitem__ = _refuse("x[i]", _ON_DEVICE)
     cls.__setitem__ = _refuse("x[i] = v", _ON_DEVICE)
+    cls.__delitem__ = _refuse("del x[i]", _ON_DEVICE)
     cls.__iter__ = _refuse("iter(x)", _ON_DEVICE)
     cls.__contains__ = _refuse("v in x", _ON_DEVICE)
     cls.__bool__ = _refuse("bool(x)", "the truth of an array is not defined; test rs.sum(x), rs.max(x) or "

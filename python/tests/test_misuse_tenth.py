@@ -94,3 +94,15 @@ def test_repr_of_a_closed_communicator_says_closed():
     assert c.closed and repr(c) == "resident.dist.Communicator(closed)"
     with pytest.raises(rs.InvalidArgument, match="closed"):
         c.size
+
+
+def test_del_of_an_element_is_refused_as_indexing_is():
+    x = rs.to_device(np.arange(4.0))
+    s = rs.dist.shard(np.arange(4.0), ["cpu", "cpu"], dtype="float64")
+    for a in (x, s):
+        with pytest.raises(rs.InvalidType, match=r"del x\[i\]"):
+            del a[0]
+        with pytest.raises(rs.InvalidType, match=r"del x\[i\]"):
+            del a[1:3]
+    np.testing.assert_array_equal(x.to_host(), np.arange(4.0))
+    np.testing.assert_array_equal(s.to_host(), np.arange(4.0))
