@@ -276,6 +276,27 @@ def _is_objmode(v):
 _PLAIN = (bool, int, float, complex, str, bytes, type(None))
 
 
+def _constant(c, depth=0):
+    """A code object's constant as stable text: nested code by its digest, a frozenset's items sorted
+    (their order follows string hashing, which changes from process to process)."""
+    if isinstance(c, types.CodeType):
+        return code_digest(c, depth + 1) if depth < 8 else "..."
+    if isinstance(c, tuple):
+        return "(" + ",".join(_constant(x, depth + 1) for x in c) + ")"
+    if isinstance(c, frozenset):
+        return "{" + ",".join(sorted(_constant(x, depth + 1) for x in c)) + "}"
+    return type(c).__name__ + ":" + repr(c)
+
+
+def code_digest(code, depth=0):
+    """A digest of what a code object computes: its bytecode, constants (nested code objects' too) and
+    the names it reads."""
+    h = hashlib.sha1(code.co_code)
+    h.update(_constant(code.co_consts, depth).encode("utf-8", "backslashreplace"))
+    h.update(repr(code.co_names).encode("utf-8", "backslashreplace"))
+    return h.hexdigest()[:12]
+
+
 def bound_values(fn):
     """The values fn's compilation takes from outside its code (its defaults, closure cells and the
     globals it names: numbers, strings, tuples of them, NumPy scalars, functions by name and code), so
@@ -295,8 +316,13 @@ def bound_values(fn):
             return (v.dtype.str, v.shape, hashlib.sha1(v.tobytes()).hexdigest()[:12] if v.nbytes <= 1 << 20 else "")
         code = getattr(v, "__code__", None)
         if isinstance(code, types.CodeType):
-            return (getattr(v, "__qualname__", ""), hashlib.sha1(code.co_code).hexdigest()[:12],
-                    plain(getattr(v, "__defaults__", None), depth + 1))
+            # A callee compiled along: its constants and the globals it names count as the caller's do
+            # (two helpers differing only in a constant are two functions).
+            g = getattr(v, "__globals__", None) or {}
+            named = tuple((n, plain(g[n], depth + 1)) for n in code.co_names
+                          if n in g and g[n] is not v and not isinstance(g[n], types.ModuleType))
+            return (getattr(v, "__qualname__", ""), code_digest(code),
+                    plain(getattr(v, "__defaults__", None), depth + 1), named)
         return type(v).__qualname__
     try:
         cells = []

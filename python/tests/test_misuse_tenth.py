@@ -106,3 +106,24 @@ def test_del_of_an_element_is_refused_as_indexing_is():
             del a[1:3]
     np.testing.assert_array_equal(x.to_host(), np.arange(4.0))
     np.testing.assert_array_equal(s.to_host(), np.arange(4.0))
+
+
+_HELPED = "def helper(v):\n    return v + {c}\n\ndef st(v):\n    return helper(v) * 3.0\n"
+
+
+@needs_numba
+def test_stages_whose_helpers_differ_only_in_a_constant_are_two_functions():
+    from resident.jit import _PyStage
+    ns1, ns2 = {}, {}
+    exec(_HELPED.format(c="1.0"), ns1)
+    exec(_HELPED.format(c="2.0"), ns2)
+    assert _PyStage(ns1["st"]).abi_name != _PyStage(ns2["st"]).abi_name
+    # A nested code object's constant counts too.
+    ns3, ns4 = {}, {}
+    exec("def helper(v):\n    f = lambda u: u + 1.0\n    return f(v)\n\ndef st(v):\n    return helper(v)\n", ns3)
+    exec("def helper(v):\n    f = lambda u: u + 2.0\n    return f(v)\n\ndef st(v):\n    return helper(v)\n", ns4)
+    assert _PyStage(ns3["st"]).abi_name != _PyStage(ns4["st"]).abi_name
+    # One chain of both: each its own helper, compared with NumPy float64.
+    x = np.arange(6.0)
+    (rs.stage(ns1["st"]) | rs.stage(ns2["st"]))(x)
+    np.testing.assert_array_equal(x, ((np.arange(6.0) + 1.0) * 3.0 + 2.0) * 3.0)
