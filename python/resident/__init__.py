@@ -32,6 +32,9 @@ from ._core import Array, cuda_device_count, cuda_unavailable_reason, default_de
 from ._core import to_device, sum, min, max  # noqa: A001 (resident's reductions, on any array)
 from ._core import matmul, op, program
 from ._core import Flow, Graph, capture
+from ._core import set_pool_limit, clear_pool_limit, pool_limit, trim_pool, set_pool_caching, pool_caching
+from ._core import reset_pool_peak
+from ._pool import PoolStats, pool_stats
 
 
 # The exception classes (Error and its subclasses, with their hierarchy and documentation) are made by
@@ -184,7 +187,8 @@ from .profile import profile  # noqa: E402
 __all__ = ["Array", "Flow", "Graph", "capture", "matmul", "op", "program", "empty", "to_device", "from_dlpack",
            "to_numba",
            "default_device", "cuda_device_count", "cuda_unavailable_reason", "synchronize", "ledger", "transfer_policy",
-           "sum", "min", "max", "random", "jit", "stage", "fuse", "stream", "streaming", "profile", "dist",
+           "sum", "min", "max", "pool_stats", "PoolStats", "set_pool_limit", "clear_pool_limit", "pool_limit",
+           "trim_pool", "set_pool_caching", "pool_caching", "reset_pool_peak", "random", "jit", "stage", "fuse", "stream", "streaming", "profile", "dist",
            *_core._error_names]
 from importlib import metadata as _metadata
 

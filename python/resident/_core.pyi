@@ -242,6 +242,29 @@ def fill_bits(x: object, seed: int, offset: int = 0, stream: object | None = Non
 
 def sum(x: object, stream: object | None = None) -> int | float: ...
 
+def _pool_stats(device: str | None = None) -> dict: ...
+
+def set_pool_limit(bytes: int | str, device: str | None = None) -> None:
+    """Caps the bytes the device's pool may have in use at once (an int, or a text such as '512MiB'); an allocation past it raises OutOfMemory. 0 is refused: clear_pool_limit lifts a limit."""
+
+def clear_pool_limit(device: str | None = None) -> None:
+    """Lifts the device pool's limit (also one RESIDENT_POOL_LIMIT set)."""
+
+def pool_limit(device: str | None = None) -> int | None:
+    """The device pool's limit in bytes, or None when there is none."""
+
+def trim_pool(device: str | None = None) -> None:
+    """Returns the memory the device's pool caches to the system. Synchronizes."""
+
+def set_pool_caching(enabled: bool, device: str | None = None) -> None:
+    """Turns caching of freed memory on or off for the device's pool (off: every free returns its memory)."""
+
+def pool_caching(device: str | None = None) -> bool:
+    """Whether the device's pool caches freed memory."""
+
+def reset_pool_peak(device: str | None = None) -> None:
+    """Starts the device's peak figures again from the bytes in use now."""
+
 def min(x: object, stream: object | None = None) -> int | float: ...
 
 def max(x: object, stream: object | None = None) -> int | float: ...

@@ -17,6 +17,7 @@ namespace resident::py {
 void bind_streaming(nanobind::module_& m);
 void bind_profile(nanobind::module_& m);
 void bind_dist(nanobind::module_& m);
+void bind_pool(nanobind::module_& m);
 
 /// The user's Python line as the call site of the calls made while this lives (bindings.hpp's).
 using python_call_site = python_site;

@@ -108,4 +108,5 @@ NB_MODULE(_core, m) {
   resident::py::bind_streaming(m);
   resident::py::bind_profile(m);
   resident::py::bind_dist(m);
+  resident::py::bind_pool(m);
 }
