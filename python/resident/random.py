@@ -23,7 +23,14 @@ def fill_bits(x, seed, offset=0, stream=None):
     _core.fill_bits(x, seed, offset, stream)
 
 
-__all__ = ["fill_uniform", "fill_normal", "fill_bits"]
+def fill_integers(x, seed, low, high, offset=0, stream=None):
+    """x[i] = value (offset + i) of the integer stream `seed`, uniform in [low, high) (high excluded; the
+    widest range is [min, max) of the type: every word is fill_bits). int32 or uint32.
+    @raises InvalidArgument for bounds outside the element type's range or low >= high, before any work."""
+    _core.fill_integers(x, seed, low, high, offset, stream)
+
+
+__all__ = ["fill_uniform", "fill_normal", "fill_bits", "fill_integers"]
 
 
 from ._typed import python_signature as _python_signature  # noqa: E402
@@ -32,3 +39,4 @@ from ._typed import python_signature as _python_signature  # noqa: E402
 fill_uniform = _python_signature(fill_uniform, "resident.random.fill_uniform")
 fill_normal = _python_signature(fill_normal, "resident.random.fill_normal")
 fill_bits = _python_signature(fill_bits, "resident.random.fill_bits")
+fill_integers = _python_signature(fill_integers, "resident.random.fill_integers")

@@ -71,6 +71,23 @@ void any_fill_bits(nb::object x, int_arg<std::uint64_t> seed_, int_arg<std::uint
   a.finish_foreign();
 }
 
+void any_fill_integers(nb::object x, int_arg<std::uint64_t> seed_, int_arg<std::int64_t> low_, int_arg<std::int64_t> high_,
+                       int_arg<std::uint64_t> offset_, nb::object stream) {
+  const auto seed = seed_.get("fill_integers", "seed"), offset = offset_.get("fill_integers", "offset");
+  const auto low = low_.get("fill_integers", "low"), high = high_.get("fill_integers", "high");
+  const call_stream on(stream, "fill_integers");
+  py_array a = from_dlpack(x);
+  const bool i32 = a.dtype.code == kDLInt && a.dtype.bits == 32, u32 = a.dtype.code == kDLUInt && a.dtype.bits == 32;
+  if (!i32 && !u32)
+    throw rs::invalid_argument("fill_integers fills int32 or uint32 arrays, not " + rs::dlpack_dtype_name(a.dtype) +
+                               " (fill a float array with fill_uniform)");
+  a.check_writable("fill_integers");
+  gil_released unlocked;  // the bounds are checked against the element type before any work
+  if (i32) fill_integers(a.ref<std::int32_t>(), seed, offset, low, high);
+  else fill_integers(a.ref<std::uint32_t>(), seed, offset, low, high);
+  a.finish_foreign();
+}
+
 // A Python float for float arrays, an exact Python int for integer arrays.
 nb::object any_reduce(nb::object x, reduction r, nb::object stream) {
   const call_stream on(stream, "a reduction");
@@ -267,6 +284,8 @@ void bind_compute(nb::module_& m) {
         nb::arg("sd") = 1.0, nb::arg("stream") = nb::none());
   m.def("fill_bits", &any_fill_bits, at_python_line(), nb::arg("x"), nb::arg("seed"), nb::arg("offset") = 0,
         nb::arg("stream") = nb::none());
+  m.def("fill_integers", &any_fill_integers, at_python_line(), nb::arg("x"), nb::arg("seed"), nb::arg("low"),
+        nb::arg("high"), nb::arg("offset") = 0, nb::arg("stream") = nb::none());
   m.def("sum", [](nb::object x, nb::object stream) { return any_reduce(x, reduction::sum, stream); }, at_python_line(),
         nb::arg("x"), nb::arg("stream") = nb::none());
   m.def("min", [](nb::object x, nb::object stream) { return any_reduce(x, reduction::min, stream); }, at_python_line(),

@@ -19,6 +19,10 @@ void fill_normal(array_ref<T> a, std::uint64_t seed, std::uint64_t offset, doubl
 void fill_bits(array_ref<std::uint32_t> a, std::uint64_t seed, std::uint64_t offset) {
   random::fill_bits(a, seed, offset);
 }
+template <class T>
+void fill_integers(array_ref<T> a, std::uint64_t seed, std::uint64_t offset, std::int64_t low, std::int64_t high) {
+  random::fill_integers(a, seed, offset, low, high);
+}
 
 // A sum accumulates in reduced_type: double for floats (a float32 value is exact in it, so n values add
 // with an error of at most (n - 1) * 2^-53 * sum|x| before the one rounding to the result), 64 bits for
@@ -52,6 +56,8 @@ template void fill_uniform<float>(array_ref<float>, std::uint64_t, std::uint64_t
 template void fill_uniform<double>(array_ref<double>, std::uint64_t, std::uint64_t, double, double);
 template void fill_normal<float>(array_ref<float>, std::uint64_t, std::uint64_t, double, double);
 template void fill_normal<double>(array_ref<double>, std::uint64_t, std::uint64_t, double, double);
+template void fill_integers<std::int32_t>(array_ref<std::int32_t>, std::uint64_t, std::uint64_t, std::int64_t, std::int64_t);
+template void fill_integers<std::uint32_t>(array_ref<std::uint32_t>, std::uint64_t, std::uint64_t, std::int64_t, std::int64_t);
 template reduced_type<float> reduce<float>(array_ref<float>, reduction);
 template reduced_type<double> reduce<double>(array_ref<double>, reduction);
 template reduced_type<std::int32_t> reduce<std::int32_t>(array_ref<std::int32_t>, reduction);

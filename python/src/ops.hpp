@@ -14,6 +14,9 @@ void fill_uniform(array_ref<T> a, std::uint64_t seed, std::uint64_t offset, doub
 template <class T>
 void fill_normal(array_ref<T> a, std::uint64_t seed, std::uint64_t offset, double mean, double sd);
 void fill_bits(array_ref<std::uint32_t> a, std::uint64_t seed, std::uint64_t offset);
+/// int32 or uint32: integers in [low, high). @throws invalid_argument for bounds that do not fit T or low >= high.
+template <class T>
+void fill_integers(array_ref<T> a, std::uint64_t seed, std::uint64_t offset, std::int64_t low, std::int64_t high);
 
 enum class reduction { sum, min, max };
 /// What a reduction of T values returns: double for floats, the 64-bit integer of T's signedness for
