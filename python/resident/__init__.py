@@ -31,7 +31,7 @@ from . import _program  # noqa: E402
 from ._core import Array, cuda_device_count, cuda_unavailable_reason, default_device, empty, from_dlpack, synchronize
 from ._core import to_device, sum, min, max  # noqa: A001 (resident's reductions, on any array)
 from ._core import matmul, op, program
-from ._core import Flow, Graph, capture
+from ._core import Flow, Graph, capture, Stream, Event
 from ._core import set_pool_limit, clear_pool_limit, pool_limit, trim_pool, set_pool_caching, pool_caching
 from ._core import reset_pool_peak
 from ._pool import PoolStats, pool_stats
@@ -184,7 +184,7 @@ from . import streaming, dist  # noqa: E402
 from .streaming import stream  # noqa: E402
 from .profile import profile  # noqa: E402
 
-__all__ = ["Array", "Flow", "Graph", "capture", "matmul", "op", "program", "empty", "to_device", "from_dlpack",
+__all__ = ["Array", "Flow", "Graph", "capture", "Stream", "Event", "matmul", "op", "program", "empty", "to_device", "from_dlpack",
            "to_numba",
            "default_device", "cuda_device_count", "cuda_unavailable_reason", "synchronize", "ledger", "transfer_policy",
            "sum", "min", "max", "pool_stats", "PoolStats", "set_pool_limit", "clear_pool_limit", "pool_limit",

@@ -21,6 +21,8 @@ _NOT_PICKLED = {
     _core.Flow: "a Flow holds streams and Python callables bound to this process; build it again there",
     _core.Graph: "a Graph holds work captured in this process; capture it again there",
     _core._Profile: "a profile's report travels as p.to_json(path) or the rows of p.rows",
+    _core.Stream: "a Stream is a queue of this process's device; make one there (rs.Stream(device))",
+    _core.Event: "an Event is a point in this process's stream; make one there (rs.Event(device))",
 }
 
 

@@ -10,6 +10,20 @@ thread_local call_stream_state* t_call_stream = nullptr;
 
 namespace {
 
+// rs.Stream: a stream resident made (non-blocking, on one device), destroyed after its queued work
+// when the object goes. rs.Event: a point in a stream to wait on and time between.
+struct py_stream {
+  rs::stream s;
+  explicit py_stream(rs::device d) : s(d) {}
+  // The handle as the CUDA stream protocol gives it: 0 on the CPU, where work runs as it is issued.
+  std::intptr_t handle() const { return s.device().is_cuda() ? handle_of(s.ref().native()) : 0; }
+};
+struct py_event {
+  rs::device d;
+  rs::event e;
+  explicit py_event(rs::device dev) : d(dev), e(dev) {}
+};
+
 std::string repr_of(nb::handle h) { return nb::cast<std::string>(nb::repr(h)); }
 
 // A handle from an int-like value (a PyTorch or CuPy stream's int, a ctypes pointer's value).
@@ -31,6 +45,11 @@ std::intptr_t handle_from(nb::handle v, const char* what, const char* via) {
 
 std::optional<std::intptr_t> parse_stream(nb::handle s, const char* what) try {
   if (s.is_none()) return std::nullopt;
+  if (nb::isinstance<py_stream>(s)) {  // a CPU one names no stream: its work runs as it is issued
+    const py_stream& p = nb::cast<const py_stream&>(s);
+    if (!p.s.device().is_cuda()) return std::nullopt;
+    return p.handle();
+  }
   if (PyLong_Check(s.ptr()) || PyIndex_Check(s.ptr())) return handle_from(s, what, "");  // an int, NumPy's too
   if (has_attr(s, "__cuda_stream__")) {
     nb::object r = s.attr("__cuda_stream__");
@@ -104,7 +123,79 @@ void apply_call_stream(py_array& a) {
   a.finish_before_return = false;
 }
 
+namespace {
+
+// The stream a Stream's or Event's method is given: an rs.Stream, any stream= object (on `d`), or None
+// (d's default stream).
+rs::stream_ref stream_of(nb::handle s, rs::device d, const char* what) {
+  if (nb::isinstance<py_stream>(s)) return nb::cast<const py_stream&>(s).s.ref();
+  const std::optional<std::intptr_t> h = parse_stream(s, what);
+  if (!h) return rs::default_stream(d);
+  if (!d.is_cuda())
+    throw rs::invalid_argument(std::string(what) + ": " + d.name() + " takes no stream handle (got " +
+                               std::to_string(*h) + ")");
+  return rs::stream_ref(d, native_of(*h));
+}
+
+}  // namespace
+
 void bind_streams(nb::module_& m) {
+  nb::class_<py_stream>(m, "Stream", "A stream resident makes on one device (non-blocking on a GPU): queue calls on it "
+                        "with stream=s. Speaks the CUDA stream protocol (__cuda_stream__); its handle is 0 on the CPU.")
+      .def("__init__", [](py_stream* self, const std::optional<std::string>& dev) { new (self) py_stream(pick(dev)); },
+           nb::arg("device") = nb::none())
+      .def("__init__", [](py_stream*, nb::args args, nb::kwargs kwargs) {
+        interrupts_again(args, kwargs);
+        throw rs::invalid_type("resident.Stream(device=None) takes a device name such as 'cuda:0' or 'cpu'");
+      })
+      .def_prop_ro("device", [](const py_stream& p) { return p.s.device().name(); })
+      .def_prop_ro("handle", &py_stream::handle, "the cudaStream_t as an int (0 on the CPU)")
+      .def("__cuda_stream__", [](const py_stream& p) { return nb::make_tuple(0, p.handle()); })
+      .def("synchronize", [](const py_stream& p) {
+        gil_released unlocked;
+        p.s.synchronize();
+      }, "Blocks until the work queued on the stream so far has finished.")
+      .def("wait_for", [](const py_stream& p, nb::handle before) {
+        if (nb::isinstance<py_event>(before)) {
+          nb::cast<const py_event&>(before).e.wait_on(p.s.ref());
+          return;
+        }
+        p.s.ref().wait_for(stream_of(before, p.s.device(), "Stream.wait_for"));
+      }, nb::arg("before").none(), "Later work on this stream waits for `before` (an Event, or a stream's work queued "
+                                    "so far); no host wait.")
+      .def("record", [](const py_stream& p) {
+        auto* ev = new py_event(p.s.device());
+        ev->e.record(p.s.ref());
+        return ev;
+      }, nb::rv_policy::take_ownership, "A new Event recorded at the stream's current end.")
+      .def("__repr__", [](const py_stream& p) {
+        return "resident.Stream(device=" + p.s.device().name() + ", handle=" + std::to_string(p.handle()) + ")";
+      });
+  nb::class_<py_event>(m, "Event", "A point in a stream to wait on and to time between (timing enabled).")
+      .def("__init__", [](py_event* self, const std::optional<std::string>& dev) { new (self) py_event(pick(dev)); },
+           nb::arg("device") = nb::none())
+      .def("__init__", [](py_event*, nb::args args, nb::kwargs kwargs) {
+        interrupts_again(args, kwargs);
+        throw rs::invalid_type("resident.Event(device=None) takes a device name such as 'cuda:0' or 'cpu'");
+      })
+      .def("record", [](py_event& p, nb::handle stream) {
+        p.e.record(stream_of(stream, p.d, "Event.record"));
+      }, nb::arg("stream") = nb::none(), "Records the event at the current end of `stream` (an rs.Stream, any stream= "
+                                         "object; None: the default stream).")
+      .def("synchronize", [](const py_event& p) {
+        gil_released unlocked;
+        p.e.synchronize();
+      }, "Blocks until the recorded work has finished.")
+      .def("wait_for", [](const py_event& p, nb::handle stream) {
+        p.e.wait_on(stream_of(stream, p.d, "Event.wait_for"));
+      }, nb::arg("stream").none(), "Makes `stream` wait for this event before its later work (no host wait).")
+      .def("elapsed_ms", [](const py_event& start, const py_event& end) -> double {
+        gil_released unlocked;
+        return elapsed_ms(start.e, end.e);  // a friend of event, found through its argument
+      }, nb::arg("end"), "Milliseconds from this event to `end` (both recorded, one device); waits for `end`.")
+      .def_prop_ro("device", [](const py_event& p) { return p.d.name(); })
+      .def("__repr__", [](const py_event& p) { return "resident.Event(device=" + p.d.name() + ")"; });
+
   m.def("_stream_handle", [](nb::handle s) { return parse_stream(s, "stream"); }, nb::arg("stream").none(),
         "The int handle a stream= argument names (None: none).");
 }
