@@ -72,12 +72,7 @@ std::string random_suffix() {
   return hex;
 }
 
-mode_t umask_now() {  // read, not set: umask() would change it for every thread meanwhile
-  std::ifstream f("/proc/self/status");
-  for (std::string line; std::getline(f, line);)
-    if (line.rfind("Umask:", 0) == 0) return mode_t(std::strtoul(line.c_str() + 6, nullptr, 8));
-  return 022;
-}
+mode_t umask_now() { return mode_t(umask_from("/proc/self/status")); }
 
 bool write_all(int fd, std::string_view bytes, int* error) {
   std::size_t done = 0;
@@ -221,6 +216,13 @@ int open_folder(const std::string& folder, std::string* why, bool make = false) 
 }
 
 }  // namespace
+
+unsigned umask_from(const char* status_path) {  // read, not set: umask() would change it for every thread meanwhile
+  std::ifstream f(status_path);
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("Umask:", 0) == 0) return unsigned(std::strtoul(line.c_str() + 6, nullptr, 8)) & 0777;
+  return 077;  // unknown: the owner alone, never wider than the user asked
+}
 
 std::string make_folders(const std::string& path) {
   std::string why;

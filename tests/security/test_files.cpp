@@ -284,6 +284,17 @@ TEST(files, a_replaced_file_keeps_only_its_own_permission_bits) {
   EXPECT_EQ(st.st_mode & 0002, 0u) << "another user's mode was copied";
 }
 
+// The umask is read, never set (that would change it for every thread); where it cannot be read the
+// writer takes 077, the owner alone, not 022.
+TEST(files, a_umask_that_cannot_be_read_is_taken_as_077) {
+  test_dir d;
+  EXPECT_EQ(rd::umask_from((d / "missing").c_str()), 077u);
+  rd::write_file_atomically(d / "no-line", "Name:\tx\n");
+  EXPECT_EQ(rd::umask_from((d / "no-line").c_str()), 077u);
+  rd::write_file_atomically(d / "status", "Name:\tx\nUmask:\t0027\n");
+  EXPECT_EQ(rd::umask_from((d / "status").c_str()), 027u);
+}
+
 // A link another user owns on the way to a file is not followed (it could point anywhere); neither
 // is another user's file read as private.
 TEST(files, a_link_another_user_owns_on_the_path_is_refused) {

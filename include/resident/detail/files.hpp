@@ -52,6 +52,11 @@ std::optional<std::string> read_private_file_at(int dir_fd, const std::string& n
 /// path is missing, not a regular file, or larger.
 std::optional<std::string> read_regular_file(const std::string& path, std::size_t max_bytes, std::string* why = nullptr);
 
+/// The umask on the "Umask:" line of status_path (/proc/self/status for this process), read without
+/// setting it (umask() changes it for every thread); 077 when the file cannot be read or has no such
+/// line, so that a file is never made wider than the user asked.
+unsigned umask_from(const char* status_path);
+
 /// Makes the missing folders of path, each 0700, walking it as the writer does (one component at a
 /// time, O_NOFOLLOW, only links no other user could swap): "" when path is a folder then, else why not.
 std::string make_folders(const std::string& path);
