@@ -88,10 +88,24 @@ bool write_all(int fd, std::string_view bytes, int* error) {
   return true;
 }
 
+bool ours_or_roots(uid_t u) { return u == 0 || u == ::geteuid(); }
+
+// Whether another user may rename or replace entries in the folder at st: it is theirs, or group or
+// others may write it and it is not sticky.
+bool others_may_rename_in(const struct stat& st) {
+  return !ours_or_roots(st.st_uid) || ((st.st_mode & 022) && !(st.st_mode & S_ISVTX));
+}
+
 // The writer behind both entry points; folder names the folder in messages.
 std::string write_at(int dir_fd, const std::string& folder, const std::string& name, std::string_view bytes,
                      file_access access) {
   if (name.empty() || name == "." || name == "..") return "the path names no file; give a file name";
+  struct stat in {};
+  if (::fstat(dir_fd, &in) != 0) return folder_refusal(folder, errno);
+  // A secret there could be renamed aside by another user and read at leisure, or swapped for theirs.
+  if (access == file_access::secret && others_may_rename_in(in))
+    return "other users may rename or replace files in the folder '" + folder + "' (it is not this user's alone "
+           "and not sticky), so a secret written there could be swapped; choose a folder only this user may write";
   struct stat st {};
   const bool existed = ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
   if (existed) {
@@ -113,10 +127,19 @@ std::string write_at(int dir_fd, const std::string& folder, const std::string& n
   }
   if (fd < 0) return "no fresh temporary name in '" + folder + "'; choose another path";
   int error = 0;
+  struct stat mine {}, there {};
   bool ok = write_all(fd, bytes, &error);
   if (ok && ::fchmod(fd, mode) != 0) ok = false, error = errno;
   if (ok && ::fsync(fd) != 0) ok = false, error = errno;
+  if (ok && ::fstat(fd, &mine) != 0) ok = false, error = errno;
   if (::close(fd) != 0 && ok) ok = false, error = errno;
+  // Where others may rename entries, the temporary name could now hold their file: renamed into place,
+  // it would be reported as ours. What is there is left alone (it is not ours to remove).
+  if (ok && (::fstatat(dir_fd, temp.c_str(), &there, AT_SYMLINK_NOFOLLOW) != 0 || there.st_dev != mine.st_dev ||
+             there.st_ino != mine.st_ino))
+    return "the temporary file '" + temp + "' in '" + folder + "' was replaced while it was written (another user "
+           "may rename files in that folder); nothing was renamed into place, the earlier file is kept: choose a "
+           "folder only this user may write";
   if (ok && ::renameat(dir_fd, temp.c_str(), dir_fd, name.c_str()) != 0) ok = false, error = errno;
   if (!ok) {
     ::unlinkat(dir_fd, temp.c_str(), 0);
@@ -132,15 +155,13 @@ std::pair<std::string, std::string> split(const std::string& path) {
   return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
 }
 
-bool ours_or_roots(uid_t u) { return u == 0 || u == ::geteuid(); }
-
 // Why the link at (st) in the folder in could send a path elsewhere, or "": another user owns it, or
 // can rename entries in its folder (swap it for theirs).
 std::string link_refusal(const std::string& at, const struct stat& st, const struct stat& in) {
   if (!ours_or_roots(st.st_uid))
     return "'" + at + "' is a link owned by user " + std::to_string(st.st_uid) +
            ", which could point it anywhere; give a path without it";
-  if (!ours_or_roots(in.st_uid) || ((in.st_mode & 022) && !(in.st_mode & S_ISVTX)))
+  if (others_may_rename_in(in))
     return "'" + at + "' is a link in a folder other users may rename entries in, so they could swap it for "
            "one of theirs; give a path without it";
   return "";

@@ -2,6 +2,7 @@
 // and the MAC the kernel cache verifies with: what a careless user or another local user can put at a
 // path resident writes is refused by name, never followed, replaced or waited on.
 #include <fcntl.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -293,6 +294,44 @@ TEST(files, a_umask_that_cannot_be_read_is_taken_as_077) {
   EXPECT_EQ(rd::umask_from((d / "no-line").c_str()), 077u);
   rd::write_file_atomically(d / "status", "Name:\tx\nUmask:\t0027\n");
   EXPECT_EQ(rd::umask_from((d / "status").c_str()), 027u);
+}
+
+// A secret (the rendezvous id, the cache's key) is not written where another user may rename it aside
+// or swap it: a folder others may write that is not sticky. A shared file still is.
+TEST(files, a_secret_is_refused_in_a_folder_others_may_rename_in) {
+  test_dir d;
+  fs::create_directories(d / "shared");
+  ASSERT_EQ(::chmod((d / "shared").c_str(), 0777), 0);
+  const std::string why = rd::try_write_file_atomically(d / "shared/id", "x", rd::file_access::secret);
+  EXPECT_NE(why.find("other users may rename or replace files in the folder"), std::string::npos) << why;
+  EXPECT_FALSE(fs::exists(d / "shared/id"));
+  EXPECT_EQ(rd::try_write_file_atomically(d / "shared/out.json", "x"), "");
+  fs::create_directories(d / "sticky");
+  ASSERT_EQ(::chmod((d / "sticky").c_str(), 01777), 0);
+  EXPECT_EQ(rd::try_write_file_atomically(d / "sticky/id", "x", rd::file_access::secret), "");
+}
+
+// Where others may rename entries, the temporary name can be swapped for their file while the bytes
+// are written: the writer sees that what is there is not the file it wrote and renames nothing.
+TEST(files, a_temporary_file_swapped_before_the_rename_is_not_put_in_place) {
+  test_dir d;
+  const int watch = ::inotify_init1(IN_CLOEXEC);
+  ASSERT_GE(watch, 0);
+  ASSERT_GE(::inotify_add_watch(watch, d.path.c_str(), IN_CREATE), 0);
+  std::thread other_user([&] {  // at the temporary file's creation: renamed aside, theirs in its place
+    alignas(inotify_event) char buf[4096];
+    const ssize_t n = ::read(watch, buf, sizeof buf);
+    if (n < ssize_t(sizeof(inotify_event))) return;
+    const std::string temp = reinterpret_cast<inotify_event*>(buf)->name;
+    ::rename((d / temp).c_str(), (d / "aside").c_str());
+    rd::write_file_atomically(d / "theirs", "theirs");
+    ::rename((d / "theirs").c_str(), (d / temp).c_str());
+  });
+  const std::string why = rd::try_write_file_atomically(d / "out.json", std::string(std::size_t(64) << 20, 'x'));
+  other_user.join();
+  ::close(watch);
+  EXPECT_NE(why.find("was replaced while it was written"), std::string::npos) << why;
+  EXPECT_FALSE(fs::exists(d / "out.json")) << "the other user's file was renamed into place";
 }
 
 // A link another user owns on the way to a file is not followed (it could point anywhere); neither
