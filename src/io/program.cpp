@@ -57,9 +57,9 @@ program_result run_program(const std::vector<std::string>& argv,
   posix_spawn_file_actions_adddup2(&fa, out, 1);  // dup2 clears close-on-exec on the copies
   posix_spawn_file_actions_adddup2(&fa, out, 2);
   pid_t pid = 0;
-  const int rc = argv[0].find('/') == std::string::npos
-                     ? ::posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), envp.data())
-                     : ::posix_spawn(&pid, args[0], &fa, nullptr, args.data(), envp.data());
+  // Found here, not by posix_spawnp: it reads an empty PATH entry as the current folder.
+  const std::string exe = argv[0].find('/') == std::string::npos ? program_path(argv[0]) : argv[0];
+  const int rc = exe.empty() ? ENOENT : ::posix_spawn(&pid, exe.c_str(), &fa, nullptr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   ::close(out);
   if (rc != 0) return r;
@@ -89,22 +89,27 @@ program_result run_program(const std::vector<std::string>& argv,
   return r;
 }
 
-bool program_found(const std::string& name) {
-  auto runnable = [](const std::string& p) {
+std::string program_path(const std::string& name) {
+  const auto runnable = [](const std::string& p) {
     struct stat st {};
     return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
   };
-  if (name.empty()) return false;
-  if (name.find('/') != std::string::npos) return runnable(name);
+  if (name.empty()) return "";
+  if (name.find('/') != std::string::npos) return runnable(name) ? name : "";
   const char* path = std::getenv("PATH");
   const std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
   for (std::size_t start = 0; start <= dirs.size();) {
     const std::size_t end = std::min(dirs.find(':', start), dirs.size());
-    const std::string d = end > start ? dirs.substr(start, end - start) : ".";
-    if (runnable(d + "/" + name)) return true;
+    const std::string d = dirs.substr(start, end - start);
     start = end + 1;
+    // An empty or relative entry (a trailing ':', ".") names the current folder, where another user may
+    // have left a program of the same name.
+    if (d.empty() || d[0] != '/') continue;
+    if (runnable(d + "/" + name)) return d + "/" + name;
   }
-  return false;
+  return "";
 }
+
+bool program_found(const std::string& name) { return !program_path(name).empty(); }
 
 }  // namespace resident::detail

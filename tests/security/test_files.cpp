@@ -431,6 +431,35 @@ TEST(files, a_program_others_could_change_or_plant_is_untrusted) {
 }
 
 // A program past its time limit is killed and says so (bench guide's examples run with one).
+// An empty or relative PATH entry (a trailing ':', "." or "bin") names the current folder: a gnuplot or
+// c++ another user left there ran in place of the one meant. Only absolute entries are searched.
+TEST(files, programs_are_found_only_in_absolute_path_entries) {
+  test_dir d;
+  const std::string mark = d / "ran", tool = "resident-test-tool";
+  fs::create_directories(d / "bin");
+  for (const std::string& at : {d / tool, d / ("bin/" + tool)}) {
+    rd::write_file_atomically(at, "#!/bin/sh\ntouch " + mark + "\n");
+    ASSERT_EQ(::chmod(at.c_str(), 0755), 0);
+  }
+  const fs::path was = fs::current_path();
+  const char* old_path = std::getenv("PATH");
+  const std::string saved = old_path ? old_path : "";
+  fs::current_path(d.path);
+  for (const char* path : {"/usr/bin:/bin:", ":/usr/bin:/bin", "/usr/bin::/bin", "/usr/bin:.:/bin", "/usr/bin:bin"}) {
+    ::setenv("PATH", path, 1);
+    EXPECT_FALSE(rd::program_found(tool)) << path;
+    EXPECT_EQ(rd::run_program({tool}).status, -1) << path;
+    EXPECT_TRUE(rd::program_found("sh")) << path;
+  }
+  EXPECT_FALSE(fs::exists(mark)) << "a program in the current folder ran";
+  ::setenv("PATH", (d.path.string() + ":/usr/bin:/bin").c_str(), 1);  // an absolute entry: found and run
+  EXPECT_EQ(rd::program_path(tool), d / tool);
+  EXPECT_EQ(rd::run_program({tool}).status, 0);
+  EXPECT_TRUE(fs::exists(mark));
+  fs::current_path(was);
+  old_path ? ::setenv("PATH", saved.c_str(), 1) : ::unsetenv("PATH");
+}
+
 TEST(files, a_program_past_its_time_limit_is_stopped) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto r = rd::run_program({"sleep", "30"}, {}, 0.3);

@@ -105,13 +105,19 @@ struct program_result {
   std::string output;
 };
 
-/// Runs argv[0] (looked up in PATH when it has no '/') with argv, the environment plus `env`
+/// Runs argv[0] (looked up by program_path when it has no '/') with argv, the environment plus `env`
 /// (name, value pairs), stdin from /dev/null, stdout and stderr captured through a private file; waits,
 /// at most `seconds` when that is positive (then killed: status timed_out).
 program_result run_program(const std::vector<std::string>& argv,
                            const std::vector<std::pair<std::string, std::string>>& env = {}, double seconds = 0);
 
-/// Whether name is an executable file in PATH (or at name, when it has a '/').
+/// The path of the program name: name itself when it has a '/', else the first regular executable file
+/// name in PATH's absolute entries (/usr/local/bin:/usr/bin:/bin when PATH is unset or empty). Empty
+/// and relative entries are skipped: they name the current folder, where another user's program of
+/// that name could lie. "" when there is none.
+std::string program_path(const std::string& name);
+
+/// Whether program_path finds name.
 bool program_found(const std::string& name);
 
 }  // namespace resident::detail
