@@ -101,6 +101,7 @@ int parse_count(const char* name, const char* text, int low) {
 
 // Rank 0 writes NCCL's unique id into `path` (whole, by a rename); the others wait for it.
 constexpr char magic[9] = "resident";
+}  // namespace
 
 // Written 0600 (the id lets a process join the job's NCCL communicator), through the one file writer:
 // a FIFO, device or directory at the path is refused by name, a planted link is never followed.
@@ -118,6 +119,11 @@ void publish_id(const std::string& path, const nccl::unique_id& id) {
 nccl::unique_id receive_id(const std::string& path, std::chrono::milliseconds timeout) {
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
+    // The writer's rule for the path: a link another user owns, or one in a folder they may rename
+    // entries in, would hand this rank the id of their choosing.
+    if (std::string why = resident::detail::foreign_link_on(path); !why.empty())
+      RESIDENT_FAIL("RESIDENT_RENDEZVOUS: cannot read '" + path + "': " + why + " (rank 0 writes it through the "
+                    "same path and refuses it too)");
     if (auto kind = resident::detail::kind_at(path); kind && !kind->empty())
       RESIDENT_FAIL("RESIDENT_RENDEZVOUS: '" + path + "' is " + *kind + ", not a regular file; give a fresh file "
                     "path that rank 0 creates");
@@ -141,7 +147,6 @@ nccl::unique_id receive_id(const std::string& path, std::chrono::milliseconds ti
   }
 }
 
-}  // namespace
 }  // namespace detail
 
 communicator::communicator(std::unique_ptr<detail::communicator_state> s) : s_(std::move(s)) { s_->owner = this; }

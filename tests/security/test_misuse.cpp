@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "resident/detail/files.hpp"
 #include "resident/dist/detail/mpi.hpp"
+#include "resident/dist/detail/nccl.hpp"
 #include "resident/dist/dist.hpp"
 #include "resident/resident.hpp"
 #include "support.hpp"
@@ -167,3 +169,31 @@ TEST_P(rendezvous, a_fifo_or_a_directory_at_the_path_is_refused_at_once) {
 RESIDENT_BACKENDS(rendezvous);
 
 }  // namespace
+
+// Ranks other than 0 read the rendezvous file by the rule rank 0 writes it by: a link another user owns
+// on the path, or one in a folder others may rename entries in, is refused, not followed to an id of
+// their choosing.
+TEST(launcher_misuse, the_rendezvous_is_not_read_through_a_link_another_user_could_point) {
+  namespace fs = std::filesystem;
+  std::string t = (fs::temp_directory_path() / "resident-rendezvous-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(t.data()), nullptr);
+  const fs::path d = t;
+  fs::create_directories(d / "real");
+  std::string id_file("resident", 8);
+  id_file.append(sizeof(dist::detail::nccl::unique_id), 'i');
+  rs::detail::write_file_atomically((d / "real/id").string(), id_file, rs::detail::file_access::secret);
+  const auto read = [](const fs::path& p) { return dist::detail::receive_id(p.string(), std::chrono::milliseconds(50)); };
+  EXPECT_EQ(read(d / "real/id")[0], 'i');  // the file itself: read
+  fs::create_directories(d / "shared");
+  ASSERT_EQ(::chmod((d / "shared").c_str(), 0777), 0);
+  fs::create_directory_symlink(d / "real", d / "shared/via");  // this user's, but others could swap it
+  rs::test::expect_invalid([&] { read(d / "shared/via/id"); },
+                                                    "in a folder other users may rename entries in");
+  if (::geteuid() == 0) {
+    fs::create_directory_symlink(d / "real", d / "theirs");
+    ASSERT_EQ(::lchown((d / "theirs").c_str(), 65534, 65534), 0);
+    rs::test::expect_invalid([&] { read(d / "theirs/id"); }, "owned by user 65534");
+  }
+  std::error_code ec;
+  fs::remove_all(d, ec);
+}

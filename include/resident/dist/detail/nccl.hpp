@@ -46,3 +46,13 @@ void wait(comm_t c, int dev, cuda_stream_t s, std::chrono::milliseconds timeout)
 void destroy(comm_t c) noexcept;
 
 }  // namespace resident::dist::detail::nccl
+
+namespace resident::dist::detail {
+/// RESIDENT_RENDEZVOUS, rank 0's side: id written 0600 into path through the one file writer.
+/// @throws invalid_argument when path cannot be written.
+void publish_id(const std::string& path, const nccl::unique_id& id);
+/// The other ranks' side: rank 0's id read from path, waiting at most timeout. @throws invalid_argument
+/// for a path through a link another user could point, one that is not a regular file of this user's
+/// alone, or no file within timeout.
+nccl::unique_id receive_id(const std::string& path, std::chrono::milliseconds timeout);
+}  // namespace resident::dist::detail
