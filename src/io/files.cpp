@@ -245,9 +245,20 @@ unsigned umask_from(const char* status_path) {  // read, not set: umask() would 
   return 077;  // unknown: the owner alone, never wider than the user asked
 }
 
+int open_made_folder(const std::string& path, std::string* why) {
+  const int at = open_folder(path, why, true);
+  if (at < 0) return -1;
+  // The folder the walk reached, not a second lookup by path that a swapped link could redirect.
+  const int fd = ::openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int e = errno;
+  ::close(at);
+  if (fd < 0) *why = folder_refusal(path, e);
+  return fd;
+}
+
 std::string make_folders(const std::string& path) {
   std::string why;
-  const int fd = open_folder(path, &why, true);
+  const int fd = open_made_folder(path, &why);
   if (fd < 0) return why;
   ::close(fd);
   return "";

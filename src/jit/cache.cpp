@@ -107,8 +107,19 @@ std::string folder_key(int fd, std::string* why, bool* bad) {
   return "";
 }
 
-// Opens dir as a cache folder: nullopt when it cannot be one (the disk cache is then off); *refused
-// names why when it exists but is not private.
+// The path the open folder fd has now (links resolved), from /proc; else dir resolved by path.
+std::string real_path(int fd, const std::string& dir) {
+  char buf[4096];
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  if (const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf); n > 0 && std::size_t(n) < sizeof buf && buf[0] == '/')
+    return std::string(buf, std::size_t(n));
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::canonical(dir, ec);
+  return ec ? std::filesystem::absolute(dir).string() : p.string();
+}
+
+// Opens dir as a cache folder: nullopt with *refused saying why when it cannot be one (the caller warns
+// and uses a private folder: a disk cache is never turned off without a word).
 std::optional<folder> open_folder(const std::string& dir, std::string* refused) {
   if (dir.empty()) return std::nullopt;
   // The folder that already exists on the way is judged before any is made in it: root running with
@@ -121,24 +132,21 @@ std::optional<folder> open_folder(const std::string& dir, std::string* refused) 
     *refused = above;
     return std::nullopt;
   }
-  if (!rd::make_folders(dir).empty()) return std::nullopt;  // made through the judged folders, not by path
   folder f;
   f.path = dir;
-  // The folders above it too: one another user may write (or a link another user owns) could swap the
-  // cache folder's path between runs.
-  const std::string parent = std::filesystem::absolute(dir).parent_path().string();
-  if (std::string above = rd::untrusted_path(parent); !above.empty()) {
-    *refused = above;
-    return std::nullopt;
-  }
-  f.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  // Made through the judged folders and opened from the same walk: no lookup by path in between.
+  f.fd = rd::open_made_folder(dir, refused);
   if (f.fd < 0) return std::nullopt;
-  std::string why = untrusted(f.fd);
+  // The folders above the one opened, where it really is (a link to it is judged where it leads): one
+  // another user owns or may write (not sticky) could swap the cache folder between runs.
+  const std::string parent = std::filesystem::path(real_path(f.fd, dir)).parent_path().string();
+  std::string why = rd::untrusted_path(parent);
+  if (why.empty()) why = untrusted(f.fd);
   bool bad = !why.empty();
   if (!bad) f.key = folder_key(f.fd, &why, &bad);
   if (!f.key.empty()) return f;
   ::close(f.fd);
-  if (bad) *refused = why;
+  *refused = why.empty() ? "it takes no files" : why;
   return std::nullopt;
 }
 

@@ -134,8 +134,9 @@ TEST(jit_cache, a_truncated_or_damaged_entry_is_verified_before_it_is_loaded) {
   EXPECT_NE(run_child(dir, c).out.find("ok compiled=0 disk=1 rejected=0"), std::string::npos);
 }
 
-TEST(jit_cache, a_folder_that_takes_no_files_turns_the_disk_cache_off) {
-  // /proc takes no new files, even from root; a path under a plain file cannot be a folder.
+TEST(jit_cache, a_folder_that_takes_no_files_is_refused_with_a_warning) {
+  // /proc takes no new files, even from root; a path under a plain file cannot be a folder. The program
+  // runs on, its kernels cached in a private folder, and says why: never a cache turned off unsaid.
   const std::string file = cache_root + "-a-file";
   { std::ofstream(file) << "x"; }
   for (const std::string& dir : {std::string("/proc"), file, file + "/sub"}) {
@@ -143,6 +144,8 @@ TEST(jit_cache, a_folder_that_takes_no_files_turns_the_disk_cache_off) {
     auto r = run_child(dir, c);
     EXPECT_EQ(r.status, 0) << dir << ": " << r.out;
     EXPECT_NE(r.out.find("ok compiled=1 disk=0 rejected=0"), std::string::npos) << dir << ": " << r.out;
+    EXPECT_NE(r.out.find("resident: warning: the kernel cache folder '" + dir + "' is refused: "), std::string::npos)
+        << dir << ": " << r.out;
   }
 }
 

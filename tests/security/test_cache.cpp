@@ -265,3 +265,37 @@ TEST(jit_cache_trust, a_folder_above_the_cache_that_others_may_write_is_refused)
   EXPECT_NE(r.output.find("ok compiled=1 disk=0 rejected=0"), std::string::npos) << r.output;
   EXPECT_TRUE(fs::is_empty(c.path)) << "the cache under a folder others may write was written";
 }
+
+// The folders above the cache are judged where it really is: a link of this user's to a folder inside
+// one others may write (not sticky) is refused as that folder would be, nothing written through it.
+TEST(jit_cache_trust, a_link_to_a_folder_under_one_others_may_write_is_refused) {
+  cache_dir c;
+  fs::create_directories(c.root / "shared" / "jit");
+  ASSERT_EQ(::chmod((c.root / "shared").c_str(), 0777), 0);
+  ASSERT_EQ(::chmod((c.root / "shared" / "jit").c_str(), 0700), 0);
+  fs::create_directories(c.path.parent_path());
+  fs::create_directory_symlink(c.root / "shared" / "jit", c.path);
+  const auto r = child(c.path, fresh_constant());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("is refused: others may write the folder '" + fs::canonical(c.root / "shared").string() + "'"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ok compiled=1 disk=0 rejected=0"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::is_empty(c.root / "shared" / "jit")) << "the cache was written through the link";
+}
+
+// A cache folder that cannot be opened through its path (a link another user owns on the way) is never
+// a disk cache turned off without a word: the warning says why, and a private folder caches kernels.
+TEST(jit_cache_trust, a_path_through_another_users_link_is_refused_with_a_warning) {
+  if (::geteuid() != 0) GTEST_SKIP() << "making another user's link needs root";
+  cache_dir c;
+  fs::create_directories(c.root / "real" / "jit");
+  fs::create_directory_symlink(c.root / "real", c.root / "a");  // c.path is a/jit
+  ASSERT_EQ(::lchown((c.root / "a").c_str(), 65534, 65534), 0);
+  const auto r = child(c.path, fresh_constant());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("resident: warning: the kernel cache folder '" + c.path.string() + "' is refused: '"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("is a link owned by user 65534"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ok compiled=1 disk=0 rejected=0"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::is_empty(c.root / "real" / "jit"));
+}

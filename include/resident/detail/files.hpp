@@ -60,6 +60,9 @@ unsigned umask_from(const char* status_path);
 /// Makes the missing folders of path, each 0700, walking it as the writer does (one component at a
 /// time, O_NOFOLLOW, only links no other user could swap): "" when path is a folder then, else why not.
 std::string make_folders(const std::string& path);
+/// make_folders, then the folder its walk reached opened (O_RDONLY | O_DIRECTORY | O_CLOEXEC): no second
+/// lookup by path between making it and opening it. -1 and *why when it cannot be made or opened.
+int open_made_folder(const std::string& path, std::string* why);
 
 /// Why another user could swap what lies at or under folder, or "" when no one but this user and root
 /// can: every folder on its canonical path is owned by this user or root and writable by no one else
