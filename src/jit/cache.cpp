@@ -182,22 +182,24 @@ std::string hash_hex(const std::string& text) {
 namespace {
 
 std::mutex folders_mutex;
-std::map<std::string, std::optional<folder>> folders;  // by the path cache_directory() gave
+// By the path cache_directory() gave; null where the disk cache is off. Shared: a folder replaced here
+// (removed from disk) stays open for the threads still reading or writing through it, closed by the
+// last of them, so that no thread uses a freed folder or a descriptor number reused meanwhile.
+std::map<std::string, std::shared_ptr<const folder>> folders;
 std::set<std::string> warned;
 std::unique_ptr<rd::private_dir> fallback;  // removed at exit with what it holds
 
 // The cache folder of cache_directory() now, opened and judged once per path (again when it has been
 // removed since); null when the disk cache is off.
-const folder* current_folder() {
+std::shared_ptr<const folder> current_folder() {
   const std::string dir = cache_directory();
   if (dir.empty()) return nullptr;
   std::lock_guard<std::mutex> lock(folders_mutex);
   if (auto it = folders.find(dir); it != folders.end()) {
     struct stat st {};
     if (!it->second) return nullptr;
-    if (::fstat(it->second->fd, &st) == 0 && st.st_nlink > 0) return &*it->second;
-    ::close(it->second->fd);
-    folders.erase(it);
+    if (::fstat(it->second->fd, &st) == 0 && st.st_nlink > 0) return it->second;
+    folders.erase(it);  // closed when the last thread using it lets it go
   }
   std::string refused;
   std::optional<folder> f = open_folder(dir, &refused);
@@ -213,8 +215,12 @@ const folder* current_folder() {
     } catch (const error&) {  // no temporary folder either: the disk cache is off
     }
   }
-  auto& slot = folders[dir] = std::move(f);
-  return slot ? &*slot : nullptr;
+  std::shared_ptr<const folder> open;
+  if (f) open = std::shared_ptr<const folder>(new folder(std::move(*f)), [](const folder* p) {
+    ::close(p->fd);
+    delete p;
+  });
+  return folders[dir] = open;
 }
 
 // "RSJIT2 <key> <MAC> <payload bytes>\n": the MAC is HMAC-SHA256 of the entry's name and payload under
@@ -227,7 +233,7 @@ std::string header(const folder& f, const std::string& name, const std::string& 
 }  // namespace
 
 bool read_entry(const std::string& key, const char* suffix, std::string* payload) {
-  const folder* f = current_folder();
+  const std::shared_ptr<const folder> f = current_folder();
   if (!f) return false;
   const std::string name = key + suffix;
   std::string why;
@@ -248,7 +254,7 @@ bool read_entry(const std::string& key, const char* suffix, std::string* payload
 }
 
 void write_entry(const std::string& key, const char* suffix, const std::string& payload) {
-  const folder* f = current_folder();
+  const std::shared_ptr<const folder> f = current_folder();
   if (!f) return;
   const std::string name = key + suffix;
   // A failure (a full disk, a folder that takes no files) leaves the cache as it was.
