@@ -15,6 +15,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <vector>
 
 #include "resident/error.hpp"
@@ -452,6 +454,32 @@ std::string untrusted_program(const std::string& path) {
   }
 }
 
+namespace {
+// The private folders alive now, for remove_private_folders_now. Never destroyed: a signal during exit
+// still finds it.
+struct folder_registry {
+  std::mutex mutex;
+  std::set<std::string> paths;
+};
+folder_registry& registry() {
+  static folder_registry* r = new folder_registry;
+  return *r;
+}
+}  // namespace
+
+void remove_private_folders_now() noexcept {
+  stop_programs_now();  // a compiler or a second process left running would write in them, even make them again
+  folder_registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (const std::string& p : r.paths) {
+    std::error_code ec;
+    // A program still writing in it (a compiler) can add an entry between the listing and the rmdir.
+    for (int again = 0; again < 20 && std::filesystem::symlink_status(p, ec).type() != std::filesystem::file_type::not_found;
+         ++again)
+      std::filesystem::remove_all(p, ec);
+  }
+}
+
 private_dir::private_dir(const std::string& prefix) {
   std::vector<std::string> bases;
   if (const char* t = std::getenv("TMPDIR"); t && *t) bases.push_back(t);
@@ -466,6 +494,11 @@ private_dir::private_dir(const std::string& prefix) {
     std::string tmpl = std::filesystem::canonical(b, ec).string() + "/" + prefix + "-XXXXXX";
     if (!ec && ::mkdtemp(tmpl.data())) {  // 0700: no other user can enter, list or plant files in it
       path_ = tmpl;
+      try {
+        std::lock_guard<std::mutex> lock(registry().mutex);
+        registry().paths.insert(path_);
+      } catch (...) {  // not registered: only a signal's cleanup misses it
+      }
       return;
     }
     refused += (refused.empty() ? "" : "; ") + b + ": " + std::strerror(errno);
@@ -475,6 +508,10 @@ private_dir::private_dir(const std::string& prefix) {
 }
 
 private_dir::~private_dir() {
+  {
+    std::lock_guard<std::mutex> lock(registry().mutex);
+    registry().paths.erase(path_);
+  }
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);  // remove_all does not follow links
 }

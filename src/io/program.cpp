@@ -12,12 +12,55 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 #include "resident/detail/files.hpp"
 
 extern char** environ;
 
 namespace resident::detail {
+namespace {
+
+// The programs run_program started and has not waited for yet, for stop_programs_now. Never destroyed:
+// a signal during exit still finds it.
+struct running_programs {
+  std::mutex mutex;
+  std::set<pid_t> pids;
+  bool ending = false;  // stop_programs_now ran: the process is about to end
+};
+running_programs& running() {
+  static running_programs* r = new running_programs;
+  return *r;
+}
+
+// The program pid has ended: forgotten. Once the process is ending, the caller waits here for the end
+// (its signals are blocked in this thread), so that what it would do next cannot race the cleanup.
+void ended(pid_t pid) {
+  {
+    std::lock_guard<std::mutex> lock(running().mutex);
+    running().pids.erase(pid);
+    if (!running().ending) return;
+  }
+  for (;;) ::pause();
+}
+
+}  // namespace
+
+void stop_programs_now() noexcept {
+  std::set<pid_t> pids;
+  {
+    std::lock_guard<std::mutex> lock(running().mutex);
+    running().ending = true;
+    pids = running().pids;
+    for (const pid_t p : pids) ::kill(p, SIGKILL);
+  }
+  for (const pid_t p : pids) {  // gone before their folders are removed; not reaped (run_program does)
+    siginfo_t info {};
+    while (::waitid(P_PID, id_t(p), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
+    }
+  }
+}
 
 program_result run_program(const std::vector<std::string>& argv,
                            const std::vector<std::pair<std::string, std::string>>& env, double seconds) {
@@ -56,24 +99,39 @@ program_result run_program(const std::vector<std::string>& argv,
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, out, 1);  // dup2 clears close-on-exec on the copies
   posix_spawn_file_actions_adddup2(&fa, out, 2);
+  // No signal blocked in the program: a mask of the calling thread's (one that waits for signals with
+  // sigwait) would keep SIGINT or SIGTERM from stopping a compiler.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
   // Found here, not by posix_spawnp: it reads an empty PATH entry as the current folder.
   const std::string exe = argv[0].find('/') == std::string::npos ? program_path(argv[0]) : argv[0];
-  const int rc = exe.empty() ? ENOENT : ::posix_spawn(&pid, exe.c_str(), &fa, nullptr, args.data(), envp.data());
+  const int rc = exe.empty() ? ENOENT : ::posix_spawn(&pid, exe.c_str(), &fa, &attr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
   ::close(out);
   if (rc != 0) return r;
+  {
+    std::lock_guard<std::mutex> lock(running().mutex);
+    running().pids.insert(pid);
+    if (running().ending) ::kill(pid, SIGKILL);  // started as the process ends
+  }
   int status = 0;
   if (seconds > 0) {  // polled: a program past its time is killed, and says so
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     for (;;) {
       const pid_t w = ::waitpid(pid, &status, WNOHANG);
       if (w == pid) break;
-      if (w < 0 && errno != EINTR) return r;
+      if (w < 0 && errno != EINTR) return ended(pid), r;
       if (std::chrono::steady_clock::now() > end) {
         ::kill(pid, SIGKILL);
         while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
+        ended(pid);
         r.status = program_result::timed_out;
         r.output = read_regular_file(log, std::size_t(1) << 30).value_or("");
         return r;
@@ -82,8 +140,9 @@ program_result run_program(const std::vector<std::string>& argv,
     }
   } else {
     while (::waitpid(pid, &status, 0) < 0)
-      if (errno != EINTR) return r;
+      if (errno != EINTR) return ended(pid), r;
   }
+  ended(pid);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
   r.output = read_regular_file(log, std::size_t(1) << 30).value_or("");
   return r;

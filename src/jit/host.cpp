@@ -91,7 +91,8 @@ std::string read_file(const std::string& path) {
   return resident::detail::read_regular_file(path, std::size_t(1) << 30).value_or("");
 }
 
-// A fresh private folder (0700, in $TMPDIR or /tmp) for one compile's files, removed on every path out.
+// A fresh private folder (0700, in $TMPDIR or /tmp) for one compile's files, removed on every return or
+// exception (and by the CLI when a signal ends it).
 // @throws device_unavailable when no temporary folder takes one.
 struct scratch {
   std::unique_ptr<resident::detail::private_dir> dir;

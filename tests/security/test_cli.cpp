@@ -3,19 +3,25 @@
 // earlier file, and empty or malformed values are clear errors.
 #include <algorithm>
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "resident/detail/files.hpp"
 #include "seed.hpp"
 #include "support.hpp"
+
+extern char** environ;
 
 namespace rd = resident::detail;
 namespace fs = std::filesystem;
@@ -302,3 +308,50 @@ TEST(cli_trust, lost_output_and_one_file_spelled_twice_are_refused) {
 }
 
 }  // namespace
+
+// SIGTERM (or SIGINT, SIGHUP) during a benchmark: the CLI removes its private temporary folders (the
+// cache of bench jit, the compiler's, the programs') before it ends, still by that signal. They stayed
+// in TMPDIR, each run leaving more.
+TEST(cli_trust, a_benchmark_ended_by_a_signal_leaves_no_private_folder) {
+  work_dir w;
+  const std::string tmp = w / "tmp";
+  fs::create_directories(tmp);
+  // A compiler that takes its time: the signal comes while it works in the private folders.
+  const std::string cxx = w / "slow-c++";
+  rd::write_file_atomically(cxx, "#!/bin/sh\nsleep 2\nexec c++ \"$@\"\n");
+  ASSERT_EQ(::chmod(cxx.c_str(), 0755), 0);
+  std::vector<std::string> vars{"TMPDIR=" + tmp, "RESIDENT_JIT_CXX=" + cxx};
+  for (char** e = environ; *e; ++e)
+    if (std::string(*e).rfind("TMPDIR=", 0) != 0 && std::string(*e).rfind("RESIDENT_JIT_CXX=", 0) != 0)
+      vars.push_back(*e);
+  std::vector<char*> envp, argv;
+  for (auto& v : vars) envp.push_back(v.data());
+  envp.push_back(nullptr);
+  std::string args[] = {RESIDENT_CLI, "bench", "jit", "--device", "cpu"};
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  ASSERT_EQ(::posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data()), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  const auto left = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(tmp)) names.push_back(e.path().filename().string());
+    return names;
+  };
+  // Until its folders are there (the compile has begun), then a moment on.
+  for (int i = 0; i < 600 && left().size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_GE(left().size(), 2u) << "bench jit made no private folders in TMPDIR";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << "status " << status;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a compiler it started, ending too
+  std::string names;
+  for (const auto& n : left()) names += n + " ";
+  EXPECT_EQ(names, "") << "left in TMPDIR";
+}

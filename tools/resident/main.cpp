@@ -10,6 +10,7 @@
 
 #include "command_line.hpp"
 #include "commands/table.hpp"
+#include "signals.hpp"
 #include "resident/error.hpp"
 
 namespace {
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
   // A write past `ulimit -f` then fails with EFBIG and is reported, the earlier file kept, instead of the
   // signal ending the process.
   std::signal(SIGXFSZ, SIG_IGN);
+  resident::cli::remove_private_folders_on_signals();  // removed when a signal ends the process
   resident::cli::command_line cl;
   try {
     cl.parse(argc, argv);

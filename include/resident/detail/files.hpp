@@ -84,7 +84,8 @@ std::optional<std::string> read_private_file(const std::string& path, std::size_
 
 /// A fresh folder only this user can enter (mkdtemp, 0700) in $TMPDIR or /tmp, whichever no other user
 /// can rename or replace it in (untrusted_path), at its canonical path; removed with everything in it
-/// when the owner goes, on every path out.
+/// when the owner goes (a return or an exception). A signal that ends the process skips destructors:
+/// a program that takes its signals removes them with remove_private_folders_now (the CLI does).
 class private_dir {
  public:
   /// @throws error when no temporary folder takes one.
@@ -99,6 +100,17 @@ class private_dir {
  private:
   std::string path_;
 };
+
+/// For a process about to end by a signal: stops the programs run_program started (stop_programs_now),
+/// then removes every private_dir folder of this process with what is in it. For a program's signal
+/// thread (sigwait), never a signal handler: it takes locks and allocates. The library itself takes
+/// no signals.
+void remove_private_folders_now() noexcept;
+
+/// Kills (SIGKILL) the programs run_program started that are still running and waits until they are
+/// gone. From then on the process is taken to be ending: a program started later is killed at once, and
+/// run_program's calls in other threads do not return (their next steps could race the cleanup).
+void stop_programs_now() noexcept;
 
 /// A program's exit: its status (-1 when it could not start, 128 + N when signal N ended it) and what
 /// it wrote on stdout and stderr together.
