@@ -28,6 +28,26 @@ def write_text(path, text):
         if why:
             sys.exit(f"cannot write '{path}': {why}")
         return
+    _write_aside(path, text)
+
+
+def _umask(status_path="/proc/self/status"):
+    """The process's umask, read, not set: os.umask() changes it for every thread meanwhile. 0o077 (the
+    owner alone) when it cannot be read."""
+    try:
+        with open(status_path) as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8) & 0o777
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o077
+
+
+def _write_aside(path, text):
+    """The writer where resident's is not importable: written aside under a fresh name in the target's
+    folder, its mode set on the open file (never by name: another user who may write the folder could put
+    a link there), checked to be the file written, then renamed into place."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -37,16 +57,26 @@ def write_text(path, text):
                  "path of a regular file")
     folder = os.path.dirname(os.path.abspath(path))
     fd, temp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path)[:64] + ".tmp-")
+    # An existing file of this user's keeps its permission bits (never set-user-ID); else as a new file.
+    mode = stat.S_IMODE(st.st_mode) & 0o777 if st is not None and st.st_uid == os.geteuid() else 0o666 & ~_umask()
+    ours = True
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
-        if st is not None and st.st_uid == os.geteuid():
-            os.chmod(temp, stat.S_IMODE(st.st_mode) & 0o777)
-        else:
-            umask = os.umask(0o022)
-            os.umask(umask)
-            os.chmod(temp, 0o666 & ~umask)
+            f.flush()
+            os.fchmod(f.fileno(), mode)
+            os.fsync(f.fileno())
+            mine = os.fstat(f.fileno())
+        there = os.lstat(temp)
+        if (there.st_dev, there.st_ino) != (mine.st_dev, mine.st_ino):
+            ours = False  # another user's file under the temporary name: not ours to rename or remove
+            sys.exit(f"cannot write '{path}': the temporary file was replaced while it was written (another user "
+                     "may rename files in that folder); the earlier file is kept: choose a folder only you may write")
         os.replace(temp, path)
     except BaseException:
-        os.unlink(temp)
+        if ours:
+            try:
+                os.unlink(temp)
+            except FileNotFoundError:
+                pass
         raise

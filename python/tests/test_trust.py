@@ -1,7 +1,10 @@
 """Trust boundaries of the Python package (docs/security.md): what Numba reads on resident's behalf."""
+import importlib.util
 import os
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -134,3 +137,55 @@ def test_a_settings_file_added_to_a_sticky_folder_during_numbas_import_is_not_re
     # A sticky folder (/tmp) keeps this user's files from being swapped, not others from adding one.
     out = _run_in(tmp_path / "sticky", 0o1777, _RACE)
     assert "values [1.0, 2.0, 3.0, 4.0]" in out and "debuginfo 0 read []" in out, out
+
+
+def _json_out():
+    """bench/peers/json_out.py, loaded by path (bench/peers is no package)."""
+    spec = importlib.util.spec_from_file_location(
+        "json_out", Path(__file__).resolve().parents[2] / "bench" / "peers" / "json_out.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_peers_fallback_writer_sets_the_mode_on_the_open_file_and_leaves_the_umask_alone(tmp_path, monkeypatch):
+    # Where resident is not importable the benchmarks write their JSON themselves: os.chmod by the temporary
+    # file's name followed a link another user who may write the folder put in its place (their file then
+    # took the mode), and os.umask() set and restored changed the umask for every thread meanwhile.
+    json_out = _json_out()
+
+    def called(*args, **kwargs):
+        raise AssertionError("called")
+
+    monkeypatch.setattr(json_out, "_core_writer", lambda: None)  # as where resident is not importable
+    monkeypatch.setattr(os, "chmod", called)
+    monkeypatch.setattr(os, "umask", called)
+    out = tmp_path / "out.json"
+    json_out.write_text(str(out), "{}")
+    assert out.read_text() == "{}"
+    assert stat.S_IMODE(out.lstat().st_mode) == 0o666 & ~json_out._umask()
+    fd = os.open(out, os.O_RDONLY)
+    os.fchmod(fd, 0o640)
+    os.close(fd)
+    json_out.write_text(str(out), "{\"a\": 1}")  # this user's file keeps its mode
+    assert stat.S_IMODE(out.lstat().st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_the_peers_fallback_writer_takes_077_where_the_umask_cannot_be_read(tmp_path):
+    json_out = _json_out()
+    assert json_out._umask(str(tmp_path / "missing")) == 0o077
+    (tmp_path / "status").write_text("Name:\tx\nUmask:\t0027\n")
+    assert json_out._umask(str(tmp_path / "status")) == 0o027
+
+
+def test_the_peers_fallback_writer_refuses_a_link_or_a_folder_at_the_path(tmp_path):
+    json_out = _json_out()
+    target = tmp_path / "target.json"
+    target.write_text("theirs")
+    (tmp_path / "link.json").symlink_to(target)
+    (tmp_path / "folder.json").mkdir()
+    for name in ("link.json", "folder.json"):
+        with pytest.raises(SystemExit, match="not a regular file"):
+            json_out._write_aside(str(tmp_path / name), "{}")
+    assert target.read_text() == "theirs" and (tmp_path / "link.json").is_symlink()
