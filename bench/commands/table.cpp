@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <system_error>
+#include <thread>
 
 #include "resident/detail/files.hpp"
 #include "resident/error.hpp"
@@ -289,7 +291,12 @@ void progress::step(const std::string& item) {
   item_ = item;
   since_ = std::chrono::steady_clock::now();
   line(0);
-  if (!ticker_.joinable()) ticker_ = std::thread([this] { tick(); });
+  if (!ticker_.joinable()) {
+    try {
+      ticker_ = std::thread([this] { tick(); });
+    } catch (const std::system_error&) {  // no thread to be had (a process limit): the steps alone are shown
+    }
+  }
 }
 
 void progress::tick() {
