@@ -2,7 +2,6 @@
 // program runs) against the same pipeline compiled ahead of time and against memcpy; the first call's
 // compile time, a second process's load from the disk cache, the in-memory cache's call. Compiled by
 // nvcc in CUDA builds (the compile-time pipeline needs it).
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "bench.hpp"
@@ -68,11 +68,18 @@ int run_bench_jit(const bench_options& o) {
 
   progress bar("bench jit", logs.size() + 3);
   // The compile cache: a fresh folder, so the first call compiles whatever ran before.
-  const detail::private_dir cache_dir("resident-bench-jit");  // removed on every path out
+  const detail::private_dir cache_dir("resident-bench-jit");  // removed on return or exception
   const std::string cache = cache_dir.path();
-  const char* old_cache = std::getenv("RESIDENT_JIT_CACHE");
-  const std::string saved = old_cache ? old_cache : "";
-  ::setenv("RESIDENT_JIT_CACHE", cache.c_str(), 1);
+  // Chosen through the library, not setenv (unsafe while the pool's threads run), and given back on
+  // every way out of this scope.
+  struct cache_in {
+    std::optional<std::string> was;
+    explicit cache_in(const std::string& dir) : was(jit::detail::set_cache_directory(dir)) {}
+    ~cache_in() { jit::detail::set_cache_directory(was); }
+    cache_in(const cache_in&) = delete;
+    cache_in& operator=(const cache_in&) = delete;
+  };
+  std::optional<cache_in> fresh_cache(std::in_place, cache);
   jit::clear_memory_cache();
   stream s(d);
   array<float> x0(1 << 16, s.ref()), y0(1 << 16, s.ref());
@@ -98,8 +105,7 @@ int run_bench_jit(const bench_options& o) {
   bar.step("a call served by the in-memory cache");
   auto chain = seed_chain();
   const double hit_ms = time_batched(s.ref(), reps, 2, 20, [&] { chain(x0, y0); }).median();
-  if (old_cache) ::setenv("RESIDENT_JIT_CACHE", saved.c_str(), 1);
-  else ::unsetenv("RESIDENT_JIT_CACHE");
+  fresh_cache.reset();  // the user's cache for the rest
 
   auto master = map<func1>() | map<func2>() | map<func3>();
   auto master_sum = master | reduce(plus{}, 0.f);

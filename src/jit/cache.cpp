@@ -150,9 +150,16 @@ std::optional<folder> open_folder(const std::string& dir, std::string* refused) 
   return std::nullopt;
 }
 
+std::mutex chosen_mutex;
+std::optional<std::string> chosen_directory;  // detail::set_cache_directory's, over the environment
+
 }  // namespace
 
 std::string cache_directory() {
+  {
+    std::lock_guard<std::mutex> lock(chosen_mutex);
+    if (chosen_directory) return *chosen_directory;
+  }
   if (const char* d = std::getenv("RESIDENT_JIT_CACHE"); d && *d) return d;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/resident/jit";
   if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/resident/jit";
@@ -167,6 +174,12 @@ void clear_memory_cache() {
 }
 
 namespace detail {
+
+std::optional<std::string> set_cache_directory(std::optional<std::string> dir) {
+  std::lock_guard<std::mutex> lock(chosen_mutex);
+  std::swap(dir, chosen_directory);
+  return dir;
+}
 
 void count_compiled() { ++n_compiled; }
 void count_disk_load() { ++n_disk; }

@@ -175,4 +175,14 @@ TEST(jit_cache, the_folder_follows_the_environment) {
   ::setenv("RESIDENT_JIT_CACHE", keep.c_str(), 1);
 }
 
+// bench jit chooses a fresh cache through the library, not setenv (not safe while the pool's threads
+// run): the choice wins over the environment until it is given back.
+TEST(jit_cache, a_folder_chosen_in_the_process_wins_over_the_environment_until_given_back) {
+  const std::string from_env = rs::jit::cache_directory();
+  EXPECT_EQ(rs::jit::detail::set_cache_directory("/chosen"), std::nullopt);
+  EXPECT_EQ(rs::jit::cache_directory(), "/chosen");
+  EXPECT_EQ(rs::jit::detail::set_cache_directory(std::nullopt), std::optional<std::string>("/chosen"));
+  EXPECT_EQ(rs::jit::cache_directory(), from_env);
+}
+
 }  // namespace

@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -282,6 +283,12 @@ pipeline reduce(std::string source, double init, std::string name = {});
 /// The disk cache's folder: $RESIDENT_JIT_CACHE when set, else $XDG_CACHE_HOME/resident/jit, else
 /// ~/.cache/resident/jit ("" when none can be named: the disk cache is then off).
 std::string cache_directory();
+namespace detail {
+/// Makes dir the disk cache's folder for this process, over the environment (nullopt: the environment's
+/// again), and returns the setting it replaces. Safe while other threads run, as setenv is not: for a
+/// benchmark that wants a fresh cache.
+std::optional<std::string> set_cache_directory(std::optional<std::string> dir);
+}  // namespace detail
 
 /// What the cache did since the process started (for tests and benchmarks).
 struct cache_stats {
