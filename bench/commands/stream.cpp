@@ -354,16 +354,18 @@ void print_notes(const stream_plan& p, const std::string& kind, const nlohmann::
   if (sweep.size()) {
     std::string line = "chunk sweep (pinned in and out):";
     for (const auto& s : sweep)
-      line += " " + detail::format_bytes(double(s["chunk_bytes"].get<std::size_t>())) + " " +
-              format_number(s["gbs"].get<double>(), -1) + " GB/s;";
+      line += std::string(&s == &sweep.front() ? " " : "; ") +
+              detail::format_bytes(double(s["chunk_bytes"].get<std::size_t>())) + " " +
+              format_number(s["gbs"].get<double>(), -1) + " GB/s";
     out() << wrap(line, 100, "  ") << "\n";
   }
   if (thread_sweep.size()) {
     std::string line = "host thread sweep (pageable in and out):";
     for (const auto& s : thread_sweep)
-      line += " " + detail::format_bytes(double(s["chunk_bytes"].get<std::size_t>())) + " x " +
+      line += std::string(&s == &thread_sweep.front() ? " " : "; ") +
+              detail::format_bytes(double(s["chunk_bytes"].get<std::size_t>())) + " x " +
               std::to_string(s["host_threads"].get<int>()) + " threads " + format_number(s["gbs"].get<double>(), -1) +
-              " GB/s;";
+              " GB/s";
     out() << wrap(line, 100, "  ") << "\n";
   }
   if (!p.gpu) out() << "  (on the CPU backend the chunks are read and written in place: no bus, no overlap)\n";

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -274,8 +275,16 @@ void write_json(const nlohmann::json& given, const std::string& path) {
   out() << "JSON written to " << path << "\n";
 }
 
+namespace {
+// TERM=dumb (an editor's shell, some CI logs): no cursor movement, so lines as for a file.
+bool dumb_terminal() {
+  const char* t = std::getenv("TERM");
+  return t == nullptr || std::string(t) == "dumb";
+}
+}  // namespace
+
 progress::progress(std::string what, std::size_t total)
-    : what_(std::move(what)), total_(total), tty_(isatty(STDERR_FILENO) != 0) {}
+    : what_(std::move(what)), total_(total), tty_(isatty(STDERR_FILENO) != 0 && !dumb_terminal()) {}
 
 void progress::line(std::size_t seconds) {
   const std::string head = what_ + " [" + std::to_string(done_) + "/" + std::to_string(total_) + "] " + item_;
@@ -301,10 +310,15 @@ void progress::step(const std::string& item) {
 
 void progress::tick() {
   std::unique_lock<std::mutex> lock(mu_);
-  const auto every = std::chrono::seconds(tty_ ? 1 : 30);
-  while (!cv_.wait_for(lock, every, [this] { return stop_; })) {
+  // A terminal: the seconds every second. A file or pipe: a line at 10 s into a step, then every 30 s.
+  std::size_t step = 0;
+  long long next = 10;  // the next line's second into the step (a file or pipe)
+  while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) {
     const auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - since_).count();
-    if (done_ > 0 && s >= 2) line(std::size_t(s));
+    if (step != done_) step = done_, next = 10;
+    if (done_ == 0) continue;
+    if (tty_ && s >= 2) line(std::size_t(s));
+    if (!tty_ && s >= next) line(std::size_t(s)), next = s + 30;
   }
 }
 

@@ -97,9 +97,9 @@ nlohmann::json bench_json(const std::string& benchmark, const std::string& devic
 /// gets run_record(j["device"]) first. j must name its "command" ("info", "demo", "bench NAME"). @throws resident::invalid_argument saying why the file cannot be written.
 void write_json(const nlohmann::json& j, const std::string& path);
 
-/// Progress on stderr for runs longer than a moment: a "\r" counter on a terminal, else a line per step.
-/// A step that lasts says so while it runs: its seconds every second on a terminal, else a line every
-/// 30 s (a ticker thread, stopped by finish()).
+/// Progress on stderr for runs longer than a moment: a "\r" counter on a terminal (not TERM=dumb), else a
+/// line per step. A step that lasts says so while it runs: its seconds every second on a terminal, else a
+/// line at 10 s and every 30 s after (a ticker thread, stopped by finish()).
 class progress {
  public:
   progress(std::string what, std::size_t total);

@@ -21,6 +21,9 @@ CLI::Validator whole_number(const std::string& what, std::uint64_t lo, std::uint
   const std::string range = what + " from " + std::to_string(lo) + " to " + hi_text;
   return CLI::Validator(
       [=](std::string& v) -> std::string {
+        // Leading zeros count for nothing (00001 is 1), also in the length that keeps stoull in range.
+        if (v.size() > 1 && v[0] == '0' && v.find_first_not_of("0123456789") == std::string::npos)
+          v.erase(0, std::min(v.find_first_not_of('0'), v.size() - 1));
         const bool digits = !v.empty() && v.size() <= 19 &&
                             std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
         if (!digits) {
@@ -50,6 +53,8 @@ CLI::Validator byte_count(std::size_t lo = 1, const std::string& lo_text = "1", 
   return CLI::Validator(
       [=](std::string& v) -> std::string {
         const auto b = detail::parse_bytes(v);
+        if (!b && !v.empty() && v.find_first_not_of("0123456789") == std::string::npos)
+          return v + " is out of range; give " + range;  // digits past what a count holds
         if (!b)
           return "'" + v + "' is not a byte count; give " + range +
                  (v.find('.') != std::string::npos ? " (counts are whole: 1536MiB, not 1.5GiB)" : "");
@@ -242,7 +247,7 @@ command_line::command_line() {
   common(matmul_);
   sizes(matmul_, "matrix sizes n (default 512,1024,2048,4096,8192 on a GPU; 128,256,512,1024 on the CPU)",
         whole_number("matrix sizes", 1, 65536, "65536"));
-  matmul_->add_option("--algos", algos_, "naive,blocked,shared,tuned,vendor,vendor_tf32 (default: all for the device)")
+  matmul_->add_option("--algos", algos_, "naive,blocked,shared,tuned,vendor,vendor_tf32, or auto (runs vendor) (default: all for the device)")
       ->delimiter(',')
       ->type_name("ALGO,ALGO,...");
   matmul_->add_option("--plot", bench_.plot, "Draw TFLOP/s per size into FILE.png (needs gnuplot)")

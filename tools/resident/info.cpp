@@ -164,6 +164,8 @@ int run_info(const info_options& o) {
     for (auto& r : measure_bandwidth(def, bytes, reps)) bw.add({r.what, table::cell(r.gbs, -1), r.note});
     bw.print(out());
     j["bandwidth"] = bw.json();
+    j["bandwidth_bytes_per_copy"] = bytes;  // what the text's heading says
+    j["bandwidth_reps"] = reps;
   }
   if (!o.json.empty()) write_json(j, o.json);
   return 0;
