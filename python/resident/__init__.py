@@ -30,6 +30,7 @@ _wrap_core(_core)  # before any name is taken from the core: wrongly typed argum
 from . import _program  # noqa: E402
 from ._core import Array, cuda_device_count, cuda_unavailable_reason, default_device, empty, from_dlpack, synchronize
 from ._core import to_device, sum, min, max  # noqa: A001 (resident's reductions, on any array)
+from ._core import copy, copy_async
 from ._core import matmul, op, program
 from ._core import Flow, Graph, capture, Stream, Event
 from ._core import set_pool_limit, clear_pool_limit, pool_limit, trim_pool, set_pool_caching, pool_caching
@@ -185,6 +186,7 @@ from .streaming import stream  # noqa: E402
 from .profile import profile  # noqa: E402
 
 __all__ = ["Array", "Flow", "Graph", "capture", "Stream", "Event", "matmul", "op", "program", "empty", "to_device", "from_dlpack",
+           "copy", "copy_async",
            "to_numba",
            "default_device", "cuda_device_count", "cuda_unavailable_reason", "synchronize", "ledger", "transfer_policy",
            "sum", "min", "max", "pool_stats", "PoolStats", "set_pool_limit", "clear_pool_limit", "pool_limit",

@@ -40,9 +40,14 @@ class Array:
 
     def __repr__(self) -> str: ...
 
-    def to_host(self, stream: object | None = None) -> object:
+    def to_host(self, stream: object | None = None, *, out: object | None = None) -> object:
         """
-        Copies the array into a new NumPy array (one counted transfer). Synchronizes.
+        Copies the array into a new NumPy array, or into out= (an existing C-contiguous, writable host array of the same shape and dtype, returned): one counted transfer. Synchronizes.
+        """
+
+    def to_host_async(self, out: object, *, stream: object | None = None) -> object:
+        """
+        Starts copying the array into out (a host array of the same shape and dtype) and returns it: from page-locked memory (resident.streaming.pinned_empty) the copy runs while the host goes on; read out and let it go only after the stream (stream=, else the array's) is synchronized. Into pageable memory it is finished when this returns.
         """
 
     def __dlpack__(self, *, stream: object | None = None, max_version: object | None = None, dl_device: object | None = None, copy: object | None = None) -> object: ...
@@ -77,6 +82,16 @@ def empty(shape: object, dtype: object = 'float32', device: str | None = None) -
 def to_device(host: object, device: str | None = None, stream: object | None = None) -> Array:
     """
     Copies a host (NumPy) array into a new array on the device: one counted transfer.
+    """
+
+def copy(src: object, dst: object, *, stream: object | None = None) -> None:
+    """
+    dst[...] = src between two existing arrays of one shape and element type, of any library, on any devices: device to device (ordered on the arrays' streams), between two GPUs (a peer copy), or host memory to a device and back (a counted transfer, finished when this returns). stream= orders the copy on a stream of the device.
+    """
+
+def copy_async(src: object, dst: object, *, stream: object | None = None) -> None:
+    """
+    As copy, but a copy with host memory on one side returns once queued: page-locked host memory (resident.streaming.pinned_empty) is copied while the host goes on; keep it alive and unchanged until the stream (stream=, else the device array's) is synchronized. Pageable memory is staged: an upload returns once the host memory was read, a download once it is done.
     """
 
 def from_dlpack(obj: object, stream: object | None = None) -> Array:

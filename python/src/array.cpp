@@ -284,7 +284,18 @@ void bind_array(nb::module_& m) {
         if (a.shape.size() == 1) s += ",";
         return s + "), dtype=" + rs::dlpack_dtype_name(a.dtype) + ", device=" + a.device().name() + ")";
       })
-      .def("to_host", &to_host, at_python_line(), nb::arg("stream") = nb::none(), "Copies the array into a new NumPy array (one counted transfer). Synchronizes.")
+      .def("to_host", [](const py_array& self, nb::object stream, nb::object out) {
+             return out.is_none() ? to_host(self, stream) : to_host_into(self, out, stream, true);
+           }, at_python_line(), nb::arg("stream") = nb::none(), nb::kw_only(), nb::arg("out") = nb::none(),
+           "Copies the array into a new NumPy array, or into out= (an existing C-contiguous, writable host array "
+           "of the same shape and dtype, returned): one counted transfer. Synchronizes.")
+      .def("to_host_async", [](const py_array& self, nb::handle out, nb::handle stream) {
+             return to_host_into(self, out, stream, false);
+           }, at_python_line(), nb::arg("out").none(), nb::kw_only(), nb::arg("stream") = nb::none(),
+           "Starts copying the array into out (a host array of the same shape and dtype) and returns it: from "
+           "page-locked memory (resident.streaming.pinned_empty) the copy runs while the host goes on; read out "
+           "and let it go only after the stream (stream=, else the array's) is synchronized. Into pageable "
+           "memory it is finished when this returns.")
       .def("__dlpack__", &dlpack_export, nb::kw_only(), nb::arg("stream") = nb::none(),
            nb::arg("max_version") = nb::none(), nb::arg("dl_device") = nb::none(), nb::arg("copy") = nb::none())
       .def("__dlpack_device__", &dlpack_device)

@@ -445,6 +445,11 @@ void bind_compute(nb::module_& m);
 void bind_jit(nb::module_& m);
 void bind_flow(nb::module_& m);
 void bind_programs(nb::module_& m);
+void bind_transfers(nb::module_& m);
+
+/// self copied into the host array out (same shape and dtype, C-contiguous, writable), on `stream` if
+/// given; blocking: finished when this returns. Returns out (transfers.cpp).
+nb::object to_host_into(const py_array& self, nb::handle out, nb::handle stream, bool blocking);
 
 }  // namespace resident::py
 
