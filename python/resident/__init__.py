@@ -36,6 +36,8 @@ from ._core import Flow, Graph, capture, Stream, Event
 from ._core import set_pool_limit, clear_pool_limit, pool_limit, trim_pool, set_pool_caching, pool_caching
 from ._core import reset_pool_peak
 from ._pool import PoolStats, pool_stats
+from ._device import DeviceProperties, device_properties
+from ._core import cuda_compiled, debug_checks, debug_sync, library_version
 
 
 # The exception classes (Error and its subclasses, with their hierarchy and documentation) are made by
@@ -189,7 +191,8 @@ __all__ = ["Array", "Flow", "Graph", "capture", "Stream", "Event", "matmul", "op
            "copy", "copy_async",
            "to_numba",
            "default_device", "cuda_device_count", "cuda_unavailable_reason", "synchronize", "ledger", "transfer_policy",
-           "sum", "min", "max", "pool_stats", "PoolStats", "set_pool_limit", "clear_pool_limit", "pool_limit",
+           "sum", "min", "max", "pool_stats", "PoolStats", "device_properties", "DeviceProperties", "cuda_compiled",
+           "debug_checks", "debug_sync", "library_version", "set_pool_limit", "clear_pool_limit", "pool_limit",
            "trim_pool", "set_pool_caching", "pool_caching", "reset_pool_peak", "random", "jit", "stage", "fuse", "stream", "streaming", "profile", "dist",
            *_core._error_names]
 from importlib import metadata as _metadata

@@ -260,6 +260,13 @@ def fill_integers(x: object, seed: int, low: int, high: int, offset: int = 0, st
 def sum(x: object, stream: object | None = None) -> int | float: ...
 
 def _pool_stats(device: str | None = None) -> dict: ...
+def _device_properties(device: str | None = None) -> dict: ...
+
+# What this build of the C++ library contains (config.hpp) and its version.
+cuda_compiled: bool
+debug_checks: bool
+debug_sync: bool
+library_version: str
 
 def set_pool_limit(bytes: int | str, device: str | None = None) -> None:
     """Caps the bytes the device's pool may have in use at once (an int, or a text such as '512MiB'); an allocation past it raises OutOfMemory. 0 is refused: clear_pool_limit lifts a limit."""

@@ -446,6 +446,7 @@ void bind_jit(nb::module_& m);
 void bind_flow(nb::module_& m);
 void bind_programs(nb::module_& m);
 void bind_transfers(nb::module_& m);
+void bind_device(nb::module_& m);
 
 /// self copied into the host array out (same shape and dtype, C-contiguous, writable), on `stream` if
 /// given; blocking: finished when this returns. Returns out (transfers.cpp).

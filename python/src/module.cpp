@@ -102,6 +102,7 @@ NB_MODULE(_core, m) {
   resident::py::bind_streams(m);
   resident::py::bind_array(m);
   resident::py::bind_transfers(m);
+  resident::py::bind_device(m);
   resident::py::bind_compute(m);
   resident::py::bind_jit(m);
   resident::py::bind_programs(m);
