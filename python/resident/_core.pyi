@@ -323,6 +323,11 @@ class Graph:
         Runs the captured work again, asynchronously, on the device's default stream (where arrays' own work runs): after the work queued before it, and later work sees its results.
         """
 
+    def update(self, work: object) -> None:
+        """
+        Records the resident work that work() issues into this graph in place, keeping its instantiation (the way to change scalars between replays): on CUDA the new work must launch the same kernels in the same order and dependencies (else InvalidArgument: capture a new graph); on the CPU a replay calls work() from now on.
+        """
+
     @property
     def kernels(self) -> int:
         """Kernels one replay launches."""

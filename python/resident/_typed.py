@@ -127,7 +127,8 @@ def wrap_core(core):
             setattr(op, name, staticmethod(_typed(f, "resident.op." + name)))
     # The methods of the classes whose calls are not on a hot path (a wrapper is one Python frame more).
     # Graph.replay is hot and refuses a wrong call itself.
-    for cls, names in ((core.Flow, None), (core.Array, ("to_host", "to_host_async", "__dlpack__", "__dlpack_device__"))):
+    for cls, names in ((core.Flow, None), (core.Array, ("to_host", "to_host_async", "__dlpack__", "__dlpack_device__")),
+                       (core.Graph, ("update",))):
         for name, f in list(vars(cls).items()):
             if type(f).__name__ == "nb_method" and (name in names if names else not name.startswith("__")):
                 setattr(cls, name, _typed(f, f"resident.{cls.__name__}.{name}"))

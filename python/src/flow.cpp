@@ -3,6 +3,8 @@
 #include "bindings.hpp"
 
 #include <chrono>
+#include <shared_mutex>
+#include <thread>
 
 #include "resident/detail/cuda_runtime.hpp"
 #include "resident/flow/flow.hpp"
@@ -111,6 +113,34 @@ std::function<void(rs::stream_ref)> python_work(callable_cell held) {
   };
 }
 
+// The work a graph records: fn's resident work on s. On CUDA it runs once, while recorded, its error as
+// it is; a CPU replay runs it again, its error then a StageError, as a flow's stage's (errors.cpp).
+std::function<void()> recorded(callable_cell cell, rs::stream_ref s) {
+  auto work = python_work(std::move(cell));
+  return [work, s] {
+    if (s.device().is_cuda()) return work(s);
+    try {
+      work(s);
+    } catch (const std::exception& x) {
+      std::throw_with_nested(rs::stage_error("captured work", std::string("the captured work failed: ") + x.what()));
+    }
+  };
+}
+
+// A CUDA graph's update has it to itself (replays launch the executable graph the update rewrites). The
+// updating thread is known, so that its own work replaying or updating the graph is refused rather than
+// waiting for itself. A CPU graph needs none of this: the C++ graph's turn orders its replays and
+// updates, and refuses one from inside the other.
+struct update_turn {
+  std::shared_mutex m;
+  std::atomic<std::thread::id> updater{};
+  void refuse_inside(const char* what) const {
+    if (updater.load() == std::this_thread::get_id())
+      throw rs::invalid_argument(std::string("Graph.") + what + " from inside the same graph's update; call it after "
+                                 "update returns");
+  }
+};
+
 // A captured graph and what its work needs alive: the Python callables (inside the work, which a CPU
 // replay calls again: the Flow it was captured from, or cells of its own) and the arrays the stages
 // declared. Replays run on the device's default stream, where arrays' own work runs: ordered after the
@@ -121,7 +151,9 @@ struct py_graph {
   std::shared_ptr<const void> stream_owner;   // the flow or stream the work was captured on
   std::vector<std::shared_ptr<const void>> keep;
   nb::object flow;                            // the Flow captured from, which holds the callables
-  std::vector<callable_cell> callables;       // capture()'s own work
+  std::vector<callable_cell> callables;       // capture()'s (or the last update()'s) own work
+  rs::stream_ref recorded_on;                 // the stream captured on, where an update records
+  std::shared_ptr<update_turn> turn = std::make_shared<update_turn>();
 
   // Asynchronous on CUDA (the GIL is released around the launch, which may wait for room in the
   // launch queue); on the CPU the captured Python work runs inside (it takes the GIL back: see python_work).
@@ -131,8 +163,38 @@ struct py_graph {
     if (h && !stream.device().is_cuda())
       throw rs::invalid_argument("Graph.replay: a graph of " + stream.device().name() + " takes no stream");
     const rs::stream_ref s = h ? rs::stream_ref(stream.device(), native_of(*h)) : stream;
+    if (!s.device().is_cuda()) {
+      gil_released unlocked;
+      g.replay(s);
+      return;
+    }
+    turn->refuse_inside("replay");
     gil_released unlocked;
+    const std::shared_lock<std::shared_mutex> shared(turn->m);
     g.replay(s);
+  }
+
+  // Records the resident work fn() issues into this graph in place (graph::update): the new work must
+  // have the captured graph's shape on CUDA; on the CPU a replay calls fn() from now on.
+  void update(nb::object fn) {
+    check_called_bare(fn, "Graph.update: the work");
+    callable_cell cell = cell_of(std::move(fn));
+    std::function<void()> work = recorded(cell, recorded_on);
+    if (!recorded_on.device().is_cuda()) {
+      gil_released unlocked;
+      g.update(recorded_on, work);
+    } else {
+      turn->refuse_inside("update");
+      gil_released unlocked;
+      const std::unique_lock<std::shared_mutex> alone(turn->m);
+      turn->updater.store(std::this_thread::get_id());
+      struct done {
+        update_turn& t;
+        ~done() { t.updater.store(std::thread::id{}); }
+      } clear{*turn};
+      g.update(recorded_on, work);
+    }
+    callables.assign(1, std::move(cell));  // the old work is not called again
   }
 };
 
@@ -199,6 +261,7 @@ struct py_flow {
       g.g = f->capture();
     }
     g.stream = rs::default_stream(f->stream().device());
+    g.recorded_on = f->stream();
     g.stream_owner = f;
     g.keep = keep;
     return g;
@@ -233,19 +296,13 @@ py_graph capture(nb::object fn, const std::optional<std::string>& dev) {
   g.stream = rs::default_stream(own->device());
   g.stream_owner = own;
   g.callables.push_back(cell_of(std::move(fn)));
-  auto work = python_work(g.callables.back());
   const rs::stream_ref s = own->ref();
+  g.recorded_on = s;
+  std::function<void()> work = recorded(g.callables.back(), s);
   {
     gil_released unlocked;
     s.wait_for(rs::default_stream(s.device()));  // after the work queued so far, as a flow starts
-    g.g = rs::graph::capture(s, [work, s] {
-      if (s.device().is_cuda()) return work(s);  // runs once, during the capture: its error as it is
-      try {  // a CPU replay runs the work: its error a StageError, as a flow's stage's (errors.cpp)
-        work(s);
-      } catch (const std::exception& x) {
-        std::throw_with_nested(rs::stage_error("captured work", std::string("the captured work failed: ") + x.what()));
-      }
-    });
+    g.g = rs::graph::capture(s, std::move(work));
   }
   return g;
 }
@@ -326,6 +383,11 @@ void bind_flow(nb::module_& m) {
                                nb::cast<std::string>(nb::repr(args)) +
                                (kwargs.size() ? " and " + nb::cast<std::string>(nb::repr(kwargs)) : std::string()));
       })
+      .def("update", &py_graph::update, nb::arg("work").none(),
+           "Records the resident work that work() issues into this graph in place, keeping its instantiation "
+           "(the way to change scalars between replays): on CUDA the new work must launch the same kernels in "
+           "the same order and dependencies (else InvalidArgument: capture a new graph); on the CPU a replay "
+           "calls work() from now on.")
       .def_prop_ro("kernels", [](const py_graph& g) { return g.g.kernels(); }, "Kernels one replay launches.");
   nb::class_<py_flow>(m, "Flow", nb::type_slots(flow_slots), "Named stages of Python work with dependencies, independent ones on concurrent "
                                  "streams; resident calls inside a stage run on the stage's stream.")
