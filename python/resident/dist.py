@@ -32,7 +32,7 @@ from . import _compat, _core, _protocols, _typed
 from . import Error, LibraryError, InvalidArgument, InvalidType, ShapeMismatch
 
 __all__ = ["ShardedArray", "Communicator", "Timeout", "shard", "from_shards", "apply", "sum", "min", "max",
-           "copy", "extent_of"]
+           "copy", "extent_of", "random"]
 
 
 class Timeout(LibraryError, TimeoutError):
@@ -641,6 +641,11 @@ def copy(src, dst):
     @raises InvalidType for anything that is not an array; InvalidArgument for a read-only dst."""
     _core._copy_array(src, dst)
 
+
+from . import random as _random  # noqa: E402
+from . import _dist_random as random  # noqa: E402 (resident.dist.random: fills of sharded arrays)
+
+_random._SHARDED = (ShardedArray,)  # resident.random.fill_* of a sharded array fills it as one
 
 # A missing argument or an unknown keyword: InvalidType, as the core's functions raise.
 _typed.functions_typed(globals(), ["shard", "from_shards", "apply", "sum", "min", "max", "copy", "extent_of"],

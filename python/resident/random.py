@@ -5,28 +5,60 @@ object with ``__cuda_stream__``, a PyTorch, CuPy or Numba stream, or an int hand
 current stream of the array's library; it does not wait for the device (see docs/python.md, Streams).
 A stream is a cycle of 2^64 values: value i is value (offset + i) mod 2^64, so a fill running past the
 last value goes on from value 0 (as the C++ generators do)."""
+import operator
+
 from . import _core
+
+# (resident.dist.ShardedArray,) once resident.dist is imported: a sharded array is filled by
+# resident.dist.random, each shard at its place in the whole (an empty tuple matches nothing).
+_SHARDED = ()
+
+
+def _sharded():
+    from . import _dist_random
+    return _dist_random
+
+
+def _offset(v, what):
+    """An offset as an int from 0 to 2^64 - 1, refused as the core refuses it (the sharded fills add the
+    shards' places to it, so it is checked before)."""
+    if isinstance(v, bool) or not hasattr(type(v), "__index__"):
+        raise _core.InvalidType(f"{what}: offset={v!r} is not an integer")
+    i = operator.index(v)
+    if not 0 <= i < 1 << 64:
+        raise _core.InvalidArgument(f"{what}: offset={i} is out of range: give 0 to {(1 << 64) - 1}")
+    return i
 
 
 def fill_uniform(x, seed, offset=0, low=0.0, high=1.0, stream=None):
-    """x[i] = value (offset + i) of the uniform stream `seed`, in [low, high). float32 or float64."""
+    """x[i] = value (offset + i) of the uniform stream `seed`, in [low, high). float32 or float64. A
+    resident.dist.ShardedArray is filled as one array (resident.dist.random.fill_uniform)."""
+    if isinstance(x, _SHARDED):
+        return _sharded().fill_uniform(x, seed, offset, low, high, stream)
     _core.fill_uniform(x, seed, offset, low, high, stream)
 
 
 def fill_normal(x, seed, offset=0, mean=0.0, sd=1.0, stream=None):
-    """x[i] = value (offset + i) of the normal stream `seed`. float32 or float64."""
+    """x[i] = value (offset + i) of the normal stream `seed`. float32 or float64 (a ShardedArray too)."""
+    if isinstance(x, _SHARDED):
+        return _sharded().fill_normal(x, seed, offset, mean, sd, stream)
     _core.fill_normal(x, seed, offset, mean, sd, stream)
 
 
 def fill_bits(x, seed, offset=0, stream=None):
-    """x[i] = raw Philox word (offset + i) of stream `seed`. uint32."""
+    """x[i] = raw Philox word (offset + i) of stream `seed`. uint32 (a ShardedArray too)."""
+    if isinstance(x, _SHARDED):
+        return _sharded().fill_bits(x, seed, offset, stream)
     _core.fill_bits(x, seed, offset, stream)
 
 
 def fill_integers(x, seed, low, high, offset=0, stream=None):
     """x[i] = value (offset + i) of the integer stream `seed`, uniform in [low, high) (high excluded; the
     widest range is [min, max) of the type: every word is fill_bits). int32 or uint32.
-    @raises InvalidArgument for bounds outside the element type's range or low >= high, before any work."""
+    @raises InvalidArgument for bounds outside the element type's range or low >= high, before any work.
+    A ShardedArray is filled as one array."""
+    if isinstance(x, _SHARDED):
+        return _sharded().fill_integers(x, seed, low, high, offset, stream)
     _core.fill_integers(x, seed, low, high, offset, stream)
 
 
