@@ -46,6 +46,7 @@ def _auto_progress_bytes():
 _last = threading.local()
 _COMPUTED = ("float32", "float64", "int32", "int64", "uint32", "uint64")
 _MAX_DEPTH = 16  # the chunk loop's (src/out_of_core/chunk_loop.cpp)
+_MAX_HOST_THREADS = 256  # the chunk loop's too
 
 
 def _error(kind, message):
@@ -165,7 +166,8 @@ def _work_chain(work, reduce):
     return None, chain
 
 
-def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=None, progress=None):
+def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=None, progress=None,
+           host_threads=None, timeline=False):
     """Streams host data through ``work`` in chunks and returns the result.
 
     work: a ``resident.op`` program (compiled as its calls are: ``program.engine`` says whether it was),
@@ -179,7 +181,11 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
     chunks in flight (1 to 16); both chosen when None, as in C++ (out_of_core_options). device: where the
     chunks run (default: the default device). progress: a callable (elements done, total) called after
     each chunk; True for a bar (tqdm, else a line on stderr); None shows a tqdm bar on runs of 1 GiB or
-    more when tqdm is installed and stderr is a terminal; False never.
+    more when tqdm is installed and stderr is a terminal; False never. host_threads: threads that copy
+    pageable host memory to and from the pinned staging on a GPU (1 to 256; None or 0: chosen, as in C++).
+    timeline: True records when each chunk crossed each stage (``last_summary()["timeline"]``: per chunk
+    its index, first element, count and the upload, kernel and download begin and end in ms since the
+    call started; GPU events, the host clock on the CPU).
 
     Releases the GIL while the chunks run; synchronizes (returns when out is written). How the call ran
     (chunks, depth, bytes, seconds) is ``resident.streaming.last_summary()``.
@@ -202,6 +208,12 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
         raise _error("InvalidArgument", f"resident.stream: chunk={chunk}{' is negative' if chunk < 0 else ''}; give "
                      "elements per chunk from 1 to 2^56 - 1, "
                      "or 0 (or None) to let the call choose")
+    threads = _integer(host_threads, "host_threads", "host copy threads") or 0
+    if not 0 <= threads <= _MAX_HOST_THREADS:
+        raise _error("InvalidArgument", f"resident.stream: host_threads={threads}; give 1 to {_MAX_HOST_THREADS} host "
+                     "copy threads, or 0 (or None) to let the call choose")
+    if not isinstance(timeline, bool):
+        raise _error("InvalidType", f"resident.stream: timeline={timeline!r}; give True or False")
     if progress is not None and not isinstance(progress, bool) and not callable(progress):
         raise _error("InvalidType", f"resident.stream: progress={progress!r}; give a callable (done, total), True, "
                      "False or None")
@@ -255,9 +267,10 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
 
             def compiled(chain):
                 pipe, _ = chain.build([dtype], target)
-                return _guarded(_core._stream_chain, pipe, hosts, ov, c, d, dev, callback)
+                return _guarded(_core._stream_chain, pipe, hosts, ov, c, d, dev, callback, threads, timeline)
             _last.summary = _program._run(program, dtype, False, compiled,
-                                          lambda: _core._stream_program(program, hosts[0], ov, c, d, dev, callback),
+                                          lambda: _core._stream_program(program, hosts[0], ov, c, d, dev, callback, threads,
+                                                                                timeline),
                                           target)
             return o
         dtypes = [_dtype_name(h) for h in hosts]
@@ -266,11 +279,11 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
             if out is not None:
                 raise _error("InvalidArgument", "resident.stream: a reduction returns its value; out= is not used")
             value, _last.summary = _guarded(_core._stream_chain_reduce, pipe, hosts, value_dtype or dtypes[0], c, d,
-                                            dev, callback)
+                                            dev, callback, threads, timeline)
             return value
         o = _np.empty(shape, dtype=value_dtype or dtypes[0]) if out is None else out
         ov = _host(o, "out", writable=True)
-        _last.summary = _guarded(_core._stream_chain, pipe, hosts, ov, c, d, dev, callback)
+        _last.summary = _guarded(_core._stream_chain, pipe, hosts, ov, c, d, dev, callback, threads, timeline)
         return o
     finally:
         if bar is not None:
@@ -279,8 +292,9 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
 
 def last_summary():
     """How this thread's last ``stream`` call ran: elements, chunks, chunk_elements, depth, h2d_bytes,
-    d2h_bytes, device_bytes, pinned_input, pinned_output, host_threads, seconds (None before any, and
-    after a call that ended early)."""
+    d2h_bytes, device_bytes, pinned_input, pinned_output, host_threads, seconds, and timeline (a list of
+    one dict per chunk with timeline=True, else None); None before any call, and after one that ended
+    early."""
     return getattr(_last, "summary", None)
 
 

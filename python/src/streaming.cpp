@@ -42,7 +42,10 @@ jit::host_operand operand_of(const A& a) {
   return {a.data(), a.size(), element_of(a.dtype())};
 }
 
-rs::out_of_core_options options_of(const int_arg<std::int64_t>& chunk_, const int_arg<int>& depth_, const std::optional<std::string>& dev) {
+// The call's options; `timeline` (when not null) is filled with one entry per chunk.
+rs::out_of_core_options options_of(const int_arg<std::int64_t>& chunk_, const int_arg<int>& depth_,
+                                   const std::optional<std::string>& dev, const int_arg<int>& host_threads,
+                                   std::vector<rs::chunk_timing>* timeline) {
   const std::int64_t chunk = chunk_.get("resident.stream", "chunk");
   const int depth = depth_.get("resident.stream", "depth");
   if (chunk < 0) throw rs::invalid_argument("resident.stream: chunk " + std::to_string(chunk) + " is negative; give "
@@ -50,6 +53,8 @@ rs::out_of_core_options options_of(const int_arg<std::int64_t>& chunk_, const in
   rs::out_of_core_options o;
   o.chunk_elements = std::size_t(chunk);
   o.depth = depth;
+  o.host_threads = host_threads.get("resident.stream", "host_threads");  // its range: the C++ call's
+  o.timeline = timeline;
   o.target = dev ? rs::parse_device(*dev) : rs::default_device();
   rs::require(o.target);
   return o;
@@ -64,7 +69,8 @@ jit::out_of_core_progress progress_of(nb::object progress) {
   };
 }
 
-nb::dict summary_dict(const rs::out_of_core_summary& s) {
+// How the call ran; "timeline": one dict per chunk when it was asked for, else None.
+nb::dict summary_dict(const rs::out_of_core_summary& s, const std::optional<std::vector<rs::chunk_timing>>& timeline) {
   nb::dict d;
   d["elements"] = s.elements;
   d["chunks"] = s.chunks;
@@ -77,6 +83,25 @@ nb::dict summary_dict(const rs::out_of_core_summary& s) {
   d["pinned_output"] = s.pinned_output;
   d["host_threads"] = s.host_threads;
   d["seconds"] = s.seconds;
+  nb::object t = nb::none();
+  if (timeline) {
+    nb::list l;
+    for (const rs::chunk_timing& c : *timeline) {
+      nb::dict e;
+      e["index"] = c.index;
+      e["first"] = c.first;
+      e["count"] = c.count;
+      e["upload_begin_ms"] = c.upload_begin_ms;
+      e["upload_end_ms"] = c.upload_end_ms;
+      e["kernel_begin_ms"] = c.kernel_begin_ms;
+      e["kernel_end_ms"] = c.kernel_end_ms;
+      e["download_begin_ms"] = c.download_begin_ms;
+      e["download_end_ms"] = c.download_end_ms;
+      l.append(e);
+    }
+    t = l;
+  }
+  d["timeline"] = t;
   return d;
 }
 
@@ -101,11 +126,14 @@ std::uint64_t bytes_of(const std::vector<jit::host_operand>& in) {
 }
 
 nb::dict stream_chain(const jit::pipeline& chain, const std::vector<host_in>& xs, host_out out, int_arg<std::int64_t> chunk,
-                      int_arg<int> depth, const std::optional<std::string>& dev, nb::object progress) {
+                      int_arg<int> depth, const std::optional<std::string>& dev, nb::object progress,
+                      int_arg<int> host_threads, bool timeline) {
   std::vector<jit::host_operand> in;
   for (const auto& x : xs) in.push_back(operand_of(x));
   const jit::host_operand o = operand_of(out);
-  const rs::out_of_core_options opt = options_of(chunk, depth, dev);
+  std::optional<std::vector<rs::chunk_timing>> times;
+  if (timeline) times.emplace();
+  const rs::out_of_core_options opt = options_of(chunk, depth, dev, host_threads, times ? &*times : nullptr);
   const auto cb = progress_of(progress);
   stream_call call(opt, bytes_of(in), bytes_of({o}), o.size);
   rs::out_of_core_summary s;
@@ -113,11 +141,12 @@ nb::dict stream_chain(const jit::pipeline& chain, const std::vector<host_in>& xs
     gil_released unlocked;
     s = jit::out_of_core(chain, in, o, opt, cb);
   }
-  return summary_dict(s);
+  return summary_dict(s, times);
 }
 
 nb::tuple stream_chain_reduce(const jit::pipeline& chain, const std::vector<host_in>& xs, const std::string& dtype,
-                              int_arg<std::int64_t> chunk, int_arg<int> depth, const std::optional<std::string>& dev, nb::object progress) {
+                              int_arg<std::int64_t> chunk, int_arg<int> depth, const std::optional<std::string>& dev, nb::object progress,
+                              int_arg<int> host_threads, bool timeline) {
   std::vector<jit::host_operand> in;
   for (const auto& x : xs) in.push_back(operand_of(x));
   jit::element r;
@@ -129,7 +158,9 @@ nb::tuple stream_chain_reduce(const jit::pipeline& chain, const std::vector<host
   else if (dtype == "uint64") r = jit::element::u64;
   else throw rs::invalid_argument("resident.stream: unknown value type '" + dtype + "'");
   refuse_empty_extreme(chain, in.empty() ? 0 : in[0].size, "resident.stream");
-  const rs::out_of_core_options opt = options_of(chunk, depth, dev);
+  std::optional<std::vector<rs::chunk_timing>> times;
+  if (timeline) times.emplace();
+  const rs::out_of_core_options opt = options_of(chunk, depth, dev, host_threads, times ? &*times : nullptr);
   const auto cb = progress_of(progress);
   stream_call call(opt, bytes_of(in), 0, in.empty() ? 0 : in[0].size);
   alignas(8) unsigned char value[8] = {};
@@ -152,13 +183,16 @@ nb::tuple stream_chain_reduce(const jit::pipeline& chain, const std::vector<host
     case jit::element::u32: v = nb::int_(as(std::uint32_t{})); break;
     case jit::element::u64: v = nb::int_(as(std::uint64_t{})); break;
   }
-  return nb::make_tuple(v, summary_dict(s));
+  return nb::make_tuple(v, summary_dict(s, times));
 }
 
 nb::dict stream_program(const rs::program& p, host_in x, host_out out, int_arg<std::int64_t> chunk, int_arg<int> depth,
-                        const std::optional<std::string>& dev, nb::object progress) {
+                        const std::optional<std::string>& dev, nb::object progress, int_arg<int> host_threads,
+                        bool timeline) {
   const jit::host_operand i = operand_of(x), o = operand_of(out);
-  const rs::out_of_core_options opt = options_of(chunk, depth, dev);
+  std::optional<std::vector<rs::chunk_timing>> times;
+  if (timeline) times.emplace();
+  const rs::out_of_core_options opt = options_of(chunk, depth, dev, host_threads, times ? &*times : nullptr);
   const auto cb = progress_of(progress);
   stream_call call(opt, bytes_of({i}), bytes_of({o}), o.size);
   rs::out_of_core_summary s;
@@ -166,7 +200,7 @@ nb::dict stream_program(const rs::program& p, host_in x, host_out out, int_arg<s
     gil_released unlocked;
     s = jit::out_of_core(p, i, o, opt, cb);
   }
-  return summary_dict(s);
+  return summary_dict(s, times);
 }
 
 // A NumPy array over a new pinned_buffer (page-locked when a GPU answers): streamed without staging.
@@ -193,11 +227,14 @@ nb::object pinned_empty(int_arg<std::size_t> n_, const std::string& dtype) {
 void bind_streaming(nb::module_& m) {
   m.def("_pinned_empty", &pinned_empty, nb::arg("n"), nb::arg("dtype"));
   m.def("_stream_chain", &stream_chain, nb::arg("chain"), nb::arg("inputs"), nb::arg("out"), nb::arg("chunk") = 0,
-        nb::arg("depth") = 0, nb::arg("device") = nb::none(), nb::arg("progress") = nb::none());
+        nb::arg("depth") = 0, nb::arg("device") = nb::none(), nb::arg("progress") = nb::none(),
+        nb::arg("host_threads") = 0, nb::arg("timeline") = false);
   m.def("_stream_chain_reduce", &stream_chain_reduce, nb::arg("chain"), nb::arg("inputs"), nb::arg("dtype"),
-        nb::arg("chunk") = 0, nb::arg("depth") = 0, nb::arg("device") = nb::none(), nb::arg("progress") = nb::none());
+        nb::arg("chunk") = 0, nb::arg("depth") = 0, nb::arg("device") = nb::none(), nb::arg("progress") = nb::none(),
+        nb::arg("host_threads") = 0, nb::arg("timeline") = false);
   m.def("_stream_program", &stream_program, nb::arg("program"), nb::arg("x"), nb::arg("out"), nb::arg("chunk") = 0,
-        nb::arg("depth") = 0, nb::arg("device") = nb::none(), nb::arg("progress") = nb::none());
+        nb::arg("depth") = 0, nb::arg("device") = nb::none(), nb::arg("progress") = nb::none(),
+        nb::arg("host_threads") = 0, nb::arg("timeline") = false);
   m.def("_parse_bytes", [](const std::string& text) { return rs::detail::parse_bytes(text); }, nb::arg("text"),
         "A byte count as RESIDENT_POOL_LIMIT reads it (2GiB, 512MiB, 1000000), or None.");
 }
