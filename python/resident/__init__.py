@@ -1,8 +1,8 @@
 """resident: GPU data pipelines whose data stays on the device.
 
 Arrays are shared with NumPy, PyTorch, CuPy and Numba at zero copy (DLPack and the CUDA Array
-Interface, with the stream handshake); data moves between host and device only through `to_device` and
-`Array.to_host`, each counted in the ledger; random numbers are generated into existing arrays, resident's
+Interface, with the stream handshake); data moves between host and device only through `to_device`,
+`Array.to_host` and `copy`, each counted in the ledger; random numbers are generated into existing arrays, resident's
 or another library's. Errors are `resident.Error` subclasses carrying the C++ message.
 
     import numpy as np, resident as rs

@@ -177,7 +177,7 @@ def test_what_is_no_array_is_invalid_type_everywhere(thing):
 
 def test_a_sharded_array_is_named_with_what_to_use_instead():
     x = rs.dist.shard(VALUES.astype(np.float32), ["cpu", "cpu"])
-    for call in (rs.sum, rs.min, rs.max, rs.from_dlpack, rs.to_device, lambda t: rs.random.fill_uniform(t, seed=1),
+    for call in (rs.sum, rs.min, rs.max, rs.from_dlpack, rs.to_device, lambda t: rs.copy(t, np.zeros(6, np.float32)),
                  lambda t: rs.matmul(t, t), lambda t: (rs.op.sqrt() | rs.op.abs()).sum(t),
                  lambda t: rs.dist.copy(t, rs.empty(6))):
         with pytest.raises(rs.InvalidType, match=r"ShardedArray.*rs\.dist\.sum.*x\.to_host\(\).*x\.shards"):
@@ -185,6 +185,9 @@ def test_a_sharded_array_is_named_with_what_to_use_instead():
     with pytest.raises(rs.InvalidType, match="ShardedArray"):
         rs.Flow(device="cpu").add("s", lambda: None, reads=[x])
     assert rs.dist.sum(x) == pytest.approx(float(np.sum(VALUES)), rel=1e-6)  # the way it names works
+    # A random fill is one fill of the whole (resident.dist.random; test_dist_random.py compares the values).
+    rs.random.fill_uniform(x, seed=1)
+    assert x.to_host().tobytes() != VALUES.astype(np.float32).tobytes()
 
 
 class StreamRecorder:
