@@ -584,7 +584,12 @@ def _reduce(x, op, work):
         # part raises as resident.min of an empty array does (in every process: x.size is the whole's).
         shards = [s for s in shards if s.size > 0] or (x.shards[:1] if x.size == 0 else [])
     made = _np.dtype(_values_dtype(x, chain, work))  # what work makes of x's values (x's own without work)
-    value = _combine(_each(part, shards), op) if shards else _identity(made, op)
+    if not shards:
+        value = _identity(made, op)
+    elif work is None:  # every shard's reduction launched at once, then read (devices side by side)
+        value = _combine(_core._reduce_each(list(shards), op), op)
+    else:
+        value = _combine(_each(part, shards), op)
     if op == "sum" and isinstance(value, int) and not isinstance(value, bool):
         # Integer sums add in 64 bits and wrap, as resident.sum (and a chain's sum) of the whole would,
         # signed or not as the values summed are.

@@ -3,6 +3,11 @@
 #include "bindings.hpp"
 
 #include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
 
 #include "ops.hpp"
 #include "resident/fuse/program.hpp"
@@ -105,6 +110,34 @@ nb::object any_reduce(nb::object x, reduction r, nb::object stream) {
     }
     return nb::cast(v);
   });
+}
+
+// The reductions of several arrays (a sharded array's shards) launched all at once, each into a value
+// on its own device, then read: the devices reduce side by side, where one call per shard in turn (or a
+// thread per shard, waking in turn) left each device idle while another was read.
+nb::list reduce_each(const nb::list& xs, reduction r) {
+  std::vector<py_array> arrays;
+  for (nb::handle x : xs) {
+    arrays.push_back(from_dlpack(nb::borrow(x)));
+    if (arrays.back().size() == 0 && r != reduction::sum)  // as any_reduce: a sum of none is 0, a min is not
+      throw rs::invalid_argument(std::string(r == reduction::min ? "min" : "max") + " of an empty array: it has no elements");
+  }
+  using value = std::variant<double, std::int64_t, std::uint64_t>;
+  std::vector<std::function<value()>> reads;
+  std::vector<value> values;
+  {
+    gil_released unlocked;
+    for (py_array& a : arrays)
+      visit(a.dtype, [&](auto t) {
+        using T = decltype(t);
+        auto out = std::make_shared<array<reduced_type<T>>>(reduce_into(a.ref<T>(), r));
+        reads.push_back([out] { return value(out->to_host()[0]); });
+      });
+    for (auto& read : reads) values.push_back(read());
+  }
+  nb::list result;
+  for (const value& v : values) std::visit([&](auto x) { result.append(nb::cast(x)); }, v);
+  return result;
 }
 
 }  // namespace
@@ -292,6 +325,10 @@ void bind_compute(nb::module_& m) {
         nb::arg("x"), nb::arg("stream") = nb::none());
   m.def("max", [](nb::object x, nb::object stream) { return any_reduce(x, reduction::max, stream); }, at_python_line(),
         nb::arg("x"), nb::arg("stream") = nb::none());
+  m.def("_reduce_each", [](const nb::list& xs, const std::string& op) {
+        if (op != "sum" && op != "min" && op != "max") throw rs::invalid_argument("_reduce_each: op is sum, min or max");
+        return reduce_each(xs, op == "sum" ? reduction::sum : op == "min" ? reduction::min : reduction::max);
+      }, at_python_line(), nb::arg("xs"), nb::arg("op"));
 
 }
 

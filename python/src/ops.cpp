@@ -52,6 +52,20 @@ reduced_type<T> reduce(array_ref<T> a, reduction r) {
   return 0;
 }
 
+template <class T>
+array<reduced_type<T>> reduce_into(array_ref<T> a, reduction r) {
+  using R = reduced_type<T>;
+  device_scope on(a.device());
+  array<R> out(1, a.stream());
+  auto wide = map([] RESIDENT_HD(T v) { return reduced_type<T>(v); });  // min and max of widened values: exact
+  switch (r) {
+    case reduction::sum: (wide | resident::reduce(plus{}, R(0)))(a, out); break;
+    case reduction::min: (wide | resident::reduce(minimum{}, R(largest<T>())))(a, out); break;
+    case reduction::max: (wide | resident::reduce(maximum{}, R(smallest<T>())))(a, out); break;
+  }
+  return out;
+}
+
 template void fill_uniform<float>(array_ref<float>, std::uint64_t, std::uint64_t, double, double);
 template void fill_uniform<double>(array_ref<double>, std::uint64_t, std::uint64_t, double, double);
 template void fill_normal<float>(array_ref<float>, std::uint64_t, std::uint64_t, double, double);
@@ -64,5 +78,11 @@ template reduced_type<std::int32_t> reduce<std::int32_t>(array_ref<std::int32_t>
 template reduced_type<std::int64_t> reduce<std::int64_t>(array_ref<std::int64_t>, reduction);
 template reduced_type<std::uint32_t> reduce<std::uint32_t>(array_ref<std::uint32_t>, reduction);
 template reduced_type<std::uint64_t> reduce<std::uint64_t>(array_ref<std::uint64_t>, reduction);
+template array<reduced_type<float>> reduce_into<float>(array_ref<float>, reduction);
+template array<reduced_type<double>> reduce_into<double>(array_ref<double>, reduction);
+template array<reduced_type<std::int32_t>> reduce_into<std::int32_t>(array_ref<std::int32_t>, reduction);
+template array<reduced_type<std::int64_t>> reduce_into<std::int64_t>(array_ref<std::int64_t>, reduction);
+template array<reduced_type<std::uint32_t>> reduce_into<std::uint32_t>(array_ref<std::uint32_t>, reduction);
+template array<reduced_type<std::uint64_t>> reduce_into<std::uint64_t>(array_ref<std::uint64_t>, reduction);
 
 }  // namespace resident::py

@@ -29,5 +29,9 @@ using reduced_type = std::conditional_t<std::is_floating_point_v<T>, double,
 /// past their range as NumPy's int64 and uint64 sums do; min and max are exact.
 template <class T>
 reduced_type<T> reduce(array_ref<T> a, reduction r);
+/// The same reduction into a one-element array on a's device and stream, not waited for: shards of
+/// one sharded array reduce all at once, then are read (resident.dist's sum, min and max).
+template <class T>
+array<reduced_type<T>> reduce_into(array_ref<T> a, reduction r);
 
 }  // namespace resident::py

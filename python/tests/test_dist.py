@@ -222,9 +222,9 @@ print("rank", c.rank, "of", c.size, c.transport, s, lo, hi)
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(2)]
     outs = [p.communicate(timeout=180) for p in ranks]
     for p, (out, err) in zip(ranks, outs):
-        sys.stderr.write(err)  # NCCL's log, when NCCL_DEBUG asks for one (gpu_check_x2.sh checks the transport)
+        sys.stderr.write(err + out)  # NCCL's log (on stdout), when NCCL_DEBUG asks (gpu_check_x2.sh checks the transport)
         assert p.returncode == 0, err
-        words = out.split()
+        words = [line for line in out.splitlines() if line.startswith("rank ")][-1].split()  # NCCL_DEBUG logs to stdout
         assert float(words[-3]) == 100_000 * 100_001 / 2 and float(words[-2]) == 0 and float(words[-1]) == 100_000
 
 
