@@ -128,7 +128,7 @@ def wrap_core(core):
     # The methods of the classes whose calls are not on a hot path (a wrapper is one Python frame more).
     # Graph.replay is hot and refuses a wrong call itself.
     for cls, names in ((core.Flow, None), (core.Array, ("to_host", "to_host_async", "__dlpack__", "__dlpack_device__")),
-                       (core.Graph, ("update",))):
+                       (core.Graph, ("update",)), (core.Stream, None), (core.Event, None)):
         for name, f in list(vars(cls).items()):
             if type(f).__name__ == "nb_method" and (name in names if names else not name.startswith("__")):
                 setattr(cls, name, _typed(f, f"resident.{cls.__name__}.{name}"))

@@ -285,6 +285,11 @@ void bind_array(nb::module_& m) {
         return s + "), dtype=" + rs::dlpack_dtype_name(a.dtype) + ", device=" + a.device().name() + ")";
       })
       .def("to_host", [](const py_array& self, nb::object stream, nb::object out) {
+             // x.to_host(y) meant out=y: an array (even a 0-d one a handle could be read from) is no stream.
+             if (has_attr(stream, "__dlpack__") || has_attr(stream, "__cuda_array_interface__") ||
+                 (has_attr(stream, "shape") && has_attr(stream, "dtype") && !has_attr(stream, "__index__")))
+               throw rs::invalid_type("to_host(stream=None, *, out=None): the first argument is the stream; give an "
+                                      "output array as out=, e.g. x.to_host(out=y)");
              return out.is_none() ? to_host(self, stream) : to_host_into(self, out, stream, true);
            }, at_python_line(), nb::arg("stream") = nb::none(), nb::kw_only(), nb::arg("out") = nb::none(),
            "Copies the array into a new NumPy array, or into out= (an existing C-contiguous, writable host array "

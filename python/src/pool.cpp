@@ -71,10 +71,14 @@ void bind_pool(nb::module_& m) {
     rs::trim_pool(d);
   }, nb::arg("device") = nb::none(), "Returns the memory the device's pool caches to the system. Synchronizes.");
   m.def("set_pool_caching", [](nb::handle enabled, const std::optional<std::string>& dev) {
-    if (!PyBool_Check(enabled.ptr()))  // not truthiness: 'off' would be True
+    // A bool or NumPy's bool, not truthiness: 'off' would be True.
+    const std::string name = py_type_name(enabled);
+    const bool numpy_bool = (name == "bool" || name == "bool_") &&
+                            nb::cast<std::string>(nb::str(enabled.type().attr("__module__"))) == "numpy";
+    if (!PyBool_Check(enabled.ptr()) && !numpy_bool)
       throw rs::invalid_type("set_pool_caching: enabled is a " + py_type_name(enabled) + "; give True or False");
     const rs::device d = pick(dev);
-    const bool on = enabled.ptr() == Py_True;
+    const bool on = PyObject_IsTrue(enabled.ptr()) == 1;
     gil_released unlocked;  // turning it off trims the pool, which synchronizes
     rs::set_pool_caching(d, on);
   }, nb::arg("enabled").none(), nb::arg("device") = nb::none(),

@@ -27,10 +27,19 @@ py_array taken(nb::handle obj, const char* what, const char* role, bool written)
   refuse_sharded(obj, what);
   if (has_attr(obj, "flags") && has_attr(obj, "strides") && has_attr(obj, "dtype")) {  // NumPy's
     const nb::object flags = obj.attr("flags");
-    if (has_attr(flags, "c_contiguous") && !nb::cast<bool>(nb::bool_(flags.attr("c_contiguous"))))
+    // A flag read as Python's truth (np.True_, 1): nb::cast<bool> takes an exact bool only.
+    auto flag = [&](const char* name) {
+      const int v = PyObject_IsTrue(flags.attr(name).ptr());
+      if (v < 0) {
+        PyErr_Clear();
+        throw rs::invalid_type(std::string(what) + ": " + role + ".flags." + name + " cannot be read as true or false");
+      }
+      return v == 1;
+    };
+    if (has_attr(flags, "c_contiguous") && !flag("c_contiguous"))
       throw rs::invalid_argument(std::string(what) + ": " + role + " is not C-contiguous; give a C-contiguous "
                                  "array (np.ascontiguousarray, or np.empty(shape, dtype) for a destination)");
-    if (written && has_attr(flags, "writeable") && !nb::cast<bool>(nb::bool_(flags.attr("writeable"))))
+    if (written && has_attr(flags, "writeable") && !flag("writeable"))
       throw rs::invalid_argument(std::string(what) + ": " + role + " is read-only; give a writable array");
   }
   const call_stream none(nb::none(), what);  // names the call in from_dlpack's messages

@@ -220,3 +220,35 @@ def test_from_dlpack_takes_a_stream_and_gives_it_to_the_producer():
     r = StreamRecorder(a)
     np.testing.assert_array_equal(np.asarray(rs.from_dlpack(r)), VALUES)  # no stream given: asked without one
     assert r.streams == [None]
+
+
+def test_flags_and_arguments_are_read_as_python_reads_them():
+    # A NumPy-like output whose flags are NumPy's bools (or ints): read by truth, not refused as no bool.
+    class Flags:
+        c_contiguous = np.True_
+        writeable = 1
+
+    class Like:
+        def __init__(self):
+            self.a, self.flags, self.strides, self.dtype = np.zeros(3, np.float32), Flags(), (4,), "float32"
+
+        def __dlpack__(self, **kw):
+            return self.a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    out = Like()
+    rs.copy(np.arange(3, dtype=np.float32), out)
+    np.testing.assert_array_equal(out.a, [0, 1, 2])
+    x = rs.to_device(np.arange(4, dtype=np.float32), device="cpu")
+    with pytest.raises(rs.InvalidType, match="out="):
+        x.to_host(np.zeros(4, np.float32))  # the first argument is the stream
+    with pytest.raises(rs.InvalidType):
+        rs.Event("cpu").elapsed_ms(None)
+    with pytest.raises(rs.InvalidType):
+        rs.Stream("cpu").wait_for()
+    was = rs.pool_caching("cpu")
+    rs.set_pool_caching(np.False_, "cpu")
+    assert rs.pool_caching("cpu") is False
+    rs.set_pool_caching(was, "cpu")
