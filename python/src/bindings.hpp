@@ -447,6 +447,10 @@ void bind_flow(nb::module_& m);
 void bind_programs(nb::module_& m);
 void bind_transfers(nb::module_& m);
 void bind_device(nb::module_& m);
+void bind_streaming(nb::module_& m);
+void bind_profile(nb::module_& m);
+void bind_dist(nb::module_& m);
+void bind_pool(nb::module_& m);
 
 /// self copied into the host array out (same shape and dtype, C-contiguous, writable), on `stream` if
 /// given; blocking: finished when this returns. Returns out (transfers.cpp).

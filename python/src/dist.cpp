@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "bindings_38.hpp"
+#include "bindings.hpp"
 #include "resident/detail/files.hpp"
 #include "resident/dist/communicator.hpp"
 #include "resident/resident.hpp"

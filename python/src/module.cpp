@@ -7,7 +7,6 @@
 #include <string_view>
 
 #include "bindings.hpp"
-#include "bindings_38.hpp"
 
 namespace resident::py {
 

@@ -1,6 +1,6 @@
 // resident._core's memory pool controls (resident/memory/pool.hpp): figures, a limit on the bytes in use,
 // returning cached memory, caching on or off, the peak started again. resident/_pool.py names the figures.
-#include "bindings_38.hpp"
+#include "bindings.hpp"
 
 #include "resident/memory/pool.hpp"
 

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "bindings_38.hpp"
+#include "bindings.hpp"
 #include "resident/error.hpp"
 
 namespace nb = nanobind;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "bindings_38.hpp"
+#include "bindings.hpp"
 #include "resident/jit/out_of_core.hpp"
 #include "resident/resident.hpp"
 
@@ -107,7 +107,7 @@ nb::dict summary_dict(const rs::out_of_core_summary& s, const std::optional<std:
 
 // The whole streamed call as one call of the profile's (its bytes read and written, on the target).
 struct stream_call {
-  python_call_site site;
+  python_site site;
   std::optional<rs::detail::call_scope> scope;
   stream_call(const rs::out_of_core_options& o, std::uint64_t read, std::uint64_t written, std::uint64_t n) {
     rs::detail::call_facts f;
