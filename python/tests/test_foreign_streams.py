@@ -165,7 +165,7 @@ def test_the_pool_counts_and_limits_gpu_arrays():
         rs.trim_pool(dev)
         before = rs.pool_stats(dev)
         x = rs.empty(1 << 24, "float32", dev)
-        assert rs.pool_stats(dev).bytes_in_use >= before["bytes_in_use"] + (4 << 24)
+        assert rs.pool_stats(dev).bytes_in_use >= before.bytes_in_use + (4 << 24)
         rs.set_pool_limit(rs.pool_stats(dev).bytes_in_use + (1 << 20), dev)
         with pytest.raises(rs.OutOfMemory) as e:
             rs.empty(1 << 26, "float32", dev)
