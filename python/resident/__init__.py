@@ -30,6 +30,7 @@ _wrap_core(_core)  # before any name is taken from the core: wrongly typed argum
 from . import _program  # noqa: E402
 from ._core import Array, cuda_device_count, cuda_unavailable_reason, default_device, empty, from_dlpack, synchronize
 from ._core import to_device, sum, min, max  # noqa: A001 (resident's reductions, on any array)
+from ._core import cumsum, cummin, cummax
 from ._core import copy, copy_async
 from ._core import matmul, op, program
 from ._core import Flow, Graph, capture, Stream, Event
@@ -191,7 +192,7 @@ __all__ = ["Array", "Flow", "Graph", "capture", "Stream", "Event", "matmul", "op
            "copy", "copy_async",
            "to_numba",
            "default_device", "cuda_device_count", "cuda_unavailable_reason", "synchronize", "ledger", "transfer_policy",
-           "sum", "min", "max", "pool_stats", "PoolStats", "device_properties", "DeviceProperties", "cuda_compiled",
+           "sum", "min", "max", "cumsum", "cummin", "cummax", "pool_stats", "PoolStats", "device_properties", "DeviceProperties", "cuda_compiled",
            "debug_checks", "debug_sync", "library_version", "set_pool_limit", "clear_pool_limit", "pool_limit",
            "trim_pool", "set_pool_caching", "pool_caching", "reset_pool_peak", "random", "jit", "stage", "fuse", "stream", "streaming", "profile", "dist",
            *_core._error_names]

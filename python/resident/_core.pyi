@@ -259,6 +259,15 @@ def fill_integers(x: object, seed: int, low: int, high: int, offset: int = 0, st
 
 def sum(x: object, stream: object | None = None) -> int | float: ...
 
+def cumsum(x: object, out: object | None = None, *, stream: object | None = None) -> object:
+    """out[i] = x[0] + ... + x[i] over x's elements in C order, added in out's type (made when not given: x's type, 64-bit for integers)."""
+
+def cummin(x: object, out: object | None = None, *, stream: object | None = None) -> object:
+    """out[i] = min(x[0], ..., x[i]) over x's elements in C order (NaN propagates)."""
+
+def cummax(x: object, out: object | None = None, *, stream: object | None = None) -> object:
+    """out[i] = max(x[0], ..., x[i]) over x's elements in C order (NaN propagates)."""
+
 def _pool_stats(device: str | None = None) -> dict: ...
 def _device_properties(device: str | None = None) -> dict: ...
 

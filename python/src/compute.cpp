@@ -112,6 +112,41 @@ nb::object any_reduce(nb::object x, reduction r, nb::object stream) {
   });
 }
 
+// out = the inclusive scan of x's elements in C order (NumPy's axis=None); out is made when not given:
+// x's element type, a sum of integers in 64 bits (NumPy's and PyTorch's rule). Queued without a host wait.
+nb::object any_scan(nb::object x, nb::object out_obj, reduction r, nb::object stream) {
+  const char* what = r == reduction::sum ? "cumsum" : r == reduction::min ? "cummin" : "cummax";
+  const call_stream on(stream, what);
+  py_array a = from_dlpack(x);
+  const DLDataType wide = visit(a.dtype, [](auto t) { return rs::dlpack_dtype<reduced_type<decltype(t)>>(); });
+  if (out_obj.is_none()) {
+    const bool widen = r == reduction::sum && a.dtype.code != kDLFloat;
+    out_obj = nb::cast(empty_of({std::int64_t(a.size())}, widen ? wide : a.dtype, a.device()));
+  }
+  py_array o = from_dlpack(out_obj);
+  o.check_writable(what);
+  check_shapes(a, o, what);
+  if (a.size() != o.size())
+    throw rs::shape_mismatch(std::string(what) + ": the input has " + std::to_string(a.size()) + " elements, out " +
+                             std::to_string(o.size()));
+  check_overlap(a, o, what);
+  const auto same = [](DLDataType p, DLDataType q) { return p.code == q.code && p.bits == q.bits && p.lanes == q.lanes; };
+  const bool widened = r == reduction::sum && same(o.dtype, wide) && !same(o.dtype, a.dtype);
+  if (!same(o.dtype, a.dtype) && !widened)
+    throw rs::invalid_argument(std::string(what) + ": the input holds " + rs::dlpack_dtype_name(a.dtype) +
+                               "; give an out array of " + rs::dlpack_dtype_name(a.dtype) +
+                               (r == reduction::sum && !same(wide, a.dtype) ? " or " + rs::dlpack_dtype_name(wide) : "") +
+                               ", not " + rs::dlpack_dtype_name(o.dtype));
+  visit(a.dtype, [&](auto t) {
+    using T = decltype(t);
+    gil_released unlocked;
+    if (widened) scan(a.ref<T>(), o.ref<reduced_type<T>>(), r);
+    else scan(a.ref<T>(), o.ref<T>(), r);
+    o.finish_foreign();
+  });
+  return out_obj;
+}
+
 // The reductions of several arrays (a sharded array's shards) launched all at once, each into a value
 // on its own device, then read: the devices reduce side by side, where one call per shard in turn (or a
 // thread per shard, waking in turn) left each device idle while another was read.
@@ -325,6 +360,21 @@ void bind_compute(nb::module_& m) {
         nb::arg("x"), nb::arg("stream") = nb::none());
   m.def("max", [](nb::object x, nb::object stream) { return any_reduce(x, reduction::max, stream); }, at_python_line(),
         nb::arg("x"), nb::arg("stream") = nb::none());
+  struct scan_kind {
+    const char* name;
+    reduction r;
+    const char* doc;
+  };
+  for (const scan_kind& k : {
+           scan_kind{"cumsum", reduction::sum, "out[i] = x[0] + ... + x[i] over x's elements in C order, added in out's "
+                                               "type (made when not given: x's type, 64-bit for integers)."},
+           scan_kind{"cummin", reduction::min, "out[i] = min(x[0], ..., x[i]) over x's elements in C order (NaN "
+                                               "propagates)."},
+           scan_kind{"cummax", reduction::max, "out[i] = max(x[0], ..., x[i]) over x's elements in C order (NaN "
+                                               "propagates)."}})
+    m.def(k.name, [r = k.r](nb::object x, nb::object out, nb::object stream) { return any_scan(x, out, r, stream); },
+          at_python_line(), nb::arg("x"), nb::arg("out") = nb::none(), nb::kw_only(), nb::arg("stream") = nb::none(),
+          k.doc);
   m.def("_reduce_each", [](const nb::list& xs, const std::string& op) {
         if (op != "sum" && op != "min" && op != "max") throw rs::invalid_argument("_reduce_each: op is sum, min or max");
         return reduce_each(xs, op == "sum" ? reduction::sum : op == "min" ? reduction::min : reduction::max);

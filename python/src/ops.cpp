@@ -66,6 +66,17 @@ array<reduced_type<T>> reduce_into(array_ref<T> a, reduction r) {
   return out;
 }
 
+template <class T, class U>
+void scan(array_ref<T> a, array_ref<U> out, reduction r) {
+  if (r == reduction::sum) return resident::inclusive_scan(plus{})(a, out);
+  if constexpr (std::is_same_v<T, U>) {
+    if (r == reduction::min) return resident::inclusive_scan(minimum{})(a, out);
+    return resident::inclusive_scan(maximum{})(a, out);
+  } else {
+    throw resident::invalid_argument("scan: the least or greatest of the values is written in their own type");
+  }
+}
+
 template void fill_uniform<float>(array_ref<float>, std::uint64_t, std::uint64_t, double, double);
 template void fill_uniform<double>(array_ref<double>, std::uint64_t, std::uint64_t, double, double);
 template void fill_normal<float>(array_ref<float>, std::uint64_t, std::uint64_t, double, double);
@@ -84,5 +95,16 @@ template array<reduced_type<std::int32_t>> reduce_into<std::int32_t>(array_ref<s
 template array<reduced_type<std::int64_t>> reduce_into<std::int64_t>(array_ref<std::int64_t>, reduction);
 template array<reduced_type<std::uint32_t>> reduce_into<std::uint32_t>(array_ref<std::uint32_t>, reduction);
 template array<reduced_type<std::uint64_t>> reduce_into<std::uint64_t>(array_ref<std::uint64_t>, reduction);
+// Scans into the input's type, and sums into the widened one.
+#define RESIDENT_PY_SCANS(T)                                                   \
+  template void scan<T, T>(array_ref<T>, array_ref<T>, reduction);            \
+  template void scan<T, reduced_type<T>>(array_ref<T>, array_ref<reduced_type<T>>, reduction);
+RESIDENT_PY_SCANS(float)
+RESIDENT_PY_SCANS(std::int32_t)
+RESIDENT_PY_SCANS(std::uint32_t)
+#undef RESIDENT_PY_SCANS
+template void scan<double, double>(array_ref<double>, array_ref<double>, reduction);
+template void scan<std::int64_t, std::int64_t>(array_ref<std::int64_t>, array_ref<std::int64_t>, reduction);
+template void scan<std::uint64_t, std::uint64_t>(array_ref<std::uint64_t>, array_ref<std::uint64_t>, reduction);
 
 }  // namespace resident::py

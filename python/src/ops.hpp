@@ -33,5 +33,9 @@ reduced_type<T> reduce(array_ref<T> a, reduction r);
 /// one sharded array reduce all at once, then are read (resident.dist's sum, min and max).
 template <class T>
 array<reduced_type<T>> reduce_into(array_ref<T> a, reduction r);
+/// out[i] = a[0] + ... + a[i] (sum), or the least / greatest of them (min, max; U is T), computed in U, one
+/// pass on out's stream after a's work; not waited for. U is T or, for a sum, reduced_type<T>.
+template <class T, class U>
+void scan(array_ref<T> a, array_ref<U> out, reduction r);
 
 }  // namespace resident::py

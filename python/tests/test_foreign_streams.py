@@ -159,6 +159,25 @@ def test_integers_filled_into_another_librarys_array_on_its_stream_match_the_cpu
 
 
 @gpu
+def test_a_scan_of_a_torch_tensor_follows_torchs_current_stream():
+    torch = _torch()
+    t = torch.zeros(N, dtype=torch.int32, device="cuda")
+    out = torch.full((N,), -1, dtype=torch.int64, device="cuda")
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(SLEEP_CYCLES)
+        t.fill_(2)
+        rs.cumsum(t, out)
+        last = out[-1].clone()                        # torch on s, right after: no synchronization
+        made = rs.cummax(t)                           # a new resident array, after the fill
+    s.synchronize()
+    assert int(last) == 2 * N
+    assert torch.equal(out, 2 * torch.arange(1, N + 1, dtype=torch.int64, device="cuda"))
+    assert (made.to_host() == 2).all()
+
+
+@gpu
 def test_the_pool_counts_and_limits_gpu_arrays():
     dev = "cuda:0"
     try:
