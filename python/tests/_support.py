@@ -1,5 +1,5 @@
-"""Shared by the Python tests: the GPU marker, a skip for a peer library that is missing or broken, and
-the error bound of a sum (the twin of tests/support.hpp's sum_tolerance)."""
+"""Shared by the Python tests: the GPU marker and the devices to run on, a skip for a peer library that is
+missing or broken, and the error bound of a sum (the twin of tests/support.hpp's sum_tolerance)."""
 import importlib
 import importlib.util
 import math
@@ -12,6 +12,8 @@ import resident as rs
 
 GPU = rs.cuda_device_count() > 0
 gpu = pytest.mark.skipif(not GPU, reason="no CUDA device: " + rs.cuda_unavailable_reason())
+# The CPU, and the first GPU where there is one.
+DEVICES = ["cpu"] + (["cuda:0"] if GPU else [])
 # Python-function stages compile with Numba, an optional dependency of the package.
 needs_numba = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                  reason="numba is not installed: Python-function stages compile with it")

@@ -1,14 +1,18 @@
 """Every kind of array is taken by every entry point alike: host memory through the buffer protocol
 (memoryview, array.array, bytearray) or NumPy's array interface, DLPack capsules, resident's and NumPy's
 arrays; what is no array is InvalidType everywhere, a ShardedArray is named with what to use instead,
-and from_dlpack's stream= reaches the producer's __dlpack__ (the DLPack handshake)."""
+and from_dlpack's stream= reaches the producer's __dlpack__ (the DLPack handshake). Buffers whose
+exporter leaves out the strides (ctypes), strided and Fortran-ordered memoryviews and DLPack capsules
+given to chains are read as NumPy reads them, dtypes as NumPy names them; an element type resident has
+no arrays of, more than 32 dimensions and a masked array (its mask would be lost) are refused."""
 import array
+import ctypes
 
 import numpy as np
 import pytest
 
 import resident as rs
-from _support import needs_numba
+from _support import DEVICES, needs_numba
 
 VALUES = np.array([1.0, 4.0, 9.0, 16.0, 2.25, 0.5], np.float64)
 
@@ -252,3 +256,120 @@ def test_flags_and_arguments_are_read_as_python_reads_them():
     rs.set_pool_caching(np.False_, "cpu")
     assert rs.pool_caching("cpu") is False
     rs.set_pool_caching(was, "cpu")
+
+
+@pytest.mark.parametrize("make, want", [
+    (lambda: (ctypes.c_float * 3)(1, 2, 3), np.array([1, 2, 3], np.float32)),
+    (lambda: (ctypes.c_int * 4)(4, 3, 2, 1), np.array([4, 3, 2, 1], np.int32)),
+    (lambda: ((ctypes.c_double * 2) * 3)(*[(ctypes.c_double * 2)(i, -i) for i in range(3)]),
+     np.array([[0, 0], [1, -1], [2, -2]], np.float64)),
+])
+def test_to_device_of_a_buffer_without_strides_copies_its_values(make, want):
+    # ctypes leaves a C-contiguous buffer's strides out, which nanobind read through a null pointer.
+    x = rs.to_device(make(), device="cpu")
+    assert x.dtype == want.dtype.name and x.shape == want.shape
+    np.testing.assert_array_equal(x.to_host(), want)
+
+
+class _RefusingDLPack(ctypes.Array):
+    _type_ = ctypes.c_float
+    _length_ = 3
+
+    def __dlpack__(self, **kwargs):
+        raise BufferError("no")
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_from_dlpack_of_a_buffer_without_strides_whose_dlpack_refuses_takes_the_buffer():
+    a = _RefusingDLPack()
+    a[0] = 5.0
+    x = rs.from_dlpack(a)
+    rs.op.add(1.0)(x)  # the same memory
+    assert list(a) == [6.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_strided_and_fortran_memoryviews_are_copied_as_numpy_views_are(device):
+    a = np.arange(12.0)
+    np.testing.assert_array_equal(rs.to_device(memoryview(a)[::3], device=device).to_host(), a[::3])
+    f = np.asfortranarray(a.reshape(3, 4))
+    np.testing.assert_array_equal(rs.to_device(memoryview(f), device=device).to_host(), f)
+    with pytest.raises(rs.InvalidType, match="not supported|buffer format"):  # the element type named
+        rs.to_device(memoryview(b"abc").cast("c"), device=device)
+
+
+@needs_numba
+def test_chains_take_dlpack_capsules_as_from_dlpack_does():
+    x = np.ones(3)
+    rs.stage(lambda v: v + 1)(x.__dlpack__())
+    np.testing.assert_array_equal(x, [2, 2, 2])
+    assert (rs.stage(lambda v: v + 1) | rs.jit.sum())(np.ones(3).__dlpack__()) == 6
+
+
+def test_a_tensor_of_more_than_32_dimensions_is_refused_where_it_is_taken_in():
+    a = np.zeros((1,) * 40 + (4,), np.float32)
+    for take in (rs.from_dlpack, lambda t: rs.to_device(t, device="cpu")):
+        with pytest.raises(rs.InvalidArgument, match="41 dimensions; resident's arrays have at most 32"):
+            take(a)
+    assert rs.to_device(np.zeros((1,) * 31 + (4,), np.float32), device="cpu").to_host().shape == (1,) * 31 + (4,)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: rs.empty(3, dtype="float16"),
+    lambda: rs.from_dlpack(np.zeros(3, np.float16)),
+    lambda: rs.to_device(np.zeros(3, bool), device="cpu"),
+    lambda: rs.to_device(np.zeros(3, np.complex64), device="cpu"),
+])
+def test_an_element_type_resident_has_no_arrays_of_is_a_type_error_on_every_path(make):
+    with pytest.raises(rs.InvalidType, match="float32, float64, int32, int64, uint32 or uint64"):
+        make()
+
+
+def test_dtypes_are_taken_as_numpy_reads_them():
+    assert rs.empty(4, np.float64).dtype == "float64"
+    assert rs.empty(4, "f4").dtype == "float32"
+    with pytest.raises(rs.InvalidType):
+        rs.empty(4, object())
+    assert (rs.jit.uniform(1, dtype=np.float64) | rs.jit.sum())(n=10) > 0
+    assert (rs.jit.normal(1, dtype=np.dtype("float32")) | rs.jit.max())(n=10) > -10
+    assert "rs_" in rs.stage("float f(float v) { return v; }").kernel_source([np.float32], np.float32)
+    with pytest.raises(rs.InvalidType):
+        rs.jit.uniform(1, dtype=object())
+
+
+def test_a_dtype_no_kernel_takes_is_named_with_what_to_do():
+    for dtype in (np.longdouble, np.complex128, np.float16):
+        if np.dtype(dtype).itemsize == 8 and np.dtype(dtype).kind == "f":
+            continue  # a platform whose long double is a double
+        with pytest.raises(rs.InvalidType, match="astype|float32"):
+            rs.sum(np.ones(3, dtype))
+    with pytest.raises(rs.InvalidType, match="list of resident.op"):
+        rs.program([1])
+    with pytest.raises(rs.InvalidType, match="list of resident.op.*'bogus': 1"):
+        rs.program(rs.op.sqrt(), bogus=1)
+    with pytest.raises(rs.InvalidType, match="given \\(\\) and \\{'ops': 5\\}"):
+        rs.program(ops=5)
+    assert len(rs.program([rs.op.sqrt(), rs.op.add(1)])) == 2
+
+
+def test_a_masked_array_is_refused_rather_than_its_mask_dropped():
+    m = np.ma.array(np.ones(4, np.float32), mask=[0, 1, 0, 0])
+    for call in (lambda: rs.stream(rs.op.sqrt(), m), lambda: rs.op.sqrt()(m), lambda: rs.sum(m),
+                 lambda: rs.to_device(m)):
+        with pytest.raises(rs.InvalidArgument, match="mask"):
+            call()
+    np.testing.assert_array_equal(rs.op.sqrt()(m.filled(4.0)), np.array([1, 2, 1, 1], np.float32))
+
+
+def test_masked_arrays_of_any_subclass_are_refused_and_unmasked_ones_taken():
+    class M(np.ma.MaskedArray):
+        pass
+    sub = np.ma.array([1, 4, 9, 16], np.float32, mask=[0, 1, 0, 0]).view(M)
+    for call in (lambda: rs.sum(sub), lambda: rs.to_device(sub), lambda: rs.stream(rs.op.sqrt(), sub)):
+        with pytest.raises(rs.InvalidArgument, match="masked values"):
+            call()
+    whole = np.ma.array(np.array([1, 4, 9, 16], np.float32))  # nothing masked: nothing to lose
+    assert rs.sum(whole) == 30.0
+    np.testing.assert_array_equal(rs.stream(rs.op.sqrt(), whole), [1, 2, 3, 4])

@@ -1,12 +1,16 @@
 """resident.dist given what it cannot use: objects that only look like arrays, read-only memory,
 timeouts that are not a usable number of seconds, empty shards in min and max, and device lists,
-work and shard lists of the wrong kind; each a typed error, with nothing written."""
+work and shard lists of the wrong kind, iterables that never end, shards of more than one dimension or
+sharing memory, an out= whose shards lie over other shards' inputs, a read-only shard, work whose result
+apply would get wrong; each a typed error before any shard is written. A closed communicator says so."""
+import itertools
 import os
 
 import numpy as np
 import pytest
 
 import resident as rs
+from _support import needs_numba
 
 
 class LooksLikeAnArray:
@@ -197,3 +201,126 @@ def test_a_resident_variable_the_user_set_survives_torchruns_translation(monkeyp
         rs.dist.Communicator.from_launcher(timeout=5)
     assert os.environ["RESIDENT_LOCAL_RANK"] == "7"
     assert "RESIDENT_WORLD_SIZE" not in os.environ
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: rs.dist.shard(x, itertools.repeat("cpu")),
+    lambda x: rs.dist.shard(x, itertools.count()),
+    lambda x: rs.dist.from_shards(itertools.repeat(np.ones(2, np.float32))),
+    lambda x: rs.dist.Communicator(itertools.repeat("cpu")),
+    lambda x: rs.dist.shard(x, ["cpu"]).copy_to(itertools.repeat("cpu")),
+], ids=["shard-repeat", "shard-count", "from_shards", "communicator", "copy_to"])
+def test_an_iterable_that_never_ends_is_refused_not_read_forever(make):
+    with pytest.raises(rs.InvalidArgument, match="never ends"):
+        make(np.ones(8, np.float32))
+
+
+def test_a_sharded_array_is_checked_where_it_is_made():
+    a = rs.to_device(np.arange(3, dtype=np.float32), device="cpu")
+    b = rs.to_device(np.arange(3, dtype=np.float32), device="cpu")
+    with pytest.raises(rs.InvalidArgument, match="at least one shard"):
+        rs.dist.ShardedArray([], 5)  # its to_host() gave 5 values never written
+    with pytest.raises(rs.InvalidType, match="resident Arrays"):
+        rs.dist.ShardedArray([1, 2], 5)
+    with pytest.raises(rs.ShapeMismatch, match="shard 1"):
+        rs.dist.ShardedArray([a, rs.to_device(np.ones(2, np.float32), device="cpu")], 6)
+    with pytest.raises(rs.InvalidArgument, match="share memory"):
+        rs.dist.ShardedArray([a, a], 6)  # each element-wise call would run twice there
+    with pytest.raises(rs.InvalidType, match="size"):
+        rs.dist.ShardedArray([a, b], 6.0)
+    with pytest.raises(rs.InvalidArgument, match="no communicator"):
+        rs.dist.ShardedArray([a], 6, 0, 2)  # rs.dist.sum of it gave one shard's sum as the whole's
+    with pytest.raises(rs.InvalidType, match="comm is a str"):
+        rs.dist.ShardedArray([a], 3, comm="nope")
+    x = rs.dist.ShardedArray([a, b], 6)
+    np.testing.assert_array_equal(x.to_host(), [0, 1, 2, 0, 1, 2])
+    assert rs.dist.sum(x) == 6.0
+
+
+def test_shards_of_more_than_one_dimension_are_refused_up_front():
+    with pytest.raises(rs.InvalidArgument, match="one-dimensional"):
+        rs.dist.from_shards([np.zeros((2, 2), np.float32), np.zeros(4, np.float32)])
+
+
+def test_shard_names_itself_in_its_messages():
+    with pytest.raises(rs.InvalidArgument, match="resident.dist.shard"):
+        rs.dist.shard(4.0, ["cpu"])
+
+
+def test_shards_sharing_memory_are_refused():
+    a = np.ones(4, np.float32)
+    with pytest.raises(rs.InvalidArgument, match="share memory"):
+        rs.dist.from_shards([a, a])
+    b = np.ones(5, np.float32)
+    with pytest.raises(rs.InvalidArgument, match="share memory"):
+        rs.dist.from_shards([b[0:3], b[2:4]])
+    c = np.ones(6, np.float32)
+    rs.dist.apply(rs.op.add(1.0), rs.dist.from_shards([c[:3], c[3:]]))
+    np.testing.assert_array_equal(c, np.full(6, 2.0, np.float32))
+
+
+def test_out_shards_that_are_another_shards_input_are_refused_before_any_work():
+    # y's shard 0 is x's shard 1 and the reverse: shard 0's output was read by shard 1 after it was written.
+    n = 1 << 12
+    a = np.random.default_rng().standard_normal(2 * n)
+    before = a.copy()
+    x = rs.dist.from_shards([a[:n], a[n:]])
+    y = rs.dist.from_shards([a[n:], a[:n]])
+    with pytest.raises(rs.InvalidArgument, match="out's shard 0 is memory of x's shard 1"):
+        rs.op.add(1.0)(x, out=y)
+    np.testing.assert_array_equal(a, before)
+    rs.op.add(1.0)(x, out=x)  # the same memory, shard for shard: in place
+    np.testing.assert_allclose(a, before + 1.0, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("how", ["apply", "op"])
+def test_an_out_shard_partly_over_its_own_input_is_refused_before_any_shard_is_written(how):
+    a0 = np.arange(5.0)
+    big = np.arange(10.0, 16.0)
+    before = big.copy()
+    x = rs.dist.from_shards([a0, big[0:5]])
+    o0 = np.full(5, 7.0)
+    out = rs.dist.from_shards([o0, big[1:6]])  # out's shard 1 is x's shard 1 moved by one element
+    with pytest.raises(rs.InvalidArgument, match="shard 1 overlaps x's shard 1"):
+        rs.dist.apply(rs.op.neg(), x, out) if how == "apply" else rs.op.neg()(x, out=out)
+    np.testing.assert_array_equal(o0, np.full(5, 7.0))
+    np.testing.assert_array_equal(big, before)
+    rs.dist.apply(rs.op.neg(), x, x)  # exactly in place: taken
+    np.testing.assert_array_equal(big[0:5], -before[0:5])
+
+
+@pytest.mark.parametrize("how", ["op", "apply", "stage", "out"])
+def test_a_read_only_shard_is_refused_before_any_shard_is_written(how):
+    if how == "stage":
+        pytest.importorskip("numba")
+    ro = np.ones(3)
+    ro.setflags(write=False)
+    rw = np.ones(3)
+    s = rs.dist.from_shards([rw, ro])
+    calls = {"op": lambda: rs.op.add(1.0)(s), "apply": lambda: rs.dist.apply(rs.op.add(1.0), s),
+             "stage": lambda: rs.stage(lambda v: v + 1.0)(s),
+             "out": lambda: rs.op.add(1.0)(rs.dist.from_shards([np.ones(3), np.ones(3)]), out=s)}
+    with pytest.raises(rs.InvalidArgument, match="shard 1 is read-only"):
+        calls[how]()
+    np.testing.assert_array_equal(rw, np.ones(3))
+    assert rs.dist.sum(s) == 6.0  # reading it is fine
+
+
+@needs_numba
+def test_apply_refuses_what_it_would_get_wrong_and_takes_a_function_of_values():
+    x = rs.dist.shard(np.zeros(6, np.float32), ["cpu", "cpu"])
+    with pytest.raises(rs.InvalidArgument, match="generator"):
+        rs.dist.apply(rs.jit.uniform(7), x)
+    with pytest.raises(rs.InvalidArgument, match="reduction"):
+        rs.dist.apply(rs.stage(lambda v: v * 2) | rs.jit.sum(), x)
+    rs.dist.apply(lambda v: v + 1, x)
+    np.testing.assert_array_equal(x.to_host(), np.ones(6, np.float32))
+
+
+def test_repr_of_a_closed_communicator_says_closed():
+    c = rs.dist.Communicator(["cpu", "cpu"])
+    assert not c.closed and "rank 0 of 2" in repr(c)
+    c.close()
+    assert c.closed and repr(c) == "resident.dist.Communicator(closed)"
+    with pytest.raises(rs.InvalidArgument, match="closed"):
+        c.size

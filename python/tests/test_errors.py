@@ -1,6 +1,7 @@
 """Errors from Python: one typed resident.Error subclass per misuse, at definition where it can be
 known there, never a hang or silent values; the classes come from the C++ table of error kinds; a
-Flow and a Graph take part in garbage collection; ops and stages compose; rs.sum's error bound."""
+Flow and a Graph take part in garbage collection; ops, stages, plain functions and C++ text compose
+in either order, and what is no stage is refused from either side; rs.sum's error bound."""
 import datetime
 import gc
 import math
@@ -202,6 +203,39 @@ def test_ops_and_stages_compose_in_either_order():
         chain(x, out=y)
         assert np.max(np.abs(y - want)) < 1e-12, chain
     assert abs((rs.op.square() | rs.jit.sum())(x) - np.sum(x * x)) < 1e-9 * np.sum(x * x)
+
+
+def _minus_one(v):
+    return v - 1.0
+
+
+@needs_numba
+def test_operations_compose_with_plain_functions_and_cpp_text_either_way():
+    # op | f and f | op were bare TypeErrors (a function has no __ror__).
+    x = np.random.default_rng().uniform(1, 100, 4099).astype(np.float32)
+    v = x.astype(np.float64)  # the reference in double precision
+    close = lambda got, want: np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)  # noqa: E731
+    close((rs.op.sqrt() | _minus_one)(x.copy()), np.sqrt(v) - 1)
+    close((_minus_one | rs.op.sqrt())(x.copy()), np.sqrt(v - 1))
+    close(((rs.op.sqrt() | rs.op.mul(2.0)) | _minus_one)(x.copy()), 2 * np.sqrt(v) - 1)
+    text = "float twice(float v) { return v * 2; }"
+    close((rs.op.sqrt() | text)(x.copy()), 2 * np.sqrt(v))
+    close((rs.stage(_minus_one) | text)(x.copy()), 2 * (v - 1))
+    close((text | rs.stage(_minus_one))(x.copy()), 2 * v - 1)
+
+
+@pytest.mark.parametrize("other", [3, 2.5, None, np.float32(1), np.arange(3)], ids=lambda o: type(o).__name__)
+def test_a_chain_with_what_is_no_stage_is_invalid_type_either_way(other):
+    # `rs.op.sqrt() | 3` is a mistake: a typed error naming what composes, from either side, and the
+    # operations, programs and chains are usable after it.
+    sq = rs.op.sqrt()
+    for left in (sq, sq | rs.op.add(1), rs.stage("float f(float v) { return v + 1; }")):
+        with pytest.raises(rs.InvalidType, match="composes"):
+            left | other
+        with pytest.raises(rs.InvalidType, match="composes"):
+            other | left
+    x = rs.to_device(np.full(4, 9.0, np.float32))
+    np.testing.assert_allclose((sq | rs.op.add(1))(x).to_host(), np.full(4, 4.0))
 
 
 def test_programs_are_compiled_and_agree_with_the_interpreter():

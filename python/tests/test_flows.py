@@ -1,9 +1,13 @@
 """Flows of Python callables and captured graphs: stages run in dependency order with resident's work on
 their streams, values against FP64, a capture replays the same work, errors name the stage, and the
-arrays and callables a flow or graph holds stay alive after the caller lets go. The same tests on the
-CPU and, where a GPU answers, on CUDA."""
+arrays and callables a flow or graph holds stay alive after the caller lets go. Work that cannot be
+called bare, async and generator functions (their call runs none of the body) and after= numbers naming
+no stage are refused when given; captured work that raises at a replay is a StageError. The same tests
+on the CPU and, where a GPU answers, on CUDA."""
+import functools
 import gc
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -195,3 +199,100 @@ def test_a_flow_run_on_one_thread_while_another_adds_stages_and_reads_the_report
     calls.clear()
     f.run()
     assert len(calls) == 201
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_work_that_cannot_be_called_bare_is_refused_when_given(device):
+    x = rs.to_device(np.zeros(4), device=device)
+    f = rs.Flow(device=device)
+    f.add("fill", lambda: rs.op.add(1.0)(x))
+    with pytest.raises(rs.InvalidType, match="stage 'bad' is called with no arguments.*'a'"):
+        f.add("bad", lambda a: None, after=[0])
+    f.run()  # the flow as it was: one stage
+    np.testing.assert_array_equal(x.to_host(), np.ones(4))
+    with pytest.raises(rs.InvalidType, match="capture: the work is called with no arguments"):
+        rs.capture(lambda a, b: None, device=device)
+    with pytest.raises(rs.InvalidType, match="not callable"):
+        f.add("none", 3)
+    f.add("defaults", lambda a=1, *rest, **kw: None)  # callable bare: taken
+    f.add("builtin", print)  # no signature to read: taken as it is
+
+
+def test_stage_numbers_after_that_name_no_stage_are_flow_errors():
+    f = rs.Flow()
+    f.add("a", lambda: None)
+    for bad in (-1, 2**80, 5):
+        with pytest.raises(rs.FlowError, match=f"after stage {bad}, which does not exist"):
+            f.add("b", lambda: None, after=[bad])
+    for bad, says in ((["a"], "holds a str"), ([True], "holds a bool"), (0, "must be a list"), ("0", "must be a list")):
+        with pytest.raises(rs.InvalidType, match=says):
+            f.add("b", lambda: None, after=bad)
+    assert f.add("b", lambda: None, after=(0, np.int64(0))) == 1
+
+
+async def _halve_async(x):
+    rs.op.mul(0.5)(x)
+
+
+def _halve_generator(x):
+    yield rs.op.mul(0.5)(x)
+
+
+async def _halve_async_generator(x):
+    yield rs.op.mul(0.5)(x)
+
+
+@pytest.mark.parametrize("make", [_halve_async, _halve_generator, _halve_async_generator],
+                         ids=["async", "generator", "async generator"])
+def test_async_and_generator_functions_are_refused_as_stages_and_captured_work(make):
+    x = np.ones(4)
+    f = rs.Flow(device="cpu")
+    # inspect reads through a partial to the function it calls.
+    for work in (functools.partial(make, x), make):
+        with pytest.raises(rs.InvalidType, match="runs none of its body"):
+            f.add("halve", work, writes=[x])
+        with pytest.raises(rs.InvalidType, match="runs none of its body"):
+            rs.capture(work, device="cpu")
+    f.run()
+    np.testing.assert_array_equal(x, np.ones(4))
+
+
+class _AsyncCall:
+    def __init__(self, x):
+        self.x = x
+
+    async def __call__(self):
+        rs.op.mul(0.5)(self.x)
+
+
+class _GeneratorCall:
+    def __init__(self, x):
+        self.x = x
+
+    def __call__(self):
+        return _halve_generator(self.x)
+
+
+@pytest.mark.parametrize("cls", [_AsyncCall, _GeneratorCall])
+def test_work_returning_an_unstarted_coroutine_or_generator_fails_its_stage(cls):
+    x = np.ones(4)
+    f = rs.Flow(device="cpu")
+    f.add("halve", cls(x), writes=[x])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the coroutine is closed: no "never awaited" warning
+        with pytest.raises(rs.StageError, match="unstarted"):
+            f.run()
+        g = rs.capture(cls(x), device="cpu")
+        with pytest.raises(rs.StageError, match="unstarted"):
+            g.replay()
+    np.testing.assert_array_equal(x, np.ones(4))
+
+
+def test_a_captured_function_that_raises_at_a_cpu_replay_is_a_stage_error():
+    # It gave the bare ValueError where a flow's captured graph gives StageError.
+    g = rs.capture(lambda: (_ for _ in ()).throw(ValueError("x")), device="cpu")
+    with pytest.raises(rs.StageError, match="captured work failed"):
+        g.replay()
+    g = rs.capture(lambda: (_ for _ in ()).throw(KeyboardInterrupt()), device="cpu")
+    with pytest.raises(KeyboardInterrupt):
+        g.replay()

@@ -1,5 +1,8 @@
 """resident.profile as an object: the rows of the calls made inside the block, under this file's lines,
-with their counts and rates; advice; JSON; a table; nothing collected outside the block. Per backend."""
+with their counts and rates; advice; JSON; a table; nothing collected outside the block. Per backend.
+A profile collecting already is not entered again, a started one is not copied, and JSON paths are
+checked before anything is written."""
+import copy
 import json
 import os
 
@@ -169,3 +172,55 @@ def test_to_json_writes_under_a_path_of_bytes_that_are_not_utf8(tmp_path):
 def test_profile_takes_no_arguments(args, kwargs):
     with pytest.raises(rs.InvalidType, match=r"profile\(\) takes no arguments"):
         rs.profile(*args, **kwargs)
+
+
+def test_a_profile_open_already_is_not_entered_again_and_keeps_its_rows():
+    q, x = rs.profile(), np.ones(8, np.float32)
+    with q:
+        rs.op.sqrt()(x)
+        with pytest.raises(rs.InvalidArgument, match="collecting already"):
+            with q:
+                pass
+        rs.op.neg()(x)
+    assert sum(r.calls for r in q.rows) == 2  # both calls of the block
+    with pytest.raises(rs.InvalidArgument, match="without __enter__"):
+        rs.profile().__exit__(None, None, None)
+
+
+def test_copy_of_a_started_profile_is_refused_and_of_an_unstarted_one_is_fresh():
+    x = np.ones(8)
+    with rs.profile() as p:
+        with pytest.raises(rs.InvalidType, match="not pickled or copied"):
+            copy.copy(p)
+        rs.sum(x)
+    assert len(p.rows) == 1  # p's collection ran to its own end
+    with pytest.raises(rs.InvalidType):
+        copy.copy(p)
+    q = copy.copy(rs.profile())
+    assert isinstance(q, rs.profile) and repr(q) == "resident.profile(not started)"
+    with q:
+        rs.sum(x)
+    assert len(q.rows) == 1
+
+
+def test_profile_paths_progress_and_chunk_are_checked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with rs.profile() as p:
+        rs.sum(np.ones(4, np.float32))
+    for bad in (None, 3, 1.5):
+        with pytest.raises(rs.InvalidType):
+            p.to_json(bad)
+    with pytest.raises(rs.InvalidArgument, match="NUL"):
+        p.to_json(str(tmp_path / "a\0b.json"))
+    assert sorted(os.listdir(tmp_path)) == []  # nothing written under a made-up name
+    p.to_json(os.fsencode(tmp_path / "b.json"))
+    p.to_json(tmp_path / "c.json")
+    assert sorted(os.listdir(tmp_path)) == ["b.json", "c.json"]
+
+    x = np.ones(64, np.float32)
+    for bad in ("yes", 3):
+        with pytest.raises(rs.InvalidType, match="progress"):
+            rs.stream(rs.op.mul(2.0), x, progress=bad)
+    np.testing.assert_array_equal(rs.stream(rs.op.mul(2.0), x, chunk=np.int64(3), depth=np.int32(2)), 2 * x)
+    with pytest.raises(rs.InvalidArgument, match="chunk"):
+        rs.stream(rs.op.mul(2.0), x, chunk=np.bool_(True))

@@ -1,6 +1,8 @@
 """Python's own protocols on resident's objects (resident/_protocols.py): copies and pickles that work
 give the right values, on both backends; the others are refused as resident.Error subclasses that say what
-to do, never the interpreter's bare TypeError."""
+to do, never the interpreter's bare TypeError: pickles of chains and communicators, a sharded array's
+elements, `del x[i]`, the operators and formats Python calls, T.__new__(T). NumPy reads a CPU array in
+place."""
 import copy
 import math
 import pickle
@@ -165,3 +167,82 @@ def test_item_given_arguments_is_invalid_type():
         with pytest.raises(rs.InvalidType):
             call()
     assert x.item() == 1.0
+
+
+@pytest.mark.parametrize("make", [lambda: rs.jit.sum(), lambda: rs.jit.uniform(1),
+                                  lambda: rs.jit.map("float f(float v) { return v; }"),
+                                  lambda: rs.stage(rs.op.sqrt())])
+def test_a_chain_is_not_pickled_and_its_copy_is_itself(make):
+    import copy
+    import pickle
+    chain = make()
+    with pytest.raises(rs.InvalidType, match="build it again"):
+        pickle.dumps(chain)
+    assert copy.copy(chain) is chain and copy.deepcopy(chain) is chain
+
+
+def test_a_communicator_is_not_pickled():
+    import pickle
+    with rs.dist.Communicator(["cpu"]) as comm:
+        with pytest.raises(rs.InvalidType, match="from_launcher"):
+            pickle.dumps(comm)
+
+
+@pytest.mark.parametrize("what", ["np.asarray", "x[0]", "list", "x + 1", "x @ x", "item", "bool", "pickle",
+                                  "copy"])
+def test_a_sharded_arrays_elements_stay_on_their_devices(what):
+    import copy
+    import pickle
+    x = rs.dist.shard(np.arange(6, dtype=np.float32), ["cpu", "cpu"])
+    call = {"np.asarray": np.asarray, "x[0]": lambda x: x[0], "list": list, "x + 1": lambda x: x + 1,
+            "x @ x": lambda x: x @ x, "item": lambda x: x.item(), "bool": bool, "pickle": pickle.dumps,
+            "copy": copy.deepcopy}[what]
+    with pytest.raises(rs.InvalidType, match="to_host|rs.op|rs.sum"):
+        call(x)
+    np.testing.assert_array_equal(x.to_host(), np.arange(6))
+
+
+def test_del_of_an_element_is_refused_as_indexing_is():
+    x = rs.to_device(np.arange(4.0))
+    s = rs.dist.shard(np.arange(4.0), ["cpu", "cpu"], dtype="float64")
+    for a in (x, s):
+        with pytest.raises(rs.InvalidType, match=r"del x\[i\]"):
+            del a[0]
+        with pytest.raises(rs.InvalidType, match=r"del x\[i\]"):
+            del a[1:3]
+    np.testing.assert_array_equal(x.to_host(), np.arange(4.0))
+    np.testing.assert_array_equal(s.to_host(), np.arange(4.0))
+
+
+def test_protocols_python_itself_calls_on_an_array():
+    import math
+    import weakref
+    x = rs.to_device(np.arange(3, dtype=np.float32), device="cpu")
+    assert weakref.ref(x)() is x
+    for call in (lambda: x | 1, lambda: divmod(x, 2), lambda: round(x), lambda: math.trunc(x),
+                 lambda: f"{x:.2f}", lambda: x.__array__(dtype="no such type")):
+        with pytest.raises(rs.InvalidType):
+            call()
+    assert f"{x}" == repr(x)
+    y = rs.to_device(np.zeros(3, np.float32), device="cpu")
+    np.add(np.arange(3, dtype=np.float32), 1, out=y)  # a NumPy ufunc writes a CPU array in place
+    np.testing.assert_array_equal(y.to_host(), [1, 2, 3])
+
+
+def test_numpy_reads_a_cpu_array_in_place_and_refuses_a_gpu_one():
+    x = rs.to_device(np.arange(3, dtype=np.float32), "cpu")
+    a = np.asarray(x)
+    assert a.dtype == np.float32 and a.tolist() == [0.0, 1.0, 2.0]
+    a[0] = 7.0
+    assert x.to_host()[0] == 7.0, "the same memory"
+    assert np.asarray(x, dtype=np.float64).dtype == np.float64
+    if rs.cuda_device_count():
+        with pytest.raises(rs.InvalidType, match="to_host"):
+            np.asarray(rs.to_device(np.ones(2, np.float32), "cuda:0"))
+
+
+@pytest.mark.parametrize("cls", [rs.Array, rs.Flow, rs.Graph, rs.op, rs.program])
+def test_an_instance_nanobind_never_initialized_is_not_made(cls):
+    with pytest.raises(rs.InvalidType, match="__new__ makes no usable object"):
+        cls.__new__(cls)
+    assert len(rs.Flow()) == 0 and rs.to_device(np.ones(2), device="cpu").size == 2  # the ways that make one

@@ -1,18 +1,20 @@
 """resident.stream: host arrays through programs and stage chains in chunks, per backend: values
 against FP64 NumPy, the ledger's counts per chunk, the pool's limit (in a subprocess: the limit is read
-once per process) and the typed errors."""
+once per process), the typed errors (a bad RESIDENT_PROGRESS_BYTES among them), and Ctrl-C ending a
+stream between chunks."""
 import array
 import collections
 import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 
 import resident as rs
-from _support import GPU, gpu
+from _support import GPU, gpu, needs_numba
 
 DEVICES = ["cpu"] + (["cuda:0"] if GPU else [])
 SEED = rs.op.affine(1.5, 0.5) | rs.op.square() | rs.op.add(1) | rs.op.sqrt() | rs.op.sin() | rs.op.mul(0.5)
@@ -300,3 +302,63 @@ def test_stream_options_and_arrays_are_checked_in_its_terms():
     two_d = rs.to_device(np.ones((2, 4), np.float32), device="cpu")
     assert rs.stream(rs.op.add(1), two_d).shape == (2, 4)
     assert rs.stream(rs.op.add(1), memoryview(np.ones((2, 4), np.float32))).shape == (2, 4)
+
+
+def test_a_bad_progress_threshold_is_refused_in_residents_terms():
+    code = ("import numpy as np, resident as rs\n"
+            "try:\n    rs.stream(rs.op.sqrt(), np.ones(4, np.float32), progress=None)\n"
+            "except rs.InvalidArgument as e:\n    print('refused:', e)\n")
+    for bad in ("abc", "1.5", "1 GiB!"):
+        env = dict(os.environ, RESIDENT_PROGRESS_BYTES=bad)
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr  # the import itself works
+        assert "refused:" in r.stdout and "RESIDENT_PROGRESS_BYTES" in r.stdout
+    env = dict(os.environ, RESIDENT_PROGRESS_BYTES="1GiB")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "refused" not in r.stdout, r.stdout + r.stderr
+
+
+def test_streams_odd_arguments_are_named_in_residents_terms():
+    x = np.ones(8, np.float32)
+    with pytest.raises(rs.InvalidType, match="device=0"):
+        rs.stream(rs.op.sqrt(), x, device=0)
+    for bad in (np.empty(8, object), np.array(["a"] * 8)):
+        with pytest.raises(rs.InvalidType, match="holds"):
+            rs.stream(rs.op.sqrt(), bad)
+        with pytest.raises(rs.InvalidType, match="holds"):
+            rs.stream(rs.op.sqrt(), x, out=bad)
+    with pytest.raises(rs.InvalidArgument, match="program runs on float32 or float64"):
+        rs.dist.min(rs.dist.shard(np.arange(4, dtype=np.int32), ["cpu"]), rs.op.sqrt())
+
+
+def _slow(v):
+    for _ in range(40):
+        v = v * 0.999 + 0.001
+    return v
+
+
+@needs_numba
+def test_ctrl_c_ends_a_stream_between_chunks():
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    # On the CPU, where a chunk's time is the stage's (a GPU's queue of chunks in flight is another test's).
+    chunk = 1 << 18
+    x = np.ones(64 * chunk, np.float32)
+    rs.stream(_slow, x[:chunk].copy(), chunk=chunk, device="cpu")  # compiled before timing
+    start = time.monotonic()
+    rs.stream(_slow, x.copy(), chunk=chunk, progress=False, device="cpu")
+    whole = time.monotonic() - start
+    # Interrupted an eighth of the way in, it ends soon after (before, it ran every chunk first).
+    timer = threading.Timer(whole / 8, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            rs.stream(_slow, x.copy(), chunk=chunk, progress=False, device="cpu")
+    finally:
+        timer.cancel()
+    assert time.monotonic() - start < whole / 2

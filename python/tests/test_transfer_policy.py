@@ -1,0 +1,83 @@
+"""rs.transfer_policy as a context manager: one policy object entered on two threads keeps each thread's
+blocks apart, a block entered on one thread closes on another, entering again stacks, and an exit with
+no enter is refused; copies and pickles of a policy are policies; what is no single policy name is
+refused."""
+import threading
+
+import numpy as np
+import pytest
+
+import resident as rs
+
+
+def test_one_transfer_policy_entered_on_two_threads_keeps_each_threads_blocks_apart():
+    forbid = rs.transfer_policy("forbid")
+    entered, main_left, seen = threading.Event(), threading.Event(), []
+
+    def worker():
+        with forbid:
+            entered.set()
+            main_left.wait(30)
+            seen.append(rs.transfer_policy.current())
+            try:
+                rs.to_device(np.ones(2, np.float32), device="cpu")
+                seen.append("allowed")
+            except rs.TransferForbidden:
+                seen.append("forbidden")
+        seen.append(rs.transfer_policy.current())
+
+    with forbid:
+        t = threading.Thread(target=worker)
+        t.start()
+        assert entered.wait(30)
+    after_main = rs.transfer_policy.current()
+    main_left.set()
+    t.join(30)
+    assert after_main == "allow"
+    assert seen == ["forbid", "forbidden", "allow"]
+    with pytest.raises(rs.InvalidArgument, match="without __enter__"):
+        forbid.__exit__(None, None, None)
+
+
+def test_a_transfer_policy_entered_on_one_thread_closes_on_another():
+    import contextlib
+    import copy
+    import pickle
+    stack = contextlib.ExitStack()
+    stack.enter_context(rs.transfer_policy("forbid"))
+    assert rs.transfer_policy.current() == "forbid"
+    errors = []
+
+    def close():
+        try:
+            stack.close()
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+    t = threading.Thread(target=close)
+    t.start()
+    t.join(30)
+    assert not errors and rs.transfer_policy.current() == "allow"
+    log = rs.transfer_policy("log")
+    for made in (pickle.loads(pickle.dumps(log)), copy.copy(log), copy.deepcopy(log)):
+        with made:
+            assert rs.transfer_policy.current() == "log"
+    assert rs.transfer_policy.current() == "allow"
+
+
+def test_a_transfer_policy_entered_again_stacks_and_an_exit_alone_is_refused():
+    p = rs.transfer_policy("forbid")
+    with p:
+        with p:
+            assert rs.transfer_policy.current() == "forbid"
+        assert rs.transfer_policy.current() == "forbid"
+    assert rs.transfer_policy.current() == "allow"
+    with pytest.raises(rs.InvalidArgument):
+        rs.transfer_policy("log").__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("args", [(), ("allow", "log"), (["allow"],), (None,)])
+def test_transfer_policy_of_no_single_name_is_invalid_type(args):
+    with pytest.raises(rs.InvalidType, match="does not fit"):
+        rs.transfer_policy(*args)
+    with pytest.raises(rs.InvalidArgument, match="unknown transfer policy"):
+        rs.transfer_policy("sometimes")
