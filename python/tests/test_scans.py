@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 import resident as rs
-from _support import GPU, gpu, import_or_skip, sum_tolerance
+from _support import DEVICES, gpu, import_or_skip, sum_tolerance
 
-DEVICES = ["cpu"] + (["cuda:0"] if GPU else [])
 SCANS = {"cumsum": rs.cumsum, "cummin": rs.cummin, "cummax": rs.cummax}
 
 
