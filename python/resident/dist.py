@@ -212,12 +212,27 @@ class Communicator:
         return f"resident.dist.Communicator(rank {self.rank} of {self.size}, {self.devices}, {self.transport})"
 
 
+def _fixed(*_):
+    raise InvalidType("resident.dist.ShardedArray: its shards are fixed when it is made (checked then); make "
+                      "a new one, e.g. rs.dist.ShardedArray(shards, size) with the arrays you want")
+
+
+class _Shards(tuple):
+    """A sharded array's shards, fixed when it is made: the checks made then (one element type, the
+    layout's counts, no shared memory) hold for every later call."""
+
+    __setitem__ = __delitem__ = _fixed
+
+
 class ShardedArray:
-    """One logical 1-D array over several devices: this process's shards (``shards``, resident Arrays)
-    and where each lies in the whole (``extents``: (offset, count))."""
+    """One logical 1-D array over several devices: this process's shards (``shards``, resident Arrays,
+    fixed when it is made) and where each lies in the whole (``extents``: (offset, count))."""
+
+    shards = property(lambda self: self._shards, _fixed, _fixed,
+                      doc="This process's shards, a tuple of resident Arrays, fixed when the array is made.")
 
     def __init__(self, shards, size, first=0, count=None, comm=None, *, what="resident.dist.ShardedArray"):
-        self.shards = _bounded(shards, what) if not isinstance(shards, list) else list(shards)
+        self._shards = _Shards(_bounded(shards, what) if not isinstance(shards, list) else shards)
         if not all(isinstance(s, _core.Array) for s in self.shards):
             raise InvalidType(f"{what}: shards are resident Arrays (resident.dist.shard makes them)")
         if len({s.dtype for s in self.shards}) > 1:
@@ -238,7 +253,7 @@ class ShardedArray:
                                   f"{'no communicator' if comm is None else f'a communicator of {comm.size}'}; "
                                   "the shards of other processes come with the Communicator joining them")
         self.comm = comm
-        self.extents = [_extent(self.size, self.shard_count, self.first + i) for i in range(len(self.shards))]
+        self.extents = tuple(_extent(self.size, self.shard_count, self.first + i) for i in range(len(self.shards)))
         for i, (s, (_, c)) in enumerate(zip(self.shards, self.extents)):
             if s.size != c or len(s.shape) != 1:
                 raise ShapeMismatch(f"{what}: shard {self.first + i} has shape {tuple(s.shape)} where the layout "

@@ -126,6 +126,7 @@ struct call_stream_state {
   std::optional<std::intptr_t> given;
   const char* what = "";
   std::vector<rs::stream_ref> joins;  // resident arrays' own streams, ordered after the given one at the end
+  std::shared_ptr<const void> keep;   // the rs.Stream given, if one: the arrays that adopt it keep it
 };
 extern thread_local call_stream_state* t_call_stream;
 
@@ -176,6 +177,7 @@ struct py_array {
   std::vector<std::int64_t> shape;
   DLDataType dtype{};
   rs::stream_ref stream;
+  std::shared_ptr<const void> stream_keep;  // the rs.Stream `stream` belongs to, when adopted from a call's stream=
   bool foreign = false;  // memory of another library
   // Work on foreign memory whose library's stream resident does not know (a producer other than PyTorch,
   // CuPy or Numba, called without stream=) is finished before returning: the owner may read it on any

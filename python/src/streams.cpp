@@ -13,10 +13,12 @@ namespace {
 // rs.Stream: a stream resident made (non-blocking, on one device), destroyed after its queued work
 // when the object goes. rs.Event: a point in a stream to wait on and time between.
 struct py_stream {
-  rs::stream s;
-  explicit py_stream(rs::device d) : s(d) {}
+  // Shared with the Arrays taken in on it (from_dlpack(x, stream=s)), which use it after this object goes.
+  std::shared_ptr<rs::stream> held;
+  explicit py_stream(rs::device d) : held(std::make_shared<rs::stream>(d)) {}
+  const rs::stream& s() const { return *held; }
   // The handle as the CUDA stream protocol gives it: 0 on the CPU, where work runs as it is issued.
-  std::intptr_t handle() const { return s.device().is_cuda() ? handle_of(s.ref().native()) : 0; }
+  std::intptr_t handle() const { return s().device().is_cuda() ? handle_of(s().ref().native()) : 0; }
 };
 struct py_event {
   rs::device d;
@@ -47,7 +49,7 @@ std::optional<std::intptr_t> parse_stream(nb::handle s, const char* what) try {
   if (s.is_none()) return std::nullopt;
   if (nb::isinstance<py_stream>(s)) {  // a CPU one names no stream: its work runs as it is issued
     const py_stream& p = nb::cast<const py_stream&>(s);
-    if (!p.s.device().is_cuda()) return std::nullopt;
+    if (!p.s().device().is_cuda()) return std::nullopt;
     return p.handle();
   }
   if (PyLong_Check(s.ptr()) || PyIndex_Check(s.ptr())) return handle_from(s, what, "");  // an int, NumPy's too
@@ -77,6 +79,7 @@ std::optional<std::intptr_t> parse_stream(nb::handle s, const char* what) try {
 call_stream::call_stream(nb::handle stream, const char* what) : previous_(t_call_stream) {
   state_.given = parse_stream(stream, what);
   state_.what = what;
+  if (state_.given && nb::isinstance<py_stream>(stream)) state_.keep = nb::cast<const py_stream&>(stream).held;
   t_call_stream = &state_;
 }
 
@@ -120,6 +123,7 @@ void apply_call_stream(py_array& a) {
     c->joins.push_back(a.stream);
   }
   a.stream = s;
+  a.stream_keep = c->keep;
   a.finish_before_return = false;
 }
 
@@ -128,7 +132,7 @@ namespace {
 // The stream a Stream's or Event's method is given: an rs.Stream, any stream= object (on `d`), or None
 // (d's default stream).
 rs::stream_ref stream_of(nb::handle s, rs::device d, const char* what) {
-  if (nb::isinstance<py_stream>(s)) return nb::cast<const py_stream&>(s).s.ref();
+  if (nb::isinstance<py_stream>(s)) return nb::cast<const py_stream&>(s).s().ref();
   const std::optional<std::intptr_t> h = parse_stream(s, what);
   if (!h) return rs::default_stream(d);
   if (!d.is_cuda())
@@ -148,28 +152,28 @@ void bind_streams(nb::module_& m) {
         interrupts_again(args, kwargs);
         throw rs::invalid_type("resident.Stream(device=None) takes a device name such as 'cuda:0' or 'cpu'");
       })
-      .def_prop_ro("device", [](const py_stream& p) { return p.s.device().name(); })
+      .def_prop_ro("device", [](const py_stream& p) { return p.s().device().name(); })
       .def_prop_ro("handle", &py_stream::handle, "the cudaStream_t as an int (0 on the CPU)")
       .def("__cuda_stream__", [](const py_stream& p) { return nb::make_tuple(0, p.handle()); })
       .def("synchronize", [](const py_stream& p) {
         gil_released unlocked;
-        p.s.synchronize();
+        p.s().synchronize();
       }, "Blocks until the work queued on the stream so far has finished.")
       .def("wait_for", [](const py_stream& p, nb::handle before) {
         if (nb::isinstance<py_event>(before)) {
-          nb::cast<const py_event&>(before).e.wait_on(p.s.ref());
+          nb::cast<const py_event&>(before).e.wait_on(p.s().ref());
           return;
         }
-        p.s.ref().wait_for(stream_of(before, p.s.device(), "Stream.wait_for"));
+        p.s().ref().wait_for(stream_of(before, p.s().device(), "Stream.wait_for"));
       }, nb::arg("before").none(), "Later work on this stream waits for `before` (an Event, or a stream's work queued "
                                     "so far); no host wait.")
       .def("record", [](const py_stream& p) {
-        auto* ev = new py_event(p.s.device());
-        ev->e.record(p.s.ref());
+        auto* ev = new py_event(p.s().device());
+        ev->e.record(p.s().ref());
         return ev;
       }, nb::rv_policy::take_ownership, "A new Event recorded at the stream's current end.")
       .def("__repr__", [](const py_stream& p) {
-        return "resident.Stream(device=" + p.s.device().name() + ", handle=" + std::to_string(p.handle()) + ")";
+        return "resident.Stream(device=" + p.s().device().name() + ", handle=" + std::to_string(p.handle()) + ")";
       });
   nb::class_<py_event>(m, "Event", "A point in a stream to wait on and to time between (timing enabled).")
       .def("__init__", [](py_event* self, const std::optional<std::string>& dev) { new (self) py_event(pick(dev)); },

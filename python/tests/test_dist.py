@@ -77,7 +77,7 @@ def test_a_peer_copy_counts_as_peer_bytes_and_crosses_no_host_bus():
 def test_other_libraries_arrays_are_sharded_in_place():
     parts = [np.arange(4, dtype=np.float32), np.arange(4, 7, dtype=np.float32), np.arange(7, 10, dtype=np.float32)]
     x = rs.dist.from_shards(parts)
-    assert x.size == 10 and x.extents == [(0, 4), (4, 3), (7, 3)]
+    assert x.size == 10 and x.extents == ((0, 4), (4, 3), (7, 3))
     rs.dist.apply(rs.op.mul(2), x)
     np.testing.assert_array_equal(np.concatenate(parts), 2 * np.arange(10, dtype=np.float32))  # no copy was made
     with pytest.raises(rs.ShapeMismatch):

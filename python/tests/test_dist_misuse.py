@@ -324,3 +324,21 @@ def test_repr_of_a_closed_communicator_says_closed():
     assert c.closed and repr(c) == "resident.dist.Communicator(closed)"
     with pytest.raises(rs.InvalidArgument, match="closed"):
         c.size
+
+
+def test_the_shards_and_their_layout_are_fixed_when_made():
+    # A shard swapped in later (another type, another length) would skip the checks made at construction:
+    # a fill of int32 shards wrote shard 0 and then refused a float32 shard 1.
+    x = rs.dist.shard(np.full(10, -7, np.int32), ["cpu", "cpu"])
+    for change in (lambda: x.shards.__setitem__(1, rs.empty(5, "float32", "cpu")),
+                   lambda: x.shards.__delitem__(0), lambda: setattr(x, "shards", [x.shards[0]]),
+                   lambda: delattr(x, "shards")):
+        with pytest.raises(rs.InvalidType, match="fixed when it is made"):
+            change()
+    with pytest.raises((TypeError, AttributeError)):
+        x.extents[0] = (0, 10)  # a tuple: Python's own refusal
+    assert isinstance(x.shards, tuple) and x.extents == ((0, 5), (5, 5))
+    rs.dist.random.fill_integers(x, 3, 0, 100)
+    ref = rs.empty(10, "int32", "cpu")
+    rs.random.fill_integers(ref, 3, 0, 100)
+    np.testing.assert_array_equal(x.to_host(), ref.to_host())

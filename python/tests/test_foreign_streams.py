@@ -196,3 +196,21 @@ def test_the_pool_counts_and_limits_gpu_arrays():
         assert 0.0 <= rs.min(y) and rs.max(y) < 1.0
     finally:
         rs.clear_pool_limit(dev)
+
+
+@gpu
+def test_an_array_taken_in_on_a_resident_stream_keeps_that_stream():
+    torch = _torch()
+    import gc
+    t = torch.zeros(N, device="cuda")
+    torch.cuda.synchronize()
+    s = rs.Stream("cuda:0")
+    x = rs.from_dlpack(t, stream=s)
+    handle = s.handle
+    del s
+    gc.collect()
+    others = [rs.Stream("cuda:0") for _ in range(8)]   # a destroyed handle could be handed out again here
+    assert x.stream == handle
+    rs.op.add(2.0)(x)                                   # on the kept stream, valid after the Stream object went
+    rs.synchronize("cuda:0")
+    assert bool((t == 2.0).all()) and len(others) == 8
