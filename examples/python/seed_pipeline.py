@@ -1,6 +1,7 @@
 """The seed's question in Python: data = func1(data); data = func2(data); data = func3(data) on a CuPy
-array (a NumPy array where no GPU answers), without the data leaving the device: the three functions
-become ONE fused kernel over the array, in place, and the ledger shows no transfer.
+array (a NumPy array where no GPU answers or CuPy is not installed), without the data leaving the
+device: the three functions become ONE fused kernel over the array, in place, and the ledger shows no
+transfer.
 
     python3 examples/python/seed_pipeline.py
 """
@@ -14,8 +15,13 @@ func3 = rs.op.sin() | rs.op.mul(0.5)                     # 0.5 * sin(v)
 master = func1 | func2 | func3                           # one kernel: read once, written once
 
 n = 1 << 24
+cp = None
 if rs.cuda_device_count() > 0:
-    import cupy as cp
+    try:
+        import cupy as cp
+    except ImportError:
+        print("cupy is not installed: a NumPy array on the CPU instead")
+if cp is not None:
     data = cp.random.random(n, dtype=cp.float32)         # already on the GPU, owned by CuPy
     host = cp.asnumpy(data)                              # a copy for the check only
     device = "cuda:0"

@@ -1,7 +1,7 @@
 """The seed's three functions, written as plain Python with math calls and unchanged, fused by
-resident.stage into ONE kernel over a CuPy array (a NumPy array where no GPU answers): Numba compiles
-each function (LTO-IR linked into the kernel on the GPU; a native function called by the compiled loop
-on the CPU), resident compiles the kernel around them and caches it on disk.
+resident.stage into ONE kernel over a CuPy array (a NumPy array where no GPU answers or CuPy is not
+installed): Numba compiles each function (LTO-IR linked into the kernel on the GPU; a native function
+called by the compiled loop on the CPU), resident compiles the kernel around them and caches it on disk.
 
     python3 examples/python/seed_stages.py
 """
@@ -30,8 +30,13 @@ def func3(v):
 master = func1 | func2 | func3
 
 n = 1 << 22
+cp = None
 if rs.cuda_device_count() > 0:
-    import cupy as cp
+    try:
+        import cupy as cp
+    except ImportError:
+        print("cupy is not installed: a NumPy array on the CPU instead")
+if cp is not None:
     data = cp.random.random(n, dtype=cp.float32)
     host = cp.asnumpy(data)
     device = "cuda:0"
