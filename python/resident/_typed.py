@@ -7,6 +7,15 @@ import types
 import operator
 
 _NANOBIND_MISMATCH = "incompatible function arguments"
+# Python's refusal to turn an int of more than sys.get_int_max_str_digits() digits into text, met where a
+# message quotes such an argument.
+_DIGITS_LIMIT = "for integer string conversion"
+
+
+def _digits_refusal(e, where):
+    from . import _core
+    return _core.InvalidArgument(f"{where}: an integer argument has more digits than Python turns into text "
+                                 f"({e}); give a number within the call's range")
 
 
 def _typed(f, where):
@@ -30,6 +39,10 @@ def _typed(f, where):
                 raise _core.InvalidArgument(f"{where}: {str(huge)[:40]}... is beyond the range of every number "
                                             "the call takes (a double reaches about 1.8e308)") from None
             raise _core.InvalidType(f"{where}: an argument's type does not fit: {e}") from None
+        except ValueError as e:
+            if type(e) is not ValueError or _DIGITS_LIMIT not in str(e):
+                raise
+            raise _digits_refusal(e, where) from None
     call.__wrapped_core__ = f
     return call
 
@@ -46,6 +59,10 @@ def python_signature(f, where):
                 raise
             from . import _core
             raise _core.InvalidType(f"{where}: {e}") from None
+        except ValueError as e:
+            if type(e) is not ValueError or _DIGITS_LIMIT not in str(e):
+                raise
+            raise _digits_refusal(e, where) from None
     return call
 
 
@@ -130,7 +147,8 @@ def wrap_core(core):
     for cls, names in ((core.Flow, None), (core.Array, ("to_host", "to_host_async", "__dlpack__", "__dlpack_device__")),
                        (core.Graph, ("update",)), (core.Stream, None), (core.Event, None)):
         for name, f in list(vars(cls).items()):
-            if type(f).__name__ == "nb_method" and (name in names if names else not name.startswith("__")):
+            if type(f).__name__ == "nb_method" and (name in names if names else not name.startswith("__") or
+                                                    name == "__init__"):
                 setattr(cls, name, _typed(f, f"resident.{cls.__name__}.{name}"))
 
 

@@ -274,14 +274,38 @@ class ShardedArray:
             raise InvalidArgument(f"resident.dist.{what}: this process holds {len(self.shards)} of the "
                                   f"{self.shard_count} shards; each process reads its own (x.shards)")
 
-    def to_host(self):
-        """The whole array in a new NumPy array (one download per shard). Synchronizes.
-        @raises InvalidArgument when other processes hold shards."""
+    def to_host(self, out=None):
+        """The whole array in a NumPy array: a new one, or `out` (a writable C-contiguous NumPy array of
+        its size and dtype, filled and returned). One download per shard, into its place. Synchronizes.
+        @raises InvalidArgument when other processes hold shards, or for an out it cannot fill (before
+        any download)."""
         self._all_local("to_host")
-        out = _np.empty(self.size, dtype=self.dtype)
+        flat = _np.empty(self.size, dtype=self.dtype) if out is None else self._host_out(out, "to_host")
         for s, (o, c) in zip(self.shards, self.extents):
-            out[o:o + c] = s.to_host()
+            s.to_host(out=flat[o:o + c])
+        return flat if out is None else out
+
+    def to_host_async(self, out):
+        """Each shard's download into its place in `out` (as to_host's), queued on the shard's stream:
+        from page-locked memory (resident.streaming.pinned_empty) the host goes on meanwhile; keep out
+        alive and unread until every shard's device is synchronized (resident.synchronize(device))."""
+        self._all_local("to_host_async")
+        flat = self._host_out(out, "to_host_async")
+        for s, (o, c) in zip(self.shards, self.extents):
+            s.to_host_async(flat[o:o + c])
         return out
+
+    def _host_out(self, out, what):
+        """out's elements as one flat NumPy view, checked whole before any shard is downloaded."""
+        if not isinstance(out, _np.ndarray):
+            raise InvalidType(f"resident.dist.ShardedArray.{what}: out is a {type(out).__name__}; give a NumPy array")
+        if out.size != self.size or out.dtype != _np.dtype(self.dtype):
+            raise InvalidArgument(f"resident.dist.ShardedArray.{what}: out holds {out.size} {out.dtype}; give "
+                                  f"{self.size} {self.dtype}")
+        if not out.flags.c_contiguous or not out.flags.writeable:
+            raise InvalidArgument(f"resident.dist.ShardedArray.{what}: out is not writable C-contiguous memory; "
+                                  "give such an array (e.g. numpy.empty)")
+        return out.reshape(-1)
 
     def apply(self, work, out=None):
         """work applied per shard, every shard at once: see resident.dist.apply."""

@@ -27,7 +27,7 @@ std::intptr_t stream_handle(nb::handle h, const char* what) {
   std::intptr_t v = 0;
   if (!PyLong_Check(h.ptr()) || !nb::try_cast(h, v, false))
     throw rs::invalid_argument(std::string(what) + ": a stream is an int handle (1 = the legacy default stream), not " +
-                               nb::cast<std::string>(nb::repr(h)));
+                               shown(h));
   return v;
 }
 // An extent of a shape: an int (or an integer such as NumPy's, through __index__) from 0 to 2^63 - 1.
@@ -38,20 +38,20 @@ namespace {
 [[noreturn]] void shape_raised(const char* what) {
   nb::python_error e;
   if (!e.matches(PyExc_Exception)) throw e;
-  throw rs::invalid_type(std::string("a shape's ") + what + " raised " + nb::cast<std::string>(nb::repr(e.value())));
+  throw rs::invalid_type(std::string("a shape's ") + what + " raised " + shown(e.value()));
 }
 
 std::int64_t extent_of(nb::handle e) {
-  if (PyBool_Check(e.ptr())) throw rs::invalid_type("a shape holds ints, not bool (" + nb::cast<std::string>(nb::repr(e)) + ")");
+  if (PyBool_Check(e.ptr())) throw rs::invalid_type("a shape holds ints, not bool (" + shown(e) + ")");
   if (!PyIndex_Check(e.ptr()))
-    throw rs::invalid_argument("a shape holds ints, not " + nb::cast<std::string>(nb::str(e.type().attr("__name__"))) +
-                               " (" + nb::cast<std::string>(nb::repr(e)) + ")");
+    throw rs::invalid_argument("a shape holds ints, not " + utf8_of(nb::str(e.type().attr("__name__"))) +
+                               " (" + shown(e) + ")");
   nb::object i = nb::steal(PyNumber_Index(e.ptr()));
   if (!i.is_valid()) shape_raised("extent's __index__()");
   int overflow = 0;
   const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
-  if (overflow > 0) throw rs::invalid_argument("an extent beyond 2^63 - 1 in the shape: " + nb::cast<std::string>(nb::repr(e)));
-  if (overflow < 0 || v < 0) throw rs::invalid_argument("a negative extent in the shape: " + nb::cast<std::string>(nb::repr(e)));
+  if (overflow > 0) throw rs::invalid_argument("an extent beyond 2^63 - 1 in the shape: " + shown(e));
+  if (overflow < 0 || v < 0) throw rs::invalid_argument("a negative extent in the shape: " + shown(e));
   return std::int64_t(v);
 }
 
@@ -89,7 +89,7 @@ std::vector<std::int64_t> shape_of(const nb::handle& shape) {
     }
   } else {
     throw rs::invalid_argument("a shape is an int or a sequence of ints, not " +
-                               nb::cast<std::string>(nb::str(shape.type().attr("__name__"))));
+                               utf8_of(nb::str(shape.type().attr("__name__"))));
   }
   return s;
 }
@@ -129,13 +129,13 @@ std::string dtype_name_arg(nb::handle d) {
   try {
     nb::object dt = nb::module_::import_("numpy").attr("dtype")(d);
     if (!nb::cast<bool>(dt.attr("isnative")))
-      throw rs::invalid_argument("dtype " + nb::cast<std::string>(nb::str(dt)) + " is in the other byte order; give "
+      throw rs::invalid_argument("dtype " + utf8_of(nb::str(dt)) + " is in the other byte order; give "
                                  "the native one");
     return nb::cast<std::string>(dt.attr("name"));
   } catch (nb::python_error& e) {
     if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
     if (text) return nb::cast<std::string>(d);  // parse_dtype names what it takes
-    throw rs::invalid_type("the dtype argument's type does not fit: " + nb::cast<std::string>(nb::repr(d)) +
+    throw rs::invalid_type("the dtype argument's type does not fit: " + shown(d) +
                            "; give a name such as 'float32' or a NumPy dtype");
   }
 }
@@ -154,8 +154,8 @@ host_array host_array_of(nb::handle obj) {
   refuse_masked(obj, "to_device");
   if (has_attr(obj, "dtype") && has_attr(nb::getattr(obj, "dtype"), "kind")) {
     const nb::object dt = obj.attr("dtype");
-    const std::string kind = nb::cast<std::string>(nb::str(dt.attr("kind")));
-    const std::string name = nb::cast<std::string>(nb::str(dt));
+    const std::string kind = utf8_of(nb::str(dt.attr("kind")));
+    const std::string name = utf8_of(nb::str(dt));
     if (kind.size() == 1 && std::string("OUSMmV").find(kind) != std::string::npos)  // no DLPack type at all
       throw rs::invalid_type("to_device: arrays of " + name +
                              " are not supported: use float32, float64, int32, int64, uint32 or uint64");
@@ -181,7 +181,7 @@ host_array host_array_of(nb::handle obj) {
   if (has_attr(obj, "dtype")) {
     try {
       const nb::object dt = obj.attr("dtype");  // a handle: nb::str of a temporary object takes it as a str
-      what = "an array of " + nb::cast<std::string>(nb::str(dt));
+      what = "an array of " + utf8_of(nb::str(dt));
     } catch (nb::python_error& e) {
       if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
     }

@@ -355,6 +355,11 @@ nb::dict cuda_array_interface(const py_array& a);
 void ready_for_any_stream(const py_array& a);
 /// The name of o's type, for messages.
 std::string py_type_name(nb::handle o);
+/// A Python str's text as UTF-8, what is not (lone surrogates) as backslash escapes.
+std::string utf8_of(nb::handle str);
+/// repr(h) for a message, at most `most` characters: never raises for the object's sake (a repr that
+/// raises, an int past Python's digit limit, text that is not UTF-8); an interrupt propagates.
+std::string shown(nb::handle h, std::size_t most = 200);
 
 /// Whether o has the attribute, as Python's hasattr; but an error other than AttributeError reads as
 /// absent too, except an interrupt or exit (not an Exception), which goes on unchanged.

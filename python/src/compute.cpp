@@ -307,8 +307,8 @@ void bind_compute(nb::module_& m) {
       .def("__init__", [](rs::program*, nb::args args, nb::kwargs kwargs) {
         interrupts_again(args, kwargs);
         throw rs::invalid_type("program(ops) takes a list of resident.op, e.g. rs.program([rs.op.sqrt(), "
-                               "rs.op.add(1)]); it was given " + nb::cast<std::string>(nb::repr(args)) +
-                               (kwargs.size() ? " and " + nb::cast<std::string>(nb::repr(kwargs)) : std::string()));
+                               "rs.op.add(1)]); it was given " + shown(args) +
+                               (kwargs.size() ? " and " + shown(kwargs) : std::string()));
       })
       .def("__or__", [](const rs::program& p, const rs::op& o) { return p | o; }, nb::is_operator())
       .def("__or__", [](const rs::program& p, const rs::program& q) { return p | q; }, nb::is_operator())

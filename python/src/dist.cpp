@@ -143,7 +143,7 @@ void bind_dist(nb::module_& m) {
     if (!(timeout_s > 0)) throw rs::invalid_argument("Communicator.from_launcher: the timeout must be positive seconds");
     if (!(timeout_s <= max_timeout_s))  // also infinity: its milliseconds would not fit an integer
       throw rs::invalid_argument("Communicator.from_launcher: a timeout of " +
-                                 nb::cast<std::string>(nb::repr(nb::float_(timeout_s))) +
+                                 shown(nb::float_(timeout_s)) +
                                  " seconds is too long; give at most 1e9 seconds (about 31 years)");
     std::optional<rs::device> d;
     if (device) d = rs::parse_device(*device);

@@ -38,7 +38,7 @@ std::vector<std::size_t> stage_numbers(nb::handle after, const std::string& name
     int overflow = 0;
     const long long v = PyLong_AsLongLongAndOverflow(k.ptr(), &overflow);
     if (overflow || v < 0)
-      throw rs::flow_error("flow: stage '" + name + "' is to run after stage " + nb::cast<std::string>(nb::str(k)) +
+      throw rs::flow_error("flow: stage '" + name + "' is to run after stage " + utf8_of(nb::str(k)) +
                            ", which does not exist (stages are numbered from 0 as they are added)");
     r.push_back(std::size_t(v));
   }
@@ -380,8 +380,8 @@ void bind_flow(nb::module_& m) {
            "that stream instead (ordering it against other work is then the caller's).")
       .def("replay", [](const py_graph&, nb::args args, nb::kwargs kwargs) {  // not wrapped: a hot call
         throw rs::invalid_type("Graph.replay(stream=None) takes at most a stream; it was given " +
-                               nb::cast<std::string>(nb::repr(args)) +
-                               (kwargs.size() ? " and " + nb::cast<std::string>(nb::repr(kwargs)) : std::string()));
+                               shown(args) +
+                               (kwargs.size() ? " and " + shown(kwargs) : std::string()));
       })
       .def("update", &py_graph::update, nb::arg("work").none(),
            "Records the resident work that work() issues into this graph in place, keeping its instantiation "
@@ -398,8 +398,8 @@ void bind_flow(nb::module_& m) {
       .def("__init__", [](py_flow*, nb::args args, nb::kwargs kwargs) {
         interrupts_again(args, kwargs);
         throw rs::invalid_type("Flow(device=None, streams=4) takes a device name and a whole number of streams; it "
-                               "was given " + nb::cast<std::string>(nb::repr(args)) +
-                               (kwargs.size() ? " and " + nb::cast<std::string>(nb::repr(kwargs)) : std::string()));
+                               "was given " + shown(args) +
+                               (kwargs.size() ? " and " + shown(kwargs) : std::string()));
       })
       .def("add", &py_flow::add, nb::arg("name"), nb::arg("work").none(), nb::arg("reads") = nb::list(),
            nb::arg("writes") = nb::list(), nb::arg("after") = nb::list(),

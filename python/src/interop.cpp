@@ -31,9 +31,9 @@ nb::object dlpack_export(const py_array& a, nb::object stream, nb::object max_ve
                                   small_int(PyTuple_GET_ITEM(max_version.ptr(), 0)) &&
                                   small_int(PyTuple_GET_ITEM(max_version.ptr(), 1))))
     throw rs::invalid_type("__dlpack__: max_version is a (major, minor) tuple such as (1, 0), or None; got " +
-                           nb::cast<std::string>(nb::repr(max_version)));
+                           shown(max_version));
   if (!copy.is_none() && !PyBool_Check(copy.ptr()))
-    throw rs::invalid_type("__dlpack__: copy is True, False or None; got " + nb::cast<std::string>(nb::repr(copy)));
+    throw rs::invalid_type("__dlpack__: copy is True, False or None; got " + shown(copy));
   // Read-only memory goes out only in a versioned capsule, whose flag says so (as NumPy exports it): an
   // unversioned one cannot, and its consumer would write.
   if (a.readonly) {
@@ -56,7 +56,7 @@ nb::object dlpack_export(const py_array& a, nb::object stream, nb::object max_ve
       if (consumer.native() != a.stream.native()) consumer.wait_for(a.stream);
     }
   } else if (!stream.is_none()) {
-    throw rs::invalid_argument("__dlpack__: a CPU array takes no stream (got " + nb::cast<std::string>(nb::str(stream)) + ")");
+    throw rs::invalid_argument("__dlpack__: a CPU array takes no stream (got " + utf8_of(nb::str(stream)) + ")");
   }
   std::vector<std::size_t> shape(a.shape.begin(), a.shape.end());
   nb::capsule owner(new std::shared_ptr<const void>(a.owner),
@@ -242,7 +242,7 @@ py_array from_cuda_array_interface(nb::handle obj) {
                            std::string("fiu").find(ts[1]) != std::string::npos &&
                            ts.find_first_not_of("0123456789", 2) == std::string::npos;
   if (!well_formed)
-    throw rs::invalid_argument(std::string(cai_name) + ": typestr " + nb::cast<std::string>(nb::repr(ts_obj)) +
+    throw rs::invalid_argument(std::string(cai_name) + ": typestr " + shown(ts_obj) +
                                " is not one resident reads (such as '<f4')");
   const int bytes = std::atoi(ts.c_str() + 2);
   r.dtype = DLDataType{static_cast<std::uint8_t>(ts[1] == 'f' ? kDLFloat : ts[1] == 'i' ? kDLInt : kDLUInt),
@@ -255,12 +255,12 @@ py_array from_cuda_array_interface(nb::handle obj) {
   if (cai.contains("strides") && !cai["strides"].is_none()) {
     nb::object st = cai["strides"];
     if (!(PyTuple_Check(st.ptr()) || PyList_Check(st.ptr())) || std::size_t(PySequence_Size(st.ptr())) != r.shape.size())
-      throw rs::invalid_argument(std::string(cai_name) + ": strides " + nb::cast<std::string>(nb::repr(st)) +
+      throw rs::invalid_argument(std::string(cai_name) + ": strides " + shown(st) +
                                  " is not a tuple of one int per dimension of the shape");
     for (nb::handle e : nb::borrow<nb::sequence>(st)) {
       std::int64_t v = 0;
       if (!PyLong_Check(e.ptr()) || !nb::try_cast(e, v, false) || v % bytes != 0)
-        throw rs::invalid_argument(std::string(cai_name) + ": strides " + nb::cast<std::string>(nb::repr(st)) +
+        throw rs::invalid_argument(std::string(cai_name) + ": strides " + shown(st) +
                                    " are not whole elements");
       strides.push_back(v / bytes);
     }
@@ -270,7 +270,7 @@ py_array from_cuda_array_interface(nb::handle obj) {
   if (!PyTuple_Check(data.ptr()) || PyTuple_GET_SIZE(data.ptr()) != 2 ||
       !nb::try_cast(nb::handle(PyTuple_GET_ITEM(data.ptr(), 0)), ptr, false))
     throw rs::invalid_argument(std::string(cai_name) + ": data is a tuple (pointer, read_only), not " +
-                               nb::cast<std::string>(nb::repr(data)));
+                               shown(data));
   r.readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data.ptr(), 1)) == 1;
   // The device that holds the pointer: the CUDA runtime knows it (an empty array's is the default).
   const int dev_index = ptr ? rs::detail::cuda::pointer_device(reinterpret_cast<void*>(ptr)) : 0;
@@ -377,7 +377,27 @@ void interrupts_again(const nb::args& args, const nb::kwargs& kwargs) {
   for (auto [k, v] : kwargs) convert_again(v.ptr(), 0);
 }
 
-std::string py_type_name(nb::handle o) { return nb::cast<std::string>(nb::str(o.type().attr("__name__"))); }
+std::string utf8_of(nb::handle str) {
+  nb::object b = nb::steal(PyUnicode_AsEncodedString(str.ptr(), "utf-8", "backslashreplace"));
+  if (!b.is_valid()) throw nb::python_error();
+  return std::string(PyBytes_AS_STRING(b.ptr()), std::size_t(PyBytes_GET_SIZE(b.ptr())));
+}
+
+std::string py_type_name(nb::handle o) { return utf8_of(nb::str(o.type().attr("__name__"))); }
+
+std::string shown(nb::handle h, std::size_t most) {
+  nb::object r = nb::steal(PyObject_Repr(h.ptr()));
+  if (!r.is_valid()) {
+    nb::python_error e;
+    if (!e.matches(PyExc_Exception)) throw e;  // KeyboardInterrupt, SystemExit: unchanged
+    if (PyLong_Check(h.ptr()))  // past Python's digits limit for int to text
+      return "an int of " + utf8_of(nb::str(nb::handle(h).attr("bit_length")())) + " bits";
+    return "a " + py_type_name(h) + " (its __repr__ raised " + utf8_of(nb::str(e.type().attr("__name__"))) + ")";
+  }
+  std::string t = utf8_of(r);
+  if (t.size() > most) t = t.substr(0, most) + "...";
+  return t;
+}
 
 // Takes another library's array in place: its __dlpack__ (with the stream handshake), a DLPack
 // capsule, or its __cuda_array_interface__. Resident's Arrays are returned as they are. What cannot be
@@ -416,8 +436,8 @@ py_array take_in(nb::object obj) {
     } catch (nb::python_error& e) {
       if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
       throw rs::invalid_argument("from_dlpack: the __dlpack_device__ of a " + py_type_name(obj) + " raised " +
-                                 nb::cast<std::string>(nb::str(e.type().attr("__name__"))) + ": " +
-                                 nb::cast<std::string>(nb::str(e.value())).substr(0, 300));
+                                 utf8_of(nb::str(e.type().attr("__name__"))) + ": " +
+                                 utf8_of(nb::str(e.value())).substr(0, 300));
     }
     int type = 0, id = 0;
     if (PyTuple_Check(where.ptr()) && PyTuple_GET_SIZE(where.ptr()) == 2 &&
@@ -475,8 +495,8 @@ py_array take_in(nb::object obj) {
       (void)obj.attr("__dlpack__")();
     } catch (nb::python_error& e) {
       if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
-      said = "; it said: " + nb::cast<std::string>(nb::str(e.type().attr("__name__"))) + ": " +
-             nb::cast<std::string>(nb::str(e.value())).substr(0, 300);
+      said = "; it said: " + utf8_of(nb::str(e.type().attr("__name__"))) + ": " +
+             utf8_of(nb::str(e.value())).substr(0, 300);
     }
     // The array's dtype, where it has one, names what was refused (float128, complex, object, '>f4').
     std::string dtype;
@@ -516,7 +536,7 @@ py_array take_in(nb::object obj) {
     } catch (nb::python_error& e) {
       if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
       throw rs::invalid_type(std::string(call_name()) + ": NumPy could not read the " + py_type_name(obj) +
-                             " as an array (" + nb::cast<std::string>(nb::str(e.value())).substr(0, 300) +
+                             " as an array (" + utf8_of(nb::str(e.value())).substr(0, 300) +
                              "); give a NumPy array of float32, float64, int32, int64, uint32 or uint64");
     }
     if (!has_attr(view, "__dlpack__"))  // a NumPy without DLPack: nothing else reads it in place

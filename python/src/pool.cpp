@@ -10,28 +10,33 @@ namespace {
 // A byte count: a whole number (NumPy's too) from 0 to 2^64 - 1, or a text as RESIDENT_POOL_LIMIT reads
 // it ("512MiB", "2GB"). A bool or a float is a type error: 1.5 GiB is written "1536MiB".
 std::size_t byte_count(nb::handle v, const char* what) {
-  const std::string shown = nb::cast<std::string>(nb::repr(v)).substr(0, 60);
+  const std::string text = shown(v, 60);
   if (PyUnicode_Check(v.ptr())) {
-    const std::optional<std::size_t> b = rs::detail::parse_bytes(nb::cast<std::string>(v));
+    const std::optional<std::size_t> b = rs::detail::parse_bytes(utf8_of(v));
     if (!b)
-      throw rs::invalid_argument(std::string(what) + ": " + shown + " is not a byte count; give an int of bytes or "
+      throw rs::invalid_argument(std::string(what) + ": " + text + " is not a byte count; give an int of bytes or "
                                  "a text such as '512MiB' or '2GB'");
     return *b;
   }
   if (PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr()))
-    throw rs::invalid_type(std::string(what) + ": bytes is a " + py_type_name(v) + " (" + shown + "); give an int "
+    throw rs::invalid_type(std::string(what) + ": bytes is a " + py_type_name(v) + " (" + text + "); give an int "
                            "of bytes or a text such as '512MiB'");
   nb::object i = nb::steal(PyNumber_Index(v.ptr()));
-  if (!i.is_valid()) throw nb::python_error();
+  if (!i.is_valid()) {
+    nb::python_error e;
+    if (!e.matches(PyExc_Exception)) throw e;  // KeyboardInterrupt, SystemExit: unchanged
+    throw rs::invalid_type(std::string(what) + ": the " + py_type_name(v) + "'s own __index__ raised " +
+                           utf8_of(nb::str(e.type().attr("__name__"))) + "; give an int of bytes");
+  }
   int overflow = 0;
   const long long s = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
   if (overflow < 0 || (overflow == 0 && s < 0))
-    throw rs::invalid_argument(std::string(what) + ": bytes=" + shown + " is negative; give a positive byte count");
+    throw rs::invalid_argument(std::string(what) + ": bytes=" + text + " is negative; give a positive byte count");
   if (overflow == 0) return std::size_t(s);
   const unsigned long long u = PyLong_AsUnsignedLongLong(i.ptr());
   if (u == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
     PyErr_Clear();
-    throw rs::invalid_argument(std::string(what) + ": bytes=" + shown + " is beyond 2^64 - 1");
+    throw rs::invalid_argument(std::string(what) + ": bytes=" + text + " is beyond 2^64 - 1");
   }
   return std::size_t(u);
 }
@@ -74,7 +79,7 @@ void bind_pool(nb::module_& m) {
     // A bool or NumPy's bool, not truthiness: 'off' would be True.
     const std::string name = py_type_name(enabled);
     const bool numpy_bool = (name == "bool" || name == "bool_") &&
-                            nb::cast<std::string>(nb::str(enabled.type().attr("__module__"))) == "numpy";
+                            utf8_of(nb::str(enabled.type().attr("__module__"))) == "numpy";
     if (!PyBool_Check(enabled.ptr()) && !numpy_bool)
       throw rs::invalid_type("set_pool_caching: enabled is a " + py_type_name(enabled) + "; give True or False");
     const rs::device d = pick(dev);

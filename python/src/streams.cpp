@@ -26,19 +26,17 @@ struct py_event {
   explicit py_event(rs::device dev) : d(dev), e(dev) {}
 };
 
-std::string repr_of(nb::handle h) { return nb::cast<std::string>(nb::repr(h)); }
-
 // A handle from an int-like value (a PyTorch or CuPy stream's int, a ctypes pointer's value).
 std::intptr_t handle_from(nb::handle v, const char* what, const char* via) {
   if (v.is_none()) return 0;  // a ctypes null pointer: the legacy default stream
   if (PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr()))
-    throw rs::invalid_type(std::string(what) + ": stream" + via + " is " + repr_of(v) + ", not an int handle");
+    throw rs::invalid_type(std::string(what) + ": stream" + via + " is " + shown(v) + ", not an int handle");
   nb::object i = nb::steal(PyNumber_Index(v.ptr()));
   if (!i.is_valid()) throw nb::python_error();
   int overflow = 0;
   const long long h = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
   if (overflow != 0 || h < 0)
-    throw rs::invalid_argument(std::string(what) + ": stream handle " + repr_of(v) + " is not a stream (a handle is "
+    throw rs::invalid_argument(std::string(what) + ": stream handle " + shown(v) + " is not a stream (a handle is "
                                "0, 1 or 2 for the default streams, or a cudaStream_t's address)");
   return std::intptr_t(h);
 }
@@ -57,7 +55,7 @@ std::optional<std::intptr_t> parse_stream(nb::handle s, const char* what) try {
     nb::object r = s.attr("__cuda_stream__");
     if (PyCallable_Check(r.ptr())) r = r();
     if (!PyTuple_Check(r.ptr()) || PyTuple_GET_SIZE(r.ptr()) != 2)
-      throw rs::invalid_type(std::string(what) + ": __cuda_stream__ of a " + py_type_name(s) + " gave " + repr_of(r) +
+      throw rs::invalid_type(std::string(what) + ": __cuda_stream__ of a " + py_type_name(s) + " gave " + shown(r) +
                              "; the CUDA stream protocol gives (version, handle)");
     return handle_from(PyTuple_GET_ITEM(r.ptr(), 1), what, ".__cuda_stream__()[1]");
   }
@@ -73,7 +71,7 @@ std::optional<std::intptr_t> parse_stream(nb::handle s, const char* what) try {
 } catch (nb::python_error& e) {  // what the stream object's own code raised; an interrupt or exit as it is
   if (!e.matches(PyExc_Exception)) throw;
   throw rs::invalid_type(std::string(what) + ": the stream= object's own code raised " +
-                         nb::cast<std::string>(nb::repr(e.value())) + "; give a stream that says its handle");
+                         shown(e.value()) + "; give a stream that says its handle");
 }
 
 call_stream::call_stream(nb::handle stream, const char* what) : previous_(t_call_stream) {
@@ -96,7 +94,7 @@ call_stream::~call_stream() {
 
 std::optional<std::intptr_t> library_stream(nb::handle obj, rs::device d) {
   if (t_call_stream && t_call_stream->given) return t_call_stream->given;
-  const std::string module = nb::cast<std::string>(nb::str(obj.type().attr("__module__")));
+  const std::string module = utf8_of(nb::str(obj.type().attr("__module__")));
   const std::string top = module.substr(0, module.find('.'));
   if (top == "torch") {
     static nb::object* current = new nb::object(nb::module_::import_("torch.cuda").attr("current_stream"));
@@ -144,7 +142,7 @@ rs::stream_ref stream_of(nb::handle s, rs::device d, const char* what) {
 }  // namespace
 
 void bind_streams(nb::module_& m) {
-  nb::class_<py_stream>(m, "Stream", "A stream resident makes on one device (non-blocking on a GPU): queue calls on it "
+  nb::class_<py_stream>(m, "Stream", nb::is_weak_referenceable(), "A stream resident makes on one device (non-blocking on a GPU): queue calls on it "
                         "with stream=s. Speaks the CUDA stream protocol (__cuda_stream__); its handle is 0 on the CPU.")
       .def("__init__", [](py_stream* self, const std::optional<std::string>& dev) { new (self) py_stream(pick(dev)); },
            nb::arg("device") = nb::none())
@@ -175,7 +173,7 @@ void bind_streams(nb::module_& m) {
       .def("__repr__", [](const py_stream& p) {
         return "resident.Stream(device=" + p.s().device().name() + ", handle=" + std::to_string(p.handle()) + ")";
       });
-  nb::class_<py_event>(m, "Event", "A point in a stream to wait on and to time between (timing enabled).")
+  nb::class_<py_event>(m, "Event", nb::is_weak_referenceable(), "A point in a stream to wait on and to time between (timing enabled).")
       .def("__init__", [](py_event* self, const std::optional<std::string>& dev) { new (self) py_event(pick(dev)); },
            nb::arg("device") = nb::none())
       .def("__init__", [](py_event*, nb::args args, nb::kwargs kwargs) {

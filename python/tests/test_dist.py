@@ -249,3 +249,27 @@ def test_a_program_stage_or_fused_function_called_on_a_sharded_array_applies_per
         np.testing.assert_allclose(y.to_host(), ref, rtol=1e-6)  # nothing written by a refused call
     with pytest.raises(rs.InvalidArgument, match="resident.dist.sum"):
         (rs.op.sqrt() | rs.jit.sum())(rs.dist.shard(host, devices))
+
+
+def test_to_host_into_an_existing_array_fills_every_shards_place():
+    values = np.arange(11, dtype=np.float64) * 1.5
+    x = rs.dist.shard(values, ["cpu", "cpu", "cpu"])
+    out = np.full(11, -1.0)
+    assert x.to_host(out=out) is out
+    np.testing.assert_array_equal(out, values)
+    pinned = rs.streaming.pinned_empty(11, "float64")
+    assert x.to_host_async(pinned) is pinned
+    rs.synchronize("cpu")
+    np.testing.assert_array_equal(pinned, values)
+    shaped = np.zeros((1, 11))                      # any shape of its size, filled in C order
+    x.to_host(out=shaped)
+    np.testing.assert_array_equal(shaped[0], values)
+    for bad, error in ((np.zeros(10), rs.InvalidArgument), (np.zeros(11, np.float32), rs.InvalidArgument),
+                       (np.zeros(22)[::2], rs.InvalidArgument), ([0.0] * 11, rs.InvalidType)):
+        with pytest.raises(error):
+            x.to_host(out=bad)
+    ro = np.full(11, -1.0)
+    ro.flags.writeable = False
+    with pytest.raises(rs.InvalidArgument, match="writable"):
+        x.to_host_async(ro)
+    np.testing.assert_array_equal(ro, np.full(11, -1.0))  # refused whole, before any shard was downloaded

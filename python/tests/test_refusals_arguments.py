@@ -182,3 +182,54 @@ def test_a_type_error_raised_inside_a_call_neither_repeats_it_nor_becomes_invali
     with pytest.raises(TypeError, match="other") as raised:
         rs.stream(rs.op.add(1), x, out=x, progress=progress)
     assert type(raised.value) is TypeError and calls == [1] and np.asarray(x)[0] == 2.0  # the work ran once, the callback's error unchanged
+
+
+class _SurrogateRepr:
+    def __repr__(self):
+        return "\udcff"
+
+
+class _MinusOne(_SurrogateRepr):
+    def __index__(self):
+        return -1
+
+
+class _IndexRaises:
+    def __index__(self):
+        raise ValueError("no index")
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda: rs.set_pool_limit("\udcff", "cpu"), rs.InvalidArgument),     # text that is not UTF-8
+    (lambda: rs.set_pool_limit(_SurrogateRepr(), "cpu"), rs.InvalidType),
+    (lambda: rs.set_pool_limit(_IndexRaises(), "cpu"), rs.InvalidType),
+    (lambda: rs.set_pool_limit(10**5000, "cpu"), rs.InvalidArgument),      # past Python's digits for text
+    (lambda: rs.Event("cpu").record(_MinusOne()), rs.InvalidArgument),
+    (lambda: rs.Stream("cpu").wait_for(_MinusOne()), rs.InvalidArgument),
+    (lambda: rs.Event("cpu").record(10**5000), rs.InvalidArgument),
+    (lambda: rs.stream(rs.op.sqrt(), np.ones(8, np.float32), host_threads=10**5000), rs.InvalidArgument),
+    (lambda: rs.stream(rs.op.sqrt(), np.ones(8, np.float32), depth=-10**5000), rs.InvalidArgument),
+])
+def test_arguments_whose_text_python_cannot_make_are_still_typed_errors(call, error):
+    # Their messages quote the argument: a lone surrogate, a raising __repr__ or an int of more digits
+    # than Python turns into text raised std::bad_cast or ValueError while the message was made.
+    try:
+        with pytest.raises(error):
+            call()
+    finally:
+        rs.clear_pool_limit("cpu")
+    assert rs.pool_limit("cpu") is None
+
+
+def test_streams_and_events_refuse_a_second_init_and_take_weak_references():
+    import weakref
+    import gc
+    for make in (lambda: rs.Stream("cpu"), lambda: rs.Event("cpu")):
+        obj = make()
+        with pytest.warns(RuntimeWarning), pytest.raises(rs.InvalidType):
+            obj.__init__("cpu")
+        assert obj.device == "cpu"  # still usable
+        ref = weakref.ref(obj)
+        del obj
+        gc.collect()
+        assert ref() is None
