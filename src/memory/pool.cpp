@@ -73,6 +73,13 @@ struct pool_state {
     do {
       if (cap && (bytes > *cap || cur > *cap - bytes)) return 0;
     } while (!in_use.compare_exchange_weak(cur, cur + bytes));
+    // The limit read again after the claim, as set_pool_limit reads the bytes in use after storing it:
+    // of a claim and a new limit made at once, one sees the other (both sequentially consistent).
+    const std::optional<std::size_t> now = current_limit();
+    if (now && cur + bytes > *now) {
+      in_use -= bytes;
+      return 0;
+    }
     return cur + bytes;
   }
   void count(std::size_t now, std::size_t bytes, bool hit, device d) {
@@ -164,12 +171,16 @@ void set_pool_limit(device d, std::size_t bytes) {
   auto& s = state(d);
   RESIDENT_EXPECTS(bytes > 0, "set_pool_limit: a limit of 0 bytes would refuse every allocation; use "
                               "clear_pool_limit to lift the limit");
+  const std::size_t before = s.limit.exchange(bytes);  // in force before the bytes in use are read (claim)
   const std::size_t used = s.in_use;
+  if (used > bytes) {
+    std::size_t mine = bytes;
+    s.limit.compare_exchange_strong(mine, before);  // the limit before, unless another thread set one since
+  }
   RESIDENT_EXPECTS(bytes >= used, "set_pool_limit: the pool on " + d.name() + " has " +
                                       detail::format_bytes(double(used)) + " (" + std::to_string(used) +
                                       " bytes) in use, above the limit of " + std::to_string(bytes) +
                                       " bytes; free arrays first or choose a limit of at least that");
-  s.limit = bytes == no_limit ? no_limit : bytes;
   if (reserved_bytes(d) > bytes) trim_pool(d);
 }
 
