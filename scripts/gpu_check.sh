@@ -116,6 +116,8 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   # The race of issue 37 (item 8): the seed from Python, 2^16-2^28, three sweeps: resident's rs.op / rs.stage /
   # rs.fuse on its arrays, torch tensors and CuPy arrays, torch.compile, cupy.fuse, Numba, against a device copy.
   step bench-python-race env PYTHONUNBUFFERED=1 python3 bench/peers/python_race.py --json "$logs/python_race.json"
+  # Scans from Python (resident.cumsum / cummin / cummax) against PyTorch's and CuPy's, over a device copy.
+  step bench-python-scans env PYTHONUNBUFFERED=1 python3 bench/peers/python_scans.py --json "$logs/python_scans.json"
   if [ "${SKIP_PEERS:-0}" != 1 ]; then
     step peers env PYTHONUNBUFFERED=1 python3 bench/peers/peers.py --json "$logs/peers.json" \
       --device-peers "$build/bench/device_peers"
