@@ -8,6 +8,7 @@
 /// the figures they are tuned by live in detail/tuning.hpp.
 
 #include <cub/device/device_scan.cuh>
+#include <limits>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
@@ -313,10 +314,9 @@ struct scan_input {
   __device__ U operator()(std::size_t i) const { return converted<U>(in.eval1(fn, i)); }
 };
 
-template <class U, class L, class Fn, class Op>
-void run_scan(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op, U* out, std::size_t n,
-              const std::optional<launch_config>&) {
-  auto values = thrust::make_transform_iterator(thrust::counting_iterator<std::size_t>(0), scan_input<U, L, Fn>{in, fn});
+// One CUB scan of n values from `values` into out, its scratch from the pool.
+template <class It, class U, class Op, class Count>
+void cub_scan(It values, U* out, const Op& op, Count n, stream_ref s) {
   std::size_t bytes = 0;
   RESIDENT_CUDA_TRY(cub::DeviceScan::InclusiveScan(nullptr, bytes, values, out, op, n, s.native()));
   void* scratch = pool_allocate(bytes, s);
@@ -328,6 +328,29 @@ void run_scan(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& o
     throw;
   }
   pool_deallocate(scratch, bytes, s);
+}
+
+template <class Fn>
+inline constexpr bool no_stages = false;
+template <>
+inline constexpr bool no_stages<chain<>> = true;
+
+template <class U, class L, class Fn, class Op>
+void run_scan(cuda_backend, stream_ref s, const L& in, const Fn& fn, const Op& op, U* out, std::size_t n,
+              const std::optional<launch_config>&) {
+  // An array of out's type with no stages is read as a pointer (CUB's own loads); 32-bit offsets where n
+  // fits them (CUB's faster index arithmetic).
+  auto scan = [&](auto count) {
+    if constexpr (std::is_same_v<L, view_loader<U>> && no_stages<Fn>) {
+      cub_scan(in.p, out, op, count, s);
+    } else {
+      auto values = thrust::make_transform_iterator(thrust::counting_iterator<std::size_t>(0),
+                                                    scan_input<U, L, Fn>{in, fn});
+      cub_scan(values, out, op, count, s);
+    }
+  };
+  if (n <= std::size_t(std::numeric_limits<int>::max())) scan(int(n));
+  else scan(n);
   record_kernel(s.device());  // the look-back state's set-up
   record_kernel(s.device());  // the scan
 }
