@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "resident/fuse/pipeline.hpp"
+#include "resident/insight/detail/call_scope.hpp"
 #include "resident/random/random.hpp"
 
 namespace resident::py {
@@ -56,12 +57,17 @@ template <class T>
 array<reduced_type<T>> reduce_into(array_ref<T> a, reduction r) {
   using R = reduced_type<T>;
   device_scope on(a.device());
+  // One call with the result's allocation: the pipeline's scope, opened at the same line, counts into it.
+  const auto where = resident::source_location::current();
+  const detail::call_scope call("pipeline reduce", a.stream(),
+                                {a.size() * sizeof(T), sizeof(R), a.size(), 1, a.data(), nullptr},
+                                detail::call_kind::compute, where);
   array<R> out(1, a.stream());
   auto wide = map([] RESIDENT_HD(T v) { return reduced_type<T>(v); });  // min and max of widened values: exact
   switch (r) {
-    case reduction::sum: (wide | resident::reduce(plus{}, R(0)))(a, out); break;
-    case reduction::min: (wide | resident::reduce(minimum{}, R(largest<T>())))(a, out); break;
-    case reduction::max: (wide | resident::reduce(maximum{}, R(smallest<T>())))(a, out); break;
+    case reduction::sum: (wide | resident::reduce(plus{}, R(0)))(a, out, where); break;
+    case reduction::min: (wide | resident::reduce(minimum{}, R(largest<T>())))(a, out, where); break;
+    case reduction::max: (wide | resident::reduce(maximum{}, R(smallest<T>())))(a, out, where); break;
   }
   return out;
 }

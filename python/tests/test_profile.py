@@ -135,10 +135,9 @@ def test_sharded_reductions_are_the_calling_line_s_not_the_worker_threads(device
         if shards > 1:  # the pin ends with the call: a pool thread's later call is its own line's
             rs.dist._POOL.submit(lambda: rs.sum(x.shards[0])).result()  # mark:pooled
     mine = rows_of(p)
-    # (Without work the shards' one-value partials are made before their reductions, all at once: pool
-    # allocations outside any call.)
-    assert all(r.file.rsplit("/", 1)[-1] == __file__.rsplit("/", 1)[-1] or (work is None and r.calls == 0)
-               for r in p.rows), [(r.site, r.calls) for r in p.rows]
+    # Nothing outside any call: without work the shards' one-value partials are made within their calls.
+    assert all(r.file.rsplit("/", 1)[-1] == __file__.rsplit("/", 1)[-1] for r in p.rows), \
+        [(r.site, r.calls, r.allocations) for r in p.rows]
     at = mine[line_of("# mark:dist")]
     # A reduction per shard; without work, each partial read by a transfer of its own.
     assert sum(r.calls for r in at if not r.transfer) == shards and sum(r.kernels for r in at) >= shards
