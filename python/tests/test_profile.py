@@ -223,3 +223,23 @@ def test_profile_paths_progress_and_chunk_are_checked(tmp_path, monkeypatch):
     np.testing.assert_array_equal(rs.stream(rs.op.mul(2.0), x, chunk=np.int64(3), depth=np.int32(2)), 2 * x)
     with pytest.raises(rs.InvalidArgument, match="chunk"):
         rs.stream(rs.op.mul(2.0), x, chunk=np.bool_(True))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_product_and_the_arrays_a_line_makes_are_that_lines(device):
+    a = rs.to_device(np.ones((16, 8), np.float32), device)
+    b = rs.to_device(np.ones((8, 4), np.float32), device)
+    rs.matmul(a, b)  # warm
+    with rs.profile() as p:
+        c = rs.matmul(a, b)  # mark:matmul
+        e = rs.empty(100, "float32", device)  # mark:empty
+    mine = rows_of(p)
+    assert all(r.file.rsplit("/", 1)[-1] == __file__.rsplit("/", 1)[-1] for r in p.rows), \
+        [(r.site, r.name, r.calls, r.allocations) for r in p.rows]  # nothing "(outside any call)"
+    product = {r.name: r for r in mine[line_of("# mark:matmul")]}
+    assert product["matmul"].calls == 1 and product["matmul"].kernels >= 1
+    assert product["matmul"].bytes_read == (16 * 8 + 8 * 4) * 4 and product["matmul"].bytes_written == 16 * 4 * 4
+    assert sum(r.allocations for r in mine[line_of("# mark:matmul")]) == 1  # its output
+    (made,) = mine[line_of("# mark:empty")]
+    assert made.calls == 0 and made.allocations == 1 and made.name == "(outside a call)"
+    assert c.shape == (16, 4) and e.shape == (100,)

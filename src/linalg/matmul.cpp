@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/runtime.hpp"
+#include "resident/insight/detail/call_scope.hpp"
 #include "resident/launch/launch.hpp"
 #include "resident/memory/ledger.hpp"
 
@@ -217,7 +218,7 @@ void check_matmul(std::size_t am, std::size_t ak, std::size_t bk, std::size_t bn
     RESIDENT_FAIL("matmul: C overlaps A or B; write the product into a separate array");
 }
 
-void matmul(const gemm_args& g, matmul_algo algo) {
+void matmul(const gemm_args& g, matmul_algo algo, resident::source_location where) {
   const device d = g.stream.device();
   if (algo == matmul_algo::automatic) algo = matmul_algo::vendor;
   if (!matmul_supported(algo, d, g.element_size))
@@ -232,6 +233,11 @@ void matmul(const gemm_args& g, matmul_algo algo) {
   // algorithm was asked for: a product of no terms (k = 0), which every algorithm reads as that.
   gemm_args h = g;
   if (h.alpha == 0) h.k = 0;
+  const std::uint64_t es = g.element_size, c_bytes = std::uint64_t(g.m) * g.n * es;
+  const call_scope scope("matmul", g.stream,
+                         {(std::uint64_t(g.m) * h.k + std::uint64_t(h.k) * g.n) * es + (g.beta != 0 ? c_bytes : 0),
+                          c_bytes, std::uint64_t(g.m) * g.n, 0, g.a, g.c},
+                         call_kind::compute, where);
   backend_of(d).matmul(h, algo);
 }
 

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "resident/linalg/matmul.hpp"
 #include "support.hpp"
 
 namespace rs = resident;
@@ -237,6 +238,22 @@ TEST_P(insight, a_call_that_throws_is_not_counted_and_the_profile_stays_usable) 
   EXPECT_EQ(rs::detail::call_scope::current(), nullptr);
   profiled(rs::map(affine{1.f, 1.f}), x, 1);
   EXPECT_EQ(prof.report().sites.size(), 1u);
+}
+
+TEST_P(insight, a_matrix_product_is_one_call_at_the_callers_line_with_its_bytes) {
+  const std::size_t m = 16, k = 8, n = 4;
+  rs::array2d<float> A(m, k, dev), B(k, n, dev), C(m, n, dev);
+  rs::matmul(A, B, C);  // warm (cuBLAS's handle)
+  rs::profile prof(rs::profile_output::quiet);
+  const unsigned line = resident::source_location::current().line() + 1;
+  rs::matmul(A, B, C, rs::matmul_algo::automatic, 1.f, 1.f);
+  const rs::profile_report r = prof.report();
+  const auto* s = find_site(r, line, "matmul");
+  ASSERT_NE(s, nullptr) << r.table();
+  EXPECT_EQ(s->calls, 1u);
+  EXPECT_GE(s->kernels, 1u);
+  EXPECT_EQ(s->bytes_read, (m * k + k * n + m * n) * sizeof(float));  // beta = 1: C is read too
+  EXPECT_EQ(s->bytes_written, m * n * sizeof(float));
 }
 
 TEST_P(insight, calls_from_two_threads_add_up) {

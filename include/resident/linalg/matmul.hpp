@@ -21,6 +21,7 @@
 
 #include <string>
 
+#include "resident/detail/source_location.hpp"
 #include "resident/memory/array.hpp"
 
 namespace resident {
@@ -46,7 +47,9 @@ struct gemm_args {
   std::size_t element_size;  ///< 4 or 8
   stream_ref stream;
 };
-void matmul(const gemm_args& g, matmul_algo algo);
+/// The one entry of every product: checks the algorithm, opens the call's profile scope at `where`, runs it.
+void matmul(const gemm_args& g, matmul_algo algo,
+            resident::source_location where = resident::source_location::current());
 void matmul_cuda(const gemm_args& g, matmul_algo algo);  // src/linalg/matmul_cuda.cu
 void check_matmul(std::size_t am, std::size_t ak, std::size_t bk, std::size_t bn, std::size_t cm, std::size_t cn,
                   const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes, const void* c,
@@ -60,7 +63,7 @@ void check_matmul(std::size_t am, std::size_t ak, std::size_t bk, std::size_t bn
 /// INT_MAX for vendor or a GPU algorithm, or more rows than a GPU kernel's grid covers), all before any work.
 template <class T>
 void matmul(const array2d<T>& A, const array2d<T>& B, array2d<T>& C, matmul_algo algo = matmul_algo::automatic,
-            T alpha = T(1), T beta = T(0)) {
+            T alpha = T(1), T beta = T(0), resident::source_location where = resident::source_location::current()) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "matmul takes float or double");
   A.storage().check_live();
   B.storage().check_live();
@@ -73,7 +76,7 @@ void matmul(const array2d<T>& A, const array2d<T>& B, array2d<T>& C, matmul_algo
     if (s.native() != C.stream().native()) C.stream().wait_for(s);
   detail::matmul({A.rows(), B.cols(), A.cols(), A.data(), B.data(), C.data(), A.ld(), B.ld(), C.ld(), double(alpha),
                   double(beta), sizeof(T), C.stream()},
-                 algo);
+                 algo, where);
 }
 
 }  // namespace resident
