@@ -42,7 +42,7 @@ double map_ulps(long double (*ref)(long double), double lo, double hi) {
   rs::map<F>()(in, out);
   const std::vector<T> y = out.to_host();
   double worst = 0;
-  for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, ulps<T>(y[i], ref(x[i])));
+  for (std::size_t i = 0; i < n; ++i) worst = resident::test::worse(worst, ulps<T>(y[i], ref(x[i])));
   return worst;
 }
 
@@ -53,7 +53,7 @@ double map2_ulps(long double (*ref)(long double, long double), double lo, double
   (rs::zip(a, b) | rs::map<F>())(out);
   const std::vector<T> y = out.to_host();
   double worst = 0;
-  for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, ulps<T>(y[i], ref(x[i], z[i])));
+  for (std::size_t i = 0; i < n; ++i) worst = resident::test::worse(worst, ulps<T>(y[i], ref(x[i], z[i])));
   return worst;
 }
 
@@ -184,7 +184,7 @@ TEST(cpu_simd, the_seed_pipeline_its_sum_and_its_scan_match_fp64) {
   seed(in, out);
   const std::vector<float> y = out.to_host();
   double worst = 0, sum = 0, scan_worst = 0;
-  for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(double(y[i]) - seed_ref(double(x[i]))));
+  for (std::size_t i = 0; i < n; ++i) worst = resident::test::worse(worst, std::fabs(double(y[i]) - seed_ref(double(x[i]))));
   EXPECT_LE(worst, 1e-6) << "|seed(v) - FP64|: a few float roundings";
 
   for (std::size_t i = 0; i < n; ++i) sum += double(y[i]);
@@ -199,7 +199,7 @@ TEST(cpu_simd, the_seed_pipeline_its_sum_and_its_scan_match_fp64) {
   double acc = 0;
   for (std::size_t i = 0; i < n; ++i) {
     acc += double(y[i]);
-    scan_worst = std::max(scan_worst, std::fabs(s[i] - acc));
+    scan_worst = resident::test::worse(scan_worst, std::fabs(s[i] - acc));
   }
   EXPECT_LE(scan_worst, 1e-9 * n) << "map + inclusive scan in double";
 }
