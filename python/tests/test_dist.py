@@ -273,3 +273,13 @@ def test_to_host_into_an_existing_array_fills_every_shards_place():
     with pytest.raises(rs.InvalidArgument, match="writable"):
         x.to_host_async(ro)
     np.testing.assert_array_equal(ro, np.full(11, -1.0))  # refused whole, before any shard was downloaded
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_sharded_extremes_of_negative_values_and_a_nan_in_a_later_shard(dtype):
+    y = np.array([-5, -3, -1, -2, -7], dtype)
+    x = rs.dist.shard(y, ["cpu", "cpu"])
+    assert rs.dist.max(x) == -1 and rs.dist.min(x) == -7  # not an identity of 0
+    if dtype == np.float32:
+        z = rs.dist.shard(np.array([1, 2, 3, np.nan, 5, 6], dtype), ["cpu", "cpu", "cpu"])
+        assert np.isnan(rs.dist.min(z)) and np.isnan(rs.dist.max(z))  # as rs.min of the whole array

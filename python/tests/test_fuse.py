@@ -85,3 +85,18 @@ def test_the_seed_code_as_written_on_a_gpu_array():
     assert kernels("cuda:0") - before == 1
     assert np.max(np.abs(y.to_host() - reference(h))) < 1e-6
     assert abs((m | rs.jit.sum())(x) - reference(h).sum()) < 1e-3 * h.size
+
+
+def _callee(d):
+    return d * 0.1 + 0.3
+
+
+def _calls_callee(d):
+    return _callee(d)
+
+
+def test_the_literals_of_a_called_function_are_float32_for_float32_values():
+    # As those of the fused function itself (NEP 50): a callee's 0.1 made float64 rounds differently.
+    x = (np.random.default_rng(2).random(4099) * 6 - 3).astype(np.float32)
+    got = rs.fuse(_calls_callee)(rs.to_device(x.copy(), device="cpu")).to_host()
+    np.testing.assert_array_equal(got, x * np.float32(0.1) + np.float32(0.3))

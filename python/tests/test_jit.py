@@ -279,3 +279,28 @@ def test_a_repeated_call_takes_the_fast_path_with_the_values_of_the_first(device
     np.testing.assert_array_equal(x.to_host(), np.full(10, 13, dtype="float32"))
     if p.engine == "compiled":
         assert "float32" in p.__dict__
+
+
+def _negated_unless_small(v):
+    flag = not (v > 0.5)
+    return v * 2.0 if flag else -v
+
+
+@needs_numba
+def test_stages_follow_pythons_own_rules_for_ties_and_not():
+    # min keeps the first of equal values (-0.0 against 0.0 keeps 0.0, as Python's min does), and `not`
+    # of a comparison is a logical not, not a bitwise one.
+    x = np.array([0.0, -0.0, 1.0, -2.0], np.float32)
+    got = rs.stage(lambda v: min(v, -v))(rs.to_device(x, device="cpu")).to_host()
+    want = np.array([min(v, -v) for v in x], np.float32)
+    assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+    y = np.linspace(-1, 1, 9).astype(np.float32)
+    got = rs.stage(_negated_unless_small)(rs.to_device(y, device="cpu")).to_host()
+    np.testing.assert_array_equal(got, np.array([_negated_unless_small(v) for v in y], np.float32))
+
+
+def test_the_uniform_generator_takes_its_offset():
+    got, want = np.zeros(1003, np.float32), np.zeros(1003, np.float32)
+    rs.jit.uniform(11, 5, -1.0, 3.0)(out=got)
+    rs.random.fill_uniform(want, 11, 5, -1.0, 3.0)
+    np.testing.assert_array_equal(got, want)

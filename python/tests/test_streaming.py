@@ -362,3 +362,19 @@ def test_ctrl_c_ends_a_stream_between_chunks():
     finally:
         timer.cancel()
     assert time.monotonic() - start < whole / 2
+
+
+def test_the_given_depth_is_the_one_used_and_a_stage_keeps_the_shape():
+    x = np.ones(10000, np.float32)
+    for depth in (1, 2, 5):  # 3 is the depth chosen when none is given
+        rs.stream(rs.op.add(1), x, chunk=1000, depth=depth, progress=False)
+        s = rs.streaming.last_summary()
+        assert s["depth"] == depth and s["chunks"] == 10
+    assert rs.stream(rs.op.add(1), np.ones((2, 4), np.float32), progress=False).shape == (2, 4)
+
+
+@needs_numba
+def test_a_streamed_stage_keeps_the_inputs_shape():
+    out = rs.stream(lambda v: v + 1, np.ones((2, 4), np.float32), progress=False)
+    assert out.shape == (2, 4)
+    np.testing.assert_array_equal(out, np.full((2, 4), 2, np.float32))

@@ -132,3 +132,9 @@ def test_copies_with_a_gpu_on_given_streams():
     np.testing.assert_array_equal(back, -ref)
     with pytest.raises(rs.InvalidArgument, match="host memory"):
         x.to_host(out=y)
+
+
+def test_a_round_trip_past_the_parallel_copys_pieces_keeps_every_element():
+    # Host copies are split into MiB pieces over threads: a length of no whole MiB has a short last piece.
+    values = np.arange((5 << 20) // 4 + 3, dtype=np.float32)
+    np.testing.assert_array_equal(rs.to_device(values, device="cpu").to_host(), values)
