@@ -28,6 +28,8 @@ mutants=(
 "dist_shard_border@@cpu@@test_dist@@backends/sharded.reductions_combine_shards_against_fp64/cpu@@include/resident/dist/sharded_array.hpp@@      q(a.local(i), part.back());@@      q(a.local(i).slice(0, a.local(i).size() - 1), part.back());@@a sharded sum drops the last element of every shard"
 "streamed_chunk_end@@cpu@@test_out_of_core@@backends/out_of_core.*sum*:backends/out_of_core.reduction*/cpu@@include/resident/out_of_core/out_of_core.hpp@@    q(array_ref<T>(static_cast<T*>((*v.inputs)[0]), v.count, s), out);@@    q(array_ref<T>(static_cast<T*>((*v.inputs)[0]), v.count - 1, s), out);@@a streamed reduction drops the last element of every chunk"
 "philox_key@@cpu@@test_random@@philox.*:backends/rng.*/cpu@@include/resident/random/philox.hpp@@std::uint32_t(seed),@@std::uint32_t(seed) ^ 1u,@@Philox blocks take a key one bit off the seed's"
+"program_nan_minimum@@cpu@@test_program_simd@@program_simd.every_operation_in_*@@src/fuse/program_cpu.cpp@@RESIDENT_EACH(x < a || a != a ? x : a);@@RESIDENT_EACH(x < a ? x : a);@@a CPU program's minimum with a NaN constant gives NaN (fmin's rule: the NaN loses)"
+"parallel_copy_tail@@cpu@@test_memory@@backends/arrays.round_trip_sizes/cpu@@src/memory/transfer.cpp@@bytes / piece + (bytes % piece != 0)@@bytes / piece@@a host copy past 4 MiB drops its short last piece"
 "staging_buffer_swap@@gpu@@test_transfer_threads@@*/cuda@@src/backend/cuda/backend.cpp@@    st->used(k, s);
   }
 }@@    st->used(k ^ 1, s);
