@@ -161,13 +161,6 @@ void write_report_at_exit();
 
 const site_key outside_key(device d) { return {"", 0, "(outside any call)", false, dev_code(d)}; }
 
-// Work no call scope holds: the row of the line outside C++ that is running (a Python line making an
-// array), else the row of work outside any call.
-site_key loose_key(device d) {
-  if (const detail::foreign_site* f = t_foreign) return {f->file, f->line, "(outside a call)", false, dev_code(d)};
-  return outside_key(d);
-}
-
 }  // namespace
 
 bool profiling() {
@@ -354,7 +347,7 @@ void call_scope::note_kernels(device d, std::uint64_t n) noexcept {
   if (!profiling()) return;
   collector& c = the();
   std::lock_guard lock(c.m);
-  row(c.sites, loose_key(d)).kernels += n;
+  row(c.sites, outside_key(d)).kernels += n;
 }
 
 void call_scope::note_transfer(device d, int dir, std::uint64_t bytes) noexcept {
@@ -365,7 +358,7 @@ void call_scope::note_transfer(device d, int dir, std::uint64_t bytes) noexcept 
   if (!profiling()) return;
   collector& c = the();
   std::lock_guard lock(c.m);
-  profile_site& r = row(c.sites, loose_key(d));
+  profile_site& r = row(c.sites, outside_key(d));
   (dir == 0 ? r.h2d_bytes : dir == 1 ? r.d2h_bytes : r.d2d_bytes) += bytes;
 }
 
@@ -379,7 +372,7 @@ void call_scope::note_allocation(device d, std::uint64_t bytes, std::uint64_t by
   if (!profiling()) return;
   collector& c = the();
   std::lock_guard lock(c.m);
-  profile_site& r = row(c.sites, loose_key(d));
+  profile_site& r = row(c.sites, outside_key(d));
   ++r.allocations;
   r.allocated_bytes += bytes;
 }
