@@ -35,8 +35,8 @@ from pathlib import Path
 import pytest
 
 import resident as rs
+from _markdown import ROOT, fences
 
-ROOT = Path(__file__).resolve().parents[2]
 if not (ROOT / "docs" / "python.md").is_file():
     pytest.skip(f"the repository's docs are not beside the tests ({ROOT})", allow_module_level=True)
 PAGES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
@@ -46,7 +46,6 @@ PAGE_TIMEOUT_S = 300
 # The examples' size knobs, set small: the test checks that they run and check themselves, not speed.
 EXAMPLE_ENV = {"RESIDENT_EXAMPLE_ELEMENTS": str(1 << 16), "RESIDENT_EXAMPLE_BYTES": "4MiB"}
 
-FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})(?P<lang>[^`\s]*)\s*$")
 MARKER = re.compile(r"^\s*<!--\s*doc-test:(?P<body>.*?)-->\s*$")
 REPLACE = re.compile(r'^replace\s+"(?P<old>[^"]*)"\s+"(?P<new>[^"]*)"$')
 
@@ -73,17 +72,9 @@ def python_blocks(page):
     """The ```python blocks of a page: dicts of path, line (the code's first line), code, marker."""
     lines = page.read_text(encoding="utf-8").split("\n")
     rel = page.relative_to(ROOT).as_posix()
-    found, i = [], 0
-    while i < len(lines):
-        m = FENCE.match(lines[i])
-        if not m:
-            i += 1
-            continue
-        close = re.compile("^" + re.escape(m["indent"]) + re.escape(m["ticks"]) + r"`*\s*$")
-        end = next((j for j in range(i + 1, len(lines)) if close.match(lines[j])), None)
-        if end is None:
-            raise ValueError(f"{rel}:{i + 1}: a fence that is never closed")
-        if m["lang"] == "python":
+    found = []
+    for i, end, lang in fences(lines, rel):
+        if lang == "python":
             prev = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
             mm = MARKER.match(prev)
             spec = parse_marker(mm["body"], f"{rel}:{i}") if mm else parse_marker("", rel)
@@ -93,7 +84,6 @@ def python_blocks(page):
                     raise ValueError(f"{rel}:{i}: replace {old!r}: the block does not contain it")
                 code = code.replace(old, new)
             found.append({"path": rel, "line": i + 2, "code": code, **spec})
-        i = end + 1
     return found
 
 
