@@ -142,6 +142,9 @@ nb::object any_scan(nb::object x, nb::object out_obj, reduction r, nb::object st
     gil_released unlocked;
     if (widened) scan(a.ref<T>(), o.ref<reduced_type<T>>(), r);
     else scan(a.ref<T>(), o.ref<T>(), r);
+    // The scan read x on out's stream: work queued on x's stream next (its library's writing x) waits for it.
+    const rs::stream_ref xs = a.work_stream(), os = o.work_stream();
+    if (xs.native() != os.native()) xs.wait_for(os);
     o.finish_foreign();
   });
   return out_obj;

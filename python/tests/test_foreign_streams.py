@@ -178,6 +178,21 @@ def test_a_scan_of_a_torch_tensor_follows_torchs_current_stream():
 
 
 @gpu
+def test_a_tensor_written_on_its_stream_right_after_a_scan_into_a_new_array_was_read_first():
+    torch = _torch()
+    t = torch.full((N,), 3, dtype=torch.int32, device="cuda")
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(SLEEP_CYCLES)               # the scan, on the new array's stream, waits for this
+        made = rs.cumsum(t)
+        t.fill_(-1)                                   # on s: must wait for the scan's read of t
+    s.synchronize()
+    rs.synchronize("cuda:0")
+    np.testing.assert_array_equal(made.to_host(), 3 * np.arange(1, N + 1, dtype=np.int64))
+
+
+@gpu
 def test_the_pool_counts_and_limits_gpu_arrays():
     dev = "cuda:0"
     try:
