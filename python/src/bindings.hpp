@@ -395,6 +395,9 @@ auto on_floats(const py_array& a, const char* what, F&& f) {
 /// Refuses an output that shares memory with an input other than exactly (in place): element i of the
 /// output would overwrite an input element not read yet. `what` names the call.
 void check_overlap(const py_array& in, const py_array& out, const char* what);
+/// The inputs a call read on its output's stream: work queued on an input's stream next (its library
+/// writing it) waits for the call (an event each where the streams differ; no host wait).
+void after_reads_on(const py_array& out, std::initializer_list<const py_array*> inputs);
 /// Refuses arrays of two shapes (both of two or more dimensions) in one element-wise call.
 void check_shapes(const py_array& a, const py_array& b, const char* what);
 

@@ -26,6 +26,14 @@ void check_overlap(const py_array& in, const py_array& out, const char* what) {
                                "write into separate memory or exactly in place");
 }
 
+void after_reads_on(const py_array& out, std::initializer_list<const py_array*> inputs) {
+  const rs::stream_ref os = out.work_stream();
+  for (const py_array* in : inputs) {
+    const rs::stream_ref is = in->work_stream();
+    if (is.device() == os.device() && is.native() != os.native()) is.wait_for(os);
+  }
+}
+
 // Arrays of one element-wise call have one shape, as NumPy's do (nothing broadcasts): a (2, 3) array
 // beside a (3, 2) one pairs elements NumPy would refuse to. A 1-D (or 0-d) array of the same count
 // stands for any shape, its elements in C order; counts are checked where the call runs.
@@ -142,9 +150,7 @@ nb::object any_scan(nb::object x, nb::object out_obj, reduction r, nb::object st
     gil_released unlocked;
     if (widened) scan(a.ref<T>(), o.ref<reduced_type<T>>(), r);
     else scan(a.ref<T>(), o.ref<T>(), r);
-    // The scan read x on out's stream: work queued on x's stream next (its library's writing x) waits for it.
-    const rs::stream_ref xs = a.work_stream(), os = o.work_stream();
-    if (xs.native() != os.native()) xs.wait_for(os);
+    after_reads_on(o, {&a});
     o.finish_foreign();
   });
   return out_obj;
@@ -202,6 +208,7 @@ void run_interpreted(const rs::program& p, const py_array& a, const py_array& o)
   on_floats(a, "a program", [&](auto r) {
     using T = typename decltype(r)::value_type;
     rs::run(p, r, o.ref<T>());
+    after_reads_on(o, {&a});
     o.finish_foreign();
   });
 }
@@ -257,6 +264,7 @@ nb::object matmul(nb::object a_obj, nb::object b_obj, nb::object out_obj, const 
     rs::detail::matmul({ext(a, 0), ext(b, 1), ext(a, 1), a.data, b.data, c.data, ext(a, 1), ext(b, 1), ext(c, 1),
                         alpha, beta, a.itemsize(), c.work_stream()},
                        algo);
+    after_reads_on(c, {&a, &b});
     c.finish_foreign();
   }
   return out_obj;

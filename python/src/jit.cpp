@@ -75,6 +75,7 @@ void run_taken(const rs::jit::pipeline& p, std::span<const py_array> in, const p
       if (ops.arrays.empty()) p(r);
       else p(ops, r);
     });
+    for (const py_array& a : in) after_reads_on(o, {&a});
   }
   o.finish_foreign();
 }
