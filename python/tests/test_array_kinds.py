@@ -373,3 +373,14 @@ def test_masked_arrays_of_any_subclass_are_refused_and_unmasked_ones_taken():
     whole = np.ma.array(np.array([1, 4, 9, 16], np.float32))  # nothing masked: nothing to lose
     assert rs.sum(whole) == 30.0
     np.testing.assert_array_equal(rs.stream(rs.op.sqrt(), whole), [1, 2, 3, 4])
+
+
+def test_a_read_only_versioned_capsule_is_not_written():
+    # The capsule itself handed over (not the array): its DLPack 1.x read-only flag is the only sign.
+    a = np.arange(8, dtype=np.float32)
+    a.flags.writeable = False
+    x = rs.from_dlpack(a.__dlpack__(max_version=(1, 0)))
+    with pytest.raises(rs.InvalidArgument, match="read-only"):
+        rs.op.add(1.0)(x)
+    np.testing.assert_array_equal(a, np.arange(8, dtype=np.float32))
+    assert rs.sum(x) == 28.0  # reading it is fine

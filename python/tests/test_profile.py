@@ -236,3 +236,9 @@ def test_a_product_is_one_call_at_the_users_line_with_its_bytes(device):
     (product,) = rows_of(p)[line_of("# mark:matmul")]
     assert product.name == "matmul" and product.calls == 1 and product.kernels >= 1
     assert product.bytes_read == (16 * 8 + 8 * 4 + 16 * 4) * 4 and product.bytes_written == 16 * 4 * 4
+
+
+def test_an_exception_inside_a_profile_block_propagates():
+    with pytest.raises(ValueError, match="inside"):
+        with rs.profile():
+            raise ValueError("inside the block")

@@ -246,3 +246,33 @@ def test_an_instance_nanobind_never_initialized_is_not_made(cls):
     with pytest.raises(rs.InvalidType, match="__new__ makes no usable object"):
         cls.__new__(cls)
     assert len(rs.Flow()) == 0 and rs.to_device(np.ones(2), device="cpu").size == 2  # the ways that make one
+
+
+class _DlpackOnly:
+    """Another library's array with __dlpack__ and no @ of its own: `other @ x` reaches x.__rmatmul__."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+def test_a_reflected_product_keeps_the_operands_order():
+    a = np.arange(6, dtype=np.float64).reshape(2, 3)
+    b = np.arange(12, dtype=np.float64).reshape(3, 4)
+    np.testing.assert_array_equal((_DlpackOnly(a) @ rs.to_device(b, device="cpu")).to_host(), a @ b)
+
+
+def test_numpys_copy_and_dtype_requests_are_kept():
+    x = rs.to_device(np.arange(3.0), device="cpu")
+    c = np.array(x, copy=True)
+    c[0] = 42.0
+    np.testing.assert_array_equal(x.to_host(), [0.0, 1.0, 2.0])
+    assert not np.shares_memory(c, np.asarray(x))
+    m = x.__array__(np.float32)  # the protocol as consumers other than NumPy's asarray call it
+    assert m.dtype == np.float32
+    np.testing.assert_array_equal(m, np.arange(3, dtype=np.float32))

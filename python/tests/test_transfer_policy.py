@@ -81,3 +81,13 @@ def test_transfer_policy_of_no_single_name_is_invalid_type(args):
         rs.transfer_policy(*args)
     with pytest.raises(rs.InvalidArgument, match="unknown transfer policy"):
         rs.transfer_policy("sometimes")
+
+
+def test_a_policy_object_entered_twice_closes_its_inner_entry_first():
+    forbid = rs.transfer_policy("forbid")
+    with forbid:
+        with rs.transfer_policy("allow"):
+            with forbid:
+                assert rs.transfer_policy.current() == "forbid"
+            assert rs.transfer_policy.current() == "allow"
+        assert rs.transfer_policy.current() == "forbid"

@@ -507,6 +507,19 @@ TEST_P(sharded_cuda, gpu_ranks_from_the_environment_time_out_when_a_rank_is_miss
   std::remove(path.c_str());
 }
 
+// A slice that starts exactly where shard 1 starts lies in shard 1, not refused as crossing a border.
+TEST_P(sharded, a_slice_starting_at_a_border_lies_in_the_later_shard) {
+  const std::size_t n = 999;
+  std::vector<float> h(n);
+  for (std::size_t i = 0; i < n; ++i) h[i] = float(i);
+  auto x = dist::to_device(h, devices);
+  const auto e1 = x.extent(1);
+  rs::array_ref<float> s = x.slice(e1.offset, 3);  // elements e1.offset .. e1.offset + 2, all in shard 1
+  EXPECT_EQ(s.size(), 3u);
+  EXPECT_EQ(s.data(), x.local(1).data());
+  EXPECT_EQ(s.device(), devices[1]);
+}
+
 RESIDENT_BACKENDS(sharded);
 RESIDENT_CUDA_ONLY(sharded_cuda);  // GPU ranks: the CPU case is communicator.from_launcher_reads_the_environment
 

@@ -446,6 +446,64 @@ TEST_P(flows, a_stage_on_the_other_backend_is_a_device_mismatch) {
   EXPECT_THROW((void)f.device_of(7), rs::flow_error);
 }
 
+// Two halves of one array written by two stages are independent: a range and the one right after it do
+// not overlap.
+TEST_P(flows, adjacent_halves_of_one_array_are_independent_stages) {
+  rs::array<float> a(10, dev);
+  auto noop = [](rs::stream_ref) {};
+  rs::flow f(dev);
+  f.add("left", noop, rs::access{}.writes(a.slice(0, 5)));
+  const auto right = f.add("right", noop, rs::access{}.writes(a.slice(5, 5)));
+  EXPECT_TRUE(f.predecessors(right).empty()) << "the halves share no byte";
+  rs::access acc;
+  acc.reads(a.slice(0, 5), a.slice(5, 5));
+  EXPECT_FALSE(acc.read_ranges()[0].overlaps(acc.read_ranges()[1]));
+  EXPECT_FALSE(acc.read_ranges()[1].overlaps(acc.read_ranges()[0]));
+}
+
+// Two writers of one array ordered through a third stage, with explicit orders only, are ordered:
+// validate() accepts the flow.
+TEST_P(flows, writers_ordered_through_a_chain_of_explicit_orders_are_ordered) {
+  rs::array<float> a(10, dev), b(10, dev);
+  auto noop = [](rs::stream_ref) {};
+  rs::flow f(dev);
+  const auto w0 = f.add("write a", noop, rs::access{}.writes(a), {}, rs::inference::off);
+  const auto mid = f.add("write b", noop, rs::access{}.writes(b), {w0}, rs::inference::off);
+  f.add("write a again", noop, rs::access{}.writes(a), {mid}, rs::inference::off);
+  EXPECT_NO_THROW(f.validate());
+  const std::vector<rs::flow::stage_id> expected{0, 1, 2};
+  EXPECT_EQ(f.validate(), expected);
+}
+
+// A stage named to run after itself (its own number, the next one) is refused when added, and the flow
+// keeps its stages.
+TEST_P(flows, a_stage_after_its_own_number_is_refused) {
+  auto noop = [](rs::stream_ref) {};
+  rs::flow f(dev);
+  EXPECT_THROW(f.add("self", noop, {}, {0}), rs::flow_error);
+  EXPECT_EQ(f.size(), 0u);
+  f.add("first", noop);
+  EXPECT_THROW(f.add("second after itself", noop, {}, {1}), rs::flow_error);
+  EXPECT_EQ(f.size(), 1u);
+}
+
+// On the CPU a captured flow replays its stages in dependency order, not the order they were added: an
+// explicit order that runs stage 1 before stage 0 holds at the replay.
+TEST_P(flows, a_cpu_graph_replays_stages_in_dependency_order) {
+  if (!dev.is_cpu()) GTEST_SKIP() << "the CPU's captured graph";
+  std::vector<int> called;
+  rs::flow f(dev);
+  const auto s0 = f.add("zero", [&](rs::stream_ref) { called.push_back(0); }, {}, {}, rs::inference::off);
+  const auto s1 = f.add("one", [&](rs::stream_ref) { called.push_back(1); }, {}, {}, rs::inference::off);
+  f.order(s1, s0);
+  f.run();
+  EXPECT_EQ(called, (std::vector<int>{1, 0}));
+  called.clear();
+  rs::graph g = f.capture();
+  g.replay(f.stream());
+  EXPECT_EQ(called, (std::vector<int>{1, 0})) << "the replay follows the order the run took";
+}
+
 RESIDENT_BACKENDS(flows);
 
 RESIDENT_CUDA_ONLY(flows_cuda);

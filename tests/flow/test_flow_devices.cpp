@@ -286,6 +286,20 @@ TEST_P(flow_peer, default_streams_are_their_devices_whichever_device_is_current)
   }
 }
 
+// On one device of two streams, a stage after two stages that ran on different streams continues one's
+// stream and waits for the other.
+TEST(flow_plan, an_edge_between_two_streams_of_one_device_is_a_wait) {
+  namespace plan = rs::detail::flow_plan;
+  const rs::device g0 = rs::device::cuda(0);
+  // a, b independent (streams 0 and 1), c after both.
+  const auto p = plan::make(g0, 2, {g0, g0, g0}, {{}, {}, {0, 1}}, {0, 1, 2});
+  ASSERT_EQ(p.steps.size(), 3u);
+  EXPECT_TRUE(p.steps[0].on == (plan::lane{g0, 0}));
+  EXPECT_TRUE(p.steps[1].on == (plan::lane{g0, 1}));
+  EXPECT_TRUE(p.steps[2].on == (plan::lane{g0, 0})) << "c continues after a on a's stream";
+  EXPECT_EQ(p.steps[2].waits, (std::vector<std::size_t>{1})) << "c waits for b, on the device's other stream";
+}
+
 RESIDENT_BACKENDS(flow_peer);
 
 }  // namespace

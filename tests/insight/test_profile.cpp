@@ -618,4 +618,22 @@ TEST(transfer_policy, log_lines_name_the_callers_file_line_and_bytes) {
   }
 }
 
+// A site's figures, each its own: a transfer's rate counts the bytes it moves once; the JSON keeps read
+// and written apart.
+TEST(profile, a_transfers_rate_counts_the_bytes_it_moves_once_and_the_json_keeps_each_figure) {
+  rs::profile_site t = gpu_site("to_device", 2, 1.0, 4000000000);  // 4e9 bytes read and 4e9 written
+  t.transfer = true;
+  EXPECT_DOUBLE_EQ(t.gbps(), 4.0) << "a transfer reads 4 GB in 1 s: 4 GB/s across the bus";
+  rs::profile_site m = gpu_site("map", 1, 1.0, 0);
+  m.bytes_read = 1000;
+  m.bytes_written = 3000;
+  EXPECT_DOUBLE_EQ(m.gbps(), 4000 / 1e9);
+  rs::profile_report r;
+  r.sites = {t, m};
+  const auto j = nlohmann::json::parse(r.json());
+  EXPECT_EQ(j["sites"][1]["bytes_read"], 1000);
+  EXPECT_EQ(j["sites"][1]["bytes_written"], 3000);
+  EXPECT_DOUBLE_EQ(j["sites"][0]["gbps"].get<double>(), 4.0);
+}
+
 }  // namespace

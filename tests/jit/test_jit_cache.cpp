@@ -185,4 +185,25 @@ TEST(jit_cache, a_folder_chosen_in_the_process_wins_over_the_environment_until_g
   EXPECT_EQ(rs::jit::cache_directory(), from_env);
 }
 
+// One chain object asked for a float and then a double result compiles a kernel for each (its kernels
+// are remembered by result type too), and both equal a fresh object's.
+using jit_memo = backend;
+
+TEST_P(jit_memo, one_sum_object_gives_each_result_type_its_own_kernel) {
+  std::vector<float> h(4099);
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = 1.0f + float(i % 97) * 0.001f;
+  auto x = rs::to_device(h, dev);
+  auto s = rs::jit::sum();
+  const float f = s.result<float>(x);
+  const double d = s.result<double>(x);
+  double ref = 0;
+  for (float v : h) ref += double(v);
+  EXPECT_EQ(f, rs::jit::sum().result<float>(x));
+  EXPECT_EQ(d, rs::jit::sum().result<double>(x));
+  EXPECT_NEAR(d, ref, 1e-9 * ref);
+  EXPECT_NEAR(double(f), ref, 1e-5 * ref);
+}
+
+RESIDENT_BACKENDS(jit_memo);
+
 }  // namespace

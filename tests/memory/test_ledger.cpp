@@ -388,4 +388,16 @@ RESIDENT_BACKENDS(timings);
 
 RESIDENT_BACKENDS(ledger);
 
+// Each count under its own key in the JSON.
+TEST(ledger_print, the_json_writes_each_count_under_its_own_key) {
+  rs::ledger_counts c;
+  c.h2d_bytes = 11; c.h2d_copies = 1; c.d2h_bytes = 22; c.d2h_copies = 2; c.d2d_bytes = 33; c.d2d_copies = 3;
+  c.kernels = 4; c.allocations = 5; c.pool_hits = 6; c.peak_bytes = 77;
+  const std::string j = c.json();
+  for (const char* kv : {"\"h2d_bytes\":11,", "\"h2d_copies\":1,", "\"d2h_bytes\":22,", "\"d2h_copies\":2,",
+                         "\"d2d_bytes\":33,", "\"d2d_copies\":3,", "\"kernels\":4,", "\"allocations\":5,",
+                         "\"pool_hits\":6,", "\"peak_bytes\":77,"})
+    EXPECT_NE(j.find(kv), std::string::npos) << kv << " in " << j;
+}
+
 }  // namespace

@@ -318,6 +318,25 @@ TEST(pool_settings, a_device_that_cannot_be_used_is_refused_before_anything_chan
   EXPECT_THROW((void)rs::pool_stats(gone), rs::device_unavailable);
 }
 
+// Under a limit of the bytes in use plus one allocation's bytes, that allocation is made.
+TEST_P(pool, an_allocation_that_fills_the_limit_exactly_is_made) {
+  rs::synchronize(dev);
+  const std::size_t used = rs::pool_stats(dev).bytes_in_use;
+  std::size_t one = 0;
+  {
+    rs::array<char> probe(std::size_t(1) << 20, dev);
+    one = rs::pool_stats(dev).bytes_in_use - used;  // what the pool counts for it
+  }
+  rs::synchronize(dev);
+  ASSERT_EQ(rs::pool_stats(dev).bytes_in_use, used);
+  const auto before = rs::pool_limit(dev);
+  rs::set_pool_limit(dev, used + one);
+  EXPECT_NO_THROW(rs::array<char>(std::size_t(1) << 20, dev)) << "it fills the limit exactly";
+  EXPECT_THROW(rs::array<char>(std::size_t(2) << 20, dev), rs::out_of_memory);
+  if (before) rs::set_pool_limit(dev, *before);
+  else rs::clear_pool_limit(dev);
+}
+
 RESIDENT_BACKENDS(pool);
 
 RESIDENT_CUDA_ONLY(peer);  // peer copies join two GPUs; the CPU case is slices_copy_and_overlap
