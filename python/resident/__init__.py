@@ -60,7 +60,7 @@ def _array_for_numpy(self, dtype=None, copy=None):
     try:
         dtype = None if dtype is None else _np.dtype(dtype)
     except Exception as e:  # noqa: BLE001 (NumPy's own error for a name it does not know)
-        raise InvalidType(f"resident.Array: NumPy has no dtype {dtype!r} ({e})") from None
+        raise InvalidType(f"resident.Array: NumPy has no dtype {_typed.shown(dtype)} ({e})") from None
     if dtype is not None and dtype != a.dtype:
         if copy is False:
             raise InvalidArgument("resident.Array: a different dtype needs a copy, and copy=False forbids one")
@@ -86,7 +86,7 @@ class transfer_policy:
             raise InvalidType("resident.transfer_policy(policy): an argument's type does not fit: give one of "
                               f'"allow", "log" or "forbid" (it was given {given})')
         if policy not in ("allow", "log", "forbid"):
-            raise InvalidArgument(f"unknown transfer policy {policy!r}: use allow, log or forbid")
+            raise InvalidArgument(f"unknown transfer policy {_typed.shown(policy)}: use allow, log or forbid")
         self._policy = policy
         # Entries still open, in the order entered, each with its thread: an exit closes its own thread's
         # innermost entry, or where that thread has none (an ExitStack or a generator closed on another

@@ -1,6 +1,7 @@
-"""NumPy as numba-cuda expects it, only while resident calls into numba-cuda: its compiler (its fp16
-module) still calls ``np.row_stack``, which NumPy removed after deprecating it in 2.0; it was an alias of
-``vstack``. Outside those calls NumPy is left as the user has it."""
+"""What the package needs from its surroundings: NumPy as numba-cuda expects it, only while resident calls
+into numba-cuda (its compiler, its fp16 module, still calls ``np.row_stack``, which NumPy removed after
+deprecating it in 2.0; it was an alias of ``vstack``; outside those calls NumPy is left as the user has
+it); whether a folder or file is this user's alone; the ranks' rendezvous folder."""
 import contextlib as _contextlib
 import threading as _threading
 
@@ -146,3 +147,39 @@ def guard_numba_config():
         return
     config._config_fname = path if trusted else _NOWHERE
     _numba_config_pinned = True
+
+
+def rendezvous_folder():
+    """A folder of this user's alone for the ranks' rendezvous on one host: $XDG_RUNTIME_DIR, else
+    resident-<uid> in the temporary folder, made 0700 and checked (another user's, or a link, is refused:
+    in a shared folder they could plant the file other ranks read). Where another user made that name
+    first, ~/.cache/resident-rendezvous instead (so they cannot stop this user's jobs)."""
+    import os
+    import stat
+    import tempfile
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = runtime if runtime and os.path.isabs(runtime) else tempfile.gettempdir()
+    if not no_one_else_can_swap(base):  # as resident's private folders: /tmp instead (docs/security.md)
+        base = "/tmp"
+    tried, home = [], os.path.expanduser("~")
+    folders = [os.path.join(os.path.realpath(base), f"resident-{os.geteuid()}")]
+    if os.path.isabs(home):  # no HOME and no passwd entry: "~" as it is, which names no folder
+        folders.append(os.path.join(home, ".cache", "resident-rendezvous"))
+    for folder in folders:
+        try:
+            if folder.startswith(home + os.sep):
+                os.makedirs(os.path.dirname(folder), 0o700, exist_ok=True)
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            tried.append(f"'{folder}': {e.strerror}")
+            continue
+        st = os.lstat(folder)
+        if (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
+                and no_one_else_can_swap(os.path.dirname(folder))):
+            return folder
+        tried.append(f"'{folder}' is not a folder of this user's alone (another user's, a link, or open to others)")
+    from . import InvalidArgument  # made after this module is imported
+    raise InvalidArgument("resident.dist: no folder of this user's alone for the rendezvous (" + "; ".join(tried) +
+                          "); set RESIDENT_RENDEZVOUS to a fresh file path in one")

@@ -15,6 +15,7 @@ import math
 import operator
 
 import numpy as _np
+from ._typed import shown as _shown
 
 
 class Untranslatable(Exception):
@@ -103,7 +104,7 @@ def _literal(v):
         if math.isinf(f):
             return ("-" if f < 0 else "") + ("__builtin_inff()" if single else "__builtin_inf()")
         return f.hex() + ("f" if single else "")
-    raise Untranslatable(f"the constant {v!r} is not a number")
+    raise Untranslatable(f"the constant {_shown(v)} is not a number")
 
 
 def _is_number(v):
@@ -246,7 +247,7 @@ class _Body:
             try:
                 return getattr(owner, value.attr)
             except AttributeError:
-                raise Untranslatable(f"{owner!r} has no {value.attr}") from None
+                raise Untranslatable(f"{_shown(owner)} has no {value.attr}") from None
         return _NONE
 
     def expr(self, e, ir):
@@ -335,7 +336,7 @@ class _Body:
             return f"{name}({', '.join(self.typed(v, t) for v, t in zip(args, sig.args))})"
         known = _FUNCTIONS.get(id(f))
         if known is None or known[0] is not f:
-            raise Untranslatable(f"a call of {f!r}")
+            raise Untranslatable(f"a call of {_shown(f)}")
         name = known[1]
         if name in ("min", "max"):
             if len(args) < 2:

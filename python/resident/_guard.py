@@ -4,6 +4,7 @@ import sys
 import threading
 
 from ._arguments import _core_error  # the one way an error of resident's is made here
+from ._typed import shown as _shown
 
 
 # Exceptions a compiled CPU stage raised anyway (from code Numba compiled that the definition-time checks cannot
@@ -60,6 +61,6 @@ def _guarded(run, *args, **kwargs):
             if not _watched["active"]:
                 _watched["last"] = None  # its traceback holds the call's frames and arrays
     if raised:
-        raise _core_error("StageError", f"resident.jit: a stage raised in {where}: {exc!r}; the output holds "
+        raise _core_error("StageError", f"resident.jit: a stage raised in {where}: {_shown(exc)}; the output holds "
                           "unfinished values") from exc
     return r

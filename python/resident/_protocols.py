@@ -14,6 +14,7 @@ says what to do, never the interpreter's bare TypeError.
 import numpy as _np
 
 from . import _core, _typed
+from ._typed import shown as _shown
 
 _NOT_PICKLED = {
     _core.Array: "an Array's memory stays on its device; pickle x.to_host() (a NumPy array, a counted "
@@ -107,7 +108,7 @@ def refuse_elements(cls):
 
 def _format(self, spec):
     if spec:
-        raise _core.InvalidType(f"format spec {spec!r} on a {_label(self)}: its elements stay on the device; "
+        raise _core.InvalidType(f"format spec {_shown(spec)} on a {_label(self)}: its elements stay on the device; "
                                 "format x.to_host() (a counted transfer)")
     return str(self)
 
@@ -174,6 +175,6 @@ _OP_NAMES = _ONE_CONSTANT + ("affine", "square", "sqrt", "rsqrt", "exp", "log", 
 def _op_made(base, a, b):
     """The op a pickle names: its function and constants (op.name rounds them for messages)."""
     if base not in _OP_NAMES:
-        raise _core.InvalidArgument(f"resident.op: no operation named {base!r} to unpickle")
+        raise _core.InvalidArgument(f"resident.op: no operation named {_shown(base)} to unpickle")
     make = getattr(_core.op, base)
     return make(a, b) if base == "affine" else make(a) if base in _ONE_CONSTANT else make()

@@ -8,6 +8,7 @@ import types
 import numpy
 
 from ._arguments import _core_error  # the one way an error of resident's is made here
+from ._typed import shown as _shown
 
 
 # Built-ins that need the Python interpreter while they run: a stage runs inside a compiled loop or a
@@ -56,7 +57,7 @@ def _check_function(fn, what, arity=None):
         if isinstance(fn, functools.partial):  # its arguments go into the function written out
             inner = getattr(fn.func, "__name__", "f")
             # The call written out: the bound positions, then the value, then the keywords (valid Python).
-            bound = ", ".join([repr(a) for a in fn.args] + ["v"] + [f"{k}={v!r}" for k, v in fn.keywords.items()])
+            bound = ", ".join([repr(a) for a in fn.args] + ["v"] + [f"{k}={_shown(v)}" for k, v in fn.keywords.items()])
             raise _core_error("InvalidType", f"{what}: a functools.partial of {inner} is not a Python function Numba "
                               f"can compile; write it out, e.g. rs.stage(lambda v: {inner}({bound}))")
         raise _core_error("InvalidType", f"{what}: {_not_a_function(fn, what, arity)}")
@@ -121,7 +122,7 @@ def _check_body(fn, what, seen, path=(), written_inside=False):
     path = path + (fn,)
     written = _writes_enclosing(fn.__code__)
     if written:
-        raise _core_error("CompileError", f"{what}: {written[0]} assigns {written[1]!r} of an enclosing function "
+        raise _core_error("CompileError", f"{what}: {written[0]} assigns {_shown(written[1])} of an enclosing function "
                           f"(nonlocal, {fn.__code__.co_filename}:{written[2]}); a stage's functions are compiled with "
                           "the values they close over as constants, so the write would be lost: return the value "
                           "instead")

@@ -12,6 +12,24 @@ _NANOBIND_MISMATCH = "incompatible function arguments"
 _DIGITS_LIMIT = "for integer string conversion"
 
 
+def shown(v, most=200):
+    """repr(v) for a message, at most `most` characters: never raises for v's sake (a __repr__ that raises,
+    an int past Python's digits for text); KeyboardInterrupt and SystemExit pass as they are."""
+    try:
+        if isinstance(v, int) and v.bit_length() > 10_000:
+            return f"an int of {v.bit_length()} bits"
+        text = repr(v)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # noqa: BLE001 (the object's own code: named, not raised)
+        try:
+            name = type(v).__name__
+        except BaseException:  # noqa: BLE001
+            name = "object"
+        return f"a {name} (its __repr__ raised {type(e).__name__})"
+    return text if len(text) <= most else text[:most] + "..."
+
+
 def _digits_refusal(e, where):
     from . import _core
     return _core.InvalidArgument(f"{where}: an integer argument has more digits than Python turns into text "
@@ -36,7 +54,7 @@ def _typed(f, where):
             from . import _core
             huge = _beyond_every_number(args, kwargs)
             if huge is not None:
-                raise _core.InvalidArgument(f"{where}: {str(huge)[:40]}... is beyond the range of every number "
+                raise _core.InvalidArgument(f"{where}: {shown(huge, 40)} is beyond the range of every number "
                                             "the call takes (a double reaches about 1.8e308)") from None
             raise _core.InvalidType(f"{where}: an argument's type does not fit: {e}") from None
         except ValueError as e:

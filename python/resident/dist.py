@@ -23,12 +23,11 @@ import math
 import numbers
 import operator
 import os
-import stat
-import tempfile
 
 import numpy as _np
 
 from . import _compat, _core, _protocols, _typed
+from ._typed import shown as _shown
 from . import Error, LibraryError, InvalidArgument, InvalidType, ShapeMismatch
 
 __all__ = ["ShardedArray", "Communicator", "Timeout", "shard", "from_shards", "apply", "sum", "min", "max",
@@ -46,11 +45,11 @@ def _index(v, what, kind=InvalidType):
     """v as an int (operator.index): a bool, a value without __index__, or an __index__ that raises or
     gives no int is `kind` naming `what`; KeyboardInterrupt and SystemExit pass as they are."""
     if isinstance(v, (bool, _np.bool_)) or not hasattr(type(v), "__index__"):
-        raise kind(f"{what}={v!r} is not an integer")
+        raise kind(f"{what}={_shown(v)} is not an integer")
     try:
         return operator.index(v)
     except Exception as e:  # noqa: BLE001 (named in the message)
-        raise kind(f"{what}={v!r} is not an integer: its __index__() raised {e!r}") from None
+        raise kind(f"{what}={_shown(v)} is not an integer: its __index__() raised {_shown(e)}") from None
 
 
 def extent_of(n, shards, r):
@@ -69,36 +68,7 @@ def extent_of(n, shards, r):
 _extent = extent_of
 
 
-def _own_folder():
-    """A folder of this user's alone for the ranks' rendezvous on one host: $XDG_RUNTIME_DIR, else
-    resident-<uid> in the temporary folder, made 0700 and checked (another user's, or a link, is refused:
-    in a shared folder they could plant the file other ranks read). Where another user made that name
-    first, ~/.cache/resident-rendezvous instead (so they cannot stop this user's jobs)."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    base = runtime if runtime and os.path.isabs(runtime) else tempfile.gettempdir()
-    if not _compat.no_one_else_can_swap(base):  # as resident's private folders: /tmp instead (docs/security.md)
-        base = "/tmp"
-    tried, home = [], os.path.expanduser("~")
-    folders = [os.path.join(os.path.realpath(base), f"resident-{os.geteuid()}")]
-    if os.path.isabs(home):  # no HOME and no passwd entry: "~" as it is, which names no folder
-        folders.append(os.path.join(home, ".cache", "resident-rendezvous"))
-    for folder in folders:
-        try:
-            if folder.startswith(home + os.sep):
-                os.makedirs(os.path.dirname(folder), 0o700, exist_ok=True)
-            os.mkdir(folder, 0o700)
-        except FileExistsError:
-            pass
-        except OSError as e:
-            tried.append(f"'{folder}': {e.strerror}")
-            continue
-        st = os.lstat(folder)
-        if (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
-                and _compat.no_one_else_can_swap(os.path.dirname(folder))):
-            return folder
-        tried.append(f"'{folder}' is not a folder of this user's alone (another user's, a link, or open to others)")
-    raise InvalidArgument("resident.dist: no folder of this user's alone for the rendezvous (" + "; ".join(tried) +
-                          "); set RESIDENT_RENDEZVOUS to a fresh file path in one")
+_own_folder = _compat.rendezvous_folder  # the ranks' rendezvous folder, this user's alone
 
 
 class Communicator:
@@ -129,7 +99,7 @@ class Communicator:
         @raises Timeout; InvalidType (a timeout that is not a number); InvalidArgument (a timeout not in
         (0, 1e9], inconsistent variables, CPU ranks of several processes without MPI); LibraryError (NCCL, MPI)."""
         if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
-            raise InvalidType(f"resident.dist.Communicator.from_launcher: timeout={timeout!r} is not a number of "
+            raise InvalidType(f"resident.dist.Communicator.from_launcher: timeout={_shown(timeout)} is not a number of "
                               "seconds")
         added = {}
         env = os.environ
@@ -213,8 +183,8 @@ class Communicator:
 
 
 def _fixed(*_):
-    raise InvalidType("resident.dist.ShardedArray: its shards are fixed when it is made (checked then); make "
-                      "a new one, e.g. rs.dist.ShardedArray(shards, size) with the arrays you want")
+    raise InvalidType("resident.dist.ShardedArray: its shards and layout are fixed when it is made (checked "
+                      "then); make a new one, e.g. rs.dist.ShardedArray(shards, size) with the arrays you want")
 
 
 class _Shards(tuple):
@@ -224,46 +194,55 @@ class _Shards(tuple):
     __setitem__ = __delitem__ = _fixed
 
 
-class ShardedArray:
-    """One logical 1-D array over several devices: this process's shards (``shards``, resident Arrays,
-    fixed when it is made) and where each lies in the whole (``extents``: (offset, count))."""
+def _layout(name, doc):
+    return property(lambda self: self.__dict__[name], _fixed, _fixed, doc=doc)
 
-    shards = property(lambda self: self._shards, _fixed, _fixed,
-                      doc="This process's shards, a tuple of resident Arrays, fixed when the array is made.")
+
+class ShardedArray:
+    """One logical 1-D array over several devices: this process's shards (``shards``, resident Arrays)
+    and where each lies in the whole (``extents``: (offset, count)), fixed when it is made."""
+
+    shards = _layout("_shards", "This process's shards, a tuple of resident Arrays.")
+    extents = _layout("_extents", "(offset, count) of each of this process's shards in the whole.")
+    size = _layout("_size", "The elements of the whole array.")
+    first = _layout("_first", "The number of this process's first shard.")
+    shard_count = _layout("_count", "The shards of the whole array, over every process.")
+    comm = _layout("_comm", "The Communicator joining the processes that hold shards, or None.")
 
     def __init__(self, shards, size, first=0, count=None, comm=None, *, what="resident.dist.ShardedArray"):
-        self._shards = _Shards(_bounded(shards, what) if not isinstance(shards, list) else shards)
-        if not all(isinstance(s, _core.Array) for s in self.shards):
+        if "_shards" in self.__dict__:  # made: its checks hold for its layout, which stays as it is
+            _fixed()
+        shards = _Shards(_bounded(shards, what) if not isinstance(shards, list) else shards)
+        if not all(isinstance(s, _core.Array) for s in shards):
             raise InvalidType(f"{what}: shards are resident Arrays (resident.dist.shard makes them)")
-        if len({s.dtype for s in self.shards}) > 1:
-            raise InvalidArgument(f"{what}: the shards hold {sorted({s.dtype for s in self.shards})}; give one type")
-        self.size, self.first = _index(size, f"{what}: size"), _index(first, f"{what}: first")
-        self.shard_count = len(self.shards) if count is None else _index(count, f"{what}: count")
-        if self.size < 0 or self.first < 0 or self.shard_count < 1 or self.first + len(self.shards) > self.shard_count:
-            raise InvalidArgument(f"{what}: shards {self.first} to {self.first + len(self.shards) - 1} of "
-                                  f"{self.shard_count}, {self.size} elements; give at least one shard, each there")
+        if len({s.dtype for s in shards}) > 1:
+            raise InvalidArgument(f"{what}: the shards hold {sorted({s.dtype for s in shards})}; give one type")
+        size, first = _index(size, f"{what}: size"), _index(first, f"{what}: first")
+        count = len(shards) if count is None else _index(count, f"{what}: count")
+        if size < 0 or first < 0 or count < 1 or first + len(shards) > count:
+            raise InvalidArgument(f"{what}: shards {first} to {first + len(shards) - 1} of {count}, {size} elements; "
+                                  "give at least one shard, each there")
         if comm is not None and not isinstance(comm, Communicator):
             raise InvalidType(f"{what}: comm is a {type(comm).__name__}; give a resident.dist.Communicator or "
                               "leave it out")
-        if (comm is None and self.shard_count != len(self.shards)) or (comm is not None and
-                                                                        comm.size != self.shard_count):
+        if (comm is None and count != len(shards)) or (comm is not None and comm.size != count):
             # Shards held by other processes are reached through their communicator; without one a
             # reduction over this process's shards would present a part as the whole.
-            raise InvalidArgument(f"{what}: {len(self.shards)} shards here of {self.shard_count} with "
+            raise InvalidArgument(f"{what}: {len(shards)} shards here of {count} with "
                                   f"{'no communicator' if comm is None else f'a communicator of {comm.size}'}; "
                                   "the shards of other processes come with the Communicator joining them")
-        self.comm = comm
-        self.extents = tuple(_extent(self.size, self.shard_count, self.first + i) for i in range(len(self.shards)))
-        for i, (s, (_, c)) in enumerate(zip(self.shards, self.extents)):
+        extents = tuple(_extent(size, count, first + i) for i in range(len(shards)))
+        for i, (s, (_, c)) in enumerate(zip(shards, extents)):
             if s.size != c or len(s.shape) != 1:
-                raise ShapeMismatch(f"{what}: shard {self.first + i} has shape {tuple(s.shape)} where the layout "
+                raise ShapeMismatch(f"{what}: shard {first + i} has shape {tuple(s.shape)} where the layout "
                                     f"puts {c} elements in one dimension")
         # Shards that share memory would see every element-wise call twice there.
-        spans = sorted((m.device, m.data_ptr, m.data_ptr + m.nbytes, i) for i, m in enumerate(self.shards) if m.nbytes)
+        spans = sorted((m.device, m.data_ptr, m.data_ptr + m.nbytes, i) for i, m in enumerate(shards) if m.nbytes)
         for (d0, _, end0, i0), (d1, start1, _, i1) in zip(spans, spans[1:]):
             if d0 == d1 and start1 < end0:
                 raise InvalidArgument(f"{what}: arrays {_min(i0, i1)} and {_max(i0, i1)} share memory; give each "
                                       "shard memory of its own")
+        self.__dict__.update(_shards=shards, _extents=extents, _size=size, _first=first, _count=count, _comm=comm)
 
     dtype = property(lambda self: self.shards[0].dtype if self.shards else "float32")
     devices = property(lambda self: [s.device for s in self.shards])
@@ -297,15 +276,21 @@ class ShardedArray:
 
     def _host_out(self, out, what):
         """out's elements as one flat NumPy view, checked whole before any shard is downloaded."""
-        if not isinstance(out, _np.ndarray):
-            raise InvalidType(f"resident.dist.ShardedArray.{what}: out is a {type(out).__name__}; give a NumPy array")
+        where = f"resident.dist.ShardedArray.{what}"
+        if not isinstance(out, _np.ndarray) or isinstance(out, _np.ma.MaskedArray):
+            raise InvalidType(f"{where}: out is a {type(out).__name__}; give a NumPy array (not a masked one)")
         if out.size != self.size or out.dtype != _np.dtype(self.dtype):
-            raise InvalidArgument(f"resident.dist.ShardedArray.{what}: out holds {out.size} {out.dtype}; give "
-                                  f"{self.size} {self.dtype}")
+            raise InvalidArgument(f"{where}: out holds {out.size} {out.dtype}; give {self.size} {self.dtype}")
         if not out.flags.c_contiguous or not out.flags.writeable:
-            raise InvalidArgument(f"resident.dist.ShardedArray.{what}: out is not writable C-contiguous memory; "
-                                  "give such an array (e.g. numpy.empty)")
-        return out.reshape(-1)
+            raise InvalidArgument(f"{where}: out is not writable C-contiguous memory; give such an array (e.g. "
+                                  "numpy.empty)")
+        flat = _np.asarray(out).reshape(-1)  # a base-class view: np.matrix keeps two dimensions
+        start = flat.__array_interface__["data"][0]
+        for i, s in enumerate(self.shards):
+            if s.device == "cpu" and s.nbytes and start < s.data_ptr + s.nbytes and s.data_ptr < start + flat.nbytes:
+                raise InvalidArgument(f"{where}: out overlaps shard {self.first + i}'s own memory; give separate "
+                                      "memory")
+        return flat
 
     def apply(self, work, out=None):
         """work applied per shard, every shard at once: see resident.dist.apply."""
@@ -373,7 +358,7 @@ def _device_names(devices):
     zero_d = isinstance(devices, _np.ndarray) and devices.ndim == 0
     is_count = hasattr(devices, "__index__") and (zero_d or not hasattr(devices, "__iter__"))
     if isinstance(devices, (str, bytes, bool, _np.bool_)) or not (is_count or hasattr(devices, "__iter__")):
-        raise InvalidType(f"resident.dist: devices={devices!r}; give a list of devices (e.g. [\"cuda:0\", "
+        raise InvalidType(f"resident.dist: devices={_shown(devices)}; give a list of devices (e.g. [\"cuda:0\", "
                           f"\"cuda:1\"] or [\"cpu\", \"cpu\"]), a count or a Communicator")
     if is_count:
         devices = _index(devices, "resident.dist: devices")
@@ -411,7 +396,7 @@ def shard(x, devices, dtype="float32"):
         try:
             dtype = _np.dtype(dtype).name  # a NumPy dtype or a name
         except Exception:  # noqa: BLE001 (NumPy's TypeError or ValueError, or the object's own code)
-            raise InvalidType(f"resident.dist.shard: dtype={dtype!r}; give a NumPy dtype or its name, such as "
+            raise InvalidType(f"resident.dist.shard: dtype={_shown(dtype)}; give a NumPy dtype or its name, such as "
                               "'float32'") from None
         made = [_core.empty(_extent(n, count, first + i)[1], dtype, d) for i, d in enumerate(names)]
         return ShardedArray(made, n, first, count, comm)

@@ -51,6 +51,7 @@ from ._rewrite import _compiled_along, _python_of, _single_precision
 from ._stage_check import bound_values as _bound_values
 from ._stage_check import _check_function, _is_plain_function
 from ._stage_check import load_numba as _load_numba
+from ._typed import shown as _shown
 
 __all__ = ["Chain", "stage", "fuse", "map", "uniform", "normal", "sum", "min", "max", "reduce", "stats"]
 
@@ -433,12 +434,12 @@ class Chain:
                 # A fill: the array gives the count and the device; others given must agree (not be dropped).
                 import resident
                 if n is not None and (isinstance(n, bool) or n != resident.from_dlpack(out).size):
-                    raise _core_error("InvalidArgument", f"resident.jit: n={n!r} with an array to fill; the array "
+                    raise _core_error("InvalidArgument", f"resident.jit: n={_shown(n)} with an array to fill; the array "
                                       "gives the count (leave n out, or fill a slice of the length you want)")
                 if device is not None:
                     on = resident.from_dlpack(out).device
                     if device != on and resident.empty(0, device=device).device != on:
-                        raise _core_error("DeviceMismatch", f"resident.jit: device={device!r} but the array to fill "
+                        raise _core_error("DeviceMismatch", f"resident.jit: device={_shown(device)} but the array to fill "
                                           f"is on {on}; leave device out (the array decides)")
             if self._reduces():
                 device = "cpu" if device is None else device
@@ -453,13 +454,13 @@ class Chain:
         if not inputs:
             raise _core_error("InvalidArgument", "resident.jit: give the input arrays: chain(x) or chain(a, b, out=y)")
         if n is not None and (isinstance(n, bool) or n != 0):
-            raise _core_error("InvalidArgument", f"resident.jit: n={n!r} with input arrays; n counts a generator "
+            raise _core_error("InvalidArgument", f"resident.jit: n={_shown(n)} with input arrays; n counts a generator "
                               "chain's values, an array chain takes its size from the arrays")
         if device is not None:  # the arrays say where the chain runs; a different device is a mistake
             import resident
             on = resident.from_dlpack(inputs[0]).device
             if device != on and resident.empty(0, device=device).device != on:
-                raise _core_error("DeviceMismatch", f"resident.jit: device={device!r} but the input arrays are on {on}; "
+                raise _core_error("DeviceMismatch", f"resident.jit: device={_shown(device)} but the input arrays are on {on}; "
                                   "leave device out (the arrays decide) or move them with resident.to_device")
         dtypes = [_dtype_name(x) for x in inputs]
         target = tuple(_core._jit_target(inputs[0]))
@@ -495,7 +496,7 @@ class Chain:
         out = _dtype_arg(out, "kernel_source")
         for d in dtypes + [out]:
             if d not in _DTYPES:
-                raise _core_error("InvalidType", f"kernel_source: dtype {d!r}; a chain's arrays hold one of {_DTYPES}")
+                raise _core_error("InvalidType", f"kernel_source: dtype {_shown(d)}; a chain's arrays hold one of {_DTYPES}")
         pipe, _ = self.build(dtypes, _target_of_device(device, "kernel_source"))
         return pipe.kernel_source(dtypes, out, device)
 
@@ -556,14 +557,6 @@ def stage(fn=None, *, name=None, float_literals="values"):
         raise _core_error("InvalidType", f"resident.stage takes a Python function or C++ source text, not a "
                           f"{type(fn).__name__}")
     return Chain([("py", _py_stage(fn, float_literals))])
-
-
-def _shown(v):
-    """repr(v), or its type's name where its own __repr__ raises."""
-    try:
-        return repr(v)
-    except Exception:  # noqa: BLE001
-        return f"a {type(v).__name__}"
 
 
 def _py_stage(fn, float_literals):
@@ -628,7 +621,7 @@ def _dtype_arg(dtype, what):
     try:
         return _np.dtype(dtype).name
     except Exception as e:  # noqa: BLE001 (NumPy's TypeError or ValueError, or what the object's own code raised)
-        raise _core_error("InvalidType", f"{what}: dtype {dtype!r} ({type(e).__name__}: {str(e)[:120]}); give a name "
+        raise _core_error("InvalidType", f"{what}: dtype {_shown(dtype)} ({type(e).__name__}: {str(e)[:120]}); give a name "
                           "such as 'float32' or a NumPy dtype") from None
 
 

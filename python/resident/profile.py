@@ -17,6 +17,7 @@ import os
 from collections import namedtuple
 
 from . import _core, _typed
+from ._typed import shown as _shown
 
 __all__ = ["profile", "Row", "Advice"]
 
@@ -95,13 +96,13 @@ class profile:
             raise _core.InvalidType(f"resident.profile.to_json: path is a {type(path).__name__}; give a str, bytes "
                                     "or os.PathLike") from None
         except UnicodeEncodeError as e:
-            raise _core.InvalidArgument(f"resident.profile.to_json: the path {path!r} has no bytes in the file "
+            raise _core.InvalidArgument(f"resident.profile.to_json: the path {_shown(path)} has no bytes in the file "
                                         f"system's encoding: {e.reason}") from None
         except Exception as e:  # noqa: BLE001 (a path object whose __fspath__ raised)
             raise _core.InvalidArgument(f"resident.profile.to_json: the path's __fspath__ raised "
                                         f"{type(e).__name__}: {str(e)[:200]}") from None
         if b"\0" in path:
-            raise _core.InvalidArgument(f"resident.profile.to_json: the path {os.fsdecode(path)!r} holds a NUL "
+            raise _core.InvalidArgument(f"resident.profile.to_json: the path {_shown(os.fsdecode(path))} holds a NUL "
                                         "character")
         self._core().save_json(path)
 

@@ -8,6 +8,7 @@ last value goes on from value 0 (as the C++ generators do)."""
 import operator
 
 from . import _core
+from ._typed import shown as _shown
 
 # (resident.dist.ShardedArray,) once resident.dist is imported: a sharded array is filled by
 # resident.dist.random, each shard at its place in the whole (an empty tuple matches nothing).
@@ -23,8 +24,11 @@ def _offset(v, what):
     """An offset as an int from 0 to 2^64 - 1, refused as the core refuses it (the sharded fills add the
     shards' places to it, so it is checked before)."""
     if isinstance(v, bool) or not hasattr(type(v), "__index__"):
-        raise _core.InvalidType(f"{what}: offset={v!r} is not an integer")
-    i = operator.index(v)
+        raise _core.InvalidType(f"{what}: offset={_shown(v)} is not an integer")
+    try:
+        i = operator.index(v)
+    except Exception as e:  # noqa: BLE001 (the object's own __index__: named)
+        raise _core.InvalidType(f"{what}: offset={_shown(v)}: its __index__() raised {type(e).__name__}") from None
     if not 0 <= i < 1 << 64:
         raise _core.InvalidArgument(f"{what}: offset={i} is out of range: give 0 to {(1 << 64) - 1}")
     return i

@@ -24,6 +24,7 @@ import threading
 import numpy as _np
 
 from . import _core, _typed
+from ._typed import shown as _shown
 
 __all__ = ["stream", "last_summary", "pinned_empty"]
 
@@ -39,7 +40,7 @@ def _auto_progress_bytes():
         text = os.environ.get("RESIDENT_PROGRESS_BYTES", "")
         n = _core._parse_bytes(text) if text else 1 << 30
         if n is None:
-            raise _error("InvalidArgument", f"RESIDENT_PROGRESS_BYTES is {text!r}: give a byte count such as 1GiB, "
+            raise _error("InvalidArgument", f"RESIDENT_PROGRESS_BYTES is {_shown(text)}: give a byte count such as 1GiB, "
                          "512MiB or 1000000 (or unset it for 1GiB)")
         _AUTO_PROGRESS_BYTES = n
     return _AUTO_PROGRESS_BYTES
@@ -100,9 +101,9 @@ def _integer(v, name, what):
         try:
             return operator.index(v)
         except Exception as e:  # noqa: BLE001 (no __index__, or one whose own code raised)
-            raise _error("InvalidType", f"resident.stream: {name}={v!r} ({type(e).__name__}: {str(e)[:120]}); "
+            raise _error("InvalidType", f"resident.stream: {name}={_shown(v)} ({type(e).__name__}: {str(e)[:120]}); "
                          f"give {what} as an int") from None
-    raise _error("InvalidType", f"resident.stream: {name}={v!r}; give {what} as an int")
+    raise _error("InvalidType", f"resident.stream: {name}={_shown(v)}; give {what} as an int")
 
 
 def _between_chunks(done, total):
@@ -196,7 +197,7 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
     if reduce is not None and not isinstance(reduce, str):
         raise _error("InvalidType", f"resident.stream: reduce is a {type(reduce).__name__}; use 'sum', 'min' or 'max'")
     if reduce is not None and reduce not in _REDUCTIONS:
-        raise _error("InvalidArgument", f"resident.stream: reduce={reduce!r}; use 'sum', 'min' or 'max'")
+        raise _error("InvalidArgument", f"resident.stream: reduce={_shown(reduce)}; use 'sum', 'min' or 'max'")
     _last.summary = None  # not the previous call's, should this one end early
     chunk = _integer(chunk, "chunk", "elements per chunk")
     depth = _integer(depth, "depth", "chunks in flight")
@@ -213,9 +214,9 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
         raise _error("InvalidArgument", f"resident.stream: host_threads={threads}; give 1 to {_MAX_HOST_THREADS} host "
                      "copy threads, or 0 (or None) to let the call choose")
     if not isinstance(timeline, bool):
-        raise _error("InvalidType", f"resident.stream: timeline={timeline!r}; give True or False")
+        raise _error("InvalidType", f"resident.stream: timeline={_shown(timeline)}; give True or False")
     if progress is not None and not isinstance(progress, bool) and not callable(progress):
-        raise _error("InvalidType", f"resident.stream: progress={progress!r}; give a callable (done, total), True, "
+        raise _error("InvalidType", f"resident.stream: progress={_shown(progress)}; give a callable (done, total), True, "
                      "False or None")
     if callable(progress) and not isinstance(progress, bool):
         _check_progress(progress)
@@ -238,7 +239,7 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
                          "arrays of one shape (or reshape one to 1-D)")
     c, d = chunk or 0, depth or 0
     if device is not None and not isinstance(device, str):
-        raise _error("InvalidType", f"resident.stream: device={device!r}; give a device name such as 'cpu' or "
+        raise _error("InvalidType", f"resident.stream: device={_shown(device)}; give a device name such as 'cpu' or "
                      "'cuda:0' (or leave it out for the default device)")
     dev = device if device is not None else _core.default_device()
     program, chain = _work_chain(work, reduce)
@@ -316,7 +317,7 @@ def pinned_empty(shape, dtype="float32"):
             raise TypeError("no shape")
         dt = _np.dtype(dtype)
     except Exception as e:  # noqa: BLE001 (NumPy's TypeError or ValueError, or an extent's own __index__)
-        raise _error("InvalidType", f"resident.streaming.pinned_empty: shape {shape!r} and dtype {dtype!r} "
+        raise _error("InvalidType", f"resident.streaming.pinned_empty: shape {_shown(shape)} and dtype {_shown(dtype)} "
                      f"({type(e).__name__}: {str(e)[:120]}): give a whole number or a tuple of them, and a NumPy "
                      "dtype such as 'float32'") from None
     if not dt.isnative:

@@ -44,7 +44,7 @@ namespace {
 std::int64_t extent_of(nb::handle e) {
   if (PyBool_Check(e.ptr())) throw rs::invalid_type("a shape holds ints, not bool (" + shown(e) + ")");
   if (!PyIndex_Check(e.ptr()))
-    throw rs::invalid_argument("a shape holds ints, not " + utf8_of(nb::str(e.type().attr("__name__"))) +
+    throw rs::invalid_argument("a shape holds ints, not " + py_type_name(e) +
                                " (" + shown(e) + ")");
   nb::object i = nb::steal(PyNumber_Index(e.ptr()));
   if (!i.is_valid()) shape_raised("extent's __index__()");
@@ -89,7 +89,7 @@ std::vector<std::int64_t> shape_of(const nb::handle& shape) {
     }
   } else {
     throw rs::invalid_argument("a shape is an int or a sequence of ints, not " +
-                               utf8_of(nb::str(shape.type().attr("__name__"))));
+                               py_type_name(shape));
   }
   return s;
 }
@@ -122,7 +122,7 @@ namespace {
 std::string dtype_name_arg(nb::handle d) {
   const bool text = PyUnicode_Check(d.ptr());
   if (text) {
-    std::string name = nb::cast<std::string>(d);
+    std::string name = utf8_of(d);
     for (const char* known : {"float32", "float64", "int32", "int64", "uint32", "uint64"})
       if (name == known) return name;
   }
@@ -131,10 +131,10 @@ std::string dtype_name_arg(nb::handle d) {
     if (!nb::cast<bool>(dt.attr("isnative")))
       throw rs::invalid_argument("dtype " + utf8_of(nb::str(dt)) + " is in the other byte order; give "
                                  "the native one");
-    return nb::cast<std::string>(dt.attr("name"));
+    return utf8_of(nb::str(dt.attr("name")));
   } catch (nb::python_error& e) {
     if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
-    if (text) return nb::cast<std::string>(d);  // parse_dtype names what it takes
+    if (text) return utf8_of(d);  // parse_dtype names what it takes
     throw rs::invalid_type("the dtype argument's type does not fit: " + shown(d) +
                            "; give a name such as 'float32' or a NumPy dtype");
   }

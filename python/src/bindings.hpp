@@ -360,6 +360,8 @@ std::string utf8_of(nb::handle str);
 /// repr(h) for a message, at most `most` characters: never raises for the object's sake (a repr that
 /// raises, an int past Python's digit limit, text that is not UTF-8); an interrupt propagates.
 std::string shown(nb::handle h, std::size_t most = 200);
+/// str(h) for a message (an exception's text), as shown(): never raises for the object's sake.
+std::string str_shown(nb::handle h, std::size_t most = 300);
 
 /// Whether o has the attribute, as Python's hasattr; but an error other than AttributeError reads as
 /// absent too, except an interrupt or exit (not an Exception), which goes on unchanged.

@@ -23,7 +23,7 @@ std::vector<std::size_t> stage_numbers(nb::handle after, const std::string& name
   if (!seq.is_valid()) {
     nb::python_error e;
     if (!e.matches(PyExc_Exception)) throw e;  // KeyboardInterrupt, SystemExit: unchanged
-    throw rs::invalid_type(where + " could not be read (" + std::string(nb::str(e.value()).c_str()) + ")");
+    throw rs::invalid_type(where + " could not be read (" + str_shown(e.value()) + ")");
   }
   std::vector<std::size_t> r;
   for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq.ptr()); ++i) {
@@ -76,7 +76,7 @@ void check_called_bare(nb::handle work, const std::string& what) {
   } catch (nb::python_error& e) {
     if (!e.matches(PyExc_TypeError)) throw;
     throw rs::invalid_type(what + " is called with no arguments, which it cannot take (" +
-                           std::string(nb::str(e.value()).c_str()) + "); give a callable of no arguments, e.g. "
+                           str_shown(e.value()) + "); give a callable of no arguments, e.g. "
                            "lambda: work(a, b)");
   }
 }

@@ -235,7 +235,7 @@ py_array from_cuda_array_interface(nb::handle obj) {
   r.shape = shape_of(key("shape"));
   // typestr: a byte order (< little, | not applicable, = native) then f, i or u and the bytes.
   const nb::object ts_obj = key("typestr");
-  const std::string ts = PyUnicode_Check(ts_obj.ptr()) ? nb::cast<std::string>(ts_obj) : std::string();
+  const std::string ts = PyUnicode_Check(ts_obj.ptr()) ? utf8_of(ts_obj) : std::string();
   if (!ts.empty() && ts[0] == '>')
     throw rs::invalid_argument(std::string(cai_name) + ": big-endian data is not supported");
   const bool well_formed = ts.size() >= 3 && ts.size() <= 4 && (ts[0] == '<' || ts[0] == '|' || ts[0] == '=') &&
@@ -383,7 +383,27 @@ std::string utf8_of(nb::handle str) {
   return std::string(PyBytes_AS_STRING(b.ptr()), std::size_t(PyBytes_GET_SIZE(b.ptr())));
 }
 
-std::string py_type_name(nb::handle o) { return utf8_of(nb::str(o.type().attr("__name__"))); }
+std::string py_type_name(nb::handle o) {
+  PyTypeObject* t = Py_TYPE(o.ptr());
+  nb::object name = nb::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(t), "__name__"));
+  if (!name.is_valid()) {  // a metaclass whose __name__ raises: the name the type was made with
+    nb::python_error e;
+    if (!e.matches(PyExc_Exception)) throw e;  // KeyboardInterrupt, SystemExit: unchanged
+  }
+  return name.is_valid() && PyUnicode_Check(name.ptr()) ? utf8_of(name) : std::string(t->tp_name);
+}
+
+std::string str_shown(nb::handle h, std::size_t most) {
+  nb::object r = nb::steal(PyObject_Str(h.ptr()));
+  if (!r.is_valid()) {
+    nb::python_error e;
+    if (!e.matches(PyExc_Exception)) throw e;  // KeyboardInterrupt, SystemExit: unchanged
+    return "a " + py_type_name(h) + " (its __str__ raised " + py_type_name(e.value()) + ")";
+  }
+  std::string t = utf8_of(r);
+  if (t.size() > most) t = t.substr(0, most) + "...";
+  return t;
+}
 
 std::string shown(nb::handle h, std::size_t most) {
   nb::object r = nb::steal(PyObject_Repr(h.ptr()));
@@ -392,7 +412,7 @@ std::string shown(nb::handle h, std::size_t most) {
     if (!e.matches(PyExc_Exception)) throw e;  // KeyboardInterrupt, SystemExit: unchanged
     if (PyLong_Check(h.ptr()))  // past Python's digits limit for int to text
       return "an int of " + utf8_of(nb::str(nb::handle(h).attr("bit_length")())) + " bits";
-    return "a " + py_type_name(h) + " (its __repr__ raised " + utf8_of(nb::str(e.type().attr("__name__"))) + ")";
+    return "a " + py_type_name(h) + " (its __repr__ raised " + py_type_name(e.value()) + ")";
   }
   std::string t = utf8_of(r);
   if (t.size() > most) t = t.substr(0, most) + "...";
@@ -436,8 +456,8 @@ py_array take_in(nb::object obj) {
     } catch (nb::python_error& e) {
       if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
       throw rs::invalid_argument("from_dlpack: the __dlpack_device__ of a " + py_type_name(obj) + " raised " +
-                                 utf8_of(nb::str(e.type().attr("__name__"))) + ": " +
-                                 utf8_of(nb::str(e.value())).substr(0, 300));
+                                 py_type_name(e.value()) + ": " +
+                                 str_shown(e.value()));
     }
     int type = 0, id = 0;
     if (PyTuple_Check(where.ptr()) && PyTuple_GET_SIZE(where.ptr()) == 2 &&
@@ -495,14 +515,14 @@ py_array take_in(nb::object obj) {
       (void)obj.attr("__dlpack__")();
     } catch (nb::python_error& e) {
       if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
-      said = "; it said: " + utf8_of(nb::str(e.type().attr("__name__"))) + ": " +
-             utf8_of(nb::str(e.value())).substr(0, 300);
+      said = "; it said: " + py_type_name(e.value()) + ": " +
+             str_shown(e.value());
     }
     // The array's dtype, where it has one, names what was refused (float128, complex, object, '>f4').
     std::string dtype;
     if (PyObject* d = PyObject_GetAttrString(obj.ptr(), "dtype")) {
       if (PyObject* r = PyObject_Str(d)) {
-        dtype = nb::cast<std::string>(nb::handle(r));
+        dtype = utf8_of(nb::handle(r));
         Py_DECREF(r);
       }
       Py_DECREF(d);
@@ -536,7 +556,7 @@ py_array take_in(nb::object obj) {
     } catch (nb::python_error& e) {
       if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
       throw rs::invalid_type(std::string(call_name()) + ": NumPy could not read the " + py_type_name(obj) +
-                             " as an array (" + utf8_of(nb::str(e.value())).substr(0, 300) +
+                             " as an array (" + str_shown(e.value()) +
                              "); give a NumPy array of float32, float64, int32, int64, uint32 or uint64");
     }
     if (!has_attr(view, "__dlpack__"))  // a NumPy without DLPack: nothing else reads it in place

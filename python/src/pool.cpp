@@ -26,7 +26,7 @@ std::size_t byte_count(nb::handle v, const char* what) {
     nb::python_error e;
     if (!e.matches(PyExc_Exception)) throw e;  // KeyboardInterrupt, SystemExit: unchanged
     throw rs::invalid_type(std::string(what) + ": the " + py_type_name(v) + "'s own __index__ raised " +
-                           utf8_of(nb::str(e.type().attr("__name__"))) + "; give an int of bytes");
+                           py_type_name(e.value()) + "; give an int of bytes");
   }
   int overflow = 0;
   const long long s = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);

@@ -113,7 +113,7 @@ void bind_profile(nb::module_& m) {
   });
   m.def("_at_site", [](nb::object site, nb::callable f, nb::args args) {
     if (site.is_none()) return f(*args);
-    const pinned_site pinned(nb::cast<std::string>(site[0]), nb::cast<unsigned>(site[1]));
+    const pinned_site pinned(utf8_of(nb::str(site[0])), nb::cast<unsigned>(site[1]));
     return f(*args);
   });
   m.def("_profile_open", [] {

@@ -342,3 +342,33 @@ def test_the_shards_and_their_layout_are_fixed_when_made():
     ref = rs.empty(10, "int32", "cpu")
     rs.random.fill_integers(ref, 3, 0, 100)
     np.testing.assert_array_equal(x.to_host(), ref.to_host())
+
+
+def test_a_layout_is_fixed_and_a_second_init_changes_nothing():
+    x = rs.dist.shard(np.arange(10, dtype=np.float32), ["cpu", "cpu"])
+    for name, value in (("extents", ((0, 5), (0, 5))), ("size", 4), ("first", 1), ("shard_count", 3),
+                        ("comm", 5)):
+        with pytest.raises(rs.InvalidType, match="fixed when it is made"):
+            setattr(x, name, value)
+    s0 = x.shards[0]
+    with pytest.raises(rs.InvalidType, match="fixed when it is made"):
+        x.__init__([s0, s0], 10)
+    np.testing.assert_array_equal(x.to_host(), np.arange(10, dtype=np.float32))
+    assert x.extents == ((0, 5), (5, 5)) and x.size == 10 and rs.dist.sum(x) == 45.0
+
+
+def test_to_host_refuses_an_out_over_a_shard_or_masked_before_any_download():
+    big = np.arange(1000, 2000, dtype=np.float32)
+    x = rs.dist.from_shards([np.arange(500, dtype=np.float32), big[:500]])
+    for call in (lambda out: x.to_host(out=out), x.to_host_async):
+        with pytest.raises(rs.InvalidArgument, match="overlaps shard 1"):
+            call(big)
+        np.testing.assert_array_equal(big, np.arange(1000, 2000, dtype=np.float32))  # shard 1 unchanged
+        masked = np.ma.masked_array(np.zeros(1000, np.float32), mask=np.arange(1000) >= 500)
+        with pytest.raises(rs.InvalidType, match="masked"):
+            call(masked)
+        assert (masked.data == 0).all()
+    with pytest.warns(PendingDeprecationWarning):  # NumPy's own, for its matrix class
+        matrix = np.asmatrix(np.zeros((1, 1000), np.float32))
+    x.to_host(out=matrix)
+    np.testing.assert_array_equal(np.asarray(matrix).ravel()[[0, 499, 500, 999]], [0, 499, 1000, 1499])

@@ -233,3 +233,48 @@ def test_streams_and_events_refuse_a_second_init_and_take_weak_references():
         del obj
         gc.collect()
         assert ref() is None
+
+
+class _ReprRaises:
+    def __repr__(self):
+        raise ValueError("repr failed")
+
+
+class _IndexAndReprRaise(_ReprRaises):
+    def __index__(self):
+        raise ValueError("index failed")
+
+
+class _Producer:
+    """A __dlpack__ that gives nothing, its dtype's name not UTF-8."""
+    dtype = "float16\ud800"
+
+    def __dlpack__(self, **kw):
+        raise BufferError("no")
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda: rs.empty((3,), "\ud800"), rs.InvalidType),
+    (lambda: rs.cumsum(_Producer()), rs.InvalidType),
+    (lambda: rs.Flow().add("a", lambda: None, after=_BadSeq()), rs.InvalidType),
+    (lambda: rs.op.add(2**70000), rs.InvalidArgument),
+    (lambda: rs.Flow().add(2**70000, lambda: None), rs.InvalidArgument),
+    (lambda: rs.stream(rs.op.sqrt(), np.ones(8, np.float32), chunk=_ReprRaises()), rs.InvalidType),
+    (lambda: rs.stream(rs.op.sqrt(), np.ones(8, np.float32), timeline=_ReprRaises()), rs.InvalidType),
+    (lambda: rs.random.fill_uniform(rs.dist.shard(np.zeros(4, np.float32), ["cpu", "cpu"]), 1,
+                                    _IndexAndReprRaise()), rs.InvalidType),
+])
+def test_text_python_cannot_make_in_the_package_s_own_checks_stays_typed(call, error):
+    with pytest.raises(error):
+        call()
+
+
+class _BadSeq:
+    def __len__(self):
+        return 1
+
+    def __getitem__(self, i):
+        raise ValueError("bad \ud800")
