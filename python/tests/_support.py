@@ -54,3 +54,16 @@ def sum_matches(got, ref, tol, smallest_term):
     if not abs(got - ref) <= tol:
         return False, f"sum {got} is {got - ref} from {ref} (tolerance {tol})"
     return True, ""
+
+
+class DlpackOnly:
+    """An array of another library that speaks DLPack and nothing else (no dtype, no shape, no @)."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()

@@ -15,7 +15,7 @@ import pytest
 
 import resident as rs
 from resident import _core
-from _support import needs_numba
+from _support import DlpackOnly, needs_numba
 
 CPU = ("cpu", 0, 0)
 
@@ -97,33 +97,20 @@ def test_a_warm_python_stage_chain_on_the_cpu_takes_a_capsule_once():
     assert got[0] == got[1], got
 
 
-class _OnlyDLPack:
-    """An array that speaks DLPack and nothing else (no dtype, no shape)."""
-
-    def __init__(self, a):
-        self.a = a
-
-    def __dlpack__(self, **k):
-        return self.a.__dlpack__(**k)
-
-    def __dlpack_device__(self):
-        return self.a.__dlpack_device__()
-
-
 @needs_numba
 def test_chains_take_an_object_that_speaks_dlpack_alone():
     h = np.arange(4, dtype=np.float32)
     for call in (rs.stage(lambda v: v + 1), rs.fuse(lambda v: v + 1), rs.jit.map("float p1(float v) { return v + 1; }", "p1")):
-        call(_OnlyDLPack(h))
+        call(DlpackOnly(h))
     np.testing.assert_array_equal(h, np.arange(4, dtype=np.float32) + 3)
-    assert (rs.stage(lambda v: v * 2) | rs.jit.sum())(_OnlyDLPack(h)) == 2 * float(h.sum())
+    assert (rs.stage(lambda v: v * 2) | rs.jit.sum())(DlpackOnly(h)) == 2 * float(h.sum())
     # The object given comes back, on the first (compiling) call and on the warm ones alike; a
     # capsule, spent, gives the array taken from it.
     ch = rs.jit.map("float p2(float v) { return v + 2; }", "p2")
     for _ in range(3):
-        given = _OnlyDLPack(h)
+        given = DlpackOnly(h)
         assert ch(given) is given
-        o = _OnlyDLPack(np.zeros(4, np.float32))
+        o = DlpackOnly(np.zeros(4, np.float32))
         assert ch(given, out=o) is o
     for _ in range(2):
         assert isinstance(ch(h.__dlpack__()), rs.Array)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import resident as rs
-from _support import GPU
+from _support import GPU, DlpackOnly
 
 DEVICES = ["cpu"] + (["cuda:0"] if GPU else [])
 
@@ -248,23 +248,11 @@ def test_an_instance_nanobind_never_initialized_is_not_made(cls):
     assert len(rs.Flow()) == 0 and rs.to_device(np.ones(2), device="cpu").size == 2  # the ways that make one
 
 
-class _DlpackOnly:
-    """Another library's array with __dlpack__ and no @ of its own: `other @ x` reaches x.__rmatmul__."""
-
-    def __init__(self, a):
-        self.a = a
-
-    def __dlpack__(self, **kw):
-        return self.a.__dlpack__(**kw)
-
-    def __dlpack_device__(self):
-        return self.a.__dlpack_device__()
-
-
 def test_a_reflected_product_keeps_the_operands_order():
     a = np.arange(6, dtype=np.float64).reshape(2, 3)
     b = np.arange(12, dtype=np.float64).reshape(3, 4)
-    np.testing.assert_array_equal((_DlpackOnly(a) @ rs.to_device(b, device="cpu")).to_host(), a @ b)
+    product = DlpackOnly(a) @ rs.to_device(b, device="cpu")  # no @ of its own: x.__rmatmul__
+    np.testing.assert_array_equal(product.to_host(), a @ b)
 
 
 def test_numpys_copy_and_dtype_requests_are_kept():

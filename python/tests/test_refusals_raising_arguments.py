@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import resident as rs
-from _support import needs_numba
+from _support import DlpackOnly, needs_numba
 
 
 class Raises:
@@ -52,16 +52,7 @@ def test_what_an_argument_own_code_raises_is_typed(e, tmp_path):
 
 def test_an_array_whose_dtype_raises_is_read_as_the_core_takes_it():
     # Its dtype property raises; its DLPack export says what it holds (as rs.sum reads it).
-    class Odd:
-        def __init__(self, a):
-            self.a = a
-
-        def __dlpack__(self, **kw):
-            return self.a.__dlpack__(**kw)
-
-        def __dlpack_device__(self):
-            return self.a.__dlpack_device__()
-
+    class Odd(DlpackOnly):
         @property
         def dtype(self):
             raise ZeroDivisionError("dt")
