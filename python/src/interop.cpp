@@ -8,6 +8,9 @@ namespace resident::py {
 
 namespace {
 
+// The call taking an array in, for messages: the running call's name, else from_dlpack.
+const char* call_name() { return t_call_stream && *t_call_stream->what ? t_call_stream->what : "from_dlpack"; }
+
 std::string typestr(DLDataType t) {  // NumPy's array-interface type string, little-endian
   const char kind = t.code == kDLFloat ? 'f' : t.code == kDLInt ? 'i' : 'u';
   return std::string("<") + kind + std::to_string(t.bits / 8);
@@ -144,7 +147,7 @@ void ready_for_any_stream(const py_array& a) {
 
 std::pair<rs::device, void*> usable(const DLTensor& t) {
   if (t.ndim > most_dims)  // before its shape is read: an array of resident's has at most most_dims
-    throw rs::invalid_argument("from_dlpack: a tensor of " + std::to_string(t.ndim) + " dimensions; resident's arrays "
+    throw rs::invalid_argument(std::string(call_name()) + ": a tensor of " + std::to_string(t.ndim) + " dimensions; resident's arrays "
                                "have at most " + std::to_string(most_dims) + " (reshape it first)");
   try {
     visit(t.dtype, [](auto) {});
@@ -177,17 +180,17 @@ std::pair<const DLTensor*, bool> capsule_tensor(nb::handle cap) {
   const char* name = PyCapsule_GetName(cap.ptr());
   const std::string n = name ? name : "";
   if (n == "used_dltensor" || n == "used_dltensor_versioned")
-    throw rs::invalid_argument("from_dlpack: the DLPack capsule was consumed already (a capsule is taken once; ask the "
+    throw rs::invalid_argument(std::string(call_name()) + ": the DLPack capsule was consumed already (a capsule is taken once; ask the "
                                "producer's __dlpack__ for another)");
   void* p = n == "dltensor" || n == "dltensor_versioned" ? PyCapsule_GetPointer(cap.ptr(), name) : nullptr;
   if (!p) {
     PyErr_Clear();
-    throw rs::invalid_argument("from_dlpack: a capsule named '" + n + "' is not a DLPack tensor");
+    throw rs::invalid_argument(std::string(call_name()) + ": a capsule named '" + n + "' is not a DLPack tensor");
   }
   if (n == "dltensor") return {&static_cast<DLManagedTensor*>(p)->dl_tensor, false};
   const auto* m = static_cast<managed_tensor_versioned*>(p);
   if (m->major != 1)
-    throw rs::invalid_argument("from_dlpack: a DLPack " + std::to_string(m->major) + "." + std::to_string(m->minor) +
+    throw rs::invalid_argument(std::string(call_name()) + ": a DLPack " + std::to_string(m->major) + "." + std::to_string(m->minor) +
                                " capsule; resident reads DLPack 1.x and unversioned capsules");
   return {&m->dl_tensor, (m->flags & dlpack_read_only) != 0};
 }
@@ -438,7 +441,6 @@ nb::object dlpack_capsule(nb::handle obj, std::intptr_t h) {
 }
 
 // The name of the call taking an array in, for messages.
-const char* call_name() { return t_call_stream && *t_call_stream->what ? t_call_stream->what : "from_dlpack"; }
 
 // The array `obj` is, before the call's stream is applied.
 py_array take_in(nb::object obj) {
@@ -455,7 +457,7 @@ py_array take_in(nb::object obj) {
       where = obj.attr("__dlpack_device__")();
     } catch (nb::python_error& e) {
       if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
-      throw rs::invalid_argument("from_dlpack: the __dlpack_device__ of a " + py_type_name(obj) + " raised " +
+      throw rs::invalid_argument(std::string(call_name()) + ": the __dlpack_device__ of a " + py_type_name(obj) + " raised " +
                                  py_type_name(e.value()) + ": " +
                                  str_shown(e.value()));
     }
@@ -476,7 +478,7 @@ py_array take_in(nb::object obj) {
     const auto [t, readonly] = capsule_tensor(obj);
     usable(*t);
     nb::ndarray<nb::ro> nd;
-    if (!nb::try_cast(obj, nd, false)) throw rs::invalid_argument("from_dlpack: nanobind could not take the capsule");
+    if (!nb::try_cast(obj, nd, false)) throw rs::invalid_argument(std::string(call_name()) + ": nanobind could not take the capsule");
     return adopt(std::move(nd), readonly);
   }
   if (t_call_stream && t_call_stream->given && !PyCapsule_CheckExact(obj.ptr()) && has_attr(obj, "__dlpack__") &&
@@ -536,11 +538,11 @@ py_array take_in(nb::object obj) {
     const std::string last = dtype.substr(dtype.rfind('.') + 1);
     if (dtype.empty() || last == "float32" || last == "float64" || last == "int32" || last == "int64" ||
         last == "uint32" || last == "uint64")
-      throw rs::invalid_argument("from_dlpack: the __dlpack__ of a " + py_type_name(obj) +
+      throw rs::invalid_argument(std::string(call_name()) + ": the __dlpack__ of a " + py_type_name(obj) +
                                  (dtype.empty() ? "" : " of dtype " + dtype) +
                                  " gave no tensor (its producer refused to export it)" + said);
     dtype = " of dtype " + dtype;
-    throw rs::invalid_type("from_dlpack: the __dlpack__ of a " + py_type_name(obj) + dtype +
+    throw rs::invalid_type(std::string(call_name()) + ": the __dlpack__ of a " + py_type_name(obj) + dtype +
                                " gave no tensor (its producer refused to export it). resident computes on float32, "
                                "float64, int32, int64, uint32 and uint64 in the machine's byte order: convert it, e.g. "
                                "x.astype(np.float64), or for bytes in the other order x.astype(x.dtype.newbyteorder('='))" +
