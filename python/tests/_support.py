@@ -3,6 +3,7 @@ missing or broken, and the error bound of a sum (the twin of tests/support.hpp's
 import importlib
 import importlib.util
 import math
+import os
 
 import numpy as np
 
@@ -17,6 +18,15 @@ DEVICES = ["cpu"] + (["cuda:0"] if GPU else [])
 # Python-function stages compile with Numba, an optional dependency of the package.
 needs_numba = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                  reason="numba is not installed: Python-function stages compile with it")
+
+
+@pytest.fixture
+def rng():
+    """A generator of fresh random inputs for the test (as tests/support.hpp's fresh_seed); its seed is
+    printed, so a failure's report names it."""
+    seed = int.from_bytes(os.urandom(8), "little")
+    print(f"random inputs from seed {seed} (np.random.default_rng)")
+    return np.random.default_rng(seed)
 
 
 def import_or_skip(name):

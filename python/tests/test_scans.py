@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import resident as rs
-from _support import DEVICES, gpu, import_or_skip, sum_tolerance
+from _support import DEVICES, gpu, import_or_skip, rng, sum_tolerance  # noqa: F401 (rng: a fixture)
 
 SCANS = {"cumsum": rs.cumsum, "cummin": rs.cummin, "cummax": rs.cummax}
 
@@ -35,8 +35,7 @@ def _check_prefix_sums(got, values, dtype):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype, n", [(np.float32, 1501), (np.float64, (1 << 17) + 3)])
-def test_cumsum_of_floats_holds_every_prefix_to_its_bound(device, dtype, n):
-    rng = np.random.default_rng(5)
+def test_cumsum_of_floats_holds_every_prefix_to_its_bound(device, dtype, n, rng):
     values = (rng.random(n) * 0.5 + 0.5) * np.where(rng.random(n) < 0.3, -1, 1)
     values = values.astype(dtype)
     got = _back(rs.cumsum(_on(device, values)))
@@ -55,8 +54,8 @@ def test_cumsum_into_float64_adds_float32_values_in_double(device):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype, low, high", [(np.int32, -2**31, 2**31 - 1), (np.uint32, 0, 2**32 - 1),
                                               (np.int64, -2**40, 2**40), (np.uint64, 0, 2**50)])
-def test_cumsum_of_integers_is_exact_in_64_bits(device, dtype, low, high):
-    values = np.random.default_rng(7).integers(low, high, 100_003, dtype=dtype)
+def test_cumsum_of_integers_is_exact_in_64_bits(device, dtype, low, high, rng):
+    values = rng.integers(low, high, 100_003, dtype=dtype)
     got = rs.cumsum(_on(device, values))
     want = np.cumsum(values, dtype=np.uint64 if dtype in (np.uint32, np.uint64) else np.int64)
     assert got.dtype == want.dtype.name
@@ -73,8 +72,7 @@ def test_cumsum_into_the_inputs_unsigned_type_wraps_as_numpy(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint32, np.uint64])
-def test_cummin_and_cummax_equal_numpys_accumulate(device, dtype):
-    rng = np.random.default_rng(11)
+def test_cummin_and_cummax_equal_numpys_accumulate(device, dtype, rng):
     values = (rng.integers(0, 1_000_000, 50_001) - (0 if dtype in (np.uint32, np.uint64) else 500_000)).astype(dtype)
     x = _on(device, values)
     np.testing.assert_array_equal(_back(rs.cummin(x)), np.minimum.accumulate(values))
@@ -157,8 +155,8 @@ def test_misuse_is_refused_before_any_work(name):
 
 
 @gpu
-def test_the_backends_agree_and_a_device_scan_moves_nothing():
-    values = np.random.default_rng(3).integers(-1000, 1000, 1 << 20).astype(np.int32)
+def test_the_backends_agree_and_a_device_scan_moves_nothing(rng):
+    values = rng.integers(-1000, 1000, 1 << 20).astype(np.int32)
     before = rs.ledger().get("cuda:0", {})
     x = rs.to_device(values, device="cuda:0")
     up = rs.ledger()["cuda:0"]
