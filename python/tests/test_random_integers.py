@@ -1,6 +1,6 @@
 """rs.random.fill_integers: int32 and uint32 arrays of any library filled with integers uniform in
-[low, high) (high excluded), value offset + i of stream seed in element i; bounds outside the element
-type or low >= high refused before anything is written."""
+[low, high) (high excluded, and at most one past the type's largest value, as NumPy's integers), value
+offset + i of stream seed in element i; other bounds or low >= high refused before anything is written."""
 import numpy as np
 import pytest
 
@@ -8,7 +8,8 @@ import resident as rs
 
 
 @pytest.mark.parametrize("dtype, low, high", [(np.int32, -5, 5), (np.int32, 0, 1), (np.uint32, 3, 17),
-                                              (np.int32, -2 ** 31, 2 ** 31 - 1), (np.uint32, 0, 2 ** 32 - 1)])
+                                              (np.int32, -2 ** 31, 2 ** 31 - 1), (np.uint32, 0, 2 ** 32 - 1),
+                                              (np.int32, 0, 2 ** 31), (np.uint32, 2 ** 31, 2 ** 32)])
 def test_values_are_integers_in_range_and_every_small_range_value_appears(dtype, low, high):
     x = np.zeros(20000, dtype)
     rs.random.fill_integers(x, 11, low, high)
@@ -44,7 +45,23 @@ def test_offset_continues_the_stream_and_arrays_of_any_library_agree():
     assert not np.array_equal(other, whole)  # another seed, another stream
 
 
-@pytest.mark.parametrize("dtype, low, high", [(np.int32, 5, 5), (np.int32, 6, 5), (np.int32, 0, 2 ** 31),
+def test_the_largest_value_of_the_type_is_drawn_with_high_one_past_it():
+    bits = np.zeros(4099, np.uint32)
+    rs.random.fill_bits(bits, 9, offset=3)
+    every = np.zeros(4099, np.uint32)
+    rs.random.fill_integers(every, 9, 0, 2 ** 32, offset=3)  # every value: each word as it is
+    np.testing.assert_array_equal(every, bits)
+    signed = np.zeros(4099, np.int32)
+    rs.random.fill_integers(signed, 9, -2 ** 31, 2 ** 31, offset=3)
+    np.testing.assert_array_equal(signed.view(np.uint32), bits ^ np.uint32(0x80000000))
+    for dtype, top in ((np.int32, 2 ** 31 - 1), (np.uint32, 2 ** 32 - 1)):
+        x = np.zeros(4099, dtype)
+        rs.random.fill_integers(x, 9, top - 1, top + 1)
+        assert set(np.unique(x).tolist()) == {top - 1, top}
+
+
+@pytest.mark.parametrize("dtype, low, high", [(np.int32, 5, 5), (np.int32, 6, 5), (np.int32, 0, 2 ** 31 + 1),
+                                              (np.uint32, 0, 2 ** 32 + 1), (np.int32, 2 ** 31, 2 ** 31 + 1),
                                               (np.uint32, -1, 3), (np.int32, 0, 2 ** 70)])
 def test_bad_bounds_are_refused_and_write_nothing(dtype, low, high):
     x = np.full(8, 7, dtype)

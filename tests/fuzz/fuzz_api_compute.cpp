@@ -58,6 +58,7 @@ struct philox_ref {
                                std::uint32_t range) {
     const std::uint64_t p = offset + i, c = p / 4;
     const int lane = int(p % 4);
+    if (range == 0) return low + block(seed, c)[lane];  // 2^32 values: the word itself
     std::uint64_t m = std::uint64_t(block(seed, c)[lane]) * range;
     const std::uint32_t threshold = std::uint32_t(-range) % range;
     for (std::uint32_t a = 1; std::uint32_t(m) < threshold; ++a) m = std::uint64_t(block(seed, c, a)[lane]) * range;
@@ -429,9 +430,10 @@ void op_fill_integers(fuzz_state& st) {
   const std::size_t n = r->second;
   const std::uint64_t seed = st.in.ConsumeIntegral<std::uint64_t>(), offset = pick_offset(st, n);
   const int kind = st.in.ConsumeIntegralInRange<int>(0, 2);
-  std::uint32_t lo = st.in.ConsumeIntegral<std::uint32_t>(), hi = st.in.ConsumeIntegral<std::uint32_t>();
+  std::uint32_t lo = st.in.ConsumeIntegral<std::uint32_t>();
+  std::uint64_t hi = st.in.ConsumeIntegral<std::uint32_t>();
   if (st.in.ConsumeBool()) hi = lo + st.in.ConsumeIntegralInRange<std::uint32_t>(0, 9);
-  if (kind == 2 && st.in.ConsumeBool()) lo = 0, hi = ~0u;
+  if (kind == 2 && st.in.ConsumeBool()) lo = 0, hi = st.in.ConsumeBool() ? ~0u : 1ull << 32;  // one past the largest
   const expect e = s.moved ? expect::invalid : (kind != 0 && !(lo < hi)) ? expect::invalid : expect::ok;
   if (!attempt("fill_integers / fill_bits", e, [&] {
         auto x = s.a.slice(r->first, n);
@@ -443,15 +445,17 @@ void op_fill_integers(fuzz_state& st) {
     return;
   for (std::size_t i = 0; i < n; ++i)
     s.ref[r->first + i] =
-        kind == 0 ? philox_ref::bits(seed, offset, i) : philox_ref::integer(seed, offset, i, lo, hi - lo);
+        kind == 0 ? philox_ref::bits(seed, offset, i) : philox_ref::integer(seed, offset, i, lo, std::uint32_t(hi - lo));
 }
 
 // fill_integers on int32 arrays: signed ranges, the full range of the type.
 void op_fill_int32(fuzz_state& st) {
   const std::size_t n = st.pick_size();
   const std::uint64_t seed = st.in.ConsumeIntegral<std::uint64_t>(), offset = pick_offset(st, n);
-  std::int32_t lo = st.in.ConsumeIntegral<std::int32_t>(), hi = st.in.ConsumeIntegral<std::int32_t>();
+  std::int32_t lo = st.in.ConsumeIntegral<std::int32_t>();
+  std::int64_t hi = st.in.ConsumeIntegral<std::int32_t>();
   if (st.in.ConsumeBool()) lo = std::numeric_limits<std::int32_t>::min(), hi = std::numeric_limits<std::int32_t>::max();
+  if (st.in.ConsumeBool()) hi = std::int64_t(1) << 31;  // one past the largest
   rs::array<std::int32_t> a(n, rs::device::cpu());
   std::vector<std::int32_t> want(n, 0x5A5A5A5A);
   rs::copy(std::span<const std::int32_t>(want), a);
@@ -459,7 +463,7 @@ void op_fill_int32(fuzz_state& st) {
               [&] { rs::random::fill_integers(a, seed, offset, lo, hi); }))
     for (std::size_t i = 0; i < n; ++i)
       want[i] = std::int32_t(
-          philox_ref::integer(seed, offset, i, std::uint32_t(lo), std::uint32_t(std::int64_t(hi) - std::int64_t(lo))));
+          philox_ref::integer(seed, offset, i, std::uint32_t(lo), std::uint32_t(hi - std::int64_t(lo))));
   if (a.to_host() != want) fail("fill_integers<int32> in [" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
 }
 

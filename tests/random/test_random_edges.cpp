@@ -2,6 +2,7 @@
 // Random fills at their edges: bad and out-of-range parameters refused before any work, the counter
 // wrapping at 2^64 on every path, uniform values at the ends of their range, integers over the whole
 // type, slices filled at their offset.
+#include <algorithm>
 #include <array>
 #include <cfloat>
 #include <climits>
@@ -274,6 +275,39 @@ TEST_P(rng, integers_over_the_whole_range_of_the_type) {
   rs::array<std::uint32_t> one = poisoned<std::uint32_t>(n, dev);
   rr::fill_integers(one, seed, 0, 41u, 42u);
   for (auto v : one.to_host()) ASSERT_EQ(v, 41u);
+}
+
+// The excluded bound may be one past the type's largest value (NumPy's integers(0, 2**31, int32)): the
+// only way to draw the largest value. Every value of the type is each raw word, offset by low.
+TEST_P(rng, integers_reach_the_largest_value_of_the_type) {
+  const std::uint64_t seed = rs::test::fresh_seed();
+  SCOPED_TRACE(seed);
+  const std::size_t n = 4099;
+  rs::array<std::uint32_t> bits = poisoned<std::uint32_t>(n, dev);
+  rr::fill_bits(bits, seed, 3);
+  const auto w = bits.to_host();
+  rs::array<std::uint32_t> u = poisoned<std::uint32_t>(n, dev);
+  rr::fill_integers(u, seed, 3, 0, 1ull << 32);
+  EXPECT_EQ(u.to_host(), w);
+  rs::array<std::int32_t> a = poisoned<std::int32_t>(n, dev);
+  rr::fill_integers(a, seed, 3, INT_MIN, std::int64_t(1) << 31);
+  const auto h = a.to_host();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(std::uint32_t(h[i]), w[i] ^ 0x80000000u) << i;
+  // The top two values of each type, both drawn.
+  rr::fill_integers(a, seed, 0, INT_MAX - 1, std::int64_t(1) << 31);
+  rr::fill_integers(u, seed, 0, UINT_MAX - 1, 1ull << 32);
+  const auto ha = a.to_host();
+  const auto hu = u.to_host();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(ha[i] == INT_MAX - 1 || ha[i] == INT_MAX) << i;
+  for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(hu[i] == UINT_MAX - 1 || hu[i] == UINT_MAX) << i;
+  EXPECT_NE(std::count(ha.begin(), ha.end(), INT_MAX), 0);
+  EXPECT_NE(std::count(hu.begin(), hu.end(), UINT_MAX), 0);
+  // One further is refused, naming the bound it may take.
+  rs::test::expect_invalid([&] { rr::fill_integers(a, 1, 0, 0, (std::int64_t(1) << 31) + 1); },
+                           "high 2147483649 does not fit int32_t, the element type (high, which is excluded, may be "
+                           "-2147483648 to 2147483648)");
+  rs::test::expect_invalid([&] { rr::fill_integers(u, 1, 0, 0, (1ull << 32) + 1); }, "may be 0 to 4294967296");
+  rs::test::expect_invalid([&] { rr::fill_integers(a, 1, 0, INT_MIN, INT_MIN); }, "low must be below high");
 }
 
 // Bounds are checked as given, before they are converted to the array's element type: a bound the

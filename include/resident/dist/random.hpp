@@ -4,6 +4,7 @@
 /// whole array, so the values are exactly those of a one-device fill of the same length (the counter
 /// is global). One kernel per shard, all shards at once; asynchronous.
 
+#include <concepts>
 #include <cstdint>
 
 #include "resident/dist/sharded_array.hpp"
@@ -27,8 +28,8 @@ void fill_normal(sharded_array<T>& a, std::uint64_t seed, std::uint64_t offset =
 
 /// a[i] = an integer uniform in [low, high) (value i of the stream), i over the whole array.
 /// @throws invalid_argument as rs::random::fill_integers, before any work.
-template <class T>
-void fill_integers(sharded_array<T>& a, std::uint64_t seed, std::uint64_t offset, T low, T high) {
+template <class T, std::integral L, std::integral H>
+void fill_integers(sharded_array<T>& a, std::uint64_t seed, std::uint64_t offset, L low, H high) {
   for_each_shard(a, [&](array_ref<T> s, shard_extent e) { resident::random::fill_integers(s, seed, offset + e.offset, low, high); });
 }
 

@@ -253,10 +253,11 @@ struct integer_distribution : detail::counter_based<integer_distribution<T>> {
   ///@}
   /// The lower bound.
   T low;
-  std::uint32_t range;  ///< high - low, >= 1
+  std::uint32_t range;  ///< high - low; 0 stands for 2^32, every value of the type
   /// Value `lane` of Philox block c, whose words are w (what counter_based builds on).
   RESIDENT_HD T from(const words4& w, int lane, std::uint64_t c) const {
     std::uint32_t x = word(w, lane);
+    if (range == 0) return T(std::uint32_t(low) + x);  // 2^32 values: each word is one, no rejection
     std::uint64_t m = std::uint64_t(x) * range;
     std::uint32_t l = std::uint32_t(m);
     if (l < range) {
@@ -425,6 +426,19 @@ auto widest(V v) {
   else
     return static_cast<std::uintmax_t>(v);
 }
+/// The excluded upper bound of an integer range as a 64-bit value: any value of T, or one past T's
+/// largest (NumPy's `integers(0, 2**31, dtype=int32)`), the only way to reach T's largest value.
+template <class T, std::integral V>
+std::int64_t integer_high(V v, const char* what) {
+  constexpr std::int64_t past = std::int64_t(std::numeric_limits<T>::max()) + 1;
+  if (std::cmp_equal(widest(v), past)) return past;
+  RESIDENT_EXPECTS(std::cmp_greater_equal(widest(v), std::numeric_limits<T>::min()) &&
+                       std::cmp_less(widest(v), past),
+                   std::string(what) + ": high " + std::to_string(widest(v)) + " does not fit " +
+                       (std::is_signed_v<T> ? "int32_t" : "uint32_t") + ", the element type (high, which is excluded, "
+                       "may be " + exact_text(std::numeric_limits<T>::min()) + " to " + std::to_string(past) + ")");
+  return std::int64_t(v);
+}
 /// A bound as the caller wrote it.
 template <class V>
 std::string given_text(V v) {
@@ -473,16 +487,18 @@ auto normal(std::uint64_t seed, std::uint64_t offset = 0, M mean = M(0), S sd = 
   return generate(normal_distribution<T>{{}, seed, offset, m, d});
 }
 /// A pipeline source yielding value i of the integer stream (seed, offset) in [low, high), T int32_t or
-/// uint32_t; the bounds may be of any integer type. @throws invalid_argument when a bound does not fit
-/// T or low >= high.
+/// uint32_t; the bounds may be of any integer type, high up to one past T's largest value.
+/// @throws invalid_argument as fill_integers.
 template <class T, std::integral L, std::integral H>
 auto integers(std::uint64_t seed, std::uint64_t offset, L low, H high) {
   static_assert(std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t>,
                 "random::integers<T>: T is int32_t or uint32_t");
   const T lo = detail::integer_bound<T>(low, "random::integers", "low");
-  const T hi = detail::integer_bound<T>(high, "random::integers", "high");
-  detail::check_range(lo, hi, "random::integers");
-  return generate(integer_distribution<T>{{}, seed, offset, lo, std::uint32_t(std::int64_t(hi) - std::int64_t(lo))});
+  const std::int64_t hi = detail::integer_high<T>(high, "random::integers");
+  RESIDENT_EXPECTS(std::int64_t(lo) < hi, "random::integers: low must be below high (got low " + std::to_string(lo) +
+                                              ", high " + std::to_string(hi) +
+                                              "); the range is [low, high), so swap them or widen it");
+  return generate(integer_distribution<T>{{}, seed, offset, lo, std::uint32_t(hi - std::int64_t(lo))});
 }
 /// A pipeline source yielding point i of the unit square (see point_distribution).
 template <class T>
@@ -515,9 +531,10 @@ void fill_normal(A&& a, std::uint64_t seed, std::uint64_t offset = 0, M mean = M
   normal<detail::value_of<A>>(seed, offset, mean, sd)(a);
 }
 
-/// a[i] = an integer uniform in [low, high), int32 or uint32 arrays; the widest range is [min, max) of
-/// the type (every 32-bit value: fill_bits). The bounds may be of any integer type.
-/// @throws invalid_argument when a bound does not fit the element type or low >= high, before any work.
+/// a[i] = an integer uniform in [low, high), int32 or uint32 arrays; high, which is excluded, may be one
+/// past the type's largest value (2^31 for int32, 2^32 for uint32). The bounds may be of any
+/// integer type. @throws invalid_argument when low does not fit the element type, high is not in
+/// [min + 1, max + 1], or low >= high, before any work.
 template <array_like A, std::integral L, std::integral H>
 void fill_integers(A&& a, std::uint64_t seed, std::uint64_t offset, L low, H high) {
   integers<detail::value_of<A>>(seed, offset, low, high)(a);
