@@ -146,6 +146,18 @@ def _conversions_now_succeed(args, kwargs):
     return some and every
 
 
+def _made_once(f, cls):
+    """cls.__init__ refusing an object already made: its state (a stream, a flow's stages) stays as it is."""
+    @functools.wraps(f)
+    def call(self, *args, **kwargs):
+        from . import _core
+        if _core._made(self):
+            raise _core.InvalidType(f"resident.{cls.__name__} is made once: __init__ called again on one in use; "
+                                    f"make a new one, e.g. rs.{cls.__name__}()")
+        return f(self, *args, **kwargs)
+    return call
+
+
 def _is_core_function(f):
     return type(f).__name__ == "nb_func" and not hasattr(f, "__wrapped_core__")
 
@@ -167,7 +179,8 @@ def wrap_core(core):
         for name, f in list(vars(cls).items()):
             if type(f).__name__ == "nb_method" and (name in names if names else not name.startswith("__") or
                                                     name == "__init__"):
-                setattr(cls, name, _typed(f, f"resident.{cls.__name__}.{name}"))
+                typed = _typed(f, f"resident.{cls.__name__}.{name}")
+                setattr(cls, name, _made_once(typed, cls) if name == "__init__" else typed)
 
 
 def raw(f):

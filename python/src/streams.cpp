@@ -142,6 +142,9 @@ rs::stream_ref stream_of(nb::handle s, rs::device d, const char* what) {
 }  // namespace
 
 void bind_streams(nb::module_& m) {
+  // Whether an object of the core's classes is made (its __init__ ran): a second __init__ is refused
+  // by the package, which nanobind would answer with a warning and an "incompatible arguments" error.
+  m.def("_made", [](nb::handle h) { return nb::inst_check(h) && nb::inst_ready(h); }, nb::arg("x"));
   nb::class_<py_stream>(m, "Stream", nb::is_weak_referenceable(), "A stream resident makes on one device (non-blocking on a GPU): queue calls on it "
                         "with stream=s. Speaks the CUDA stream protocol (__cuda_stream__); its handle is 0 on the CPU.")
       .def("__init__", [](py_stream* self, const std::optional<std::string>& dev) { new (self) py_stream(pick(dev)); },

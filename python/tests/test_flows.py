@@ -167,6 +167,10 @@ def test_bad_devices_and_declarations_are_typed_errors():
     with pytest.raises(rs.InvalidArgument):
         f.add("reads a number", lambda: None, reads=[42])
     assert len(f) == 0, "a refused stage is not added"
+    f.add("one", lambda: None)
+    with pytest.raises(rs.InvalidType, match="resident.Flow is made once"):
+        f.__init__(device="cpu")  # would drop its stages
+    assert len(f) == 1
     g = rs.Flow(device="cpu").capture()  # an empty flow: its graph replays nothing
     g.replay()
 

@@ -224,10 +224,14 @@ def test_arguments_whose_text_python_cannot_make_are_still_typed_errors(call, er
 def test_streams_and_events_refuse_a_second_init_and_take_weak_references():
     import weakref
     import gc
+    import warnings
     for make in (lambda: rs.Stream("cpu"), lambda: rs.Event("cpu")):
         obj = make()
-        with pytest.warns(RuntimeWarning), pytest.raises(rs.InvalidType):
-            obj.__init__("cpu")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # refused by the package, before nanobind warns
+            for again in ((), ("cpu",), ("cuda:0",), (1, 2)):
+                with pytest.raises(rs.InvalidType, match=f"resident.{type(obj).__name__} is made once"):
+                    obj.__init__(*again)
         assert obj.device == "cpu"  # still usable
         ref = weakref.ref(obj)
         del obj
