@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cerrno>
 #include <cstdlib>
+#include <climits>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -45,6 +46,24 @@ void ended(pid_t pid) {
   for (;;) ::pause();
 }
 
+// Search-path variables of the programs resident starts (the host compiler's helpers and headers, the
+// loader's libraries): an empty or relative entry (a trailing ':', ".") names the current folder, where
+// another user may have left an `as`, a `math.h` or a library of the same name. Only absolute entries
+// are kept; a variable left with none is dropped (PATH takes the default of program_path).
+constexpr const char* search_paths[] = {"PATH",         "CPATH",        "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
+                                        "LIBRARY_PATH", "COMPILER_PATH", "LD_LIBRARY_PATH", "GCC_EXEC_PREFIX"};
+
+std::string absolute_entries(const std::string& value) {
+  std::string kept;
+  for (std::size_t start = 0; start <= value.size();) {
+    const std::size_t end = std::min(value.find(':', start), value.size());
+    const std::string d = value.substr(start, end - start);
+    start = end + 1;
+    if (!d.empty() && d[0] == '/') kept += (kept.empty() ? "" : ":") + d;
+  }
+  return kept;
+}
+
 }  // namespace
 
 void stop_programs_now() noexcept {
@@ -77,12 +96,23 @@ program_result run_program(const std::vector<std::string>& argv,
   std::vector<std::pair<std::string, std::string>> set{{"TMPDIR", dir.path()}, {"TMP", dir.path()}, {"TEMP", dir.path()}};
   set.insert(set.end(), env.begin(), env.end());  // the caller's choice last: it wins
   std::vector<std::string> vars;
+  bool has_path = false;
   for (char** e = environ; e && *e; ++e) {
-    const std::string v = *e;
+    std::string v = *e;
     bool replaced = false;
     for (const auto& [name, value] : set) replaced = replaced || v.rfind(name + "=", 0) == 0;
-    if (!replaced) vars.push_back(v);
+    if (replaced) continue;
+    for (const char* name : search_paths) {
+      const std::string prefix = std::string(name) + "=";
+      if (v.rfind(prefix, 0) != 0) continue;
+      const std::string kept = absolute_entries(v.substr(prefix.size()));
+      if (prefix == "PATH=") has_path = !kept.empty();
+      v = kept.empty() ? "" : prefix + kept;
+    }
+    if (!v.empty()) vars.push_back(v);
   }
+  if (!has_path && std::none_of(set.begin(), set.end(), [](const auto& e) { return e.first == "PATH"; }))
+    vars.push_back("PATH=/usr/local/bin:/usr/bin:/bin");
   for (std::size_t i = 0; i < set.size(); ++i) {  // a name given twice: its last value
     bool later = false;
     for (std::size_t j = i + 1; j < set.size(); ++j) later = later || set[j].first == set[i].first;
@@ -99,6 +129,10 @@ program_result run_program(const std::vector<std::string>& argv,
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, out, 1);  // dup2 clears close-on-exec on the copies
   posix_spawn_file_actions_adddup2(&fa, out, 2);
+  // Started in its private folder: a program looks up what it runs and reads in the current folder (g++
+  // finds `as` through an empty PATH entry, headers through an empty CPATH one), which may be a shared
+  // one where another user left theirs. Relative paths in argv are therefore not the caller's.
+  posix_spawn_file_actions_addchdir_np(&fa, dir.path().c_str());
   // No signal blocked in the program: a mask of the calling thread's (one that waits for signals with
   // sigwait) would keep SIGINT or SIGTERM from stopping a compiler.
   posix_spawnattr_t attr;
@@ -109,7 +143,11 @@ program_result run_program(const std::vector<std::string>& argv,
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
   // Found here, not by posix_spawnp: it reads an empty PATH entry as the current folder.
-  const std::string exe = argv[0].find('/') == std::string::npos ? program_path(argv[0]) : argv[0];
+  std::string exe = argv[0].find('/') == std::string::npos ? program_path(argv[0]) : argv[0];
+  if (!exe.empty() && exe[0] != '/') {  // relative to the caller's folder, not the one it starts in
+    char here[PATH_MAX];
+    exe = ::getcwd(here, sizeof here) ? std::string(here) + "/" + exe : "";
+  }
   const int rc = exe.empty() ? ENOENT : ::posix_spawn(&pid, exe.c_str(), &fa, &attr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);

@@ -21,6 +21,8 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "resident/detail/files.hpp"
 #include "resident/detail/hmac.hpp"
@@ -458,6 +460,44 @@ TEST(files, programs_are_found_only_in_absolute_path_entries) {
   EXPECT_TRUE(fs::exists(mark));
   fs::current_path(was);
   old_path ? ::setenv("PATH", saved.c_str(), 1) : ::unsetenv("PATH");
+}
+
+// What a started program looks up in turn (g++ its `as` through PATH, its headers through CPATH, the
+// loader its libraries through LD_LIBRARY_PATH) must not come from the current folder either: a shared
+// one held another user's `as`, run as this user, whose kernel then went into the cache. Programs start
+// in their private folder, with only the absolute entries of those variables.
+TEST(files, programs_started_look_up_nothing_in_the_current_folder) {
+  test_dir d;
+  const std::string mark = d / "ran", tool = "resident-test-helper";
+  rd::write_file_atomically(d / tool, "#!/bin/sh\ntouch " + mark + "\n");
+  ASSERT_EQ(::chmod((d / tool).c_str(), 0755), 0);
+  const fs::path was = fs::current_path();
+  std::vector<std::pair<std::string, std::string>> saved;
+  for (const char* name : {"PATH", "CPATH", "LD_LIBRARY_PATH"}) {
+    const char* v = std::getenv(name);
+    saved.emplace_back(name, v ? v : std::string("\x01unset"));
+  }
+  fs::current_path(d.path);
+  ::setenv("CPATH", ":rel/inc:/opt/inc::.", 1);
+  ::setenv("LD_LIBRARY_PATH", ".", 1);
+  std::vector<rd::program_result> r;
+  for (const char* path : {":/usr/bin:/bin", "/usr/bin:.:/bin", "", "."}) {
+    ::setenv("PATH", path, 1);
+    r.push_back(rd::run_program({"/bin/sh", "-c", tool + "; echo \"[$(pwd)][$PATH][$CPATH][${LD_LIBRARY_PATH-none}]\""}));
+  }
+  fs::current_path(was);
+  for (const auto& [name, value] : saved) value == "\x01unset" ? ::unsetenv(name.c_str()) : ::setenv(name.c_str(), value.c_str(), 1);
+  EXPECT_FALSE(fs::exists(mark)) << "a program in the current folder ran";
+  for (const auto& x : r) {
+    EXPECT_EQ(x.status, 0) << x.output;
+    EXPECT_NE(x.output.find("/resident-run"), std::string::npos) << "not started in its private folder: " << x.output;
+    EXPECT_NE(x.output.find("][/opt/inc][none]"), std::string::npos) << x.output;
+  }
+  EXPECT_NE(r[0].output.find("][/usr/bin:/bin]["), std::string::npos) << r[0].output;
+  EXPECT_NE(r[2].output.find("][/usr/local/bin:/usr/bin:/bin]["), std::string::npos) << r[2].output;
+  // A program named with a relative path is the caller's, found from the caller's folder.
+  EXPECT_EQ(rd::run_program({fs::relative(d / tool).string()}).status, 0);
+  EXPECT_TRUE(fs::exists(mark));
 }
 
 TEST(files, a_program_past_its_time_limit_is_stopped) {

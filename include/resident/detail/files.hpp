@@ -122,7 +122,10 @@ struct program_result {
 
 /// Runs argv[0] (looked up by program_path when it has no '/') with argv, the environment plus `env`
 /// (name, value pairs), stdin from /dev/null, stdout and stderr captured through a private file; waits,
-/// at most `seconds` when that is positive (then killed: status timed_out).
+/// at most `seconds` when that is positive (then killed: status timed_out). The program starts in a
+/// private folder of its own (TMPDIR, TMP and TEMP name it), with only the absolute entries of PATH,
+/// CPATH, LD_LIBRARY_PATH and the compiler's other search paths: nothing it looks up comes from the
+/// caller's current folder, so other paths in argv are absolute.
 program_result run_program(const std::vector<std::string>& argv,
                            const std::vector<std::pair<std::string, std::string>>& env = {}, double seconds = 0);
 
