@@ -154,14 +154,20 @@ def _run(p, dtype, reduces, compiled, interpreted, target=None):
             chain = chain_of(p, dtype)
             if reduces:
                 chain = chain | jit.sum()
-        try:
-            r = compiled(chain)
-        except Exception as e:  # noqa: BLE001 (a missing compiler falls back; anything else is raised)
-            if not (first and _no_compiler(e)):
-                raise
-            with _lock:
-                _uncompilable.add(here)
-        else:
+        ran = False
+        for attempt in range(2 if first else 1):
+            try:
+                r, ran = compiled(chain), True
+                break
+            except Exception as e:  # noqa: BLE001 (a missing compiler falls back; anything else is raised)
+                if not (first and _no_compiler(e)):
+                    raise
+                # Tried twice before the program is interpreted for good: a passing failure (a compiler
+                # ended by a Ctrl-C meant for another thread, a full TMPDIR) is not a missing compiler.
+                if attempt == 1:
+                    with _lock:
+                        _uncompilable.add(here)
+        if ran:
             if first:
                 with _lock:
                     _compiled.setdefault(key, chain)

@@ -35,6 +35,43 @@ def test_an_interpreted_program_on_the_cpu_gives_the_compiled_ones_values(tmp_pa
     assert r.stdout.split() == ["interpreted", repr(float(want[0])), repr(float(want[1]))], r.stdout
 
 
+_KILLED_ONCE = """
+import numpy as np, resident as rs
+p = rs.op.affine(1.5, 0.5) | rs.op.add(0.7)
+x = np.array([-0.3, 3.0])
+p(x)
+print(p.engine, flush=True)
+try:
+    rs.jit.map("float rs_k(float v) { return v + 2; }", "rs_k")(np.ones(2, np.float32))
+except rs.DeviceUnavailable as e:
+    print("text stage:", e, flush=True)
+"""
+
+
+def test_a_compiler_ended_by_a_signal_is_not_taken_for_a_missing_one(tmp_path):
+    # A Ctrl-C sent to the process group ends the compiler another thread started: the program stayed
+    # interpreted for the rest of the process, and a text stage called it a compile error of the chain.
+    import os
+    import subprocess
+    runs = tmp_path / "runs"
+    wrapper = tmp_path / "cxx.py"
+    wrapper.write_text(f"#!{sys.executable}\nimport os, shutil, signal, sys\n"
+                       f"if sys.argv[1:2] != ['--version']:\n"
+                       f"    n = len(open({str(runs)!r}).read()) if os.path.exists({str(runs)!r}) else 0\n"
+                       f"    open({str(runs)!r}, 'a').write('x')\n"
+                       f"    if n in (0, 2):\n        signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+                       "        os.kill(os.getpid(), signal.SIGINT)\n"
+                       "cxx = shutil.which('c++')\nos.execv(cxx, [cxx] + sys.argv[1:])\n")
+    wrapper.chmod(0o755)
+    env = dict(os.environ, RESIDENT_DEVICE="cpu", RESIDENT_JIT_CXX=str(wrapper), RESIDENT_JIT_CACHE=str(tmp_path / "c"))
+    r = subprocess.run([sys.executable, "-c", _KILLED_ONCE], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    assert lines[0] == "compiled", r.stdout  # compiled at the second try
+    assert lines[1].startswith("text stage: jit: the host compiler") and "ended by signal 2" in lines[1], r.stdout
+    assert "nothing is wrong with the chain: call again" in lines[1]
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_pow_on_the_cpu_gives_every_element_its_value_wherever_it_lies(dtype):
     # The vector body called libmvec's pow and the loop's scalar tail libm's: an ulp apart on about a

@@ -290,6 +290,15 @@ std::string write_problem(const std::string& path) {
   std::string why;
   const int dir_fd = open_folder(folder, &why);
   if (dir_fd < 0) return why;
+  // The write renames a new file over the old: in a sticky folder (/tmp) only the old file's owner, the
+  // folder's or root may, so another user's file there would fail the write after all the work.
+  struct stat dir_st {};
+  if (existed && st.st_uid != ::geteuid() && ::geteuid() != 0 && ::fstat(dir_fd, &dir_st) == 0 &&
+      (dir_st.st_mode & S_ISVTX) && dir_st.st_uid != ::geteuid()) {
+    ::close(dir_fd);
+    return "the file is another user's, in a folder where only its owner may replace it (sticky, as /tmp); "
+           "choose another path";
+  }
   // Making a file there is the only test that answers for every file system (/proc, read-only
   // mounts, ACLs): a fresh name, removed at once.
   const std::string probe = "." + name.substr(0, 64) + ".probe-" + random_suffix();

@@ -9,6 +9,7 @@
 // and bytes under a per-user key kept 0600 in the folder. It is verified before anything loads it:
 // a failed check is a miss, counted as rejected, and the entry is compiled again.
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include <optional>
 #include <set>
 #include <unordered_map>
+#include <vector>
 
 #include "jit/backend.hpp"
 #include "resident/detail/files.hpp"
@@ -163,6 +165,11 @@ std::string cache_directory() {
   if (const char* d = std::getenv("RESIDENT_JIT_CACHE"); d && *d) return d;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/resident/jit";
   if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/resident/jit";
+  // No HOME (`env -i`, some services): the user's home from the password database, as a shell would.
+  std::vector<char> buf(16384);
+  passwd pw {}, *found = nullptr;
+  if (::getpwuid_r(::geteuid(), &pw, buf.data(), buf.size(), &found) == 0 && found && found->pw_dir && found->pw_dir[0] == '/')
+    return std::string(found->pw_dir) + "/.cache/resident/jit";
   return "";
 }
 
@@ -205,9 +212,20 @@ std::unique_ptr<rd::private_dir> fallback;  // removed at exit with what it hold
 // The cache folder of cache_directory() now, opened and judged once per path (again when it has been
 // removed since); null when the disk cache is off.
 std::shared_ptr<const folder> current_folder() {
-  const std::string dir = cache_directory();
-  if (dir.empty()) return nullptr;
+  std::string dir = cache_directory();
   std::lock_guard<std::mutex> lock(folders_mutex);
+  if (dir.empty()) {  // none can be named: a private folder with a word, never the disk cache off silently
+    if (warned.insert("").second)
+      std::cerr << "resident: warning: no folder names the kernel cache (RESIDENT_JIT_CACHE, XDG_CACHE_HOME and "
+                   "HOME are unset, and this user has no home). Kernels are cached in a private folder for this "
+                   "process only; set RESIDENT_JIT_CACHE to a folder of yours (chmod 700)\n";
+    try {
+      if (!fallback) fallback = std::make_unique<rd::private_dir>("resident-jit");
+    } catch (const error&) {  // no temporary folder either: the disk cache is off
+      return nullptr;
+    }
+    dir = fallback->path();
+  }
   if (auto it = folders.find(dir); it != folders.end()) {
     struct stat st {};
     if (!it->second) return nullptr;

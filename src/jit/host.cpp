@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -191,6 +192,10 @@ std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::strin
   std::string text;
   const int rc = run_tool(argv, &text);
   if (rc < 0) RESIDENT_FAIL("jit: the host compiler '" + cc.cxx + "' cannot be run; set RESIDENT_JIT_CXX", device_unavailable);
+  if (rc >= 128)  // a Ctrl-C meant for the process group, the kernel's OOM killer: not the chain's fault
+    RESIDENT_FAIL("jit: the host compiler '" + cc.cxx + "' was ended by signal " + std::to_string(rc - 128) + " (" +
+                      ::strsignal(rc - 128) + ") before it finished; nothing is wrong with the chain: call again",
+                  device_unavailable);
   if (rc != 0)
     throw compile_error("jit: the chain did not compile (host compiler " + cc.cxx + "; line numbers count each "
                         "stage's own lines):\n" + text, text);

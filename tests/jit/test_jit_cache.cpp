@@ -1,5 +1,6 @@
 // The run-time chains' disk cache seen from other processes: an entry one process compiled loaded by
 // the next, folders filled at once, corrupt, truncated or unwritable, a compiler that makes nothing.
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -172,6 +173,16 @@ TEST(jit_cache, the_folder_follows_the_environment) {
   ::setenv("XDG_CACHE_HOME", "/xdg", 1);
   EXPECT_EQ(rs::jit::cache_directory(), "/xdg/resident/jit");
   ::unsetenv("XDG_CACHE_HOME");
+  // Without HOME (`env -i`) the disk cache stayed off without a word: the home is the password database's.
+  const char* home = std::getenv("HOME");
+  const bool had_home = home != nullptr;
+  const std::string keep_home = had_home ? home : "";
+  ::unsetenv("HOME");
+  const passwd* pw = ::getpwuid(::geteuid());
+  if (pw && pw->pw_dir && pw->pw_dir[0] == '/') {
+    EXPECT_EQ(rs::jit::cache_directory(), std::string(pw->pw_dir) + "/.cache/resident/jit");
+  }
+  if (had_home) ::setenv("HOME", keep_home.c_str(), 1);
   ::setenv("RESIDENT_JIT_CACHE", keep.c_str(), 1);
 }
 

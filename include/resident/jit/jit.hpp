@@ -281,7 +281,8 @@ pipeline max();
 pipeline reduce(std::string source, double init, std::string name = {});
 
 /// The disk cache's folder: $RESIDENT_JIT_CACHE when set, else $XDG_CACHE_HOME/resident/jit, else
-/// ~/.cache/resident/jit ("" when none can be named: the disk cache is then off).
+/// ~/.cache/resident/jit ($HOME, else the user's home in the password database; "" when none can be
+/// named: kernels are then cached in a private folder for the process, with a warning).
 std::string cache_directory();
 namespace detail {
 /// Makes dir the disk cache's folder for this process, over the environment (nullopt: the environment's
