@@ -11,7 +11,8 @@ namespace resident::detail {
 template <class T>
 void run_program_cpu(const program& p, array_ref<T> x, array_ref<T> y);
 
-/// The sum of p(x[i]) on the CPU, folded in 16 lanes by position per piece, the pieces in order.
+/// The sum of p(x[i]) on the CPU, in double (float values too), folded in 16 lanes by position per
+/// piece, the pieces in order; rounded once to T.
 template <class T>
 T sum_program_cpu(const program& p, array_ref<T> x);
 

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -130,7 +131,8 @@ const host_compiler& compiler() {
     std::string v;
     const int rc = run_tool({cxx, "--version"}, &v);
     if (rc != 0)
-      RESIDENT_FAIL("jit: the host compiler '" + cxx + "' cannot be run (" + (rc < 0 ? "not found" : v) +
+      RESIDENT_FAIL("jit: the host compiler '" + cxx + "' cannot be run (" +
+                        (rc < 0 ? "not found" : "`--version` exited " + std::to_string(rc) + ": " + v.substr(0, std::min(v.find('\n'), std::size_t(200)))) +
                         "); set RESIDENT_JIT_CXX to a C++ compiler", device_unavailable);
     return host_compiler{cxx, cxx + "\n" + v.substr(0, v.find('\n'))};
   }();

@@ -2,12 +2,15 @@
 // library backs, in a fused map, a reduction and a scan, within the ULP bound docs/cpu.md states.
 // Host compiler only: the CPU backend's SIMD copies are GCC's. CTest runs it once per SIMD path
 // (RESIDENT_CPU_SIMD = baseline, avx2, avx512; a path the CPU lacks runs its widest).
+#include <omp.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "resident/fuse/pipeline.hpp"
+#include "resident/detail/tuning.hpp"
 #include "resident/launch/detail/cpu_simd.hpp"
 #include "support.hpp"
 #include "ulps.hpp"
@@ -167,6 +170,26 @@ TEST(cpu_simd, double_functions_within_the_stated_ulps) {
   report("log", map_ulps<log_d, double>(ref_log, 1e-300, 1e300));
   report("tanh", map_ulps<tanh_d, double>(ref_tanh, -20, 20));
   report("pow", map2_ulps<pow_d, double>(ref_pow, 0.01, 10));
+}
+
+// An element's value follows its place in the array, never the thread count: pieces start at whole
+// vectors (cpu_tuning::piece_items), so an element in a vector call at one thread is in one at two.
+// Pieces cut at any element put some values in the scalar tail of a piece (an ulp or two off the
+// vector call's: exp(1.0) or log(3.0) in double) depending on the threads.
+TEST(cpu_simd, values_do_not_depend_on_the_thread_count) {
+  const std::size_t m = 5001;  // two threads cut it at 2501 without the alignment
+  const int threads = omp_get_max_threads();
+  for (const double v : {1.0, 3.0, 0.7, 2.5, 11.0, -3.3, 0.1, 40.0}) {
+    rs::array<double> in = rs::to_device(std::vector<double>(m, v), cpu), one(m, cpu), two(m, cpu);
+    omp_set_num_threads(1);
+    rs::map<exp_d>()(in, one);
+    omp_set_num_threads(2);
+    rs::map<exp_d>()(in, two);
+    omp_set_num_threads(threads);
+    const std::vector<double> a = one.to_host(), b = two.to_host();
+    for (std::size_t i = 0; i < m; ++i) ASSERT_EQ(a[i], b[i]) << "exp(" << v << ") at " << i;
+    for (std::size_t i = 0; i + rs::detail::cpu_tuning::piece_items < m; ++i) ASSERT_EQ(b[i], b[0]) << "exp(" << v << ") at " << i;
+  }
 }
 
 // The seed pipeline and the shapes the race measures, against FP64: map, map + sum, map + scan.

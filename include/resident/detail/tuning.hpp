@@ -25,6 +25,10 @@ struct cpu_tuning {
   static constexpr std::chrono::milliseconds serial_after_late{1000};
   /// Values a fused loop evaluates together per stage, so each stage's calls vectorize.
   static constexpr int tile = 16;
+  /// Pieces start at multiples of this many items, a whole number of every path's vectors (16 floats
+  /// at most, times an unroll of 4): whether an element's math runs in a vector call or in the loop's
+  /// scalar tail (an ulp or two apart) then follows its place in the array, not the thread count.
+  static constexpr std::size_t piece_items = 64;
 };
 
 /// Hopper (sm_90): the H200 and H100.

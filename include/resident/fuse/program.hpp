@@ -119,7 +119,8 @@ class program {
 template <class T>
 void run(const program& p, array_ref<T> x, array_ref<T> y);
 
-/// The sum of p(x[i]) in x's precision, in one pass (one kernel), returned to the host. Synchronizes.
+/// The sum of p(x[i]) as x's type, in one pass (one kernel), returned to the host: float values added
+/// as the fused reductions add them (in double on the CPU; docs/python.md gives the bounds). Synchronizes.
 /// Instantiated in the library for float and double.
 template <class T>
 T run_sum(const program& p, array_ref<T> x);

@@ -79,6 +79,10 @@ class cpu_loop {
       const std::size_t want = threads * cpu_tuning::pieces_per_thread;
       const std::size_t least = ceil_div(cpu_tuning::min_piece, std::max<std::size_t>(items_per_unit, 1));
       grain_ = std::max(ceil_div(units, want), std::min(least, ceil_div(units, threads)));
+      if (items_per_unit > 0 && items_per_unit <= cpu_tuning::piece_items) {
+        const std::size_t align = ceil_div(cpu_tuning::piece_items, items_per_unit);
+        grain_ = ceil_div(grain_, align) * align;
+      }
     }
     pieces_ = units == 0 ? 0 : ceil_div(units, grain_);
     workers_ = static_cast<int>(std::min(threads, pieces_));
