@@ -45,8 +45,23 @@ def _hook():
 _hook()
 
 
-def _guarded(run, *args, **kwargs):
-    """run(*args, **kwargs), raising StageError when a compiled stage raised during it."""
+def _suspects(items):
+    """The Python functions among a chain's items (("py", stage), ("pyred", (stage, init))) whose loop calls
+    what Numba compiled on the CPU, which alone can raise there (C++ text written from a function cannot)."""
+    stages = [v if k == "py" else v[0] for k, v in items if k in ("py", "pyred")]
+    return [s.fn for s in stages if any(key[1][0] == "cpu" and made[1] is not None
+                                        for key, made in list(s._compiled.items()))]
+
+
+def _named(fn):
+    code = getattr(fn, "__code__", None)
+    where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+    return f"{getattr(fn, '__qualname__', fn.__name__)}{where}"
+
+
+def _guarded(run, *args, stages=(), **kwargs):
+    """run(*args, **kwargs), raising StageError when a compiled stage raised during it; `stages`: the
+    chain's items, whose Python functions the error names (the report itself does not say which)."""
     _hook()
     with _watch:
         _watched["active"] += 1
@@ -61,6 +76,13 @@ def _guarded(run, *args, **kwargs):
             if not _watched["active"]:
                 _watched["last"] = None  # its traceback holds the call's frames and arrays
     if raised:
-        raise _core_error("StageError", f"resident.jit: a stage raised in {where}: {_shown(exc)}; the output holds "
-                          "unfinished values") from exc
+        fns = _suspects(stages)
+        # None of this call's stages can raise: the report came from a call on another thread meanwhile.
+        who = (f"the stage {_named(fns[0])}" if len(fns) == 1 else
+               "one of the stages " + ", ".join(_named(f) for f in fns) if fns else
+               f"a Python stage of a call running at the same moment on another thread (in {where})")
+        e = _core_error("StageError", f"resident.jit: {who} raised {_shown(exc)}; the output holds unfinished values")
+        if fns:
+            e.stage = " or ".join(getattr(f, "__qualname__", f.__name__) for f in fns)
+        raise e from exc
     return r

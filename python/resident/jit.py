@@ -381,7 +381,7 @@ class Chain:
                     if missing is None:
                         return _as_given(_first(inputs, out), given, _first(inputs, out))
                 if missing == "guard":
-                    missing = _guarded(_dispatch, self._built, inputs, out, stream, False)
+                    missing = _guarded(_dispatch, self._built, inputs, out, stream, False, stages=self._items)
             except _core.CompileError as e:
                 if not self._untranslate(str(e)):  # else the slow path below builds the other translation
                     raise
@@ -445,11 +445,11 @@ class Chain:
                 device = "cpu" if device is None else device
                 pipe, value_dtype = self.build([], _target_of_device(device))
                 _check_count(n, value_dtype)
-                return _guarded(pipe.result, [], value_dtype, n, device, stream)
+                return _guarded(pipe.result, [], value_dtype, n, device, stream, stages=self._items)
             if out is None:
                 raise _core_error("InvalidArgument", "resident.jit: give the array to fill: chain(out=y)")
             pipe, _ = self.build([], _core._jit_target(out))
-            _guarded(pipe.run, [], out, stream)
+            _guarded(pipe.run, [], out, stream, stages=self._items)
             return out
         if not inputs:
             raise _core_error("InvalidArgument", "resident.jit: give the input arrays: chain(x) or chain(a, b, out=y)")
@@ -468,8 +468,8 @@ class Chain:
         if self._reduces():
             if out is not None:
                 raise _core_error("InvalidArgument", "resident.jit: a reduction returns its value; out= is not used")
-            return _guarded(pipe.result, list(inputs), value_dtype or dtypes[0], stream=stream)
-        _guarded(pipe.run, list(inputs), out, stream)
+            return _guarded(pipe.result, list(inputs), value_dtype or dtypes[0], stream=stream, stages=self._items)
+        _guarded(pipe.run, list(inputs), out, stream, stages=self._items)
         return inputs[0] if out is None else out
 
     def _unrounded(self, x, stream=None):
@@ -482,7 +482,7 @@ class Chain:
                 dtype = value_dtype or dtypes[0]
                 if dtype == "float32" and self._items[-1][0] == "red" and self._items[-1][1].name == "sum":
                     dtype = "float64"
-                return _guarded(pipe.result, [x], dtype, stream=stream)
+                return _guarded(pipe.result, [x], dtype, stream=stream, stages=self._items)
             except _core.CompileError as e:
                 if attempt or not self._untranslate(str(e)):
                     raise

@@ -280,11 +280,12 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
             if out is not None:
                 raise _error("InvalidArgument", "resident.stream: a reduction returns its value; out= is not used")
             value, _last.summary = _guarded(_core._stream_chain_reduce, pipe, hosts, value_dtype or dtypes[0], c, d,
-                                            dev, callback, threads, timeline)
+                                            dev, callback, threads, timeline, stages=chain._items)
             return value
         o = _np.empty(shape, dtype=value_dtype or dtypes[0]) if out is None else out
         ov = _host(o, "out", writable=True)
-        _last.summary = _guarded(_core._stream_chain, pipe, hosts, ov, c, d, dev, callback, threads, timeline)
+        _last.summary = _guarded(_core._stream_chain, pipe, hosts, ov, c, d, dev, callback, threads, timeline,
+                                 stages=chain._items)
         return o
     finally:
         if bar is not None:

@@ -1,9 +1,11 @@
 """A Python stage that raises while it runs: on the CPU a StageError on every route (a stage alone or into
 out=, before a reduction, after a generator or a translated stage, fused, streamed, sharded), an index
-past an array the stage reads among them, and the next call of a stage that does not raise is not
-blamed; on a GPU, where a kernel cannot hand an exception back, what could raise is a CompileError
-before any work. A stage that never returns hangs the call, as the guide says."""
+past an array the stage reads among them, the error naming the Python function (e.stage, its file:line),
+and the next call of a stage that does not raise is not blamed; on a GPU, where a kernel cannot hand an
+exception back, what could raise is a CompileError before any work. A stage that never returns hangs the
+call, as the guide says."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -74,6 +76,28 @@ def test_a_stage_raising_at_run_time_is_a_stage_error_on_every_route(fn, route):
         ROUTES[route](fn, x)
     # The next call of a stage that does not raise is not blamed for the earlier one.
     np.testing.assert_array_equal(rs.stage(_twice)(x.copy()), 2 * x)
+
+
+@needs_numba
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_a_stage_error_names_the_python_function_that_raised(route):
+    # It said "a stage raised in <numba.core.cpu.CPUContext>", and e.stage was None.
+    with pytest.raises(rs.StageError) as e:
+        ROUTES[route](_index_error, np.arange(4, dtype=np.float32))
+    assert e.value.stage == "_index_error"
+    assert re.search(r"the stage _index_error \(.*test_stage_run_errors\.py:\d+\) raised IndexError", str(e.value))
+
+
+def _another_index_error(v):
+    return [v][int(v) + 7]
+
+
+@needs_numba
+def test_a_stage_error_of_a_chain_of_several_python_stages_names_each_that_could_have_raised():
+    chain = rs.stage(_index_error) | rs.stage(_twice) | rs.stage(_another_index_error)
+    with pytest.raises(rs.StageError, match="one of the stages _index_error .*, _another_index_error") as e:
+        chain(np.arange(4, dtype=np.float32))
+    assert e.value.stage == "_index_error or _another_index_error"  # _twice, written as C++ text, cannot
 
 
 def _raises(v):
