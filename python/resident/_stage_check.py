@@ -7,6 +7,7 @@ import types
 
 import numpy
 
+from . import _stage_body
 from ._arguments import _core_error  # the one way an error of resident's is made here
 from ._typed import shown as _shown
 
@@ -134,13 +135,16 @@ def _check_body(fn, what, seen, path=(), written_inside=False):
     except Exception as e:  # Numba cannot read the function at all
         if written_inside:
             return
+        _stage_body.check_code(fn.__code__, what, fn)  # an f-string with a format spec: said as such
         raise _core_error("CompileError", f"{what}: Numba cannot read {fn.__name__}: {e}") from None
+    _stage_body.check_try(fir, what, fn)  # before the raise its handler reads as
     raising = tuple(getattr(ir, k) for k in ("Raise", "StaticRaise", "DynamicRaise", "TryRaise", "StaticTryRaise",
                                              "DynamicTryRaise") if hasattr(ir, k))
     where = f"{fn.__code__.co_filename}:"
     # What the body names, resolved: globals and closure values, attributes of modules among them
     # (builtins.print), and the defaults of its parameters (def f(v, p=print)).
     named = {}
+    texts = []  # text built-ins named, refused after the loop: a raise or print() is said first
     for d in (fn.__defaults__ or ()):
         _check_value(d, fn, what, seen, path, f"{where}{fn.__code__.co_firstlineno} (a parameter's default)")
     for label in sorted(fir.blocks):
@@ -154,17 +158,27 @@ def _check_body(fn, what, seen, path=(), written_inside=False):
                 raise _core_error("CompileError", f"{what}: {fn.__name__} calls print() ({line}), which needs the "
                                   "Python interpreter: a stage runs inside a compiled loop or kernel")
             value = getattr(st, "value", None)
-            v = _NOTHING
+            v, label = _NOTHING, None
             if isinstance(value, (ir.Global, ir.FreeVar)):
-                v = value.value
+                v, label = value.value, value.name
+            elif isinstance(value, ir.Expr) and value.op == "make_function" and isinstance(value.code, types.CodeType):
+                # A function written in the body (compiled inline): its code, the values it closes over unknown.
+                c = value.code
+                inner = types.FunctionType(c, fn.__globals__, c.co_name, None,
+                                           tuple(types.CellType(None) for _ in c.co_freevars))
+                _check_body(inner, what, seen, path, True)
             elif isinstance(value, ir.Expr) and value.op == "getattr" and value.value.name in named and \
                     isinstance(named[value.value.name], types.ModuleType):
-                v = getattr(named[value.value.name], value.attr, _NOTHING)
+                v, label = getattr(named[value.value.name], value.attr, _NOTHING), value.attr
             if v is _NOTHING:
                 continue
             if isinstance(st, ir.Assign):
                 named[st.target.name] = v
-            _check_value(v, fn, what, seen, path, line)
+            _check_value(v, fn, what, seen, path, line, label, texts)
+    for v, line in texts[:1]:
+        _stage_body.refuse_text_call(what, fn, v, line)
+    _stage_body.check_code(fn.__code__, what, fn)
+    _stage_body.check_ir(fir, what, fn)
 
 
 _NOTHING = object()
@@ -188,7 +202,7 @@ def _writes_enclosing(code):
     return None
 
 
-def _check_value(v, fn, what, seen, path, line):
+def _check_value(v, fn, what, seen, path, line, label=None, texts=None):
     """Refuses a value a stage's body names that needs the interpreter; walks the plain functions."""
     try:
         interp = v in _INTERPRETER_ONLY or _is_objmode(v)
@@ -198,6 +212,7 @@ def _check_value(v, fn, what, seen, path, line):
         called = "numba.objmode" if _is_objmode(v) else getattr(v, "__name__", repr(v))
         raise _core_error("CompileError", f"{what}: {fn.__name__} calls {called}() ({line}), which "
                           "needs the Python interpreter: a stage runs inside a compiled loop or kernel")
+    _stage_body.check_value(v, what, fn, line, label, texts)
     if _is_plain_function(v):
         impls = _overload_impls(v)
         for f in impls if impls is not None else (v,):  # an @overload's implementations compile in its place

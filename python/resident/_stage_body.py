@@ -1,0 +1,243 @@
+"""What one function of a stage would compute otherwise than Python, found in its code before Numba
+compiles it: integers int64 cannot hold (written, or made from constants: Numba's arithmetic wraps),
+text (str, repr, format, f-strings, string constants used as values: Numba's text of a number is not
+Python's) and try/except. _stage_check walks the functions and calls these."""
+import dis
+import math
+import operator
+import types
+
+from ._arguments import _core_error
+from ._typed import shown as _shown
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+# Built-ins that make text: Numba's str() of a float is not Python's (len(str(0.1)) was 21).
+_TEXT = {str, repr, format, ascii, chr, hex, oct, bin}
+
+# The opcodes of f-strings (FORMAT_VALUE, BUILD_STRING; 3.13's FORMAT_SIMPLE, FORMAT_WITH_SPEC, CONVERT_VALUE).
+_FORMAT_OPS = {"FORMAT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC", "CONVERT_VALUE", "BUILD_STRING"}
+
+_BINOPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.pow,
+           operator.lshift, operator.rshift, operator.and_, operator.or_, operator.xor}
+_UNOPS = {operator.neg, operator.pos, operator.invert}
+
+
+class _TooBig(int):
+    """An integer made from constants too large to compute here (2**10**9): past int64 anyway."""
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _past_int64(v):
+    return _is_int(v) and not _INT64[0] <= v <= _INT64[1]
+
+
+def _as_float(v, how=None):
+    """v written as a float, for the message: 2.0**70 for a power of two, else its double."""
+    if isinstance(v, _TooBig) or abs(v).bit_length() > 1024:
+        return "beyond a double's range too: rescale the computation"
+    if how is not None:
+        return how
+    if v > 0 and v & (v - 1) == 0:
+        return f"2.0**{v.bit_length() - 1}"
+    return repr(float(v))
+
+
+def _refuse_int(what, fn, line, value, how=None, label=None):
+    shown = "an integer past 2**256" if isinstance(value, _TooBig) else f"the integer {_shown(value, 60)}"
+    shown = f"{label}, {shown}" if label else shown
+    raise _core_error("CompileError", f"{what}: {fn.__name__} uses {shown} ({line}), which int64 cannot hold: a "
+                      "stage's integers are 64-bit and wrap, where Python's grow; write it as a float "
+                      f"({_as_float(value, how)}), or for an unsigned 64-bit value a NumPy uint64 made outside the "
+                      "stage (M = np.uint64(...))")
+
+
+def _big_int_in(c, depth=0):
+    """The first integer int64 cannot hold in a constant (inside tuples and frozensets), else None."""
+    if _past_int64(c):
+        return c
+    if isinstance(c, (tuple, frozenset)) and depth < 8:
+        for x in c:
+            found = _big_int_in(x, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def check_code(code, what, fn):
+    """Refuses, in code and the code written inside it (inner functions, lambdas, comprehensions), an
+    f-string and an integer constant int64 cannot hold (Python folds 2**64 and 10**20 into one)."""
+    where = f"{code.co_filename}:"
+    line = code.co_firstlineno
+    for ins in dis.get_instructions(code):
+        line = ins.positions.lineno if getattr(ins, "positions", None) and ins.positions.lineno else line
+        if ins.opname in _FORMAT_OPS:
+            _refuse_text(what, fn, f"{where}{line}", "an f-string")
+        if ins.opcode in dis.hasconst:  # LOAD_CONST, 3.12's RETURN_CONST
+            big = _big_int_in(ins.argval)
+            if big is not None:
+                _refuse_int(what, fn, f"{where}{line}", big)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            check_code(c, what, fn)
+
+
+def _refuse_text(what, fn, line, how):
+    raise _core_error("CompileError", f"{what}: {fn.__name__} makes or uses text ({line}: {how}); a stage computes "
+                      "numbers, and Numba's text of a number is not Python's (len(str(0.1)) gives 21): compute "
+                      "with the numbers themselves, and format the results on the host (x.to_host())")
+
+
+def check_value(v, what, fn, line, label=None, deferred=None):
+    """Refuses a value the body names (a global, a closure's value, a default, a module's attribute) that
+    computes otherwise in a kernel, with what to do instead; a text built-in
+    goes into `deferred` where given (a raise's f-string message is said as the raise)."""
+    big = _big_int_in(v)
+    if big is not None:
+        _refuse_int(what, fn, line, big, label=label)
+    try:
+        text = v in _TEXT
+    except TypeError:  # unhashable
+        text = False
+    if text and deferred is not None:
+        deferred.append((v, line))
+    elif text:
+        refuse_text_call(what, fn, v, line)
+
+
+def refuse_text_call(what, fn, v, line):
+    _refuse_text(what, fn, line, f"{v.__name__}()" + (" of an f-string" if _formats_on(fn, line) else ""))
+
+
+def _formats_on(fn, line):
+    """Whether fn's code formats an f-string on `line` ("file:n"), where Numba's IR calls str() or format()."""
+    n = line.rsplit(":", 1)[-1]
+    return any(ins.opname in _FORMAT_OPS and getattr(ins, "positions", None) and str(ins.positions.lineno) == n
+               for ins in dis.get_instructions(fn.__code__))
+
+
+def _statements(fir):
+    return [st for label in sorted(fir.blocks) for st in fir.blocks[label].body]
+
+
+def check_try(fir, what, fn):
+    """Refuses try/except (or finally) in one function's Numba IR: no exception is raised in a kernel."""
+    from numba.core import ir
+    try:
+        from numba.core.unsafe.eh import mark_try_block  # what Numba's IR calls where a try block starts
+    except ImportError:
+        mark_try_block = None
+    for st in _statements(fir):
+        value = getattr(st, "value", None)
+        if isinstance(value, ir.Global) and mark_try_block is not None and value.value is mark_try_block:
+            raise _core_error("CompileError", f"{what}: {fn.__name__} uses try/except ({fn.__code__.co_filename}:"
+                              f"{st.loc.line}), which a stage does not support: no Python exception is raised inside "
+                              "a compiled loop or kernel (a float division by zero gives inf or nan there, an integer "
+                              "one gives 0): test the value instead (0.0 if v == 0 else 1.0 / v)")
+
+
+def check_ir(fir, what, fn):
+    """Refuses, in one function's Numba IR: an integer int64 cannot hold made from constants (v * 2**70,
+    where Python does not fold 2**70: Numba's power wraps to 0), and a string constant used as a value
+    other than a call's argument (a dtype's name, float("nan"))."""
+    from numba.core import ir
+    where = f"{fn.__code__.co_filename}:"
+    statements = _statements(fir)
+    defined = {}
+    for st in statements:
+        if isinstance(st, ir.Assign):
+            defined.setdefault(st.target.name, []).append(st.value)
+    _check_folded(statements, defined, what, fn, where, ir)
+    _check_text_uses(statements, defined, what, fn, where, ir)
+
+
+def _check_folded(statements, defined, what, fn, where, ir):
+    known = {}
+
+    def value_of(name, depth=0):
+        """The int a variable assigned once holds, computed from constants, else None."""
+        if name in known:
+            return known[name]
+        known[name] = None  # a cycle through copies: unknown
+        values = defined.get(name, ())
+        if len(values) != 1 or depth > 200:
+            return None
+        v = values[0]
+        got = None
+        if isinstance(v, (ir.Const, ir.Global, ir.FreeVar)) and _is_int(v.value):
+            got = v.value
+        elif isinstance(v, ir.Var):
+            got = value_of(v.name, depth + 1)
+        elif isinstance(v, ir.Expr) and v.op in ("binop", "inplace_binop"):
+            op = v.fn if v.op == "binop" else v.immutable_fn
+            a, b = value_of(v.lhs.name, depth + 1), value_of(v.rhs.name, depth + 1)
+            if op in _BINOPS and a is not None and b is not None:
+                got = _computed(op, a, b)
+        elif isinstance(v, ir.Expr) and v.op == "unary" and v.fn in _UNOPS:
+            a = value_of(v.value.name, depth + 1)
+            got = None if a is None else v.fn(a)
+        known[name] = got
+        return got
+
+    for st in statements:
+        if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and st.value.op in ("binop", "inplace_binop",
+                                                                                           "unary"):
+            v = value_of(st.target.name)
+            if v is not None and _past_int64(v):
+                e = st.value
+                how = None
+                if e.op != "unary" and (e.fn if e.op == "binop" else e.immutable_fn) is operator.pow:
+                    a, b = value_of(e.lhs.name), value_of(e.rhs.name)
+                    how = f"{a}.0**{b}" if a is not None and b is not None and 0 <= b < 10000 else None
+                _refuse_int(what, fn, f"{where}{st.loc.line}", v, how)
+
+
+def _computed(op, a, b):
+    """op(a, b) of two ints, or _TooBig where it would be huge; None where Python gives no int (a
+    negative power, a division by zero)."""
+    if _past_int64(a) or _past_int64(b):
+        return None  # refused where it was made
+    try:
+        if op is operator.pow:
+            if b < 0:
+                return None
+            if abs(a) > 1 and b * math.log2(abs(a)) > 256:
+                return _TooBig(1 << 256)
+        if op is operator.lshift and a and b > 256:
+            return _TooBig(1 << 256)
+        return op(a, b)
+    except (ZeroDivisionError, ValueError, OverflowError):
+        return None
+
+
+def _check_text_uses(statements, defined, what, fn, where, ir):
+    texts = {}
+    for st in statements:
+        if isinstance(st, ir.Assign) and isinstance(st.value, (ir.Const, ir.Global, ir.FreeVar)) and \
+                isinstance(st.value.value, (str, bytes)):
+            texts[st.target.name] = st.value.value
+    changed = True
+    while changed:  # copies (Numba's phi variables) carry the text on
+        changed = False
+        for st in statements:
+            if isinstance(st, ir.Assign) and isinstance(st.value, ir.Var) and st.value.name in texts and \
+                    st.target.name not in texts:
+                texts[st.target.name] = texts[st.value.name]
+                changed = True
+    if not texts:
+        return
+    for st in statements:
+        if isinstance(st, ir.Assign) and isinstance(st.value, ir.Var):
+            continue
+        if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and st.value.op == "call":
+            e = st.value
+            used = [e.func] + [x for x in (e.vararg, e.varkwarg) if isinstance(x, ir.Var)]
+        else:
+            used = [x for x in st.list_vars() if not (isinstance(st, ir.Assign) and x.name == st.target.name)]
+        for x in used:
+            if x.name in texts:
+                _refuse_text(what, fn, f"{where}{st.loc.line}",
+                             f"the string {_shown(texts[x.name], 40)} used as a value")

@@ -1,0 +1,171 @@
+"""What a stage would compute otherwise than Python is a CompileError when it is defined, naming the
+function, its file:line and what to do, never silent values: an integer int64 cannot hold (written,
+folded by Python or made from constants, in the body, a called function at any depth, a closure, a
+global, a default, a tuple or an inner function: v * 2**70 gave 0.0); text (str, repr, format, ascii,
+f-strings, a string constant used as a value: len(str(v)) gave 21 for every element); try/except (which
+read as "can raise"). What stays allowed still runs: integers int64 holds, floats past it, a string
+given to a call (float("nan"), a dtype's name)."""
+import types
+
+import numpy as np
+import pytest
+
+import resident as rs
+from _support import needs_numba
+
+pytestmark = needs_numba
+
+X = np.array([0.5, 1.0, 2.0, -3.0])
+
+
+def _big_power(v):
+    return v * 2**70  # not folded by Python (too many bits): Numba's int64 power wrapped to 0
+
+
+def _folded(v):
+    return v * 10**20  # folded by Python into one constant
+
+
+def _calls_big(v):
+    return _big_power(v) + 1.0
+
+
+def _calls_big_at_depth_2(v):
+    return _calls_big(v) * 2.0
+
+
+def _closing_over_big():
+    k = 2**70
+    return lambda v: v * k
+
+
+_BIG = 2**64
+
+
+def _module_with_big():
+    m = types.ModuleType("_with_big")
+    exec("def f(v):\n    return v * 3**50\n", m.__dict__)  # noqa: S102 (the test's own text)
+    return lambda v: m.f(v)
+
+
+@pytest.mark.parametrize("fn, said", [
+    (_big_power, "2.0**70"),
+    (_folded, "1e+20"),
+    (lambda v: v * (1 << 70), "2.0**70"),
+    (lambda v: v * 2**10**6, "beyond a double's range"),   # past 2**256: not computed here
+    (_calls_big_at_depth_2, "_big_power uses the integer 1180591620717411303424"),
+    (_closing_over_big(), "k, the integer"),
+    (lambda v: v * _BIG, "_BIG, the integer 18446744073709551616"),
+    (lambda v, k=2**64: v * k, "a parameter's default"),
+    (lambda v: v * (1.0, 2**64)[1], "18446744073709551616"),
+    (lambda v: (lambda y: y * 2**70)(v), "2.0**70"),
+    (_module_with_big(), "717897987691852588770249"),
+], ids=["power", "folded", "shift", "huge", "depth 2", "closure", "global", "default", "tuple", "inner", "module"])
+def test_an_integer_int64_cannot_hold_is_refused_when_defined(fn, said):
+    for make in (rs.fuse, rs.stage):
+        with pytest.raises(rs.CompileError, match="int64 cannot hold") as e:
+            make(fn)
+        assert said in str(e.value) and "write it as a float" in str(e.value)
+        assert ".py:" in str(e.value) or "<string>:" in str(e.value)
+
+
+def test_integers_int64_holds_and_floats_past_it_still_run():
+    x = rs.to_device(X.copy(), device="cpu")
+    np.testing.assert_array_equal(rs.fuse(lambda v: v * 2**62 + (-2**63))(x).to_host(), X * 2.0**62 - 2.0**63)
+    np.testing.assert_array_equal(rs.fuse(lambda v: v * 2.0**70)(rs.to_device(X.copy(), device="cpu")).to_host(),
+                                  X * 2.0**70)
+
+
+def _text_at_depth_2(v):
+    return _text(v) + 1.0
+
+
+def _text(v):
+    return len(str(v)) + 0.0
+
+
+def _spec(v):
+    return len(f"{v:.3f}") + 0.0  # Numba cannot read it at all: said as text too
+
+
+def _compares_text(v):
+    return v if "a" == "b" else 0.0
+
+
+@pytest.mark.parametrize("fn, said", [
+    (lambda v: len(str(v)) + 0.0, "str()"),                  # gave 21.0 for every element
+    (lambda v: len(repr(v)) + 0.0, "repr()"),
+    (lambda v: len(format(v, ".2f")) + 0.0, "format()"),
+    (lambda v: len(ascii(v)) + 0.0, "ascii()"),
+    (lambda v: len(f"{v}") + 0.0, "of an f-string"),
+    (_spec, "an f-string"),
+    (_text_at_depth_2, "_text makes or uses text"),
+    (_compares_text, "the string 'a' used as a value"),
+    (lambda v: v + len("abc".upper()), "the string 'abc' used as a value"),
+    (lambda v: (lambda y: len(str(y)))(v) + 0.0, "str()"),
+    (lambda v, s=str: len(s(v)) + 0.0, "str()"),
+], ids=["str", "repr", "format", "ascii", "f-string", "format spec", "depth 2", "compare", "method", "inner",
+        "default"])
+def test_text_in_a_stage_is_refused_when_defined(fn, said):
+    x = rs.to_device(X.copy(), device="cpu")
+    for make in (rs.fuse, rs.stage):
+        with pytest.raises(rs.CompileError, match="makes or uses text") as e:
+            make(fn)(x)
+        assert said in str(e.value) and "on the host" in str(e.value)
+    np.testing.assert_array_equal(x.to_host(), X)
+
+
+def _raises_with_a_message(v):
+    if v > 1.0:
+        raise ValueError(f"{v} is too large")
+    return v
+
+
+def test_a_string_given_to_a_call_still_runs_and_a_raise_is_said_as_one():
+    x = rs.to_device(X.copy(), device="cpu")
+    got = rs.fuse(lambda v: v + np.zeros(2, dtype="float64")[0] + (float("nan") if v > 9.0 else 0.0))(x)
+    np.testing.assert_array_equal(got.to_host(), X)
+    with pytest.raises(rs.CompileError, match="can raise"):
+        rs.fuse(_raises_with_a_message)
+
+
+def _try_except(v):
+    try:
+        return 1.0 / v
+    except ZeroDivisionError:
+        return 0.0
+
+
+def _bare_except(v):
+    try:
+        return 1.0 / v
+    except:  # noqa: E722
+        return 0.0
+
+
+def _try_finally(v):
+    try:
+        y = 1.0 / v
+    finally:
+        y = 2.0
+    return y
+
+
+def _calls_try(v):
+    return _try_except(v) + 1.0
+
+
+@pytest.mark.parametrize("fn", [_try_except, _bare_except, _try_finally, _calls_try],
+                         ids=["except", "bare", "finally", "callee"])
+def test_try_except_is_refused_as_such_not_as_a_raise(fn):
+    # It was "can raise (a raise or assert)" for a body with neither.
+    with pytest.raises(rs.CompileError, match=r"uses try/except \(.*test_refusals_stage_values\.py:\d+\)") as e:
+        rs.fuse(fn)
+    assert "can raise" not in str(e.value)
+    assert "inf or nan" in str(e.value) and "integer one gives 0" in str(e.value)
+
+
+def test_the_guide_says_integers_in_a_stage_are_64_bit_and_wrap():
+    import pathlib
+    guide = (pathlib.Path(__file__).parents[2] / "docs" / "python.md").read_text(encoding="utf-8")
+    assert "64-bit and wraps" in guide and "factorial" in guide
