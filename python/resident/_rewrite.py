@@ -2,6 +2,7 @@
 the plain functions it calls compiled along with it."""
 import numpy as _np
 
+from ._stage_body import LIBRARIES, chain_function
 from ._stage_check import _is_plain_function, _overload_impls
 
 _F32_MAX = float(_np.finfo(_np.float32).max)
@@ -38,17 +39,20 @@ def _single_precision(fn):
 
 
 def _compiled_along(fn, jit, convert, done=None):
-    """fn with the plain Python functions it calls (through its globals and closure, at any depth) given
-    to it compiled by `jit` (numba.njit or a CUDA device jit), each first passed through `convert`
-    (the float-literal rule): the called functions need no decorator of their own."""
+    """fn with the plain Python functions it calls (through its globals, its closure and the attributes
+    of modules among them, at any depth) given to it compiled by `jit` (numba.njit or a CUDA device jit),
+    each first passed through `convert` (the float-literal rule): the called functions need no decorator
+    of their own. A chain of one Python stage (rs.stage(f), rs.fuse(f)) called as a function is its f."""
     import types
     done = {} if done is None else done
     if fn in done:
         return done[fn]
     names = set(fn.__code__.co_names)
     plain = {k: _python_of(v) for k, v in fn.__globals__.items() if k in names and _python_of(v) is not None}
+    modules = {k: v for k, v in fn.__globals__.items() if k in names and _calls_in(v, names)}
     cells = fn.__closure__
-    if not plain and not (cells and any(_python_of(_cell_value(c)) is not None for c in cells)):
+    if not plain and not modules and not (cells and any(_python_of(_cell_value(c)) is not None or
+                                                        _calls_in(_cell_value(c), names) for c in cells)):
         g = convert(fn)
         done[fn] = g
         return g
@@ -59,21 +63,67 @@ def _compiled_along(fn, jit, convert, done=None):
             continue
         inner = _compiled_along(v, jit, convert, done)
         glb[k] = jit(inner if inner is not None else v)
+    for k, m in modules.items():
+        glb[k] = _module_along(m, names, jit, convert, done)
+
+    def along(c):
+        v = _cell_value(c)
+        if _python_of(v) is not None:
+            return types.CellType(jit(_compiled_along(_python_of(v), jit, convert, done)))
+        if _calls_in(v, names):
+            return types.CellType(_module_along(v, names, jit, convert, done))
+        return c
     if cells:
-        cells = tuple(types.CellType(jit(_compiled_along(_python_of(_cell_value(c)), jit, convert, done)))
-                      if _python_of(_cell_value(c)) is not None else c for c in cells)
+        cells = tuple(along(c) for c in cells)
     g = convert(types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__, cells))
     g.__kwdefaults__ = fn.__kwdefaults__
     done[fn] = g
     return g
 
 
+def _calls_in(m, names, depth=0):
+    """Whether module m (or a module it holds, at a few levels) has an attribute among `names` that is
+    compiled along (helpers.func1(d)): Numba reads a module's attributes as they are, and a plain
+    function among them it cannot call."""
+    import types
+    if not isinstance(m, types.ModuleType) or depth > 4 or m.__name__.split(".")[0] in LIBRARIES:
+        return False
+    held = vars(m)
+    return any(_python_of(held.get(n)) is not None or _calls_in(held.get(n), names, depth + 1) for n in names)
+
+
+def _module_along(m, names, jit, convert, done, depth=0):
+    """A stand-in for module m whose attributes among `names` that are plain functions (or modules holding
+    them) are compiled along; its other attributes are m's own."""
+    import types
+    key = ("module", m)
+    if key in done:
+        return done[key]
+    stand_in = types.ModuleType(m.__name__, m.__doc__)
+    done[key] = stand_in  # a module that holds itself (through a submodule) gets the same stand-in
+    held = vars(m)
+    stand_in.__dict__.update(held)
+    for n in names:
+        v = held.get(n)
+        f = _python_of(v)
+        if f is not None:
+            inner = _compiled_along(f, jit, convert, done)
+            stand_in.__dict__[n] = jit(inner if inner is not None else f)
+        elif _calls_in(v, names, depth + 1):
+            stand_in.__dict__[n] = _module_along(v, names, jit, convert, done, depth + 1)
+    return stand_in
+
+
 def _python_of(v):
-    """The Python function v is, or the one a Numba dispatcher (numba.njit(f)) compiles, else None: what
-    is compiled along with a stage for each target, under the stage's float-literal rule. A function
-    given to numba.extending.overload is None: Numba compiles its implementations in its place."""
+    """The Python function v is, or the one a Numba dispatcher (numba.njit(f)) or a chain of one Python
+    stage (rs.stage(f), rs.fuse(f)) compiles, else None: what is compiled along with a stage for each
+    target, under the stage's float-literal rule. A function given to numba.extending.overload is None:
+    Numba compiles its implementations in its place."""
     if _is_plain_function(v):
         return v if _overload_impls(v) is None else None
+    is_chain, inner = chain_function(v)
+    if is_chain:
+        return inner
     f = getattr(v, "py_func", None)
     return f if _is_plain_function(f) and type(v).__module__.startswith("numba") else None
 

@@ -1,16 +1,22 @@
 """What one function of a stage would compute otherwise than Python, found in its code before Numba
 compiles it: integers int64 cannot hold (written, or made from constants: Numba's arithmetic wraps),
 text (str, repr, format, f-strings, string constants used as values: Numba's text of a number is not
-Python's) and try/except. _stage_check walks the functions and calls these."""
+Python's) and try/except; and the callees Numba cannot call (a chain of several stages, a class, a dict
+or tuple of functions, a cached or partial function). _stage_check walks the functions and calls these."""
 import dis
+import functools
 import math
 import operator
+import sys
 import types
 
 from ._arguments import _core_error
 from ._typed import shown as _shown
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
+
+# Modules whose functions Numba knows by themselves (math.sin, np.sqrt): never stood in for.
+LIBRARIES = ("builtins", "math", "cmath", "numpy", "numba", "llvmlite", "operator")
 
 # Built-ins that make text: Numba's str() of a float is not Python's (len(str(0.1)) was 21).
 _TEXT = {str, repr, format, ascii, chr, hex, oct, bin}
@@ -93,7 +99,7 @@ def _refuse_text(what, fn, line, how):
 
 def check_value(v, what, fn, line, label=None, deferred=None):
     """Refuses a value the body names (a global, a closure's value, a default, a module's attribute) that
-    computes otherwise in a kernel, with what to do instead; a text built-in
+    computes otherwise in a kernel or that Numba cannot call, with what to do instead; a text built-in
     goes into `deferred` where given (a raise's f-string message is said as the raise)."""
     big = _big_int_in(v)
     if big is not None:
@@ -106,6 +112,9 @@ def check_value(v, what, fn, line, label=None, deferred=None):
         deferred.append((v, line))
     elif text:
         refuse_text_call(what, fn, v, line)
+    why = _not_callable_there(v, label) if label is not None else None  # a default: Numba says it
+    if why is not None:
+        raise _core_error("CompileError", f"{what}: {fn.__name__} names {why[0]} ({line}), {why[1]}")
 
 
 def refuse_text_call(what, fn, v, line):
@@ -117,6 +126,84 @@ def _formats_on(fn, line):
     n = line.rsplit(":", 1)[-1]
     return any(ins.opname in _FORMAT_OPS and getattr(ins, "positions", None) and str(ins.positions.lineno) == n
                for ins in dis.get_instructions(fn.__code__))
+
+
+def chain_function(v):
+    """For a resident chain (rs.stage, rs.fuse): (True, the plain function of its one Python stage, or None
+    where it is more than that); (False, None) for anything else."""
+    jit = sys.modules.get("resident.jit")
+    if jit is None or not isinstance(v, jit.Chain):
+        return False, None
+    items = v._items
+    if len(items) == 1 and items[0][0] == "py":
+        return True, items[0][1].fn
+    return True, None
+
+
+def _holds_callable(c, depth=0):
+    if depth > 4 or not isinstance(c, (tuple, list, set, frozenset, dict)):
+        return False
+    items = list(c.values()) if isinstance(c, dict) else c
+    return any(callable(x) and not isinstance(x, type) or _holds_callable(x, depth + 1) for x in items)
+
+
+def _not_callable_there(v, label=None):
+    """(what v is, why and what to do) where v, named by a stage's body, is nothing Numba can compile in,
+    else None (including what Numba's own checks report well enough)."""
+    name = getattr(v, "__qualname__", None) or getattr(v, "__name__", None) or type(v).__name__
+    is_chain, inner = chain_function(v)
+    if is_chain:
+        return None if inner is not None else (
+            f"the resident chain {v.name}", "which is several stages, C++ text or a reduction: a stage calls "
+            "functions, not chains; compose with | (rs.fuse(f) | g), or call the undecorated Python functions")
+    if (isinstance(v, dict) or _holds_callable(v)) and not _numba_types(v):
+        held = "functions" if _holds_callable(v) else "values"
+        return (f"{label + ', ' if label else ''}a {type(v).__name__} of {held}", "which Numba cannot read in a "
+                "stage: call each function by its own name (choose with if/elif), and keep constants in a tuple or "
+                "a NumPy array")
+    if isinstance(v, functools.partial):
+        partial = f"a functools.partial of {getattr(v.func, '__name__', 'a function')}"
+        return (f"{label + ', ' if label else ''}{partial}", "which Numba cannot call: write the call out "
+                "(f(v, k=...)), or give the function those defaults")
+    if not isinstance(v, type) and _from_a_library(type(v)):  # a Numba dispatcher or cfunc, a ufunc
+        return None
+    wrapped = getattr(v, "__wrapped__", None) if not isinstance(v, (types.FunctionType, type)) else None
+    if wrapped is not None and isinstance(wrapped, types.FunctionType):
+        return (f"{name}, a {type(v).__name__} object wrapping {wrapped.__name__}", "which Numba cannot call (a "
+                "cache such as functools.lru_cache's needs the interpreter): call the function it wraps "
+                f"(plain = {name}.__wrapped__ at module level, then plain(v))")
+    if isinstance(v, type) and not _from_a_library(v) and not _numba_types(v):
+        return (f"the class {name}", "which Numba cannot use in a stage (neither its attributes, its static "
+                "methods nor its constructor): take what the stage needs into a module-level name "
+                f"(f = {name}.method, c = {name}.constant) and use that")
+    if callable(v) and not isinstance(v, (types.FunctionType, types.BuiltinFunctionType, type)) \
+            and not _from_a_library(type(v)) and not _numba_types(v):
+        return (f"{name}, a callable {type(v).__name__} object", "which Numba cannot call: give a plain Python "
+                "function (compiled along)")
+    return None
+
+
+def _from_a_library(cls):
+    """A class of Python, NumPy or Numba themselves: Numba's own typing decides."""
+    module = getattr(cls, "__module__", None) or ""
+    return module.split(".")[0] in ("builtins", "numpy", "numba", "math", "cmath", "ctypes", "cffi", "_cffi_backend",
+                                    "llvmlite")
+
+
+def _numba_types(v):
+    """Whether Numba has a type for v (an Enum or a namedtuple class, a jitclass, an @overload's target)."""
+    try:
+        from numba.core.compiler_lock import global_compiler_lock  # a compile may refresh meanwhile
+        from numba.core.registry import cpu_target
+        ctx = cpu_target.typing_context
+        with global_compiler_lock:
+            ctx.refresh()
+            ctx.resolve_value_type(v)
+        return True
+    except ImportError:
+        return True  # no Numba: the compile says so
+    except Exception:  # noqa: BLE001 (ValueError, TypingError: no type)
+        return False
 
 
 def _statements(fir):

@@ -213,6 +213,10 @@ def _check_value(v, fn, what, seen, path, line, label=None, texts=None):
         raise _core_error("CompileError", f"{what}: {fn.__name__} calls {called}() ({line}), which "
                           "needs the Python interpreter: a stage runs inside a compiled loop or kernel")
     _stage_body.check_value(v, what, fn, line, label, texts)
+    is_chain, inner = _stage_body.chain_function(v)
+    if is_chain:  # rs.stage(f) / rs.fuse(f) called as a function: f compiles along
+        _check_body(inner, what, seen, path)
+        return
     if _is_plain_function(v):
         impls = _overload_impls(v)
         for f in impls if impls is not None else (v,):  # an @overload's implementations compile in its place
@@ -319,7 +323,7 @@ def bound_values(fn):
     that two functions of one code but other such values get other symbol names (two in one GPU chain
     would otherwise define one symbol twice). Other objects count by type: the names stay the same from
     process to process, as the kernel cache wants."""
-    def plain(v, depth=0):
+    def plain(v, depth=0, names=()):
         if isinstance(v, _PLAIN):
             return v
         if depth > 4:
@@ -330,25 +334,31 @@ def bound_values(fn):
             return (type(v).__name__, repr(v.item()) if v.size == 1 else "")
         if isinstance(v, numpy.ndarray):  # Numba takes a global array's values as constants
             return (v.dtype.str, v.shape, hashlib.sha1(v.tobytes()).hexdigest()[:12] if v.nbytes <= 1 << 20 else "")
+        v = _stage_body.chain_function(v)[1] or v  # rs.stage(f) called as a function compiles f
         code = getattr(v, "__code__", None)
         if isinstance(code, types.CodeType):
             # A callee compiled along: its constants and the globals it names count as the caller's do
             # (two helpers differing only in a constant are two functions).
             g = getattr(v, "__globals__", None) or {}
-            named = tuple((n, plain(g[n], depth + 1)) for n in code.co_names
-                          if n in g and g[n] is not v and not isinstance(g[n], types.ModuleType))
+            named = tuple((n, plain(g[n], depth + 1, code.co_names)) for n in code.co_names
+                          if n in g and g[n] is not v)
             return (getattr(v, "__qualname__", ""), code_digest(code),
                     plain(getattr(v, "__defaults__", None), depth + 1), named)
+        if isinstance(v, types.ModuleType) and v.__name__.split(".")[0] not in _stage_body.LIBRARIES:
+            held = vars(v)  # the functions of it the code names (helpers.func1), by their code
+            return (v.__name__,) + tuple((n, plain(held[n], depth + 1)) for n in names if n in held and
+                                         (_is_plain_function(held[n]) or _stage_body.chain_function(held[n])[1]))
         return type(v).__qualname__
     try:
+        names = fn.__code__.co_names
         cells = []
         for c in fn.__closure__ or ():
             try:
-                cells.append(plain(c.cell_contents))
+                cells.append(plain(c.cell_contents, 0, names))
             except ValueError:  # an empty cell
                 cells.append(None)
         g = getattr(fn, "__globals__", {})
-        named = [(n, plain(g[n])) for n in fn.__code__.co_names if n in g and not isinstance(g[n], types.ModuleType)]
+        named = [(n, plain(g[n], 0, names)) for n in names if n in g]
         return plain(fn.__defaults__ or ()), tuple(cells), tuple(named)
     except Exception:  # an object whose own code raises when looked at: its function's name alone
         return fn.__qualname__ if isinstance(getattr(fn, "__qualname__", None), str) else ""
