@@ -41,6 +41,12 @@ def _past_int64(v):
     return _is_int(v) and not _INT64[0] <= v <= _INT64[1]
 
 
+def _past_64_bits(v):
+    """Past every 64-bit integer: a constant in [2**63, 2**64) is Numba's uint64 (a 64-bit hash's
+    multiplier), which wraps as the user of one expects."""
+    return _is_int(v) and not _INT64[0] <= v < 1 << 64
+
+
 def _as_float(v, how=None):
     """v written as a float, for the message: 2.0**70 for a power of two, else its double."""
     if isinstance(v, _TooBig) or abs(v).bit_length() > 1024:
@@ -55,15 +61,14 @@ def _as_float(v, how=None):
 def _refuse_int(what, fn, line, value, how=None, label=None):
     shown = "an integer past 2**256" if isinstance(value, _TooBig) else f"the integer {_shown(value, 60)}"
     shown = f"{label}, {shown}" if label else shown
-    raise _core_error("CompileError", f"{what}: {fn.__name__} uses {shown} ({line}), which int64 cannot hold: a "
-                      "stage's integers are 64-bit and wrap, where Python's grow; write it as a float "
-                      f"({_as_float(value, how)}), or for an unsigned 64-bit value a NumPy uint64 made outside the "
-                      "stage (M = np.uint64(...))")
+    raise _core_error("CompileError", f"{what}: {fn.__name__} uses {shown} ({line}), which a stage's integers "
+                      "cannot hold: they are 64-bit and wrap, where Python's grow; write it as a float "
+                      f"({_as_float(value, how)})")
 
 
 def _big_int_in(c, depth=0):
-    """The first integer int64 cannot hold in a constant (inside tuples and frozensets), else None."""
-    if _past_int64(c):
+    """The first integer no 64-bit integer holds in a constant (inside tuples and frozensets), else None."""
+    if _past_64_bits(c):
         return c
     if isinstance(c, (tuple, frozenset)) and depth < 8:
         for x in c:

@@ -3,8 +3,9 @@ function, its file:line and what to do, never silent values: an integer int64 ca
 folded by Python or made from constants, in the body, a called function at any depth, a closure, a
 global, a default, a tuple or an inner function: v * 2**70 gave 0.0); text (str, repr, format, ascii,
 f-strings, a string constant used as a value: len(str(v)) gave 21 for every element); try/except (which
-read as "can raise"). What stays allowed still runs: integers int64 holds, floats past it, a string
-given to a call (float("nan"), a dtype's name)."""
+read as "can raise"). What stays allowed still runs: integers int64 holds, a written constant below
+2**64 (Numba's uint64: a 64-bit hash's multiplier), floats past them, a string given to a call
+(float("nan"), a dtype's name)."""
 import types
 
 import numpy as np
@@ -63,10 +64,20 @@ def _module_with_big():
 ], ids=["power", "folded", "shift", "huge", "depth 2", "closure", "global", "default", "tuple", "inner", "module"])
 def test_an_integer_int64_cannot_hold_is_refused_when_defined(fn, said):
     for make in (rs.fuse, rs.stage):
-        with pytest.raises(rs.CompileError, match="int64 cannot hold") as e:
+        with pytest.raises(rs.CompileError, match="which a stage's integers cannot hold") as e:
             make(fn)
         assert said in str(e.value) and "write it as a float" in str(e.value)
         assert ".py:" in str(e.value) or "<string>:" in str(e.value)
+
+
+_GOLDEN = 0x9E3779B97F4A7C15  # past int64, below 2**64
+
+
+def test_a_written_constant_below_2_64_is_uint64_and_wraps_as_numpy_does():
+    u = np.array([1, 2, 3, 2**64 - 1], np.uint64)
+    got = rs.fuse(lambda v: v * _GOLDEN)(u.copy())
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(got, u * np.uint64(_GOLDEN))
 
 
 def test_integers_int64_holds_and_floats_past_it_still_run():
