@@ -48,7 +48,18 @@ def _bare(x):
         return True
     if x is None or _has_dtype(x):
         return False
-    return hasattr(x, "__dlpack__") or hasattr(x, "__array_interface__") or _has_buffer(x)
+    return _speaks(x, "__dlpack__") or _speaks(x, "__array_interface__") or _has_buffer(x)
+
+
+def _speaks(x, name):
+    """Whether x has the protocol's attribute; one whose own code raises counts (the core names what it raised)."""
+    try:
+        getattr(x, name)
+        return True
+    except AttributeError:
+        return False
+    except Exception:  # noqa: BLE001
+        return True
 
 
 def _has_buffer(x):
@@ -87,5 +98,5 @@ def _capsules_taken(inputs, out):
     of the same memory): a capsule is taken once, as resident.from_dlpack takes it."""
     if not any(_bare(x) for x in inputs + (out,)):
         return inputs, out
-    inputs = tuple(_core.from_dlpack(x) if _bare(x) else x for x in inputs)
-    return inputs, (_core.from_dlpack(out) if _bare(out) else out)
+    inputs = tuple(_core._taken(x, "a run-time chain") if _bare(x) else x for x in inputs)
+    return inputs, (_core._taken(out, "a run-time chain") if _bare(out) else out)

@@ -388,7 +388,7 @@ def shard(x, devices, dtype="float32"):
     names = comm.devices if comm else _device_names(devices)
     count = comm.size if comm else len(names)
     first = comm.rank if comm else 0
-    if isinstance(x, (int, _np.integer)) and not isinstance(x, (bool, _np.bool_)):  # a size, also NumPy's
+    if isinstance(x, (int, _np.integer)) and not isinstance(x, (bool, _np.bool_, _np.timedelta64)):  # a size
         x = int(x)
         if x < 0:
             raise InvalidArgument(f"resident.dist.shard: size {x} is negative")
@@ -418,7 +418,8 @@ def from_shards(arrays, comm=None):
     if comm is not None and not isinstance(comm, Communicator):
         raise InvalidType(f"resident.dist.from_shards: comm is a {type(comm).__name__}; give a "
                           "resident.dist.Communicator or leave it out")
-    made = [_core.from_dlpack(a) for a in _bounded(arrays, "resident.dist.from_shards: arrays")]
+    made = [_core._taken(a, "resident.dist.from_shards")
+            for a in _bounded(arrays, "resident.dist.from_shards: arrays")]
     if not made:
         raise InvalidArgument("resident.dist.from_shards: give at least one array")
     count = comm.size if comm else len(made)

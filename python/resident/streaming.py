@@ -56,41 +56,45 @@ def _error(kind, message):
 
 
 def _host(a, what, writable=False, who="resident.stream"):
-    """a as a 1-D NumPy view of the same host memory (no copy): a NumPy array, anything with the buffer
-    protocol, or a DLPack array on the CPU."""
-    if isinstance(a, _np.ma.MaskedArray) and _np.ma.is_masked(a):  # its data alone would stream, masked or not
-        raise _error("InvalidArgument", f"{who}: {what} is a masked array with masked values, which would be used "
-                     f"as they are; pass {what}.filled(value) (or {what}.compressed() for the unmasked values)")
+    """a as a 1-D NumPy view of the same host memory (no copy; a base-class ndarray, np.matrix's too),
+    taken as every call takes arrays (the core's one check of what it points at; a NumPy scalar is no
+    memory to write into). A NumPy array's own flags are named first, in NumPy's terms."""
     if isinstance(a, _np.ndarray):
-        v = a
-    elif hasattr(a, "__array_interface__") and not hasattr(a, "__dlpack__"):
-        v = _np.asarray(a)  # NumPy's view of the same memory, as for the buffer protocol
-    else:
-        try:
-            v = _np.asarray(memoryview(a))
-        except TypeError:
-            if type(a).__name__ == "PyCapsule":  # a DLPack capsule: read through resident's checked path
-                a = _core.from_dlpack(a)
-            elif not hasattr(a, "__dlpack__"):
-                raise _error("InvalidType", f"{who}: {what} is a {type(a).__name__}, not an array; give a host "
-                             "array (NumPy, the buffer protocol, or DLPack on the CPU)") from None
-            try:
-                v = _np.from_dlpack(a)
-            except (BufferError, RuntimeError, TypeError, ValueError) as e:
-                raise _error("InvalidArgument", f"{who}: {what} is not host memory ({e}); resident streams "
-                             "host arrays: call the work on a device array directly") from None
-    if v.dtype.name not in _COMPUTED:  # no type resident computes with: named before any stage sees it
-        raise _error("InvalidType", f"{who}: {what} holds {v.dtype} values; stream float32, float64, int32, "
-                     "int64, uint32 or uint64 values: convert with x.astype(...)")
-    if not v.dtype.isnative:
-        raise _error("InvalidArgument", f"{who}: {what} holds {v.dtype.str} values in the other byte "
-                     "order; pass it as numpy.asarray(x, dtype=x.dtype.newbyteorder('='))")
-    if not v.flags.c_contiguous:
-        raise _error("InvalidArgument", f"{who}: {what} is not contiguous; pass "
-                     "numpy.ascontiguousarray(...) of it (a copy)")
-    if writable and not v.flags.writeable:
-        raise _error("InvalidArgument", f"{who}: {what} is read-only; give a writable array for the results")
-    return v.reshape(-1)
+        if a.dtype.name not in _COMPUTED:  # no type resident computes with: named before any stage sees it
+            raise _error("InvalidType", f"{who}: {what} holds {a.dtype} values; stream float32, float64, int32, "
+                         "int64, uint32 or uint64 values: convert with x.astype(...)")
+        if not a.dtype.isnative:
+            raise _error("InvalidType", f"{who}: {what} holds {a.dtype.str} values in the other byte "
+                         "order; pass it as numpy.asarray(x, dtype=x.dtype.newbyteorder('='))")
+        if not a.flags.c_contiguous:
+            raise _error("InvalidArgument", f"{who}: {what} is not contiguous; pass "
+                         "numpy.ascontiguousarray(...) of it (a copy)")
+        if writable and not a.flags.writeable:
+            raise _error("InvalidArgument", f"{who}: {what} is read-only; give a writable array for the results")
+    taken = _core._taken(a, f"{who}: {what}", writable)
+    if taken.device != "cpu":
+        raise _error("InvalidArgument", f"{who}: {what} is on {taken.device}, not host memory; resident streams "
+                     "host arrays: call the work on a device array directly")
+    return _np.from_dlpack(taken).reshape(-1)
+
+
+def _new_out(shape, dtype):
+    """The new host array of the results; one the host cannot give is OutOfMemory, as resident's own are."""
+    try:
+        return _np.empty(shape, dtype=dtype)
+    except MemoryError as e:
+        err = _error("OutOfMemory", f"resident.stream: the results' host array of shape {shape} ({e}); pass "
+                     "out= (x itself, in place) or stream fewer elements")
+        err.requested_bytes = int(_np.prod(shape, dtype=object)) * _np.dtype(dtype).itemsize
+        raise err from None
+
+
+def _shape(a):
+    """a's shape where it says one; None where reading it raises (a released memoryview: named where a is taken)."""
+    try:
+        return getattr(a, "shape", None)
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def _integer(v, name, what):
@@ -225,13 +229,13 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
         raise _error("InvalidArgument", "resident.stream: x is an empty list; give a host array (or a list of them "
                      "for the work's zipped inputs)")
     hosts = [_host(a, f"input {i}" if len(xs) > 1 else "x") for i, a in enumerate(xs)]
-    shape = getattr(xs[0], "shape", None)  # kept as x has it (NumPy, resident, a memoryview ...)
+    shape = _shape(xs[0])  # kept as x has it (NumPy, resident, a memoryview ...)
     shape = tuple(shape) if isinstance(shape, tuple) and _np.prod(shape, dtype=object) == hosts[0].size else hosts[0].shape
     for i, h in enumerate(hosts[1:], 1):
         if h.size != hosts[0].size:
             raise _error("ShapeMismatch", f"resident.stream: input {i} holds {h.size} elements, input 0 {hosts[0].size}")
     # One shape, as for a call on device arrays (nothing broadcasts; a 1-D array stands for any shape).
-    shapes = [(f"input {i}", getattr(a, "shape", None)) for i, a in enumerate(xs)] + [("out", getattr(out, "shape", None))]
+    shapes = [(f"input {i}", _shape(a)) for i, a in enumerate(xs)] + [("out", _shape(out))]
     shapes = [(w, tuple(sh)) for w, sh in shapes if isinstance(sh, tuple) and len(sh) > 1]
     for w, sh in shapes[1:]:
         if sh != shapes[0][1]:
@@ -255,7 +259,7 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
     try:
         from .jit import _dtype_name, _guarded, _target_of_device
         if program is not None:
-            o = _np.empty(shape, dtype=hosts[0].dtype) if out is None else out
+            o = _new_out(shape, hosts[0].dtype) if out is None else out
             ov = _host(o, "out", writable=True)
             # The program's compiled chain where a run-time compiler is available (as its calls run it),
             # else the interpreter's kernel; program.engine says which streamed. The device is asked
@@ -282,7 +286,7 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
             value, _last.summary = _guarded(_core._stream_chain_reduce, pipe, hosts, value_dtype or dtypes[0], c, d,
                                             dev, callback, threads, timeline, stages=chain._items)
             return value
-        o = _np.empty(shape, dtype=value_dtype or dtypes[0]) if out is None else out
+        o = _new_out(shape, value_dtype or dtypes[0]) if out is None else out
         ov = _host(o, "out", writable=True)
         _last.summary = _guarded(_core._stream_chain, pipe, hosts, ov, c, d, dev, callback, threads, timeline,
                                  stages=chain._items)
@@ -332,6 +336,14 @@ def pinned_empty(shape, dtype="float32"):
         if d < 0:
             raise _error("InvalidArgument", f"resident.streaming.pinned_empty: negative extent in {shape}")
         n *= d
+    # NumPy holds no array whose nonzero extents times the item size pass 2^63 - 1 bytes, even an empty one.
+    reach = dt.itemsize
+    for d in dims:
+        reach *= d or 1
+    if reach >= 1 << 63:
+        raise _error("InvalidArgument", f"resident.streaming.pinned_empty: shape {_shown(shape)} of {dt.name}: NumPy "
+                     "holds no array whose nonzero extents times the item size pass 2^63 - 1 bytes; give smaller "
+                     "extents (rs.empty takes such a shape on a device)")
     return _core._pinned_empty(n, dt.name).reshape(dims)
 
 

@@ -144,12 +144,11 @@ py_array empty(nb::handle shape, nb::handle dtype, const std::optional<std::stri
   return empty_of(shape_of(shape), parse_dtype(dtype_name_arg(dtype)), pick(dev));
 }
 
-using host_array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
-
 // The host array a Python object is, checked first so that what resident cannot copy is named: an
-// element type DLPack has no name for (object, string, datetime, structured), a byte order other than
-// the host's, or an object that is no array. Other types (bool, complex, float16) are named by visit.
-host_array host_array_of(nb::handle obj) {
+// element type DLPack has no name for (object, string, datetime, structured) or a byte order other than
+// the host's. Then taken as every call takes arrays (from_dlpack's checks), of any layout: a strided
+// view comes as NumPy's C-contiguous copy of it.
+py_array host_array_of(nb::handle obj) {
   refuse_sharded(obj, "to_device");  // it has a dtype, and would be refused as not of it
   refuse_masked(obj, "to_device");
   if (has_attr(obj, "dtype") && has_attr(nb::getattr(obj, "dtype"), "kind")) {
@@ -163,58 +162,39 @@ host_array host_array_of(nb::handle obj) {
       throw rs::invalid_type("to_device: the array's bytes are in the other byte order (" + name +
                              "); convert it first: x.astype(x.dtype.newbyteorder('='))");
   }
-  host_array h;
-  if (nb::try_cast(with_buffer_strides(obj), h, true)) return h;
-  // A buffer the cast does not copy as it is (a strided or Fortran-order memoryview): made contiguous by
-  // NumPy first, as a strided NumPy view is.
-  // An object of the array interface alone (no buffer, no DLPack) is read by NumPy too, in place.
-  if (!has_attr(obj, "dtype") && (PyObject_CheckBuffer(obj.ptr()) || has_attr(obj, "__array_interface__"))) {
-    try {
-      if (nb::try_cast(nb::module_::import_("numpy").attr("ascontiguousarray")(obj), h, true)) return h;
-    } catch (nb::python_error& e) {
-      if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
-    }
-  }
-  // What was refused, named: the element type of an array (float128, float16 of an old NumPy) or the
-  // format of a buffer (array.array('u')), else the object's type.
-  std::string what = "a '" + py_type_name(obj) + "'";
-  if (has_attr(obj, "dtype")) {
-    try {
-      const nb::object dt = obj.attr("dtype");  // a handle: nb::str of a temporary object takes it as a str
-      what = "an array of " + utf8_of(nb::str(dt));
-    } catch (nb::python_error& e) {
-      if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: unchanged
-    }
-  } else if (PyObject_CheckBuffer(obj.ptr())) {
-    if (PyObject* mv = PyMemoryView_FromObject(obj.ptr())) {
-      const char* format = PyMemoryView_GET_BUFFER(mv)->format;
-      what = "a '" + py_type_name(obj) + "' of buffer format '" + std::string(format ? format : "B") + "'";
-      Py_DECREF(mv);
-    } else {
-      nb::python_error e;
-      if (!e.matches(PyExc_Exception)) throw e;  // KeyboardInterrupt, SystemExit: unchanged
-    }
-  }
-  throw rs::invalid_type("to_device takes a host array of float32, float64, int32, int64, uint32 or uint64 "
-                         "(NumPy, or any CPU array through DLPack or the buffer protocol), not " + what);
+  py_array h = host_source(obj);
+  if (!h.device().is_cpu())
+    throw rs::invalid_type("to_device takes a host array; this one is on " + h.device().name() +
+                           " (copy between devices with resident.copy, or into a new array with copy.copy(x))");
+  return h;
 }
 
 py_array to_device(nb::handle obj, const std::optional<std::string>& dev, nb::object stream) {
   const call_stream on(stream, "to_device");
-  const host_array h = host_array_of(obj);
-  const DLDataType dt{h.dtype().code, h.dtype().bits, static_cast<std::uint16_t>(h.dtype().lanes)};
-  std::vector<std::int64_t> shape(h.ndim());
-  for (std::size_t i = 0; i < h.ndim(); ++i) shape[i] = std::int64_t(h.shape(i));
-  py_array r = empty_of(std::move(shape), dt, pick(dev));
+  const py_array h = host_array_of(obj);
+  py_array r = empty_of(h.shape, h.dtype, pick(dev));
   py_array w = r;  // the copy runs on the given stream, if any; the host waits for it (h is the caller's)
   apply_call_stream(w);
   visit(r.dtype, [&](auto t) {
     using T = decltype(t);
     gil_released unlocked;
-    rs::copy_async(std::span<const T>(static_cast<const T*>(h.data()), w.size()), w.ref<T>());
+    rs::copy_async(std::span<const T>(static_cast<const T*>(h.data), w.size()), w.ref<T>());
     w.stream.synchronize();
   });
   return r;
+}
+
+// A host array to_host could not allocate: OutOfMemory with the figures others carry (the bytes asked
+// for, the host's free memory, the CPU pool's), not the std::bad_alloc nanobind would make a bare MemoryError.
+[[noreturn]] void host_out_of_memory(std::size_t bytes) {
+  const long page = sysconf(_SC_PAGE_SIZE), avail = sysconf(_SC_AVPHYS_PAGES);
+  const std::size_t free_b = page > 0 && avail > 0 ? std::size_t(avail) * std::size_t(page) : 0;
+  const rs::pool_statistics pool = rs::pool_stats(rs::device::cpu());
+  throw rs::out_of_memory("to_host: a new host array of " + rs::detail::format_bytes(double(bytes)) + " (" +
+                              std::to_string(bytes) + " bytes) could not be allocated; the host has " +
+                              rs::detail::format_bytes(double(free_b)) + " free. Free memory, or download into an "
+                              "existing array with x.to_host(out=...)",
+                          bytes, free_b, pool.bytes_reserved, pool.bytes_in_use);
 }
 
 nb::object to_host(const py_array& self, nb::object stream) {
@@ -224,7 +204,8 @@ nb::object to_host(const py_array& self, nb::object stream) {
   return visit(a.dtype, [&](auto t) -> nb::object {
     using T = decltype(t);
     const std::size_t n = a.size();
-    T* buf = new T[n ? n : 1];
+    T* buf = new (std::nothrow) T[n ? n : 1];
+    if (!buf) host_out_of_memory((n ? n : 1) * sizeof(T));
     nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<T*>(p); });
     {
       gil_released unlocked;
@@ -316,6 +297,14 @@ void bind_array(nb::module_& m) {
         "Takes another library's array in place (DLPack, the CUDA Array Interface, or host memory through the "
         "buffer protocol or the array interface): no copy. `stream`: the stream the array is worked on, given to "
         "the producer's __dlpack__ (the DLPack handshake).");
+  // from_dlpack for the package's own calls (resident.stream, resident.dist): `what` names the call in
+  // the refusals; written: the array is refused where it cannot be written (read-only, a copy).
+  m.def("_taken", [](nb::handle obj, const std::string& what, bool written) {
+    const call_stream on(nb::none(), what.c_str());
+    py_array a = from_dlpack(nb::borrow(obj));
+    if (written) a.check_writable(what);
+    return a;
+  }, nb::arg("obj").none(), nb::arg("what"), nb::arg("written") = false);
   m.def("default_device", [] { return rs::default_device().name(); });
   m.def("cuda_device_count", [] { return rs::cuda_device_count(); });
   m.def("cuda_unavailable_reason", [] { return rs::cuda_unavailable_reason(); });

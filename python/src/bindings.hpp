@@ -184,10 +184,15 @@ struct py_array {
   // stream next. Otherwise the work is queued on the library's current stream (or the given one).
   bool finish_before_return = false;
   bool readonly = false;  // the producer marked the memory read-only: resident only reads it
+  bool copied = false;    // (read-only too) NumPy made the array anew to read the object: a NumPy scalar
 
   // Refuses to write into memory its producer marked read-only (an immutable buffer, a NumPy array
-  // with writeable=False): `what` names the call.
+  // with writeable=False), or into a copy whose writes nobody would see: `what` names the call.
   void check_writable(const std::string& what) const {
+    if (copied)
+      throw rs::invalid_argument(what + ": the array is read-only here: NumPy reads it through a copy of its value "
+                                 "(a NumPy scalar such as np.float64(5.0) or arr[1] is a value, not memory), so what "
+                                 "is written would be lost; pass an array, e.g. np.array(v) or np.atleast_1d(v)");
     if (readonly)
       throw rs::invalid_argument(what + ": the array is read-only (its producer marked it so); write into a "
                                  "writable array, e.g. a copy");
@@ -325,15 +330,19 @@ inline std::shared_ptr<const void> python_owner(nb::handle obj) {
 /// A PyTorch tensor or CuPy array on a CUDA device read from its attributes (direct.cpp), or nothing
 /// where the __dlpack__ path must take it. own = false: no owner (see taken_for_call).
 std::optional<py_array> take_direct(nb::handle obj, bool own = true);
-/// Checks that resident can use a tensor in place (element type, a device of this build, C-contiguous,
-/// aligned) and returns its device and first element. @throws before anything is taken.
+/// The one check of a tensor taken in, whatever gave it (intake.cpp), made before anything reads its shape,
+/// strides or memory: rank, shape, element type, a device of this build, every byte it reaches addressable,
+/// C-contiguous and aligned. Returns its device and first element. @throws before anything is taken.
 std::pair<rs::device, void*> usable(const DLTensor& t);
 /// A shape: an int, or a sequence (tuple, list) of ints (extents from 0 to 2^63 - 1).
 std::vector<std::int64_t> shape_of(const nb::handle& shape);
 /// A new uninitialized array of resident's pool.
 py_array empty_of(std::vector<std::int64_t> shape, DLDataType dtype, rs::device d);
-/// Takes another library's array in place (see interop.cpp); resident's Arrays as they are.
+/// Takes another library's array in place (see intake.cpp); resident's Arrays as they are.
 py_array from_dlpack(nb::object obj);
+/// The host memory to_device copies from: as from_dlpack takes it (the same checks), but of any layout:
+/// a strided or misaligned array comes as a C-contiguous copy NumPy makes of the checked view.
+py_array host_source(nb::handle obj);
 /// from_dlpack within a call of its own on `stream` (None: none): resident.from_dlpack(obj, stream=).
 py_array from_dlpack_on(nb::object obj, nb::object stream);
 /// Refuses a resident.dist.ShardedArray (several arrays) where one array is taken. @throws invalid_type
@@ -372,10 +381,6 @@ bool has_attr(nb::handle o, const char* name);
 void interrupts_again(const nb::args& args, const nb::kwargs& kwargs);
 /// Refuses a NumPy masked array (what would take its data alone, dropping the mask). @throws invalid_argument.
 void refuse_masked(nb::handle obj, const char* what);
-/// obj as nanobind may read it through the buffer protocol: nanobind reads a buffer's strides without
-/// checking for none, which ctypes (and other exporters) leave out of C-contiguous data; such an object
-/// goes through a memoryview, which fills them in. Anything else is obj itself.
-nb::object with_buffer_strides(nb::handle obj);
 
 // Calls f(a.ref<T>()) for a float32 or float64 array, the GIL released; any other type is refused
 // with `what` named.

@@ -220,6 +220,7 @@ struct py_flow {
   std::size_t add(const std::string& name, nb::object work, nb::handle reads_given, nb::handle writes_given,
                   nb::handle after_given, bool infer) {
     check_called_bare(work, "Flow.add: the work of stage '" + name + "'");
+    const call_stream on(nb::none(), "Flow.add");  // names the call in the arrays' refusals
     const std::vector<std::size_t> after = stage_numbers(after_given, name);
     const std::vector<nb::object> reads = arrays_of(reads_given, "reads"), writes = arrays_of(writes_given, "writes");
     rs::access acc;

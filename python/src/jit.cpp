@@ -82,7 +82,10 @@ void run_taken(const rs::jit::pipeline& p, std::span<const py_array> in, const p
 
 namespace {
 
-nb::tuple jit_target(nb::object x) { return target_of(from_dlpack(std::move(x)).device()); }
+nb::tuple jit_target(nb::object x) {
+  const call_stream on(nb::none(), "a run-time chain");  // names the call in the array's refusals
+  return target_of(from_dlpack(std::move(x)).device());
+}
 
 // The output of a chain's call: out (taken into `given`), else in place into the first input.
 const py_array& output_of(const std::vector<py_array>& in, nb::object out, std::optional<py_array>& given) {

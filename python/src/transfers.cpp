@@ -39,8 +39,11 @@ py_array taken(nb::handle obj, const char* what, const char* role, bool written)
     if (has_attr(flags, "c_contiguous") && !flag("c_contiguous"))
       throw rs::invalid_argument(std::string(what) + ": " + role + " is not C-contiguous; give a C-contiguous "
                                  "array (np.ascontiguousarray, or np.empty(shape, dtype) for a destination)");
-    if (written && has_attr(flags, "writeable") && !flag("writeable"))
+    if (written && has_attr(flags, "writeable") && !flag("writeable")) {
+      const call_stream none(nb::none(), what);  // a NumPy scalar is named as the copy it is read through
+      from_dlpack(nb::borrow(obj)).check_writable(std::string(what) + ": " + role);
       throw rs::invalid_argument(std::string(what) + ": " + role + " is read-only; give a writable array");
+    }
   }
   const call_stream none(nb::none(), what);  // names the call in from_dlpack's messages
   py_array a = from_dlpack(nb::borrow(obj));
