@@ -69,7 +69,7 @@ def chain_of(p, dtype):
     """Program p as one run-time map stage over values of dtype: a chain a reduction can follow."""
     if dtype not in _FLOATS:
         import resident
-        raise resident.InvalidArgument(f"a resident.op program runs on float32 or float64 arrays, not {dtype}")
+        raise resident.InvalidType(f"a resident.op program runs on float32 or float64 arrays, not {dtype}")
     from . import jit
     return jit.map(source(p, dtype), "rs_program")
 

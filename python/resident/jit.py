@@ -345,7 +345,7 @@ class Chain:
             elif kind == "prog":
                 # A program as a stage runs the text its own calls run (one writer of its arithmetic).
                 if len(current) != 1 or current[0] not in _program._FLOATS:
-                    raise _core_error("InvalidArgument", f"a resident.op program runs on float32 or float64 "
+                    raise _core_error("InvalidType", f"a resident.op program runs on float32 or float64 "
                                       f"arrays, not {', '.join(current)}")
                 part = _core._jit_map(_program.source(value, current[0]), "rs_program")
             elif kind == "pyred":
@@ -629,7 +629,7 @@ def uniform(seed, offset=0, low=0.0, high=1.0, dtype="float32"):
     """A generator: value i of the uniform stream (seed, offset) in [low, high), resident.random's values."""
     dtype = _dtype_arg(dtype, "resident.jit.uniform")
     if dtype not in ("float32", "float64"):
-        raise _core_error("InvalidArgument", f"resident.jit.uniform makes float32 or float64 values, not {dtype}")
+        raise _core_error("InvalidType", f"resident.jit.uniform makes float32 or float64 values, not {dtype}")
     return Chain([("gen", _core._jit_uniform(dtype, seed, offset, low, high))])
 
 

@@ -393,7 +393,7 @@ auto on_floats(const py_array& a, const char* what, F&& f) {
       gil_released unlocked;
       return f(a.ref<T>());
     } else {
-      throw rs::invalid_argument(std::string(what) + " takes float32 or float64 arrays, not " +
+      throw rs::invalid_type(std::string(what) + " takes float32 or float64 arrays, not " +
                                  rs::dlpack_dtype_name(a.dtype));
     }
   });

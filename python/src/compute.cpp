@@ -77,7 +77,7 @@ void any_fill_bits(nb::object x, int_arg<std::uint64_t> seed_, int_arg<std::uint
   const call_stream on(stream, "fill_bits");
   py_array a = from_dlpack(x);
   if (!(a.dtype.code == kDLUInt && a.dtype.bits == 32))
-    throw rs::invalid_argument("fill_bits fills uint32 arrays, not " + rs::dlpack_dtype_name(a.dtype));
+    throw rs::invalid_type("fill_bits fills uint32 arrays, not " + rs::dlpack_dtype_name(a.dtype));
   a.check_writable("fill_bits");
   gil_released unlocked;
   fill_bits(a.ref<std::uint32_t>(), seed, offset);
@@ -92,7 +92,7 @@ void any_fill_integers(nb::object x, int_arg<std::uint64_t> seed_, int_arg<std::
   py_array a = from_dlpack(x);
   const bool i32 = a.dtype.code == kDLInt && a.dtype.bits == 32, u32 = a.dtype.code == kDLUInt && a.dtype.bits == 32;
   if (!i32 && !u32)
-    throw rs::invalid_argument("fill_integers fills int32 or uint32 arrays, not " + rs::dlpack_dtype_name(a.dtype) +
+    throw rs::invalid_type("fill_integers fills int32 or uint32 arrays, not " + rs::dlpack_dtype_name(a.dtype) +
                                " (fill a float array with fill_uniform)");
   a.check_writable("fill_integers");
   gil_released unlocked;  // the bounds are checked against the element type before any work

@@ -205,7 +205,7 @@ def test_the_exception_classes_form_one_hierarchy_and_the_version_is_the_package
 
 
 def test_bad_input_is_a_typed_exception():
-    with pytest.raises(rs.InvalidArgument, match="float32 or float64"):
+    with pytest.raises(rs.InvalidType, match="float32 or float64"):
         rs.random.fill_uniform(np.zeros(3, np.int32), seed=1)
     with pytest.raises(rs.InvalidArgument, match="strided"):
         rs.sum(np.zeros((4, 4), np.float32)[:, 1])

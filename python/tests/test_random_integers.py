@@ -72,7 +72,7 @@ def test_bad_bounds_are_refused_and_write_nothing(dtype, low, high):
 
 def test_other_types_and_arguments_are_refused():
     for wrong in (np.zeros(4), np.zeros(4, np.int64), np.zeros(4, np.uint64)):
-        with pytest.raises(rs.InvalidArgument, match="int32 or uint32"):
+        with pytest.raises(rs.InvalidType, match="int32 or uint32"):
             rs.random.fill_integers(wrong, 1, 0, 3)
     x = np.zeros(4, np.int32)
     for bad in ((1, 0.5, 3), (1, 0, "3"), (1, True, 3), (1.5, 0, 3)):
