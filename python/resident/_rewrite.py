@@ -88,8 +88,24 @@ def _calls_in(m, names, depth=0):
     import types
     if not isinstance(m, types.ModuleType) or depth > 4 or m.__name__.split(".")[0] in LIBRARIES:
         return False
-    held = vars(m)
+    held = _attributes(m, names)
     return any(_python_of(held.get(n)) is not None or _calls_in(held.get(n), names, depth + 1) for n in names)
+
+
+def _attributes(m, names):
+    """m's attributes among names, as the call reads them: a package's lazy ones (PEP 562 __getattr__)
+    are made as they would be at the call."""
+    held = dict(vars(m))
+    if "__getattr__" in held:
+        for n in names:
+            if n not in held:
+                try:
+                    held[n] = getattr(m, n)
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except BaseException:  # noqa: BLE001 (not an attribute of m: Numba says so if it is read)
+                    pass
+    return held
 
 
 def _module_along(m, names, jit, convert, done, depth=0):
@@ -101,7 +117,7 @@ def _module_along(m, names, jit, convert, done, depth=0):
         return done[key]
     stand_in = types.ModuleType(m.__name__, m.__doc__)
     done[key] = stand_in  # a module that holds itself (through a submodule) gets the same stand-in
-    held = vars(m)
+    held = _attributes(m, names)
     stand_in.__dict__.update(held)
     for n in names:
         v = held.get(n)

@@ -27,6 +27,7 @@ _FORMAT_OPS = {"FORMAT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC", "CONVERT_VAL
 _BINOPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.pow,
            operator.lshift, operator.rshift, operator.and_, operator.or_, operator.xor}
 _UNOPS = {operator.neg, operator.pos, operator.invert}
+_POWS = (pow, operator.pow)
 
 
 class _TooBig(int):
@@ -232,9 +233,10 @@ def check_try(fir, what, fn):
 
 
 def check_ir(fir, what, fn):
-    """Refuses, in one function's Numba IR: an integer int64 cannot hold made from constants (v * 2**70,
-    where Python does not fold 2**70: Numba's power wraps to 0), and a string constant used as a value
-    other than a call's argument (a dtype's name, float("nan"))."""
+    """Refuses, in one function's Numba IR, an integer int64 cannot hold made from constants (v * 2**70,
+    where Python does not fold 2**70: Numba's power wraps to 0; pow(2, 70)). String constants stay:
+    Numba compares and indexes them as Python does (a mode switch, a bytes table); only text made from
+    numbers differs, refused by name (str, format, f-strings)."""
     from numba.core import ir
     where = f"{fn.__code__.co_filename}:"
     statements = _statements(fir)
@@ -243,11 +245,14 @@ def check_ir(fir, what, fn):
         if isinstance(st, ir.Assign):
             defined.setdefault(st.target.name, []).append(st.value)
     _check_folded(statements, defined, what, fn, where, ir)
-    _check_text_uses(statements, defined, what, fn, where, ir)
 
 
 def _check_folded(statements, defined, what, fn, where, ir):
     known = {}
+
+    def _callee(name):
+        values = defined.get(name, ())
+        return values[0].value if len(values) == 1 and isinstance(values[0], (ir.Global, ir.FreeVar)) else None
 
     def value_of(name, depth=0):
         """The int a variable assigned once holds, computed from constants, else None."""
@@ -268,6 +273,11 @@ def _check_folded(statements, defined, what, fn, where, ir):
             a, b = value_of(v.lhs.name, depth + 1), value_of(v.rhs.name, depth + 1)
             if op in _BINOPS and a is not None and b is not None:
                 got = _computed(op, a, b)
+        elif isinstance(v, ir.Expr) and v.op == "call" and not v.kws and len(v.args) == 2 and \
+                _callee(v.func.name) in _POWS:  # pow(2, 70), operator.pow: ** by another name
+            a, b = value_of(v.args[0].name, depth + 1), value_of(v.args[1].name, depth + 1)
+            if a is not None and b is not None:
+                got = _computed(operator.pow, a, b)
         elif isinstance(v, ir.Expr) and v.op == "unary" and v.fn in _UNOPS:
             a = value_of(v.value.name, depth + 1)
             got = None if a is None else v.fn(a)
@@ -276,14 +286,21 @@ def _check_folded(statements, defined, what, fn, where, ir):
 
     for st in statements:
         if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and st.value.op in ("binop", "inplace_binop",
-                                                                                           "unary"):
+                                                                                           "unary", "call"):
             v = value_of(st.target.name)
+            e = st.value
+            op = (e.fn if e.op == "binop" else e.immutable_fn) if e.op in ("binop", "inplace_binop") else None
+            if op is operator.lshift and v is not None and 0 <= v < 1 << 64:
+                continue  # 1 << 63: int64's bits of a uint64 mask, as the uint64 constant would have them
             if v is not None and _past_int64(v):
-                e = st.value
                 how = None
-                if e.op != "unary" and (e.fn if e.op == "binop" else e.immutable_fn) is operator.pow:
+                a = b = None
+                if op is operator.pow:
                     a, b = value_of(e.lhs.name), value_of(e.rhs.name)
-                    how = f"{a}.0**{b}" if a is not None and b is not None and 0 <= b < 10000 else None
+                elif e.op == "call":
+                    a, b = value_of(e.args[0].name), value_of(e.args[1].name)
+                if a is not None and b is not None and 0 <= b < 10000:
+                    how = f"{a}.0**{b}"
                 _refuse_int(what, fn, f"{where}{st.loc.line}", v, how)
 
 
@@ -303,33 +320,3 @@ def _computed(op, a, b):
         return op(a, b)
     except (ZeroDivisionError, ValueError, OverflowError):
         return None
-
-
-def _check_text_uses(statements, defined, what, fn, where, ir):
-    texts = {}
-    for st in statements:
-        if isinstance(st, ir.Assign) and isinstance(st.value, (ir.Const, ir.Global, ir.FreeVar)) and \
-                isinstance(st.value.value, (str, bytes)):
-            texts[st.target.name] = st.value.value
-    changed = True
-    while changed:  # copies (Numba's phi variables) carry the text on
-        changed = False
-        for st in statements:
-            if isinstance(st, ir.Assign) and isinstance(st.value, ir.Var) and st.value.name in texts and \
-                    st.target.name not in texts:
-                texts[st.target.name] = texts[st.value.name]
-                changed = True
-    if not texts:
-        return
-    for st in statements:
-        if isinstance(st, ir.Assign) and isinstance(st.value, ir.Var):
-            continue
-        if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and st.value.op == "call":
-            e = st.value
-            used = [e.func] + [x for x in (e.vararg, e.varkwarg) if isinstance(x, ir.Var)]
-        else:
-            used = [x for x in st.list_vars() if not (isinstance(st, ir.Assign) and x.name == st.target.name)]
-        for x in used:
-            if x.name in texts:
-                _refuse_text(what, fn, f"{where}{st.loc.line}",
-                             f"the string {_shown(texts[x.name], 40)} used as a value")

@@ -162,7 +162,20 @@ py_array host_array_of(nb::handle obj) {
       throw rs::invalid_type("to_device: the array's bytes are in the other byte order (" + name +
                              "); convert it first: x.astype(x.dtype.newbyteorder('='))");
   }
-  py_array h = host_source(obj);
+  py_array h;
+  try {
+    h = host_source(obj);
+  } catch (nb::python_error& e) {  // NumPy's copy of a strided view (2^45 elements of stride 0) the host cannot hold
+    if (e.matches(PyExc_ValueError))  // 2^62 elements: more than an array's bytes may count
+      throw rs::invalid_argument("to_device: the array's copy would hold more than a host array holds (" +
+                                 str_shown(e.value()) + "); give fewer elements, or a contiguous array");
+    if (!e.matches(PyExc_MemoryError)) throw;
+    double bytes = 0;
+    if (has_attr(obj, "nbytes")) nb::try_cast(obj.attr("nbytes"), bytes, true);
+    host_out_of_memory(bytes > 0 && bytes < 0x1p63 ? std::size_t(bytes) : 0, "to_device",
+                       "It copies a strided array into a C-contiguous one first; give fewer elements, or a contiguous "
+                       "array");
+  }
   if (!h.device().is_cpu())
     throw rs::invalid_type("to_device takes a host array; this one is on " + h.device().name() +
                            " (copy between devices with resident.copy, or into a new array with copy.copy(x))");
@@ -186,16 +199,19 @@ py_array to_device(nb::handle obj, const std::optional<std::string>& dev, nb::ob
 
 // A host array to_host could not allocate: OutOfMemory with the figures others carry (the bytes asked
 // for, the host's free memory, the CPU pool's), not the std::bad_alloc nanobind would make a bare MemoryError.
-[[noreturn]] void host_out_of_memory(std::size_t bytes) {
+}  // namespace
+
+[[noreturn]] void host_out_of_memory(std::size_t bytes, const std::string& what, const std::string& advice) {
   const long page = sysconf(_SC_PAGE_SIZE), avail = sysconf(_SC_AVPHYS_PAGES);
   const std::size_t free_b = page > 0 && avail > 0 ? std::size_t(avail) * std::size_t(page) : 0;
   const rs::pool_statistics pool = rs::pool_stats(rs::device::cpu());
-  throw rs::out_of_memory("to_host: a new host array of " + rs::detail::format_bytes(double(bytes)) + " (" +
+  throw rs::out_of_memory(what + ": a new host array of " + rs::detail::format_bytes(double(bytes)) + " (" +
                               std::to_string(bytes) + " bytes) could not be allocated; the host has " +
-                              rs::detail::format_bytes(double(free_b)) + " free. Free memory, or download into an "
-                              "existing array with x.to_host(out=...)",
+                              rs::detail::format_bytes(double(free_b)) + " free. " + advice,
                           bytes, free_b, pool.bytes_reserved, pool.bytes_in_use);
 }
+
+namespace {
 
 nb::object to_host(const py_array& self, nb::object stream) {
   const call_stream on(stream, "to_host");
@@ -205,7 +221,8 @@ nb::object to_host(const py_array& self, nb::object stream) {
     using T = decltype(t);
     const std::size_t n = a.size();
     T* buf = new (std::nothrow) T[n ? n : 1];
-    if (!buf) host_out_of_memory((n ? n : 1) * sizeof(T));
+    if (!buf) host_out_of_memory((n ? n : 1) * sizeof(T), "to_host", "Free memory, or download into an existing array "
+                                                                       "with x.to_host(out=...)");
     nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<T*>(p); });
     {
       gil_released unlocked;

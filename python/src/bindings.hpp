@@ -185,6 +185,7 @@ struct py_array {
   bool finish_before_return = false;
   bool readonly = false;  // the producer marked the memory read-only: resident only reads it
   bool copied = false;    // (read-only too) NumPy made the array anew to read the object: a NumPy scalar
+  bool producer_copy = false;  // the producer's __dlpack__ gave a copy (DLPack's IS_COPIED flag)
 
   // Refuses to write into memory its producer marked read-only (an immutable buffer, a NumPy array
   // with writeable=False), or into a copy whose writes nobody would see: `what` names the call.
@@ -193,6 +194,9 @@ struct py_array {
       throw rs::invalid_argument(what + ": the array is read-only here: NumPy reads it through a copy of its value "
                                  "(a NumPy scalar such as np.float64(5.0) or arr[1] is a value, not memory), so what "
                                  "is written would be lost; pass an array, e.g. np.array(v) or np.atleast_1d(v)");
+    if (producer_copy)
+      throw rs::invalid_argument(what + ": the array is a copy its producer's __dlpack__ made (DLPack's IS_COPIED "
+                                 "flag), so what is written would be lost; pass memory the producer shares");
     if (readonly)
       throw rs::invalid_argument(what + ": the array is read-only (its producer marked it so); write into a "
                                  "writable array, e.g. a copy");
@@ -379,6 +383,9 @@ bool has_attr(nb::handle o, const char* name);
 /// raised, so each argument (and each item of a list or tuple given) converts once more, and a
 /// KeyboardInterrupt or SystemExit it raises goes on unchanged instead of the overload's InvalidType.
 void interrupts_again(const nb::args& args, const nb::kwargs& kwargs);
+/// Throws OutOfMemory for a host array of `bytes` that could not be allocated, with the host's free
+/// memory and the CPU pool's figures: `what` names the call, `advice` what to do.
+[[noreturn]] void host_out_of_memory(std::size_t bytes, const std::string& what, const std::string& advice);
 /// Refuses a NumPy masked array (what would take its data alone, dropping the mask). @throws invalid_argument.
 void refuse_masked(nb::handle obj, const char* what);
 

@@ -130,10 +130,16 @@ struct managed_tensor_versioned {
   DLTensor dl_tensor;
 };
 constexpr std::uint64_t dlpack_read_only = 1;  // DLPACK_FLAG_BITMASK_READ_ONLY
+constexpr std::uint64_t dlpack_is_copied = 2;  // DLPACK_FLAG_BITMASK_IS_COPIED: the producer made a copy
 
-// The tensor of a capsule not consumed yet and whether its producer marked it read-only. @throws
-// invalid_argument for a consumed capsule, one of another kind or of another DLPack major version.
-std::pair<const DLTensor*, bool> capsule_tensor(nb::handle cap) {
+// The tensor of a capsule not consumed yet, whether its producer marked it read-only and whether it
+// is a copy the producer made (written, it would be lost). @throws invalid_argument for a consumed
+// capsule, one of another kind or of another DLPack major version.
+struct capsule_view {
+  const DLTensor* tensor;
+  bool readonly, copy;
+};
+capsule_view capsule_tensor(nb::handle cap) {
   const char* name = PyCapsule_GetName(cap.ptr());
   const std::string n = name ? name : "";
   if (n == "used_dltensor" || n == "used_dltensor_versioned")
@@ -144,13 +150,13 @@ std::pair<const DLTensor*, bool> capsule_tensor(nb::handle cap) {
     PyErr_Clear();
     throw rs::invalid_argument(call_name() + ": a capsule named '" + n + "' is not a DLPack tensor");
   }
-  if (n == "dltensor") return {&static_cast<DLManagedTensor*>(p)->dl_tensor, false};
+  if (n == "dltensor") return {&static_cast<DLManagedTensor*>(p)->dl_tensor, false, false};
   const auto* m = static_cast<managed_tensor_versioned*>(p);
   if (m->major != 1)  // another major version may lay its struct out otherwise: nothing past the version is read
     throw rs::invalid_argument(call_name() + ": a DLPack " + std::to_string(m->major) + "." + std::to_string(m->minor) +
                                " capsule; resident reads DLPack 1.x and unversioned capsules (ask the producer "
                                "for one: __dlpack__(max_version=(1, 0)))");
-  return {&m->dl_tensor, (m->flags & dlpack_read_only) != 0};
+  return {&m->dl_tensor, (m->flags & dlpack_read_only) != 0, (m->flags & dlpack_is_copied) != 0};
 }
 
 // The array an imported tensor `nd` (an nb::ndarray) describes; `nd` is kept alive by the result.
@@ -293,12 +299,17 @@ py_array take_in(nb::object obj, bool any_layout);
 // that one refused stays unconsumed. any_layout (to_device, which copies): a strided or misaligned host
 // tensor is read into a C-contiguous copy by NumPy, from the checked view.
 py_array take_capsule(nb::handle cap, bool any_layout) {
-  const auto [t, readonly] = capsule_tensor(cap);
+  const auto [t, readonly, copy] = capsule_tensor(cap);
   const checked_tensor c = check_tensor(*t, any_layout);
   if (!c.in_place && !c.dev.is_cpu()) check_tensor(*t, false);  // a device's strided tensor: refused as such
   nb::ndarray<nb::ro> nd;
   if (!nb::try_cast(cap, nd, false)) throw rs::invalid_argument(call_name() + ": nanobind could not take the capsule");
-  if (c.in_place) return adopt(std::move(nd), readonly);
+  if (c.in_place) {
+    py_array r = adopt(std::move(nd), readonly);
+    r.producer_copy = copy;
+    r.readonly = readonly || copy;  // the Python side reads _readonly before writing
+    return r;
+  }
   const nb::object view = nb::cast(nb::ndarray<nb::numpy, nb::ro>(nd));
   return take_in(nb::module_::import_("numpy").attr("array")(view, nb::arg("order") = "C"), false);
 }

@@ -257,6 +257,33 @@ def test_a_numpy_scalar_is_no_memory_to_write_into(kind, call_name, call):
     healthy()
 
 
+class _Copier:
+    """A producer whose __dlpack__ gives a copy (DLPack's IS_COPIED flag, as copy=True asks)."""
+
+    def __init__(self):
+        self.a = np.zeros(4, np.float32)
+
+    def __dlpack__(self, **kw):
+        kw.pop("stream", None)
+        return self.a.__dlpack__(copy=True, **kw)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+@pytest.mark.parametrize("call_name, call", WRITING)
+def test_a_copy_the_producer_made_is_no_memory_to_write_into(call_name, call):
+    # Written into without a word, the results went with the copy (the producer's memory stayed 0).
+    p = _Copier()
+    if np.lib.NumpyVersion(np.__version__) < "2.1.0":
+        pytest.skip("this NumPy exports no copy= capsule (NumPy 2.1 does)")
+    with pytest.raises(rs.InvalidArgument, match="IS_COPIED"):
+        call(p, np.ones(4, np.float32))
+    assert not p.a.any()
+    assert rs.sum(p) == 0.0  # read, it is the producer's values
+    healthy()
+
+
 def test_numpy_scalars_are_still_read_and_integer_fills_refuse_them_too():
     s = np.float64(5.0)
     assert rs.sum(s) == 5.0 and rs.to_device(s, device="cpu").to_host() == 5.0
@@ -297,6 +324,17 @@ def test_a_structured_masked_array_is_refused_by_every_call():
     masked = np.ma.masked_array(np.zeros(2, dtype=[("a", "<f4")]), mask=[(True,), (False,)])
     with pytest.raises(rs.InvalidArgument, match="masked values"):
         rs.sum(masked)
+
+
+def test_to_device_of_a_stride_0_view_too_large_to_copy_is_out_of_memory():
+    # NumPy's own _ArrayMemoryError (no figures) and ValueError came out of the copy to_device makes.
+    with pytest.raises(rs.OutOfMemory, match="to_device") as e:
+        rs.to_device(np.broadcast_to(np.float32(1), (2 ** 45,)), device="cpu")  # 128 TiB: no address space holds it
+    assert e.value.requested_bytes == 2 ** 47
+    with pytest.raises(rs.OutOfMemory) as e:
+        rs.to_device(np.broadcast_to(np.float32(1), (2 ** 60,)), device="cpu")
+    assert e.value.requested_bytes == 2 ** 62
+    healthy()
 
 
 def test_a_timedelta_is_no_size_to_shard_and_pinned_empty_refuses_what_numpy_cannot_hold():

@@ -99,8 +99,12 @@ def _spec(v):
     return len(f"{v:.3f}") + 0.0  # Numba cannot read it at all: said as text too
 
 
-def _compares_text(v):
-    return v if "a" == "b" else 0.0
+_MODE = "fast"
+_TABLE = bytes(range(256))
+
+
+def _mode_switch(v):
+    return v * 2.0 if _MODE == "fast" else v  # a configuration switch: Numba compares text as Python
 
 
 @pytest.mark.parametrize("fn, said", [
@@ -111,12 +115,9 @@ def _compares_text(v):
     (lambda v: len(f"{v}") + 0.0, "of an f-string"),
     (_spec, "an f-string"),
     (_text_at_depth_2, "_text makes or uses text"),
-    (_compares_text, "the string 'a' used as a value"),
-    (lambda v: v + len("abc".upper()), "the string 'abc' used as a value"),
     (lambda v: (lambda y: len(str(y)))(v) + 0.0, "str()"),
     (lambda v, s=str: len(s(v)) + 0.0, "str()"),
-], ids=["str", "repr", "format", "ascii", "f-string", "format spec", "depth 2", "compare", "method", "inner",
-        "default"])
+], ids=["str", "repr", "format", "ascii", "f-string", "format spec", "depth 2", "inner", "default"])
 def test_text_in_a_stage_is_refused_when_defined(fn, said):
     x = rs.to_device(X.copy(), device="cpu")
     for make in (rs.fuse, rs.stage):
@@ -130,6 +131,30 @@ def _raises_with_a_message(v):
     if v > 1.0:
         raise ValueError(f"{v} is too large")
     return v
+
+
+def test_string_constants_and_bytes_tables_compute_as_in_python():
+    for f, want in ((_mode_switch, X * 2.0), (lambda v: float(_TABLE[int(abs(v))]), np.abs(X).astype(int) * 1.0),
+                    (lambda v: v + len("abc".upper()), X + 3.0), (lambda v: v if "a" in ("a", "b") else 0.0, X)):
+        np.testing.assert_array_equal(rs.fuse(f)(rs.to_device(X.copy(), device="cpu")).to_host(), want)
+
+
+@pytest.mark.parametrize("fn, said", [
+    (lambda v: v * pow(2, 70), "2.0**70"),
+    (lambda v: v * pow(10, 20), "10.0**20"),
+], ids=["pow", "pow 10"])
+def test_pow_of_constants_past_int64_is_refused_as_the_power_is(fn, said):
+    # pow(2, 70) gave 0.0, pow(10, 20) 7.77e18: ** by another name.
+    with pytest.raises(rs.CompileError, match="which a stage's integers cannot hold") as e:
+        rs.fuse(fn)
+    assert said in str(e.value)
+
+
+def test_a_shift_to_the_top_bit_is_a_uint64_mask_as_written():
+    sh = 63
+    u = np.array([1, 2**63 + 5, 2**64 - 1, 7], np.uint64)
+    got = rs.fuse(lambda v: v & (1 << sh))(u.copy())
+    np.testing.assert_array_equal(got, u & np.uint64(1 << 63))
 
 
 def test_a_string_given_to_a_call_still_runs_and_a_raise_is_said_as_one():

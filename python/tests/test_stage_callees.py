@@ -30,6 +30,9 @@ _leaf = _module("_leaf", "SCALE = 3.0\ndef g(d):\n    return d * SCALE + 0.25\n"
 _middle = _module("_middle", "def f(d):\n    return leaf.g(d) - 1.0\n", leaf=_leaf)
 _package = _module("_package", "")
 _package.sub = _module("_package.sub", "def h(d):\n    return 2.0 * d\n")
+# A package whose functions come from its __getattr__ (PEP 562), made at first use.
+_lazy = _module("_lazy", "def __getattr__(name):\n    if name == 'tri':\n        return _tri\n    raise AttributeError(name)\n"
+                "def _tri(d):\n    return 3.0 * d\n")
 _raising = _module("_raising", "def r(d):\n    if d > 1.0:\n        raise ValueError('large')\n    return d\n")
 
 
@@ -48,7 +51,8 @@ def _with_module_in_closure():
     (lambda d: _package.sub.h(d), 2.0 * X),                      # a package's submodule
     (_with_module_in_closure(), X * 3.0 + 0.25),                 # a module a closure holds
     (lambda d: _leaf.SCALE * d, 3.0 * X),                        # a module's constant, as before
-], ids=["module", "depth 2", "submodule", "closure", "constant"])
+    (lambda d: _lazy.tri(d), 3.0 * X),                           # a lazy attribute (__getattr__)
+], ids=["module", "depth 2", "submodule", "closure", "constant", "lazy"])
 def test_a_function_reached_through_a_module_attribute_compiles_along(device, fn, want):
     x = rs.to_device(X.copy(), device=device)
     np.testing.assert_array_equal(rs.fuse(fn)(x).to_host(), want)
