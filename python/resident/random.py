@@ -57,9 +57,10 @@ def fill_bits(x, seed, offset=0, stream=None):
 
 
 def fill_integers(x, seed, low, high, offset=0, stream=None):
-    """x[i] = value (offset + i) of the integer stream `seed`, uniform in [low, high) (high excluded; the
-    widest range is [min, max) of the type: every word is fill_bits). int32 or uint32.
-    @raises InvalidArgument for bounds outside the element type's range or low >= high, before any work.
+    """x[i] = value (offset + i) of the integer stream `seed`, uniform in [low, high) (high excluded, and
+    at most one past the type's largest: 2**31 for int32, 2**32 for uint32, every value of the type).
+    int32 or uint32. @raises InvalidArgument for other bounds outside the element type's range or
+    low >= high, before any work.
     A ShardedArray is filled as one array."""
     if isinstance(x, _SHARDED):
         return _sharded().fill_integers(x, seed, low, high, offset, stream)

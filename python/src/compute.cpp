@@ -87,7 +87,10 @@ void any_fill_bits(nb::object x, int_arg<std::uint64_t> seed_, int_arg<std::uint
 void any_fill_integers(nb::object x, int_arg<std::uint64_t> seed_, int_arg<std::int64_t> low_, int_arg<std::int64_t> high_,
                        int_arg<std::uint64_t> offset_, nb::object stream) {
   const auto seed = seed_.get("fill_integers", "seed"), offset = offset_.get("fill_integers", "offset");
-  const auto low = low_.get("fill_integers", "low"), high = high_.get("fill_integers", "high");
+  // Any bound of an int32 or a uint32 array (high one past the largest): the C++ check then names the
+  // element type's own range.
+  constexpr std::int64_t lowest = -(std::int64_t(1) << 31), past = std::int64_t(1) << 32;
+  const auto low = low_.get_in("fill_integers", "low", lowest, past), high = high_.get_in("fill_integers", "high", lowest, past);
   const call_stream on(stream, "fill_integers");
   py_array a = from_dlpack(x);
   const bool i32 = a.dtype.code == kDLInt && a.dtype.bits == 32, u32 = a.dtype.code == kDLUInt && a.dtype.bits == 32;

@@ -92,6 +92,44 @@ def test_a_compiler_ended_by_a_signal_is_not_taken_for_a_missing_one(tmp_path):
     assert "nothing is wrong with the chain: call again" in lines[1]
 
 
+def test_a_compiler_exiting_with_a_status_past_128_is_a_compile_error_with_its_text(tmp_path):
+    # `g++ "$@" || exit 255` was taken for a compiler ended by signal 127, its diagnostics dropped.
+    import os
+    import subprocess
+    wrapper = tmp_path / "cxx.sh"
+    wrapper.write_text('#!/bin/sh\nc++ "$@" || exit 255\n')
+    wrapper.chmod(0o755)
+    script = ("import numpy as np, resident as rs\n"
+              "try:\n    rs.jit.map('float rs_u(float v) { return v + undefined_name; }', 'rs_u')(np.ones(2, np.float32))\n"
+              "except rs.CompileError as e:\n    print('compile error', 'undefined_name' in str(e))\n")
+    env = dict(os.environ, RESIDENT_DEVICE="cpu", RESIDENT_JIT_CXX=str(wrapper), RESIDENT_JIT_CACHE=str(tmp_path / "c"))
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    assert r.stdout.strip() == "compile error True", (r.stdout, r.stderr[-2000:])
+
+
+def test_a_relative_compiler_is_the_one_in_the_folder_it_was_named_from(tmp_path):
+    # RESIDENT_JIT_CXX=./mycxx was looked up again at each compile: after a chdir into another user's
+    # folder, their ./mycxx compiled the kernel, cached under the first one's key.
+    import os
+    import subprocess
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    for folder, body in ((mine, 'exec c++ "$@"'), (theirs, f"touch {tmp_path / 'planted'}; exec c++ \"$@\"")):
+        folder.mkdir()
+        (folder / "mycxx").write_text(f"#!/bin/sh\n{body}\n")
+        (folder / "mycxx").chmod(0o755)
+    script = ("import os, numpy as np, resident as rs\n"
+              "rs.jit.map('float rs_a(float v) { return v + 1; }', 'rs_a')(np.ones(2, np.float32))\n"
+              f"os.chdir({str(theirs)!r})\n"
+              "x = np.ones(2, np.float32)\n"
+              "rs.jit.map('float rs_b(float v) { return v + 2; }', 'rs_b')(x)\n"
+              "print(x.tolist())\n")
+    env = dict(os.environ, RESIDENT_DEVICE="cpu", RESIDENT_JIT_CXX="./mycxx", RESIDENT_JIT_CACHE=str(tmp_path / "c"))
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env, cwd=mine)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "[3.0, 3.0]"
+    assert not (tmp_path / "planted").exists(), "the compiler of the folder moved to ran"
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_pow_on_the_cpu_gives_every_element_its_value_wherever_it_lies(dtype):
     # The vector body called libmvec's pow and the loop's scalar tail libm's: an ulp apart on about a

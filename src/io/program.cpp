@@ -51,7 +51,8 @@ void ended(pid_t pid) {
 // another user may have left an `as`, a `math.h` or a library of the same name. Only absolute entries
 // are kept; a variable left with none is dropped (PATH takes the default of program_path).
 constexpr const char* search_paths[] = {"PATH",         "CPATH",        "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
-                                        "LIBRARY_PATH", "COMPILER_PATH", "LD_LIBRARY_PATH", "GCC_EXEC_PREFIX"};
+                                        "LIBRARY_PATH", "COMPILER_PATH", "LD_LIBRARY_PATH", "GCC_EXEC_PREFIX",
+                                        "LD_RUN_PATH"};  // ld writes it into the kernel as its RUNPATH
 
 std::string absolute_entries(const std::string& value) {
   std::string kept;
@@ -142,12 +143,11 @@ program_result run_program(const std::vector<std::string>& argv,
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
-  // Found here, not by posix_spawnp: it reads an empty PATH entry as the current folder.
-  std::string exe = argv[0].find('/') == std::string::npos ? program_path(argv[0]) : argv[0];
-  if (!exe.empty() && exe[0] != '/') {  // relative to the caller's folder, not the one it starts in
-    char here[PATH_MAX];
-    exe = ::getcwd(here, sizeof here) ? std::string(here) + "/" + exe : "";
-  }
+  // Found here, not by posix_spawnp: it reads an empty PATH entry as the current folder. The absolute
+  // path is argv[0] too: g++ finds its cc1plus and specs from argv[0], which a relative one would make
+  // relative to the private folder it starts in (/tmp/lib/gcc/..., a path anyone may make).
+  const std::string exe = program_path(argv[0]);
+  args[0] = const_cast<char*>(exe.c_str());
   const int rc = exe.empty() ? ENOENT : ::posix_spawn(&pid, exe.c_str(), &fa, &attr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
@@ -182,6 +182,7 @@ program_result run_program(const std::vector<std::string>& argv,
   }
   ended(pid);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+  r.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   r.output = read_regular_file(log, std::size_t(1) << 30).value_or("");
   return r;
 }
@@ -192,7 +193,11 @@ std::string program_path(const std::string& name) {
     return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
   };
   if (name.empty()) return "";
-  if (name.find('/') != std::string::npos) return runnable(name) ? name : "";
+  if (name.find('/') != std::string::npos) {  // relative to the caller's folder now: made absolute
+    char here[PATH_MAX];
+    const std::string path = name[0] == '/' ? name : ::getcwd(here, sizeof here) ? std::string(here) + "/" + name : "";
+    return !path.empty() && runnable(path) ? path : "";
+  }
   const char* path = std::getenv("PATH");
   const std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
   for (std::size_t start = 0; start <= dirs.size();) {

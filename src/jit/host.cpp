@@ -105,10 +105,12 @@ struct scratch {
   std::string file(const char* name) const { return dir->file(name); }
 };
 
-// Runs argv (no shell); returns the exit status (-1 when it could not start) and its output in *log.
-int run_tool(const std::vector<std::string>& argv, std::string* log) {
+// Runs argv (no shell); returns the exit status (-1 when it could not start) and its output in *log,
+// and in *signal the signal that ended it (0 when it exited).
+int run_tool(const std::vector<std::string>& argv, std::string* log, int* signal = nullptr) {
   resident::detail::program_result r = resident::detail::run_program(argv);
   *log = std::move(r.output);
+  if (signal) *signal = r.signal;
   return r.status;
 }
 
@@ -128,6 +130,9 @@ const host_compiler& compiler() {
         std::fprintf(stderr, "resident: the compiler the library was built with, %s, is not run (%s); 'c++' "
                      "from PATH compiles instead (RESIDENT_JIT_CXX chooses one)\n", recorded.c_str(), why.c_str());
     }
+    // Resolved once, to an absolute path: a relative one would be looked up again from whatever the
+    // current folder is at each compile (another user's shared folder), under the same cache key.
+    if (std::string found = resident::detail::program_path(cxx); !found.empty()) cxx = std::move(found);
     std::string v;
     const int rc = run_tool({cxx, "--version"}, &v);
     if (rc != 0)
@@ -192,11 +197,12 @@ std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::strin
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {src, "-o", obj});
   std::string text;
-  const int rc = run_tool(argv, &text);
+  int signal = 0;
+  const int rc = run_tool(argv, &text, &signal);
   if (rc < 0) RESIDENT_FAIL("jit: the host compiler '" + cc.cxx + "' cannot be run; set RESIDENT_JIT_CXX", device_unavailable);
-  if (rc >= 128)  // a Ctrl-C meant for the process group, the kernel's OOM killer: not the chain's fault
-    RESIDENT_FAIL("jit: the host compiler '" + cc.cxx + "' was ended by signal " + std::to_string(rc - 128) + " (" +
-                      ::strsignal(rc - 128) + ") before it finished; nothing is wrong with the chain: call again",
+  if (signal)  // a Ctrl-C meant for the process group, the kernel's OOM killer: not the chain's fault
+    RESIDENT_FAIL("jit: the host compiler '" + cc.cxx + "' was ended by signal " + std::to_string(signal) + " (" +
+                      ::strsignal(signal) + ") before it finished; nothing is wrong with the chain: call again",
                   device_unavailable);
   if (rc != 0)
     throw compile_error("jit: the chain did not compile (host compiler " + cc.cxx + "; line numbers count each "

@@ -473,17 +473,18 @@ TEST(files, programs_started_look_up_nothing_in_the_current_folder) {
   ASSERT_EQ(::chmod((d / tool).c_str(), 0755), 0);
   const fs::path was = fs::current_path();
   std::vector<std::pair<std::string, std::string>> saved;
-  for (const char* name : {"PATH", "CPATH", "LD_LIBRARY_PATH"}) {
+  for (const char* name : {"PATH", "CPATH", "LD_LIBRARY_PATH", "LD_RUN_PATH"}) {
     const char* v = std::getenv(name);
     saved.emplace_back(name, v ? v : std::string("\x01unset"));
   }
   fs::current_path(d.path);
   ::setenv("CPATH", ":rel/inc:/opt/inc::.", 1);
   ::setenv("LD_LIBRARY_PATH", ".", 1);
+  ::setenv("LD_RUN_PATH", ":rel", 1);  // ld writes it into a kernel as its RUNPATH
   std::vector<rd::program_result> r;
   for (const char* path : {":/usr/bin:/bin", "/usr/bin:.:/bin", "", "."}) {
     ::setenv("PATH", path, 1);
-    r.push_back(rd::run_program({"/bin/sh", "-c", tool + "; echo \"[$(pwd)][$PATH][$CPATH][${LD_LIBRARY_PATH-none}]\""}));
+    r.push_back(rd::run_program({"/bin/sh", "-c", tool + "; echo \"[$(pwd)][$PATH][$CPATH][${LD_LIBRARY_PATH-none}][${LD_RUN_PATH-none}]\""}));
   }
   fs::current_path(was);
   for (const auto& [name, value] : saved) value == "\x01unset" ? ::unsetenv(name.c_str()) : ::setenv(name.c_str(), value.c_str(), 1);
@@ -491,12 +492,19 @@ TEST(files, programs_started_look_up_nothing_in_the_current_folder) {
   for (const auto& x : r) {
     EXPECT_EQ(x.status, 0) << x.output;
     EXPECT_NE(x.output.find("/resident-run"), std::string::npos) << "not started in its private folder: " << x.output;
-    EXPECT_NE(x.output.find("][/opt/inc][none]"), std::string::npos) << x.output;
+    EXPECT_NE(x.output.find("][/opt/inc][none][none]"), std::string::npos) << x.output;
   }
   EXPECT_NE(r[0].output.find("][/usr/bin:/bin]["), std::string::npos) << r[0].output;
   EXPECT_NE(r[2].output.find("][/usr/local/bin:/usr/bin:/bin]["), std::string::npos) << r[2].output;
-  // A program named with a relative path is the caller's, found from the caller's folder.
-  EXPECT_EQ(rd::run_program({fs::relative(d / tool).string()}).status, 0);
+  // A program named with a relative path is the caller's, found from the caller's folder, and gets
+  // that path made absolute as its argv[0] (g++ finds its cc1plus from argv[0]).
+  rd::write_file_atomically(d / "zero", "#!/bin/sh\necho \"[$0]\"\ntouch " + mark + "\n");
+  ASSERT_EQ(::chmod((d / "zero").c_str(), 0755), 0);
+  const auto rel = rd::run_program({fs::relative(d / "zero").string()});
+  EXPECT_EQ(rel.status, 0);
+  const std::string zero = rel.output.substr(1, rel.output.find(']') - 1);
+  EXPECT_EQ(zero.front(), '/') << rel.output;
+  EXPECT_TRUE(fs::equivalent(zero, d / "zero")) << rel.output;
   EXPECT_TRUE(fs::exists(mark));
 }
 

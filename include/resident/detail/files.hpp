@@ -117,10 +117,11 @@ void stop_programs_now() noexcept;
 struct program_result {
   static constexpr int timed_out = -2;  ///< status of a program killed at its time limit
   int status = -1;                      ///< exit status, 128 + signal, -1 when it did not start
+  int signal = 0;                       ///< the signal that ended it; 0 when it exited (status >= 128 too)
   std::string output;
 };
 
-/// Runs argv[0] (looked up by program_path when it has no '/') with argv, the environment plus `env`
+/// Runs argv[0] (looked up by program_path, and passed as argv[0] by the absolute path found) with argv, the environment plus `env`
 /// (name, value pairs), stdin from /dev/null, stdout and stderr captured through a private file; waits,
 /// at most `seconds` when that is positive (then killed: status timed_out). The program starts in a
 /// private folder of its own (TMPDIR, TMP and TEMP name it), with only the absolute entries of PATH,
@@ -129,7 +130,8 @@ struct program_result {
 program_result run_program(const std::vector<std::string>& argv,
                            const std::vector<std::pair<std::string, std::string>>& env = {}, double seconds = 0);
 
-/// The path of the program name: name itself when it has a '/', else the first regular executable file
+/// The absolute path of the program name: name when it has a '/' (a relative one from the current
+/// folder, now), else the first regular executable file
 /// name in PATH's absolute entries (/usr/local/bin:/usr/bin:/bin when PATH is unset or empty). Empty
 /// and relative entries are skipped: they name the current folder, where another user's program of
 /// that name could lie. "" when there is none.
