@@ -1,6 +1,6 @@
 """What one function of a stage would compute otherwise than Python, found in its code before Numba
-compiles it: integers int64 cannot hold (written, or made from constants: Numba's arithmetic wraps),
-text (str, repr, format, f-strings, string constants used as values: Numba's text of a number is not
+compiles it: integers no 64-bit integer holds (written; or made past int64 from constants: Numba's
+arithmetic wraps), text made by str, repr, format or f-strings (Numba's text of a number is not
 Python's) and try/except; and the callees Numba cannot call (a chain of several stages, a class, a dict
 or tuple of functions, a cached or partial function). _stage_check walks the functions and calls these."""
 import dis

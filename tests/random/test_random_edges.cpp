@@ -304,9 +304,9 @@ TEST_P(rng, integers_reach_the_largest_value_of_the_type) {
   EXPECT_NE(std::count(hu.begin(), hu.end(), UINT_MAX), 0);
   // One further is refused, naming the bound it may take.
   rs::test::expect_invalid([&] { rr::fill_integers(a, 1, 0, 0, (std::int64_t(1) << 31) + 1); },
-                           "high 2147483649 does not fit int32_t, the element type (high, which is excluded, may be "
-                           "-2147483648 to 2147483648)");
-  rs::test::expect_invalid([&] { rr::fill_integers(u, 1, 0, 0, (1ull << 32) + 1); }, "may be 0 to 4294967296");
+                           "high 2147483649 does not fit int32_t, the element type (it holds -2147483648 to "
+                           "2147483647; high, which is excluded, may be one past: 2147483648)");
+  rs::test::expect_invalid([&] { rr::fill_integers(u, 1, 0, 0, (1ull << 32) + 1); }, "may be one past: 4294967296");
   rs::test::expect_invalid([&] { rr::fill_integers(a, 1, 0, INT_MIN, INT_MIN); }, "low must be below high");
 }
 

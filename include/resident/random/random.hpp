@@ -435,8 +435,9 @@ std::int64_t integer_high(V v, const char* what) {
   RESIDENT_EXPECTS(std::cmp_greater_equal(widest(v), std::numeric_limits<T>::min()) &&
                        std::cmp_less(widest(v), past),
                    std::string(what) + ": high " + std::to_string(widest(v)) + " does not fit " +
-                       (std::is_signed_v<T> ? "int32_t" : "uint32_t") + ", the element type (high, which is excluded, "
-                       "may be " + exact_text(std::numeric_limits<T>::min()) + " to " + std::to_string(past) + ")");
+                       (std::is_signed_v<T> ? "int32_t" : "uint32_t") + ", the element type (it holds " +
+                       exact_text(std::numeric_limits<T>::min()) + " to " + exact_text(std::numeric_limits<T>::max()) +
+                       "; high, which is excluded, may be one past: " + std::to_string(past) + ")");
   return std::int64_t(v);
 }
 /// A bound as the caller wrote it.
