@@ -22,6 +22,7 @@ namespace {
 
 // Values per block: 2-4 KiB, in L1 while every operation passes over it.
 constexpr std::size_t block = 512;
+static_assert(block % cpu_tuning::piece_items == 0, "a block is whole vectors");
 constexpr std::size_t lanes = 16;  // a sum's lanes by position, as the fused reductions keep them
 
 // One loop over a block: y = qa * f(pa * x + pb) + qb, the operation f with the linear operation
@@ -147,6 +148,21 @@ void apply(const block_program<T>& k, const T* in, T* out, T* __restrict buf, st
   }
 }
 
+// apply() over m values where m may not fill whole vectors (the array's last block): run over a copy
+// padded to whole vectors, so that each value takes the vector math its place elsewhere would (the
+// loop's scalar tail calls the C library's functions, an ulp or two apart), then m values copied out.
+template <class T>
+void apply_whole(const block_program<T>& k, const T* in, T* out, T* __restrict buf, std::size_t m) {
+  constexpr std::size_t whole = cpu_tuning::piece_items;
+  if (m % whole == 0) return apply(k, in, out, buf, m);
+  alignas(64) T padded[block];
+  const std::size_t full = (m + whole - 1) / whole * whole;
+  for (std::size_t j = 0; j < m; ++j) padded[j] = in[j];
+  for (std::size_t j = m; j < full; ++j) padded[j] = in[m - 1];
+  apply(k, padded, padded, buf, full);
+  for (std::size_t j = 0; j < m; ++j) out[j] = padded[j];
+}
+
 // The checks a pipeline makes before its work: one device, one size, same memory or apart.
 template <class T>
 void check(array_ref<T> x, array_ref<T> y) {
@@ -173,7 +189,7 @@ void run_program_cpu(const program& p, array_ref<T> x, array_ref<T> y) {
       alignas(64) T buf[block];
       for (std::size_t i = pc.first; i < pc.last;) {
         const std::size_t m = std::min(block, pc.last - i);
-        apply(k, in + i, out + i, buf, m);
+        apply_whole(k, in + i, out + i, buf, m);
         i += m;
       }
     });
@@ -206,7 +222,7 @@ T sum_program_cpu(const program& p, array_ref<T> x) {
       double rest = 0.0;
       for (std::size_t i = pc.first; i < pc.last;) {
         const std::size_t m = std::min(block, pc.last - i);
-        apply(k, in + i, values, buf, m);
+        apply_whole(k, in + i, values, buf, m);
         const std::size_t whole = m / lanes * lanes;  // only a piece's last block has a rest
         for (std::size_t j = 0; j < whole; j += lanes)
           for (std::size_t l = 0; l < lanes; ++l) lane[l] += values[j + l];
