@@ -54,15 +54,23 @@ constexpr const char* search_paths[] = {"PATH",         "CPATH",        "C_INCLU
                                         "LIBRARY_PATH", "COMPILER_PATH", "LD_LIBRARY_PATH", "GCC_EXEC_PREFIX",
                                         "LD_RUN_PATH"};  // ld writes it into the kernel as its RUNPATH
 
-std::string absolute_entries(const std::string& value) {
-  std::string kept;
+// The absolute entries of a ':'-separated search path, in order: an empty or relative one (a trailing
+// ':', ".") names the current folder, where another user may have left a file of the name looked up.
+std::vector<std::string> absolute_entries(const std::string& value) {
+  std::vector<std::string> kept;
   for (std::size_t start = 0; start <= value.size();) {
     const std::size_t end = std::min(value.find(':', start), value.size());
-    const std::string d = value.substr(start, end - start);
+    std::string d = value.substr(start, end - start);
     start = end + 1;
-    if (!d.empty() && d[0] == '/') kept += (kept.empty() ? "" : ":") + d;
+    if (!d.empty() && d[0] == '/') kept.push_back(std::move(d));
   }
   return kept;
+}
+
+std::string joined(const std::vector<std::string>& entries) {
+  std::string s;
+  for (const auto& e : entries) s += (s.empty() ? "" : ":") + e;
+  return s;
 }
 
 }  // namespace
@@ -106,7 +114,7 @@ program_result run_program(const std::vector<std::string>& argv,
     for (const char* name : search_paths) {
       const std::string prefix = std::string(name) + "=";
       if (v.rfind(prefix, 0) != 0) continue;
-      const std::string kept = absolute_entries(v.substr(prefix.size()));
+      const std::string kept = joined(absolute_entries(v.substr(prefix.size())));
       if (prefix == "PATH=") has_path = !kept.empty();
       v = kept.empty() ? "" : prefix + kept;
     }
@@ -199,16 +207,8 @@ std::string program_path(const std::string& name) {
     return !path.empty() && runnable(path) ? path : "";
   }
   const char* path = std::getenv("PATH");
-  const std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
-  for (std::size_t start = 0; start <= dirs.size();) {
-    const std::size_t end = std::min(dirs.find(':', start), dirs.size());
-    const std::string d = dirs.substr(start, end - start);
-    start = end + 1;
-    // An empty or relative entry (a trailing ':', ".") names the current folder, where another user may
-    // have left a program of the same name.
-    if (d.empty() || d[0] != '/') continue;
+  for (const std::string& d : absolute_entries(path && *path ? path : "/usr/local/bin:/usr/bin:/bin"))
     if (runnable(d + "/" + name)) return d + "/" + name;
-  }
   return "";
 }
 
