@@ -118,7 +118,7 @@ for _cls in (_core.op, _core.program):
 
 
 _lock = threading.RLock()  # re-entrant: a __del__ run by a collection inside a compile may call a program
-_compiled = {}  # (program name, dtype, reduces) -> resident.jit chain (it holds a kernel per device target)
+_compiled = {}  # (program name, dtype, reduction or False) -> resident.jit chain (it holds a kernel per device target)
 # Where no run-time compiler is available, per target: the host compiler missing on the CPU leaves the
 # GPUs compiling, and NVRTC missing leaves the CPU. (program name, dtype, reduces, target) in each set.
 _compiled_on, _uncompilable = set(), set()
@@ -140,7 +140,8 @@ def _no_compiler(e):
 def _run(p, dtype, reduces, compiled, interpreted, target=None):
     """compiled(chain) through p's chain for dtype (built at its first use, compiled at its first use on
     target: the device's run-time target), or interpreted() where no run-time compiler is available
-    for target; records which ran."""
+    for target; records which ran. reduces: False, or the reduction ending the chain ("sum", "min",
+    "max")."""
     name = p.name
     key = (name, dtype, reduces)
     here = key + (target,)
@@ -153,7 +154,7 @@ def _run(p, dtype, reduces, compiled, interpreted, target=None):
             from . import jit
             chain = chain_of(p, dtype)
             if reduces:
-                chain = chain | jit.sum()
+                chain = chain | getattr(jit, reduces)()
         ran = False
         for attempt in range(2 if first else 1):
             try:
@@ -226,7 +227,7 @@ def total(p, x, stream=None, unrounded=False):
     dtype = _dtype_of(x)
     target = None if type(x).__name__ == "PyCapsule" or dtype not in _FLOATS else _core._jit_target(x)
     compiled = (lambda c: c._unrounded(x, stream)) if unrounded else (lambda c: c(x, stream=stream))
-    return _run(p, dtype, True, compiled, lambda: _interpreted_sum(p, x, stream), target)
+    return _run(p, dtype, "sum", compiled, lambda: _interpreted_sum(p, x, stream), target)
 
 
 def engine(p):

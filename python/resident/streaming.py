@@ -247,17 +247,28 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
                      "'cuda:0' (or leave it out for the default device)")
     dev = device if device is not None else _core.default_device()
     program, chain = _work_chain(work, reduce)
-    if program is not None:
-        if len(hosts) != 1:
-            raise _error("InvalidArgument", "resident.stream: a program reads one array; zip arrays with a stage chain")
-        if reduce is not None:
-            from . import jit
-            from . import _program
-            program, chain = None, _program.chain_of(program, hosts[0].dtype.name) | getattr(jit, reduce)()
+    if program is not None and len(hosts) != 1:
+        raise _error("InvalidArgument", "resident.stream: a program reads one array; zip arrays with a stage chain")
     total_bytes = sum(h.nbytes for h in hosts)
     callback, bar = _progress_of(progress, total_bytes)
     try:
         from .jit import _dtype_name, _guarded, _target_of_device
+        if program is not None and reduce is not None:
+            if out is not None:
+                raise _error("InvalidArgument", "resident.stream: a reduction returns its value; out= is not used")
+            from . import _program
+            dtype = hosts[0].dtype.name
+            if dtype not in _program._FLOATS:
+                _program.chain_of(program, dtype)  # the program's own refusal of the type
+            target = _target_of_device(dev)
+
+            def compiled_reduce(chain):
+                pipe, _ = chain.build([dtype], target)
+                return _guarded(_core._stream_chain_reduce, pipe, hosts, dtype, c, d, dev, callback, threads, timeline)
+            value, _last.summary = _program._run(
+                program, dtype, reduce, compiled_reduce,
+                lambda: _interpreted_reduce(program, hosts[0], reduce, c, dev, callback, threads, timeline), target)
+            return value
         if program is not None:
             o = _new_out(shape, hosts[0].dtype) if out is None else out
             ov = _host(o, "out", writable=True)
@@ -294,6 +305,47 @@ def stream(work, x, out=None, *, reduce=None, chunk=None, depth=None, device=Non
     finally:
         if bar is not None:
             bar.close()
+
+
+def _interpreted_reduce(program, host, reduce, chunk, dev, callback, threads, timeline):
+    """(value, summary) of a program's streamed reduction where no run-time compiler is available: piece
+    by piece, the interpreter's kernel maps a piece on the device and resident's reduction reduces it;
+    the pieces' values combine on the host (a sum in double, rounded once to the values' type)."""
+    import time
+    from . import _program
+    n, item = host.size, host.dtype.itemsize
+    if n == 0 and reduce != "sum":
+        raise _error("InvalidArgument", f"resident.stream: {reduce} of no values: nothing has a least or greatest "
+                     "element")
+    piece = min(n, chunk or 1 << 24) or 1
+    t0 = time.perf_counter()
+    ms = lambda: (time.perf_counter() - t0) * 1e3  # noqa: E731
+    values, times = [], [] if timeline else None
+    for i, first in enumerate(range(0, n, piece)):
+        count = min(piece, n - first)
+        up = ms()
+        d = _core.to_device(host[first:first + count], device=dev)
+        run = ms()
+        if reduce == "sum":
+            values.append(_program._interpreted_sum(program, d))
+        else:
+            _core._run_program(program, d, None, None)
+            values.append(getattr(_core, reduce)(d))
+        if times is not None:
+            end = ms()
+            times.append({"index": i, "first": first, "count": count, "upload_begin_ms": up, "upload_end_ms": run,
+                          "kernel_begin_ms": run, "kernel_end_ms": end, "download_begin_ms": end,
+                          "download_end_ms": end})
+        del d
+        callback(first + count, n)
+    if reduce == "sum":
+        value = float(_np.dtype(host.dtype).type(sum(values, 0.0)))
+    else:
+        value = getattr(_core, reduce)(_np.array(values, dtype=host.dtype))
+    summary = {"elements": n, "chunks": len(values), "chunk_elements": piece, "depth": 1, "h2d_bytes": n * item,
+               "d2h_bytes": 0, "device_bytes": piece * item, "pinned_input": False, "pinned_output": False,
+               "host_threads": threads, "seconds": time.perf_counter() - t0, "timeline": times}
+    return value, summary
 
 
 def last_summary():
