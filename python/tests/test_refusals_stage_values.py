@@ -70,6 +70,31 @@ def test_an_integer_int64_cannot_hold_is_refused_when_defined(fn, said):
         assert ".py:" in str(e.value) or "<string>:" in str(e.value)
 
 
+_NUMBERS = tuple(range(1 << 17))
+
+
+@pytest.mark.parametrize("table", [_NUMBERS + (2**70,), (float("nan"),) + _NUMBERS + (2**70,), (-2**63 - 1,) + _NUMBERS,
+                                   _NUMBERS + (1e300, 2**64), ((1, 2**64),) + _NUMBERS],
+                         ids=["last", "after a nan", "first", "past a big float", "nested"])
+def test_a_big_integer_anywhere_in_a_large_table_is_refused(table):
+    # A table of plain numbers is bounded at C speed (min, max); what its bounds cannot clear is walked.
+    with pytest.raises(rs.CompileError, match="which a stage's integers cannot hold"):
+        rs.stage(lambda v: v + table[3])
+
+
+def test_a_table_of_1024_integers_runs_and_a_longer_one_is_refused_naming_an_array():
+    # Numba compiled a 131072-element tuple for minutes until the kernel's memory ran out (9 GiB at 8000).
+    table = tuple(range(1022)) + (2**63 - 1, -2**63)
+    got = rs.fuse(lambda v: v + table[5])(rs.to_device(X.copy(), device="cpu")).to_host()
+    np.testing.assert_array_equal(got, X + 5)
+    for longer in (table + (7,), tuple((i, i) for i in range(400)), _NUMBERS):
+        for make in (rs.fuse, rs.stage):
+            with pytest.raises(rs.CompileError, match=r"names longer, a tuple of \d+ elements .*numpy.asarray"):
+                make(lambda v: v + longer[5][0] if isinstance(longer[5], tuple) else v + longer[5])
+    with pytest.raises(rs.CompileError, match=r"a tuple of 2000 elements"):
+        rs.stage(lambda v, t=tuple(range(2000)): v + t[1])
+
+
 _GOLDEN = 0x9E3779B97F4A7C15  # past int64, below 2**64
 
 
