@@ -339,7 +339,8 @@ def _interpreted_reduce(program, host, reduce, chunk, dev, callback, threads, ti
         del d
         callback(first + count, n)
     if reduce == "sum":
-        value = float(_np.dtype(host.dtype).type(sum(values, 0.0)))
+        with _np.errstate(over="ignore"):  # a float32 sum past its range is inf, as the compiled one's
+            value = float(_np.dtype(host.dtype).type(sum(values, 0.0)))
     else:
         value = getattr(_core, reduce)(_np.array(values, dtype=host.dtype))
     summary = {"elements": n, "chunks": len(values), "chunk_elements": piece, "depth": 1, "h2d_bytes": n * item,
