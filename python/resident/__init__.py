@@ -90,7 +90,8 @@ class transfer_policy:
         self._policy = policy
         # Entries still open, in the order entered, each with its thread: an exit closes its own thread's
         # innermost entry, or where that thread has none (an ExitStack or a generator closed on another
-        # thread), the latest entry of any thread; the C++ scope closes on any thread.
+        # thread), the one entry open (entries of several threads: which one is meant cannot be told);
+        # the C++ scope closes on any thread.
         self._open, self._lock = [], _threading.Lock()
 
     def __enter__(self):
@@ -106,6 +107,10 @@ class transfer_policy:
                 raise InvalidArgument("resident.transfer_policy: __exit__ without __enter__ (use it in a with "
                                       "block)")
             mine = [i for i, (thread, _) in enumerate(self._open) if thread == me]
+            if not mine and len({thread for thread, _ in self._open}) > 1:
+                raise InvalidArgument("resident.transfer_policy: __exit__ on a thread that did not enter it, "
+                                      "while threads entered it: which entry to close cannot be told; exit "
+                                      "each block on the thread that entered it")
             _, scope = self._open.pop(mine[-1] if mine else -1)
         scope.close()
         return False

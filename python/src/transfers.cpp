@@ -77,7 +77,9 @@ void on_given_stream(py_array& s, py_array& d, const char* what) {
 
 // dst = src. blocking: a copy with host memory on one side is finished when this returns (pinned memory
 // is otherwise copied asynchronously); a copy between device arrays is ordered on their streams.
-void copy_between(const py_array& s, const py_array& d, bool blocking) {
+// download: d is the host side of a to_host, a counted device-to-host transfer (refused under forbid)
+// also where the array is on the CPU backend, as in C++.
+void copy_between(const py_array& s, const py_array& d, bool blocking, bool download = false) {
   visit(s.dtype, [&](auto t) {
     using T = decltype(t);
     const rs::device sd = s.device(), dd = d.device();
@@ -87,7 +89,7 @@ void copy_between(const py_array& s, const py_array& d, bool blocking) {
       if (sd.is_cpu() && dd.is_cuda()) {
         rs::copy_async(std::span<const T>(from.data(), from.size()), to);
         if (blocking) to.stream().synchronize();
-      } else if (sd.is_cuda() && dd.is_cpu()) {
+      } else if ((sd.is_cuda() || download) && dd.is_cpu()) {
         rs::copy_async(from, std::span<T>(to.data(), to.size()));
         if (blocking) from.stream().synchronize();
       } else {
@@ -133,7 +135,7 @@ nb::object to_host_into(const py_array& self, nb::handle out, nb::handle stream,
     if (n && std::less<>{}(x, y + n) && std::less<>{}(y, x + n))
       throw rs::invalid_argument(std::string(what) + ": out overlaps the array's own memory; give separate memory");
   }
-  copy_between(a, h, blocking);
+  copy_between(a, h, blocking, true);
   return nb::borrow(out);
 }
 

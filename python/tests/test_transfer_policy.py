@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import resident as rs
+from _support import DEVICES
 
 
 def test_one_transfer_policy_entered_on_two_threads_keeps_each_threads_blocks_apart():
@@ -37,6 +38,29 @@ def test_one_transfer_policy_entered_on_two_threads_keeps_each_threads_blocks_ap
     assert seen == ["forbid", "forbidden", "allow"]
     with pytest.raises(rs.InvalidArgument, match="without __enter__"):
         forbid.__exit__(None, None, None)
+
+
+def test_an_exit_on_a_third_thread_closes_no_other_threads_block():
+    forbid = rs.transfer_policy("forbid")
+    inside, leave, seen = threading.Barrier(3), threading.Event(), {}
+
+    def worker(name):
+        with forbid:
+            inside.wait(30)
+            leave.wait(30)
+            seen[name] = rs.transfer_policy.current()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    inside.wait(30)
+    with pytest.raises(rs.InvalidArgument, match="did not enter it"):
+        forbid.__exit__(None, None, None)
+    leave.set()
+    for t in threads:
+        t.join(30)
+    assert seen == {"a": "forbid", "b": "forbid"}
+    assert rs.transfer_policy.current() == "allow"
 
 
 def test_a_transfer_policy_entered_on_one_thread_closes_on_another():
@@ -91,3 +115,18 @@ def test_a_policy_object_entered_twice_closes_its_inner_entry_first():
                 assert rs.transfer_policy.current() == "forbid"
             assert rs.transfer_policy.current() == "allow"
         assert rs.transfer_policy.current() == "forbid"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_download_into_out_is_a_counted_transfer_refused_under_forbid(device):
+    x = rs.to_device(np.arange(8, dtype=np.float32), device=device)
+    out = np.zeros(8, np.float32)
+    before = rs.ledger().get(device, {}).get("d2h_bytes", 0)
+    x.to_host(out=out)
+    assert rs.ledger()[device]["d2h_bytes"] - before == 32, "a download, as x.to_host() and C++ count it"
+    out[:] = 0
+    with rs.transfer_policy("forbid"):
+        for call in (lambda: x.to_host(), lambda: x.to_host(out=out)):
+            with pytest.raises(rs.TransferForbidden):
+                call()
+    assert not out.any(), "nothing written under forbid"

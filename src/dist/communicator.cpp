@@ -48,6 +48,16 @@ struct communicator_state {
 
 namespace {
 
+// a + b; integers wrap (two's complement) as NCCL's and MPI's sums do, where C++'s signed overflow is
+// undefined.
+template <class T>
+T wrapping_plus(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return T(std::make_unsigned_t<T>(a) + std::make_unsigned_t<T>(b));
+  else
+    return T(a + b);
+}
+
 template <class T>
 void combine_host(std::span<const buffer> b, std::size_t count, combine op) {
   T* out = static_cast<T*>(b[0].data);
@@ -55,7 +65,7 @@ void combine_host(std::span<const buffer> b, std::size_t count, combine op) {
     const T* in = static_cast<const T*>(b[r].data);
     for (std::size_t i = 0; i < count; ++i) {
       switch (op) {
-        case combine::sum: out[i] = T(out[i] + in[i]); break;
+        case combine::sum: out[i] = wrapping_plus(out[i], in[i]); break;
         // NaN propagates as in the pipelines' minimum and maximum.
         case combine::min: out[i] = (in[i] < out[i] || in[i] != in[i]) ? in[i] : out[i]; break;
         case combine::max: out[i] = (in[i] > out[i] || in[i] != in[i]) ? in[i] : out[i]; break;
@@ -302,6 +312,10 @@ std::string communicator::transport() const {
 void communicator::all_reduce_raw(std::span<const detail::buffer> b, std::size_t count, detail::element t,
                                   combine op) const {
   auto& s = state();
+  // A value cast from an int that is none of the three would give rank 0's values on the CPU and
+  // whatever MPI or NCCL take it for elsewhere.
+  RESIDENT_EXPECTS(op == combine::sum || op == combine::min || op == combine::max,
+                   "all_reduce: combine " + std::to_string(static_cast<int>(op)) + " is none of sum, min or max");
   RESIDENT_EXPECTS(b.size() == s.devices.size(), "all_reduce: " + std::to_string(b.size()) + " buffers for the " +
                                                      std::to_string(s.devices.size()) + " ranks of this process");
   for (std::size_t i = 0; i < b.size(); ++i)

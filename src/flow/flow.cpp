@@ -8,11 +8,13 @@
 #include <exception>
 #include <iomanip>
 #include <mutex>
+#include <shared_mutex>
 #include <sstream>
 #include <thread>
 
 #include "backend/runtime.hpp"
 #include "resident/detail/per_device.hpp"
+#include "resident/detail/thread_context.hpp"
 #include <nvtx_ranges.hpp>
 #include "resident/device/event.hpp"
 #include "resident/flow/detail/plan.hpp"
@@ -25,14 +27,18 @@ bool access::range::overlaps(const range& o) const noexcept {
   return bytes && o.bytes && a < b + o.bytes && b < a + bytes;
 }
 
-namespace {
 // The flows whose stages this thread is running (a flow's run or a replay of its graph), innermost
-// last: a stage may run other flows, not call back into its own.
-thread_local std::vector<const void*> running_here;
+// last: a stage may run other flows, not call back into its own. A CPU loop's team threads take their
+// caller's (detail/thread_context.hpp).
+std::vector<const void*>& detail::flows_running_here() noexcept {
+  thread_local std::vector<const void*> running;
+  return running;
+}
 
+namespace {
 struct running_scope {
-  explicit running_scope(const void* flow) { running_here.push_back(flow); }
-  ~running_scope() { running_here.pop_back(); }
+  explicit running_scope(const void* flow) { detail::flows_running_here().push_back(flow); }
+  ~running_scope() { detail::flows_running_here().pop_back(); }
   running_scope(const running_scope&) = delete;
   running_scope& operator=(const running_scope&) = delete;
 };
@@ -78,7 +84,8 @@ class turn_mutex {
 };
 
 bool running_on_this_thread(const void* flow) {
-  return std::find(running_here.begin(), running_here.end(), flow) != running_here.end();
+  const auto& running = detail::flows_running_here();
+  return std::find(running.begin(), running.end(), flow) != running.end();
 }
 
 bool any_overlap(const std::vector<access::range>& x, const std::vector<access::range>& y) {
@@ -149,9 +156,13 @@ struct flow::impl {
   std::vector<double> cpu_ms;
   bool timed = false;
   // One call at a time: runs from several threads take turns (as CUDA orders launches of one graph),
-  // and stages added meanwhile wait. `issuer` is the thread running the stages (holding m).
+  // and stages added meanwhile wait.
   turn_mutex m;
-  std::atomic<std::thread::id> issuer{};
+  // The stages' list and order, for calls that only read them (validate, predecessors, device_of):
+  // changed only under m as well, so a run (holding m) reads them unlocked, and a reader takes this
+  // alone. A thread working for a running stage (an OpenMP worker, a helper the stage waits for) may
+  // read them without waiting for the run it is part of.
+  mutable std::shared_mutex shape;
   // The flow's identity while its stages run (running_here), shared with the graphs it captures (which
   // outlive it): a stage calling back into its own flow is refused rather than deadlocking on m or
   // changing the flow under the run.
@@ -165,12 +176,7 @@ struct flow::impl {
                         "the stage", flow_error);
     return std::unique_lock<turn_mutex>(m);
   }
-  // For calls that only read the stages: from a stage of this flow's run (whose thread holds the lock
-  // already), without locking.
-  std::unique_lock<turn_mutex> read_lock() {
-    if (issuer.load() == std::this_thread::get_id()) return {};
-    return std::unique_lock<turn_mutex>(m);
-  }
+  std::shared_lock<std::shared_mutex> read_lock() const { return std::shared_lock<std::shared_mutex>(shape); }
   std::vector<stage_id> check() const;
 
   stream_ref lane_stream(const plan::lane& l) {
@@ -224,9 +230,7 @@ struct flow::impl {
     if (!capturing) home.wait_for(default_stream(dev));
     event fork(dev);
     fork.record(home);
-    const std::thread::id none{};
     const running_scope running(identity.get());
-    issuer.store(std::this_thread::get_id());
     std::vector<plan::lane> used;  // the streams given work so far
     try {
       for (const plan::step& step : p.steps) {
@@ -245,11 +249,9 @@ struct flow::impl {
         done[step.stage].record(s);
       }
     } catch (...) {
-      issuer.store(none);
       join_after_failure(used, home);
       throw;
     }
-    issuer.store(none);
     for (const auto& [lane, last] : p.tails) done[last].wait_on(home);
     timed = !capturing;
   }
@@ -274,7 +276,7 @@ flow::impl& flow::live() const {
   return *p_;
 }
 
-flow::flow(device d, int streams) : p_(std::make_unique<impl>()) {
+flow::flow(device d, int streams) : p_(std::make_shared<impl>()) {
   require(d);
   // Streams beyond the hardware's queues add nothing; a count in the millions would exhaust the driver.
   if (streams < 1 || streams > max_streams)
@@ -311,6 +313,7 @@ flow::stage_id flow::add(std::string name, std::function<void(stream_ref)> work,
                           any_overlap(st.acc.write_ranges(), prev.read_ranges());     // write after read
       if (hazard && std::find(st.preds.begin(), st.preds.end(), e) == st.preds.end()) st.preds.push_back(e);
     }
+  const std::unique_lock<std::shared_mutex> changing(f.shape);
   f.stages.push_back(std::move(st));
   return id;
 }
@@ -325,6 +328,7 @@ void flow::order(stage_id earlier, stage_id later) {
   if (earlier >= n || later >= n)
     RESIDENT_FAIL("flow::order: stages " + std::to_string(earlier) + " and " + std::to_string(later) +
                      " are not two stages of this flow (it has " + std::to_string(n) + ")", flow_error);
+  const std::unique_lock<std::shared_mutex> changing(f.shape);
   auto& preds = f.stages[later].preds;
   if (std::find(preds.begin(), preds.end(), earlier) == preds.end()) preds.push_back(earlier);
 }
@@ -381,9 +385,20 @@ std::vector<flow::stage_id> flow::impl::check() const {
 }
 
 void flow::run_async() {
-  impl& f = live();
-  const auto held = f.lock("run");
-  f.issue(f.check(), false);
+  live();
+  const std::shared_ptr<impl> keep = p_;  // a stage may replace or destroy the flow it runs in
+  const auto held = keep->lock("run");
+  keep->issue(keep->check(), false);
+}
+
+void flow::run() {
+  live();
+  const std::shared_ptr<impl> keep = p_;  // `this` may be gone once the stages have run
+  {
+    const auto held = keep->lock("run");
+    keep->issue(keep->check(), false);
+  }
+  keep->lane_stream({keep->dev, 0}).synchronize();
 }
 
 void flow::wait() {
@@ -396,7 +411,9 @@ void flow::wait() {
 }
 
 graph flow::capture() {
-  impl& f = live();
+  live();
+  const std::shared_ptr<impl> keep = p_;  // a stage may replace or destroy the flow during the capture
+  impl& f = *keep;
   const auto held = f.lock("capture");
   const auto order = f.check();
   if (detail::backend_of(f.dev).queued()) return graph::capture(stream(), [&] { f.issue(order, true); });
@@ -432,7 +449,11 @@ device flow::device_of(stage_id s) const {
   return f.stages[s].dev;
 }
 
-std::size_t flow::size() const noexcept { return p_ ? p_->stages.size() : 0; }
+std::size_t flow::size() const noexcept {
+  if (!p_) return 0;
+  const auto held = p_->read_lock();
+  return p_->stages.size();
+}
 
 std::vector<stage_report> flow::report() const {
   impl& f = live();

@@ -19,6 +19,7 @@
 #include <set>
 #include <vector>
 
+#include "resident/detail/fork.hpp"
 #include "resident/error.hpp"
 
 namespace resident::detail {
@@ -474,6 +475,10 @@ folder_registry& registry() {
   static folder_registry* r = new folder_registry;
   return *r;
 }
+// A fork() child's copy of a private_dir is its parent's folder: neither its end nor a signal's
+// cleanup in the child removes it (the parent may still be writing there).
+void forget_parent_folders() { registry().paths.clear(); }
+const int registry_guarded = guard_across_fork(registry().mutex, &forget_parent_folders);
 }  // namespace
 
 void remove_private_folders_now() noexcept {
@@ -503,6 +508,7 @@ private_dir::private_dir(const std::string& prefix) {
     std::string tmpl = std::filesystem::canonical(b, ec).string() + "/" + prefix + "-XXXXXX";
     if (!ec && ::mkdtemp(tmpl.data())) {  // 0700: no other user can enter, list or plant files in it
       path_ = tmpl;
+      owner_ = ::getpid();
       try {
         std::lock_guard<std::mutex> lock(registry().mutex);
         registry().paths.insert(path_);
@@ -517,6 +523,7 @@ private_dir::private_dir(const std::string& prefix) {
 }
 
 private_dir::~private_dir() {
+  if (::getpid() != owner_) return;  // a fork() child's copy: the parent's folder
   {
     std::lock_guard<std::mutex> lock(registry().mutex);
     registry().paths.erase(path_);

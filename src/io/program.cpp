@@ -17,6 +17,7 @@
 #include <set>
 
 #include "resident/detail/files.hpp"
+#include "resident/detail/fork.hpp"
 
 extern char** environ;
 
@@ -34,6 +35,13 @@ running_programs& running() {
   static running_programs* r = new running_programs;
   return *r;
 }
+// A fork() child has not started its parent's programs (it cannot wait for them, nor should it kill
+// them when it ends).
+void forget_parent_programs() {
+  running().pids.clear();
+  running().ending = false;
+}
+const int running_guarded = guard_across_fork(running().mutex, &forget_parent_programs);
 
 // The program pid has ended: forgotten. Once the process is ending, the caller waits here for the end
 // (its signals are blocked in this thread), so that what it would do next cannot race the cleanup.
@@ -71,6 +79,17 @@ std::string joined(const std::vector<std::string>& entries) {
   std::string s;
   for (const auto& e : entries) s += (s.empty() ? "" : ":") + e;
   return s;
+}
+
+// waitpid failed (ECHILD): the program has ended, but its status was taken elsewhere (SIGCHLD set to
+// SIG_IGN reaps children at once; another thread's waitpid(-1) may take it). Its output is all there;
+// its pid is no longer this process's to signal.
+program_result lost(pid_t pid, const std::string& log) {
+  ended(pid);
+  program_result r;
+  r.status = program_result::status_lost;
+  r.output = read_regular_file(log, std::size_t(1) << 30).value_or("");
+  return r;
 }
 
 }  // namespace
@@ -172,7 +191,7 @@ program_result run_program(const std::vector<std::string>& argv,
     for (;;) {
       const pid_t w = ::waitpid(pid, &status, WNOHANG);
       if (w == pid) break;
-      if (w < 0 && errno != EINTR) return ended(pid), r;
+      if (w < 0 && errno != EINTR) return lost(pid, log);
       if (std::chrono::steady_clock::now() > end) {
         ::kill(pid, SIGKILL);
         while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -186,7 +205,7 @@ program_result run_program(const std::vector<std::string>& argv,
     }
   } else {
     while (::waitpid(pid, &status, 0) < 0)
-      if (errno != EINTR) return ended(pid), r;
+      if (errno != EINTR) return lost(pid, log);
   }
   ended(pid);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;

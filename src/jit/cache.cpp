@@ -29,6 +29,7 @@
 
 #include "jit/backend.hpp"
 #include "resident/detail/files.hpp"
+#include "resident/detail/fork.hpp"
 #include "resident/detail/hmac.hpp"
 
 namespace resident::jit {
@@ -44,6 +45,19 @@ struct entry_slot {
 };
 std::mutex table_mutex;
 std::unordered_map<std::string, std::shared_ptr<entry_slot>> table;
+
+// In a fork() child: a slot whose kernel a thread of the parent was building stays locked for good
+// (that thread is not in the child), so it is replaced by an empty one and the child builds its own.
+void fresh_building_slots() {
+  for (auto& [key, slot] : table) {
+    if (!slot->building.try_lock()) {
+      slot = std::make_shared<entry_slot>();  // the old one is left as it is: its lock cannot be let go
+      continue;
+    }
+    slot->building.unlock();
+  }
+}
+const int table_guarded = rd::guard_across_fork(table_mutex, &fresh_building_slots);
 
 // The largest entry read: a kernel's object is kilobytes to a few megabytes; a link to /dev/zero or a
 // planted huge file is refused before it is read.
@@ -154,6 +168,7 @@ std::optional<folder> open_folder(const std::string& dir, std::string* refused) 
 
 std::mutex chosen_mutex;
 std::optional<std::string> chosen_directory;  // detail::set_cache_directory's, over the environment
+const int chosen_guarded = rd::guard_across_fork(chosen_mutex);
 
 }  // namespace
 
@@ -208,6 +223,7 @@ std::mutex folders_mutex;
 std::map<std::string, std::shared_ptr<const folder>> folders;
 std::set<std::string> warned;
 std::unique_ptr<rd::private_dir> fallback;  // removed at exit with what it holds
+const int folders_guarded = rd::guard_across_fork(folders_mutex);
 
 // The cache folder of cache_directory() now, opened and judged once per path (again when it has been
 // removed since); null when the disk cache is off.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -105,43 +106,76 @@ struct scratch {
   std::string file(const char* name) const { return dir->file(name); }
 };
 
-// Runs argv (no shell); returns the exit status (-1 when it could not start) and its output in *log,
-// and in *signal the signal that ended it (0 when it exited).
+// How long the host compiler may take, in seconds: RESIDENT_JIT_TIMEOUT, 600 by default. A stalled
+// compiler (an #include of a FIFO, a locked NFS home) is killed there, never a hung call.
+// @throws invalid_argument when the variable is not a positive number of seconds.
+double compile_seconds() {
+  const char* e = std::getenv("RESIDENT_JIT_TIMEOUT");
+  if (!e || !*e) return 600;
+  char* end = nullptr;
+  const double s = std::strtod(e, &end);
+  if (*end != 0 || !(s > 0) || s > 1e7)
+    RESIDENT_FAIL(std::string("jit: RESIDENT_JIT_TIMEOUT='") + e + "' is not a number of seconds; set it to one "
+                  "such as 600 (the host compiler's time limit), or unset it");
+  return s;
+}
+
+// Runs argv (no shell) for at most compile_seconds(); returns the exit status (-1 when it could not
+// start, program_result::timed_out past the limit) and its output in *log, and in *signal the signal
+// that ended it (0 when it exited).
 int run_tool(const std::vector<std::string>& argv, std::string* log, int* signal = nullptr) {
-  resident::detail::program_result r = resident::detail::run_program(argv);
+  resident::detail::program_result r = resident::detail::run_program(argv, {}, compile_seconds());
   *log = std::move(r.output);
   if (signal) *signal = r.signal;
   return r.status;
 }
 
+std::string timed_out_text(const std::string& cxx) {
+  char limit[32];
+  std::snprintf(limit, sizeof limit, "%g", compile_seconds());
+  return "jit: the host compiler '" + cxx + "' did not finish in " + limit + " s and was stopped; "
+         "RESIDENT_JIT_TIMEOUT sets the limit (seconds), RESIDENT_JIT_CXX the compiler";
+}
+
+host_compiler detect_compiler() {
+  std::string cxx = "c++";
+  // The compiler CMake found for the library, recorded where it was built: on this machine its path
+  // may be one another user can make (a build folder under /tmp), so it runs only where no one else
+  // could have put it or could change it.
+  const std::string recorded = RESIDENT_JIT_HOST_CXX;
+  if (const char* e = std::getenv("RESIDENT_JIT_CXX"); e && *e) {
+    cxx = e;
+  } else if (!recorded.empty() && ::access(recorded.c_str(), X_OK) == 0) {
+    if (const std::string why = resident::detail::untrusted_program(recorded); why.empty())
+      cxx = recorded;
+    else
+      std::fprintf(stderr, "resident: the compiler the library was built with, %s, is not run (%s); 'c++' "
+                   "from PATH compiles instead (RESIDENT_JIT_CXX chooses one)\n", recorded.c_str(), why.c_str());
+  }
+  // Resolved once, to an absolute path: a relative one would be looked up again from whatever the
+  // current folder is at each compile (another user's shared folder), under the same cache key.
+  if (std::string found = resident::detail::program_path(cxx); !found.empty()) cxx = std::move(found);
+  std::string v;
+  const int rc = run_tool({cxx, "--version"}, &v);
+  if (rc == resident::detail::program_result::timed_out) RESIDENT_FAIL(timed_out_text(cxx), device_unavailable);
+  // Its status taken elsewhere (SIGCHLD ignored): the version it printed tells it ran.
+  if (rc != 0 && !(rc == resident::detail::program_result::status_lost && !v.empty()))
+    RESIDENT_FAIL("jit: the host compiler '" + cxx + "' cannot be run (" +
+                      (rc < 0 ? "not found" : "`--version` exited " + std::to_string(rc) + ": " + v.substr(0, std::min(v.find('\n'), std::size_t(200)))) +
+                      "); set RESIDENT_JIT_CXX to a C++ compiler", device_unavailable);
+  return host_compiler{cxx, cxx + "\n" + v.substr(0, v.find('\n'))};
+}
+
+// Found once per process and never changed. No lock is held while `--version` runs (two first calls
+// may both ask; one answer is kept): a fork() while another thread asks leaves the child nothing to
+// wait for, where a function-local static's guard would stay taken in the child for good.
+std::atomic<const host_compiler*> detected{nullptr};
 const host_compiler& compiler() {
-  static const host_compiler c = [] {
-    std::string cxx = "c++";
-    // The compiler CMake found for the library, recorded where it was built: on this machine its path
-    // may be one another user can make (a build folder under /tmp), so it runs only where no one else
-    // could have put it or could change it.
-    const std::string recorded = RESIDENT_JIT_HOST_CXX;
-    if (const char* e = std::getenv("RESIDENT_JIT_CXX"); e && *e) {
-      cxx = e;
-    } else if (!recorded.empty() && ::access(recorded.c_str(), X_OK) == 0) {
-      if (const std::string why = resident::detail::untrusted_program(recorded); why.empty())
-        cxx = recorded;
-      else
-        std::fprintf(stderr, "resident: the compiler the library was built with, %s, is not run (%s); 'c++' "
-                     "from PATH compiles instead (RESIDENT_JIT_CXX chooses one)\n", recorded.c_str(), why.c_str());
-    }
-    // Resolved once, to an absolute path: a relative one would be looked up again from whatever the
-    // current folder is at each compile (another user's shared folder), under the same cache key.
-    if (std::string found = resident::detail::program_path(cxx); !found.empty()) cxx = std::move(found);
-    std::string v;
-    const int rc = run_tool({cxx, "--version"}, &v);
-    if (rc != 0)
-      RESIDENT_FAIL("jit: the host compiler '" + cxx + "' cannot be run (" +
-                        (rc < 0 ? "not found" : "`--version` exited " + std::to_string(rc) + ": " + v.substr(0, std::min(v.find('\n'), std::size_t(200)))) +
-                        "); set RESIDENT_JIT_CXX to a C++ compiler", device_unavailable);
-    return host_compiler{cxx, cxx + "\n" + v.substr(0, v.find('\n'))};
-  }();
-  return c;
+  if (const host_compiler* c = detected.load(std::memory_order_acquire)) return *c;
+  auto mine = std::make_unique<host_compiler>(detect_compiler());
+  const host_compiler* expected = nullptr;
+  if (detected.compare_exchange_strong(expected, mine.get(), std::memory_order_acq_rel)) return *mine.release();
+  return *expected;
 }
 
 // Loads the shared object at path if it is the kernel of key; nullptr (and dlerror's text in *why)
@@ -198,7 +232,10 @@ std::shared_ptr<loaded> load_or_compile(const std::string& key, const std::strin
   argv.insert(argv.end(), {src, "-o", obj});
   std::string text;
   int signal = 0;
-  const int rc = run_tool(argv, &text, &signal);
+  int rc = run_tool(argv, &text, &signal);
+  // Its status taken elsewhere (SIGCHLD ignored): g++ leaves an object only when it succeeded.
+  if (rc == resident::detail::program_result::status_lost) rc = ::access(obj.c_str(), F_OK) == 0 ? 0 : 1;
+  if (rc == resident::detail::program_result::timed_out) RESIDENT_FAIL(timed_out_text(cc.cxx), device_unavailable);
   if (rc < 0) RESIDENT_FAIL("jit: the host compiler '" + cc.cxx + "' cannot be run; set RESIDENT_JIT_CXX", device_unavailable);
   if (signal)  // a Ctrl-C meant for the process group, the kernel's OOM killer: not the chain's fault
     RESIDENT_FAIL("jit: the host compiler '" + cc.cxx + "' was ended by signal " + std::to_string(signal) + " (" +

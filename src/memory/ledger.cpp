@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "resident/detail/per_device.hpp"
+#include "resident/detail/thread_context.hpp"
 #include "resident/error.hpp"
 #include "resident/insight/detail/call_scope.hpp"
 
@@ -160,8 +161,14 @@ ledger_snapshot ledger() {
   return s;
 }
 
-scoped_ledger::scoped_ledger(device d, ledger_scope who) : device_(d), who_(who), start_(ledger(d, who)) {}
-ledger_counts scoped_ledger::delta() const { return ledger(device_, who_) - start_; }
+scoped_ledger::scoped_ledger(device d, ledger_scope who)
+    : device_(d), who_(who), start_(ledger(d, who)), owner_(std::this_thread::get_id()) {}
+ledger_counts scoped_ledger::delta() const {
+  if (who_ == ledger_scope::this_thread && owner_ != std::this_thread::get_id())
+    RESIDENT_FAIL("scoped_ledger: a ledger of ledger_scope::this_thread counts the thread that made it; read "
+                  "delta() on that thread, or make it with ledger_scope::process to count every thread");
+  return ledger(device_, who_) - start_;
+}
 
 namespace detail {
 struct policy_scope {
@@ -171,12 +178,15 @@ struct policy_scope {
 };
 }  // namespace detail
 
-namespace {
-// The calling thread's open scopes, innermost last; closed ones are dropped on the next look.
-std::vector<std::shared_ptr<detail::policy_scope>>& open_scopes() {
+// The calling thread's open scopes, innermost last; closed ones are dropped on the next look. A CPU
+// loop's team threads take their caller's (detail/thread_context.hpp).
+std::vector<std::shared_ptr<detail::policy_scope>>& detail::policy_scopes_here() noexcept {
   thread_local std::vector<std::shared_ptr<detail::policy_scope>> scopes;
   return scopes;
 }
+
+namespace {
+std::vector<std::shared_ptr<detail::policy_scope>>& open_scopes() { return detail::policy_scopes_here(); }
 const detail::policy_scope* innermost_scope() {
   auto& v = open_scopes();
   std::erase_if(v, [](const auto& s) { return s->closed.load(std::memory_order_acquire); });

@@ -23,7 +23,7 @@ std::atomic<int> copies_now{0};
 
 void parallel_memcpy(void* dst, const void* src, std::size_t bytes) noexcept {
   constexpr std::size_t piece = std::size_t(1) << 20;
-  if (bytes <= 4 * piece || in_forked_child()) {  // a fork child has no OpenMP team (cpu_fork.cpp)
+  if (bytes <= 4 * piece || in_forked_child()) {  // a fork child has no OpenMP team (src/io/fork.cpp)
     std::memcpy(dst, src, bytes);
     return;
   }

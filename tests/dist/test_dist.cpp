@@ -387,6 +387,10 @@ TEST_P(sharded, communicator_refuses_overlapping_buffers_and_streams_of_other_de
   rs::test::expect_invalid([&] { c.all_reduce<float>(shifted, count, dist::combine::max); },
                            "the buffers of ranks 0 and 1 overlap");
   EXPECT_EQ(bufs[0].to_host(), before);  // refused before any work
+  // A combine that is none of the three (an int cast) gave rank 0's values unsaid.
+  rs::test::expect_invalid([&] { c.all_reduce<float>(refs, count, static_cast<dist::combine>(7)); },
+                           "combine 7 is none of sum, min or max");
+  EXPECT_EQ(bufs[0].to_host(), before);
   c.all_reduce<float>(refs, count, dist::combine::sum);  // still usable
   c.synchronize(streams);
 }

@@ -8,11 +8,14 @@
 #include "flow/flow_support.hpp"
 #include "support.hpp"
 
+#include <omp.h>
+
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <limits>
 #include <future>
+#include <limits>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -103,6 +106,72 @@ TEST(flow_reentry, a_stage_calling_its_own_flow_is_refused_and_the_flow_stays_us
   ran = 0;
   EXPECT_NO_THROW(outer.run());
   EXPECT_EQ(ran, 2);
+}
+
+// The threads a stage waits for work for it: its CPU loop's team threads and a helper it joins may
+// read the flow (they waited for the run's lock for good before), and a change or a run of it from a
+// team thread is refused as from the stage itself.
+TEST(flow_reentry, the_threads_a_stage_waits_for_read_its_flow_and_may_not_change_it) {
+  if (omp_get_max_threads() < 2) GTEST_SKIP() << "needs two OpenMP threads";
+  rs::flow f(rs::device::cpu());
+  f.add("first", [](rs::stream_ref) {});
+  std::atomic<int> worker_checks{0};
+  std::atomic<bool> refused{false};
+  f.add("loops", [&](rs::stream_ref s) {
+    std::thread helper([&] {
+      EXPECT_EQ(f.validate().size(), 2u);
+      EXPECT_TRUE(f.predecessors(1).empty());
+    });
+    helper.join();
+    rs::for_each_index(s, std::size_t(1) << 20, [&](std::size_t i) {
+      if (omp_get_thread_num() == 0 && i == 0) {  // holds the first piece until a team thread has looked
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (worker_checks.load() == 0 && std::chrono::steady_clock::now() < end) std::this_thread::yield();
+      }
+      if (omp_get_thread_num() != 0 && worker_checks.load() == 0) {
+        EXPECT_EQ(f.validate().size(), 2u);
+        EXPECT_EQ(f.device_of(0), rs::device::cpu());
+        EXPECT_EQ(f.size(), 2u);
+        try {
+          f.add("from a team thread", [](rs::stream_ref) {});
+        } catch (const rs::flow_error&) {
+          refused = true;
+        }
+        ++worker_checks;
+      }
+    });
+  });
+  f.run();
+  if (worker_checks.load() == 0) GTEST_SKIP() << "the loop ran on the calling thread alone";
+  EXPECT_TRUE(refused.load()) << "a team thread added a stage to the flow its stage runs in";
+  EXPECT_EQ(f.size(), 2u);
+}
+
+// A stage that replaces or destroys the flow running it: the run ends on what it started with (it read
+// freed memory before), and the flow holds what was put there.
+TEST(flow_reentry, a_stage_that_replaces_or_destroys_its_flow_ends_the_run_whole) {
+  for (const bool destroy : {false, true}) {
+    auto f = std::make_unique<rs::flow>(rs::device::cpu());
+    int ran = 0;
+    f->add("first", [&](rs::stream_ref) { ++ran; });
+    f->add("replaces", [&](rs::stream_ref) {
+      ++ran;
+      if (destroy)
+        f.reset();
+      else
+        *f = rs::flow(rs::device::cpu());
+    });
+    f->add("last", [&](rs::stream_ref) { ++ran; }, rs::access(), {1});
+    rs::flow* raw = f.get();
+    raw->run();
+    EXPECT_EQ(ran, 3) << (destroy ? "destroyed" : "replaced");
+    if (!destroy) {
+      EXPECT_EQ(f->size(), 0u);
+      f->add("again", [&](rs::stream_ref) { ++ran; });
+      f->run();
+      EXPECT_EQ(ran, 4);
+    }
+  }
 }
 
 // After a run whose stage failed, report() has no figures (not the stages before the failure mixed

@@ -86,6 +86,16 @@ TEST_P(pipelines, reduce_with_init_counts_it_once) {
   EXPECT_EQ(dot, 35.f);
 }
 
+// An integer sum past its type's range wraps (two's complement) on both backends, as a GPU's adder and
+// NumPy do; C++'s signed overflow was undefined behaviour on the CPU (UBSan's report in the debug build).
+TEST_P(pipelines, an_integer_sum_past_its_range_wraps_on_both_backends) {
+  const std::vector<std::int32_t> h(1000, std::numeric_limits<std::int32_t>::max() / 100);
+  const std::int64_t exact = std::int64_t(h.size()) * h[0];
+  const auto wrapped = std::int32_t(std::uint32_t(exact));
+  EXPECT_EQ(rs::reduce(rs::plus{}, std::int32_t(0))(rs::to_device(h, dev)), wrapped);
+  EXPECT_EQ(rs::plus{}(std::numeric_limits<std::int64_t>::max(), std::int64_t(1)), std::numeric_limits<std::int64_t>::min());
+}
+
 // One NaN rule on both backends: plus, minimum and maximum all propagate NaN, wherever it sits (the
 // scalar head, the vectors, the tail; the first, a middle, the last element) and as init.
 TEST_P(pipelines, every_reduction_propagates_nan) {

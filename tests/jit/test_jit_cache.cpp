@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -35,10 +36,23 @@ struct child_result {
 // Runs the cache child with its cache in dir (and the environment plus env); it prints
 // "ok compiled=N disk=M rejected=R". Started without a shell: the paths reach it as they are.
 child_result run_child(const std::string& dir, const std::string& constant, const std::string& device = "cpu",
-                       std::vector<std::pair<std::string, std::string>> env = {}) {
+                       std::vector<std::pair<std::string, std::string>> env = {}, const std::string& how = "") {
   env.emplace_back("RESIDENT_JIT_CACHE", dir);
-  const auto r = rs::detail::run_program({RESIDENT_JIT_CHILD, constant, device}, env);
+  const auto r = rs::detail::run_program({RESIDENT_JIT_CHILD, constant, device, how}, env, 240);
   return {r.status, r.output};
+}
+
+// A compiler script that waits `seconds` before it runs c++ (also before `--version` when slow_version).
+std::string slow_compiler(const std::string& name, double seconds, bool slow_version) {
+  const std::string path = cache_root + "-" + name + ".sh";
+  {
+    std::ofstream f(path);
+    f << "#!/bin/sh\n";
+    if (!slow_version) f << "[ \"$1\" = --version ] && exec c++ --version\n";
+    f << "sleep " << seconds << "\nexec c++ \"$@\"\n";
+  }
+  fs::permissions(path, fs::perms::owner_all, fs::perm_options::replace);
+  return path;
 }
 
 // The folder's kernel entries (its key file aside).
@@ -164,6 +178,43 @@ TEST(jit_cache, a_compiler_that_makes_no_kernel_is_a_typed_error) {
   }
   EXPECT_FALSE(fs::exists(cache_root + "-compiler") && !entries(cache_root + "-compiler").empty())
       << "nothing cached";
+}
+
+// A fork() while another thread compiles (or asks the compiler its version): the child did not have
+// that thread, and waited for it for good on the kernel's slot or the compiler's one-time detection.
+TEST(jit_cache, a_fork_while_another_thread_compiles_leaves_the_child_able_to_compile) {
+  for (const bool slow_version : {true, false}) {
+    const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+    const std::string cxx = slow_compiler(slow_version ? "slow-version" : "slow-compile", 2, slow_version);
+    const auto r = run_child(cache_root + "-fork", c, "cpu", {{"RESIDENT_JIT_CXX", cxx}}, "fork");
+    EXPECT_EQ(r.status, 0) << (slow_version ? "during --version: " : "during the compile: ") << r.out;
+    EXPECT_NE(r.out.find("fork child: ok"), std::string::npos) << r.out;
+  }
+}
+
+// A compiler that stalls (an #include of a FIFO, a hung file system) is stopped at RESIDENT_JIT_TIMEOUT.
+TEST(jit_cache, a_compiler_past_its_time_limit_is_stopped_with_a_typed_error) {
+  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+  const std::string cxx = slow_compiler("stalled", 60, false);
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_child(cache_root + "-stalled", c, "cpu", {{"RESIDENT_JIT_CXX", cxx}, {"RESIDENT_JIT_TIMEOUT", "1"}});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("error: jit: the host compiler '" + cxx + "' did not finish in 1 s"), std::string::npos) << r.out;
+  for (const char* bad : {"soon", "0", "-5", "1e400"}) {
+    const auto b = run_child(cache_root + "-stalled", c, "cpu", {{"RESIDENT_JIT_TIMEOUT", bad}});
+    EXPECT_NE(b.out.find(std::string("RESIDENT_JIT_TIMEOUT='") + bad + "' is not a number of seconds"), std::string::npos)
+        << bad << ": " << b.out;
+  }
+}
+
+// SIGCHLD set to SIG_IGN (a daemon, a shell's nohup wrapper): the kernel reaps the compiler at once and
+// its status cannot be waited for; the kernel is judged by what the compiler left.
+TEST(jit_cache, a_process_ignoring_sigchld_still_compiles) {
+  const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
+  const auto r = run_child(cache_root + "-nochild", c, "cpu", {}, "nochild");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("ok compiled=1"), std::string::npos) << r.out;
 }
 
 TEST(jit_cache, the_folder_follows_the_environment) {

@@ -1,5 +1,6 @@
 // Compiled by the host compiler even in CUDA builds (not listed in resident_one_source): launching on
 // a GPU from such a file cannot work, and must say so instead of failing obscurely.
+#include "resident/out_of_core/out_of_core.hpp"
 #include "support.hpp"
 
 namespace rs = resident;
@@ -27,5 +28,16 @@ TEST_P(host_compiled, launching_on_a_gpu_says_to_compile_as_cuda) {
 }
 
 RESIDENT_BACKENDS(host_compiled);
+
+// A GPU this process cannot use at all (no GPU, or a library built without CUDA): device_unavailable,
+// not the advice to compile the caller with nvcc, which would not help.
+TEST(host_compiled_without_a_gpu, a_gpu_no_build_could_reach_is_device_unavailable) {
+  if (rs::cuda_device_count() > 0) GTEST_SKIP() << "a GPU is usable here";
+  std::vector<float> h(16, 1.f);
+  rs::out_of_core_options o;
+  o.target = rs::device::cuda(0);
+  EXPECT_THROW(rs::out_of_core(rs::map([](float v) { return v + 1.f; }), h, h, o), rs::device_unavailable);
+  EXPECT_THROW((void)rs::out_of_core(rs::reduce(rs::plus{}, 0.f), h, o), rs::device_unavailable);
+}
 
 }  // namespace

@@ -24,8 +24,11 @@ inline constexpr bool nvcc_compiled = true;
 inline constexpr bool nvcc_compiled = false;
 #endif
 
-/// A CUDA device was asked to run kernels from a translation unit nvcc did not compile.
+/// A CUDA device was asked to run kernels from a translation unit nvcc did not compile. A device this
+/// process cannot use at all (a library built without CUDA, no such GPU) says so first: compiling the
+/// caller with nvcc would not help there. @throws device_unavailable, else invalid_argument.
 [[noreturn]] inline void throw_not_nvcc(device d) {
+  require(d);
   RESIDENT_FAIL("this code runs on " + d.name() +
                 " but its translation unit was not compiled by nvcc; compile it as CUDA "
                 "(set_source_files_properties(... LANGUAGE CUDA)) or run on the cpu device");

@@ -99,6 +99,7 @@ class private_dir {
 
  private:
   std::string path_;
+  int owner_ = 0;  // the process that made it: a fork() child's copy leaves the folder to it
 };
 
 /// For a process about to end by a signal: stops the programs run_program started (stop_programs_now),
@@ -116,6 +117,9 @@ void stop_programs_now() noexcept;
 /// it wrote on stdout and stderr together.
 struct program_result {
   static constexpr int timed_out = -2;  ///< status of a program killed at its time limit
+  /// Status of a program that ended while its exit status was taken elsewhere: SIGCHLD set to SIG_IGN
+  /// (the kernel reaps children at once) or another thread's waitpid(-1). Its output is complete.
+  static constexpr int status_lost = -3;
   int status = -1;                      ///< exit status, 128 + signal, -1 when it did not start
   int signal = 0;                       ///< the signal that ended it; 0 when it exited (status >= 128 too)
   std::string output;

@@ -18,8 +18,9 @@
 ///
 /// Threads: one flow's calls take turns (runs from several threads one after another, as CUDA orders
 /// launches of one graph; stages added meanwhile wait). A stage may run other flows, and read its own
-/// (validate, predecessors, device_of), but not add to, order, run, capture or report the flow it is a
-/// stage of (flow_error). A stage that throws ends the run: the stages issued before it stay queued,
+/// (validate, predecessors, device_of; so may the threads it waits for), but not add to, order, run,
+/// capture or report the flow it is a stage of (flow_error; also from the team threads of its CPU
+/// loops). A stage that replaces or destroys the flow it runs in ends the run whole. A stage that throws ends the run: the stages issued before it stay queued,
 /// the home stream waits for them (wait() covers them), and the flow can run again.
 /// Different flows run concurrently from different threads; each stage's ledger figures (report)
 /// count only the work its running thread issued.
@@ -211,10 +212,7 @@ class flow {
   /// flow_error from a stage of this flow.
   void wait();
   /// run_async(), then wait(). @throws flow_error, stage_error.
-  void run() {
-    run_async();
-    wait();
-  }
+  void run();
 
   /// The whole flow as one graph (CUDA: captured from the flow's streams on every device it runs
   /// stages on, forked from stream() and joined back into it with events; nothing runs during the
@@ -241,7 +239,9 @@ class flow {
  private:
   struct impl;
   impl& live() const;  // @throws invalid_argument on a moved-from flow
-  std::unique_ptr<impl> p_;
+  // Shared with a run in progress: a stage that replaces or destroys the flow it runs in leaves the
+  // run what it is reading.
+  std::shared_ptr<impl> p_;
 };
 
 }  // namespace resident

@@ -59,12 +59,16 @@ namespace resident {
 // to +-infinity first. Over +0 and -0 alone, which zero comes back depends on the order the backend
 // folds in (they compare equal; no sign is promised).
 
-/// a + b.
+/// a + b; integers wrap (two's complement), as a GPU's and NumPy's integer sums do, where C++'s
+/// signed overflow is undefined.
 struct plus {
   /// a + b.
   template <class T>
   RESIDENT_HD constexpr T operator()(T a, T b) const {
-    return a + b;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+      return T(std::make_unsigned_t<T>(a) + std::make_unsigned_t<T>(b));
+    else
+      return a + b;
   }
 };
 namespace detail {

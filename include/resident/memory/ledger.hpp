@@ -13,6 +13,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "resident/device/device.hpp"
@@ -88,12 +89,15 @@ class scoped_ledger {
   /// Takes a snapshot of d's counts now (every thread's, or the calling thread's).
   explicit scoped_ledger(device d = default_device(), ledger_scope who = ledger_scope::process);
   /// d's counts since construction. With ledger_scope::this_thread, call it on the constructing thread.
+  /// @throws invalid_argument for a this_thread ledger read on another thread (its counts are not
+  /// that thread's: the difference would be another thread's counts less this one's).
   ledger_counts delta() const;
 
  private:
   device device_;
   ledger_scope who_;
   ledger_counts start_;
+  std::thread::id owner_;
 };
 
 /// What a host<->device transfer is allowed to do: allow silently, log it to stderr, or throw

@@ -14,6 +14,8 @@
 #include <omp.h>
 
 #include "resident/detail/backend.hpp"
+#include "resident/detail/fork.hpp"
+#include "resident/detail/thread_context.hpp"
 #include "resident/detail/tuning.hpp"
 #include "resident/insight/detail/call_scope.hpp"
 #include "resident/insight/profile.hpp"
@@ -23,10 +25,6 @@
 #include "resident/memory/ledger.hpp"
 
 namespace resident::detail {
-
-/// Whether this process is a fork() child: OpenMP's team threads stay in the parent, so the child's
-/// loops and copies run on its one thread (src/launch/cpu_fork.cpp).
-bool in_forked_child() noexcept;
 
 /// The largest loop (in items) whose team came too late to help, and when (steady_clock ticks).
 inline std::atomic<std::size_t> cpu_late_items{0};
@@ -65,7 +63,8 @@ struct cpu_piece {
 /// its next piece from a shared counter. In the last case the calling thread runs the same pieces, so
 /// a reduction's result does not change. An exception must not leave an OpenMP region
 /// (the runtime would terminate the process): the first one a body throws is kept, no thread takes a
-/// piece after it, and it is rethrown here after the region. Pieces already taken finish.
+/// piece after it, and it is rethrown here after the region. Pieces already taken finish. The team
+/// threads act for the calling thread: its transfer policies and running flows hold in them too.
 class cpu_loop {
  public:
   cpu_loop(std::size_t units, std::size_t items_per_unit, cut how = cut::even)
@@ -110,9 +109,11 @@ class cpu_loop {
     std::exception_ptr first;
     clock::duration worked{};  // the calling thread's time on the pieces
     const clock::time_point start = clock::now();
+    const thread_context caller = this_thread_context();  // the team works for the calling thread
 #pragma omp parallel num_threads(workers_)
     {
       const int w = omp_get_thread_num();
+      const adopted_context as_caller(w != 0 ? caller : thread_context{});
       if (w != 0) {
         const clock::rep after = (clock::now() - start).count();
         for (clock::rep seen = latest.load(); after > seen && !latest.compare_exchange_weak(seen, after);) {

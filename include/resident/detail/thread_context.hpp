@@ -1,0 +1,51 @@
+// What a thread's calls carry that the threads working for it must see too: the transfer policies it
+// has open (scoped_transfer_policy) and the flows whose stages it runs. The CPU loop's team threads
+// take the calling thread's context for the loop's length, so a for_each_index body is held to the
+// caller's forbid, and a stage's loop cannot call back into its own flow unnoticed.
+#pragma once
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace resident::detail {
+
+struct policy_scope;  // src/memory/ledger.cpp
+
+/// This thread's open transfer-policy scopes, innermost last (src/memory/ledger.cpp).
+std::vector<std::shared_ptr<policy_scope>>& policy_scopes_here() noexcept;
+/// The flows whose stages this thread runs, innermost last (src/flow/flow.cpp).
+std::vector<const void*>& flows_running_here() noexcept;
+
+struct thread_context {
+  std::vector<std::shared_ptr<policy_scope>> policies;
+  std::vector<const void*> flows;
+  bool empty() const noexcept { return policies.empty() && flows.empty(); }
+};
+
+/// The calling thread's context, to hand to the threads working for it.
+inline thread_context this_thread_context() { return {policy_scopes_here(), flows_running_here()}; }
+
+/// Makes `c` this thread's context until the end of the scope, then restores the thread's own (a
+/// pooled team thread goes back to its pool as it was).
+class adopted_context {
+ public:
+  explicit adopted_context(const thread_context& c) : active_(!c.empty()) {
+    if (!active_) return;
+    saved_.policies = std::exchange(policy_scopes_here(), c.policies);
+    saved_.flows = std::exchange(flows_running_here(), c.flows);
+  }
+  ~adopted_context() {
+    if (!active_) return;
+    policy_scopes_here() = std::move(saved_.policies);
+    flows_running_here() = std::move(saved_.flows);
+  }
+  adopted_context(const adopted_context&) = delete;
+  adopted_context& operator=(const adopted_context&) = delete;
+
+ private:
+  bool active_;
+  thread_context saved_;
+};
+
+}  // namespace resident::detail
