@@ -162,6 +162,36 @@ def _is_core_function(f):
     return type(f).__name__ == "nb_func" and not hasattr(f, "__wrapped_core__")
 
 
+_OP_CONSTANTS = ("add", "mul", "affine", "minimum", "maximum", "pow")
+
+
+def _exact_constants(f, where):
+    """f, refusing an operation's constant that is a bool (True was taken as 1.0) or an integer a double
+    does not hold exactly (2**53 + 1 became 2**53 unsaid); numbers past a double's range are f's own
+    refusal."""
+    import numpy as np
+
+    @functools.wraps(f)
+    def call(*args, **kwargs):
+        for c in (*args, *kwargs.values()):
+            if isinstance(c, (bool, np.bool_)):
+                from . import _core
+                raise _core.InvalidType(f"{where}: the constant {c!r} is a bool; give a number (1.0 for True)")
+            if isinstance(c, (int, np.integer)):
+                try:
+                    exact = float(c) == int(c)
+                except OverflowError:
+                    continue  # beyond every double: f refuses it
+                if not exact:
+                    from . import _core
+                    raise _core.InvalidArgument(
+                        f"{where}: the constant {shown(c, 40)} is not a double exactly (it would be "
+                        f"{float(c)!r}); give a float where that rounding is meant")
+        return f(*args, **kwargs)
+    call.__wrapped_core__ = getattr(f, "__wrapped_core__", f)
+    return call
+
+
 def wrap_core(core):
     """Replaces the core module's functions, and op's static functions, by their typed wrappers. Runs
     before the package imports names from the core, so every path reaches the wrappers."""
@@ -171,7 +201,10 @@ def wrap_core(core):
     op = core.op
     for name, f in list(vars(op).items()):
         if not name.startswith("__") and _is_core_function(f):
-            setattr(op, name, staticmethod(_typed(f, "resident.op." + name)))
+            typed = _typed(f, "resident.op." + name)
+            if name in _OP_CONSTANTS:
+                typed = _exact_constants(typed, "resident.op." + name)
+            setattr(op, name, staticmethod(typed))
     # The methods of the classes whose calls are not on a hot path (a wrapper is one Python frame more).
     # Graph.replay is hot and refuses a wrong call itself.
     for cls, names in ((core.Flow, None), (core.Array, ("to_host", "to_host_async", "__dlpack__", "__dlpack_device__")),

@@ -632,7 +632,7 @@ def _reduce(x, op, work):
         value = buf.to_host()[0].item()
         if op == "sum" and wide in ("int64", "uint64"):
             value = _wrap64(value, wide == "int64")
-    if op == "sum" and work is not None and made == _np.float32:
+    if op == "sum" and made == _np.float32:
         with _np.errstate(over="ignore"):  # past float32's range it is inf, as a chain's sum is; no warning
             value = float(_np.float32(value))  # the whole rounded once, as a chain's float32 sum is
     return value

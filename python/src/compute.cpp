@@ -3,7 +3,9 @@
 #include "bindings.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <variant>
@@ -104,7 +106,17 @@ void any_fill_integers(nb::object x, int_arg<std::uint64_t> seed_, int_arg<std::
   a.finish_foreign();
 }
 
-// A Python float for float arrays, an exact Python int for integer arrays.
+// A float32 sum, added in double, rounded once to float32 as every other float32 sum is (a chain's, a
+// program's, a stream's): past float32's range it is inf, as NumPy's. Written out: a double beyond
+// float's range converted to float is undefined behaviour in C++.
+float rounded_to_float(double v) {
+  const double rounds_to_inf = double(std::numeric_limits<float>::max()) + std::ldexp(1.0, 103);  // half an ulp above
+  if (std::abs(v) >= rounds_to_inf) return v > 0 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+  return float(v);
+}
+
+// A Python float for float arrays (a float32 sum rounded to float32), an exact Python int for integer
+// arrays.
 nb::object any_reduce(nb::object x, reduction r, nb::object stream) {
   const call_stream on(stream, "a reduction");
   py_array a = from_dlpack(x);
@@ -119,6 +131,7 @@ nb::object any_reduce(nb::object x, reduction r, nb::object stream) {
       gil_released unlocked;
       v = reduce(a.ref<T>(), r);
     }
+    if constexpr (std::is_same_v<T, float>) return nb::cast(double(rounded_to_float(v)));
     return nb::cast(v);
   });
 }

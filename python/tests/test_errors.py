@@ -272,8 +272,8 @@ def test_a_missing_compiler_on_one_device_leaves_the_others_compiling():
 
 
 def test_a_float32_sum_is_as_accurate_as_numpys_pairwise_sum():
-    # float32 values add in double: |error| <= (n - 1) * 2^-53 * sum|x| (then one rounding to the
-    # double returned), far inside NumPy's pairwise bound.
+    # float32 values add in double: |error| <= (n - 1) * 2^-53 * sum|x| (then one rounding to float32,
+    # as every float32 sum), far inside NumPy's pairwise bound.
     n = 10**6
     x = np.linspace(-2, 2, n, dtype=np.float32)
     exact = math.fsum(x.astype(np.float64))

@@ -30,6 +30,21 @@ def test_integer_reductions_are_exact_python_ints():
     assert isinstance(rs.sum(np.ones(3, np.float32)), float)
 
 
+def test_a_float32_sum_is_the_same_float32_value_on_every_route():
+    # Added in double, rounded once to float32: rs.sum gave the unrounded double (4.000000000931323, or
+    # 1.2e39 past float32's range) where a chain's, a program's and a sharded sum gave 4.0 (inf).
+    import warnings
+    for values, want in (([1.0, 2.0**-30, 3.0], 4.0), ([3e38] * 4, np.inf), ([-3e38] * 4, -np.inf)):
+        h = np.array(values, np.float32)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = {"rs.sum": rs.sum(h), "rs.sum on the device": rs.sum(rs.to_device(h)),
+                   "rs.dist.sum": rs.dist.sum(rs.dist.shard(h, ["cpu", "cpu"])),
+                   "a program's sum": rs.program([rs.op.add(0.0)]).sum(h)}
+        assert all(v == want for v in got.values()), got
+        assert all(isinstance(v, float) for v in got.values())
+
+
 def test_a_sharded_integer_sum_wraps_as_the_whole_sum_does():
     h = np.full(4, 2**62, np.int64)
     assert rs.dist.sum(rs.dist.shard(h, ["cpu", "cpu"])) == rs.sum(h) == int(h.sum())

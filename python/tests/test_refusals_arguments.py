@@ -144,6 +144,23 @@ def test_bare_python_errors_became_typed():
         rs.dist.Communicator(5)
 
 
+def test_an_operations_constant_is_taken_exactly_or_refused():
+    # True was taken as 1.0, 2**53 + 1 became 2**53, and parse("add(1e400)") gave inf, unsaid.
+    for bad in (True, np.bool_(False)):
+        with pytest.raises(rs.InvalidType, match="is a bool"):
+            rs.op.add(bad)
+        with pytest.raises(rs.InvalidType, match="is a bool"):
+            rs.op.affine(1.0, bad)
+    for inexact in (2**53 + 1, np.uint64(2**64 - 1), -(2**60) - 1):
+        with pytest.raises(rs.InvalidArgument, match="is not a double exactly"):
+            rs.op.mul(inexact)
+    assert rs.op.add(2**53).a == 2.0**53 and rs.op.pow(np.int32(3)).a == 3.0
+    assert rs.op.add(2**53 + 1.0).a == 2.0**53  # a float: its rounding is the caller's
+    with pytest.raises(rs.InvalidArgument, match="beyond the range of a double"):
+        rs.op.parse("add(1e400)")
+    assert rs.op.parse("add(-inf)").a == -np.inf
+
+
 def test_values_out_of_range_and_wrong_types_get_the_right_error():
     with pytest.raises(rs.InvalidArgument, match="beyond the range of every number"):
         rs.op.add(10**400)

@@ -20,6 +20,8 @@ device parse_device(std::string_view t) {
   if (t.substr(0, 5) == "cuda:" && t.size() > 5) {
     int i = -1;
     auto rest = t.substr(5);
+    // One spelling per device, the one name() gives: "cuda:01" or "cuda:00" is not taken.
+    if (rest.size() > 1 && rest[0] == '0') RESIDENT_FAIL("unknown device '" + std::string(t) + "': use cpu, cuda or cuda:N (N >= 0, no leading zeros)");
     auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), i);
     if (ec == std::errc{} && p == rest.data() + rest.size() && i >= 0) return device::cuda(i);
   }

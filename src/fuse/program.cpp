@@ -143,11 +143,14 @@ op op::parse(const std::string& text) {
       while (p < last && *p == ' ') ++p;
       if (p < last && *p == '+' && p + 1 < last && *(p + 1) != '-') ++p;
       const auto r = std::from_chars(p, last, v);
-      if (r.ec == std::errc::result_out_of_range) {  // as strtod: past the largest double infinite, below
-        const std::string_view t(p, std::size_t(r.ptr - p));  // the smallest a zero, signed as written
+      if (r.ec == std::errc::result_out_of_range) {  // below the smallest double a zero, signed as written
+        const std::string_view t(p, std::size_t(r.ptr - p));
         const auto e = t.find_first_of("eE");
         const bool tiny = e != std::string_view::npos && e + 1 < t.size() && t[e + 1] == '-';
-        v = std::copysign(tiny ? 0.0 : HUGE_VAL, *p == '-' ? -1.0 : 1.0);
+        if (!tiny)  // past the largest: refused, as op.add(10**400) is (strtod's silent inf)
+          throw invalid_argument("op: the constant " + std::string(t) + " is beyond the range of a double (about "
+                                 "1.8e308); write inf where an infinite constant is meant");
+        v = std::copysign(0.0, *p == '-' ? -1.0 : 1.0);
       } else if (r.ec != std::errc()) {
         throw fail();
       }

@@ -37,7 +37,7 @@ TEST(device, parses_names) {
   EXPECT_EQ(rs::parse_device("cuda:3"), rs::device::cuda(3));
   EXPECT_EQ(rs::device::cuda(2).name(), "cuda:2");
   EXPECT_EQ(rs::device::cpu().name(), "cpu");
-  for (const char* bad : {"", "gpu:1", "cuda:", "cuda:-1", "cuda:1x", "CPU", "tpu"}) {
+  for (const char* bad : {"", "gpu:1", "cuda:", "cuda:-1", "cuda:1x", "CPU", "tpu", "cuda:01", "cuda:00", "cuda:99999999999"}) {
     try {
       rs::parse_device(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";
