@@ -478,7 +478,7 @@ folder_registry& registry() {
 // A fork() child's copy of a private_dir is its parent's folder: neither its end nor a signal's
 // cleanup in the child removes it (the parent may still be writing there).
 void forget_parent_folders() { registry().paths.clear(); }
-const int registry_guarded = guard_across_fork(registry().mutex, &forget_parent_folders);
+const int registry_guarded = guard_across_fork(registry().mutex, &forget_parent_folders, true);
 }  // namespace
 
 void remove_private_folders_now() noexcept {

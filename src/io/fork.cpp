@@ -19,20 +19,26 @@ std::atomic<bool> forked{false};
 struct guarded_lock {
   std::mutex* m;
   void (*in_child)();
+  bool leaf;
 };
 constexpr int max_guarded = 16;
 guarded_lock guarded[max_guarded];
 std::atomic<int> n_guarded{0};
 
+// The locks in the order they are taken: the others, then the leaves.
 void before_fork() {
-  for (int i = 0; i < n_guarded.load(); ++i) guarded[i].m->lock();
+  for (const bool leaves : {false, true})
+    for (int i = 0; i < n_guarded.load(); ++i)
+      if (guarded[i].m && guarded[i].leaf == leaves) guarded[i].m->lock();
 }
-void after_fork_in_parent() {
-  for (int i = n_guarded.load(); i-- > 0;) guarded[i].m->unlock();
+void let_go() {
+  for (int i = 0; i < n_guarded.load(); ++i)
+    if (guarded[i].m) guarded[i].m->unlock();
 }
+void after_fork_in_parent() { let_go(); }
 void after_fork_in_child() {
   forked.store(true, std::memory_order_relaxed);
-  for (int i = n_guarded.load(); i-- > 0;) guarded[i].m->unlock();
+  let_go();
   for (int i = 0; i < n_guarded.load(); ++i)
     if (guarded[i].in_child) guarded[i].in_child();
 }
@@ -46,10 +52,15 @@ bool in_forked_child() noexcept {
   return forked.load(std::memory_order_relaxed);
 }
 
-int guard_across_fork(std::mutex& m, void (*in_child)()) noexcept {
-  const int i = n_guarded.fetch_add(1);
+int guard_across_fork(std::mutex& m, void (*in_child)(), bool leaf) noexcept {
+  // Static initialization runs on one thread; a library loaded later (dlopen) registers under its loader's
+  // lock, which fork() does not take: the entry is filled before the count shows it.
+  static std::mutex registering;
+  const std::lock_guard<std::mutex> one_at_a_time(registering);
+  const int i = n_guarded.load();
   if (i >= max_guarded) std::terminate();  // a library limit: raise max_guarded
-  guarded[i] = {&m, in_child};
+  guarded[i] = {&m, in_child, leaf};
+  n_guarded.store(i + 1);
   return 0;
 }
 

@@ -41,7 +41,7 @@ void forget_parent_programs() {
   running().pids.clear();
   running().ending = false;
 }
-const int running_guarded = guard_across_fork(running().mutex, &forget_parent_programs);
+const int running_guarded = guard_across_fork(running().mutex, &forget_parent_programs, true);
 
 // The program pid has ended: forgotten. Once the process is ending, the caller waits here for the end
 // (its signals are blocked in this thread), so that what it would do next cannot race the cleanup.
@@ -100,7 +100,7 @@ void stop_programs_now() noexcept {
     std::lock_guard<std::mutex> lock(running().mutex);
     running().ending = true;
     pids = running().pids;
-    for (const pid_t p : pids) ::kill(p, SIGKILL);
+    for (const pid_t p : pids) ::kill(-p, SIGKILL);  // each program's group: what it started too
   }
   for (const pid_t p : pids) {  // gone before their folders are removed; not reaped (run_program does)
     siginfo_t info {};
@@ -163,12 +163,20 @@ program_result run_program(const std::vector<std::string>& argv,
   posix_spawn_file_actions_addchdir_np(&fa, dir.path().c_str());
   // No signal blocked in the program: a mask of the calling thread's (one that waits for signals with
   // sigwait) would keep SIGINT or SIGTERM from stopping a compiler.
+  // Signals this process ignores start at their defaults there (an ignored SIGCHLD made clang fail to
+  // wait for its own cc1; Python ignores SIGPIPE). Its own process group: a time limit or the end of
+  // this process stops the program and everything it started (g++'s cc1plus, as, ld), not g++ alone.
+  // A Ctrl-C at the terminal therefore leaves a compile to finish (within its time limit).
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  sigset_t none;
+  sigset_t none, defaults;
   sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (const int sig : {SIGCHLD, SIGPIPE, SIGXFSZ}) sigaddset(&defaults, sig);
   posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   pid_t pid = 0;
   // Found here, not by posix_spawnp: it reads an empty PATH entry as the current folder. The absolute
   // path is argv[0] too: g++ finds its cc1plus and specs from argv[0], which a relative one would make
@@ -183,7 +191,7 @@ program_result run_program(const std::vector<std::string>& argv,
   {
     std::lock_guard<std::mutex> lock(running().mutex);
     running().pids.insert(pid);
-    if (running().ending) ::kill(pid, SIGKILL);  // started as the process ends
+    if (running().ending) ::kill(-pid, SIGKILL);  // started as the process ends: it and what it started
   }
   int status = 0;
   if (seconds > 0) {  // polled: a program past its time is killed, and says so
@@ -193,7 +201,7 @@ program_result run_program(const std::vector<std::string>& argv,
       if (w == pid) break;
       if (w < 0 && errno != EINTR) return lost(pid, log);
       if (std::chrono::steady_clock::now() > end) {
-        ::kill(pid, SIGKILL);
+        ::kill(-pid, SIGKILL);  // its group: what it started too
         while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
         ended(pid);

@@ -26,26 +26,29 @@ struct thread_context {
 /// The calling thread's context, to hand to the threads working for it.
 inline thread_context this_thread_context() { return {policy_scopes_here(), flows_running_here()}; }
 
-/// Makes `c` this thread's context until the end of the scope, then restores the thread's own (a
-/// pooled team thread goes back to its pool as it was).
+/// Makes *c this thread's context until the end of the scope, then restores the thread's own (a
+/// pooled team thread goes back to its pool as it was). Nothing when c is null or empty. A copy that
+/// fails (bad_alloc) throws before anything changed.
 class adopted_context {
  public:
-  explicit adopted_context(const thread_context& c) : active_(!c.empty()) {
-    if (!active_) return;
-    saved_.policies = std::exchange(policy_scopes_here(), c.policies);
-    saved_.flows = std::exchange(flows_running_here(), c.flows);
+  explicit adopted_context(const thread_context* c) {
+    if (!c || c->empty()) return;
+    saved_ = *c;  // copied first: the swaps below cannot throw
+    std::swap(policy_scopes_here(), saved_.policies);
+    std::swap(flows_running_here(), saved_.flows);
+    active_ = true;
   }
   ~adopted_context() {
     if (!active_) return;
-    policy_scopes_here() = std::move(saved_.policies);
-    flows_running_here() = std::move(saved_.flows);
+    std::swap(policy_scopes_here(), saved_.policies);
+    std::swap(flows_running_here(), saved_.flows);
   }
   adopted_context(const adopted_context&) = delete;
   adopted_context& operator=(const adopted_context&) = delete;
 
  private:
-  bool active_;
-  thread_context saved_;
+  bool active_ = false;
+  thread_context saved_;  // the thread's own while the caller's is adopted
 };
 
 }  // namespace resident::detail

@@ -20,7 +20,8 @@
 /// launches of one graph; stages added meanwhile wait). A stage may run other flows, and read its own
 /// (validate, predecessors, device_of; so may the threads it waits for), but not add to, order, run,
 /// capture or report the flow it is a stage of (flow_error; also from the team threads of its CPU
-/// loops). A stage that replaces or destroys the flow it runs in ends the run whole. A stage that throws ends the run: the stages issued before it stay queued,
+/// loops). A stage that replaces or destroys the flow it runs in ends the run whole (as any object
+/// replaced or destroyed, no other thread may be calling the flow then). A stage that throws ends the run: the stages issued before it stay queued,
 /// the home stream waits for them (wait() covers them), and the flow can run again.
 /// Different flows run concurrently from different threads; each stage's ledger figures (report)
 /// count only the work its running thread issued.

@@ -113,13 +113,13 @@ class cpu_loop {
 #pragma omp parallel num_threads(workers_)
     {
       const int w = omp_get_thread_num();
-      const adopted_context as_caller(w != 0 ? caller : thread_context{});
       if (w != 0) {
         const clock::rep after = (clock::now() - start).count();
         for (clock::rep seen = latest.load(); after > seen && !latest.compare_exchange_weak(seen, after);) {
         }
       }
       try {
+        const adopted_context as_caller(w != 0 ? &caller : nullptr);
         for (std::size_t p; !failed.load(std::memory_order_relaxed) &&
                             (p = next.fetch_add(1, std::memory_order_relaxed)) < pieces_;) {
           body(piece(p, w));
