@@ -70,7 +70,7 @@ struct interpreter {
         case op::code::recip: v = T(1) / v; break;
         case op::code::minimum: v = v < a[i] || a[i] != a[i] ? v : a[i]; break;  // fmin: NaN loses
         case op::code::maximum: v = v > a[i] || a[i] != a[i] ? v : a[i]; break;
-        case op::code::pow: v = pow_(v, a[i]); break;
+        case op::code::pow: v = a[i] == T(2) ? v * v : pow_(v, a[i]); break;  // as compiled: pow(v, 2) is v * v
       }
     }
     return v;
