@@ -24,6 +24,7 @@
 
 #include "backend/runtime.hpp"
 #include "resident/detail/tuning.hpp"
+#include "resident/detail/fork.hpp"
 #include "resident/detail/per_device.hpp"
 #include "resident/device/event.hpp"
 #include "resident/error.hpp"
@@ -78,6 +79,11 @@ collector& the() {
   static auto* c = new collector;
   return *c;
 }
+// Held around the tables and events only (no other lock of the library taken under it): a leaf.
+const int collector_guarded = detail::guard_across_fork(the().m, nullptr, true);
+// NVTX's first use initializes it under a static's guard: done when the library loads, so that a
+// fork() can never come while another thread holds that guard (the child would wait on it for good).
+const bool nvtx_ready = detail::nvtx::listening();
 
 // Whether calls are collected, in one word that every call reads once: bit 0, RESIDENT_PROFILE has
 // been read; bit 1, it asks for a profile; the bits above, the number of open rs::profile scopes. The

@@ -1,7 +1,12 @@
 // The pools: reuse and statistics, limits (set, from the environment, between threads), and peer copies
 // between GPUs.
-#include <cstring>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstring>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -20,6 +25,47 @@ using rs::test::backend;
 namespace {
 
 using pool = backend;
+
+// A fork() while another thread allocates and frees host memory under an open profile: the child used
+// to wait for good whenever the fork came while that thread held the pool's or the profile's lock.
+TEST(pool_fork, a_fork_while_another_thread_allocates_leaves_the_child_able_to_allocate) {
+  const rs::device cpu = rs::device::cpu();
+  rs::profile counting(rs::profile_output::quiet);  // allocations then take the profile's lock too
+  std::atomic<bool> stop{false}, started{false};
+  std::thread churn([&] {
+    while (!stop.load()) {
+      rs::array<float> a(1000, cpu), b(5000, cpu);
+      started = true;
+    }
+  });
+  // The library's one-time set-up (function-local statics) is done by then: a fork() during another
+  // thread's first call is outside what this checks (docs/threads.md).
+  while (!started.load()) std::this_thread::yield();
+  int hung = 0, failed = 0;
+  for (int i = 0; i < 100 && hung == 0; ++i) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      rs::array<float> a = rs::to_device(std::vector<float>(1000, 1.f), cpu), b(5000, cpu);
+      ::_exit(a.to_host()[999] == 1.f ? 0 : 1);
+    }
+    int status = 0;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (::waitpid(pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > end) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        ++hung;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!hung && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) ++failed;
+  }
+  stop = true;
+  churn.join();
+  EXPECT_EQ(hung, 0) << "a fork child hung on a lock another thread held at the fork";
+  EXPECT_EQ(failed, 0);
+}
 
 TEST_P(pool, statistics_and_reuse) {
   auto before = rs::pool_stats(dev);

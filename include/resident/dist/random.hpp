@@ -16,6 +16,7 @@ namespace resident::dist::random {
 /// @throws invalid_argument as rs::random::fill_uniform, before any work.
 template <class T>
 void fill_uniform(sharded_array<T>& a, std::uint64_t seed, std::uint64_t offset = 0, T low = T(0), T high = T(1)) {
+  (void)resident::random::uniform<T>(seed, offset, low, high);  // checked on every process, shards or none
   for_each_shard(a, [&](array_ref<T> s, shard_extent e) { resident::random::fill_uniform(s, seed, offset + e.offset, low, high); });
 }
 
@@ -23,6 +24,7 @@ void fill_uniform(sharded_array<T>& a, std::uint64_t seed, std::uint64_t offset 
 /// @throws invalid_argument as rs::random::fill_normal, before any work.
 template <class T>
 void fill_normal(sharded_array<T>& a, std::uint64_t seed, std::uint64_t offset = 0, T mean = T(0), T sd = T(1)) {
+  (void)resident::random::normal<T>(seed, offset, mean, sd);
   for_each_shard(a, [&](array_ref<T> s, shard_extent e) { resident::random::fill_normal(s, seed, offset + e.offset, mean, sd); });
 }
 
@@ -30,6 +32,7 @@ void fill_normal(sharded_array<T>& a, std::uint64_t seed, std::uint64_t offset =
 /// @throws invalid_argument as rs::random::fill_integers, before any work.
 template <class T, std::integral L, std::integral H>
 void fill_integers(sharded_array<T>& a, std::uint64_t seed, std::uint64_t offset, L low, H high) {
+  (void)resident::random::integers<T>(seed, offset, low, high);
   for_each_shard(a, [&](array_ref<T> s, shard_extent e) { resident::random::fill_integers(s, seed, offset + e.offset, low, high); });
 }
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "backend/runtime.hpp"
+#include "resident/detail/fork.hpp"
 #include "resident/error.hpp"
 #include "resident/memory/pool.hpp"
 #include "resident/memory/transfer.hpp"
@@ -115,6 +116,7 @@ class host_pool {
       if (!it->second.empty()) return it->first;
     return 0;
   }
+  std::mutex& lock_for_fork() { return m_; }
 
  private:
   using block_list = std::list<std::pair<std::size_t, void*>>;  // (rounded size, block), oldest first
@@ -129,6 +131,8 @@ host_pool& cpu_pool() {
   static auto* p = new host_pool;  // never destroyed: arrays freed at exit still reach it
   return *p;
 }
+// Held only around its own lists (no other lock taken under it): a leaf across fork().
+const int pool_guarded = detail::guard_across_fork(cpu_pool().lock_for_fork(), nullptr, true);
 
 device_properties cpu_properties() {
   device_properties p;
@@ -250,6 +254,11 @@ class cpu_backend final : public runtime {
 runtime& cpu_runtime() noexcept {
   static auto* b = new cpu_backend;  // never destroyed: arrays freed at exit still reach it
   return *b;
+}
+// Made when the library loads, not by the first thread to use it: a fork() while another thread made
+// it would leave the child waiting on the static's guard for good.
+namespace {
+const bool cpu_runtime_made = (cpu_runtime(), true);
 }
 
 }  // namespace resident::detail
