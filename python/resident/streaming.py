@@ -343,7 +343,7 @@ def _interpreted_reduce(program, host, reduce, chunk, dev, callback, threads, ti
             value = float(_np.dtype(host.dtype).type(sum(values, 0.0)))
     else:
         value = getattr(_core, reduce)(_np.array(values, dtype=host.dtype))
-    summary = {"elements": n, "chunks": len(values), "chunk_elements": piece, "depth": 1, "h2d_bytes": n * item,
+    summary = {"elements": n, "chunks": len(values), "chunk_elements": piece, "depth": min(1, len(values)), "h2d_bytes": n * item,
                "d2h_bytes": 0, "device_bytes": piece * item, "pinned_input": False, "pinned_output": False,
                "host_threads": threads, "seconds": time.perf_counter() - t0, "timeline": times}
     return value, summary

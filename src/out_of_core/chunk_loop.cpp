@@ -181,9 +181,10 @@ chunk_loop::chunk_loop(std::size_t n, std::vector<host_side> inputs, host_side o
   chunk_ = o.chunk_elements ? o.chunk_elements
                             : std::max<std::size_t>((staged ? tuning::staged_chunk_bytes : tuning::chunk_bytes) / widest, 1);
   summary_.elements = n;
-  if (n == 0) {
+  if (n == 0) {  // no chunk, so no slot in flight (depth never exceeds the chunks)
     chunk_ = 0;
-    summary_.depth = depth_;
+    depth_ = 0;
+    summary_.depth = 0;
     return;
   }
 

@@ -181,7 +181,10 @@ TEST_P(out_of_core, zip_and_generated_reductions) {
   EXPECT_NEAR(rs::out_of_core(rs::map([] RESIDENT_HD(float v) { return double(v); }) | rs::reduce(rs::plus{}, 1.0),
                                   rs::host_generate(ramp{}, n), o),
               gref, 1e-9 * n);
-  EXPECT_EQ(rs::out_of_core(rs::reduce(rs::plus{}, 7.0), std::vector<double>{}, o), 7.0);  // empty: init
+  rs::out_of_core_summary empty;
+  EXPECT_EQ(rs::out_of_core(rs::reduce(rs::plus{}, 7.0), std::vector<double>{}, o, &empty), 7.0);  // empty: init
+  EXPECT_EQ(empty.chunks, 0u);
+  EXPECT_EQ(empty.depth, 0) << "no chunk, so no slot in flight";
 }
 
 // The pool capped at 1/8 of the data: the chosen chunks fit under the cap, the values are the
