@@ -362,3 +362,54 @@ def bound_values(fn):
         return plain(fn.__defaults__ or ()), tuple(cells), tuple(named)
     except Exception:  # an object whose own code raises when looked at: its function's name alone
         return fn.__qualname__ if isinstance(getattr(fn, "__qualname__", None), str) else ""
+
+
+def refuse_mixed_signs(dispatcher, sig, name):
+    """Refuses `//`, `%` (also in place), divmod, max and min between a uint64 and a signed integer in the
+    typed function and the functions it calls: Numba computes them as int64 (or float64), so values from
+    2**63 come out wrong without a sign (NumPy's rule gives a Python int the uint64's type)."""
+    import operator
+    from numba.core import ir, types as nt
+    ops = {operator.floordiv: "//", operator.mod: "%", operator.ifloordiv: "//=", operator.imod: "%="}
+    calls = {max: "max", min: "min", divmod: "divmod"}
+
+    def mixed(ts):
+        ints = [t for t in ts if isinstance(t, nt.Integer)]
+        return any(not t.signed and t.bitwidth == 64 for t in ints) and any(t.signed for t in ints)
+
+    def walk(d, args, seen):
+        if (id(d), args) in seen or args not in d.overloads:
+            return None
+        seen.add((id(d), args))
+        ta = d.overloads[args].type_annotation
+        tm, ct = ta.typemap, ta.calltypes
+        for block in ta.blocks.values():
+            for st in block.body:
+                e = st.value if isinstance(st, ir.Assign) else None
+                if not isinstance(e, ir.Expr):
+                    continue
+                what = None
+                if e.op in ("binop", "inplace_binop") and e.fn in ops:
+                    what = ops[e.fn] if mixed((tm[e.lhs.name], tm[e.rhs.name])) else None
+                elif e.op == "call":
+                    ft = tm[e.func.name]
+                    if isinstance(ft, nt.Dispatcher) and e in ct:
+                        found = walk(ft.dispatcher, tuple(ct[e].args), seen)
+                        if found:
+                            return found
+                    key = getattr(ft, "typing_key", None)
+                    if key in calls and mixed([tm[a.name] for a in e.args]):
+                        what = calls[key] + "()"
+                if what:
+                    place = f"{str(st.loc.filename).rsplit('/', 1)[-1]}:{st.loc.line}"
+                    return (getattr(d.py_func, "__name__", "?"), place, what)
+        return None
+
+    dispatcher.compile(tuple(sig.args))
+    found = walk(dispatcher, tuple(sig.args), set())
+    if found:
+        fn, place, what = found
+        where = place if fn == name else f"in {fn}, {place}"
+        raise _core_error("InvalidType", f"resident.stage: {name} ({where}) takes {what} of a uint64 and a "
+                          f"signed integer: Numba computes that as int64 (or float64), so values from 2**63 come "
+                          f"out wrong; make the other operand a uint64 (numpy.uint64(3)), as NumPy's rule would")

@@ -230,3 +230,34 @@ def test_the_guide_says_integers_in_a_stage_are_64_bit_and_wrap():
     import pathlib
     guide = (pathlib.Path(__file__).parents[2] / "docs" / "python.md").read_text(encoding="utf-8")
     assert "64-bit and wraps" in guide and "factorial" in guide
+
+
+def _mod_in_callee(v):
+    return v % 7
+
+
+def _floors_in_place(v):
+    v //= 3
+    return v
+
+
+@pytest.mark.parametrize("fn,what", [(lambda v: v // 3, "//"), (lambda v: v % 7, "%"), (lambda v: max(v, 3), "max()"),
+                                     (lambda v: _mod_in_callee(v) + 1, "in _mod_in_callee"),
+                                     (_floors_in_place, "//="), (lambda v: divmod(v, 3)[0], "divmod()")])
+def test_a_uint64_floored_or_compared_with_a_signed_integer_is_refused(fn, what):
+    # Numba takes uint64 // int as int64 (max as float64): 2**64 - 1 // 3 gave 2**64 - 1 where NumPy gives
+    # 6148914691236517205; refused at the call, naming the operation and NumPy's cure.
+    u = np.array([2**64 - 1, 2**63 + 5, 10], np.uint64)
+    with pytest.raises(rs.InvalidType, match="uint64 and a signed integer") as e:
+        rs.stage(fn)(rs.to_device(u))
+    assert what in str(e.value) and "numpy.uint64(3)" in str(e.value)
+    np.testing.assert_array_equal(rs.stage(lambda v: v // np.uint64(3))(rs.to_device(u)).to_host(), u // np.uint64(3))
+
+
+def test_uint64_operations_that_wrap_as_numpy_does_still_run():
+    u = np.array([2**64 - 1, 2**63 + 5, 10], np.uint64)
+    for fn, want in ((lambda v: v + 1, u + np.uint64(1)), (lambda v: v * 3, u * np.uint64(3)),
+                     (lambda v: v >> 1, u >> np.uint64(1)), (lambda v: 1 if v > 5 else 0, (u > 5).astype(np.uint64))):
+        np.testing.assert_array_equal(rs.stage(fn)(rs.to_device(u)).to_host(), want)
+    i = np.array([-7, 7], np.int64)  # signed stages are not concerned
+    np.testing.assert_array_equal(rs.stage(lambda v: v // 3)(rs.to_device(i)).to_host(), i // 3)
