@@ -483,8 +483,27 @@ std::string host_array_loop(const chain& c, const loop_text& t) {
          "    for (int l = 0; l < 16; ++l) { lanes[l].value = lane[l]; lanes[l].valid = 1; }\n"
          "  }\n";
   else
-    s += "#pragma GCC ivdep\n";
-  s += "  for (; i < last; ++i) " + t.use + "rs_chain(a, " + t.call + "));\n";
+    s += "  const unsigned long long whole = first + (last - first) / 16 * 16;\n"
+         "#pragma GCC ivdep\n"
+         "  for (; i < whole; ++i) " + t.use + "rs_chain(a, " + t.call + "));\n";
+  // The last partial vector, padded to 16 with its last element, takes the same vector code as the
+  // rest: an element's value never depends on where a range (a thread's, a chunk's, a shard's) ends
+  // (the scalar libm functions differ from the vector ones by an ulp).
+  std::string padded, at0;
+  for (std::size_t k = 0; k < c.nin; ++k) {
+    const std::string K = std::to_string(k);
+    padded += std::string("    ") + type_name(c.sig.in[k]) + " t" + K + "[16];\n    for (int l = 0; l < 16; ++l) t" + K + "[l] = in" + K +
+              "[i + (l < k ? l : k - 1)];\n";
+    at0 += (k ? ", t" : "t") + K + "[l]";
+  }
+  s += "  while (i < last) {\n"
+       "    const unsigned long long k = last - i < 16 ? last - i : 16;\n" + padded +
+       "    decltype(rs_chain(a, " + call_at("0") + ")) v[16];\n"
+       "#pragma GCC unroll 1\n"  // a loop the vectorizer sees, not 16 calls unrolled before it runs
+       "#pragma GCC ivdep\n"
+       "    for (int l = 0; l < 16; ++l) v[l] = rs_chain(a, " + at0 + ");\n"
+       "    for (unsigned long long l = 0; l < k; ++l, ++i) " + t.use + "v[l]);\n"
+       "  }\n";
   return s;
 }
 
