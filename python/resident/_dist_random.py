@@ -20,6 +20,9 @@ def _fill(what, x, offset, fill, stream):
                               "stream= is for an array on one device")
     _writable(x)
     start = _one._offset(offset, f"resident.dist.random.{what}")
+    if not x.shards:  # no shard here: the parameters are checked all the same, as on the processes with some
+        from . import empty
+        fill(empty(0, dtype=x.dtype, device="cpu"), start)
     for s, (o, _) in zip(x.shards, x.extents):
         fill(s, (start + o) % _WORDS)
 

@@ -45,11 +45,11 @@ import weakref
 
 import numpy as _np
 
-from . import _compat, _core, _cpu_text, _ieee_pow, _program, _typed
+from . import _compat, _core, _cpu_text, _ieee_pow, _program, _stage_signs, _typed
 from ._arguments import _DTYPES, _as_given, _capsules_taken, _core_error, _dtype_name, _first
 from ._rewrite import _compiled_along, _python_of, _single_precision
 from ._stage_check import bound_values as _bound_values
-from ._stage_check import _check_function, _is_plain_function, refuse_mixed_signs as _refuse_mixed_signs
+from ._stage_check import _check_function, _is_plain_function
 from ._stage_check import load_numba as _load_numba
 from ._typed import shown as _shown
 
@@ -166,9 +166,7 @@ class _PyStage:
         convert = _single_precision if single else (lambda f: f)
         kind, major, minor = target
         try:
-            if _np.dtype("uint64") in [_np.dtype(d) for d in dtypes]:  # typed on the host: Numba takes uint64 // int as int64 on every target
-                typed = numba.njit(error_model="numpy")
-                _refuse_mixed_signs(typed(_compiled_along(source, typed, convert)), sig, name)
+            _stage_signs.check_stage(source, sig, name, convert, _core_error, dtypes)  # uint64 with signed ints
             if kind == "cuda":
                 with _compat.numpy_for_numba_cuda():
                     _load_numba(cuda=True)

@@ -49,6 +49,17 @@ def test_the_sharded_values_are_the_streams_values():
     np.testing.assert_array_equal(part.to_host(), v[o:o + c])
 
 
+def test_a_process_holding_no_shard_checks_the_parameters_too():
+    # Another process would refuse them: this one went on alone (its later collectives then differ).
+    c = rs.dist.Communicator(["cpu", "cpu"])
+    x = rs.dist.ShardedArray([], 10, 0, 2, c)
+    for fill, kw in ((rs.dist.random.fill_uniform, dict(low=1.0, high=0.0)), (rs.dist.random.fill_uniform,
+                     dict(low=float("nan"))), (rs.dist.random.fill_normal, dict(sd=-1.0))):
+        with pytest.raises(rs.InvalidArgument):
+            fill(x, 7, **kw)
+    rs.dist.random.fill_uniform(x, 7)  # good parameters: nothing to fill, no error
+
+
 def test_sharded_fills_refuse_before_any_shard_is_written():
     x = rs.dist.shard(np.full(10, 5.0), ["cpu", "cpu"])
     with pytest.raises(rs.InvalidArgument, match="stream"):

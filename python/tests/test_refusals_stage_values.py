@@ -241,23 +241,57 @@ def _floors_in_place(v):
     return v
 
 
-@pytest.mark.parametrize("fn,what", [(lambda v: v // 3, "//"), (lambda v: v % 7, "%"), (lambda v: max(v, 3), "max()"),
-                                     (lambda v: _mod_in_callee(v) + 1, "in _mod_in_callee"),
-                                     (_floors_in_place, "//="), (lambda v: divmod(v, 3)[0], "divmod()")])
-def test_a_uint64_floored_or_compared_with_a_signed_integer_is_refused(fn, what):
-    # Numba takes uint64 // int as int64 (max as float64): 2**64 - 1 // 3 gave 2**64 - 1 where NumPy gives
-    # 6148914691236517205; refused at the call, naming the operation and NumPy's cure.
-    u = np.array([2**64 - 1, 2**63 + 5, 10], np.uint64)
+def _floors_in_a_loop(v):
+    for i in range(2):
+        v = v // (i + 2)
+    return v
+
+
+def _hash_mod(v):  # an int64 array hashed in uint64, the modulus a Python int
+    h = np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)
+    return np.int64(h % 1000)
+
+
+_U = np.array([2**64 - 1, 2**63 + 5, 10], np.uint64)
+
+
+@pytest.mark.parametrize("fn,what", [
+    (lambda v: v // 3, "//"), (lambda v: v % 7, "%"), (lambda v: max(v, 3), "max()"),
+    (lambda v: _mod_in_callee(v) + 1, "in _mod_in_callee"), (_floors_in_place, "//="),
+    (lambda v: divmod(v, 3)[0], "divmod()"), (lambda v: 1 if v + 1 > 5 else 0, ">"), (lambda v: abs(v - 1), "abs()"),
+    (lambda v: v if v > 3 else 3, "one variable holding both"), (lambda v: np.maximum(v, 5), "maximum()"),
+    (lambda v: np.mod(v, 7), "remainder()"), (lambda v: np.floor_divide(v, 3), "floor_divide()"),
+    (_floors_in_a_loop, "_floors_in_a_loop"), (lambda v: 1 if float(v + 1) > 1e10 else 0, "float()"),
+    (lambda v: (v + 1) * 0.5, "with a float")])
+def test_a_uint64_read_as_signed_after_meeting_a_signed_integer_is_refused(fn, what):
+    # Numba types a uint64 with a signed integer as int64 (float64 where branches join): (2**64 - 1) // 3
+    # gave 2**64 - 1, v + 1 > 5 was false for 2**63 + 5, max(v, 3) lost the low bits. Refused at the call,
+    # naming the line and NumPy's cure; what keeps its bits (+ - * << & | ^) still runs.
     with pytest.raises(rs.InvalidType, match="uint64 and a signed integer") as e:
-        rs.stage(fn)(rs.to_device(u))
+        rs.stage(fn)(rs.to_device(_U.copy()))
     assert what in str(e.value) and "numpy.uint64(3)" in str(e.value)
-    np.testing.assert_array_equal(rs.stage(lambda v: v // np.uint64(3))(rs.to_device(u)).to_host(), u // np.uint64(3))
 
 
-def test_uint64_operations_that_wrap_as_numpy_does_still_run():
-    u = np.array([2**64 - 1, 2**63 + 5, 10], np.uint64)
-    for fn, want in ((lambda v: v + 1, u + np.uint64(1)), (lambda v: v * 3, u * np.uint64(3)),
-                     (lambda v: v >> 1, u >> np.uint64(1)), (lambda v: 1 if v > 5 else 0, (u > 5).astype(np.uint64))):
-        np.testing.assert_array_equal(rs.stage(fn)(rs.to_device(u)).to_host(), want)
+def test_uint64_in_a_stage_on_signed_values_is_checked_too():
+    i = np.array([-1, 12345, 7], np.int64)
+    with pytest.raises(rs.InvalidType, match="_hash_mod"):
+        rs.stage(_hash_mod)(rs.to_device(i.copy()))
+    with pytest.raises(rs.InvalidType, match="uint64 and a signed integer"):  # a reduction's operator alike
+        rs.jit.reduce(lambda a, b: a if a - 1 > b - 1 else b, 0)(rs.to_device(_U.copy()))
+
+
+def test_uint64_operations_numba_computes_right_still_run():
+    u, U = _U, np.uint64
+    for fn, want in ((lambda v: v + 1, u + U(1)), (lambda v: v * 3, u * U(3)), (lambda v: v >> 1, u >> U(1)),
+                     (lambda v: 1 if v > 5 else 0, (u > 5).astype(np.uint64)), (lambda v: v // U(3), u // U(3)),
+                     (lambda v: 1 if v + U(1) > U(5) else 0, (u + U(1) > U(5)).astype(np.uint64)),
+                     (lambda v: abs(v), u), (lambda v: U(v + 1) // U(3), (u + U(1)) // U(3))):
+        np.testing.assert_array_equal(rs.stage(fn)(rs.to_device(u.copy())).to_host(), want)
+    assert rs.jit.reduce(lambda a, b: a if a > b else b, 0)(rs.to_device(u.copy())) == 2**64 - 1
     i = np.array([-7, 7], np.int64)  # signed stages are not concerned
     np.testing.assert_array_equal(rs.stage(lambda v: v // 3)(rs.to_device(i)).to_host(), i // 3)
+
+
+def test_a_uint64_stage_numba_cannot_type_is_a_compile_error():
+    with pytest.raises(rs.CompileError):
+        rs.stage(lambda v: v.nonexistent)(rs.to_device(_U.copy()))
