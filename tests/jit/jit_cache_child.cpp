@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "../fork_child.hpp"
 #include "resident/resident.hpp"
 
 namespace rs = resident;
@@ -46,20 +47,15 @@ std::string fork_while_compiling(const std::string& c, rs::device d) {
     std::fflush(stdout);
     ::_exit(r.empty() ? 0 : 1);
   }
-  int status = 0;
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > end) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      compiling.join();
-      return "the fork child hung";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (pid < 0) {
+    compiling.join();
+    return "fork() failed";
   }
+  const rs::test::child_end end = rs::test::wait_for_child(pid, std::chrono::seconds(60));
   compiling.join();
+  if (end.hung) return "the fork child hung: " + end.report;
   if (!in_thread.empty()) return in_thread;
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "" : "the fork child failed";
+  return end.succeeded() ? "" : "the fork child failed";
 }
 
 }  // namespace

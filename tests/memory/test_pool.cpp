@@ -17,6 +17,7 @@
 #include <thread>
 #include <tuple>
 
+#include "fork_child.hpp"
 #include "support.hpp"
 
 namespace rs = resident;
@@ -42,28 +43,28 @@ TEST(pool_fork, a_fork_while_another_thread_allocates_leaves_the_child_able_to_a
   // thread's first call is outside what this checks (docs/threads.md).
   while (!started.load()) std::this_thread::yield();
   int hung = 0, failed = 0;
+  std::string report;
   for (int i = 0; i < 100 && hung == 0; ++i) {
     const pid_t pid = ::fork();
+    if (pid < 0) {
+      ADD_FAILURE() << "fork() failed: " << std::strerror(errno);
+      break;
+    }
     if (pid == 0) {
       rs::array<float> a = rs::to_device(std::vector<float>(1000, 1.f), cpu), b(5000, cpu);
       ::_exit(a.to_host()[999] == 1.f ? 0 : 1);
     }
-    int status = 0;
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (::waitpid(pid, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > end) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, &status, 0);
-        ++hung;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const rs::test::child_end end = rs::test::wait_for_child(pid, std::chrono::seconds(20));
+    if (end.hung) {
+      ++hung;
+      report = end.report;
+    } else if (!end.succeeded()) {
+      ++failed;
     }
-    if (!hung && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) ++failed;
   }
   stop = true;
   churn.join();
-  EXPECT_EQ(hung, 0) << "a fork child hung on a lock another thread held at the fork";
+  EXPECT_EQ(hung, 0) << "a fork child hung on a lock another thread held at the fork: " << report;
   EXPECT_EQ(failed, 0);
 }
 
