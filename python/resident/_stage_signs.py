@@ -121,6 +121,10 @@ def refuse_mixed_signs(dispatcher, args, name, error):
                                 elif final and (arg_hot or mixed):
                                     what = getattr(ft, "typing_key", ft)
                                     refuse(st, f"{getattr(what, '__name__', what)}()")
+                            elif e.op == "cast" and isinstance(tt, nt.Float) and (
+                                    hot or u64(tm.get(e.value.name))):
+                                if final:  # returns of both joined (Python 3.12 returns in each branch)
+                                    refuse(st, "one variable holding both (a float64 for Numba)")
                             elif e.op in ("cast", "build_tuple", "getitem", "static_getitem", "exhaust_iter",
                                           "pair_first", "pair_second") and hot:
                                 tainted.add(target)

@@ -247,6 +247,12 @@ def _floors_in_a_loop(v):
     return v
 
 
+def _returns_both(v):  # one return of the uint64, one of a Python int: the function returns a float64
+    if v > 3:
+        return v
+    return 3
+
+
 def _hash_mod(v):  # an int64 array hashed in uint64, the modulus a Python int
     h = np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)
     return np.int64(h % 1000)
@@ -262,7 +268,7 @@ _U = np.array([2**64 - 1, 2**63 + 5, 10], np.uint64)
     (lambda v: v if v > 3 else 3, "one variable holding both"), (lambda v: np.maximum(v, 5), "maximum()"),
     (lambda v: np.mod(v, 7), "remainder()"), (lambda v: np.floor_divide(v, 3), "floor_divide()"),
     (_floors_in_a_loop, "_floors_in_a_loop"), (lambda v: 1 if float(v + 1) > 1e10 else 0, "float()"),
-    (lambda v: (v + 1) * 0.5, "with a float")])
+    (lambda v: (v + 1) * 0.5, "with a float"), (_returns_both, "one variable holding both")])
 def test_a_uint64_read_as_signed_after_meeting_a_signed_integer_is_refused(fn, what):
     # Numba types a uint64 with a signed integer as int64 (float64 where branches join): (2**64 - 1) // 3
     # gave 2**64 - 1, v + 1 > 5 was false for 2**63 + 5, max(v, 3) lost the low bits. Refused at the call,
