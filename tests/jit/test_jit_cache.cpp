@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "resident/detail/files.hpp"
+#include "fork_child.hpp"
 #include "private_folder.hpp"
 #include "support.hpp"
 
@@ -183,6 +184,7 @@ TEST(jit_cache, a_compiler_that_makes_no_kernel_is_a_typed_error) {
 // A fork() while another thread compiles (or asks the compiler its version): the child did not have
 // that thread, and waited for it for good on the kernel's slot or the compiler's one-time detection.
 TEST(jit_cache, a_fork_while_another_thread_compiles_leaves_the_child_able_to_compile) {
+  if (rs::test::fork_untestable) GTEST_SKIP() << rs::test::fork_untestable;
   for (const bool slow_version : {true, false}) {
     const std::string c = std::to_string(rs::test::fresh_seed() % 100000);
     const std::string cxx = slow_compiler(slow_version ? "slow-version" : "slow-compile", 2, slow_version);
