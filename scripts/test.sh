@@ -114,6 +114,25 @@ for ex in examples/python/*.py; do .venv/bin/python "$ex"; done
 # Python's debug allocator (freed memory poisoned, buffer ends guarded) and development mode.
 PYTHONMALLOC=debug .venv/bin/python -X dev -m pytest -q -rs --junitxml=build/junit/pytest.xml python/tests
 
+# The stage checks read Numba's typed IR, whose shape follows the bytecode of the Python running it
+# (3.12 returns from each branch where 3.11 joined first): the suite again under 3.12, the GPU image's
+# Python, where this machine has one.
+py312=
+for candidate in $(command -v python3.12 || true) "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
+  if "$candidate" -c "import venv" 2>/dev/null; then py312=$candidate; break; fi  # a pyenv shim may not run
+done
+if [ -n "$py312" ]; then
+  section "python 3.12 ($py312): pip install . into .venv312, then the pytest suite"
+  [ -x .venv312/bin/python ] || "$py312" -m venv .venv312
+  .venv312/bin/python -c "import nanobind, scikit_build_core, numpy, pytest, numba" 2>/dev/null ||
+    .venv312/bin/python -m pip install -q --disable-pip-version-check nanobind scikit-build-core numpy pytest numba
+  .venv312/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation . \
+    -Ccmake.define.RESIDENT_CUDA=OFF -Cbuild-dir=build/python-cpu312
+  .venv312/bin/python -m pytest -q -rs --junitxml=build/junit/pytest312.xml python/tests
+else
+  echo "test: no Python 3.12 here: the suite ran under $(.venv/bin/python -V) alone"
+fi
+
 section "cpu race: the seed map and map + sum, 2^16-2^20, resident against NumPy and Numba (recorded, not asserted)"
 .venv/bin/python bench/peers/cpu_race.py --lo 16 --hi 20 --json build/cpu_race.json
 
