@@ -499,7 +499,7 @@ def apply(work, x, out=None):
     return x
 
 
-def called_on_shards(work, inputs, out, stream):
+def _called_on_shards(work, inputs, out, stream):
     """work(*inputs, out=out) where an argument is a sharded array: resident.dist.apply's work, per shard;
     None where none is."""
     if not any(isinstance(a, ShardedArray) for a in (*inputs, out)):

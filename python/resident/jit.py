@@ -251,7 +251,7 @@ def _on_shards(work, inputs, out, stream):
     """work's call on sharded arrays (resident.dist.apply), or None where no argument is one (none can be
     before resident.dist is imported)."""
     d = sys.modules.get("resident.dist")
-    return None if d is None else d.called_on_shards(work, inputs, out, stream)
+    return None if d is None else d._called_on_shards(work, inputs, out, stream)
 
 
 def _item_name(kind, value):
@@ -270,7 +270,13 @@ class Chain:
     """
 
     def __init__(self, items):
-        self._items = list(items)
+        try:
+            self._items = [(k, v) for k, v in items]
+        except (TypeError, ValueError):
+            self._items = None
+        if self._items is None or any(k not in ("cpp", "prog", "py", "gen", "red", "pyred") for k, _ in self._items):
+            raise _core_error("InvalidArgument", "resident.jit.Chain: chains are made by resident.jit.stage, "
+                              "fuse, map, uniform, normal, sum, min, max and reduce, and joined with |")
         for i, (kind, value) in enumerate(self._items):  # refused where composed, as in C++
             if kind == "gen" and i:
                 raise _core_error("InvalidArgument", "resident.jit: a generator (uniform, normal) starts a chain; "
