@@ -118,12 +118,17 @@ PYTHONMALLOC=debug .venv/bin/python -X dev -m pytest -q -rs --junitxml=build/jun
 # (3.12 returns from each branch where 3.11 joined first): the suite again under 3.12, the GPU image's
 # Python, where this machine has one.
 py312=
-for candidate in $(command -v python3.12 || true) "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
-  if "$candidate" -c "import venv" 2>/dev/null; then py312=$candidate; break; fi  # a pyenv shim may not run
+for candidate in $(command -v python3.12 || true) "${HOME:-/nonexistent}"/.pyenv/versions/3.12*/bin/python3.12; do
+  [ -f "$candidate" ] || continue
+  # Only an interpreter root or this user owns and nobody else may change (not one planted on PATH),
+  # that runs (not a pyenv shim) and can make a venv (Debian's python3.12 may lack ensurepip).
+  owner=$(stat -Lc %u "$candidate") mode=$(stat -Lc %a "$candidate")
+  { [ "$owner" = 0 ] || [ "$owner" = "$(id -u)" ]; } && [ $((8#$mode & 8#022)) -eq 0 ] || continue
+  if "$candidate" -c "import venv, ensurepip" 2>/dev/null; then py312=$candidate; break; fi
 done
 if [ -n "$py312" ]; then
   section "python 3.12 ($py312): pip install . into .venv312, then the pytest suite"
-  [ -x .venv312/bin/python ] || "$py312" -m venv .venv312
+  [ -x .venv312/bin/pip ] || { rm -rf .venv312 && "$py312" -m venv .venv312; } || { rm -rf .venv312; false; }
   .venv312/bin/python -c "import nanobind, scikit_build_core, numpy, pytest, numba" 2>/dev/null ||
     .venv312/bin/python -m pip install -q --disable-pip-version-check nanobind scikit-build-core numpy pytest numba
   .venv312/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation . \

@@ -2,6 +2,8 @@
 // library's locks. A child counts as hung only when it waits on a lock (a futex) past the deadline and
 // is still waiting on the same one a little later; a child that is running or in another system call
 // on a loaded machine gets more time, up to a hard limit. A hang's report says what the child waited on.
+// Meant for children that take no lock for long (these tests' children run one thread): one that waits
+// on a condition variable for seconds at a time would be called hung at its second look.
 #pragma once
 
 #include <signal.h>

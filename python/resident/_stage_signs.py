@@ -64,6 +64,11 @@ def refuse_mixed_signs(dispatcher, args, name, error):
         ta = d.overloads[args].type_annotation
         tm, ct = ta.typemap, ta.calltypes
         tainted, found, returns = set(), [None], [False]
+        # A uint64 returned as a float is wrong only where another return is a signed integer (the pair
+        # unified to float64); beside a float return it converts as written.
+        signed_returns = any(isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and st.value.op == "cast"
+                             and isinstance(tm.get(st.target.name), nt.Float) and signed(tm.get(st.value.value.name))
+                             for block in ta.blocks.values() for st in block.body)
 
         def refuse(st, what):
             if found[0] is None:
@@ -122,7 +127,7 @@ def refuse_mixed_signs(dispatcher, args, name, error):
                                     what = getattr(ft, "typing_key", ft)
                                     refuse(st, f"{getattr(what, '__name__', what)}()")
                             elif e.op == "cast" and isinstance(tt, nt.Float) and (
-                                    hot or u64(tm.get(e.value.name))):
+                                    hot or u64(tm.get(e.value.name)) and signed_returns):
                                 if final:  # returns of both joined (Python 3.12 returns in each branch)
                                     refuse(st, "one variable holding both (a float64 for Numba)")
                             elif e.op in ("cast", "build_tuple", "getitem", "static_getitem", "exhaust_iter",

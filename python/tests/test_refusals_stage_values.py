@@ -278,6 +278,38 @@ def test_a_uint64_read_as_signed_after_meeting_a_signed_integer_is_refused(fn, w
     assert what in str(e.value) and "numpy.uint64(3)" in str(e.value)
 
 
+def _u64_or_half(v):
+    if v > 3:
+        return v
+    return 0.5
+
+
+def _u64_or_its_float(v):
+    if v > 3:
+        return v
+    return float(v)
+
+
+def _halved_or_u64(v):
+    if v > np.uint64(3):
+        return v * 0.5
+    return v
+
+
+def _float_or_u64_zero(x):
+    if x > 0:
+        return x
+    return np.uint64(0)
+
+
+def test_a_uint64_returned_beside_a_float_is_no_mix_of_signs():
+    # Only a signed integer return beside a uint64 one makes Numba's float64 out of a sign mix.
+    for fn, want in ((_u64_or_half, 10), (_u64_or_its_float, 10), (_halved_or_u64, 5)):
+        assert rs.stage(fn)(rs.to_device(_U.copy())).to_host()[2] == want
+    np.testing.assert_array_equal(rs.stage(_float_or_u64_zero)(rs.to_device(np.array([1.5, -1.0]))).to_host(),
+                                  [1.5, 0.0])
+
+
 def test_uint64_in_a_stage_on_signed_values_is_checked_too():
     i = np.array([-1, 12345, 7], np.int64)
     with pytest.raises(rs.InvalidType, match="_hash_mod"):

@@ -33,13 +33,13 @@ def test_a_builtin_that_needs_the_interpreter_is_refused_with_advice_that_works(
     assert "rs.stage(lambda" not in str(e.value)
 
 
-@needs_numba
 @pytest.mark.parametrize("items", ["x", [1, 2], [("nothing", None)], None, 3])
 def test_a_chain_made_by_hand_is_refused_naming_what_makes_one(items):
     with pytest.raises(rs.InvalidArgument, match="made by resident.jit.stage"):
         rs.jit.Chain(items)
 
 
+@needs_numba
 def test_what_is_no_stage_is_told_with_a_call_that_works():
     import numba
     np.testing.assert_array_equal(rs.stage(numba.njit(lambda v: v + 1))(np.ones(2)), [2, 2])
