@@ -331,7 +331,8 @@ inline std::shared_ptr<const void> python_owner(nb::handle obj) {
   return std::shared_ptr<const void>(new nb::object(nb::borrow(obj)),
                                      [](const void* p) { drop_python(static_cast<const nb::object*>(p)); });
 }
-/// A PyTorch tensor or CuPy array on a CUDA device read from its attributes (direct.cpp), or nothing
+/// A PyTorch tensor or CuPy array on a CUDA device read from its attributes, or a NumPy array through
+/// the buffer protocol (direct.cpp), or nothing
 /// where the __dlpack__ path must take it. own = false: no owner (see taken_for_call).
 std::optional<py_array> take_direct(nb::handle obj, bool own = true);
 /// The one check of a tensor taken in, whatever gave it (intake.cpp), made before anything reads its shape,

@@ -1,6 +1,7 @@
-// PyTorch tensors and CuPy arrays on a CUDA device, read from their attributes: no DLPack export per
-// call (PyTorch's __dlpack__ is Python code with checks and a stream handshake that costs tens of
-// microseconds). Resident then works on that library's current stream, where its own work is queued,
+// PyTorch tensors and CuPy arrays on a CUDA device, read from their attributes, and NumPy arrays
+// through the buffer protocol: no DLPack export per call (PyTorch's __dlpack__ is Python code with
+// checks and a stream handshake that costs tens of microseconds, NumPy's capsule about a microsecond
+// of taking in). Resident then works on that library's current stream, where its own work is queued,
 // so the order needs nothing more; a call given another stream makes it wait for the library's
 // current one, as the DLPack handshake would. Anything unusual (a tensor that requires grad, a
 // non-strided layout, a dtype outside the table, a CPU tensor) takes the __dlpack__ path, which
@@ -68,11 +69,13 @@ library* find_cupy(nb::object cupy) {
 struct entry {
   bool known = false;
   library* lib = nullptr;
+  PyObject* name = nullptr;  // the module's name, interned once (looked up each call until imported)
 };
 template <class Find>
 library* library_of(entry& e, const char* module, Find find) {
   if (!e.known) {
-    nb::object m = nb::steal(PyImport_GetModule(intern(module).ptr()));
+    if (!e.name) e.name = intern(module).release().ptr();
+    nb::object m = nb::steal(PyImport_GetModule(e.name));
     if (!m.is_valid()) {
       PyErr_Clear();
       return nullptr;
@@ -162,12 +165,70 @@ std::optional<py_array> cupy_view(nb::handle x, const library& l, const names& k
               *dt, device, current, own);
 }
 
+// The element type a buffer's format names (one of the six, in the machine's order), if any.
+std::optional<DLDataType> buffer_dtype(const Py_buffer& b) {
+  if (!b.format || !b.format[0] || b.format[1]) return std::nullopt;  // '>f', 'Zf', records: the other path
+  const char c = b.format[0];
+  const bool fl = c == 'f' || c == 'd', sig = c == 'i' || c == 'l' || c == 'q', uns = c == 'I' || c == 'L' || c == 'Q';
+  if (!(fl || sig || uns) || (b.itemsize != 4 && b.itemsize != 8)) return std::nullopt;
+  if (fl && (c == 'f') != (b.itemsize == 4)) return std::nullopt;
+  const auto bits = static_cast<std::uint8_t>(8 * b.itemsize);
+  return DLDataType{static_cast<std::uint8_t>(fl ? kDLFloat : sig ? kDLInt : kDLUInt), bits, 1};
+}
+
+// A NumPy array (the exact type) read through the buffer protocol: no DLPack capsule per call. Only a
+// C-contiguous, aligned, non-empty one of a type resident computes on; any other (a view with strides,
+// another byte order, a 0-d array) takes the __dlpack__ path, which copies or refuses it in its words.
+std::optional<py_array> numpy_view(nb::handle x, bool own) {
+  Py_buffer b;
+  if (PyObject_GetBuffer(x.ptr(), &b, PyBUF_RECORDS_RO) != 0) {
+    nb::python_error e;  // fetched, and cleared when it goes
+    if (!e.matches(PyExc_Exception)) throw e;  // KeyboardInterrupt, SystemExit: unchanged
+    return std::nullopt;
+  }
+  const struct released {
+    Py_buffer* b;
+    ~released() { PyBuffer_Release(b); }
+  } hold{&b};
+  const std::optional<DLDataType> dt = buffer_dtype(b);
+  if (!dt || b.ndim < 1 || b.ndim > most_dims || b.len <= 0 || !PyBuffer_IsContiguous(&b, 'C') ||
+      reinterpret_cast<std::uintptr_t>(b.buf) % std::uintptr_t(b.itemsize) != 0)
+    return std::nullopt;
+  py_array r;
+  r.shape.assign(b.shape, b.shape + b.ndim);
+  r.dtype = *dt;
+  DLTensor t{};
+  t.data = b.buf;
+  t.device = DLDevice{kDLCPU, 0};
+  t.ndim = b.ndim;
+  t.dtype = *dt;
+  t.shape = r.shape.data();  // no strides: C-contiguous
+  const auto [dev, data] = usable(t);
+  r.data = data;
+  r.stream = rs::default_stream(dev);
+  if (own) r.owner = python_owner(x);
+  r.foreign = true;
+  r.finish_before_return = true;
+  r.readonly = b.readonly != 0;
+  return r;
+}
+
 }  // namespace
 
 std::optional<py_array> take_direct(nb::handle obj, bool own) {
   static const names* k = new names();
   static entry torch, cupy;  // read and written with the GIL held
+  static PyTypeObject* ndarray = nullptr;
   PyTypeObject* t = Py_TYPE(obj.ptr());
+  if (!ndarray) {
+    static PyObject* numpy = intern("numpy").release().ptr();
+    nb::object np = nb::steal(PyImport_GetModule(numpy));
+    if (np.is_valid())
+      ndarray = reinterpret_cast<PyTypeObject*>(nb::getattr(np, "ndarray").release().ptr());
+    else if (PyErr_Occurred())
+      throw nb::python_error();
+  }
+  if (t == ndarray) return numpy_view(obj, own);
   if (const library* l = library_of(torch, "torch", find_torch); l && t == l->type) return torch_view(obj, *l, *k, own);
   if (const library* l = library_of(cupy, "cupy", find_cupy); l && t == l->type) return cupy_view(obj, *l, *k, own);
   return std::nullopt;

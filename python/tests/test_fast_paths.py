@@ -513,3 +513,73 @@ def test_a_function_whose_code_is_replaced_is_compiled_anew():
     h.__code__ = other.__code__
     rs.stage(h)(y)
     np.testing.assert_array_equal(y, (np.arange(3.0) + 1) * 10)
+
+
+def _numpy_kinds():
+    """NumPy arrays of every kind a call may be given: each is taken through the buffer protocol or
+    left to the __dlpack__ path, which copies or refuses it."""
+    base = np.arange(12, dtype=np.float64).reshape(3, 4) - 5.5
+    kinds = {f"{np.dtype(t).name} 2-d": base.astype(t) for t in
+             (np.float32, np.float64, np.int32, np.int64, np.uint32, np.uint64, np.longlong, np.ulonglong)}
+    kinds.update({
+        "read-only": _readonly(base.astype(np.float32)),
+        "Fortran order": np.asfortranarray(base),
+        "strided view": base[:, ::2],
+        "offset view": base.ravel()[1:],
+        "big-endian": base.astype(">f4"),
+        "0-d": np.array(2.5),
+        "empty": np.zeros((0, 3), np.float32),
+        "float16": base.astype(np.float16),
+        "bool": base > 0,
+        "complex": base.astype(np.complex64),
+        "misaligned": np.frombuffer(np.arange(9, dtype=np.uint8).tobytes(), np.uint8)[1:].view(np.float32),
+    })
+    return kinds
+
+
+class _Sub(np.ndarray):
+    """A subclass: never read through the buffer protocol, so it takes the __dlpack__ path."""
+
+
+@pytest.mark.parametrize("kind", list(_numpy_kinds()))
+def test_a_numpy_array_is_taken_as_the_dlpack_path_takes_it(kind):
+    """A NumPy array is read through the buffer protocol (no capsule per call): what is taken (element
+    type, shape, values, read-only) or the error is what the __dlpack__ path gives for the same array."""
+    a = _numpy_kinds()[kind]
+
+    def taken(x):
+        try:
+            r = rs.from_dlpack(x)
+        except rs.Error as e:
+            return type(e)
+        return (r.dtype, tuple(r.shape), r._readonly, r.to_host().tobytes())
+
+    got = taken(a)
+    assert got == taken(a.view(_Sub))
+    if isinstance(got, tuple):
+        assert got == taken(DlpackOnly(a))  # the capsule itself
+    expected = {"strided view": rs.InvalidArgument, "Fortran order": rs.InvalidArgument,
+                "misaligned": rs.InvalidArgument, "big-endian": rs.InvalidType, "float16": rs.InvalidType,
+                "bool": rs.InvalidType, "complex": rs.InvalidType}
+    if kind in expected:
+        assert got is expected[kind]
+    elif kind.endswith("2-d") or kind == "read-only":
+        assert got[2] == (kind == "read-only") and got[1] == a.shape
+
+
+def test_a_numpy_array_taken_in_stays_alive_and_a_call_writes_into_it():
+    """The array from_dlpack takes keeps the NumPy array's memory (its owner) after the caller lets
+    go; a call's out= NumPy array receives the values in place, against FP64."""
+    import gc
+    x = np.linspace(-2, 2, 1001, dtype=np.float32)
+    want = np.sqrt(np.abs(x.astype(np.float64)))
+    held = rs.from_dlpack(np.abs(x))
+    gc.collect()
+    y = np.full_like(x, np.nan)
+    rs.op.sqrt()(held, out=y)
+    assert np.max(np.abs(y - want)) <= 2e-7 * np.max(want)
+    z = np.abs(x)
+    rs.op.sqrt()(z, out=z)
+    assert np.array_equal(z, y)
+    with pytest.raises(rs.InvalidArgument):
+        rs.op.sqrt()(x, out=_readonly(np.empty_like(x)))
