@@ -177,8 +177,9 @@ std::optional<DLDataType> buffer_dtype(const Py_buffer& b) {
 }
 
 // A NumPy array (the exact type) read through the buffer protocol: no DLPack capsule per call. Only a
-// C-contiguous, aligned, non-empty one of a type resident computes on; any other (a view with strides,
-// another byte order, a 0-d array) takes the __dlpack__ path, which copies or refuses it in its words.
+// writable, C-contiguous, aligned, non-empty one of a type resident computes on; any other (a view with
+// strides, another byte order, a 0-d array) takes the __dlpack__ path, which copies or refuses it in its
+// words.
 std::optional<py_array> numpy_view(nb::handle x, bool own) {
   Py_buffer b;
   if (PyObject_GetBuffer(x.ptr(), &b, PyBUF_RECORDS_RO) != 0) {
@@ -191,7 +192,9 @@ std::optional<py_array> numpy_view(nb::handle x, bool own) {
     ~released() { PyBuffer_Release(b); }
   } hold{&b};
   const std::optional<DLDataType> dt = buffer_dtype(b);
-  if (!dt || b.ndim < 1 || b.ndim > most_dims || b.len <= 0 || !PyBuffer_IsContiguous(&b, 'C') ||
+  // Read-only buffers too: NumPy exports some arrays it lets be written (np.broadcast_arrays' results,
+  // writes warned of) read-only this way, writable through DLPack.
+  if (!dt || b.readonly || b.ndim < 1 || b.ndim > most_dims || b.len <= 0 || !PyBuffer_IsContiguous(&b, 'C') ||
       reinterpret_cast<std::uintptr_t>(b.buf) % std::uintptr_t(b.itemsize) != 0)
     return std::nullopt;
   py_array r;
@@ -209,7 +212,6 @@ std::optional<py_array> numpy_view(nb::handle x, bool own) {
   if (own) r.owner = python_owner(x);
   r.foreign = true;
   r.finish_before_return = true;
-  r.readonly = b.readonly != 0;
   return r;
 }
 
@@ -223,10 +225,12 @@ std::optional<py_array> take_direct(nb::handle obj, bool own) {
   if (!ndarray) {
     static PyObject* numpy = intern("numpy").release().ptr();
     nb::object np = nb::steal(PyImport_GetModule(numpy));
-    if (np.is_valid())
-      ndarray = reinterpret_cast<PyTypeObject*>(nb::getattr(np, "ndarray").release().ptr());
-    else if (PyErr_Occurred())
+    if (np.is_valid()) {  // sys.modules may hold anything under the name (None, a stand-in)
+      nb::object type = nb::getattr(np, "ndarray", nb::none());
+      if (PyType_Check(type.ptr())) ndarray = reinterpret_cast<PyTypeObject*>(type.release().ptr());
+    } else if (PyErr_Occurred()) {
       throw nb::python_error();
+    }
   }
   if (t == ndarray) return numpy_view(obj, own);
   if (const library* l = library_of(torch, "torch", find_torch); l && t == l->type) return torch_view(obj, *l, *k, own);

@@ -526,6 +526,8 @@ def _numpy_kinds():
         "Fortran order": np.asfortranarray(base),
         "strided view": base[:, ::2],
         "offset view": base.ravel()[1:],
+        "broadcast, writable": np.broadcast_arrays(base[0], np.zeros((1, 4)))[0],  # read-only as a buffer
+        "broadcast_to": np.broadcast_to(base[0], (3, 4)),
         "big-endian": base.astype(">f4"),
         "0-d": np.array(2.5),
         "empty": np.zeros((0, 3), np.float32),
@@ -563,7 +565,7 @@ def test_a_numpy_array_is_taken_as_the_dlpack_path_takes_it(kind):
                 "bool": rs.InvalidType, "complex": rs.InvalidType}
     if kind in expected:
         assert got is expected[kind]
-    elif kind.endswith("2-d") or kind == "read-only":
+    elif kind.endswith("2-d") or kind in ("read-only", "broadcast, writable"):
         assert got[2] == (kind == "read-only") and got[1] == a.shape
 
 
@@ -583,3 +585,26 @@ def test_a_numpy_array_taken_in_stays_alive_and_a_call_writes_into_it():
     assert np.array_equal(z, y)
     with pytest.raises(rs.InvalidArgument):
         rs.op.sqrt()(x, out=_readonly(np.empty_like(x)))
+
+
+def test_calls_take_arrays_with_no_numpy_module_to_be_found():
+    """sys.modules holding None (or a stand-in) under 'numpy' leaves other arrays' calls working."""
+    code = textwrap.dedent("""
+        import sys
+        import resident as rs
+        x = rs.empty(4, dtype="float64")
+        cap = x.__dlpack__()
+        real = sys.modules["numpy"]
+        for stand_in in (None, object()):
+            sys.modules["numpy"] = stand_in
+            rs.from_dlpack(cap if stand_in is None else x.__dlpack__())
+            rs.op.sqrt()(x)
+        sys.modules["numpy"] = real
+        y = real.arange(4.0)
+        rs.op.sqrt()(y)
+        assert abs(y[3] - 3 ** 0.5) < 1e-15
+        print("ok")
+    """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "RESIDENT_DEVICE": "cpu"})
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
