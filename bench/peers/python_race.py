@@ -6,7 +6,8 @@ cupy.fuse, a Numba kernel calling three device functions; a device copy of the s
 each library's own). over_copy's reference, copy_ms: cudaMemcpyAsync (through CuPy) from the row's input to
 its output array, the same memory the row reads and writes, its batches alternating with the row's (over_copy:
 the median of the row's batch over the copy's beside it), so that a GPU whose rate drifts during a size's
-rows (clocks, power), or memory placed apart, is compared with itself (cupy_copy_ms: the
+rows (clocks, power), or memory placed apart, is compared with itself; sm_mhz and copy_sm_mhz: the median SM
+clock the row's batches and the copy's ran at, read by a one-thread kernel around each batch (cupy_copy_ms: the
 same copy between CuPy's arrays, the reference of earlier records). back_to_back_ms: per call, `calls`
 calls between two CUDA events on the stream the work goes on, after an untimed call that keeps the GPU
 busy while they are issued, median of `reps` (host_ms: the same timed by the host clock to a
@@ -59,6 +60,33 @@ def external(cp, handle):
         return cp.cuda.ExternalStream(handle)
 
 
+_PROBE = r"""extern "C" __global__ void rs_probe(unsigned long long* o) {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  o[0] = clock64();
+  o[1] = t;
+}"""
+
+
+class _Clock:
+    """The SM clock a batch ran at, as nvbench measures a sample's: a one-thread kernel reads clock64()
+    and the global timer before the batch and after it (outside its events), their quotient in MHz."""
+
+    def __init__(self, cp):
+        self.cp, self.kernel, self.at = cp, cp.RawKernel(_PROBE, "rs_probe"), cp.zeros(4, dtype=cp.uint64)
+        self.slots = (self.at[0:2], self.at[2:4])
+
+    def mark(self, st, k):
+        self.kernel((1,), (1,), (self.slots[k],), stream=st)
+
+    def mhz(self):  # after the stream's synchronization; None where the two reads disagree (another SM's clock)
+        c0, t0, c1, t1 = (int(v) for v in self.cp.asnumpy(self.at))
+        return (c1 - c0) / (t1 - t0) * 1e3 if t1 > t0 and 0 < (c1 - c0) / (t1 - t0) * 1e3 < 5000 else None
+
+
+_clocks = {}
+
+
 def device_seconds(f, calls, handle, reps, cp, copy=None, copy_handle=None):
     """Seconds per call of f between two CUDA events on the stream its work goes on (handle): `calls`
     calls after one untimed call that keeps the GPU busy while they are issued (a host slower than the
@@ -66,14 +94,20 @@ def device_seconds(f, calls, handle, reps, cp, copy=None, copy_handle=None):
     `copy` (on copy_handle's stream), its batches alternate with f's, which goes first every other
     time: (f's median, copy's median, the median of f's batch over the copy's beside it), so that a GPU
     whose rate drifts (clocks, power) is compared with itself batch by batch."""
+    clock = _clocks.setdefault(id(cp), _Clock(cp))
+    mhz = {}
+
     def batch(g, st):
         start, end = cp.cuda.Event(), cp.cuda.Event()
         g()
+        clock.mark(st, 0)
         start.record(st)
         for _ in range(calls):
             g()
         end.record(st)
-        end.synchronize()
+        clock.mark(st, 1)
+        st.synchronize()
+        mhz.setdefault(g, []).append(clock.mhz())
         return cp.cuda.get_elapsed_time(start, end) / 1e3 / calls
     st = external(cp, handle)
     f()
@@ -91,8 +125,9 @@ def device_seconds(f, calls, handle, reps, cp, copy=None, copy_handle=None):
         else:
             ref.append(batch(copy, cs))
             mine.append(batch(f, st))
+    clocks = [statistics.median(v) if (v := [m for m in mhz.get(g, []) if m]) else None for g in (f, copy)]
     return (statistics.median(mine), statistics.median(ref),
-            statistics.median(a / b for a, b in zip(mine, ref)))
+            statistics.median(a / b for a, b in zip(mine, ref)), *clocks)
 
 
 def open_lib(lib, host, idx, m, dev):
@@ -173,31 +208,34 @@ def race_one(make, L, l, ref, a, cp=None, copy=None, copy_handle=None):
     got = L.take(L.y if y is None else y)
     err = float(np.max(np.abs(got.astype(np.float64) - ref) / (1 + np.abs(ref))))
     host_ms = per_call_seconds(f, a.calls, L.sync, a.reps) * 1e3
-    ms, copy_ms, over = host_ms, None, None
+    ms, copy_ms, over, mhz, copy_mhz = host_ms, None, None, None, None
     if cp and hasattr(L, "stream"):
         if copy is not None:
-            ms, copy_ms, over = device_seconds(f, a.calls, L.stream(), a.reps, cp, copy, copy_handle)
+            ms, copy_ms, over, mhz, copy_mhz = device_seconds(f, a.calls, L.stream(), a.reps, cp, copy, copy_handle)
             ms, copy_ms = ms * 1e3, copy_ms * 1e3
         else:
             ms = device_seconds(f, a.calls, L.stream(), a.reps, cp) * 1e3
     return {"back_to_back_ms": ms, "host_ms": host_ms, "issue_us": issue_seconds(f, a.calls, L.sync, a.reps) * 1e6,
             "gbs": 8 * (1 << l) / ms / 1e6, "max_rel_error": err if math.isfinite(err) else str(err),
-            "ok": bool(got.dtype == np.float32 and err <= TOL), "copy_ms": copy_ms, "over_copy": over}
+            "ok": bool(got.dtype == np.float32 and err <= TOL), "copy_ms": copy_ms, "over_copy": over,
+            "sm_mhz": mhz, "copy_sm_mhz": copy_mhz}
 
 
 def table(rows, repeat):
     groups, w = {}, max(23, 7 * repeat)
     for r in sorted(rows, key=lambda r: r["log2_n"]):
         groups.setdefault((r["system"], r["array_library"], r["log2_n"]), []).append(r)
-    print(f"\n{'system':<13} {'arrays':<8} {'n':>5} {'ms/call':>9} {'issue us':>8} {'GB/s':>7}  "
+    print(f"\n{'system':<13} {'arrays':<8} {'n':>5} {'ms/call':>9} {'issue us':>8} {'GB/s':>7} {'MHz':>5}  "
           f"{'x copy, each repetition':<{w}} {'max err':>8}", file=sys.stderr)
     for (system, lib, l), g in groups.items():
         med = lambda k: statistics.median(r[k] for r in g)
         by = {r["repeat"]: r["over_copy"] for r in g}  # a repetition that has no row shows "-"
         ratios = " ".join(f"{by[i]:6.3f}" if by.get(i) else "     -" for i in range(1, repeat + 1))
         err = max((float(r["max_rel_error"]) for r in g), key=lambda e: (math.isnan(e), e))  # NaN rows: "nan"
+        mhz = [r["sm_mhz"] for r in g if r.get("sm_mhz")]  # the SM clock its batches ran at (GPU rows)
+        mhz = f"{statistics.median(mhz):5.0f}" if mhz else "    -"
         print(f"{system:<13} {lib:<8} {'2^' + str(l):>5} {med('back_to_back_ms'):9.4f} {med('issue_us'):8.1f} "
-              f"{med('gbs'):7.1f}  {ratios:<{w}} {err:8.1e}{'' if all(r['ok'] for r in g) else ' WRONG'}",
+              f"{med('gbs'):7.1f} {mhz}  {ratios:<{w}} {err:8.1e}{'' if all(r['ok'] for r in g) else ' WRONG'}",
               file=sys.stderr)
 
 
