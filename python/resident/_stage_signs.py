@@ -1,7 +1,8 @@
 """uint64 mixed with signed integers in a stage: Numba types such a pair as int64 (or float64 where
 branches join), where NumPy 2 gives a Python int the uint64's type. The bits of + - * & | ^ << stay
-right, so those pass; what reads the sign or converts (// % / >> comparisons, abs, max, min, float,
-ufuncs, a join with a float) is wrong from 2**63, so it is refused when the stage is compiled."""
+right, so those pass (and % by a power of two, // 1); what reads the sign or converts (// % / >>
+comparisons, abs, max, min, float, ufuncs, a join with a float) is wrong from 2**63, so it is refused when
+the stage is compiled."""
 import operator
 
 # Operations whose result has the same bits whichever sign the operands are read with.
@@ -64,6 +65,16 @@ def refuse_mixed_signs(dispatcher, args, name, error):
         ta = d.overloads[args].type_annotation
         tm, ct = ta.typemap, ta.calltypes
         tainted, found, returns = set(), [None], [False]
+        assigned = {}  # each variable's one definition (None where there are several)
+        for block in ta.blocks.values():
+            for st in block.body:
+                if isinstance(st, ir.Assign):
+                    assigned[st.target.name] = None if st.target.name in assigned else st.value
+
+        def constant(v):  # the int a variable always holds, if it is a written constant
+            d = assigned.get(v.name)
+            c = d.value if isinstance(d, (ir.Const, ir.Global, ir.FreeVar)) else None
+            return c if isinstance(c, int) and not isinstance(c, bool) else None
         # A uint64 returned as a float is wrong only where another return is a signed integer (the pair
         # unified to float64); beside a float return it converts as written.
         signed_returns = any(isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and st.value.op == "cast"
@@ -103,7 +114,11 @@ def refuse_mixed_signs(dispatcher, args, name, error):
                                     tm.get(e.value.name)]
                                 mixed = any(u64(t) for t in operands) and any(signed(t) for t in operands)
                                 fn = e.fn
-                                if fn in _SAME_BITS or e.op == "unary" and fn in ("-", "~", "+"):
+                                c = constant(e.rhs) if e.op != "unary" else None
+                                if fn in (operator.mod, operator.imod) and c and 0 < c < 2**63 and not c & (c - 1):
+                                    pass  # v % 2**k: the low k bits, whichever sign v is read with
+                                elif (fn in _SAME_BITS or e.op == "unary" and fn in ("-", "~", "+") or
+                                      fn in (operator.floordiv, operator.ifloordiv) and c == 1):
                                     if (mixed or hot) and signed(tt):
                                         tainted.add(target)
                                     elif final and hot and isinstance(tt, nt.Float):

@@ -268,7 +268,8 @@ _U = np.array([2**64 - 1, 2**63 + 5, 10], np.uint64)
     (lambda v: v if v > 3 else 3, "one variable holding both"), (lambda v: np.maximum(v, 5), "maximum()"),
     (lambda v: np.mod(v, 7), "remainder()"), (lambda v: np.floor_divide(v, 3), "floor_divide()"),
     (_floors_in_a_loop, "_floors_in_a_loop"), (lambda v: 1 if float(v + 1) > 1e10 else 0, "float()"),
-    (lambda v: (v + 1) * 0.5, "with a float"), (_returns_both, "one variable holding both")])
+    (lambda v: (v + 1) * 0.5, "with a float"), (_returns_both, "one variable holding both"),
+    (lambda v: v % 12, "%"), (lambda v: v % -16, "%"), (lambda v: v // 2, "//"), (lambda v: (v // 1) // 3, "//")])
 def test_a_uint64_read_as_signed_after_meeting_a_signed_integer_is_refused(fn, what):
     # Numba types a uint64 with a signed integer as int64 (float64 where branches join): (2**64 - 1) // 3
     # gave 2**64 - 1, v + 1 > 5 was false for 2**63 + 5, max(v, 3) lost the low bits. Refused at the call,
@@ -323,7 +324,9 @@ def test_uint64_operations_numba_computes_right_still_run():
     for fn, want in ((lambda v: v + 1, u + U(1)), (lambda v: v * 3, u * U(3)), (lambda v: v >> 1, u >> U(1)),
                      (lambda v: 1 if v > 5 else 0, (u > 5).astype(np.uint64)), (lambda v: v // U(3), u // U(3)),
                      (lambda v: 1 if v + U(1) > U(5) else 0, (u + U(1) > U(5)).astype(np.uint64)),
-                     (lambda v: abs(v), u), (lambda v: U(v + 1) // U(3), (u + U(1)) // U(3))):
+                     (lambda v: abs(v), u), (lambda v: U(v + 1) // U(3), (u + U(1)) // U(3)),
+                     (lambda v: v % 2**4, u % U(16)), (lambda v: (v + 1) % 1024, (u + U(1)) % U(1024)),
+                     (lambda v: v // 1 + 1, u + U(1)), (lambda v: 1 if v % 8 > 4 else 0, (u % U(8) > 4).astype(U))):
         np.testing.assert_array_equal(rs.stage(fn)(rs.to_device(u.copy())).to_host(), want)
     assert rs.jit.reduce(lambda a, b: a if a > b else b, 0)(rs.to_device(u.copy())) == 2**64 - 1
     i = np.array([-7, 7], np.int64)  # signed stages are not concerned
