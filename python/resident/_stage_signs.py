@@ -65,6 +65,7 @@ def refuse_mixed_signs(dispatcher, args, name, error):
         ta = d.overloads[args].type_annotation
         tm, ct = ta.typemap, ta.calltypes
         tainted, found, returns = set(), [None], [False]
+        small = set()  # uint64 values below 2**63 held as int64 (v % 2**k): read right, wrong once computed on
         assigned = {}  # each variable's one definition (None where there are several)
         for block in ta.blocks.values():
             for st in block.body:
@@ -87,11 +88,11 @@ def refuse_mixed_signs(dispatcher, args, name, error):
 
         for final in (False, True):  # to a fixed point (loops carry values back), then the checks
             while True:
-                before = len(tainted)
+                before = len(tainted) + len(small)
                 for block in ta.blocks.values():
                     for st in block.body:
                         if isinstance(st, ir.Return):
-                            returns[0] |= st.value.name in tainted
+                            returns[0] |= st.value.name in tainted or st.value.name in small
                         if not isinstance(st, ir.Assign):
                             continue
                         e, target = st.value, st.target.name
@@ -103,12 +104,15 @@ def refuse_mixed_signs(dispatcher, args, name, error):
                             src = tm.get(e.name)
                             if e.name in tainted:
                                 tainted.add(target)
+                            elif e.name in small:
+                                small.add(target)
                             if final and isinstance(tt, nt.Float) and isinstance(src, nt.Integer) and (
                                     u64(src) or e.name in tainted):
                                 refuse(st, "one variable holding both (a float64 for Numba)")
                         elif isinstance(e, ir.Expr):
                             ins = [v for v in e.list_vars()]
                             hot = any(v.name in tainted for v in ins)
+                            held = any(v.name in small for v in ins)
                             if e.op in ("binop", "inplace_binop", "unary"):
                                 operands = [tm.get(v.name) for v in (e.lhs, e.rhs)] if e.op != "unary" else [
                                     tm.get(e.value.name)]
@@ -116,11 +120,12 @@ def refuse_mixed_signs(dispatcher, args, name, error):
                                 fn = e.fn
                                 c = constant(e.rhs) if e.op != "unary" else None
                                 if fn in (operator.mod, operator.imod) and c and 0 < c < 2**63 and not c & (c - 1):
-                                    pass  # v % 2**k: the low k bits, whichever sign v is read with
+                                    if mixed or hot or held:  # v % 2**k: the low k bits, whichever sign v is read with
+                                        small.add(target)
                                 elif (fn in _SAME_BITS or e.op == "unary" and fn in ("-", "~", "+") or
                                       fn in (operator.floordiv, operator.ifloordiv) and c == 1):
-                                    if (mixed or hot) and signed(tt):
-                                        tainted.add(target)
+                                    if (mixed or hot or held) and signed(tt):
+                                        tainted.add(target)  # NumPy computes on in uint64
                                     elif final and hot and isinstance(tt, nt.Float):
                                         refuse(st, f"{_SYMBOLS.get(fn, 'arithmetic')} with a float, after")
                                 elif final and (hot or mixed and fn not in _MIXED_RIGHT):
@@ -129,7 +134,7 @@ def refuse_mixed_signs(dispatcher, args, name, error):
                                 ft = tm.get(e.func.name)
                                 arg_types = [tm.get(v.name) for v in e.args]
                                 mixed = any(u64(t) for t in arg_types) and any(signed(t) for t in arg_types)
-                                arg_hot = tuple(i for i, v in enumerate(e.args) if v.name in tainted)
+                                arg_hot = tuple(i for i, v in enumerate(e.args) if v.name in tainted or v.name in small)
                                 if isinstance(ft, nt.Dispatcher) and e in ct:
                                     sub, back = walk(ft.dispatcher, tuple(ct[e].args), arg_hot, seen)
                                     if sub and found[0] is None:
@@ -146,9 +151,9 @@ def refuse_mixed_signs(dispatcher, args, name, error):
                                 if final:  # returns of both joined (Python 3.12 returns in each branch)
                                     refuse(st, "one variable holding both (a float64 for Numba)")
                             elif e.op in ("cast", "build_tuple", "getitem", "static_getitem", "exhaust_iter",
-                                          "pair_first", "pair_second") and hot:
-                                tainted.add(target)
-                if final or len(tainted) == before:
+                                          "pair_first", "pair_second") and (hot or held):
+                                (tainted if hot else small).add(target)
+                if final or len(tainted) + len(small) == before:
                     break
         return found[0], returns[0]
 

@@ -261,6 +261,16 @@ def _hash_mod(v):  # an int64 array hashed in uint64, the modulus a Python int
 _U = np.array([2**64 - 1, 2**63 + 5, 10], np.uint64)
 
 
+def _reads_past_20(x):
+    return 1 if x - 20 > 0 else 0
+
+
+def _low_bits_then_less(v):  # NumPy: the low bits stay uint64, so v % 16 - 20 wraps above 0
+    v %= 16
+    v -= 20
+    return 1 if v > 0 else 0
+
+
 @pytest.mark.parametrize("fn,what", [
     (lambda v: v // 3, "//"), (lambda v: v % 7, "%"), (lambda v: max(v, 3), "max()"),
     (lambda v: _mod_in_callee(v) + 1, "in _mod_in_callee"), (_floors_in_place, "//="),
@@ -269,7 +279,10 @@ _U = np.array([2**64 - 1, 2**63 + 5, 10], np.uint64)
     (lambda v: np.mod(v, 7), "remainder()"), (lambda v: np.floor_divide(v, 3), "floor_divide()"),
     (_floors_in_a_loop, "_floors_in_a_loop"), (lambda v: 1 if float(v + 1) > 1e10 else 0, "float()"),
     (lambda v: (v + 1) * 0.5, "with a float"), (_returns_both, "one variable holding both"),
-    (lambda v: v % 12, "%"), (lambda v: v % -16, "%"), (lambda v: v // 2, "//"), (lambda v: (v // 1) // 3, "//")])
+    (lambda v: v % 12, "%"), (lambda v: v % -16, "%"), (lambda v: v // 2, "//"), (lambda v: (v // 1) // 3, "//"),
+    (lambda v: 1 if v % 16 - 20 > 0 else 0, ">"), (lambda v: (v % 16 - 20) // 3, "//"),
+    (lambda v: abs(v % 16 - 20), "abs()"), (lambda v: 1 if (v % 2**62) * 4 > 5 else 0, ">"),
+    (lambda v: _reads_past_20(v % 16), "in _reads_past_20"), (_low_bits_then_less, ">")])
 def test_a_uint64_read_as_signed_after_meeting_a_signed_integer_is_refused(fn, what):
     # Numba types a uint64 with a signed integer as int64 (float64 where branches join): (2**64 - 1) // 3
     # gave 2**64 - 1, v + 1 > 5 was false for 2**63 + 5, max(v, 3) lost the low bits. Refused at the call,
@@ -317,6 +330,8 @@ def test_uint64_in_a_stage_on_signed_values_is_checked_too():
         rs.stage(_hash_mod)(rs.to_device(i.copy()))
     with pytest.raises(rs.InvalidType, match="uint64 and a signed integer"):  # a reduction's operator alike
         rs.jit.reduce(lambda a, b: a if a - 1 > b - 1 else b, 0)(rs.to_device(_U.copy()))
+    with pytest.raises(rs.InvalidType, match="uint64 and a signed integer"):
+        rs.jit.reduce(lambda a, b: a if a % 16 - 8 > b % 16 - 8 else b, 0)(rs.to_device(_U.copy()))
 
 
 def test_uint64_operations_numba_computes_right_still_run():
